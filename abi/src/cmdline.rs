@@ -1,0 +1,314 @@
+//! The kernel command line: `key=value` words separated by spaces, parsed into a [`Config`].
+//!
+//! The grammar is strict on purpose: an unknown key, a repeated key or a bad value is an error
+//! that names what was wrong and what is accepted, and the kernel exits with
+//! [`crate::ExitCode::BadCmdline`] instead of running with a silent default.
+
+use core::fmt;
+
+/// Largest CPU count `cpus=` accepts.
+pub const MAX_CPUS: u32 = 256;
+
+/// Every key the kernel accepts, with the values it takes (printed on a parse error).
+pub const ACCEPTED: &[(&str, &str)] = &[
+    (
+        "run",
+        "summary | test | bench | panic | pagefault | overflow | hang",
+    ),
+    ("test", "all | NAME[,NAME...]   (with run=test)"),
+    ("cpus", "1..=256   (bring up at most this many CPUs)"),
+    ("exit", "auto | qemu | halt   (how to report the outcome)"),
+];
+
+/// What the kernel does once it has booted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action<'a> {
+    /// Print the system summary (memory map, CPUs, features, boot path) and exit.
+    Summary,
+    /// Run in-kernel tests.
+    Test(TestSelection<'a>),
+    /// Run the benchmark scenarios.
+    Bench,
+    /// Fail on purpose, to prove that failures are reported (used by the host tests).
+    Crash(Crash),
+}
+
+/// A deliberate failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Crash {
+    /// `panic!()`.
+    Panic,
+    /// Write to an unmapped address: a page fault with a known CR2.
+    PageFault,
+    /// Unbounded recursion into the stack's guard page: a reported double fault.
+    StackOverflow,
+    /// Spin forever with interrupts off: the runner's timeout must end it.
+    Hang,
+}
+
+/// Which in-kernel tests to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TestSelection<'a> {
+    /// Every registered test.
+    All,
+    /// A comma-separated list of test names (validated by the kernel against its table).
+    Named(&'a str),
+}
+
+impl<'a> TestSelection<'a> {
+    /// Whether the test called `name` is selected.
+    #[must_use]
+    pub fn includes(&self, name: &str) -> bool {
+        match self {
+            TestSelection::All => true,
+            TestSelection::Named(list) => list.split(',').any(|n| n == name),
+        }
+    }
+
+    /// The names in a [`TestSelection::Named`] list (empty for `All`).
+    pub fn names(&self) -> impl Iterator<Item = &'a str> {
+        let list = match self {
+            TestSelection::All => "",
+            TestSelection::Named(list) => list,
+        };
+        list.split(',').filter(|n| !n.is_empty())
+    }
+}
+
+/// How the kernel reports its outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitMethod {
+    /// QEMU's exit device when running under QEMU (CPUID hypervisor vendor), else halt.
+    Auto,
+    /// Always write the exit device.
+    Qemu,
+    /// Always print the outcome and halt (real machines).
+    Halt,
+}
+
+/// The parsed command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config<'a> {
+    /// What to do after boot.
+    pub action: Action<'a>,
+    /// Bring up at most this many CPUs (`None`: all that firmware lists).
+    pub cpus: Option<u32>,
+    /// How to report the outcome.
+    pub exit: ExitMethod,
+}
+
+impl Default for Config<'_> {
+    fn default() -> Self {
+        Config {
+            action: Action::Summary,
+            cpus: None,
+            exit: ExitMethod::Auto,
+        }
+    }
+}
+
+/// What was wrong with a command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmdlineError<'a> {
+    /// A word without `=`.
+    NotKeyValue(&'a str),
+    /// A key the kernel does not know.
+    UnknownKey(&'a str),
+    /// A key given twice.
+    Repeated(&'a str),
+    /// A value the key does not accept.
+    BadValue {
+        /// The key.
+        key: &'a str,
+        /// The rejected value.
+        value: &'a str,
+    },
+    /// `test=` given without `run=test`.
+    TestWithoutRun,
+}
+
+impl fmt::Display for CmdlineError<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CmdlineError::NotKeyValue(w) => write!(f, "`{w}` is not of the form key=value"),
+            CmdlineError::UnknownKey(k) => write!(f, "unknown key `{k}`"),
+            CmdlineError::Repeated(k) => write!(f, "key `{k}` given more than once"),
+            CmdlineError::BadValue { key, value } => {
+                write!(f, "bad value `{value}` for `{key}`")
+            }
+            CmdlineError::TestWithoutRun => write!(f, "`test=` needs `run=test`"),
+        }
+    }
+}
+
+/// Parses a command line.
+///
+/// With `skip_image_path`, a first word without `=` is taken as the kernel image's path (QEMU's
+/// `-kernel` and GRUB's multiboot1 put it there) and ignored.
+pub fn parse(line: &str, skip_image_path: bool) -> Result<Config<'_>, CmdlineError<'_>> {
+    let mut cfg = Config::default();
+    let mut words = line.split_ascii_whitespace().peekable();
+    if skip_image_path && words.peek().is_some_and(|w| !w.contains('=')) {
+        words.next();
+    }
+    let mut seen = [false; ACCEPTED.len()];
+    let mut run: Option<&str> = None;
+    let mut test: Option<TestSelection<'_>> = None;
+    for word in words {
+        let (key, value) = word
+            .split_once('=')
+            .ok_or(CmdlineError::NotKeyValue(word))?;
+        let idx = ACCEPTED
+            .iter()
+            .position(|(k, _)| *k == key)
+            .ok_or(CmdlineError::UnknownKey(key))?;
+        if core::mem::replace(&mut seen[idx], true) {
+            return Err(CmdlineError::Repeated(key));
+        }
+        let bad = CmdlineError::BadValue { key, value };
+        match key {
+            "run" => run = Some(value),
+            "test" => {
+                test = Some(match value {
+                    "all" => TestSelection::All,
+                    list if valid_name_list(list) => TestSelection::Named(list),
+                    _ => return Err(bad),
+                })
+            }
+            "cpus" => {
+                let n: u32 = value.parse().map_err(|_| bad)?;
+                if n == 0 || n > MAX_CPUS {
+                    return Err(bad);
+                }
+                cfg.cpus = Some(n);
+            }
+            "exit" => {
+                cfg.exit = match value {
+                    "auto" => ExitMethod::Auto,
+                    "qemu" => ExitMethod::Qemu,
+                    "halt" => ExitMethod::Halt,
+                    _ => return Err(bad),
+                }
+            }
+            _ => unreachable!("every ACCEPTED key is handled"),
+        }
+    }
+    cfg.action = match run {
+        None | Some("summary") => Action::Summary,
+        Some("test") => Action::Test(test.take().unwrap_or(TestSelection::All)),
+        Some("bench") => Action::Bench,
+        Some("panic") => Action::Crash(Crash::Panic),
+        Some("pagefault") => Action::Crash(Crash::PageFault),
+        Some("overflow") => Action::Crash(Crash::StackOverflow),
+        Some("hang") => Action::Crash(Crash::Hang),
+        Some(value) => return Err(CmdlineError::BadValue { key: "run", value }),
+    };
+    if test.is_some() {
+        return Err(CmdlineError::TestWithoutRun);
+    }
+    Ok(cfg)
+}
+
+fn valid_name_list(list: &str) -> bool {
+    !list.is_empty()
+        && list.split(',').all(|n| {
+            !n.is_empty()
+                && n.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_line_is_summary() {
+        assert_eq!(parse("", false), Ok(Config::default()));
+        assert_eq!(parse("/boot/kernel.elf", true), Ok(Config::default()));
+    }
+
+    #[test]
+    fn image_path_skipped_only_when_asked() {
+        assert_eq!(
+            parse("kernel32.elf", false),
+            Err(CmdlineError::NotKeyValue("kernel32.elf"))
+        );
+        let c = parse("/tmp/k.elf run=test test=a,b cpus=4", true).unwrap();
+        assert_eq!(c.action, Action::Test(TestSelection::Named("a,b")));
+        assert_eq!(c.cpus, Some(4));
+    }
+
+    #[test]
+    fn selection() {
+        let s = TestSelection::Named("alpha,beta");
+        assert!(s.includes("beta") && !s.includes("gamma") && !s.includes("alph"));
+        assert_eq!(s.names().collect::<Vec<_>>(), ["alpha", "beta"]);
+        assert!(TestSelection::All.includes("x"));
+    }
+
+    #[test]
+    fn errors() {
+        assert_eq!(
+            parse("bogus=1", false),
+            Err(CmdlineError::UnknownKey("bogus"))
+        );
+        assert_eq!(
+            parse("cpus=0", false),
+            Err(CmdlineError::BadValue {
+                key: "cpus",
+                value: "0"
+            })
+        );
+        assert_eq!(
+            parse("cpus=257", false),
+            Err(CmdlineError::BadValue {
+                key: "cpus",
+                value: "257"
+            })
+        );
+        assert_eq!(
+            parse("cpus=x", false),
+            Err(CmdlineError::BadValue {
+                key: "cpus",
+                value: "x"
+            })
+        );
+        assert_eq!(
+            parse("cpus=1 cpus=2", false),
+            Err(CmdlineError::Repeated("cpus"))
+        );
+        assert_eq!(
+            parse("run=fly", false),
+            Err(CmdlineError::BadValue {
+                key: "run",
+                value: "fly"
+            })
+        );
+        assert_eq!(parse("test=all", false), Err(CmdlineError::TestWithoutRun));
+        assert_eq!(
+            parse("run=test test=a,,b", false),
+            Err(CmdlineError::BadValue {
+                key: "test",
+                value: "a,,b"
+            })
+        );
+        assert_eq!(
+            parse("run=test exit=never", false).unwrap_err().to_string(),
+            "bad value `never` for `exit`"
+        );
+    }
+
+    #[test]
+    fn crash_actions() {
+        for (w, c) in [
+            ("panic", Crash::Panic),
+            ("pagefault", Crash::PageFault),
+            ("overflow", Crash::StackOverflow),
+            ("hang", Crash::Hang),
+        ] {
+            let line = std::format!("run={w}");
+            assert_eq!(parse(&line, false).unwrap().action, Action::Crash(c));
+        }
+    }
+}

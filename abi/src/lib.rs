@@ -1,0 +1,14 @@
+//! The contract between the kernel and the host tools that boot it.
+//!
+//! Both sides compile this crate: the kernel to report, the runner (`qemu`) to decode. It
+//! holds the exit codes written to QEMU's `isa-debug-exit` port, the kernel command line
+//! grammar, and the line protocol the in-kernel tests and benchmarks print on the console.
+#![cfg_attr(not(test), no_std)]
+#![warn(missing_docs)]
+
+pub mod cmdline;
+pub mod exit;
+pub mod report;
+
+pub use cmdline::{Action, CmdlineError, Config, Crash, TestSelection};
+pub use exit::ExitCode;
