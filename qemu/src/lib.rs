@@ -1,1 +1,32 @@
-//! placeholder
+//! The host runner: boots the kernel in QEMU and turns what happens into an outcome.
+//!
+//! A run is a [`launch::Launch`] (mode, vCPUs, memory, what to boot) turned into a QEMU
+//! command line, started under a timeout that kills QEMU's whole process group
+//! ([`process`]), with the serial console captured (and echoed when interactive). The QEMU
+//! exit status is decoded with [`abi::ExitCode::from_qemu_status`] into an [`Outcome`], in
+//! which a runner timeout is its own case, distinct from every kernel exit code. The
+//! in-kernel test lines (`KTEST ...`) are parsed into per-case results ([`results`]).
+//!
+//! The `kx` binary ([`cli`], [`commands`]) builds the kernel with the `boot` crate and offers
+//! `summary`, `test`, `run`, `image` and `bench`. `unsafe` is confined to [`process`] (process
+//! group kill and parent-death signal).
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod cli;
+pub mod commands;
+pub mod error;
+pub mod exit;
+pub mod firmware;
+pub mod launch;
+pub mod mode;
+pub mod outcome;
+pub mod process;
+pub mod results;
+
+pub use error::RunError;
+pub use exit::RunnerExit;
+pub use launch::{Launch, Medium};
+pub use mode::Mode;
+pub use outcome::{Outcome, RunOutput};
+pub use results::TestReport;

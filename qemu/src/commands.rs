@@ -1,0 +1,372 @@
+//! What each `kx` subcommand does: build what it needs, boot, decode, report, pick the exit.
+//!
+//! The pieces are public so the host integration tests (`tests/`) drive the same code the
+//! user runs: [`boot`] runs one [`Launch`] under a timeout, [`medium_for`] turns a built
+//! kernel and a command line into what a mode boots (the ELF32 for `direct`, a GRUB image
+//! with that command line in its grub.cfg for the others), [`execute`] is the whole command.
+
+use crate::cli::{Cli, Command, Options, USAGE};
+use crate::firmware::PrivateVars;
+use crate::mode::Firmware;
+use crate::process::run_with_timeout;
+use crate::results::TestReport;
+use crate::{Launch, Medium, Mode, Outcome, RunError, RunOutput, RunnerExit};
+use abi::ExitCode;
+use boot::host_deps::{self, OVMF_CODE, OVMF_VARS, Purpose, QEMU};
+use boot::{BuildOptions, Kernel, Workspace, build_image, build_kernel};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Timeout of `kx bench` when none is given: the scenarios run for minutes under TCG.
+pub const BENCH_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Runs `launch` under `timeout`, echoing serial when `echo`.
+///
+/// Checks for QEMU (and OVMF for UEFI modes) first, and gives UEFI runs a private copy of the
+/// OVMF variable store that lives as long as the run.
+pub fn boot(
+    ws: &Workspace,
+    launch: &Launch,
+    timeout: Duration,
+    echo: bool,
+) -> Result<RunOutput, RunError> {
+    let uefi = launch.mode.firmware() == Firmware::Uefi;
+    host_deps::ensure(if uefi {
+        &[Purpose::Qemu, Purpose::Uefi]
+    } else {
+        &[Purpose::Qemu]
+    })?;
+    let mut launch = launch.clone();
+    let _vars = if uefi && launch.ovmf_vars.is_none() {
+        let vars = PrivateVars::copy_from(Path::new(OVMF_VARS), &ws.work_dir())?;
+        launch.ovmf_vars = Some(vars.path().to_path_buf());
+        Some(vars)
+    } else {
+        None
+    };
+    let args = launch.args().map_err(RunError::MediumMismatch)?;
+    let qemu = boot::tool::find_on_path(QEMU).unwrap_or_else(|| PathBuf::from(QEMU));
+    let finished = run_with_timeout(&qemu, &args, timeout, echo)?;
+    Ok(RunOutput::from_finished(finished, timeout))
+}
+
+/// A launch with the default firmware paths.
+#[must_use]
+pub fn launch(mode: Mode, smp: u32, mem_mib: u32, medium: Medium) -> Launch {
+    Launch {
+        mode,
+        smp,
+        mem_mib,
+        medium,
+        ovmf_code: OVMF_CODE.into(),
+        ovmf_vars: None,
+    }
+}
+
+/// What `mode` boots for `kernel` with `cmdline`: the ELF32 directly, or a GRUB image (built
+/// under `target-kernel/work/images/`, one per profile and command line).
+pub fn medium_for(
+    ws: &Workspace,
+    kernel: &Kernel,
+    mode: Mode,
+    cmdline: &str,
+) -> Result<Medium, RunError> {
+    if !mode.uses_image() {
+        return Ok(Medium::Kernel {
+            elf32: kernel.elf32.clone(),
+            cmdline: cmdline.to_owned(),
+        });
+    }
+    let path = ws
+        .work_dir()
+        .join("images")
+        .join(image_name(kernel.profile, cmdline));
+    let image = build_image(kernel, cmdline, &path)?;
+    Ok(Medium::Image(image.path))
+}
+
+/// A file name for the image of `cmdline`: readable, and unique per command line.
+#[must_use]
+pub fn image_name(profile: boot::Profile, cmdline: &str) -> String {
+    let words: Vec<&str> = cmdline.split_ascii_whitespace().collect();
+    let joined = words.join(" ");
+    let readable: String = joined
+        .chars()
+        .take(40)
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    // FNV-1a keeps different command lines with the same readable form apart.
+    let hash = joined.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("{}-{readable}-{hash:016x}.img", profile.dir())
+}
+
+/// The kernel command line a command boots with.
+#[must_use]
+pub fn cmdline_for(command: &Command, append: &str) -> String {
+    let base = match command {
+        Command::Summary => "run=summary".to_owned(),
+        Command::Test(names) if names.is_empty() => "run=test".to_owned(),
+        Command::Test(names) => format!("run=test test={}", names.join(",")),
+        Command::Bench => "run=bench".to_owned(),
+        Command::Run | Command::Image | Command::Help => String::new(),
+    };
+    let mut words: Vec<&str> = base.split_ascii_whitespace().collect();
+    words.extend(append.split_ascii_whitespace());
+    words.join(" ")
+}
+
+/// The runner's exit for an outcome of a non-test run.
+#[must_use]
+pub fn exit_for(outcome: Outcome) -> RunnerExit {
+    match outcome {
+        Outcome::Kernel(ExitCode::Success) => RunnerExit::Success,
+        Outcome::Kernel(code) => RunnerExit::Kernel(code),
+        Outcome::Timeout(_) => RunnerExit::Timeout,
+        Outcome::QemuStatus(_) | Outcome::QemuSignal(_) => RunnerExit::QemuFailed,
+    }
+}
+
+/// The runner's exit for a test run: a success code with contradicting lines is a mismatch.
+#[must_use]
+pub fn test_exit(out: &RunOutput, report: &TestReport, requested: Option<&[String]>) -> RunnerExit {
+    match exit_for(out.outcome) {
+        RunnerExit::Success if !report.problems(out.outcome, requested).is_empty() => {
+            RunnerExit::OutputMismatch
+        }
+        other => other,
+    }
+}
+
+/// Runs a parsed command line to completion and says how to exit.
+pub fn execute(cli: &Cli) -> RunnerExit {
+    match try_execute(cli) {
+        Ok(exit) => exit,
+        Err(e) => {
+            eprintln!("kx: {e}");
+            RunnerExit::for_error(&e)
+        }
+    }
+}
+
+fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
+    let o = &cli.options;
+    if cli.command == Command::Help {
+        println!("{USAGE}\n\n{}", exit_code_help());
+        return Ok(RunnerExit::Success);
+    }
+    for f in [&o.kernel, &o.image].into_iter().flatten() {
+        if !f.is_file() {
+            return Err(RunError::NotFound(f.clone()));
+        }
+    }
+    let ws = Workspace::locate()?;
+    let build = BuildOptions {
+        profile: o.profile,
+        quiet: o.quiet,
+    };
+    if cli.command == Command::Image {
+        let kernel = build_kernel(&ws, build)?;
+        let out = o
+            .out
+            .clone()
+            .unwrap_or_else(|| ws.out_dir().join("kx-usb.img"));
+        let image = build_image(&kernel, &o.append, &out)?;
+        print!("{}", image.instructions());
+        return Ok(RunnerExit::Success);
+    }
+    let cmdline = cmdline_for(&cli.command, &o.append);
+    let medium = match (&o.kernel, &o.image) {
+        (Some(elf32), _) => Medium::Kernel {
+            elf32: elf32.clone(),
+            cmdline: cmdline.clone(),
+        },
+        (None, Some(img)) => {
+            eprintln!(
+                "kx: booting {} as is; its grub.cfg decides the command line",
+                img.display()
+            );
+            Medium::Image(img.clone())
+        }
+        (None, None) => {
+            let kernel = build_kernel(&ws, build)?;
+            medium_for(&ws, &kernel, o.mode, &cmdline)?
+        }
+    };
+    let timeout = o.timeout.unwrap_or(match cli.command {
+        Command::Bench => BENCH_TIMEOUT,
+        _ => o.mode.default_timeout(),
+    });
+    eprintln!(
+        "kx: booting ({} mode, {} vCPUs, {} MiB, timeout {} s): {}",
+        o.mode,
+        o.smp,
+        o.mem_mib,
+        timeout.as_secs(),
+        if cmdline.is_empty() {
+            "(empty command line)"
+        } else {
+            &cmdline
+        }
+    );
+    let out = boot(
+        &ws,
+        &launch(o.mode, o.smp, o.mem_mib, medium),
+        timeout,
+        !o.quiet,
+    )?;
+    Ok(report(cli, o, &out))
+}
+
+fn report(cli: &Cli, o: &Options, out: &RunOutput) -> RunnerExit {
+    let exit = match &cli.command {
+        Command::Test(names) => {
+            let requested = (!names.is_empty()).then_some(names.as_slice());
+            let report = TestReport::parse(&out.serial);
+            print_test_report(&report, out, requested);
+            test_exit(out, &report, requested)
+        }
+        _ => exit_for(out.outcome),
+    };
+    eprintln!(
+        "kx: {} after {:.2} s (first serial output at {})",
+        out.outcome,
+        out.elapsed.as_secs_f64(),
+        out.first_output
+            .map_or("never".to_owned(), |d| format!("{:.2} s", d.as_secs_f64()))
+    );
+    if exit != RunnerExit::Success {
+        if o.quiet && !out.serial.is_empty() {
+            eprintln!("kx: last serial lines:\n{}", out.tail(20));
+        }
+        if !out.qemu_stderr.trim().is_empty() {
+            eprintln!("kx: QEMU said:\n{}", out.qemu_stderr.trim_end());
+        }
+    }
+    exit
+}
+
+fn print_test_report(report: &TestReport, out: &RunOutput, requested: Option<&[String]>) {
+    println!();
+    for c in &report.cases {
+        match (&c.passed, &c.reason) {
+            (true, _) => println!("  ok      {}", c.name),
+            (false, Some(r)) => println!("  FAILED  {}: {r}", c.name),
+            (false, None) => println!("  FAILED  {}", c.name),
+        }
+    }
+    let (p, f) = report.counts();
+    println!("{p} passed, {f} failed");
+    let problems = report.problems(out.outcome, requested);
+    for problem in problems
+        .iter()
+        .filter(|p| !matches!(p, crate::results::Problem::Failed { .. }))
+    {
+        println!("  problem: {problem}");
+    }
+}
+
+/// The exit-code table printed by `kx help`.
+#[must_use]
+pub fn exit_code_help() -> String {
+    let mut s = String::from("exit status:\n");
+    for (e, what) in RunnerExit::OWN {
+        s.push_str(&format!("  {:>3}  {what}\n", e.status()));
+    }
+    for c in ExitCode::ALL
+        .into_iter()
+        .filter(|c| *c != ExitCode::Success)
+    {
+        s.push_str(&format!(
+            "  {:>3}  the kernel exited with {} (0x{:02x})\n",
+            RunnerExit::Kernel(c).status(),
+            c.name(),
+            c.port_value()
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::process::Termination;
+    use boot::Profile;
+
+    #[test]
+    fn command_lines() {
+        assert_eq!(cmdline_for(&Command::Summary, ""), "run=summary");
+        assert_eq!(
+            cmdline_for(&Command::Test(vec![]), "cpus=2"),
+            "run=test cpus=2"
+        );
+        assert_eq!(
+            cmdline_for(&Command::Test(vec!["a".into(), "b".into()]), ""),
+            "run=test test=a,b"
+        );
+        assert_eq!(cmdline_for(&Command::Run, "  run=panic  "), "run=panic");
+        assert_eq!(cmdline_for(&Command::Bench, ""), "run=bench");
+        // The kernel's own parser accepts what the runner generates.
+        for c in [
+            Command::Summary,
+            Command::Test(vec!["x".into()]),
+            Command::Bench,
+        ] {
+            assert!(abi::cmdline::parse(&cmdline_for(&c, "cpus=1"), false).is_ok());
+        }
+    }
+
+    #[test]
+    fn image_names_are_distinct_and_safe() {
+        let a = image_name(Profile::Release, "run=test test=a_b");
+        let b = image_name(Profile::Release, "run=test test=a,b");
+        assert_ne!(a, b);
+        assert!(a.starts_with("release-run_test_test_a_b-") && a.ends_with(".img"));
+        assert_eq!(a, image_name(Profile::Release, " run=test   test=a_b "));
+        assert_ne!(a, image_name(Profile::Debug, "run=test test=a_b"));
+    }
+
+    fn output(outcome: Outcome, serial: &str) -> RunOutput {
+        RunOutput {
+            outcome,
+            serial: serial.into(),
+            qemu_stderr: String::new(),
+            elapsed: Duration::ZERO,
+            first_output: None,
+        }
+    }
+
+    #[test]
+    fn exits() {
+        let t = Outcome::decode(Termination::TimedOut, Duration::from_secs(1));
+        assert_eq!(exit_for(t), RunnerExit::Timeout);
+        assert_eq!(exit_for(Outcome::QemuStatus(1)), RunnerExit::QemuFailed);
+        assert_eq!(
+            exit_for(Outcome::Kernel(ExitCode::Panic)),
+            RunnerExit::Kernel(ExitCode::Panic)
+        );
+        let ok = Outcome::Kernel(ExitCode::Success);
+        let good = output(ok, "KTEST a ok\nKTEST-SUMMARY 1 passed, 0 failed\n");
+        let r = TestReport::parse(&good.serial);
+        assert_eq!(test_exit(&good, &r, None), RunnerExit::Success);
+        let lost = output(ok, "KTEST-SUMMARY 1 passed, 0 failed\n");
+        let r = TestReport::parse(&lost.serial);
+        assert_eq!(test_exit(&lost, &r, None), RunnerExit::OutputMismatch);
+        let failed = output(Outcome::Kernel(ExitCode::TestFailure), "KTEST a FAILED\n");
+        let r = TestReport::parse(&failed.serial);
+        assert_eq!(
+            test_exit(&failed, &r, None),
+            RunnerExit::Kernel(ExitCode::TestFailure)
+        );
+    }
+
+    #[test]
+    fn help_lists_every_code() {
+        let h = exit_code_help();
+        for (e, _) in RunnerExit::OWN {
+            assert!(h.contains(&format!("  {:>3}  ", e.status())));
+        }
+        assert!(h.contains("panic (0x12)"));
+    }
+}

@@ -1,0 +1,70 @@
+//! Errors that stop a run before QEMU reports an outcome (bad input, missing tools, I/O).
+//!
+//! A QEMU run that starts and ends, however badly, is not an error: it is an
+//! [`crate::Outcome`]. These are the failures before or around it.
+
+use boot::BootError;
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+/// Why a run could not be carried out.
+#[derive(Debug)]
+pub enum RunError {
+    /// Building the kernel or image, or checking host packages, failed.
+    Boot(BootError),
+    /// QEMU could not be started.
+    Spawn(io::Error),
+    /// Reading QEMU's output or waiting for it failed.
+    Wait(io::Error),
+    /// A file could not be copied or created.
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// A file named on the command line does not exist.
+    NotFound(PathBuf),
+    /// The mode needs a file the launch does not have (e.g. an image for `uefi`).
+    MediumMismatch(String),
+}
+
+impl RunError {
+    /// Wraps an I/O error with its path.
+    pub fn io(path: impl Into<PathBuf>, source: io::Error) -> Self {
+        RunError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+impl From<BootError> for RunError {
+    fn from(e: BootError) -> Self {
+        RunError::Boot(e)
+    }
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::Boot(e) => e.fmt(f),
+            RunError::Spawn(e) => write!(f, "could not start {}: {e}", boot::host_deps::QEMU),
+            RunError::Wait(e) => write!(f, "lost track of QEMU: {e}"),
+            RunError::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            RunError::NotFound(p) => write!(f, "{}: no such file", p.display()),
+            RunError::MediumMismatch(msg) => f.write_str(msg),
+        }
+    }
+}
+
+impl std::error::Error for RunError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RunError::Boot(e) => Some(e),
+            RunError::Spawn(e) | RunError::Wait(e) | RunError::Io { source: e, .. } => Some(e),
+            _ => None,
+        }
+    }
+}

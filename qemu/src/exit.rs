@@ -1,0 +1,122 @@
+//! The runner's own exit status: one number per kind of ending, for scripts and CI.
+//!
+//! When the kernel ran and exited, `kx` passes the kernel's [`abi::ExitCode`] through as its
+//! port value (success becomes 0), so `kx run --append run=panic; echo $?` prints 18. The
+//! runner's own failures use small numbers that no kernel code uses: 2 bad arguments, 3 a
+//! named file does not exist, 4 host packages missing, 5 build failed, 6 QEMU failed (could
+//! not start, its own error status 1, killed by a signal), 7 timeout (QEMU killed by the
+//! runner), 8 the console output contradicts the exit code (e.g. a test line missing).
+
+use abi::ExitCode;
+use boot::error::{EXIT_BUILD_FAILED, EXIT_MISSING_PACKAGES, EXIT_NOT_FOUND, EXIT_USAGE};
+
+/// How `kx` ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunnerExit {
+    /// The kernel reported success and its output agreed.
+    Success,
+    /// Bad command-line arguments to the runner.
+    Usage,
+    /// A file named on the command line does not exist.
+    NotFound,
+    /// Host packages are missing and were not installed.
+    MissingPackages,
+    /// Building the kernel or the image failed.
+    BuildFailed,
+    /// QEMU failed: did not start, exited 1 (its own error) or an unknown status, or died of
+    /// a signal.
+    QemuFailed,
+    /// The runner's timeout killed QEMU.
+    Timeout,
+    /// The kernel's console output contradicts its exit code (missing or failed test lines).
+    OutputMismatch,
+    /// The kernel exited with this code (any but success).
+    Kernel(ExitCode),
+}
+
+impl RunnerExit {
+    /// The runner's own codes with their meaning, for help text and the README table.
+    pub const OWN: [(RunnerExit, &'static str); 8] = [
+        (RunnerExit::Success, "the kernel reported success"),
+        (RunnerExit::Usage, "bad runner arguments"),
+        (
+            RunnerExit::NotFound,
+            "a file named on the command line does not exist",
+        ),
+        (
+            RunnerExit::MissingPackages,
+            "host packages missing and not installed",
+        ),
+        (
+            RunnerExit::BuildFailed,
+            "building the kernel or image failed",
+        ),
+        (
+            RunnerExit::QemuFailed,
+            "QEMU failed (did not start, its own error, a signal)",
+        ),
+        (RunnerExit::Timeout, "timeout: the runner killed QEMU"),
+        (
+            RunnerExit::OutputMismatch,
+            "console output contradicts the exit code",
+        ),
+    ];
+
+    /// The process exit status.
+    #[must_use]
+    pub const fn status(self) -> i32 {
+        match self {
+            RunnerExit::Success => 0,
+            RunnerExit::Usage => EXIT_USAGE,
+            RunnerExit::NotFound => EXIT_NOT_FOUND,
+            RunnerExit::MissingPackages => EXIT_MISSING_PACKAGES,
+            RunnerExit::BuildFailed => EXIT_BUILD_FAILED,
+            RunnerExit::QemuFailed => 6,
+            RunnerExit::Timeout => 7,
+            RunnerExit::OutputMismatch => 8,
+            RunnerExit::Kernel(ExitCode::Success) => 0,
+            RunnerExit::Kernel(code) => code.port_value() as i32,
+        }
+    }
+
+    /// The exit code for an error that stopped the run.
+    #[must_use]
+    pub fn for_error(e: &crate::RunError) -> Self {
+        use crate::RunError;
+        match e {
+            RunError::Boot(b) => match b.exit_status() {
+                EXIT_MISSING_PACKAGES => RunnerExit::MissingPackages,
+                EXIT_NOT_FOUND => RunnerExit::NotFound,
+                EXIT_USAGE => RunnerExit::Usage,
+                _ => RunnerExit::BuildFailed,
+            },
+            RunError::Spawn(_) | RunError::Wait(_) => RunnerExit::QemuFailed,
+            RunError::Io { .. } => RunnerExit::BuildFailed,
+            RunError::NotFound(_) => RunnerExit::NotFound,
+            RunError::MediumMismatch(_) => RunnerExit::Usage,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_are_distinct_and_never_clash_with_kernel_codes() {
+        let mut seen = std::collections::HashSet::new();
+        for (e, _) in RunnerExit::OWN {
+            assert!(seen.insert(e.status()), "{e:?}");
+        }
+        for c in ExitCode::ALL {
+            let s = RunnerExit::Kernel(c).status();
+            if c == ExitCode::Success {
+                assert_eq!(s, 0);
+            } else {
+                assert!(seen.insert(s), "{c:?} clashes");
+                assert!(s > 8 && s < 256);
+            }
+        }
+        assert_eq!(RunnerExit::Kernel(ExitCode::Panic).status(), 0x12);
+    }
+}

@@ -1,0 +1,213 @@
+//! One QEMU invocation: the machine (vCPUs, memory), the mode and what it boots, rendered as
+//! QEMU's argument list.
+//!
+//! Every mode shares: `-machine q35 -cpu max -m M -smp N -display none -serial stdio
+//! -monitor none -nic none -no-reboot -device isa-debug-exit,iobase=0xf4,iosize=0x04`
+//! (TCG only: KVM does not work on these machines, DESIGN.md section 4; `-no-reboot` turns a
+//! triple fault into an exit instead of a boot loop). Then per mode:
+//!
+//! * direct: `-kernel kernel32.elf -append "<cmdline>"`;
+//! * bios / uefi: the image as a disk; usb-*: `-device qemu-xhci -drive if=none,id=stick,...
+//!   -device usb-storage,drive=stick`;
+//! * uefi / usb-uefi: OVMF code read-only as pflash 0 and a private vars copy as pflash 1.
+//!
+//! Images are opened with `snapshot=on`, so a run never writes the image and several runs can
+//! share one.
+
+use crate::mode::{Firmware, Mode};
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// The exit device QEMU's status comes from (DESIGN.md section 4).
+pub const EXIT_DEVICE: &str = "isa-debug-exit,iobase=0xf4,iosize=0x04";
+
+/// What the machine boots.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Medium {
+    /// The ELF32 kernel with its command line (direct mode).
+    Kernel {
+        /// `kernel32.elf`.
+        elf32: PathBuf,
+        /// The kernel command line (after the image path QEMU puts first).
+        cmdline: String,
+    },
+    /// A GRUB image (its command line is inside its grub.cfg).
+    Image(PathBuf),
+}
+
+/// A complete QEMU invocation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Launch {
+    /// How to boot.
+    pub mode: Mode,
+    /// Number of vCPUs (`-smp`).
+    pub smp: u32,
+    /// Memory in MiB (`-m`).
+    pub mem_mib: u32,
+    /// What to boot; must match the mode.
+    pub medium: Medium,
+    /// OVMF code (read-only pflash), for UEFI modes.
+    pub ovmf_code: PathBuf,
+    /// The private OVMF vars copy, for UEFI modes.
+    pub ovmf_vars: Option<PathBuf>,
+}
+
+impl Launch {
+    /// QEMU's arguments, or why this launch is inconsistent.
+    pub fn args(&self) -> Result<Vec<OsString>, String> {
+        let mut a: Vec<OsString> = Vec::new();
+        let mut push = |s: &str| a.push(s.into());
+        push("-machine");
+        push("q35");
+        push("-cpu");
+        push("max");
+        push("-m");
+        push(&self.mem_mib.to_string());
+        push("-smp");
+        push(&self.smp.to_string());
+        for s in [
+            "-display",
+            "none",
+            "-serial",
+            "stdio",
+            "-monitor",
+            "none",
+            "-nic",
+            "none",
+            "-no-reboot",
+            "-device",
+            EXIT_DEVICE,
+        ] {
+            push(s);
+        }
+        if self.mode.firmware() == Firmware::Uefi {
+            let vars = self
+                .ovmf_vars
+                .as_ref()
+                .ok_or_else(|| format!("mode {} needs a private OVMF vars copy", self.mode))?;
+            a.push("-drive".into());
+            a.push(drive_arg(
+                "if=pflash,format=raw,readonly=on,file=",
+                &self.ovmf_code,
+            ));
+            a.push("-drive".into());
+            a.push(drive_arg("if=pflash,format=raw,file=", vars));
+        }
+        match (&self.medium, self.mode) {
+            (Medium::Kernel { elf32, cmdline }, Mode::Direct) => {
+                a.push("-kernel".into());
+                a.push(elf32.into());
+                a.push("-append".into());
+                a.push(cmdline.into());
+            }
+            (Medium::Image(img), Mode::Bios | Mode::Uefi) => {
+                a.push("-drive".into());
+                a.push(drive_arg("format=raw,snapshot=on,file=", img));
+            }
+            (Medium::Image(img), Mode::UsbBios | Mode::UsbUefi) => {
+                a.push("-device".into());
+                a.push("qemu-xhci".into());
+                a.push("-drive".into());
+                a.push(drive_arg(
+                    "if=none,id=stick,format=raw,snapshot=on,file=",
+                    img,
+                ));
+                a.push("-device".into());
+                a.push("usb-storage,drive=stick".into());
+            }
+            (Medium::Kernel { .. }, m) => {
+                return Err(format!("mode {m} boots a GRUB image, not a bare kernel"));
+            }
+            (Medium::Image(_), Mode::Direct) => {
+                return Err("mode direct boots the kernel ELF, not an image".into());
+            }
+        }
+        Ok(a)
+    }
+}
+
+/// `prefix` + path, with QEMU's option escaping (a `,` in a path is written `,,`).
+fn drive_arg(prefix: &str, path: &std::path::Path) -> OsString {
+    let mut s = OsString::from(prefix);
+    s.push(path.to_string_lossy().replace(',', ",,"));
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn launch(mode: Mode, medium: Medium) -> Launch {
+        Launch {
+            mode,
+            smp: 4,
+            mem_mib: 512,
+            medium,
+            ovmf_code: "/fw/CODE.fd".into(),
+            ovmf_vars: Some("/tmp/x/VARS.fd".into()),
+        }
+    }
+
+    fn joined(l: &Launch) -> String {
+        l.args()
+            .unwrap()
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn direct() {
+        let l = launch(
+            Mode::Direct,
+            Medium::Kernel {
+                elf32: "/k/kernel32.elf".into(),
+                cmdline: "run=test test=a".into(),
+            },
+        );
+        let args = l.args().unwrap();
+        let s = joined(&l);
+        assert!(s.starts_with("-machine q35 -cpu max -m 512 -smp 4 -display none -serial stdio"));
+        assert!(s.contains("-no-reboot -device isa-debug-exit,iobase=0xf4,iosize=0x04"));
+        assert!(!s.contains("pflash"));
+        // The command line stays one argument.
+        assert_eq!(args.last().unwrap(), "run=test test=a");
+        assert_eq!(args[args.len() - 3], "/k/kernel32.elf");
+    }
+
+    #[test]
+    fn uefi_usb_has_both_pflash_and_the_stick() {
+        let s = joined(&launch(Mode::UsbUefi, Medium::Image("/i/a,b.img".into())));
+        assert!(s.contains("-drive if=pflash,format=raw,readonly=on,file=/fw/CODE.fd"));
+        assert!(s.contains("-drive if=pflash,format=raw,file=/tmp/x/VARS.fd"));
+        assert!(s.contains(
+            "-device qemu-xhci -drive if=none,id=stick,format=raw,snapshot=on,file=/i/a,,b.img \
+             -device usb-storage,drive=stick"
+        ));
+    }
+
+    #[test]
+    fn bios_disk_has_no_firmware_files() {
+        let s = joined(&launch(Mode::Bios, Medium::Image("/i/a.img".into())));
+        assert!(s.ends_with("-drive format=raw,snapshot=on,file=/i/a.img"));
+        assert!(!s.contains("pflash") && !s.contains("usb-storage"));
+    }
+
+    #[test]
+    fn inconsistent_launches_are_rejected() {
+        let k = Medium::Kernel {
+            elf32: "/k".into(),
+            cmdline: String::new(),
+        };
+        assert!(launch(Mode::Uefi, k).args().is_err());
+        assert!(
+            launch(Mode::Direct, Medium::Image("/i".into()))
+                .args()
+                .is_err()
+        );
+        let mut l = launch(Mode::Uefi, Medium::Image("/i".into()));
+        l.ovmf_vars = None;
+        assert!(l.args().unwrap_err().contains("OVMF"));
+    }
+}

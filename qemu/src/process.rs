@@ -1,0 +1,224 @@
+//! Starting QEMU under a timeout that kills its whole process group, capturing its output.
+//!
+//! QEMU starts as the leader of a new process group (so the kill reaches anything it spawns
+//! and nothing of ours), with `PR_SET_PDEATHSIG = SIGKILL` (so QEMU dies with the runner, e.g.
+//! when a test binary is interrupted, instead of spinning on with a hung guest). The runner
+//! polls for the exit every few milliseconds and, at the deadline, sends `SIGKILL` to the
+//! group *before* reaping QEMU, so the group id cannot have been reused by then. Serial
+//! (QEMU's stdout) and QEMU's own messages (stderr) are read by two threads; serial can be
+//! echoed to the terminal as it arrives.
+//!
+//! This is one of the two places with `unsafe`: `pre_exec` and two libc calls.
+#![allow(unsafe_code)]
+
+use crate::RunError;
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, OnceLock};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// How often the runner checks whether QEMU has exited.
+const POLL: Duration = Duration::from_millis(5);
+
+/// How the QEMU process ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Termination {
+    /// It exited by itself with this status.
+    Exited(ExitStatus),
+    /// The runner killed it at the deadline.
+    TimedOut,
+}
+
+/// What a finished process left behind.
+#[derive(Clone, Debug)]
+pub struct Finished {
+    /// How it ended.
+    pub termination: Termination,
+    /// Everything it wrote to stdout (the serial console).
+    pub stdout: Vec<u8>,
+    /// Everything it wrote to stderr (QEMU's own messages).
+    pub stderr: Vec<u8>,
+    /// From spawn to exit (or kill).
+    pub elapsed: Duration,
+    /// From spawn to its first byte on stdout.
+    pub first_output: Option<Duration>,
+}
+
+/// Runs `program args...`, killing its process group after `timeout`; with `echo`, stdout is
+/// copied to our stdout as it arrives.
+pub fn run_with_timeout(
+    program: &Path,
+    args: &[OsString],
+    timeout: Duration,
+    echo: bool,
+) -> Result<Finished, RunError> {
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs in the forked child before exec and only makes two
+    // async-signal-safe system calls (prctl, getppid); it allocates nothing and takes no locks.
+    unsafe {
+        cmd.pre_exec(move || {
+            // Die with the thread that spawned us (the runner's waiting thread).
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            // If the runner died between fork and prctl, the signal will never come.
+            if libc::getppid() != parent {
+                return Err(std::io::Error::other("runner exited before QEMU started"));
+            }
+            Ok(())
+        });
+    }
+    let start = Instant::now();
+    let mut child = cmd.spawn().map_err(RunError::Spawn)?;
+    let first = Arc::new(OnceLock::new());
+    let out = {
+        let pipe = child.stdout.take().expect("stdout is piped");
+        let first = Arc::clone(&first);
+        thread::spawn(move || pump(pipe, echo, &first, start))
+    };
+    let err = {
+        let mut pipe = child.stderr.take().expect("stderr is piped");
+        thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = pipe.read_to_end(&mut buf);
+            buf
+        })
+    };
+    let termination = wait_or_kill(&mut child, start + timeout);
+    let elapsed = start.elapsed();
+    let stdout = out.join().unwrap_or_default();
+    let stderr = err.join().unwrap_or_default();
+    Ok(Finished {
+        termination: termination.map_err(RunError::Wait)?,
+        stdout,
+        stderr,
+        elapsed,
+        first_output: first.get().copied(),
+    })
+}
+
+fn wait_or_kill(child: &mut Child, deadline: Instant) -> std::io::Result<Termination> {
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Termination::Exited(status));
+        }
+        if Instant::now() >= deadline {
+            kill_group(child.id());
+            // Reap it; the zombie kept the group id reserved until now.
+            child.wait()?;
+            return Ok(Termination::TimedOut);
+        }
+        thread::sleep(POLL);
+    }
+}
+
+fn kill_group(leader: u32) {
+    let Ok(pgid) = libc::pid_t::try_from(leader) else {
+        return;
+    };
+    // SAFETY: kill(2) takes no pointers. `-pgid` names the group QEMU leads (created by
+    // `process_group(0)`); QEMU is not reaped yet, so the id still belongs to that group.
+    // It fails only with ESRCH (the group is gone: QEMU exited at the deadline), which needs
+    // nothing more.
+    let _ = unsafe { libc::kill(-pgid, libc::SIGKILL) };
+}
+
+fn pump(mut pipe: impl Read, echo: bool, first: &OnceLock<Duration>, start: Instant) -> Vec<u8> {
+    let mut all = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match pipe.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let _ = first.set(start.elapsed());
+                all.extend_from_slice(&buf[..n]);
+                if echo {
+                    let mut so = std::io::stdout().lock();
+                    let _ = so.write_all(&buf[..n]);
+                    let _ = so.flush();
+                }
+            }
+        }
+    }
+    all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    fn sh(script: &str, timeout: Duration) -> Finished {
+        run_with_timeout(
+            Path::new("/bin/sh"),
+            &["-c".into(), script.into()],
+            timeout,
+            false,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn exit_status_and_output_are_captured() {
+        let f = sh(
+            "echo serial; echo qemu-msg >&2; exit 33",
+            Duration::from_secs(30),
+        );
+        match f.termination {
+            Termination::Exited(s) => assert_eq!(s.code(), Some(33)),
+            t => panic!("{t:?}"),
+        }
+        assert_eq!(f.stdout, b"serial\n");
+        assert_eq!(f.stderr, b"qemu-msg\n");
+        assert!(f.first_output.is_some());
+    }
+
+    #[test]
+    fn timeout_kills_the_whole_group() {
+        // The shell starts a grandchild that holds stdout open; killing only the shell would
+        // leave the reader waiting for the grandchild.
+        let f = sh(
+            "echo started; sleep 1000 & sleep 1000; echo never",
+            Duration::from_millis(300),
+        );
+        assert_eq!(f.termination, Termination::TimedOut);
+        assert_eq!(f.stdout, b"started\n");
+    }
+
+    #[test]
+    fn signal_death_is_not_a_timeout() {
+        let f = sh("kill -9 $$", Duration::from_secs(30));
+        match f.termination {
+            Termination::Exited(s) => assert_eq!(s.signal(), Some(9)),
+            t => panic!("{t:?}"),
+        }
+    }
+
+    #[test]
+    fn missing_program_is_a_spawn_error() {
+        let r = run_with_timeout(
+            Path::new("/no/such/qemu"),
+            &[],
+            Duration::from_secs(1),
+            false,
+        );
+        assert!(matches!(r, Err(RunError::Spawn(_))));
+    }
+}
