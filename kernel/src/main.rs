@@ -1,2 +1,130 @@
+//! A bootable x86_64 kernel that models Linux's memcg/LRU machinery.
+//!
+//! Freestanding binary for the host triple on stable Rust (see DESIGN.md section 3). The boot
+//! stub (`arch::x86_64::boot`) enters [`kernel_entry`] in long mode on a static stack with the
+//! first 4 GiB identity mapped; from there: console, CPU tables, boot information, frames,
+//! own page tables, then [`kmain`] on a guarded stack: heap, framebuffer, command line, and
+//! the requested action.
 #![no_std]
 #![no_main]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+extern crate alloc;
+
+pub mod arch;
+pub mod boot_info;
+pub mod console;
+pub mod crash;
+pub mod exit;
+pub mod ktest;
+pub mod mm;
+pub mod panic;
+pub mod summary;
+pub mod tests;
+
+use abi::{Action, ExitCode};
+use arch::x86_64::{gdt, multiboot, paging, trap};
+use boot_info::MemKind;
+use mm::{frame, heap, stack};
+
+/// Pages of the main kernel stack (64 KiB).
+pub const KERNEL_STACK_PAGES: u64 = 16;
+
+static MAIN_STACK: spin::Once<stack::KernelStack> = spin::Once::new();
+
+/// The guarded stack [`kmain`] runs on.
+#[must_use]
+pub fn main_stack() -> Option<&'static stack::KernelStack> {
+    MAIN_STACK.get()
+}
+
+/// Called by the boot stub with the multiboot magic and the boot information's address.
+#[unsafe(no_mangle)]
+pub extern "C" fn kernel_entry(magic: u32, info: u32) -> ! {
+    console::init_serial();
+    // SAFETY: first code on the BSP, nothing else running.
+    unsafe { gdt::init_bsp_early() };
+    trap::load_idt();
+
+    // SAFETY: magic/info come straight from the loader; the boot identity map is live.
+    let bi = match unsafe { multiboot::parse(magic, info) } {
+        Ok(bi) => boot_info::set(bi),
+        Err(e) => panic!("cannot read the boot information: {e:?}"),
+    };
+    println!(
+        "memcg-lru kernel {} booting ({:?})",
+        env!("CARGO_PKG_VERSION"),
+        bi.protocol
+    );
+
+    let image = paging::kernel_image();
+    frame::init(bi, &[image, bi.info_range]);
+    let mut top: u64 = 4 << 30;
+    for r in bi.regions().iter().filter(|r| r.kind != MemKind::Reserved) {
+        top = top.max(r.end());
+    }
+    if let Some(fb) = bi.framebuffer {
+        top = top.max(fb.phys + u64::from(fb.pitch) * u64::from(fb.height));
+    }
+    // SAFETY: BSP, once, on the boot identity map.
+    if let Err(e) = unsafe { paging::init(top) } {
+        panic!("cannot build the kernel page tables: {e:?}");
+    }
+    let stack = match stack::alloc(KERNEL_STACK_PAGES) {
+        Ok(s) => *MAIN_STACK.call_once(|| s),
+        Err(e) => panic!("cannot map the kernel stack: {e:?}"),
+    };
+    // SAFETY: a fresh, mapped, 16-byte aligned stack; nothing on the boot stack is used again.
+    unsafe { arch::x86_64::switch_stack(stack.top.as_u64(), kmain, 0) }
+}
+
+/// The rest of boot, on the guarded kernel stack, then the action the command line asks for.
+pub extern "C" fn kmain(_: usize) -> ! {
+    if let Err(e) = gdt::install_guarded_ist() {
+        panic!("cannot map the interrupt stacks: {e:?}");
+    }
+    let bi = boot_info::get();
+    let Some(heap_size) = heap::init(bi.usable_bytes()) else {
+        println!("out of memory: no contiguous block for the kernel heap");
+        exit::exit(ExitCode::OutOfMemory);
+    };
+    summary::attach_framebuffer(bi);
+    println!(
+        "heap: {} MiB; frames: {} used, {} free",
+        heap_size >> 20,
+        frame::stats().0,
+        frame::stats().1
+    );
+
+    let skip_path = bi.protocol == boot_info::BootProtocol::Multiboot1;
+    let cfg = match abi::cmdline::parse(bi.cmdline(), skip_path) {
+        Ok(cfg) if !bi.cmdline_truncated => cfg,
+        Ok(_) => bad_cmdline(format_args!("longer than {} bytes", boot_info::MAX_CMDLINE)),
+        Err(e) => bad_cmdline(format_args!("{e}")),
+    };
+    exit::set_method(cfg.exit);
+
+    let code = match cfg.action {
+        Action::Summary => {
+            summary::print(bi);
+            ExitCode::Success
+        }
+        Action::Test(sel) => ktest::run(sel),
+        Action::Bench => {
+            println!("run=bench: the benchmark scenarios are not built yet");
+            ExitCode::BadCmdline
+        }
+        Action::Crash(c) => crash::crash(c),
+    };
+    exit::exit(code)
+}
+
+fn bad_cmdline(why: core::fmt::Arguments<'_>) -> ! {
+    println!("bad command line: {why}");
+    println!("command line was: `{}`", boot_info::get().cmdline());
+    println!("accepted keys:");
+    for (k, v) in abi::cmdline::ACCEPTED {
+        println!("  {k}={v}");
+    }
+    exit::exit(ExitCode::BadCmdline)
+}

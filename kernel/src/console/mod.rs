@@ -1,0 +1,102 @@
+//! The kernel console: serial (COM1) and, when the bootloader gave one, the framebuffer.
+//!
+//! `print!`/`println!` take the console lock with interrupts disabled, so a line from one CPU
+//! is never interleaved with another's. The panic and exception paths must not wait on that
+//! lock (the CPU that panics may already hold it, inside a `println!`): they use
+//! [`emergency_write`], which tries the lock and otherwise writes to a fresh UART handle.
+
+pub mod framebuffer;
+
+use crate::arch::x86_64::serial::Serial;
+use core::fmt::{self, Write};
+use framebuffer::FbConsole;
+use spin::Mutex;
+
+struct Console {
+    serial: Option<Serial>,
+    fb: Option<FbConsole>,
+}
+
+impl Write for Console {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        if let Some(serial) = self.serial.as_mut() {
+            serial.write_bytes(s.as_bytes());
+        }
+        if let Some(fb) = self.fb.as_mut() {
+            fb.write_bytes(s.as_bytes());
+        }
+        Ok(())
+    }
+}
+
+static CONSOLE: Mutex<Console> = Mutex::new(Console {
+    serial: None,
+    fb: None,
+});
+
+/// Brings up the serial port. Call first thing at boot.
+pub fn init_serial() {
+    let serial = Serial::init_com1();
+    CONSOLE.lock().serial = serial;
+}
+
+/// Whether a serial port was found.
+pub fn has_serial() -> bool {
+    CONSOLE.lock().serial.is_some()
+}
+
+/// Adds the framebuffer console; returns its text size.
+pub fn attach_framebuffer(fb: FbConsole) -> (usize, usize) {
+    let size = fb.size();
+    crate::arch::x86_64::without_interrupts(|| CONSOLE.lock().fb = Some(fb));
+    size
+}
+
+#[doc(hidden)]
+pub fn _print(args: fmt::Arguments<'_>) {
+    crate::arch::x86_64::without_interrupts(|| {
+        let _ = CONSOLE.lock().write_fmt(args);
+    });
+}
+
+/// Writes without waiting for the console lock: for panics and fatal exceptions. If another
+/// holder has the lock, the text goes to a fresh COM1 handle (serial only).
+pub fn emergency_write(args: fmt::Arguments<'_>) {
+    if let Some(mut console) = CONSOLE.try_lock() {
+        let _ = console.write_fmt(args);
+        return;
+    }
+    struct Raw(Option<Serial>);
+    impl Write for Raw {
+        fn write_str(&mut self, s: &str) -> fmt::Result {
+            if let Some(serial) = self.0.as_mut() {
+                serial.write_bytes(s.as_bytes());
+            }
+            Ok(())
+        }
+    }
+    let _ = Raw(Serial::init_com1()).write_fmt(args);
+}
+
+/// A `fmt::Write` that prints to the console (for code that takes `&mut dyn Write`).
+pub struct ConsoleWriter;
+
+impl Write for ConsoleWriter {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        _print(format_args!("{s}"));
+        Ok(())
+    }
+}
+
+/// Prints to the console.
+#[macro_export]
+macro_rules! print {
+    ($($arg:tt)*) => ($crate::console::_print(format_args!($($arg)*)));
+}
+
+/// Prints a line to the console.
+#[macro_export]
+macro_rules! println {
+    () => ($crate::print!("\n"));
+    ($($arg:tt)*) => ($crate::console::_print(format_args!("{}\n", format_args!($($arg)*))));
+}

@@ -1,0 +1,205 @@
+//! Memory-management tests: frames, page-table permissions, direct map, guard pages, heap.
+
+use crate::arch::x86_64::{cpu, paging};
+use crate::ensure;
+use crate::ktest::{Test, TestResult};
+use crate::mm::{frame, heap, phys_to_virt, stack};
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use x86_64::structures::paging::PageTableFlags as F;
+use x86_64::{PhysAddr, VirtAddr};
+
+pub static TESTS: &[Test] = &[
+    Test {
+        name: "mm_frames_distinct",
+        run: frames_distinct,
+    },
+    Test {
+        name: "mm_image_permissions",
+        run: image_permissions,
+    },
+    Test {
+        name: "mm_null_page_unmapped",
+        run: null_unmapped,
+    },
+    Test {
+        name: "mm_direct_map_aliases_image",
+        run: direct_map,
+    },
+    Test {
+        name: "mm_stack_guard_unmapped",
+        run: stack_guard,
+    },
+    Test {
+        name: "mm_heap_alloc_free",
+        run: heap_alloc_free,
+    },
+    Test {
+        name: "mm_memmove_overlap",
+        run: memmove_overlap,
+    },
+];
+
+fn frames_distinct() -> TestResult {
+    let (k0, k1) = paging::kernel_image();
+    let mut got: Vec<u64> = Vec::new();
+    for i in 0..64u64 {
+        let f = frame::alloc().ok_or("out of frames")?;
+        let a = f.start_address().as_u64();
+        ensure!(a >= 0x10_0000, "frame {a:#x} below 1 MiB");
+        ensure!(
+            a + 4096 <= k0 || a >= k1,
+            "frame {a:#x} inside the kernel image"
+        );
+        ensure!(!got.contains(&a), "frame {a:#x} handed out twice");
+        let v = phys_to_virt(PhysAddr::new(a)).as_mut_ptr::<u64>();
+        // SAFETY: a fresh frame, owned by this test, reached through the direct map.
+        unsafe { v.write_volatile(0x5a5a_0000 + i) };
+        got.push(a);
+    }
+    for (i, &a) in got.iter().enumerate() {
+        // SAFETY: as above; the frames are still owned by this test.
+        let x = unsafe {
+            phys_to_virt(PhysAddr::new(a))
+                .as_ptr::<u64>()
+                .read_volatile()
+        };
+        ensure!(
+            x == 0x5a5a_0000 + i as u64,
+            "frame {a:#x} lost its value (aliasing?)"
+        );
+    }
+    Ok(())
+}
+
+fn image_permissions() -> TestResult {
+    let text = image_permissions as *const () as u64;
+    static RODATA: [u8; 8] = *b"readonly";
+    static mut DATA: u64 = 0;
+    let ro = core::ptr::addr_of!(RODATA) as u64;
+    let rw = core::ptr::addr_of!(DATA) as u64;
+    let nx = cpu::nx_enabled();
+    let flags = |a: u64| {
+        paging::translate(VirtAddr::new(a))
+            .map(|(_, f)| f)
+            .ok_or("unmapped")
+    };
+    let t = flags(text)?;
+    ensure!(!t.contains(F::WRITABLE), "text is writable: {t:?}");
+    ensure!(!t.contains(F::NO_EXECUTE), "text is not executable: {t:?}");
+    let r = flags(ro)?;
+    ensure!(!r.contains(F::WRITABLE), "rodata is writable: {r:?}");
+    ensure!(
+        !nx || r.contains(F::NO_EXECUTE),
+        "rodata is executable: {r:?}"
+    );
+    let d = flags(rw)?;
+    ensure!(d.contains(F::WRITABLE), "data is read-only: {d:?}");
+    ensure!(
+        !nx || d.contains(F::NO_EXECUTE),
+        "data is executable: {d:?}"
+    );
+    ensure!(nx, "EFER.NXE is off: no W^X protection");
+    Ok(())
+}
+
+fn null_unmapped() -> TestResult {
+    for a in [0u64, 0x1000, 0xb8000, crate::crash::UNMAPPED] {
+        ensure!(
+            paging::translate(VirtAddr::new(a)).is_none(),
+            "{a:#x} is mapped"
+        );
+    }
+    Ok(())
+}
+
+fn direct_map() -> TestResult {
+    static PROBE: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+    PROBE.store(0x1234_5678_9abc_def0, core::sync::atomic::Ordering::SeqCst);
+    let virt = VirtAddr::from_ptr(&PROBE);
+    let (phys, _) = paging::translate(virt).ok_or("probe unmapped")?;
+    ensure!(
+        phys.as_u64() == virt.as_u64(),
+        "image not mapped at its physical address"
+    );
+    let alias = phys_to_virt(phys).as_ptr::<u64>();
+    // SAFETY: the direct-map alias of an atomic; a volatile read of an aligned u64.
+    let seen = unsafe { alias.read_volatile() };
+    ensure!(seen == 0x1234_5678_9abc_def0, "direct map shows {seen:#x}");
+    let (_, f) = paging::translate(phys_to_virt(phys)).ok_or("alias unmapped")?;
+    ensure!(f.contains(F::WRITABLE), "direct map is read-only");
+    Ok(())
+}
+
+fn stack_guard() -> TestResult {
+    let s = crate::main_stack().ok_or("no main stack recorded")?;
+    let here = VirtAddr::from_ptr(&s);
+    ensure!(
+        here >= s.bottom && here < s.top,
+        "not running on the main stack"
+    );
+    ensure!(
+        paging::translate(s.guard).is_none(),
+        "guard page {:?} is mapped",
+        s.guard
+    );
+    ensure!(
+        paging::translate(s.bottom).is_some(),
+        "stack bottom unmapped"
+    );
+    let extra = stack::alloc(2).map_err(|e| alloc::format!("{e:?}"))?;
+    ensure!(
+        paging::translate(extra.guard).is_none(),
+        "new stack's guard is mapped"
+    );
+    ensure!(extra.guard > s.top, "stacks overlap");
+    Ok(())
+}
+
+fn heap_alloc_free() -> TestResult {
+    let (used0, _) = heap::usage();
+    {
+        let mut v: Vec<u64> = (0..100_000).collect();
+        v.reverse();
+        ensure!(v[0] == 99_999 && v[99_999] == 0, "vector contents wrong");
+        let boxes: Vec<Box<[u8; 4096]>> = (0..64).map(|i| Box::new([i as u8; 4096])).collect();
+        for (i, b) in boxes.iter().enumerate() {
+            ensure!(b.iter().all(|&x| x == i as u8), "box {i} corrupted");
+        }
+        let s = alloc::format!("{}-{}", "heap", 42);
+        ensure!(s == "heap-42", "format gave {s}");
+    }
+    let (used1, _) = heap::usage();
+    ensure!(used1 == used0, "heap leaked: {used0} -> {used1} bytes used");
+    Ok(())
+}
+
+fn memmove_overlap() -> TestResult {
+    let mut buf: [u8; 64] = core::array::from_fn(|i| i as u8);
+    let p = buf.as_mut_ptr();
+    // SAFETY: both ranges lie inside `buf`; `copy` is memmove.
+    unsafe { core::ptr::copy(p, p.add(5), 40) };
+    ensure!(
+        buf[5..45].iter().enumerate().all(|(i, &x)| x == i as u8),
+        "forward overlap wrong"
+    );
+    let mut buf: [u8; 64] = core::array::from_fn(|i| i as u8);
+    let p = buf.as_mut_ptr();
+    // SAFETY: as above.
+    unsafe { core::ptr::copy(p.add(7), p, 40) };
+    ensure!(
+        buf[..40]
+            .iter()
+            .enumerate()
+            .all(|(i, &x)| x == (i + 7) as u8),
+        "backward overlap wrong"
+    );
+    ensure!(
+        buf[40..]
+            .iter()
+            .enumerate()
+            .all(|(i, &x)| x == (i + 40) as u8),
+        "tail clobbered"
+    );
+    Ok(())
+}

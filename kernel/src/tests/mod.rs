@@ -1,0 +1,10 @@
+//! In-kernel test suites, one table per subsystem, run by [`crate::ktest`].
+
+mod boot;
+mod mm;
+mod traps;
+
+use crate::ktest::Test;
+
+/// Every suite, in run order.
+pub static SUITES: &[&[Test]] = &[boot::TESTS, mm::TESTS, traps::TESTS];
