@@ -230,7 +230,7 @@ fn report(cli: &Cli, o: &Options, out: &RunOutput) -> RunnerExit {
         _ => exit_for(out.outcome),
     };
     eprintln!(
-        "kx: {} after {:.2} s (first serial output at {})",
+        "kx: {} (QEMU ran {:.2} s; first serial output at {})",
         out.outcome,
         out.elapsed.as_secs_f64(),
         out.first_output

@@ -1,1 +1,99 @@
-//! placeholder
+//! Shared harness of the host integration tests: one kernel build per test process, one QEMU
+//! at a time, and boot helpers that go through the same code as the `kx` runner.
+//!
+//! The kernel is built once per test binary ([`kernel`], behind a `OnceLock`) with the
+//! profile named by `KX_TEST_PROFILE` (`release`, the default, or `debug`). QEMU runs are
+//! serialised by [`boot_direct`] / [`boot_image`] through one global lock: the CI machines
+//! have two cores, and TCG with two vCPUs already uses both. Images are built once per
+//! command line and cached for the process.
+#![warn(missing_docs)]
+
+use boot::{BuildOptions, Kernel, Profile, Workspace};
+use qemu::commands::{boot, launch, medium_for};
+use qemu::{Medium, Mode, RunOutput};
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+/// vCPUs every test machine gets (enough to exercise SMP bring-up, few enough for 2 cores).
+pub const SMP: u32 = 2;
+/// Guest memory of every test machine, MiB.
+pub const MEM_MIB: u32 = 256;
+
+/// The workspace under test.
+pub fn workspace() -> &'static Workspace {
+    static WS: OnceLock<Workspace> = OnceLock::new();
+    WS.get_or_init(|| Workspace::locate().unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// The profile the tests build (`KX_TEST_PROFILE`, default release).
+pub fn profile() -> Profile {
+    match std::env::var("KX_TEST_PROFILE").as_deref() {
+        Ok("debug") => Profile::Debug,
+        Ok("release") | Err(_) => Profile::Release,
+        Ok(other) => panic!("KX_TEST_PROFILE must be `debug` or `release`, not `{other}`"),
+    }
+}
+
+/// The kernel, built on first use and shared by every test in the process.
+pub fn kernel() -> &'static Kernel {
+    static KERNEL: OnceLock<Kernel> = OnceLock::new();
+    KERNEL.get_or_init(|| {
+        let opts = BuildOptions {
+            profile: profile(),
+            quiet: true,
+        };
+        boot::build_kernel(workspace(), opts).unwrap_or_else(|e| panic!("kernel build: {e}"))
+    })
+}
+
+fn qemu_lock() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    // A test that panicked while holding the lock left nothing inconsistent behind.
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Boots `-kernel` with `cmdline`, killing QEMU after `timeout`.
+pub fn boot_direct(cmdline: &str, timeout: Duration) -> RunOutput {
+    let medium = Medium::Kernel {
+        elf32: kernel().elf32.clone(),
+        cmdline: cmdline.to_owned(),
+    };
+    run(Mode::Direct, medium, timeout)
+}
+
+/// Boots the GRUB image made for `cmdline` in `mode` (an image mode).
+pub fn boot_image(mode: Mode, cmdline: &str, timeout: Duration) -> RunOutput {
+    assert!(mode.uses_image(), "{mode} does not boot an image");
+    static IMAGES: Mutex<Option<HashMap<String, Medium>>> = Mutex::new(None);
+    let medium = {
+        let mut images = IMAGES.lock().unwrap_or_else(|p| p.into_inner());
+        let images = images.get_or_insert_with(HashMap::new);
+        match images.get(cmdline) {
+            Some(m) => m.clone(),
+            None => {
+                let m = medium_for(workspace(), kernel(), mode, cmdline)
+                    .unwrap_or_else(|e| panic!("image for `{cmdline}`: {e}"));
+                images.insert(cmdline.to_owned(), m.clone());
+                m
+            }
+        }
+    };
+    run(mode, medium, timeout)
+}
+
+fn run(mode: Mode, medium: Medium, timeout: Duration) -> RunOutput {
+    let launch = launch(mode, SMP, MEM_MIB, medium);
+    let _one_at_a_time = qemu_lock();
+    boot(workspace(), &launch, timeout, false).unwrap_or_else(|e| panic!("{mode} boot: {e}"))
+}
+
+/// A readable dump of a run for assertion messages.
+pub fn describe(out: &RunOutput) -> String {
+    format!(
+        "{}\n--- serial (last 40 lines) ---\n{}\n--- QEMU stderr ---\n{}",
+        out.outcome,
+        out.tail(40),
+        out.qemu_stderr.trim_end()
+    )
+}

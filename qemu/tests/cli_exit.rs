@@ -1,0 +1,59 @@
+//! The `kx` binary's own exit codes for bad arguments and missing files (no QEMU, no build):
+//! each kind of mistake ends with its documented status and a message on stderr.
+
+use qemu::RunnerExit;
+use std::process::Command;
+
+fn kx(args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kx"))
+        .args(args)
+        .output()
+        .expect("kx runs");
+    (
+        out.status.code().expect("kx exits normally"),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bad_arguments_exit_with_usage() {
+    for (args, msg) in [
+        (&["--frobnicate"][..], "unknown option `--frobnicate`"),
+        (&["fly"][..], "unknown command `fly`"),
+        (
+            &["run", "--smp", "many"][..],
+            "--smp: `many` is not a number",
+        ),
+        (&["run", "--mem"][..], "--mem needs a value"),
+        (&["run", "--mode", "floppy"][..], "unknown mode `floppy`"),
+        (&["run", "--image", "x.img"][..], "--image does not apply"),
+    ] {
+        let (code, err) = kx(args);
+        assert_eq!(code, RunnerExit::Usage.status(), "{args:?}: {err}");
+        assert!(err.contains(msg), "{args:?}: {err}");
+        assert!(err.contains("usage: kx"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn missing_files_exit_with_not_found() {
+    for args in [
+        &["run", "--kernel", "/no/such/kernel32.elf"][..],
+        &["run", "--mode", "usb-uefi", "--image", "/no/such/kx.img"][..],
+    ] {
+        let (code, err) = kx(args);
+        assert_eq!(code, RunnerExit::NotFound.status(), "{args:?}: {err}");
+        assert!(err.contains("/no/such/"), "{err}");
+    }
+}
+
+#[test]
+fn help_succeeds_and_lists_exit_codes() {
+    let out = Command::new(env!("CARGO_BIN_EXE_kx"))
+        .arg("help")
+        .output()
+        .expect("kx runs");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("exit status:") && text.contains("timeout"));
+}

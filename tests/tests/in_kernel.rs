@@ -1,0 +1,62 @@
+//! The in-kernel test suite, booted directly (`qemu -kernel`, multiboot1): every case passes,
+//! the summary agrees with the case lines, and a test can be selected by name.
+
+use abi::ExitCode;
+use qemu::{Outcome, RunOutput, TestReport};
+use std::sync::OnceLock;
+use std::time::Duration;
+use tests::{boot_direct, describe};
+
+/// Generous: the suite runs under TCG on a loaded two-core machine.
+const SUITE_TIMEOUT: Duration = Duration::from_secs(300);
+
+fn full_run() -> &'static RunOutput {
+    static RUN: OnceLock<RunOutput> = OnceLock::new();
+    RUN.get_or_init(|| boot_direct("run=test", SUITE_TIMEOUT))
+}
+
+#[test]
+fn every_in_kernel_test_passes() {
+    let out = full_run();
+    let report = TestReport::parse(&out.serial);
+    let problems = report.problems(out.outcome, None);
+    assert!(
+        problems.is_empty(),
+        "problems: {problems:#?}\n{}",
+        describe(out)
+    );
+    assert_eq!(out.outcome, Outcome::Kernel(ExitCode::Success));
+    assert!(report.cases.len() > 1, "{}", describe(out));
+}
+
+#[test]
+fn one_test_can_be_selected_by_name() {
+    let all = TestReport::parse(&full_run().serial);
+    let name = &all
+        .cases
+        .last()
+        .unwrap_or_else(|| panic!("no cases in the full run:\n{}", describe(full_run())))
+        .name;
+    let out = boot_direct(&format!("run=test test={name}"), SUITE_TIMEOUT);
+    let report = TestReport::parse(&out.serial);
+    assert_eq!(
+        report.problems(out.outcome, Some(std::slice::from_ref(name))),
+        [],
+        "{}",
+        describe(&out)
+    );
+    let ran: Vec<&str> = report.cases.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(ran, [name.as_str()], "{}", describe(&out));
+}
+
+#[test]
+fn summary_boot_succeeds() {
+    let out = boot_direct("run=summary", Duration::from_secs(120));
+    assert_eq!(
+        out.outcome,
+        Outcome::Kernel(ExitCode::Success),
+        "{}",
+        describe(&out)
+    );
+    assert!(!out.serial.trim().is_empty());
+}
