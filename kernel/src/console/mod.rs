@@ -12,9 +12,15 @@ use core::fmt::{self, Write};
 use framebuffer::FbConsole;
 use spin::Mutex;
 
+/// Output kept from before the framebuffer console exists, replayed onto it when attached
+/// (a real machine without serial would otherwise never show the first boot lines).
+const EARLY_LOG: usize = 4096;
+
 struct Console {
     serial: Option<Serial>,
     fb: Option<FbConsole>,
+    early: [u8; EARLY_LOG],
+    early_len: usize,
 }
 
 impl Write for Console {
@@ -22,8 +28,13 @@ impl Write for Console {
         if let Some(serial) = self.serial.as_mut() {
             serial.write_bytes(s.as_bytes());
         }
-        if let Some(fb) = self.fb.as_mut() {
-            fb.write_bytes(s.as_bytes());
+        match self.fb.as_mut() {
+            Some(fb) => fb.write_bytes(s.as_bytes()),
+            None => {
+                let n = s.len().min(EARLY_LOG - self.early_len);
+                self.early[self.early_len..self.early_len + n].copy_from_slice(&s.as_bytes()[..n]);
+                self.early_len += n;
+            }
         }
         Ok(())
     }
@@ -32,6 +43,8 @@ impl Write for Console {
 static CONSOLE: Mutex<Console> = Mutex::new(Console {
     serial: None,
     fb: None,
+    early: [0; EARLY_LOG],
+    early_len: 0,
 });
 
 /// Brings up the serial port. Call first thing at boot.
@@ -45,10 +58,15 @@ pub fn has_serial() -> bool {
     CONSOLE.lock().serial.is_some()
 }
 
-/// Adds the framebuffer console; returns its text size.
-pub fn attach_framebuffer(fb: FbConsole) -> (usize, usize) {
+/// Adds the framebuffer console, replaying the output so far onto it; returns its text size.
+pub fn attach_framebuffer(mut fb: FbConsole) -> (usize, usize) {
     let size = fb.size();
-    crate::arch::x86_64::without_interrupts(|| CONSOLE.lock().fb = Some(fb));
+    crate::arch::x86_64::without_interrupts(|| {
+        let mut c = CONSOLE.lock();
+        fb.write_bytes(&c.early[..c.early_len]);
+        c.early_len = 0;
+        c.fb = Some(fb);
+    });
     size
 }
 

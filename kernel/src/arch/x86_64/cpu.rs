@@ -91,10 +91,11 @@ pub fn describe(w: &mut dyn core::fmt::Write) -> core::fmt::Result {
             }
         }
     }
-    if let Some(p) = cpuid.get_advanced_power_mgmt_info() {
-        if p.has_invariant_tsc() {
-            write!(w, " invariant-tsc")?;
-        }
+    if cpuid
+        .get_advanced_power_mgmt_info()
+        .is_some_and(|p| p.has_invariant_tsc())
+    {
+        write!(w, " invariant-tsc")?;
     }
     writeln!(w)?;
     writeln!(w, "platform: {}", platform().name())

@@ -11,6 +11,7 @@
 //! heap-allocated tables through [`init_ap`].
 
 use crate::mm::stack;
+use core::cell::UnsafeCell;
 use x86_64::VirtAddr;
 use x86_64::instructions::segmentation::{CS, DS, ES, SS, Segment};
 use x86_64::instructions::tables::load_tss;
@@ -34,9 +35,22 @@ const EARLY_IST_SIZE: usize = 16 * 1024;
 #[repr(C, align(16))]
 struct EarlyStacks([[u8; EARLY_IST_SIZE]; 4]);
 
-static mut EARLY_IST: EarlyStacks = EarlyStacks([[0; EARLY_IST_SIZE]; 4]);
-static mut BSP_TSS: TaskStateSegment = TaskStateSegment::new();
-static mut BSP_GDT: GlobalDescriptorTable = GlobalDescriptorTable::new();
+/// The boot CPU's tables, usable before paging and the heap exist.
+struct BspTables {
+    ist: UnsafeCell<EarlyStacks>,
+    tss: UnsafeCell<TaskStateSegment>,
+    gdt: UnsafeCell<GlobalDescriptorTable>,
+}
+
+// SAFETY: written only during single-threaded BSP boot (`init_bsp_early`,
+// `install_guarded_ist`); afterwards only the CPU reads them.
+unsafe impl Sync for BspTables {}
+
+static BSP: BspTables = BspTables {
+    ist: UnsafeCell::new(EarlyStacks([[0; EARLY_IST_SIZE]; 4])),
+    tss: UnsafeCell::new(TaskStateSegment::new()),
+    gdt: UnsafeCell::new(GlobalDescriptorTable::new()),
+};
 
 /// Builds a GDT with kernel code/data and `tss`, returns it with the selectors.
 fn build(tss: &'static TaskStateSegment) -> (GlobalDescriptorTable, [SegmentSelector; 3]) {
@@ -73,13 +87,13 @@ pub unsafe fn init_bsp_early() {
     // SAFETY: single-threaded boot; these statics are only touched here and in
     // `install_guarded_ist` (also BSP boot) and read by the CPU.
     unsafe {
-        let tss = &mut *(&raw mut BSP_TSS);
-        for (i, s) in (*(&raw const EARLY_IST)).0.iter().enumerate() {
+        let tss = &mut *BSP.tss.get();
+        for (i, s) in (*BSP.ist.get()).0.iter().enumerate() {
             tss.interrupt_stack_table[i] = VirtAddr::from_ptr(s.as_ptr_range().end);
         }
-        let (gdt, sel) = build(&*(&raw const BSP_TSS));
-        *(&raw mut BSP_GDT) = gdt;
-        load(&*(&raw const BSP_GDT), sel);
+        let (gdt, sel) = build(&*BSP.tss.get());
+        *BSP.gdt.get() = gdt;
+        load(&*BSP.gdt.get(), sel);
     }
 }
 
@@ -92,7 +106,7 @@ pub fn install_guarded_ist() -> Result<(), stack::StackError> {
     // SAFETY: BSP boot, single-threaded; the CPU reads IST pointers from the TSS on each
     // interrupt, so updating them in place takes effect for the next one.
     unsafe {
-        let tss = &mut *(&raw mut BSP_TSS);
+        let tss = &mut *BSP.tss.get();
         for (i, top) in tops.into_iter().enumerate() {
             tss.interrupt_stack_table[i] = top;
         }

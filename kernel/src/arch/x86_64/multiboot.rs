@@ -163,7 +163,7 @@ unsafe fn parse_mb2(info: usize) -> Result<BootInfo, BootInfoError> {
     }
     if let Some(mmap) = mbi.memory_map_tag() {
         for a in mmap.memory_areas() {
-            let kind = match MemoryAreaType::from(a.typ()) {
+            let kind = match a.typ() {
                 MemoryAreaType::Available => MemKind::Usable,
                 MemoryAreaType::AcpiAvailable => MemKind::AcpiReclaimable,
                 MemoryAreaType::ReservedHibernate => MemKind::AcpiNvs,
