@@ -13,7 +13,7 @@ pub const MAX_CPUS: u32 = 256;
 pub const ACCEPTED: &[(&str, &str)] = &[
     (
         "run",
-        "summary | test | bench | panic | pagefault | overflow | hang",
+        "summary | test | bench | layout | panic | pagefault | overflow | hang",
     ),
     ("test", "all | NAME[,NAME...]   (with run=test)"),
     ("cpus", "1..=256   (bring up at most this many CPUs)"),
@@ -29,6 +29,8 @@ pub enum Action<'a> {
     Test(TestSelection<'a>),
     /// Run the benchmark scenarios.
     Bench,
+    /// Print the cacheline layout report of the key lru/memcg structures.
+    Layout,
     /// Fail on purpose, to prove that failures are reported (used by the host tests).
     Crash(Crash),
 }
@@ -197,6 +199,7 @@ pub fn parse(line: &str, skip_image_path: bool) -> Result<Config<'_>, CmdlineErr
         None | Some("summary") => Action::Summary,
         Some("test") => Action::Test(test.take().unwrap_or(TestSelection::All)),
         Some("bench") => Action::Bench,
+        Some("layout") => Action::Layout,
         Some("panic") => Action::Crash(Crash::Panic),
         Some("pagefault") => Action::Crash(Crash::PageFault),
         Some("overflow") => Action::Crash(Crash::StackOverflow),
@@ -297,6 +300,15 @@ mod tests {
             parse("run=test exit=never", false).unwrap_err().to_string(),
             "bad value `never` for `exit`"
         );
+    }
+
+    #[test]
+    fn every_run_value_in_accepted_parses() {
+        let values = ACCEPTED.iter().find(|(k, _)| *k == "run").unwrap().1;
+        for v in values.split('|').map(str::trim) {
+            let line = std::format!("run={v}");
+            assert!(parse(&line, false).is_ok(), "{line} is listed but rejected");
+        }
     }
 
     #[test]
