@@ -114,6 +114,10 @@ pub extern "C" fn kmain(_: usize) -> ! {
             println!("run=bench: the benchmark scenarios are not built yet");
             ExitCode::BadCmdline
         }
+        Action::Layout => {
+            println!("run=layout: the lru/memcg layout report is not wired in yet");
+            ExitCode::BadCmdline
+        }
         Action::Crash(c) => crash::crash(c),
     };
     exit::exit(code)
