@@ -1,2 +1,43 @@
-//! placeholder
+//! `lru`: a no_std model of Linux's LRU machinery, built to A/B-test cacheline placement.
+//!
+//! Folio descriptors ([`folio`]), the per-(memcg, node) [`lruvec`] with its lru_lock and
+//! Alex Shi's TestClearLRU isolation protocol, per-CPU folio batches ([`swap`]), the
+//! multi-gen LRU ([`lru_gen`], [`lru_gen_folio`], [`vmscan`]) with shadow-entry refault
+//! detection ([`workingset`]), the memcg FIFO of hlist_nulls lists ([`hlist_nulls`],
+//! [`memcg_lru`]) read under QSBR [`rcu`], and the cacheline-group helpers and layout
+//! report ([`cacheline`], [`layout`]). Each seed's before/after variants exist side by side:
+//! `lru_gen_folio` base/grouped (seed 000), FIFO tail insertion walk/cached (seed 002),
+//! and the lock is per lruvec (seed 004).
+//!
+//! Nothing here knows about x86: the lock types are [`lock_api::RawMutex`] parameters, the
+//! CPU is a `cpu: usize` argument, CPU counts are fixed at construction, and time comes in
+//! as a `now` argument.
+
 #![cfg_attr(not(test), no_std)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+extern crate alloc;
+
+pub mod cacheline;
+pub mod error;
+pub mod folio;
+pub mod hlist_nulls;
+pub mod layout;
+pub mod list;
+pub mod lru_gen;
+pub mod lru_gen_folio;
+pub mod lruvec;
+pub mod memcg_lru;
+pub mod rcu;
+pub mod swap;
+pub mod sync;
+
+pub use error::LruError;
+pub use folio::{Folio, FolioFlags, Zone};
+pub use lru_gen::{LruGenFolio, LruGenMemcgNode};
+pub use lru_gen_folio::{LruGenFolioBase, LruGenFolioGrouped};
+pub use lruvec::{LruList, LruMode, Lruvec, LruvecGuard, LruvecLookup};
+pub use memcg_lru::{LruGenMemcg, MemcgFifoEntry, MemcgLruOp, TailMode};
+pub use rcu::Rcu;
+pub use swap::{FOLIO_BATCH_SIZE, FolioBatch, LruBatches};

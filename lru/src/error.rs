@@ -1,0 +1,62 @@
+//! Typed errors for every operation that can be handed bad input.
+//!
+//! Linux answers most of these with `VM_WARN_ON_ONCE` and carries on; a library used by a
+//! test kernel and host tests returns them instead, so a caller's bug is reported, never
+//! turned into a panic or a corrupted list.
+
+use core::fmt;
+
+/// What went wrong in an `lru` operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LruError {
+    /// A node id at or above [`crate::folio::MAX_NUMNODES`].
+    InvalidNode(u32),
+    /// A CPU index at or above the number of CPUs fixed at construction.
+    InvalidCpu(usize),
+    /// The folio's LRU flag was already clear: someone else isolated it first.
+    NotOnLru,
+    /// The folio is already on an LRU list (its LRU flag is set).
+    AlreadyOnLru,
+    /// The folio's LRU flag is still set: isolate it (`folio_test_clear_lru`) first.
+    NotIsolated,
+    /// The folio belongs to another lruvec (memcg or node differ).
+    WrongLruvec,
+    /// A memcg FIFO node that is not on the FIFO was rotated or released.
+    NotOnFifo,
+    /// A memcg FIFO node that is already on the FIFO was onlined again.
+    AlreadyOnFifo,
+    /// A shadow entry that does not decode (bad tag bits).
+    InvalidShadow(u64),
+    /// `folio_put` on a folio whose reference count is already zero.
+    RefcountUnderflow,
+    /// An RCU operation that needs the CPU online found it offline.
+    RcuCpuOffline,
+    /// A quiescent state was reported (or a CPU went offline) inside a read-side section.
+    RcuInReadSection,
+    /// The requested operation needs a generation count the lruvec does not have.
+    TooFewGenerations,
+}
+
+impl fmt::Display for LruError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LruError::InvalidNode(n) => write!(f, "node {n} out of range"),
+            LruError::InvalidCpu(c) => write!(f, "cpu {c} out of range"),
+            LruError::NotOnLru => f.write_str("folio is not on an LRU list"),
+            LruError::AlreadyOnLru => f.write_str("folio is already on an LRU list"),
+            LruError::NotIsolated => f.write_str("folio was not isolated (LRU flag set)"),
+            LruError::WrongLruvec => f.write_str("folio belongs to another lruvec"),
+            LruError::NotOnFifo => f.write_str("memcg node is not on the memcg FIFO"),
+            LruError::AlreadyOnFifo => f.write_str("memcg node is already on the memcg FIFO"),
+            LruError::InvalidShadow(s) => write!(f, "invalid shadow entry {s:#x}"),
+            LruError::RefcountUnderflow => f.write_str("folio refcount underflow"),
+            LruError::RcuCpuOffline => f.write_str("cpu is offline for RCU"),
+            LruError::RcuInReadSection => {
+                f.write_str("quiescent state inside an RCU read-side section")
+            }
+            LruError::TooFewGenerations => f.write_str("too few MGLRU generations"),
+        }
+    }
+}
+
+impl core::error::Error for LruError {}

@@ -1,0 +1,216 @@
+//! Layout report: every key struct printed pahole-style.
+//!
+//! For each struct: field, offset, size, cacheline group, 64-byte line and 128-byte pair,
+//! plus a marker where a field written without a lock (group `stats`/`lrugen_stats`)
+//! shares a line with a field of another group, the situation seeds 000 and 001 fix.
+//! It writes to any `core::fmt::Write`, so the host runner's `layout` subcommand and the
+//! kernel's serial console print the same table.
+
+use crate::cacheline::{line_of, pair_of, share_line};
+use core::fmt::{self, Write};
+
+/// One field of a struct as the report shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FieldDesc {
+    /// Field name (Linux's where it has one).
+    pub name: &'static str,
+    /// Byte offset from the start of the struct.
+    pub offset: usize,
+    /// Size in bytes.
+    pub size: usize,
+    /// Cacheline group the field belongs to.
+    pub group: &'static str,
+}
+
+impl FieldDesc {
+    /// One past the last byte of the field.
+    #[must_use]
+    pub const fn end(&self) -> usize {
+        self.offset + self.size
+    }
+
+    /// Whether the field is written locklessly from many CPUs.
+    #[must_use]
+    pub fn is_hot_lockless(&self) -> bool {
+        matches!(self.group, "stats" | "lrugen_stats")
+    }
+}
+
+/// A struct's name, size, alignment and fields.
+#[derive(Debug, Clone, Copy)]
+pub struct StructLayout<'a> {
+    /// Display name, e.g. `lru_gen_folio (grouped)`.
+    pub name: &'a str,
+    /// `size_of`.
+    pub size: usize,
+    /// `align_of`.
+    pub align: usize,
+    /// The fields, in offset order.
+    pub fields: &'a [FieldDesc],
+}
+
+impl StructLayout<'_> {
+    /// Fields (by index) that share a 64-byte line with a lockless-hot field of another
+    /// group.
+    pub fn false_sharing(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.fields.iter().enumerate().flat_map(move |(i, a)| {
+            self.fields.iter().enumerate().filter_map(move |(j, b)| {
+                (i != j
+                    && a.is_hot_lockless()
+                    && a.group != b.group
+                    && share_line(a.offset, a.size, b.offset, b.size))
+                .then_some((i, j))
+            })
+        })
+    }
+
+    /// Print the struct pahole-style.
+    pub fn print(&self, w: &mut dyn Write) -> fmt::Result {
+        writeln!(
+            w,
+            "struct {} {{ /* size {}, align {}, {} lines, {} pairs */",
+            self.name,
+            self.size,
+            self.align,
+            self.size.div_ceil(64),
+            self.size.div_ceil(128)
+        )?;
+        writeln!(
+            w,
+            "    {:<24} {:>6} {:>6}  {:<13} {:>9} {:>9}",
+            "field", "offset", "size", "group", "line", "pair"
+        )?;
+        let mut prev_end = 0;
+        for (i, f) in self.fields.iter().enumerate() {
+            if f.offset > prev_end {
+                writeln!(w, "    /* hole: {} bytes */", f.offset - prev_end)?;
+            }
+            prev_end = f.end();
+            let last = f.end().saturating_sub(1).max(f.offset);
+            let span = |a: usize, b: usize| -> (usize, usize) { (a, b) };
+            let (l0, l1) = span(line_of(f.offset), line_of(last));
+            let (p0, p1) = span(pair_of(f.offset), pair_of(last));
+            let hot = self.false_sharing().any(|(a, b)| a == i || b == i);
+            writeln!(
+                w,
+                "    {:<24} {:>6} {:>6}  {:<13} {:>4}-{:<4} {:>4}-{:<4}{}",
+                f.name,
+                f.offset,
+                f.size,
+                f.group,
+                l0,
+                l1,
+                p0,
+                p1,
+                if hot {
+                    " <- shares a line with lockless counters"
+                } else {
+                    ""
+                }
+            )?;
+        }
+        if self.size > prev_end {
+            writeln!(w, "    /* padding: {} bytes */", self.size - prev_end)?;
+        }
+        writeln!(w, "}};")
+    }
+}
+
+/// Print every key struct of this crate, with `R` as the lru_lock / FIFO lock type.
+pub fn report_with<R: lock_api::RawMutex>(w: &mut dyn Write) -> fmt::Result {
+    use crate::lru_gen::LruGenFolio;
+    use crate::lru_gen_folio::{LruGenFolioBase, LruGenFolioGrouped};
+    let folio = crate::folio::folio_layout();
+    folio.print(w)?;
+    for lrugen in [
+        StructLayout {
+            name: "lru_gen_folio (base)",
+            size: core::mem::size_of::<LruGenFolioBase>(),
+            align: core::mem::align_of::<LruGenFolioBase>(),
+            fields: LruGenFolioBase::layout_fields(),
+        },
+        StructLayout {
+            name: "lru_gen_folio (grouped)",
+            size: core::mem::size_of::<LruGenFolioGrouped>(),
+            align: core::mem::align_of::<LruGenFolioGrouped>(),
+            fields: LruGenFolioGrouped::layout_fields(),
+        },
+    ] {
+        lrugen.print(w)?;
+    }
+    let f = crate::lruvec::lruvec_fields::<R, LruGenFolioBase>();
+    crate::lruvec::lruvec_layout::<R, LruGenFolioBase>("lruvec (base lrugen)", &f).print(w)?;
+    let f = crate::lruvec::lruvec_fields::<R, LruGenFolioGrouped>();
+    crate::lruvec::lruvec_layout::<R, LruGenFolioGrouped>("lruvec (grouped lrugen)", &f)
+        .print(w)?;
+    let f = crate::memcg_lru::lru_gen_memcg_fields::<R>();
+    crate::memcg_lru::lru_gen_memcg_layout::<R>(&f).print(w)
+}
+
+/// Print every key struct with the crate's [`crate::sync::RawSpinlock`] as the lock.
+#[cfg(not(loom))]
+pub fn report(w: &mut dyn Write) -> fmt::Result {
+    report_with::<crate::sync::RawSpinlock>(w)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use alloc::string::String;
+
+    #[test]
+    fn report_names_every_struct_and_flags_base_sharing() {
+        let mut s = String::new();
+        report(&mut s).unwrap();
+        for name in [
+            "struct folio",
+            "struct lru_gen_folio (base)",
+            "struct lru_gen_folio (grouped)",
+            "struct lruvec (base lrugen)",
+            "struct lruvec (grouped lrugen)",
+            "struct lru_gen_memcg",
+        ] {
+            assert!(s.contains(name), "missing {name} in\n{s}");
+        }
+        let base = s.split("struct lru_gen_folio (grouped)").next().unwrap();
+        let grouped = s
+            .split("struct lru_gen_folio (grouped)")
+            .nth(1)
+            .unwrap()
+            .split("struct lruvec")
+            .next()
+            .unwrap();
+        assert!(base.contains("shares a line with lockless counters"));
+        assert!(!grouped.contains("shares a line with lockless counters"));
+        assert!(s.contains("max_seq"));
+    }
+
+    #[test]
+    fn print_marks_holes() {
+        let fields = [
+            FieldDesc {
+                name: "a",
+                offset: 0,
+                size: 8,
+                group: "g",
+            },
+            FieldDesc {
+                name: "b",
+                offset: 64,
+                size: 8,
+                group: "stats",
+            },
+        ];
+        let l = StructLayout {
+            name: "t",
+            size: 128,
+            align: 64,
+            fields: &fields,
+        };
+        let mut s = String::new();
+        l.print(&mut s).unwrap();
+        assert!(s.contains("hole: 56 bytes"), "{s}");
+        assert!(s.contains("padding: 56 bytes"), "{s}");
+        assert_eq!(l.false_sharing().count(), 0);
+    }
+}

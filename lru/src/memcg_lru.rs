@@ -1,0 +1,525 @@
+//! The memcg FIFO (`struct lru_gen_memcg`): which memcgs global reclaim visits, in order.
+//!
+//! Models `lru_gen_rotate_memcg()`, `lru_gen_online_memcg()`, `lru_gen_offline_memcg()`,
+//! `lru_gen_release_memcg()` and the reader side of `shrink_many()` (mm/vmscan.c).
+//! `MEMCG_NR_GENS` generations x `MEMCG_NR_BINS` bins of hlist_nulls heads, whose nulls
+//! value is the generation, one lock, `seq` and `nr_memcgs[gen]`. Readers walk a bin under
+//! RCU with no lock and restart when they end on another generation's nulls.
+//!
+//! Tail insertion comes in both of seed 002's variants, chosen per FIFO at construction:
+//! [`TailMode::Walk`] walks the bin to its end under the lock (`hlist_nulls_add_tail_rcu`,
+//! O(n)), [`TailMode::Cached`] keeps `tail[gen][bin]` and the node's `bin` so insertion is
+//! `hlist_nulls_add_behind_rcu` after the cached tail, O(1).
+
+use crate::error::LruError;
+use crate::hlist_nulls::{
+    HlistNullsHead, HlistNullsNode, add_behind_rcu, add_head_rcu, add_tail_rcu, del_init_rcu,
+};
+use crate::layout::{FieldDesc, StructLayout};
+use crate::lru_gen::{LruGenFolio, LruGenMemcgNode};
+use crate::lruvec::Lruvec;
+use crate::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use core::marker::PhantomData;
+use core::mem::offset_of;
+use core::ops::ControlFlow;
+use lock_api::RawMutex;
+
+/// Generations of the memcg FIFO (`MEMCG_NR_GENS`).
+pub const MEMCG_NR_GENS: usize = 3;
+/// Bins per generation (`MEMCG_NR_BINS`).
+pub const MEMCG_NR_BINS: usize = 8;
+
+/// The generation a FIFO `seq` denotes (`get_memcg_gen`).
+#[must_use]
+pub const fn get_memcg_gen(seq: u64) -> usize {
+    (seq % MEMCG_NR_GENS as u64) as usize
+}
+
+/// The bin an index denotes (`get_memcg_bin`).
+#[must_use]
+pub const fn get_memcg_bin(bin: usize) -> usize {
+    bin % MEMCG_NR_BINS
+}
+
+/// The rotation ops of `lru_gen_rotate_memcg` (`MEMCG_LRU_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemcgLruOp {
+    /// Leave it where it is.
+    Nop,
+    /// Move to the head of its bin (segment head): visited first next time.
+    Head,
+    /// Move to the tail of its bin (segment tail): visited last.
+    Tail,
+    /// Move to the old generation (`seq`): visited in this round.
+    Old,
+    /// Move to the young generation (`seq + 1`): skipped until the next round.
+    Young,
+}
+
+/// `lrugen->seg` values.
+pub mod seg {
+    /// Not in a segment.
+    pub const NONE: u8 = 0;
+    /// Head segment (`MEMCG_LRU_HEAD`).
+    pub const HEAD: u8 = 1;
+    /// Tail segment (`MEMCG_LRU_TAIL`).
+    pub const TAIL: u8 = 2;
+}
+
+/// Seed 002's two tail-insertion variants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TailMode {
+    /// Walk the bin to find its tail (Linux before the seed).
+    Walk,
+    /// Cached tail pointer per bin (the seed's patch).
+    Cached,
+}
+
+/// Something that embeds an [`LruGenMemcgNode`] and can sit on the memcg FIFO.
+///
+/// # Safety
+///
+/// `memcg_node()` must return the field at byte offset `MEMCG_NODE_OFFSET` of `self`,
+/// for every value of the type; the FIFO recovers `&Self` from the node's address.
+pub unsafe trait MemcgFifoEntry: Sync + 'static {
+    /// Byte offset of the node inside `Self`.
+    const MEMCG_NODE_OFFSET: usize;
+    /// The embedded node.
+    fn memcg_node(&self) -> &LruGenMemcgNode;
+}
+
+// SAFETY: `LruGenFolio::memcg_node` returns the field at `G::MEMCG_NODE_OFFSET` (computed
+// by `offset_of!` in lru_gen_folio.rs), and `Lruvec::MEMCG_NODE_OFFSET` adds the offset of
+// `lrugen` within the lruvec.
+unsafe impl<R: RawMutex + Sync + 'static, G: LruGenFolio> MemcgFifoEntry for Lruvec<R, G> {
+    const MEMCG_NODE_OFFSET: usize = Lruvec::<R, G>::MEMCG_NODE_OFFSET;
+    fn memcg_node(&self) -> &LruGenMemcgNode {
+        self.lrugen().memcg_node()
+    }
+}
+
+// SAFETY: `memcg_node` returns the field at `MEMCG_NODE_OFFSET` by construction.
+unsafe impl MemcgFifoEntry for crate::LruGenFolioBase {
+    const MEMCG_NODE_OFFSET: usize = <Self as LruGenFolio>::MEMCG_NODE_OFFSET;
+    fn memcg_node(&self) -> &LruGenMemcgNode {
+        LruGenFolio::memcg_node(self)
+    }
+}
+
+// SAFETY: as above.
+unsafe impl MemcgFifoEntry for crate::LruGenFolioGrouped {
+    const MEMCG_NODE_OFFSET: usize = <Self as LruGenFolio>::MEMCG_NODE_OFFSET;
+    fn memcg_node(&self) -> &LruGenMemcgNode {
+        LruGenFolio::memcg_node(self)
+    }
+}
+
+/// How a lockless walk of one bin ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WalkEnd {
+    /// The visitor stopped the walk.
+    Stopped,
+    /// The walk reached the end of the bin it started on.
+    Completed,
+    /// The walk ended on another generation's nulls: it raced with a rotation, restart.
+    Raced,
+}
+
+/// `struct lru_gen_memcg`, generic over its lock and the entry type `E`.
+#[repr(C)]
+pub struct LruGenMemcg<R: RawMutex, E: MemcgFifoEntry> {
+    seq: AtomicU64,
+    nr_memcgs: [AtomicUsize; MEMCG_NR_GENS],
+    fifo: [[HlistNullsHead; MEMCG_NR_BINS]; MEMCG_NR_GENS],
+    tail: [[AtomicUsize; MEMCG_NR_BINS]; MEMCG_NR_GENS],
+    lock: lock_api::Mutex<R, ()>,
+    mode: TailMode,
+    rand: AtomicU32,
+    _entries: PhantomData<&'static E>,
+}
+
+impl<R: RawMutex, E: MemcgFifoEntry> core::fmt::Debug for LruGenMemcg<R, E> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("LruGenMemcg")
+            .field("mode", &self.mode)
+            .field("seq", &self.seq())
+            .field("nr_memcgs", &self.nr_memcgs)
+            .finish()
+    }
+}
+
+const LIST_IN_NODE: usize = offset_of!(LruGenMemcgNode, list);
+
+impl<R: RawMutex, E: MemcgFifoEntry> LruGenMemcg<R, E> {
+    /// An empty FIFO (`lru_gen_init_pgdat`); `seed` seeds the bin picker.
+    pub fn new(mode: TailMode, seed: u32) -> Self {
+        LruGenMemcg {
+            seq: AtomicU64::new(0),
+            nr_memcgs: core::array::from_fn(|_| AtomicUsize::new(0)),
+            fifo: core::array::from_fn(|r#gen| {
+                core::array::from_fn(|_| HlistNullsHead::new(r#gen))
+            }),
+            tail: core::array::from_fn(|_| core::array::from_fn(|_| AtomicUsize::new(0))),
+            lock: lock_api::Mutex::new(()),
+            mode,
+            rand: AtomicU32::new(seed | 1),
+            _entries: PhantomData,
+        }
+    }
+
+    /// The tail-insertion variant.
+    #[must_use]
+    pub fn mode(&self) -> TailMode {
+        self.mode
+    }
+
+    /// `memcg_lru.seq` (lockless read).
+    #[must_use]
+    pub fn seq(&self) -> u64 {
+        self.seq.load(Ordering::Acquire)
+    }
+
+    /// `memcg_lru.nr_memcgs[gen]` (lockless read).
+    #[must_use]
+    pub fn nr_memcgs(&self, r#gen: usize) -> usize {
+        self.nr_memcgs[r#gen % MEMCG_NR_GENS].load(Ordering::Relaxed)
+    }
+
+    /// The lock (for its statistics).
+    #[must_use]
+    pub fn raw_lock(&self) -> &lock_api::Mutex<R, ()> {
+        &self.lock
+    }
+
+    fn entry_of(node: &HlistNullsNode) -> &'static E {
+        let addr = node.addr() - LIST_IN_NODE - E::MEMCG_NODE_OFFSET;
+        // SAFETY: only `&'static E` values are ever linked (see `online`), and the
+        // `MemcgFifoEntry` contract puts their node at `MEMCG_NODE_OFFSET`, so `addr` is the
+        // address of a live `E` that is never freed.
+        unsafe { &*(addr as *const E) }
+    }
+
+    fn next_bin(&self) -> usize {
+        // xorshift32 (get_random_u32_below stand-in); written under the lock.
+        let mut x = self.rand.load(Ordering::Relaxed);
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        self.rand.store(x, Ordering::Relaxed);
+        get_memcg_bin(x as usize)
+    }
+
+    /// `lru_gen_add_memcg` (seed 002): insert at head or tail of `fifo[gen][bin]`.
+    fn add(&self, node: &'static LruGenMemcgNode, r#gen: usize, bin: usize, at_head: bool) {
+        let head = &self.fifo[r#gen][bin];
+        node.bin.store(bin as u8, Ordering::Relaxed);
+        match self.mode {
+            TailMode::Walk => {
+                // SAFETY: the FIFO lock is held by every caller of `add`; the node is
+                // 'static and unhashed.
+                unsafe {
+                    if at_head {
+                        add_head_rcu(&node.list, head);
+                    } else {
+                        add_tail_rcu(&node.list, head);
+                    }
+                }
+            }
+            TailMode::Cached => {
+                let tail = &self.tail[r#gen][bin];
+                let last = tail.load(Ordering::Relaxed);
+                if at_head || last == 0 {
+                    // SAFETY: as above.
+                    unsafe { add_head_rcu(&node.list, head) };
+                } else {
+                    // SAFETY: `last` is the address of the linked last node of this bin
+                    // (maintained under the lock below and in `del`).
+                    let last = unsafe { &*(last as *const HlistNullsNode) };
+                    // SAFETY: lock held, node 'static and unhashed, `last` linked.
+                    unsafe { add_behind_rcu(&node.list, last) };
+                }
+                if !at_head || last == 0 {
+                    tail.store(node.list.addr(), Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
+    /// `lru_gen_del_memcg` (seed 002): unlink, fixing the cached tail.
+    fn del(&self, node: &'static LruGenMemcgNode, r#gen: usize) {
+        if self.mode == TailMode::Cached {
+            let bin = usize::from(node.bin.load(Ordering::Relaxed));
+            let head = &self.fifo[r#gen][bin];
+            let tail = &self.tail[r#gen][bin];
+            if tail.load(Ordering::Relaxed) == node.list.addr() {
+                // SAFETY: the node is linked into `head` (it sits in fifo[gen][bin]) and
+                // the lock is held.
+                let prev = unsafe { node.list.prev(head) };
+                tail.store(prev.map_or(0, HlistNullsNode::addr), Ordering::Relaxed);
+            }
+        }
+        // SAFETY: lock held; the node is 'static so readers on it stay valid; `next` is
+        // kept intact for them.
+        unsafe { del_init_rcu(&node.list) };
+    }
+
+    fn bump_seq_if_drained(&self, old: usize) {
+        let seq = self.seq.load(Ordering::Relaxed);
+        if self.nr_memcgs[old].load(Ordering::Relaxed) == 0 && old == get_memcg_gen(seq) {
+            self.seq.store(seq + 1, Ordering::Release);
+        }
+    }
+
+    fn counter_add(&self, r#gen: usize, delta: isize) {
+        let c = &self.nr_memcgs[r#gen];
+        c.store(
+            c.load(Ordering::Relaxed).wrapping_add_signed(delta),
+            Ordering::Relaxed,
+        );
+    }
+
+    /// `lru_gen_online_memcg`: add `entry` at the tail of a random bin of the current
+    /// generation.
+    pub fn online(&self, entry: &'static E) -> Result<(), LruError> {
+        let node = entry.memcg_node();
+        let _g = self.lock.lock();
+        if !node.list.is_unhashed() {
+            return Err(LruError::AlreadyOnFifo);
+        }
+        let r#gen = get_memcg_gen(self.seq.load(Ordering::Relaxed));
+        let bin = self.next_bin();
+        node.r#gen.store(r#gen as u8, Ordering::Relaxed);
+        node.seg.store(seg::NONE, Ordering::Relaxed);
+        self.add(node, r#gen, bin, false);
+        self.counter_add(r#gen, 1);
+        Ok(())
+    }
+
+    /// `lru_gen_rotate_memcg` with a random bin.
+    pub fn rotate(&self, entry: &'static E, op: MemcgLruOp) -> Result<(), LruError> {
+        let _g = self.lock.lock();
+        let bin = self.next_bin();
+        self.rotate_locked(entry, op, bin)
+    }
+
+    /// `lru_gen_rotate_memcg` into a chosen bin (benchmarks and tests).
+    pub fn rotate_to_bin(
+        &self,
+        entry: &'static E,
+        op: MemcgLruOp,
+        bin: usize,
+    ) -> Result<(), LruError> {
+        let _g = self.lock.lock();
+        self.rotate_locked(entry, op, get_memcg_bin(bin))
+    }
+
+    fn rotate_locked(&self, entry: &'static E, op: MemcgLruOp, bin: usize) -> Result<(), LruError> {
+        let node = entry.memcg_node();
+        if node.list.is_unhashed() {
+            return Err(LruError::NotOnFifo);
+        }
+        let seq = self.seq.load(Ordering::Relaxed);
+        let old = usize::from(node.r#gen.load(Ordering::Relaxed));
+        let (mut new, mut sg) = (old, seg::NONE);
+        match op {
+            MemcgLruOp::Nop => return Ok(()),
+            MemcgLruOp::Head => sg = seg::HEAD,
+            MemcgLruOp::Tail => sg = seg::TAIL,
+            MemcgLruOp::Old => new = get_memcg_gen(seq),
+            MemcgLruOp::Young => new = get_memcg_gen(seq + 1),
+        }
+        node.seg.store(sg, Ordering::Relaxed);
+        node.r#gen.store(new as u8, Ordering::Relaxed);
+        self.del(node, old);
+        let at_head = matches!(op, MemcgLruOp::Head | MemcgLruOp::Old);
+        self.add(node, new, bin, at_head);
+        self.counter_add(old, -1);
+        self.counter_add(new, 1);
+        self.bump_seq_if_drained(old);
+        Ok(())
+    }
+
+    /// `lru_gen_offline_memcg`: rotate to the old generation so it is reclaimed first.
+    pub fn offline(&self, entry: &'static E) -> Result<(), LruError> {
+        self.rotate(entry, MemcgLruOp::Old)
+    }
+
+    /// `lru_gen_release_memcg`: take `entry` off the FIFO (before its memory is freed,
+    /// after which a grace period must pass). A no-op if it is not on the FIFO.
+    pub fn release(&self, entry: &'static E) {
+        let node = entry.memcg_node();
+        let _g = self.lock.lock();
+        if node.list.is_unhashed() {
+            return;
+        }
+        let r#gen = usize::from(node.r#gen.load(Ordering::Relaxed));
+        self.del(node, r#gen);
+        self.counter_add(r#gen, -1);
+        self.bump_seq_if_drained(r#gen);
+    }
+
+    /// Walk `fifo[gen][bin]` locklessly (the body of `shrink_many`'s
+    /// `hlist_nulls_for_each_entry_rcu`). `visit` returns `Break` to stop.
+    pub fn walk_bin(
+        &self,
+        r#gen: usize,
+        bin: usize,
+        mut visit: impl FnMut(&'static E) -> ControlFlow<()>,
+    ) -> WalkEnd {
+        let r#gen = r#gen % MEMCG_NR_GENS;
+        // SAFETY: every node ever linked into any FIFO list belongs to a `&'static E`
+        // (`online` only takes those), so all nodes stay valid forever.
+        let mut cursor = unsafe { self.fifo[r#gen][get_memcg_bin(bin)].iter_rcu() };
+        for node in cursor.by_ref() {
+            if visit(Self::entry_of(node)).is_break() {
+                return WalkEnd::Stopped;
+            }
+        }
+        if cursor.end_nulls() == Some(r#gen) {
+            WalkEnd::Completed
+        } else {
+            WalkEnd::Raced
+        }
+    }
+
+    /// `shrink_many`'s outer loop: visit the memcgs of the old generation bin by bin,
+    /// starting at `first_bin`, restarting a bin whenever its walk raced with a rotation
+    /// (at most `max_restarts` times in all). Returns the number of restarts.
+    pub fn for_each_memcg(
+        &self,
+        first_bin: usize,
+        max_restarts: usize,
+        mut visit: impl FnMut(&'static E) -> ControlFlow<()>,
+    ) -> usize {
+        let first_bin = get_memcg_bin(first_bin);
+        let mut bin = first_bin;
+        let mut restarts = 0;
+        loop {
+            let r#gen = get_memcg_gen(self.seq());
+            match self.walk_bin(r#gen, bin, &mut visit) {
+                WalkEnd::Stopped => return restarts,
+                WalkEnd::Raced if restarts < max_restarts => {
+                    restarts += 1;
+                    continue;
+                }
+                WalkEnd::Raced | WalkEnd::Completed => {}
+            }
+            bin = get_memcg_bin(bin + 1);
+            if bin == first_bin {
+                return restarts;
+            }
+        }
+    }
+
+    /// The cached tail of `fifo[gen][bin]` ([`TailMode::Cached`] only).
+    #[must_use]
+    pub fn cached_tail(&self, r#gen: usize, bin: usize) -> Option<&'static E> {
+        let _g = self.lock.lock();
+        let t = self.tail[r#gen % MEMCG_NR_GENS][get_memcg_bin(bin)].load(Ordering::Relaxed);
+        // SAFETY: a non-zero tail is the address of a linked node of a 'static entry.
+        (t != 0).then(|| Self::entry_of(unsafe { &*(t as *const HlistNullsNode) }))
+    }
+
+    /// Check, under the lock, that every bin is consistent: the cached tail (when
+    /// cached) equals the real last node, each node's `gen`/`bin` match its list, and
+    /// `nr_memcgs` equals the list lengths. Returns the total number of entries.
+    pub fn check(&self) -> Result<usize, &'static str> {
+        let _g = self.lock.lock();
+        let mut total = 0;
+        for r#gen in 0..MEMCG_NR_GENS {
+            let mut count = 0;
+            for bin in 0..MEMCG_NR_BINS {
+                // SAFETY: nodes belong to 'static entries.
+                let mut cursor = unsafe { self.fifo[r#gen][bin].iter_rcu() };
+                let mut last = 0;
+                for node in cursor.by_ref() {
+                    let e = Self::entry_of(node).memcg_node();
+                    if usize::from(e.r#gen.load(Ordering::Relaxed)) != r#gen {
+                        return Err("node gen differs from its list");
+                    }
+                    if self.mode == TailMode::Cached
+                        && usize::from(e.bin.load(Ordering::Relaxed)) != bin
+                    {
+                        return Err("node bin differs from its list");
+                    }
+                    last = node.addr();
+                    count += 1;
+                }
+                if cursor.end_nulls() != Some(r#gen) {
+                    return Err("list ends on a foreign nulls value");
+                }
+                if self.mode == TailMode::Cached
+                    && self.tail[r#gen][bin].load(Ordering::Relaxed) != last
+                {
+                    return Err("cached tail differs from the real tail");
+                }
+            }
+            if count != self.nr_memcgs[r#gen].load(Ordering::Relaxed) {
+                return Err("nr_memcgs differs from the list lengths");
+            }
+            total += count;
+        }
+        Ok(total)
+    }
+}
+
+/// The pahole table of `LruGenMemcg<R, _>`.
+pub fn lru_gen_memcg_fields<R: RawMutex>() -> [FieldDesc; 7] {
+    use crate::cacheline::field_size;
+    type M<R> = LruGenMemcg<R, crate::LruGenFolioGrouped>;
+    [
+        FieldDesc {
+            name: "seq",
+            offset: offset_of!(M<R>, seq),
+            size: field_size(|m: &M<R>| &m.seq),
+            group: "read_mostly",
+        },
+        FieldDesc {
+            name: "nr_memcgs",
+            offset: offset_of!(M<R>, nr_memcgs),
+            size: field_size(|m: &M<R>| &m.nr_memcgs),
+            group: "locked",
+        },
+        FieldDesc {
+            name: "fifo",
+            offset: offset_of!(M<R>, fifo),
+            size: field_size(|m: &M<R>| &m.fifo),
+            group: "rcu_heads",
+        },
+        FieldDesc {
+            name: "tail",
+            offset: offset_of!(M<R>, tail),
+            size: field_size(|m: &M<R>| &m.tail),
+            group: "locked",
+        },
+        FieldDesc {
+            name: "lock",
+            offset: offset_of!(M<R>, lock),
+            size: field_size(|m: &M<R>| &m.lock),
+            group: "locked",
+        },
+        FieldDesc {
+            name: "mode",
+            offset: offset_of!(M<R>, mode),
+            size: field_size(|m: &M<R>| &m.mode),
+            group: "read_mostly",
+        },
+        FieldDesc {
+            name: "rand",
+            offset: offset_of!(M<R>, rand),
+            size: field_size(|m: &M<R>| &m.rand),
+            group: "locked",
+        },
+    ]
+}
+
+/// Wrap [`lru_gen_memcg_fields`] as a [`StructLayout`].
+pub fn lru_gen_memcg_layout<R: RawMutex>(fields: &[FieldDesc]) -> StructLayout<'_> {
+    type M<R> = LruGenMemcg<R, crate::LruGenFolioGrouped>;
+    StructLayout {
+        name: "lru_gen_memcg",
+        size: core::mem::size_of::<M<R>>(),
+        align: core::mem::align_of::<M<R>>(),
+        fields,
+    }
+}
