@@ -19,6 +19,7 @@ commands:
   test [NAME...]     run the in-kernel tests: all, or the named ones
   run                boot with the command line given by --append (default: empty)
   bench              run the benchmark scenarios (run=bench)
+  layout             print the cacheline layout report of the key structs (run=layout)
   image              build the GRUB USB image (BIOS + UEFI); print dd line and SHA-256
   help               this text
 
@@ -45,6 +46,8 @@ pub enum Command {
     Run,
     /// Run the benchmark.
     Bench,
+    /// Print the cacheline layout report.
+    Layout,
     /// Build the USB image.
     Image,
     /// Print usage.
@@ -60,6 +63,7 @@ impl Command {
             Command::Test(_) => "test",
             Command::Run => "run",
             Command::Bench => "bench",
+            Command::Layout => "layout",
             Command::Image => "image",
             Command::Help => "help",
         }
@@ -212,6 +216,7 @@ where
                 "test" => Command::Test(Vec::new()),
                 "run" => Command::Run,
                 "bench" => Command::Bench,
+                "layout" => Command::Layout,
                 "image" => Command::Image,
                 "help" | "-h" | "--help" => Command::Help,
                 _ => return Err(CliError::UnknownCommand(word)),

@@ -110,6 +110,7 @@ pub fn cmdline_for(command: &Command, append: &str) -> String {
         Command::Test(names) if names.is_empty() => "run=test".to_owned(),
         Command::Test(names) => format!("run=test test={}", names.join(",")),
         Command::Bench => "run=bench".to_owned(),
+        Command::Layout => "run=layout".to_owned(),
         Command::Run | Command::Image | Command::Help => String::new(),
     };
     let mut words: Vec<&str> = base.split_ascii_whitespace().collect();
@@ -312,6 +313,7 @@ mod tests {
             Command::Summary,
             Command::Test(vec!["x".into()]),
             Command::Bench,
+            Command::Layout,
         ] {
             assert!(abi::cmdline::parse(&cmdline_for(&c, "cpus=1"), false).is_ok());
         }

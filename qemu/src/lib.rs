@@ -8,8 +8,8 @@
 //! in-kernel test lines (`KTEST ...`) are parsed into per-case results ([`results`]).
 //!
 //! The `kx` binary ([`cli`], [`commands`]) builds the kernel with the `boot` crate and offers
-//! `summary`, `test`, `run`, `image` and `bench`. `unsafe` is confined to [`process`] (process
-//! group kill and parent-death signal).
+//! `summary`, `test`, `run`, `bench`, `layout` and `image`. `unsafe` is confined to
+//! [`process`] (process group kill and parent-death signal).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
