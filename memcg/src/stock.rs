@@ -1,0 +1,181 @@
+//! The per-CPU charge stock (`struct memcg_stock_pcp`, `consume_stock()`, `refill_stock()`,
+//! `drain_stock()`, `drain_all_stock()` in mm/memcontrol.c).
+//!
+//! Charging the hierarchical page counter on every fault would bounce its `usage` lines
+//! between CPUs, so each CPU keeps pages pre-charged to one memcg: a charge first tries to
+//! take them from the local stock, and only when that fails charges `MEMCG_CHARGE_BATCH`
+//! (64) pages at once and puts the surplus into the stock. A stock caches one memcg; when
+//! the CPU charges another one, the old stock is drained (its pages uncharged). The stock
+//! holds a reference on its memcg; `drain_all_stock()` empties every CPU's stock of a memcg
+//! (or its descendants) when the memcg goes offline or is over its limit.
+//!
+//! Linux protects the stock with a local lock and drains remote CPUs through per-CPU work.
+//! Here the stock is a lock (the caller's `lock_api::RawMutex`) that the owning CPU takes
+//! uncontended and a draining CPU takes remotely, which gives the same exclusion.
+
+use crate::error::MemcgError;
+use crate::page_counter::PageCounter;
+use crate::percpu::PerCpu;
+use core::ptr::NonNull;
+use lock_api::{Mutex, RawMutex};
+
+/// Pages charged to the page counter at once and kept per CPU (`MEMCG_CHARGE_BATCH`).
+pub const MEMCG_CHARGE_BATCH: u64 = 64;
+
+/// Something a stock can cache: a memcg with a page counter and a reference count.
+///
+/// # Safety
+///
+/// After `css_get(&x)` the object behind `x` must stay alive and in place until the matching
+/// `css_put`; `page_counter` must always return the same counter for the same object.
+pub unsafe trait StockTarget {
+    /// The counter charged and uncharged through the stock (`memcg->memory`).
+    fn page_counter(&self) -> &PageCounter;
+    /// Takes a reference (`css_get()`).
+    fn css_get(&self);
+    /// Drops a reference taken with [`StockTarget::css_get`] (`css_put()`).
+    ///
+    /// # Safety
+    ///
+    /// `this` must come from a reference on which `css_get` was called and not yet put; it
+    /// must not be used afterwards.
+    unsafe fn css_put(this: NonNull<Self>);
+}
+
+/// One CPU's stock: the cached memcg (with a reference held) and its pre-charged pages.
+#[derive(Debug)]
+pub struct MemcgStock<T: StockTarget> {
+    cached: Option<NonNull<T>>,
+    nr_pages: u64,
+}
+
+// SAFETY: the stock owns a counted reference to `cached`; targets are shared between CPUs by
+// design (all their operations are atomic), so moving the reference between threads is fine
+// as long as `T` itself may be shared.
+unsafe impl<T: StockTarget + Sync> Send for MemcgStock<T> {}
+
+impl<T: StockTarget> MemcgStock<T> {
+    const fn empty() -> Self {
+        Self {
+            cached: None,
+            nr_pages: 0,
+        }
+    }
+
+    /// Uncharges the stocked pages and drops the reference (`drain_stock()`).
+    fn drain(&mut self) {
+        if let Some(old) = self.cached.take() {
+            let nr = core::mem::take(&mut self.nr_pages);
+            // SAFETY: `cached` holds a reference taken in `refill`, so `old` is alive.
+            let target = unsafe { old.as_ref() };
+            if nr > 0 {
+                // The stocked pages were charged by `refill`'s caller and never handed out,
+                // so this cannot underflow.
+                let _ = target.page_counter().uncharge(nr);
+            }
+            // SAFETY: drops the reference taken in `refill`; `old` is not used again.
+            unsafe { T::css_put(old) };
+        }
+    }
+}
+
+/// The charge stocks of all CPUs.
+pub struct ChargeStocks<R: RawMutex, T: StockTarget> {
+    pcp: PerCpu<Mutex<R, MemcgStock<T>>>,
+}
+
+impl<R: RawMutex, T: StockTarget> core::fmt::Debug for ChargeStocks<R, T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ChargeStocks")
+            .field("nr_cpus", &self.pcp.nr_cpus())
+            .finish()
+    }
+}
+
+impl<R: RawMutex, T: StockTarget> ChargeStocks<R, T> {
+    /// Empty stocks for `nr_cpus` CPUs.
+    pub fn new(nr_cpus: usize) -> Self {
+        Self {
+            pcp: PerCpu::new(nr_cpus, |_| Mutex::new(MemcgStock::empty())),
+        }
+    }
+
+    /// Number of CPUs.
+    pub fn nr_cpus(&self) -> usize {
+        self.pcp.nr_cpus()
+    }
+
+    /// Takes `nr_pages` from `cpu`'s stock if it caches `memcg` and holds enough
+    /// (`consume_stock()`). Requests above the batch size never use the stock.
+    pub fn consume(&self, cpu: usize, memcg: &T, nr_pages: u64) -> Result<bool, MemcgError> {
+        let stock = self.pcp.get(cpu)?;
+        if nr_pages > MEMCG_CHARGE_BATCH {
+            return Ok(false);
+        }
+        let mut stock = stock.lock();
+        match stock.cached {
+            Some(c) if core::ptr::eq(c.as_ptr(), memcg) && stock.nr_pages >= nr_pages => {
+                stock.nr_pages -= nr_pages;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// Puts `nr_pages`, already charged to `memcg`, into `cpu`'s stock (`refill_stock()`).
+    ///
+    /// If the stock caches another memcg it is drained first; if it grows above the batch
+    /// size it is drained entirely.
+    pub fn refill(&self, cpu: usize, memcg: &T, nr_pages: u64) -> Result<(), MemcgError> {
+        let stock = self.pcp.get(cpu)?;
+        let mut stock = stock.lock();
+        let same = matches!(stock.cached, Some(c) if core::ptr::eq(c.as_ptr(), memcg));
+        if !same {
+            stock.drain();
+            memcg.css_get();
+            stock.cached = Some(NonNull::from(memcg));
+        }
+        stock.nr_pages += nr_pages;
+        if stock.nr_pages > MEMCG_CHARGE_BATCH {
+            stock.drain();
+        }
+        Ok(())
+    }
+
+    /// Drains `cpu`'s stock.
+    pub fn drain(&self, cpu: usize) -> Result<(), MemcgError> {
+        self.pcp.get(cpu)?.lock().drain();
+        Ok(())
+    }
+
+    /// Drains every CPU's stock whose cached memcg satisfies `pred` (`drain_all_stock()`,
+    /// where `pred` is "is `memcg` or a descendant of it"). Returns how many were drained.
+    pub fn drain_all(&self, mut pred: impl FnMut(&T) -> bool) -> usize {
+        let mut drained = 0;
+        for (_, stock) in self.pcp.iter() {
+            let mut stock = stock.lock();
+            // SAFETY: `cached` holds a reference, so the target is alive while we look.
+            let hit = stock.cached.is_some_and(|c| pred(unsafe { c.as_ref() }));
+            if hit {
+                stock.drain();
+                drained += 1;
+            }
+        }
+        drained
+    }
+
+    /// Pages held in `cpu`'s stock and whether it caches `memcg` (for tests and reports).
+    pub fn stocked(&self, cpu: usize, memcg: &T) -> Result<u64, MemcgError> {
+        let stock = self.pcp.get(cpu)?.lock();
+        Ok(match stock.cached {
+            Some(c) if core::ptr::eq(c.as_ptr(), memcg) => stock.nr_pages,
+            _ => 0,
+        })
+    }
+}
+
+impl<R: RawMutex, T: StockTarget> Drop for ChargeStocks<R, T> {
+    fn drop(&mut self) {
+        self.drain_all(|_| true);
+    }
+}

@@ -1,0 +1,23 @@
+//! The atomics shim: `core::sync::atomic` in normal builds, `loom`'s model-checked atomics
+//! under `--cfg loom`.
+//!
+//! Every atomic that takes part in a concurrency protocol of this crate (page_counter usage
+//! and max, the charge stock, css reference counts, stat counters) comes from here, so the
+//! loom tests in `tests/loom_*.rs` explore the same code the kernel runs.
+
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize};
+
+#[cfg(not(loom))]
+pub(crate) use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize};
+
+pub(crate) use core::sync::atomic::Ordering;
+
+/// Hint to the scheduler (loom) or the CPU (spin-wait) that this thread is waiting.
+#[inline]
+pub(crate) fn spin_hint() {
+    #[cfg(loom)]
+    loom::thread::yield_now();
+    #[cfg(not(loom))]
+    core::hint::spin_loop();
+}

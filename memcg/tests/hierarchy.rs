@@ -1,0 +1,295 @@
+//! The memcg hierarchy: create, lookup, offline with reparenting, free after a grace
+//! period, bad input, and scale (10,000 memcgs).
+
+mod common;
+
+use common::*;
+use memcg::stats::NodeStatItem;
+use memcg::{MemCgroupPerNode, MemcgError};
+
+#[test]
+fn create_lookup_and_nesting() {
+    let s = setup(2, 1, false);
+    let root = s.tree.root();
+    let a = root.create_child().unwrap();
+    let b = a.create_child().unwrap();
+    assert_eq!(root.id(), 0);
+    assert_ne!(a.id(), b.id());
+    assert!(b.is_descendant(&a) && b.is_descendant(&root));
+    assert!(!a.is_descendant(&b));
+    assert_eq!(b.parent().unwrap().id(), a.id());
+    let again = s.tree.lookup(b.id()).unwrap();
+    assert!(std::ptr::eq(&*again, &*b));
+    assert_eq!(s.tree.nr_memcgs(), 3);
+}
+
+#[test]
+fn bad_input_gets_typed_errors() {
+    let s = setup(2, 1, false);
+    let root = s.tree.root();
+    assert_eq!(
+        s.tree.lookup(4242).unwrap_err(),
+        MemcgError::NoSuchMemcg { id: 4242 }
+    );
+    assert_eq!(
+        s.tree.create_under(77).unwrap_err(),
+        MemcgError::NoSuchMemcg { id: 77 }
+    );
+    assert_eq!(s.tree.offline(0, 0).unwrap_err(), MemcgError::RootOffline);
+    assert_eq!(
+        s.tree.offline(9, 0).unwrap_err(),
+        MemcgError::NoSuchMemcg { id: 9 }
+    );
+    let a = root.create_child().unwrap();
+    let b = a.create_child().unwrap();
+    assert_eq!(
+        s.tree.offline(a.id(), 0).unwrap_err(),
+        MemcgError::HasChildren { id: a.id() }
+    );
+    assert_eq!(
+        s.tree.offline(b.id(), 7).unwrap_err(),
+        MemcgError::InvalidCpu { cpu: 7, nr_cpus: 2 }
+    );
+    s.tree.offline(b.id(), 0).unwrap();
+    assert_eq!(
+        s.tree.offline(b.id(), 0).unwrap_err(),
+        MemcgError::Offline { id: b.id() }
+    );
+    assert_eq!(
+        s.tree.lookup(b.id()).unwrap_err(),
+        MemcgError::Offline { id: b.id() }
+    );
+    assert_eq!(
+        b.create_child().unwrap_err(),
+        MemcgError::ParentOffline { parent: b.id() }
+    );
+    assert_eq!(
+        b.try_charge(0, 1).unwrap_err(),
+        MemcgError::Offline { id: b.id() }
+    );
+    assert_eq!(
+        a.try_charge(5, 1).unwrap_err(),
+        MemcgError::InvalidCpu { cpu: 5, nr_cpus: 2 }
+    );
+    assert_eq!(
+        a.mod_lruvec_state(0, 3, NodeStatItem::NrShmem, 1)
+            .unwrap_err(),
+        MemcgError::InvalidNode {
+            node: 3,
+            nr_nodes: 1
+        }
+    );
+    assert_eq!(
+        a.uncharge(1).unwrap_err(),
+        MemcgError::UnchargeUnderflow {
+            id: a.id(),
+            nr_pages: 1
+        }
+    );
+    // Every error has an errno and a message.
+    let e = MemcgError::ParentOffline { parent: 3 };
+    assert_eq!(e.errno(), memcg::error::errno::ENOENT);
+    assert!(e.to_string().contains("offline parent 3"));
+}
+
+#[test]
+fn invalid_config_is_refused() {
+    use memcg::{ManualRcu, MemcgConfig, MemcgTree, TreeLru};
+    let lru = || TreeLru::new(1, lru::TailMode::Cached, false, Box::new(|_, _| {}));
+    let zero_cpus = MemcgTree::<Lock, Pn, _>::new(MemcgConfig::new(0, 1), ManualRcu::new(), lru());
+    assert!(matches!(
+        zero_cpus.unwrap_err(),
+        MemcgError::InvalidConfig(_)
+    ));
+    let mut too_many = MemcgConfig::new(1, 1);
+    too_many.max_memcgs = 70_000;
+    let r = MemcgTree::<Lock, Pn, _>::new(too_many, ManualRcu::new(), lru());
+    assert!(matches!(r.unwrap_err(), MemcgError::InvalidConfig(_)));
+    let r = MemcgTree::<Lock, Pn, _>::new(MemcgConfig::new(1, 65), ManualRcu::new(), lru());
+    assert!(matches!(
+        r.unwrap_err(),
+        MemcgError::InvalidNode { node: 64, .. }
+    ));
+}
+
+#[test]
+fn freed_only_after_grace_period_and_last_reference() {
+    let s = setup(1, 1, false);
+    let root = s.tree.root();
+    let a = root.create_child().unwrap();
+    let id = a.id();
+    let held = a.clone();
+    drop(a);
+    s.tree.offline(id, 0).unwrap();
+    // A handle still refers to it: a zombie keeps its id.
+    assert_eq!(s.tree.nr_zombies(), 1);
+    assert_eq!(s.tree.reap(0), 0);
+    assert!(s.tree.lookup_any(id).is_ok());
+    drop(held);
+    // Unlinked at the next reap, but not freed before the grace period.
+    assert_eq!(s.tree.reap(0), 0);
+    assert_eq!(s.tree.nr_zombies(), 0);
+    assert_eq!(s.tree.nr_dying(), 1);
+    assert_eq!(
+        s.tree.lookup_any(id).unwrap_err(),
+        MemcgError::NoSuchMemcg { id }
+    );
+    // SAFETY: no RCU reader runs in this test.
+    unsafe { s.tree.rcu().advance() };
+    assert_eq!(s.tree.reap(0), 1);
+    assert_eq!(s.tree.nr_dying(), 0);
+    assert_eq!(s.tree.nr_memcgs(), 1);
+    // The id is reused.
+    assert_eq!(root.create_child().unwrap().id(), id);
+}
+
+#[test]
+fn zombie_with_charges_waits_for_uncharge() {
+    let s = setup(1, 1, false);
+    let root = s.tree.root();
+    let a = root.create_child().unwrap();
+    // A charge not on any LRU (in flight) stays with the zombie.
+    a.try_charge(0, 3).unwrap();
+    let id = a.id();
+    drop(a);
+    s.tree.offline(id, 0).unwrap();
+    assert_eq!(s.tree.nr_zombies(), 1);
+    let z = s.tree.lookup_any(id).unwrap();
+    // The stock was drained at offline: only the 3 pages remain.
+    assert_eq!(z.usage(), 3);
+    assert_eq!(root.usage(), 3);
+    z.uncharge(3).unwrap();
+    drop(z);
+    // SAFETY: no RCU reader runs in this test.
+    unsafe { s.tree.rcu().advance() };
+    s.tree.reap(0);
+    // SAFETY: as above.
+    unsafe { s.tree.rcu().advance() };
+    assert_eq!(s.tree.reap(0), 1);
+    assert_eq!(root.usage(), 0);
+}
+
+#[test]
+fn offline_reparents_folios_charges_and_stats() {
+    for mglru in [false, true] {
+        let s = setup(1, 2, mglru);
+        let root = s.tree.root();
+        let parent = root.create_child().unwrap();
+        let child = parent.create_child().unwrap();
+        let mut folios = Vec::new();
+        for i in 0..10 {
+            folios.push(try_fault(&s.tree, &child, 0, i % 2, i % 3 == 0).unwrap());
+        }
+        s.tree.flush_stats(&root);
+        let lru_items = [
+            NodeStatItem::NrInactiveAnon,
+            NodeStatItem::NrActiveAnon,
+            NodeStatItem::NrInactiveFile,
+            NodeStatItem::NrActiveFile,
+        ];
+        let total = |m: &Ref<'_>, local: bool| -> i64 {
+            lru_items
+                .iter()
+                .map(|&i| {
+                    if local {
+                        m.vmstats().page_state_local(i)
+                    } else {
+                        m.vmstats().page_state(i)
+                    }
+                })
+                .sum()
+        };
+        assert_eq!(total(&child, true), 10);
+        assert_eq!(total(&parent, false), 10);
+        assert_eq!(total(&parent, true), 0);
+        let cid = child.id();
+        // Empty the stock first so the usage is exactly the folios.
+        s.tree.stocks().drain(0).unwrap();
+        assert_eq!(child.usage(), 10);
+        let parent_usage = parent.usage();
+        s.tree.offline(cid, 0).unwrap();
+        // Charges: the child's level is empty, the parent's unchanged (its own now).
+        assert_eq!(child.usage(), 0);
+        assert_eq!(parent.usage(), parent_usage);
+        for f in &folios {
+            assert_eq!(f.memcg_id(), parent.id());
+            assert!(parent.lruvec(f.node() as usize).unwrap().owns(f));
+        }
+        let cold: u64 = (0..2)
+            .map(|n| child.nodeinfo(n).unwrap().cold().reparented_folios())
+            .sum();
+        assert_eq!(cold, 10);
+        drop(child);
+        s.tree.flush_stats(&root);
+        assert_eq!(total(&parent, true), 10);
+        assert_eq!(total(&parent, false), 10);
+        assert_eq!(total(&root.clone(), false), 10);
+        // Freeing the folios now uncharges the parent.
+        for f in folios {
+            free(&s.tree, &parent, 0, f);
+        }
+        s.tree.stocks().drain(0).unwrap();
+        assert_eq!(parent.usage(), 0);
+        // SAFETY: no RCU reader runs in this test.
+        unsafe { s.tree.rcu().advance() };
+        s.tree.reap(0);
+        // SAFETY: as above.
+        unsafe { s.tree.rcu().advance() };
+        s.tree.reap(0);
+        assert_eq!(s.tree.nr_memcgs(), 2);
+    }
+}
+
+#[test]
+fn ten_thousand_memcgs() {
+    let s = setup(2, 1, true);
+    let root = s.tree.root();
+    let mut ids = Vec::new();
+    // 100 parents x 100 children = 10,100 memcgs below the root.
+    for _ in 0..100 {
+        let p = root.create_child().unwrap();
+        ids.push(p.id());
+        for _ in 0..100 {
+            ids.push(p.create_child().unwrap().id());
+        }
+    }
+    assert_eq!(s.tree.nr_memcgs(), 10_101);
+    assert_eq!(
+        s.tree.lru().memcg_lru(0).unwrap().check().unwrap(),
+        10_101,
+        "every lruvec is on the memcg FIFO"
+    );
+    for &id in ids.iter().rev() {
+        assert!(s.tree.lookup(id).is_ok());
+    }
+    // Children before parents.
+    for &id in ids.iter().rev() {
+        s.tree.offline(id, 1).unwrap();
+    }
+    // SAFETY: no RCU reader runs in this test.
+    unsafe { s.tree.rcu().advance() };
+    let mut freed = s.tree.reap(0);
+    while s.tree.nr_memcgs() > 1 || s.tree.nr_dying() > 0 {
+        // SAFETY: as above.
+        unsafe { s.tree.rcu().advance() };
+        freed += s.tree.reap(0);
+    }
+    assert_eq!(freed, 10_100);
+    assert_eq!(s.tree.lru().memcg_lru(0).unwrap().check().unwrap(), 1);
+}
+
+#[test]
+fn id_space_exhaustion_is_an_error() {
+    use memcg::{ManualRcu, MemcgConfig, MemcgTree, TreeLru};
+    let mut cfg = MemcgConfig::new(1, 1);
+    cfg.max_memcgs = 3;
+    let lru = TreeLru::new(1, lru::TailMode::Cached, false, Box::new(|_, _| {}));
+    let tree = MemcgTree::<Lock, Pn, _>::new(cfg, ManualRcu::new(), lru).unwrap();
+    let root = tree.root();
+    let _a = root.create_child().unwrap();
+    let _b = root.create_child().unwrap();
+    assert_eq!(
+        root.create_child().unwrap_err(),
+        MemcgError::TooManyMemcgs { max: 3 }
+    );
+}
