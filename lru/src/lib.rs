@@ -32,6 +32,8 @@ pub mod memcg_lru;
 pub mod rcu;
 pub mod swap;
 pub mod sync;
+pub mod vmscan;
+pub mod workingset;
 
 pub use error::LruError;
 pub use folio::{Folio, FolioFlags, Zone};
@@ -41,3 +43,5 @@ pub use lruvec::{LruList, LruMode, Lruvec, LruvecGuard, LruvecLookup};
 pub use memcg_lru::{LruGenMemcg, MemcgFifoEntry, MemcgLruOp, TailMode};
 pub use rcu::Rcu;
 pub use swap::{FOLIO_BATCH_SIZE, FolioBatch, LruBatches};
+pub use vmscan::{EvictStats, MAX_SWAPPINESS};
+pub use workingset::{RefaultOutcome, Shadow};

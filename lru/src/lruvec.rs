@@ -101,11 +101,11 @@ pub enum LruMode {
 
 const MGLRU_SLOT_BASE: u8 = 8;
 
-fn mglru_slot(r#gen: usize, ty: usize, zone: usize) -> u8 {
+pub(crate) fn mglru_slot(r#gen: usize, ty: usize, zone: usize) -> u8 {
     MGLRU_SLOT_BASE + (r#gen * 8 + ty * 4 + zone) as u8
 }
 
-fn decode_mglru_slot(slot: u8) -> (usize, usize, usize) {
+pub(crate) fn decode_mglru_slot(slot: u8) -> (usize, usize, usize) {
     let s = usize::from(slot - MGLRU_SLOT_BASE);
     (s / 8, (s / 4) % 2, s % 4)
 }
@@ -351,7 +351,12 @@ impl<'a, R: RawMutex, G: LruGenFolio> LruvecGuard<'a, R, G> {
     }
 
     /// Link `folio` on list `slot`, head (`list_add`) or tail (`list_add_tail`).
-    fn link(&mut self, folio: &'static Folio, slot: u8, tail: bool) -> Result<(), LruError> {
+    pub(crate) fn link(
+        &mut self,
+        folio: &'static Folio,
+        slot: u8,
+        tail: bool,
+    ) -> Result<(), LruError> {
         if folio.lru.is_linked() {
             return Err(LruError::AlreadyOnLru);
         }
@@ -368,7 +373,7 @@ impl<'a, R: RawMutex, G: LruGenFolio> LruvecGuard<'a, R, G> {
     }
 
     /// Unlink `folio` from whichever of this lruvec's lists holds it; returns the slot.
-    fn unlink(&mut self, folio: &'static Folio) -> Result<u8, LruError> {
+    pub(crate) fn unlink(&mut self, folio: &'static Folio) -> Result<u8, LruError> {
         if folio.owner.load(Ordering::Acquire) != self.self_addr() {
             return Err(if folio.lru.is_linked() {
                 LruError::WrongLruvec
@@ -596,21 +601,6 @@ impl<'a, R: RawMutex, G: LruGenFolio> LruvecGuard<'a, R, G> {
             &self.gen_lists()[r#gen % MAX_NR_GENS][ty % 2][zone.idx()],
             &mut f,
         );
-    }
-
-    /// The tail (next to evict) of an MGLRU list, if any.
-    pub(crate) fn gen_tail(
-        &mut self,
-        r#gen: usize,
-        ty: usize,
-        zone: usize,
-    ) -> Option<&'static Folio> {
-        self.gen_lists()[r#gen][ty][zone].back().clone_pointer()
-    }
-
-    /// The tail (next to reclaim) of classic list `lru`, if any.
-    pub(crate) fn lru_tail(&mut self, lru: LruList) -> Option<&'static Folio> {
-        self.classic_lists()[lru.idx()].back().clone_pointer()
     }
 }
 

@@ -1,0 +1,468 @@
+//! MGLRU aging and eviction (mm/vmscan.c).
+//!
+//! Aging (`inc_max_seq`) opens a new youngest generation; if a type already has
+//! `MAX_NR_GENS` generations its oldest is first folded into the next one (`inc_min_seq`).
+//! Eviction (`evict_folios`) scans the oldest generation from its tail under lru_lock:
+//! `sort_folio` moves folios of protected tiers one generation up, `isolate_folio` takes
+//! the rest (TestClearLRU, unlink). The lock is dropped before the evicted folios and
+//! their shadow entries are handed to the caller. `try_to_inc_min_seq` retires empty
+//! generations. The tier PID controller (`read_ctrl_pos`, `positive_ctrl_err`,
+//! `get_tier_idx`, `get_type_to_scan`) compares refault rates per tier, fed by the
+//! lockless `evicted[]`/`refaulted[]` counters.
+
+use crate::folio::{ANON_AND_FILE, Folio, FolioFlags, LRU_GEN_ANON, LRU_GEN_FILE, MAX_NR_ZONES};
+use crate::lru_gen::{
+    LruGenFolio, MAX_NR_GENS, MAX_NR_TIERS, MIN_LRU_BATCH, MIN_NR_GENS, lru_gen_from_seq,
+    lru_hist_from_seq, lru_tier_from_refs,
+};
+use crate::lruvec::{Lruvec, LruvecGuard, decode_mglru_slot, mglru_slot};
+use crate::sync::atomic::Ordering;
+use crate::workingset::Shadow;
+use crate::{LruError, LruMode};
+use lock_api::RawMutex;
+
+/// Largest swappiness: anon only. 0 means file only.
+pub const MAX_SWAPPINESS: u8 = 200;
+
+/// Folios isolated per lock hold (`MIN_LRU_BATCH`).
+const EVICT_BATCH: usize = MIN_LRU_BATCH as usize;
+
+/// What one `evict_folios` call did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EvictStats {
+    /// Folios looked at on generation lists.
+    pub scanned: usize,
+    /// Folios moved to a younger generation because their tier is protected.
+    pub protected: usize,
+    /// Folios skipped because someone else isolated them first.
+    pub skipped: usize,
+    /// Folios evicted and handed to the caller with a shadow.
+    pub evicted: usize,
+    /// Generations created by aging on the way.
+    pub aged: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct CtrlPos {
+    refaulted: u64,
+    total: u64,
+    gain: u64,
+}
+
+/// `positive_ctrl_err`: true if `pv` has few refaults or a refault rate not above `sp`'s.
+fn positive_ctrl_err(sp: CtrlPos, pv: CtrlPos) -> bool {
+    pv.refaulted < MIN_LRU_BATCH
+        || pv.refaulted * (sp.total + MIN_LRU_BATCH) * sp.gain
+            <= (sp.refaulted + 1) * pv.total * pv.gain
+}
+
+fn eligible(swappiness: u8, ty: usize) -> bool {
+    match ty {
+        LRU_GEN_ANON => swappiness != 0,
+        _ => swappiness != MAX_SWAPPINESS,
+    }
+}
+
+struct Isolated {
+    folios: [Option<&'static Folio>; EVICT_BATCH],
+    nr: usize,
+    limit: usize,
+}
+
+impl<R: RawMutex, G: LruGenFolio> LruvecGuard<'_, R, G> {
+    fn lrugen(&self) -> &G {
+        self.lruvec().lrugen()
+    }
+
+    fn max_seq(&self) -> u64 {
+        self.lrugen().max_seq().load(Ordering::Relaxed)
+    }
+
+    fn min_seq(&self, ty: usize) -> u64 {
+        self.lrugen().min_seq()[ty].load(Ordering::Relaxed)
+    }
+
+    /// Generations of type `ty` (`get_nr_gens`).
+    #[must_use]
+    pub fn nr_gens(&self, ty: usize) -> u64 {
+        self.max_seq() - self.min_seq(ty) + 1
+    }
+
+    fn read_ctrl_pos(&self, ty: usize, tier: usize, gain: u64) -> CtrlPos {
+        let g = self.lrugen();
+        let hist = lru_hist_from_seq(self.min_seq(ty));
+        let mut total = g.avg_total()[ty][tier].load(Ordering::Relaxed)
+            + g.evicted()[hist][ty][tier].load(Ordering::Relaxed);
+        if tier > 0 {
+            total += g.protected()[hist][ty][tier - 1].load(Ordering::Relaxed);
+        }
+        CtrlPos {
+            refaulted: g.avg_refaulted()[ty][tier].load(Ordering::Relaxed)
+                + g.refaulted()[hist][ty][tier].load(Ordering::Relaxed),
+            total,
+            gain,
+        }
+    }
+
+    /// `get_tier_idx`: the highest tier still evicted; tiers above it are protected.
+    fn get_tier_idx(&self, ty: usize) -> usize {
+        let sp = self.read_ctrl_pos(ty, 0, 2);
+        let mut tier = 1;
+        while tier < MAX_NR_TIERS {
+            if !positive_ctrl_err(sp, self.read_ctrl_pos(ty, tier, 3)) {
+                break;
+            }
+            tier += 1;
+        }
+        tier - 1
+    }
+
+    /// `get_type_to_scan`: compare tier 0 of anon and file, weighted by swappiness.
+    fn get_type_to_scan(&self, swappiness: u8) -> (usize, usize) {
+        let gain = [
+            u64::from(swappiness),
+            u64::from(MAX_SWAPPINESS - swappiness),
+        ];
+        let sp = self.read_ctrl_pos(LRU_GEN_ANON, 0, gain[LRU_GEN_ANON]);
+        let pv = self.read_ctrl_pos(LRU_GEN_FILE, 0, gain[LRU_GEN_FILE]);
+        let ty = usize::from(positive_ctrl_err(sp, pv));
+        let sp = self.read_ctrl_pos(1 - ty, 0, gain[1 - ty]);
+        let mut tier = 1;
+        while tier < MAX_NR_TIERS {
+            if !positive_ctrl_err(sp, self.read_ctrl_pos(ty, tier, gain[ty])) {
+                break;
+            }
+            tier += 1;
+        }
+        (ty, tier - 1)
+    }
+
+    /// `reset_ctrl_pos`: fold the counters of the retiring history slot into the averages
+    /// (`carryover`) and clear them (with one history generation, only on carryover).
+    fn reset_ctrl_pos(&self, ty: usize, carryover: bool) {
+        if !carryover {
+            return;
+        }
+        let g = self.lrugen();
+        let hist = lru_hist_from_seq(self.min_seq(ty));
+        for tier in 0..MAX_NR_TIERS {
+            let refaulted = g.refaulted()[hist][ty][tier].swap(0, Ordering::Relaxed);
+            let evicted = g.evicted()[hist][ty][tier].swap(0, Ordering::Relaxed);
+            let protected = if tier > 0 {
+                g.protected()[hist][ty][tier - 1].swap(0, Ordering::Relaxed)
+            } else {
+                0
+            };
+            let avg_r = &g.avg_refaulted()[ty][tier];
+            avg_r.store(
+                (avg_r.load(Ordering::Relaxed) + refaulted) / 2,
+                Ordering::Relaxed,
+            );
+            let avg_t = &g.avg_total()[ty][tier];
+            avg_t.store(
+                (avg_t.load(Ordering::Relaxed) + evicted + protected) / 2,
+                Ordering::Relaxed,
+            );
+        }
+    }
+
+    /// Move a folio of the oldest generation one generation up, to the tail (oldest end)
+    /// of that list, dropping its access count (`folio_inc_gen` + `list_move_tail`).
+    fn folio_inc_gen(&mut self, folio: &'static Folio) -> Result<usize, LruError> {
+        let slot = self.unlink(folio)?;
+        let (old_gen, ty, zone) = decode_mglru_slot(slot);
+        let new_gen = (old_gen + 1) % MAX_NR_GENS;
+        folio.clear(FolioFlags::REFERENCED);
+        folio.set_lru_refs(0);
+        folio.set_lru_gen(Some(new_gen));
+        self.link(folio, mglru_slot(new_gen, ty, zone), true)?;
+        self.update_gen_size(old_gen, ty, zone, -1);
+        self.update_gen_size(new_gen, ty, zone, 1);
+        Ok(new_gen)
+    }
+
+    /// `inc_min_seq`: fold the oldest generation of `ty` into the next one.
+    fn inc_min_seq(&mut self, ty: usize) -> Result<(), LruError> {
+        let old_gen = lru_gen_from_seq(self.min_seq(ty));
+        let hist = lru_hist_from_seq(self.min_seq(ty));
+        for zone in 0..MAX_NR_ZONES {
+            while let Some(folio) = self.gen_lists()[old_gen][ty][zone].back().clone_pointer() {
+                let refs = folio.total_refs();
+                let workingset = folio.test(FolioFlags::WORKINGSET);
+                self.folio_inc_gen(folio)?;
+                if !workingset {
+                    let tier = lru_tier_from_refs(refs);
+                    if tier > 0 {
+                        let p = &self.lrugen().protected()[hist][ty][tier - 1];
+                        p.store(p.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+        self.reset_ctrl_pos(ty, true);
+        let m = &self.lrugen().min_seq()[ty];
+        m.store(m.load(Ordering::Relaxed) + 1, Ordering::Release);
+        Ok(())
+    }
+
+    /// Aging (`inc_max_seq`): open a new youngest generation stamped `now`; returns the
+    /// new `max_seq`. Fails only on a corrupted list.
+    pub fn inc_max_seq(&mut self, now: u64) -> Result<u64, LruError> {
+        if self.lruvec().mode() != LruMode::Mglru {
+            return Err(LruError::TooFewGenerations);
+        }
+        for ty in (0..ANON_AND_FILE).rev() {
+            if self.nr_gens(ty) == MAX_NR_GENS as u64 {
+                self.inc_min_seq(ty)?;
+            }
+        }
+        for ty in 0..ANON_AND_FILE {
+            self.reset_ctrl_pos(ty, false);
+        }
+        let next = self.max_seq() + 1;
+        self.lrugen().timestamps()[lru_gen_from_seq(next)].store(now, Ordering::Relaxed);
+        self.lrugen().max_seq().store(next, Ordering::Release);
+        Ok(next)
+    }
+
+    /// `try_to_inc_min_seq`: retire empty oldest generations while more than
+    /// `MIN_NR_GENS` remain. Returns whether any `min_seq` moved.
+    pub fn try_to_inc_min_seq(&mut self) -> bool {
+        let max_seq = self.max_seq();
+        let mut moved = false;
+        for ty in 0..ANON_AND_FILE {
+            let mut seq = self.min_seq(ty);
+            while seq + MIN_NR_GENS <= max_seq {
+                let r#gen = lru_gen_from_seq(seq);
+                if self.gen_lists()[r#gen][ty].iter().any(|l| !l.is_empty()) {
+                    break;
+                }
+                seq += 1;
+            }
+            if seq > self.min_seq(ty) {
+                self.reset_ctrl_pos(ty, true);
+                self.lrugen().min_seq()[ty].store(seq, Ordering::Release);
+                moved = true;
+            }
+        }
+        moved
+    }
+
+    /// Whether eviction must age first (`should_run_aging`): the oldest eligible type
+    /// is down to `MIN_NR_GENS` generations.
+    #[must_use]
+    pub fn should_run_aging(&self, swappiness: u8) -> bool {
+        let max_seq = self.max_seq();
+        (0..ANON_AND_FILE)
+            .filter(|&ty| eligible(swappiness, ty))
+            .map(|ty| self.min_seq(ty))
+            .min()
+            .is_some_and(|min_seq| min_seq + MIN_NR_GENS > max_seq)
+    }
+
+    /// `sort_folio`: handle folios that must not be isolated. True if it moved `folio`.
+    fn sort_folio(&mut self, folio: &'static Folio, tier_idx: usize) -> Result<bool, LruError> {
+        if folio.test(FolioFlags::UNEVICTABLE) {
+            self.lruvec_del_folio(folio, true)?;
+            self.lruvec_add_folio(folio, false)?;
+            return Ok(true);
+        }
+        let refs = folio.total_refs();
+        let tier = lru_tier_from_refs(refs);
+        if tier > tier_idx {
+            let ty = folio.lru_type();
+            let hist = lru_hist_from_seq(self.min_seq(ty));
+            self.folio_inc_gen(folio)?;
+            let p = &self.lrugen().protected()[hist][ty][tier - 1];
+            p.store(p.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// `isolate_folio` under the lock: TestClearLRU, then unlink. False if someone else
+    /// owns the folio (it is moved to the list head so the scan goes on).
+    fn isolate_folio(&mut self, folio: &'static Folio) -> Result<bool, LruError> {
+        if !folio.test_clear_lru() {
+            let slot = self.unlink(folio)?;
+            self.link(folio, slot, false)?;
+            return Ok(false);
+        }
+        if !folio.test(FolioFlags::REFERENCED) {
+            folio.set_lru_refs(0);
+        }
+        folio.clear(FolioFlags::RECLAIM);
+        self.lruvec_del_folio(folio, true)?;
+        Ok(true)
+    }
+
+    /// `scan_folios`: walk the oldest generation of `ty` from its tail.
+    fn scan_folios(
+        &mut self,
+        ty: usize,
+        tier_idx: usize,
+        out: &mut Isolated,
+        stats: &mut EvictStats,
+    ) -> Result<usize, LruError> {
+        let r#gen = lru_gen_from_seq(self.min_seq(ty));
+        let mut remaining = 2 * EVICT_BATCH;
+        let mut scanned = 0;
+        let mut isolated = 0;
+        for zone in (0..MAX_NR_ZONES).rev() {
+            while out.nr < out.limit && remaining > 0 {
+                let Some(folio) = self.gen_lists()[r#gen][ty][zone].back().clone_pointer() else {
+                    break;
+                };
+                remaining -= 1;
+                scanned += 1;
+                if self.sort_folio(folio, tier_idx)? {
+                    stats.protected += 1;
+                } else if self.isolate_folio(folio)? {
+                    out.folios[out.nr] = Some(folio);
+                    out.nr += 1;
+                    isolated += 1;
+                } else {
+                    stats.skipped += 1;
+                }
+            }
+        }
+        stats.scanned += scanned;
+        Ok(if isolated > 0 || remaining == 0 {
+            scanned
+        } else {
+            0
+        })
+    }
+
+    /// `isolate_folios`: pick a type (swappiness, then the PID controller) and scan it;
+    /// fall back to the other type if nothing came of it.
+    fn isolate_folios(
+        &mut self,
+        swappiness: u8,
+        out: &mut Isolated,
+        stats: &mut EvictStats,
+    ) -> Result<usize, LruError> {
+        let (mut ty, mut tier) = if swappiness == 0 {
+            (LRU_GEN_FILE, None)
+        } else if swappiness == MAX_SWAPPINESS {
+            (LRU_GEN_ANON, None)
+        } else if self.min_seq(LRU_GEN_ANON) < self.min_seq(LRU_GEN_FILE) {
+            (LRU_GEN_ANON, None)
+        } else {
+            let (t, i) = self.get_type_to_scan(swappiness);
+            (t, Some(i))
+        };
+        for _ in 0..ANON_AND_FILE {
+            if eligible(swappiness, ty) {
+                let tier_idx = tier.unwrap_or_else(|| self.get_tier_idx(ty));
+                let scanned = self.scan_folios(ty, tier_idx, out, stats)?;
+                if scanned > 0 {
+                    return Ok(scanned);
+                }
+            }
+            ty = 1 - ty;
+            tier = None;
+        }
+        Ok(0)
+    }
+}
+
+impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
+    /// Age under the lock (`try_to_inc_max_seq` with a forced scan): a new generation.
+    pub fn age(&self, now: u64) -> Result<u64, LruError> {
+        self.lock().inc_max_seq(now)
+    }
+
+    fn eligible_pages(&self, swappiness: u8) -> i64 {
+        (0..ANON_AND_FILE)
+            .filter(|&ty| eligible(swappiness, ty))
+            .map(|ty| {
+                (0..MAX_NR_GENS)
+                    .map(|g| self.nr_gen_pages(g, ty))
+                    .sum::<i64>()
+            })
+            .sum()
+    }
+
+    /// Evict up to `nr_to_evict` folios from the oldest generations (`evict_folios`,
+    /// looped as `try_to_shrink_lruvec` does), aging when only `MIN_NR_GENS` are left.
+    /// `swappiness` 0 = file only, [`MAX_SWAPPINESS`] = anon only. Each evicted folio is
+    /// off every list with LRU clear, and is passed with its shadow to `sink` after
+    /// lru_lock is dropped; the caller frees it.
+    pub fn evict_folios(
+        &self,
+        nr_to_evict: usize,
+        swappiness: u8,
+        now: u64,
+        mut sink: impl FnMut(&'static Folio, Shadow),
+    ) -> Result<EvictStats, LruError> {
+        if self.mode() != LruMode::Mglru {
+            return Err(LruError::TooFewGenerations);
+        }
+        let swappiness = swappiness.min(MAX_SWAPPINESS);
+        let mut stats = EvictStats::default();
+        let total = usize::try_from(self.eligible_pages(swappiness)).unwrap_or(0);
+        let max_rounds = 16 + (total / EVICT_BATCH + 1) * (MAX_NR_GENS + 2) + nr_to_evict;
+        let mut rounds = 0;
+        while stats.evicted < nr_to_evict && rounds < max_rounds {
+            rounds += 1;
+            if self.eligible_pages(swappiness) <= 0 {
+                break;
+            }
+            let mut out = Isolated {
+                folios: [None; EVICT_BATCH],
+                nr: 0,
+                limit: (nr_to_evict - stats.evicted).min(EVICT_BATCH),
+            };
+            let mut aged = false;
+            let (scanned, retired) = {
+                let mut g = self.lock();
+                if g.should_run_aging(swappiness) {
+                    g.inc_max_seq(now)?;
+                    stats.aged += 1;
+                    aged = true;
+                }
+                let scanned = g.isolate_folios(swappiness, &mut out, &mut stats)?;
+                (scanned, g.try_to_inc_min_seq())
+            };
+            for folio in out.folios[..out.nr].iter().flatten() {
+                let shadow = self.lru_gen_eviction(folio);
+                folio.clear(FolioFlags::ACTIVE | FolioFlags::REFERENCED);
+                sink(folio, shadow);
+                stats.evicted += 1;
+            }
+            if scanned == 0 && out.nr == 0 && !aged && !retired {
+                break;
+            }
+        }
+        Ok(stats)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ctrl_err_prefers_fewer_refaults() {
+        let sp = CtrlPos {
+            refaulted: 100,
+            total: 1000,
+            gain: 1,
+        };
+        let few = CtrlPos {
+            refaulted: 10,
+            total: 1000,
+            gain: 1,
+        };
+        let many = CtrlPos {
+            refaulted: 900,
+            total: 1000,
+            gain: 1,
+        };
+        assert!(positive_ctrl_err(sp, few));
+        assert!(!positive_ctrl_err(sp, many));
+        assert!(eligible(0, LRU_GEN_FILE) && !eligible(0, LRU_GEN_ANON));
+        assert!(eligible(MAX_SWAPPINESS, LRU_GEN_ANON) && !eligible(MAX_SWAPPINESS, LRU_GEN_FILE));
+    }
+}

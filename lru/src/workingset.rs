@@ -1,0 +1,213 @@
+//! Shadow entries and refault detection for MGLRU (mm/workingset.c).
+//!
+//! Models `pack_shadow()`/`unpack_shadow()`, `lru_gen_eviction()`, `lru_gen_test_recent()`
+//! and `lru_gen_refault()`. When a folio is evicted its page-cache slot keeps a shadow: the
+//! memcg id, node, whether it was in the working set, and a token of the oldest
+//! generation's sequence plus its access count. On refault the shadow says whether the
+//! folio was evicted recently (within `MAX_NR_GENS` generations of the current `max_seq`):
+//! such a refault means the working set did not fit, so the folio is activated. The
+//! `evicted[]`/`refaulted[]` counters feed the tier PID controller in [`crate::vmscan`]
+//! and are updated with lockless atomic adds — the lines seed 000 is about.
+
+use crate::error::LruError;
+use crate::folio::{Folio, FolioFlags, LRU_REFS_WIDTH, MAX_NUMNODES};
+use crate::lru_gen::{LruGenFolio, MAX_NR_GENS, lru_hist_from_seq, lru_tier_from_refs};
+use crate::lruvec::Lruvec;
+use crate::sync::atomic::Ordering;
+use lock_api::RawMutex;
+
+const WORKINGSET_SHIFT: u32 = 1;
+const NODES_SHIFT: u32 = 6;
+const MEM_CGROUP_ID_SHIFT: u32 = 16;
+const EVICTION_SHIFT: u32 = 1 + WORKINGSET_SHIFT + NODES_SHIFT + MEM_CGROUP_ID_SHIFT;
+/// Bits left for the eviction token (`EVICTION_MASK`).
+const EVICTION_BITS: u32 = 64 - EVICTION_SHIFT;
+const EVICTION_MASK: u64 = (1 << EVICTION_BITS) - 1;
+
+/// A shadow entry: what a page-cache slot remembers about an evicted folio.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Shadow(u64);
+
+impl Shadow {
+    /// Pack a shadow (`pack_shadow`): `token | memcg | node | workingset | 1`, the low bit
+    /// marking an xarray value entry.
+    #[must_use]
+    pub fn pack(memcg_id: u16, node: u32, token: u64, workingset: bool) -> Shadow {
+        let mut v = token & EVICTION_MASK;
+        v = (v << MEM_CGROUP_ID_SHIFT) | u64::from(memcg_id);
+        v = (v << NODES_SHIFT) | u64::from(node % MAX_NUMNODES);
+        v = (v << WORKINGSET_SHIFT) | u64::from(workingset);
+        Shadow((v << 1) | 1)
+    }
+
+    /// Check and wrap a raw value read back from storage.
+    pub fn from_raw(raw: u64) -> Result<Shadow, LruError> {
+        if raw & 1 == 1 {
+            Ok(Shadow(raw))
+        } else {
+            Err(LruError::InvalidShadow(raw))
+        }
+    }
+
+    /// The raw value to store.
+    #[must_use]
+    pub fn raw(self) -> u64 {
+        self.0
+    }
+
+    /// Whether the folio was in the working set when evicted.
+    #[must_use]
+    pub fn workingset(self) -> bool {
+        (self.0 >> 1) & 1 == 1
+    }
+
+    /// The node the folio was evicted from.
+    #[must_use]
+    pub fn node(self) -> u32 {
+        ((self.0 >> (1 + WORKINGSET_SHIFT)) & ((1 << NODES_SHIFT) - 1)) as u32
+    }
+
+    /// The memcg the folio was charged to.
+    #[must_use]
+    pub fn memcg_id(self) -> u16 {
+        ((self.0 >> (1 + WORKINGSET_SHIFT + NODES_SHIFT)) & 0xffff) as u16
+    }
+
+    /// The eviction token: `(min_seq << LRU_REFS_WIDTH) | (refs - 1)`.
+    #[must_use]
+    pub fn token(self) -> u64 {
+        self.0 >> EVICTION_SHIFT
+    }
+
+    /// The generation sequence the folio was evicted from (masked).
+    #[must_use]
+    pub fn seq(self) -> u64 {
+        self.token() >> LRU_REFS_WIDTH
+    }
+
+    /// The access count the folio had (`(token & refs mask) + 1`).
+    #[must_use]
+    pub fn refs(self) -> u32 {
+        (self.token() & ((1 << LRU_REFS_WIDTH) - 1)) as u32 + 1
+    }
+}
+
+/// What a refault check concluded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RefaultOutcome {
+    /// Evicted within the last `MAX_NR_GENS` generations: a working-set refault.
+    pub recent: bool,
+    /// The folio was marked active (it will join the youngest generation).
+    pub activated: bool,
+    /// The folio was marked `WORKINGSET` (the shadow said so).
+    pub workingset: bool,
+    /// The tier the refault was counted in.
+    pub tier: usize,
+}
+
+impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
+    /// `lru_gen_eviction`: the shadow for `folio`, just evicted from this lruvec, and the
+    /// lockless `evicted[hist][type][tier]` count. Reads `min_seq` without the lock.
+    pub fn lru_gen_eviction(&self, folio: &Folio) -> Shadow {
+        let ty = folio.lru_type();
+        let refs = folio.total_refs();
+        let workingset = folio.test(FolioFlags::WORKINGSET);
+        let tier = lru_tier_from_refs(refs);
+        let min_seq = self.lrugen().min_seq()[ty].load(Ordering::Acquire);
+        let max_refs = (1u32 << LRU_REFS_WIDTH) - 1;
+        let token = (min_seq << LRU_REFS_WIDTH) | u64::from(refs.saturating_sub(1).min(max_refs));
+        let hist = lru_hist_from_seq(min_seq);
+        self.lrugen().evicted()[hist][ty][tier].fetch_add(1, Ordering::Relaxed);
+        Shadow::pack(self.memcg_id(), self.node(), token, workingset)
+    }
+
+    /// `lru_gen_test_recent`: whether `shadow` was evicted from this lruvec within the
+    /// last `MAX_NR_GENS` generations. `None` if the shadow names another lruvec.
+    #[must_use]
+    pub fn lru_gen_test_recent(&self, shadow: Shadow) -> Option<bool> {
+        if shadow.memcg_id() != self.memcg_id() || shadow.node() != self.node() {
+            return None;
+        }
+        let mask = EVICTION_MASK >> LRU_REFS_WIDTH;
+        let max_seq = self.lrugen().max_seq().load(Ordering::Acquire) & mask;
+        Some(max_seq.abs_diff(shadow.seq()) < MAX_NR_GENS as u64)
+    }
+
+    /// `lru_gen_refault`: `folio` (charged to this lruvec, not yet on the LRU) refaults
+    /// with `shadow`. A recent refault is counted in `refaulted[hist][type][tier]`
+    /// (lockless) and activates the folio so [`crate::LruvecGuard::add_folio`] puts it in
+    /// the youngest generation; a working-set shadow also restores `WORKINGSET`.
+    pub fn lru_gen_refault(
+        &self,
+        folio: &Folio,
+        shadow: Shadow,
+    ) -> Result<RefaultOutcome, LruError> {
+        if folio.test_lru() {
+            return Err(LruError::AlreadyOnLru);
+        }
+        if !self.owns(folio) {
+            return Err(LruError::WrongLruvec);
+        }
+        let Some(recent) = self.lru_gen_test_recent(shadow) else {
+            return Err(LruError::WrongLruvec);
+        };
+        let workingset = shadow.workingset();
+        let refs = shadow.refs();
+        let tier = if workingset {
+            lru_tier_from_refs(refs + 1)
+        } else {
+            lru_tier_from_refs(refs)
+        };
+        let mut out = RefaultOutcome {
+            recent,
+            activated: false,
+            workingset: false,
+            tier,
+        };
+        if !recent {
+            return Ok(out);
+        }
+        let ty = folio.lru_type();
+        let hist = lru_hist_from_seq(self.lrugen().min_seq()[ty].load(Ordering::Acquire));
+        self.lrugen().refaulted()[hist][ty][tier].fetch_add(1, Ordering::Relaxed);
+        folio.set(FolioFlags::ACTIVE);
+        out.activated = true;
+        if workingset {
+            folio.set(FolioFlags::WORKINGSET);
+            out.workingset = true;
+        } else {
+            folio.set_lru_refs(refs - 1);
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shadow_round_trip() {
+        let s = Shadow::pack(0xbeef, 63, (12345 << LRU_REFS_WIDTH) | 2, true);
+        assert_eq!(s.memcg_id(), 0xbeef);
+        assert_eq!(s.node(), 63);
+        assert!(s.workingset());
+        assert_eq!(s.seq(), 12345);
+        assert_eq!(s.refs(), 3);
+        assert_eq!(Shadow::from_raw(s.raw()), Ok(s));
+        assert_eq!(Shadow::from_raw(4), Err(LruError::InvalidShadow(4)));
+        let z = Shadow::pack(0, 0, 0, false);
+        assert_eq!(
+            (z.memcg_id(), z.node(), z.workingset(), z.refs()),
+            (0, 0, false, 1)
+        );
+    }
+
+    #[test]
+    fn token_is_masked_not_overflowing() {
+        let s = Shadow::pack(1, 1, u64::MAX, false);
+        assert_eq!(s.memcg_id(), 1);
+        assert_eq!(s.node(), 1);
+        assert_eq!(s.token(), EVICTION_MASK);
+    }
+}
