@@ -1,0 +1,175 @@
+//! Per-CPU folio batches: fill, move when full, drain this CPU, drain all, relocking.
+
+mod common;
+
+use common::{CountingLock, Lookup, folios, lruvec};
+use lru::sync::RawSpinlock;
+use lru::{
+    FOLIO_BATCH_SIZE, FolioBatch, FolioFlags, LruBatches, LruError, LruGenFolioGrouped, LruList,
+    LruMode,
+};
+
+type G = LruGenFolioGrouped;
+
+#[test]
+fn folio_batch_basics() {
+    let f = folios(FOLIO_BATCH_SIZE + 1, 1, false);
+    let mut b = FolioBatch::new();
+    for (i, &x) in f.iter().take(FOLIO_BATCH_SIZE).enumerate() {
+        assert_eq!(b.add(x).ok(), Some(FOLIO_BATCH_SIZE - i - 1));
+    }
+    assert_eq!(b.space(), 0);
+    assert!(b.add(f[FOLIO_BATCH_SIZE]).is_err());
+    let taken = b.take();
+    assert_eq!((taken.count(), b.count()), (FOLIO_BATCH_SIZE, 0));
+    assert!(taken.iter().zip(f.iter()).all(|(a, b)| std::ptr::eq(a, *b)));
+}
+
+#[test]
+fn lru_add_moves_when_full() {
+    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Mglru);
+    let lookup = Lookup(vec![lv]);
+    let batches = LruBatches::<RawSpinlock>::new(2);
+    let f = folios(FOLIO_BATCH_SIZE, 1, false);
+    for &x in &f[..FOLIO_BATCH_SIZE - 1] {
+        let s = batches.folio_add_lru(0, x, &lookup).unwrap();
+        assert_eq!(s.moved, 0);
+    }
+    assert_eq!(batches.pending(0), Ok(FOLIO_BATCH_SIZE - 1));
+    assert_eq!(lv.nr_folios(), 0);
+    assert!(f.iter().all(|x| x.refcount() <= 1));
+    let s = batches
+        .folio_add_lru(0, f[FOLIO_BATCH_SIZE - 1], &lookup)
+        .unwrap();
+    assert_eq!((s.moved, s.lock_holds), (FOLIO_BATCH_SIZE, 1));
+    assert_eq!(lv.nr_folios(), FOLIO_BATCH_SIZE);
+    assert_eq!(batches.pending(0), Ok(0));
+    assert!(
+        f.iter().all(|x| x.test_lru() && x.refcount() == 0),
+        "batch refs dropped"
+    );
+    assert_eq!(
+        batches.folio_add_lru(0, f[0], &lookup),
+        Err(LruError::AlreadyOnLru)
+    );
+    assert_eq!(
+        batches.folio_add_lru(2, f[0], &lookup),
+        Err(LruError::InvalidCpu(2))
+    );
+    assert_eq!(batches.pending(5), Err(LruError::InvalidCpu(5)));
+}
+
+#[test]
+fn activate_and_deactivate_batches() {
+    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Classic);
+    let lookup = Lookup(vec![lv]);
+    let batches = LruBatches::<RawSpinlock>::new(1);
+    let f = folios(4, 1, false);
+    for &x in &f {
+        batches.folio_add_lru(0, x, &lookup).unwrap();
+    }
+    batches.drain_cpu(0, &lookup).unwrap();
+    assert_eq!(lv.lru_size(LruList::InactiveFile), 4);
+    for &x in &f[..2] {
+        batches.folio_activate(0, x, &lookup).unwrap();
+    }
+    let s = batches.drain_cpu(0, &lookup).unwrap();
+    assert_eq!(s.moved, 2);
+    assert_eq!(lv.lru_size(LruList::ActiveFile), 2);
+    // Already active: ignored at queue time.
+    batches.folio_activate(0, f[0], &lookup).unwrap();
+    assert_eq!(batches.pending(0), Ok(0));
+    batches.folio_deactivate(0, f[0], &lookup).unwrap();
+    // Isolated meanwhile: the batch skips it (TestClearLRU fails) and it stays isolated.
+    batches.folio_deactivate(0, f[1], &lookup).unwrap();
+    lv.isolate_folio(f[1]).unwrap();
+    let s = batches.drain_cpu(0, &lookup).unwrap();
+    assert_eq!((s.moved, s.skipped), (1, 1));
+    assert!(!f[1].test_lru());
+    assert!(!f[0].test(FolioFlags::ACTIVE));
+    assert_eq!(lv.lru_size(LruList::ActiveFile), 0);
+    assert_eq!(lv.lru_size(LruList::InactiveFile), 3);
+}
+
+#[test]
+fn relock_counts_lock_holds_across_lruvecs() {
+    let a = lruvec::<CountingLock, G>(1, LruMode::Mglru);
+    let b = lruvec::<CountingLock, G>(2, LruMode::Mglru);
+    let lookup = Lookup(vec![a, b]);
+    let batches = LruBatches::<RawSpinlock>::new(1);
+    // Runs: 10 of a, 10 of b, 11 of a -> 3 lock holds for one full batch.
+    let fa = folios(21, 1, false);
+    let fb = folios(10, 2, false);
+    let order: Vec<_> = fa[..10]
+        .iter()
+        .chain(fb.iter())
+        .chain(fa[10..].iter())
+        .copied()
+        .collect();
+    let mut last = None;
+    for &x in &order {
+        last = Some(batches.folio_add_lru(0, x, &lookup).unwrap());
+    }
+    let s = last.unwrap();
+    assert_eq!((s.moved, s.lock_holds), (FOLIO_BATCH_SIZE, 3));
+    assert_eq!(a.raw_lock().acquisitions(), 2);
+    assert_eq!(b.raw_lock().acquisitions(), 1);
+}
+
+#[test]
+fn missing_lruvec_is_reported_not_lost_silently() {
+    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Mglru);
+    let lookup = Lookup(vec![lv]);
+    let batches = LruBatches::<RawSpinlock>::new(1);
+    let good = folios(1, 1, false);
+    let orphan = folios(1, 99, false);
+    batches.folio_add_lru(0, orphan[0], &lookup).unwrap();
+    batches.folio_add_lru(0, good[0], &lookup).unwrap();
+    let s = batches.drain_cpu(0, &lookup).unwrap();
+    assert_eq!(s.moved, 1);
+    assert_eq!(s.error, Some(LruError::WrongLruvec));
+    assert!(good[0].test_lru() && !orphan[0].test_lru());
+}
+
+#[test]
+fn drain_all_drains_every_cpu_and_bumps_generation() {
+    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Mglru);
+    let lookup = Lookup(vec![lv]);
+    let batches = LruBatches::<RawSpinlock>::new(4);
+    let f = folios(8, 1, false);
+    for (i, &x) in f.iter().enumerate() {
+        batches.folio_add_lru(i % 4, x, &lookup).unwrap();
+    }
+    let s = batches.drain_all(&lookup).unwrap().expect("drained");
+    assert_eq!(s.moved, 8);
+    assert_eq!(batches.drain_gen(), 1);
+    assert_eq!(lv.nr_folios(), 8);
+    assert!((0..4).all(|c| batches.pending(c) == Ok(0)));
+}
+
+#[test]
+fn concurrent_add_and_drain_lose_nothing() {
+    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Mglru);
+    let lookup = Lookup(vec![lv]);
+    let batches = LruBatches::<RawSpinlock>::new(3);
+    let per_cpu = 500;
+    let f = folios(3 * per_cpu, 1, false);
+    std::thread::scope(|s| {
+        for cpu in 0..3 {
+            let (b, l, fs) = (&batches, &lookup, &f[cpu * per_cpu..(cpu + 1) * per_cpu]);
+            s.spawn(move || {
+                for &x in fs {
+                    b.folio_add_lru(cpu, x, l).unwrap();
+                }
+            });
+        }
+        s.spawn(|| {
+            for _ in 0..50 {
+                batches.drain_all(&lookup).unwrap();
+            }
+        });
+    });
+    batches.drain_all(&lookup).unwrap();
+    assert_eq!(lv.nr_folios(), 3 * per_cpu);
+    assert!(f.iter().all(|x| x.test_lru() && x.refcount() == 0));
+}
