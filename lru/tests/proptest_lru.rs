@@ -1,0 +1,204 @@
+//! Random sequences of add / isolate / putback / activate / deactivate / access / age /
+//! evict / refault against a simple model: sizes equal list lengths, no folio is on two
+//! lists, generations stay ordered and bounded, and counters stay consistent.
+
+mod common;
+
+use common::folios;
+use lru::folio::MAX_NR_ZONES;
+use lru::lru_gen::{MAX_NR_GENS, MIN_NR_GENS, lru_gen_from_seq};
+use lru::sync::RawSpinlock;
+use lru::{
+    Folio, LruError, LruGenFolio, LruGenFolioBase, LruGenFolioGrouped, LruMode, Lruvec,
+    MAX_SWAPPINESS, Shadow, Zone,
+};
+use proptest::prelude::*;
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+
+const N: usize = 24;
+
+#[derive(Debug, Clone)]
+enum Op {
+    Add(usize),
+    Isolate(usize),
+    Putback(usize),
+    Activate(usize),
+    Deactivate(usize),
+    Access(usize),
+    Age,
+    Evict(usize, u8),
+    Refault(usize),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (0..N).prop_map(Op::Add),
+        2 => (0..N).prop_map(Op::Isolate),
+        2 => (0..N).prop_map(Op::Putback),
+        2 => (0..N).prop_map(Op::Activate),
+        1 => (0..N).prop_map(Op::Deactivate),
+        2 => (0..N).prop_map(Op::Access),
+        1 => Just(Op::Age),
+        2 => (1..12usize, prop_oneof![Just(0u8), Just(60), Just(100), Just(MAX_SWAPPINESS)])
+            .prop_map(|(n, s)| Op::Evict(n, s)),
+        2 => (0..N).prop_map(Op::Refault),
+    ]
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Free,
+    OnLru,
+    Isolated,
+}
+
+struct Model {
+    state: [State; N],
+    shadow: HashMap<usize, Shadow>,
+    evictions: u64,
+    recent_refaults: u64,
+}
+
+fn check<G: LruGenFolio>(lv: &Lruvec<RawSpinlock, G>, f: &[&'static Folio], m: &Model) {
+    let on = |i: usize| m.state[i] == State::OnLru;
+    assert_eq!(lv.nr_folios(), (0..N).filter(|&i| on(i)).count());
+    for ty in 0..2 {
+        let model = (0..N).filter(|&i| on(i) && f[i].lru_type() == ty).count() as i64;
+        let sizes: i64 = (0..MAX_NR_GENS).map(|g| lv.nr_gen_pages(g, ty)).sum();
+        assert_eq!(sizes, model, "type {ty} sizes");
+    }
+    let max_seq = lv.lrugen().max_seq().load(Ordering::Relaxed);
+    let mut seen = [0usize; N];
+    let mut g = lv.lock();
+    for ty in 0..2 {
+        let min_seq = lv.lrugen().min_seq()[ty].load(Ordering::Relaxed);
+        let nr_gens = max_seq + 1 - min_seq;
+        assert!((MIN_NR_GENS..=MAX_NR_GENS as u64).contains(&nr_gens), "gens {min_seq}..={max_seq}");
+        let live: Vec<usize> = (min_seq..=max_seq).map(lru_gen_from_seq).collect();
+        for r#gen in 0..MAX_NR_GENS {
+            for z in 0..MAX_NR_ZONES {
+                let zone = [Zone::Dma, Zone::Dma32, Zone::Normal, Zone::Movable][z];
+                let mut len = 0i64;
+                g.for_each_in_gen(r#gen, ty, zone, |x| {
+                    let i = f.iter().position(|y| std::ptr::eq(*y, x)).expect("known folio");
+                    seen[i] += 1;
+                    len += 1;
+                    assert_eq!(x.lru_gen(), Some(r#gen));
+                    assert_eq!(x.lru_type(), ty);
+                    assert!(live.contains(&r#gen), "folio in a retired generation");
+                });
+                assert_eq!(len, lv.lrugen().nr_pages()[r#gen][ty][z].load(Ordering::Relaxed));
+            }
+        }
+    }
+    drop(g);
+    for i in 0..N {
+        assert_eq!(seen[i], usize::from(on(i)), "folio {i} on {} lists", seen[i]);
+        assert_eq!(f[i].test_lru(), on(i));
+        assert_eq!(f[i].lru_gen().is_some(), on(i));
+    }
+    let hist_sum = |c: &lru::lru_gen::TierHist| -> u64 {
+        c.iter().flatten().flatten().map(|x| x.load(Ordering::Relaxed)).sum()
+    };
+    assert!(hist_sum(lv.lrugen().evicted()) <= m.evictions);
+    assert!(hist_sum(lv.lrugen().refaulted()) <= m.recent_refaults);
+}
+
+fn run<G: LruGenFolio>(ops: &[Op], anon_mask: u32) {
+    let lv = Lruvec::<RawSpinlock, G>::new(5, 0, LruMode::Mglru, 0).unwrap();
+    let f: Vec<&'static Folio> = (0..N)
+        .map(|i| folios(1, 5, anon_mask & (1 << i) != 0)[0])
+        .collect();
+    let mut m = Model {
+        state: [State::Free; N],
+        shadow: HashMap::new(),
+        evictions: 0,
+        recent_refaults: 0,
+    };
+    let mut now = 0;
+    for o in ops {
+        now += 1;
+        match *o {
+            Op::Add(i) | Op::Putback(i) => {
+                let r = lv.lock().add_folio(f[i]);
+                if m.state[i] == State::OnLru {
+                    assert_eq!(r, Err(LruError::AlreadyOnLru));
+                } else {
+                    r.unwrap();
+                    m.state[i] = State::OnLru;
+                    m.shadow.remove(&i);
+                }
+            }
+            Op::Isolate(i) => {
+                let r = lv.isolate_folio(f[i]);
+                if m.state[i] == State::OnLru {
+                    r.unwrap();
+                    m.state[i] = State::Isolated;
+                } else {
+                    assert_eq!(r, Err(LruError::NotOnLru));
+                }
+            }
+            Op::Activate(i) => {
+                let moved = lv.lock().activate(f[i]).unwrap();
+                assert!(!moved || m.state[i] == State::OnLru);
+            }
+            Op::Deactivate(i) => {
+                let moved = lv.lock().deactivate(f[i]).unwrap();
+                assert!(!moved || m.state[i] == State::OnLru);
+            }
+            Op::Access(i) => f[i].mark_accessed(),
+            Op::Age => {
+                lv.age(now).unwrap();
+            }
+            Op::Evict(n, swappiness) => {
+                let mut out = Vec::new();
+                let stats = lv.evict_folios(n, swappiness, now, |x, s| out.push((x, s))).unwrap();
+                assert_eq!(stats.evicted, out.len());
+                assert!(out.len() <= n);
+                for (x, s) in out {
+                    let i = f.iter().position(|y| std::ptr::eq(*y, x)).unwrap();
+                    assert_eq!(m.state[i], State::OnLru, "evicted a folio not on the LRU");
+                    match swappiness {
+                        0 => assert!(x.is_file_lru()),
+                        MAX_SWAPPINESS => assert!(!x.is_file_lru()),
+                        _ => {}
+                    }
+                    x.reset_lru_state().unwrap();
+                    x.set_memcg_id(5).unwrap();
+                    if anon_mask & (1 << i) != 0 {
+                        x.set(lru::FolioFlags::SWAPBACKED);
+                    }
+                    m.state[i] = State::Free;
+                    m.shadow.insert(i, s);
+                    m.evictions += 1;
+                }
+            }
+            Op::Refault(i) => {
+                if let (State::Free, Some(s)) = (m.state[i], m.shadow.get(&i).copied()) {
+                    let r = lv.lru_gen_refault(f[i], s).unwrap();
+                    if r.recent {
+                        m.recent_refaults += 1;
+                    }
+                    lv.lock().add_folio(f[i]).unwrap();
+                    m.state[i] = State::OnLru;
+                    m.shadow.remove(&i);
+                }
+            }
+        }
+        check(&lv, &f, &m);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 192, ..ProptestConfig::default() })]
+
+    #[test]
+    fn lru_matches_model(ops in prop::collection::vec(op(), 1..120), anon_mask in any::<u32>(), grouped in any::<bool>()) {
+        if grouped {
+            run::<LruGenFolioGrouped>(&ops, anon_mask);
+        } else {
+            run::<LruGenFolioBase>(&ops, anon_mask);
+        }
+    }
+}
