@@ -557,6 +557,18 @@ pub struct MemcgRef<'t, R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> {
     pub(crate) memcg: NonNull<MemCgroup<R, P>>,
 }
 
+// SAFETY: a handle is a shared reference to the tree plus a counted reference to a memcg;
+// both may be used from any thread when the tree and its memcgs are Sync.
+unsafe impl<R: RawMutex + Send + Sync, P: MemCgroupPerNode, G: RcuPoll> Send
+    for MemcgRef<'_, R, P, G>
+{
+}
+// SAFETY: as above; `&MemcgRef` only gives `&MemCgroup`.
+unsafe impl<R: RawMutex + Send + Sync, P: MemCgroupPerNode, G: RcuPoll> Sync
+    for MemcgRef<'_, R, P, G>
+{
+}
+
 impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgRef<'_, R, P, G> {
     /// The tree this memcg belongs to.
     pub fn tree(&self) -> &MemcgTree<R, P, G> {

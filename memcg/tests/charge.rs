@@ -1,0 +1,235 @@
+//! Charging: the per-CPU stock, memory.max with reclaim through lru's eviction,
+//! memory.reclaim with EAGAIN and FIFO rotation, limits below usage.
+
+mod common;
+
+use common::*;
+use lru::LruGenFolio;
+use memcg::{MEMCG_CHARGE_BATCH, MemcgError};
+use std::sync::atomic::Ordering;
+
+#[test]
+fn stock_consumes_refills_and_drains_on_switch() {
+    let s = setup(2, 1, false);
+    let root = s.tree.root();
+    let a = root.create_child().unwrap();
+    let b = root.create_child().unwrap();
+    a.try_charge(0, 1).unwrap();
+    // One batch went to the page counter; the surplus sits in CPU 0's stock.
+    assert_eq!(a.usage(), MEMCG_CHARGE_BATCH);
+    assert_eq!(
+        s.tree.stocks().stocked(0, &a).unwrap(),
+        MEMCG_CHARGE_BATCH - 1
+    );
+    for _ in 0..(MEMCG_CHARGE_BATCH - 1) {
+        a.try_charge(0, 1).unwrap();
+    }
+    // All from the stock: the counter did not move.
+    assert_eq!(a.usage(), MEMCG_CHARGE_BATCH);
+    assert_eq!(s.tree.stocks().stocked(0, &a).unwrap(), 0);
+    a.try_charge(0, 2).unwrap();
+    assert_eq!(a.usage(), 2 * MEMCG_CHARGE_BATCH);
+    assert_eq!(
+        s.tree.stocks().stocked(0, &a).unwrap(),
+        MEMCG_CHARGE_BATCH - 2
+    );
+    // CPU 0 switches to b: a's stock is drained (uncharged).
+    b.try_charge(0, 1).unwrap();
+    assert_eq!(a.usage(), MEMCG_CHARGE_BATCH + 2);
+    assert_eq!(s.tree.stocks().stocked(0, &a).unwrap(), 0);
+    assert_eq!(
+        s.tree.stocks().stocked(0, &b).unwrap(),
+        MEMCG_CHARGE_BATCH - 1
+    );
+    // CPU 1 has its own stock.
+    a.try_charge(1, 1).unwrap();
+    assert_eq!(
+        s.tree.stocks().stocked(1, &a).unwrap(),
+        MEMCG_CHARGE_BATCH - 1
+    );
+    // Offline drains every CPU's stock of the memcg.
+    let bid = b.id();
+    b.uncharge(1).unwrap();
+    drop(b);
+    s.tree.offline(bid, 1).unwrap();
+    assert_eq!(root.usage(), a.usage());
+    // Charges above the batch bypass the stock.
+    a.try_charge(1, 100).unwrap();
+    assert_eq!(
+        s.tree.stocks().stocked(1, &a).unwrap(),
+        MEMCG_CHARGE_BATCH - 1
+    );
+}
+
+#[test]
+fn memory_max_reclaims_through_the_lru_then_fails_cleanly() {
+    for mglru in [false, true] {
+        let s = setup(1, 1, mglru);
+        let root = s.tree.root();
+        let a = root.create_child().unwrap();
+        a.set_max(0, 100).unwrap();
+        assert_eq!(a.memory().max(), 100);
+        // 300 faults into a 100-page memcg: reclaim makes room every time.
+        for i in 0..300 {
+            try_fault(&s.tree, &a, 0, 0, i % 2 == 0).unwrap();
+            assert!(a.usage() <= 100);
+        }
+        assert!(s.freed.load(Ordering::Relaxed) >= 200);
+        s.tree.flush_stats(&a);
+        assert_eq!(
+            a.vmstats().events(memcg::MemcgEvent::PgSteal),
+            s.freed.load(Ordering::Relaxed)
+        );
+        assert!(a.memory().failcnt() > 0);
+        // Pages that are charged but not on any LRU cannot be reclaimed: OOM in this memcg.
+        s.tree.memory_reclaim(&a, 0, 1000).unwrap_err();
+        s.tree.stocks().drain(0).unwrap();
+        let room = a.memory().margin();
+        a.try_charge(0, room).unwrap();
+        let err = fault_err(&s.tree, &a, 0, 0, true);
+        assert_eq!(
+            err,
+            MemcgError::OutOfMemory {
+                id: a.id(),
+                over_limit: a.id(),
+                nr_pages: 1
+            }
+        );
+        assert_eq!(err.errno(), memcg::error::errno::ENOMEM);
+        assert_eq!(a.usage(), 100);
+    }
+}
+
+#[test]
+fn ancestor_limit_reclaims_from_the_whole_subtree() {
+    let s = setup(1, 2, false);
+    let root = s.tree.root();
+    let p = root.create_child().unwrap();
+    let x = p.create_child().unwrap();
+    let y = p.create_child().unwrap();
+    p.set_max(0, 128).unwrap();
+    for i in 0..100 {
+        try_fault(&s.tree, &x, 0, i % 2, false).unwrap();
+    }
+    // y's faults hit p's limit; reclaim evicts x's folios.
+    for i in 0..100 {
+        try_fault(&s.tree, &y, 0, i % 2, false).unwrap();
+        assert!(p.usage() <= 128);
+        assert_eq!(p.usage(), x.usage() + y.usage());
+    }
+    assert!(s.freed.load(Ordering::Relaxed) > 0);
+    assert!(x.usage() < 100);
+}
+
+#[test]
+fn limit_below_usage() {
+    let s = setup(1, 1, false);
+    let root = s.tree.root();
+    let a = root.create_child().unwrap();
+    for _ in 0..50 {
+        try_fault(&s.tree, &a, 0, 0, false).unwrap();
+    }
+    // Reclaimable: the limit is set after reclaim brings usage down.
+    a.set_max(0, 20).unwrap();
+    assert!(a.usage() <= 20);
+    // Unreclaimable usage: a clear error, and the old limit stays.
+    assert!(matches!(
+        a.memory_reclaim(0, 1000),
+        Err(MemcgError::Again { .. })
+    ));
+    s.tree.stocks().drain(0).unwrap();
+    assert_eq!(a.usage(), 0);
+    a.try_charge(0, 20).unwrap();
+    assert_eq!(a.usage(), 20);
+    let err = a.set_max(0, 10).unwrap_err();
+    assert!(
+        matches!(err, MemcgError::LimitBelowUsage { max: 10, .. }),
+        "{err:?}"
+    );
+    assert_eq!(err.errno(), memcg::error::errno::EBUSY);
+    assert_eq!(a.memory().max(), 20);
+}
+
+#[test]
+fn memory_reclaim_reports_progress_or_eagain_and_rotates() {
+    let s = setup(1, 1, true);
+    let root = s.tree.root();
+    let a = root.create_child().unwrap();
+    for _ in 0..80 {
+        try_fault(&s.tree, &a, 0, 0, false).unwrap();
+    }
+    let got = a.memory_reclaim(0, 30).unwrap();
+    assert!(got >= 30, "{got}");
+    let before = s.freed.load(Ordering::Relaxed);
+    assert_eq!(before, got);
+    let fifo = s.tree.lru().memcg_lru(0).unwrap();
+    let node = a.lruvec(0).unwrap().lrugen().memcg_node();
+    let seq = fifo.seq();
+    // Ask for more than there is: EAGAIN with what was reclaimed.
+    let err = a.memory_reclaim(0, 1000).unwrap_err();
+    match err {
+        MemcgError::Again {
+            requested,
+            reclaimed,
+        } => {
+            assert_eq!(requested, 1000);
+            assert_eq!(reclaimed, 80 - got);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(err.errno(), memcg::error::errno::EAGAIN);
+    // The memcg was rotated to the young generation of the FIFO.
+    let young = lru::memcg_lru::get_memcg_gen(fifo.seq() + 1);
+    let gen_now = usize::from(node.r#gen.load(Ordering::Relaxed));
+    assert!(
+        gen_now == young || fifo.seq() != seq,
+        "memcg gen {gen_now}, young {young}"
+    );
+    assert!(fifo.check().is_ok());
+    assert_eq!(a.usage() - s.tree.stocks().stocked(0, &a).unwrap(), 0);
+}
+
+#[test]
+fn uncharge_and_free_path() {
+    let s = setup(2, 1, true);
+    let root = s.tree.root();
+    let a = root.create_child().unwrap();
+    let folios: Vec<_> = (0..10)
+        .map(|i| try_fault(&s.tree, &a, i % 2, 0, true).unwrap())
+        .collect();
+    for (i, f) in folios.into_iter().enumerate() {
+        free(&s.tree, &a, i % 2, f);
+    }
+    s.tree.stocks().drain(0).unwrap();
+    s.tree.stocks().drain(1).unwrap();
+    assert_eq!(a.usage(), 0);
+    assert_eq!(root.usage(), 0);
+    s.tree.flush_stats(&root);
+    for item in memcg::NodeStatItem::ALL {
+        assert_eq!(a.vmstats().page_state(item), 0, "{}", item.name());
+    }
+}
+
+#[test]
+fn concurrent_faults_under_a_limit_never_exceed_it() {
+    let s = setup(4, 1, false);
+    let root = s.tree.root();
+    let a = root.create_child().unwrap();
+    a.set_max(0, 256).unwrap();
+    std::thread::scope(|sc| {
+        for cpu in 0..4 {
+            let (tree, a) = (&s.tree, &a);
+            sc.spawn(move || {
+                for i in 0..300 {
+                    match try_fault(tree, a, cpu, 0, i % 2 == 0) {
+                        Ok(_) | Err(MemcgError::OutOfMemory { .. }) => {}
+                        Err(e) => panic!("{e:?}"),
+                    }
+                    assert!(a.usage() <= 256);
+                }
+            });
+        }
+    });
+    assert!(a.usage() <= 256);
+    assert!(a.memory().watermark() <= 256);
+}
