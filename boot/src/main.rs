@@ -76,3 +76,38 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Result<Option<Args>, String> {
+        parse(a.iter().map(|s| s.to_string()))
+    }
+
+    #[test]
+    fn parses_options() {
+        let a = args(&["--debug", "--append", "run=test", "--out", "x.img"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(a.profile, Profile::Debug);
+        assert_eq!(a.cmdline, "run=test");
+        assert_eq!(a.out, Some(PathBuf::from("x.img")));
+        let d = args(&[]).unwrap().unwrap();
+        assert_eq!(
+            (d.profile, d.cmdline.as_str(), d.out),
+            (Profile::Release, "", None)
+        );
+        assert!(args(&["--help"]).unwrap().is_none());
+    }
+
+    #[test]
+    fn rejects_bad_arguments() {
+        assert_eq!(
+            args(&["--fast"]).err().unwrap(),
+            "unknown argument `--fast`"
+        );
+        assert_eq!(args(&["--out"]).err().unwrap(), "--out needs a file path");
+        assert_eq!(args(&["--append"]).err().unwrap(), "--append needs a value");
+    }
+}
