@@ -1,7 +1,8 @@
 //! Where the workspace and its build outputs live.
 //!
 //! The root is found from this crate's own manifest directory (fixed at compile time), so the
-//! tools work from any current directory; `KX_WORKSPACE` overrides it. Kernel artefacts go to
+//! tools work from any current directory; `KX_WORKSPACE` overrides it, and a moved checkout
+//! is found from the current directory. Kernel artefacts go to
 //! `<root>/target-kernel/` (never the host `target/`, so host and kernel builds do not
 //! invalidate each other) and user-facing images to `<root>/out/`; both are gitignored.
 
@@ -15,12 +16,17 @@ pub struct Workspace {
 }
 
 impl Workspace {
-    /// The workspace this crate was built from, or `$KX_WORKSPACE` when set.
+    /// `$KX_WORKSPACE` when set; else the workspace this crate was built from; else (the
+    /// checkout moved since) the nearest ancestor of the current directory that is one.
     pub fn locate() -> Result<Self, BootError> {
-        match std::env::var_os("KX_WORKSPACE") {
-            Some(dir) => Self::at(PathBuf::from(dir)),
-            None => Self::at(Path::new(env!("CARGO_MANIFEST_DIR")).join("..")),
+        if let Some(dir) = std::env::var_os("KX_WORKSPACE") {
+            return Self::at(PathBuf::from(dir));
         }
+        let built_from = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        Self::at(&built_from).or_else(|err| {
+            let cwd = std::env::current_dir().map_err(|e| BootError::io(".", e))?;
+            cwd.ancestors().find_map(|d| Self::at(d).ok()).ok_or(err)
+        })
     }
 
     /// The workspace rooted at `root`, checked to contain `Cargo.toml` and `kernel/`.
