@@ -10,8 +10,13 @@
 //! One deliberate difference from Linux: each level charges with a compare-and-swap that
 //! refuses to go above `max`, instead of `atomic_long_add_return()` followed by a rollback,
 //! so concurrent chargers near the limit never make `usage` exceed `max`, not even
-//! transiently. The race with [`PageCounter::set_max`] keeps Linux's Dekker pairing (writer:
-//! store max, load usage; charger: update usage, load max, both sequentially consistent).
+//! transiently. The race with [`PageCounter::set_max`] is closed the way Linux closes it
+//! (the writer publishes `max` then reads `usage`; a charger updates `usage` then re-reads
+//! `max`), but without relying on sequentially consistent loads: the writer reads `usage`
+//! with a read-modify-write (`fetch_add(0)`), so either it reads the charger's update or the
+//! charger's compare-and-swap reads from it and thereby sees the new `max`. This is what
+//! the loom test `charge_racing_a_lower_limit_never_ends_above_it` checks; the charger's
+//! hot path stays one CAS plus plain loads.
 
 use crate::sync::{AtomicU64, Ordering};
 use core::ptr::NonNull;
@@ -154,16 +159,17 @@ impl PageCounter {
         let usage = &self.usage.usage;
         let mut cur = usage.load(Ordering::Relaxed);
         loop {
-            let max = self.limits.max.load(Ordering::SeqCst);
+            let max = self.limits.max.load(Ordering::Acquire);
             let new = match cur.checked_add(nr_pages) {
                 Some(new) if new <= max => new,
                 _ => return false,
             };
-            match usage.compare_exchange_weak(cur, new, Ordering::SeqCst, Ordering::Relaxed) {
+            match usage.compare_exchange_weak(cur, new, Ordering::AcqRel, Ordering::Relaxed) {
                 Ok(_) => {
-                    // Pairs with set_max(): either we see its new max here, or it sees our
-                    // usage and restores the old max.
-                    if new > self.limits.max.load(Ordering::SeqCst) {
+                    // Pairs with set_max(): either its `fetch_add(0)` on usage comes later
+                    // and sees this charge, or our CAS read from it and this load sees its
+                    // new max.
+                    if new > self.limits.max.load(Ordering::Acquire) {
                         let _ = self.cancel_level(nr_pages);
                         return false;
                     }
@@ -186,7 +192,7 @@ impl PageCounter {
                 Some(new) => (new, Ok(())),
                 None => (0, Err(UnchargeUnderflow)),
             };
-            match usage.compare_exchange_weak(cur, new, Ordering::SeqCst, Ordering::Relaxed) {
+            match usage.compare_exchange_weak(cur, new, Ordering::AcqRel, Ordering::Relaxed) {
                 Ok(_) => return res,
                 Err(seen) => cur = seen,
             }
@@ -249,16 +255,17 @@ impl PageCounter {
     pub fn set_max(&self, max: u64) -> Result<(), u64> {
         let max = max.min(PAGE_COUNTER_MAX);
         loop {
-            let usage = self.usage.usage.load(Ordering::SeqCst);
+            let usage = self.usage.usage.load(Ordering::Acquire);
             if usage > max {
                 return Err(usage);
             }
-            let old = self.limits.max.swap(max, Ordering::SeqCst);
-            if self.usage.usage.load(Ordering::SeqCst) <= usage || max >= old {
+            let old = self.limits.max.swap(max, Ordering::AcqRel);
+            // A read-modify-write, not a load: see the module comment.
+            if self.usage.usage.fetch_add(0, Ordering::AcqRel) <= usage || max >= old {
                 return Ok(());
             }
             // Usage grew while the smaller limit was being published: restore and retry.
-            self.limits.max.store(old, Ordering::SeqCst);
+            self.limits.max.store(old, Ordering::Release);
             crate::sync::spin_hint();
         }
     }
