@@ -82,6 +82,7 @@ pub struct LruGenMemcgNode {
     pub list: HlistNullsNode,
 }
 
+#[cfg(not(loom))]
 const _: () = assert!(core::mem::size_of::<LruGenMemcgNode>() == 24);
 
 mod sealed {

@@ -8,7 +8,9 @@
 //! group at the end (`__cacheline_group_begin_aligned(lrugen_stats)`). Both carry seed
 //! 002's `bin`. Both implement [`LruGenFolio`], so every MGLRU operation works on either.
 
-use crate::cacheline::{CacheAligned, share_line};
+use crate::cacheline::CacheAligned;
+#[cfg(not(loom))]
+use crate::cacheline::share_line;
 use crate::folio::ANON_AND_FILE;
 use crate::layout::FieldDesc;
 use crate::lru_gen::{
@@ -61,19 +63,24 @@ pub struct LruGenFolioGrouped {
 
 // Seed 000's point, checked at compile time: in the base layout the refault counters share
 // a line with the read-mostly node; in the grouped layout they do not, the group is aligned
-// and holds exactly the two arrays.
-const _: () = assert!(share_line(
-    offset_of!(LruGenFolioBase, refaulted),
-    core::mem::size_of::<TierHist>(),
-    offset_of!(LruGenFolioBase, memcg),
-    core::mem::size_of::<LruGenMemcgNode>(),
-));
-crate::cacheline_assert_apart!(LruGenFolioGrouped, stats; memcg);
-crate::cacheline_assert_apart!(LruGenFolioGrouped, stats; max_seq);
-crate::cacheline_assert_group_size!(LruGenFolioGrouped, stats, 128);
-crate::cacheline_assert_group_member!(LruGenFolioGrouped, stats, stats.0.evicted);
-crate::cacheline_assert_group_member!(LruGenFolioGrouped, stats, stats.0.refaulted);
-crate::cacheline_assert_pair!(LruGenFolioGrouped, memcg, 0);
+// and holds exactly the two arrays. (Not under loom, whose model atomics are larger.)
+#[cfg(not(loom))]
+mod layout_asserts {
+    use super::*;
+
+    const _: () = assert!(share_line(
+        offset_of!(LruGenFolioBase, refaulted),
+        core::mem::size_of::<TierHist>(),
+        offset_of!(LruGenFolioBase, memcg),
+        core::mem::size_of::<LruGenMemcgNode>(),
+    ));
+    crate::cacheline_assert_apart!(LruGenFolioGrouped, stats; memcg);
+    crate::cacheline_assert_apart!(LruGenFolioGrouped, stats; max_seq);
+    crate::cacheline_assert_group_size!(LruGenFolioGrouped, stats, 128);
+    crate::cacheline_assert_group_member!(LruGenFolioGrouped, stats, stats.0.evicted);
+    crate::cacheline_assert_group_member!(LruGenFolioGrouped, stats, stats.0.refaulted);
+    crate::cacheline_assert_pair!(LruGenFolioGrouped, memcg, 0);
+}
 
 macro_rules! fd {
     ($ty:ty, $group:expr, $name:expr, $($f:tt).+) => {

@@ -74,32 +74,50 @@ fn check<G: LruGenFolio>(lv: &Lruvec<RawSpinlock, G>, f: &[&'static Folio], m: &
     for ty in 0..2 {
         let min_seq = lv.lrugen().min_seq()[ty].load(Ordering::Relaxed);
         let nr_gens = max_seq + 1 - min_seq;
-        assert!((MIN_NR_GENS..=MAX_NR_GENS as u64).contains(&nr_gens), "gens {min_seq}..={max_seq}");
+        assert!(
+            (MIN_NR_GENS..=MAX_NR_GENS as u64).contains(&nr_gens),
+            "gens {min_seq}..={max_seq}"
+        );
         let live: Vec<usize> = (min_seq..=max_seq).map(lru_gen_from_seq).collect();
         for r#gen in 0..MAX_NR_GENS {
             for z in 0..MAX_NR_ZONES {
                 let zone = [Zone::Dma, Zone::Dma32, Zone::Normal, Zone::Movable][z];
                 let mut len = 0i64;
                 g.for_each_in_gen(r#gen, ty, zone, |x| {
-                    let i = f.iter().position(|y| std::ptr::eq(*y, x)).expect("known folio");
+                    let i = f
+                        .iter()
+                        .position(|y| std::ptr::eq(*y, x))
+                        .expect("known folio");
                     seen[i] += 1;
                     len += 1;
                     assert_eq!(x.lru_gen(), Some(r#gen));
                     assert_eq!(x.lru_type(), ty);
                     assert!(live.contains(&r#gen), "folio in a retired generation");
                 });
-                assert_eq!(len, lv.lrugen().nr_pages()[r#gen][ty][z].load(Ordering::Relaxed));
+                assert_eq!(
+                    len,
+                    lv.lrugen().nr_pages()[r#gen][ty][z].load(Ordering::Relaxed)
+                );
             }
         }
     }
     drop(g);
     for i in 0..N {
-        assert_eq!(seen[i], usize::from(on(i)), "folio {i} on {} lists", seen[i]);
+        assert_eq!(
+            seen[i],
+            usize::from(on(i)),
+            "folio {i} on {} lists",
+            seen[i]
+        );
         assert_eq!(f[i].test_lru(), on(i));
         assert_eq!(f[i].lru_gen().is_some(), on(i));
     }
     let hist_sum = |c: &lru::lru_gen::TierHist| -> u64 {
-        c.iter().flatten().flatten().map(|x| x.load(Ordering::Relaxed)).sum()
+        c.iter()
+            .flatten()
+            .flatten()
+            .map(|x| x.load(Ordering::Relaxed))
+            .sum()
     };
     assert!(hist_sum(lv.lrugen().evicted()) <= m.evictions);
     assert!(hist_sum(lv.lrugen().refaulted()) <= m.recent_refaults);
@@ -153,7 +171,9 @@ fn run<G: LruGenFolio>(ops: &[Op], anon_mask: u32) {
             }
             Op::Evict(n, swappiness) => {
                 let mut out = Vec::new();
-                let stats = lv.evict_folios(n, swappiness, now, |x, s| out.push((x, s))).unwrap();
+                let stats = lv
+                    .evict_folios(n, swappiness, now, |x, s| out.push((x, s)))
+                    .unwrap();
                 assert_eq!(stats.evicted, out.len());
                 assert!(out.len() <= n);
                 for (x, s) in out {

@@ -1,0 +1,78 @@
+//! Loom: per-CPU batch adds against `drain_all` from another CPU, and two concurrent
+//! `drain_all`s. No folio is lost or added twice, every batch reference is dropped, and
+//! the drain generation skips redundant drains.
+#![cfg(loom)]
+
+mod loom_support;
+
+use loom::sync::Arc;
+use loom_support::{LoomRawMutex, model};
+use lru::{Folio, LruBatches, LruGenFolioGrouped, LruMode, Lruvec, LruvecLookup, Zone};
+
+type Lv = Lruvec<LoomRawMutex, LruGenFolioGrouped>;
+
+struct One(&'static Lv);
+
+impl LruvecLookup<LoomRawMutex, LruGenFolioGrouped> for One {
+    fn folio_lruvec(&self, folio: &Folio) -> Option<&Lv> {
+        (folio.memcg_id() == self.0.memcg_id()).then_some(self.0)
+    }
+}
+
+fn folio(pfn: u64) -> &'static Folio {
+    let f: &'static Folio = Box::leak(Box::new(Folio::new(pfn, 0, Zone::Normal).unwrap()));
+    f.set_memcg_id(1).unwrap();
+    f
+}
+
+/// Create every lazily built loom lock on the main thread, before any spawn, so that
+/// their creation happens-before every use (see `LoomRawMutex`).
+fn touch_locks(batches: &LruBatches<LoomRawMutex>, lv: &Lv, lookup: &One) {
+    for cpu in 0..batches.nr_cpus() {
+        batches.pending(cpu).unwrap();
+    }
+    assert!(batches.drain_all(lookup).unwrap().is_some());
+    drop(lv.lock());
+}
+
+#[test]
+fn drain_all_against_add() {
+    model(2, || {
+        let lv: &'static Lv = Box::leak(Box::new(Lv::new(1, 0, LruMode::Mglru, 0).unwrap()));
+        let lookup = Arc::new(One(lv));
+        let batches = Arc::new(LruBatches::<LoomRawMutex>::new(2));
+        let f = [folio(0), folio(1)];
+        touch_locks(&batches, lv, &lookup);
+        let (b, l) = (batches.clone(), lookup.clone());
+        let adder = loom::thread::spawn(move || {
+            b.folio_add_lru(0, f[0], &*l).unwrap();
+            b.folio_add_lru(1, f[1], &*l).unwrap();
+        });
+        batches.drain_all(&*lookup).unwrap();
+        adder.join().unwrap();
+        batches.drain_all(&*lookup).unwrap();
+        assert_eq!(lv.nr_folios(), 2);
+        assert!(f.iter().all(|x| x.test_lru() && x.refcount() == 0));
+        assert_eq!(batches.pending(0), Ok(0));
+    });
+}
+
+#[test]
+fn concurrent_drain_all_generation() {
+    model(2, || {
+        let lv: &'static Lv = Box::leak(Box::new(Lv::new(1, 0, LruMode::Mglru, 0).unwrap()));
+        let lookup = Arc::new(One(lv));
+        let batches = Arc::new(LruBatches::<LoomRawMutex>::new(1));
+        let f = folio(0);
+        touch_locks(&batches, lv, &lookup);
+        batches.folio_add_lru(0, f, &*lookup).unwrap();
+        let (b, l) = (batches.clone(), lookup.clone());
+        let other = loom::thread::spawn(move || b.drain_all(&*l).unwrap().is_some());
+        let mine = batches.drain_all(&*lookup).unwrap().is_some();
+        let theirs = other.join().unwrap();
+        assert!(mine || theirs, "someone drained");
+        assert_eq!(batches.drain_gen(), 1 + u64::from(mine) + u64::from(theirs));
+        assert_eq!(lv.nr_folios(), 1);
+        assert!(f.test_lru());
+    });
+}
