@@ -9,7 +9,7 @@
 //! off its list.
 
 use crate::error::LruError;
-use crate::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicUsize, Ordering};
+use crate::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering};
 use bitflags::bitflags;
 use intrusive_collections::linked_list::AtomicLink;
 
@@ -94,9 +94,9 @@ pub struct Folio {
     refcount: AtomicU32,
     /// `folio->lru`: the intrusive list link, owned by whichever lruvec list holds it.
     pub(crate) lru: AtomicLink,
-    /// Address of the lruvec whose list holds `lru` (0 = none). Written under that
-    /// lruvec's lru_lock; lets deletion prove list membership instead of trusting flags.
-    pub(crate) owner: AtomicUsize,
+    /// Id of the lruvec whose list holds `lru` (0 = none). Written under that lruvec's
+    /// lru_lock; lets deletion prove list membership instead of trusting flags.
+    pub(crate) owner: AtomicU64,
     /// The page frame number this descriptor describes.
     pfn: u64,
     /// `folio->memcg_data`, reduced to the memcg id (0 = not charged).
@@ -113,7 +113,7 @@ pub(crate) const NO_SLOT: u8 = u8::MAX;
 // Layout assertions hold for the real atomics; loom's model atomics are larger.
 #[cfg(not(loom))]
 const _: () = assert!(core::mem::size_of::<Folio>() <= 64);
-const _: () = assert!(crate::cacheline::CACHELINE % core::mem::align_of::<Folio>() == 0);
+const _: () = assert!(crate::cacheline::CACHELINE.is_multiple_of(core::mem::align_of::<Folio>()));
 
 impl core::fmt::Debug for Folio {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -139,7 +139,7 @@ impl Folio {
             flags: AtomicU32::new(0),
             refcount: AtomicU32::new(0),
             lru: AtomicLink::new(),
-            owner: AtomicUsize::new(0),
+            owner: AtomicU64::new(0),
             pfn,
             memcg_id: AtomicU16::new(0),
             node: node as u8,

@@ -12,7 +12,7 @@ use crate::folio::{ANON_AND_FILE, MAX_NR_ZONES};
 use crate::hlist_nulls::HlistNullsNode;
 use crate::layout::FieldDesc;
 use crate::list::FolioList;
-use crate::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64};
+use crate::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU32, AtomicU64};
 use core::cell::UnsafeCell;
 
 /// Generations kept per lruvec (`MAX_NR_GENS`).
@@ -78,6 +78,10 @@ pub struct LruGenMemcgNode {
     pub seg: AtomicU8,
     /// The FIFO bin this lruvec sits in (seed 002, under the FIFO lock).
     pub bin: AtomicU8,
+    /// Id of the FIFO this node is on (0 = none). Not in Linux (where the FIFO is implied
+    /// by the node); fills the 4-byte hole before `list`, so the size is Linux's. It lets
+    /// a FIFO refuse a node that sits on another FIFO instead of unlinking it unlocked.
+    pub fifo_id: AtomicU32,
     /// Per-node `lru_gen_folio` list for global reclaim.
     pub list: HlistNullsNode,
 }

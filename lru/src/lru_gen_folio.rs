@@ -108,6 +108,7 @@ const BASE_FIELDS: &[FieldDesc] = &[
     fd!(LruGenFolioBase, "memcg_lru", "gen", memcg.r#gen),
     fd!(LruGenFolioBase, "memcg_lru", "seg", memcg.seg),
     fd!(LruGenFolioBase, "memcg_lru", "bin", memcg.bin),
+    fd!(LruGenFolioBase, "memcg_lru", "fifo_id", memcg.fifo_id),
     fd!(LruGenFolioBase, "memcg_lru", "list", memcg.list),
 ];
 
@@ -119,6 +120,7 @@ const GROUPED_FIELDS: &[FieldDesc] = &[
     fd!(LruGenFolioGrouped, "memcg_lru", "gen", memcg.r#gen),
     fd!(LruGenFolioGrouped, "memcg_lru", "seg", memcg.seg),
     fd!(LruGenFolioGrouped, "memcg_lru", "bin", memcg.bin),
+    fd!(LruGenFolioGrouped, "memcg_lru", "fifo_id", memcg.fifo_id),
     fd!(LruGenFolioGrouped, "memcg_lru", "list", memcg.list),
     fd!(LruGenFolioGrouped, "lists", "folios", folios),
     fd!(LruGenFolioGrouped, "lists", "nr_pages", nr_pages),
@@ -300,7 +302,7 @@ mod tests {
             G::MEMCG_NODE_OFFSET
         );
         let fields = G::layout_fields();
-        assert_eq!(fields.len(), 15);
+        assert_eq!(fields.len(), 16);
         for w in fields.windows(2) {
             assert!(
                 w[0].offset + w[0].size <= w[1].offset,

@@ -117,9 +117,15 @@ pub struct Lruvec<R: RawMutex, G: LruGenFolio = LruGenFolioGrouped> {
     lru_lock: R,
     lru_zone_size: [[AtomicUsize; MAX_NR_ZONES]; NR_LRU_LISTS],
     lrugen: G,
+    /// Unique id, recorded in each folio it holds (`Folio::owner`).
+    id: u64,
     memcg_id: u16,
     node: u8,
 }
+
+/// Source of lruvec ids; 0 is never handed out. Not part of any modelled protocol, so a
+/// plain core atomic even under loom.
+static NEXT_LRUVEC_ID: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1);
 
 // SAFETY: the UnsafeCells (`lists` here, `folios` inside `lrugen`) are only accessed
 // through an `LruvecGuard`, i.e. with `lru_lock` held; everything else is atomic or
@@ -150,6 +156,7 @@ impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
             lru_lock: R::INIT,
             lru_zone_size: core::array::from_fn(|_| core::array::from_fn(|_| AtomicUsize::new(0))),
             lrugen: G::new(mode == LruMode::Mglru, now),
+            id: NEXT_LRUVEC_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed),
             memcg_id,
             node: node as u8,
         })
@@ -346,8 +353,8 @@ impl<'a, R: RawMutex, G: LruGenFolio> LruvecGuard<'a, R, G> {
         }
     }
 
-    fn self_addr(&self) -> usize {
-        ptr::from_ref(self.lruvec) as usize
+    fn self_id(&self) -> u64 {
+        self.lruvec.id
     }
 
     /// Link `folio` on list `slot`, head (`list_add`) or tail (`list_add_tail`).
@@ -360,21 +367,21 @@ impl<'a, R: RawMutex, G: LruGenFolio> LruvecGuard<'a, R, G> {
         if folio.lru.is_linked() {
             return Err(LruError::AlreadyOnLru);
         }
-        let addr = self.self_addr();
+        let id = self.self_id();
         let list = self.list_for_slot(slot);
         if tail {
             list.push_back(folio);
         } else {
             list.push_front(folio);
         }
-        folio.owner.store(addr, Ordering::Release);
+        folio.owner.store(id, Ordering::Release);
         folio.slot.store(slot, Ordering::Release);
         Ok(())
     }
 
     /// Unlink `folio` from whichever of this lruvec's lists holds it; returns the slot.
     pub(crate) fn unlink(&mut self, folio: &'static Folio) -> Result<u8, LruError> {
-        if folio.owner.load(Ordering::Acquire) != self.self_addr() {
+        if folio.owner.load(Ordering::Acquire) != self.self_id() {
             return Err(if folio.lru.is_linked() {
                 LruError::WrongLruvec
             } else {
@@ -383,9 +390,10 @@ impl<'a, R: RawMutex, G: LruGenFolio> LruvecGuard<'a, R, G> {
         }
         let slot = folio.slot.load(Ordering::Acquire);
         let list = self.list_for_slot(slot);
-        // SAFETY: `owner` and `slot` are written only under this lruvec's lock when the
-        // folio is linked onto exactly this list, and cleared when it is unlinked; the lock
-        // is held, so the folio is on `list` right now.
+        // SAFETY: `owner` (this lruvec's unique id, stable across moves) and `slot` are
+        // written only under this lruvec's lock when the folio is linked onto exactly this
+        // list, and cleared when it is unlinked; the lock is held, so the folio is on
+        // `list` right now.
         let mut cursor = unsafe { list.cursor_mut_from_ptr(ptr::from_ref(folio)) };
         cursor.remove();
         folio.owner.store(0, Ordering::Release);
@@ -645,7 +653,7 @@ pub fn folio_lruvec_relock<'a, R: RawMutex, G: LruGenFolio, L: LruvecLookup<R, G
 }
 
 /// The pahole table of `Lruvec<R, G>`.
-pub fn lruvec_fields<R: RawMutex, G: LruGenFolio>() -> [FieldDesc; 6] {
+pub fn lruvec_fields<R: RawMutex, G: LruGenFolio>() -> [FieldDesc; 7] {
     use crate::cacheline::field_size;
     use core::mem::offset_of;
     type L<R, G> = Lruvec<R, G>;
@@ -673,6 +681,12 @@ pub fn lruvec_fields<R: RawMutex, G: LruGenFolio>() -> [FieldDesc; 6] {
             offset: offset_of!(L<R, G>, lrugen),
             size: field_size(|l: &L<R, G>| &l.lrugen),
             group: G::LAYOUT,
+        },
+        FieldDesc {
+            name: "id",
+            offset: offset_of!(L<R, G>, id),
+            size: field_size(|l: &L<R, G>| &l.id),
+            group: "identity",
         },
         FieldDesc {
             name: "memcg_id",

@@ -135,8 +135,12 @@ pub struct LruGenMemcg<R: RawMutex, E: MemcgFifoEntry> {
     lock: lock_api::Mutex<R, ()>,
     mode: TailMode,
     rand: AtomicU32,
+    id: u32,
     _entries: PhantomData<&'static E>,
 }
+
+/// Source of FIFO ids; 0 means "on no FIFO". A plain core atomic even under loom.
+static NEXT_FIFO_ID: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(1);
 
 impl<R: RawMutex, E: MemcgFifoEntry> core::fmt::Debug for LruGenMemcg<R, E> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -163,6 +167,7 @@ impl<R: RawMutex, E: MemcgFifoEntry> LruGenMemcg<R, E> {
             lock: lock_api::Mutex::new(()),
             mode,
             rand: AtomicU32::new(seed | 1),
+            id: NEXT_FIFO_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed),
             _entries: PhantomData,
         }
     }
@@ -197,6 +202,12 @@ impl<R: RawMutex, E: MemcgFifoEntry> LruGenMemcg<R, E> {
         // `MemcgFifoEntry` contract puts their node at `MEMCG_NODE_OFFSET`, so `addr` is the
         // address of a live `E` that is never freed.
         unsafe { &*(addr as *const E) }
+    }
+
+    /// Whether `node` is on this FIFO. Caller holds the lock: `fifo_id` only changes
+    /// under the lock of the FIFO it names.
+    fn holds(&self, node: &LruGenMemcgNode) -> bool {
+        node.fifo_id.load(Ordering::Acquire) == self.id && !node.list.is_unhashed()
     }
 
     fn next_bin(&self) -> usize {
@@ -283,9 +294,10 @@ impl<R: RawMutex, E: MemcgFifoEntry> LruGenMemcg<R, E> {
     pub fn online(&self, entry: &'static E) -> Result<(), LruError> {
         let node = entry.memcg_node();
         let _g = self.lock.lock();
-        if !node.list.is_unhashed() {
+        if node.fifo_id.load(Ordering::Acquire) != 0 || !node.list.is_unhashed() {
             return Err(LruError::AlreadyOnFifo);
         }
+        node.fifo_id.store(self.id, Ordering::Release);
         let r#gen = get_memcg_gen(self.seq.load(Ordering::Relaxed));
         let bin = self.next_bin();
         node.r#gen.store(r#gen as u8, Ordering::Relaxed);
@@ -315,7 +327,7 @@ impl<R: RawMutex, E: MemcgFifoEntry> LruGenMemcg<R, E> {
 
     fn rotate_locked(&self, entry: &'static E, op: MemcgLruOp, bin: usize) -> Result<(), LruError> {
         let node = entry.memcg_node();
-        if node.list.is_unhashed() {
+        if !self.holds(node) {
             return Err(LruError::NotOnFifo);
         }
         let seq = self.seq.load(Ordering::Relaxed);
@@ -349,11 +361,12 @@ impl<R: RawMutex, E: MemcgFifoEntry> LruGenMemcg<R, E> {
     pub fn release(&self, entry: &'static E) {
         let node = entry.memcg_node();
         let _g = self.lock.lock();
-        if node.list.is_unhashed() {
+        if !self.holds(node) {
             return;
         }
         let r#gen = usize::from(node.r#gen.load(Ordering::Relaxed));
         self.del(node, r#gen);
+        node.fifo_id.store(0, Ordering::Release);
         self.counter_add(r#gen, -1);
         self.bump_seq_if_drained(r#gen);
     }
@@ -464,7 +477,7 @@ impl<R: RawMutex, E: MemcgFifoEntry> LruGenMemcg<R, E> {
 }
 
 /// The pahole table of `LruGenMemcg<R, _>`.
-pub fn lru_gen_memcg_fields<R: RawMutex>() -> [FieldDesc; 7] {
+pub fn lru_gen_memcg_fields<R: RawMutex>() -> [FieldDesc; 8] {
     use crate::cacheline::field_size;
     type M<R> = LruGenMemcg<R, crate::LruGenFolioGrouped>;
     [
@@ -509,6 +522,12 @@ pub fn lru_gen_memcg_fields<R: RawMutex>() -> [FieldDesc; 7] {
             offset: offset_of!(M<R>, rand),
             size: field_size(|m: &M<R>| &m.rand),
             group: "locked",
+        },
+        FieldDesc {
+            name: "id",
+            offset: offset_of!(M<R>, id),
+            size: field_size(|m: &M<R>| &m.id),
+            group: "read_mostly",
         },
     ]
 }

@@ -167,10 +167,10 @@ impl<R: RawMutex> Rcu<R> {
     /// is one of ours: it must not be in a read-side section, and it counts as quiescent
     /// while waiting. Returns the grace period that completed.
     pub fn synchronize(&self, self_cpu: Option<usize>) -> Result<u64, LruError> {
-        if let Some(cpu) = self_cpu {
-            if self.cpu(cpu)?.nesting.load(Ordering::Relaxed) != 0 {
-                return Err(LruError::RcuInReadSection);
-            }
+        if let Some(cpu) = self_cpu
+            && self.cpu(cpu)?.nesting.load(Ordering::Relaxed) != 0
+        {
+            return Err(LruError::RcuInReadSection);
         }
         let target = self.gp_seq.fetch_add(1, Ordering::AcqRel) + 1;
         for (i, c) in self.cpus.iter().enumerate() {
@@ -185,10 +185,10 @@ impl<R: RawMutex> Rcu<R> {
                 spin_loop();
             }
         }
-        if let Some(cpu) = self_cpu {
-            if self.is_online(cpu)? {
-                self.quiescent_state(cpu)?;
-            }
+        if let Some(cpu) = self_cpu
+            && self.is_online(cpu)?
+        {
+            self.quiescent_state(cpu)?;
         }
         self.completed.fetch_max(target, Ordering::AcqRel);
         Ok(target)

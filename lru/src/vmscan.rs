@@ -344,9 +344,9 @@ impl<R: RawMutex, G: LruGenFolio> LruvecGuard<'_, R, G> {
     ) -> Result<usize, LruError> {
         let (mut ty, mut tier) = if swappiness == 0 {
             (LRU_GEN_FILE, None)
-        } else if swappiness == MAX_SWAPPINESS {
-            (LRU_GEN_ANON, None)
-        } else if self.min_seq(LRU_GEN_ANON) < self.min_seq(LRU_GEN_FILE) {
+        } else if swappiness == MAX_SWAPPINESS
+            || self.min_seq(LRU_GEN_ANON) < self.min_seq(LRU_GEN_FILE)
+        {
             (LRU_GEN_ANON, None)
         } else {
             let (t, i) = self.get_type_to_scan(swappiness);

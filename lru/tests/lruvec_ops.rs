@@ -219,3 +219,21 @@ fn drop_releases_folios() {
         Err(LruError::InvalidNode(64))
     ));
 }
+
+#[test]
+fn lruvec_identity_survives_moves() {
+    let f = folios(1, 1, false);
+    let a = lru::Lruvec::<RawSpinlock, LruGenFolioGrouped>::new(1, 0, LruMode::Mglru, 0).unwrap();
+    a.lock().add_folio(f[0]).unwrap();
+    let moved = a;
+    // A twin (same memcg and node) must not be able to unlink the moved lruvec's folio.
+    let twin =
+        lru::Lruvec::<RawSpinlock, LruGenFolioGrouped>::new(1, 0, LruMode::Mglru, 0).unwrap();
+    assert_eq!(twin.isolate_folio(f[0]), Err(LruError::WrongLruvec));
+    assert!(
+        f[0].test_lru(),
+        "a failed isolation gives the LRU flag back"
+    );
+    moved.isolate_folio(f[0]).unwrap();
+    assert_eq!(moved.nr_folios(), 0);
+}

@@ -190,3 +190,20 @@ fn readers_survive_concurrent_rotation() {
     });
     assert_eq!(fifo.check(), Ok(64));
 }
+
+#[test]
+fn a_fifo_refuses_another_fifos_node() {
+    let a = Fifo::new(TailMode::Cached, 1);
+    let b = Fifo::new(TailMode::Walk, 2);
+    let e = entries(2);
+    a.online(e[0]).unwrap();
+    a.online(e[1]).unwrap();
+    assert_eq!(b.online(e[0]), Err(LruError::AlreadyOnFifo));
+    assert_eq!(b.rotate(e[0], MemcgLruOp::Tail), Err(LruError::NotOnFifo));
+    b.release(e[0]);
+    assert_eq!(a.check(), Ok(2));
+    assert_eq!(b.check(), Ok(0));
+    a.release(e[0]);
+    b.online(e[0]).unwrap();
+    assert_eq!((a.check(), b.check()), (Ok(1), Ok(1)));
+}
