@@ -19,7 +19,9 @@ pub mod exit;
 pub mod ktest;
 pub mod mm;
 pub mod panic;
+pub mod percpu;
 pub mod summary;
+pub mod sync;
 pub mod tests;
 
 use abi::{Action, ExitCode};
@@ -103,6 +105,7 @@ pub extern "C" fn kmain(_: usize) -> ! {
         Err(e) => bad_cmdline(format_args!("{e}")),
     };
     exit::set_method(cfg.exit);
+    arch::x86_64::smp::init(bi.rsdp, cfg.cpus);
 
     let code = match cfg.action {
         Action::Summary => {

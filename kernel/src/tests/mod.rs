@@ -2,9 +2,10 @@
 
 mod boot;
 mod mm;
+mod smp;
 mod traps;
 
 use crate::ktest::Test;
 
 /// Every suite, in run order.
-pub static SUITES: &[&[Test]] = &[boot::TESTS, mm::TESTS, traps::TESTS];
+pub static SUITES: &[&[Test]] = &[boot::TESTS, mm::TESTS, traps::TESTS, smp::TESTS];

@@ -1,14 +1,19 @@
 //! x86_64: boot stub, CPU tables, traps, paging, serial, and the instructions the rest of the
 //! kernel needs by name.
 
+pub mod acpi;
+pub mod apic;
 pub mod boot;
 pub mod cpu;
 pub mod gdt;
 pub mod intrinsics;
 pub mod multiboot;
 pub mod paging;
+pub mod percpu;
 pub mod serial;
+pub mod smp;
 pub mod trap;
+pub mod tsc;
 
 /// Runs `f` with interrupts disabled on this CPU, restoring the previous state after.
 pub fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {
@@ -18,7 +23,7 @@ pub fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {
 /// Index of the executing CPU (0 = the boot CPU).
 #[must_use]
 pub fn cpu_index() -> usize {
-    0
+    crate::percpu::cpu_id()
 }
 
 /// Moves execution to a new stack: calls `f(arg)` with `rsp = top`. Never returns.

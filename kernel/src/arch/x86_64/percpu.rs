@@ -1,0 +1,55 @@
+//! GS-base glue for per-CPU data: where `gs:[0]` points on each CPU.
+//!
+//! Models Linux's `setup_per_cpu_areas` / `load_percpu_segment` (x86_64): each CPU's
+//! IA32_GS_BASE MSR holds the address of its own [`crate::percpu::CpuArea`], whose first
+//! word points at itself and whose second word is the CPU id. Reading the id is then one
+//! `mov reg, gs:[8]`, with no table lookup and no shared cache line. The kernel never runs
+//! user code, so it never executes `swapgs` and KERNEL_GS_BASE stays unused.
+
+use core::sync::atomic::{AtomicBool, Ordering};
+use x86_64::VirtAddr;
+use x86_64::registers::model_specific::GsBase;
+
+/// Set once the boot CPU's GS base is valid; before that only the boot CPU runs.
+static READY: AtomicBool = AtomicBool::new(false);
+
+/// Points this CPU's GS base at `area`.
+///
+/// # Safety
+/// `area` must point to a `CpuArea` that lives forever, is never moved, and belongs to this
+/// CPU alone (its first word its own address, its second word this CPU's id).
+pub unsafe fn set_gs_base(area: *const u8) {
+    GsBase::write(VirtAddr::from_ptr(area));
+}
+
+/// Marks GS base usable (after the boot CPU's [`set_gs_base`]).
+pub fn mark_ready() {
+    READY.store(true, Ordering::Release);
+}
+
+/// Whether per-CPU areas are installed.
+#[must_use]
+pub fn ready() -> bool {
+    READY.load(Ordering::Acquire)
+}
+
+/// Reads the word at `gs:[offset]` (0 before the boot CPU's area is installed).
+#[inline]
+#[must_use]
+pub fn gs_word<const OFFSET: usize>() -> u64 {
+    if !READY.load(Ordering::Relaxed) {
+        return 0;
+    }
+    let v: u64;
+    // SAFETY: once READY is set every running CPU has installed its area (APs do it before
+    // anything else on their way in), and OFFSET is a field offset inside `CpuArea`.
+    unsafe {
+        core::arch::asm!(
+            "mov {v}, gs:[{off}]",
+            v = out(reg) v,
+            off = const OFFSET,
+            options(nostack, preserves_flags, readonly)
+        );
+    }
+    v
+}
