@@ -77,6 +77,7 @@ pub fn print(bi: &BootInfo) {
         None => println!("framebuffer: none"),
     }
     let _ = cpu::describe(&mut ConsoleWriter);
+    let _ = crate::arch::x86_64::smp::describe(&mut ConsoleWriter);
     println!(
         "acpi rsdp: {}",
         match bi.rsdp {

@@ -86,6 +86,16 @@ pub enum AcpiError {
     NoMadt,
 }
 
+impl core::fmt::Display for AcpiError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            AcpiError::NoRsdp => write!(f, "no RSDP from the loader or in the BIOS area"),
+            AcpiError::Tables(e) => write!(f, "malformed ACPI tables: {e}"),
+            AcpiError::NoMadt => write!(f, "no MADT (APIC) table"),
+        }
+    }
+}
+
 const FLAG_ENABLED: u32 = 1 << 0;
 const FLAG_ONLINE_CAPABLE: u32 = 1 << 1;
 

@@ -339,7 +339,125 @@ pub fn init(bootloader_rsdp: Option<u64>, limit: Option<u32>) -> &'static SmpInf
             info.cpus.push((*ap, why));
         }
     }
-    INFO.call_once(|| info)
+    let info = INFO.call_once(|| info);
+    report(info);
+    info
+}
+
+/// Prints bring-up's outcome on the boot log: one line, plus one per CPU that did not start.
+fn report(info: &SmpInfo) {
+    if let Err(e) = &info.acpi {
+        crate::println!("smp: no ACPI MADT ({e}); continuing on the boot CPU only");
+    }
+    if let Err(e) = &info.tsc {
+        crate::println!("smp: no usable TSC ({e:?}); continuing on the boot CPU only");
+    }
+    if info.apic_mode.is_none() {
+        crate::println!("smp: no local APIC; continuing on the boot CPU only");
+    }
+    for (cpu, outcome) in &info.cpus {
+        match outcome {
+            CpuOutcome::Online(_) | CpuOutcome::Limited => {}
+            o => crate::println!("smp: APIC ID {} not started: {o}", cpu.apic_id),
+        }
+    }
+    crate::println!(
+        "smp: {} of {} CPUs online{}",
+        info.online(),
+        info.found(),
+        match info.limit {
+            Some(k) => alloc::format!(" (cpus={k})"),
+            None => String::new(),
+        }
+    );
+}
+
+/// Writes the CPU part of the system summary: clock, APIC mode, and every CPU found with its
+/// APIC ID and what became of it.
+pub fn describe(w: &mut dyn fmt::Write) -> fmt::Result {
+    let Some(info) = info() else {
+        return writeln!(w, "cpus: bring-up has not run");
+    };
+    match &info.tsc {
+        Ok(t) => writeln!(
+            w,
+            "tsc: {}.{:03} MHz from {:?}{}",
+            t.hz / 1_000_000,
+            t.hz / 1_000 % 1_000,
+            t.source,
+            if t.invariant { ", invariant" } else { "" }
+        )?,
+        Err(e) => writeln!(w, "tsc: unusable ({e:?})")?,
+    }
+    match info.apic_mode {
+        Some(m) => writeln!(
+            w,
+            "local apic: {m:?}, boot CPU APIC ID {}",
+            info.bsp_apic_id
+        )?,
+        None => writeln!(w, "local apic: none")?,
+    }
+    match &info.acpi {
+        Ok(src) => writeln!(
+            w,
+            "acpi madt: {} usable processors ({src:?}), {} disabled, {} duplicate entries",
+            info.cpus.len(),
+            info.madt_disabled,
+            info.madt_duplicates
+        )?,
+        Err(e) => writeln!(w, "acpi madt: none ({e}): one CPU")?,
+    }
+    writeln!(
+        w,
+        "cpus: {} found, {} started{}",
+        info.found(),
+        info.online(),
+        match info.limit {
+            Some(k) => alloc::format!(" (cpus={k})"),
+            None => String::new(),
+        }
+    )?;
+    for (cpu, outcome) in &info.cpus {
+        writeln!(
+            w,
+            "  apic id {:>3} (acpi uid {}{}{}): {outcome}",
+            cpu.apic_id,
+            cpu.acpi_uid,
+            if cpu.x2apic_entry {
+                ", x2apic entry"
+            } else {
+                ""
+            },
+            if cpu.online_capable {
+                ", online-capable"
+            } else {
+                ""
+            },
+        )?;
+    }
+    Ok(())
+}
+
+impl fmt::Display for CpuOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CpuOutcome::Online(c) => write!(f, "online as cpu {c}"),
+            CpuOutcome::Limited => write!(f, "not started (cpus= limit)"),
+            CpuOutcome::Skipped(why) => write!(f, "skipped: {why}"),
+            CpuOutcome::TimedOut(stage) => write!(
+                f,
+                "did not answer within {AP_TIMEOUT_MS} ms (last trampoline stage {stage}: {})",
+                match stage {
+                    0 => "never ran",
+                    1 => "real mode",
+                    2 => "protected mode",
+                    3 => "long mode",
+                    _ => "Rust entry",
+                }
+            ),
+            CpuOutcome::Failed(why) => write!(f, "failed: {why}"),
+        }
+    }
 }
 
 #[derive(Debug)]
