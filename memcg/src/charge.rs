@@ -137,6 +137,7 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
     /// OOM killer): sets the limit, reclaiming down to it first if the usage is above it.
     /// Fails with [`MemcgError::LimitBelowUsage`] when reclaim cannot get there.
     pub fn set_max(&self, memcg: &MemCgroup<R, P>, cpu: usize, max: u64) -> Result<(), MemcgError> {
+        self.check_cpu(cpu)?;
         if !memcg.is_online() {
             return Err(MemcgError::Offline { id: memcg.id() });
         }
@@ -175,6 +176,7 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
         cpu: usize,
         nr_pages: u64,
     ) -> Result<u64, MemcgError> {
+        self.check_cpu(cpu)?;
         let mut reclaimed = 0;
         let mut retries = MAX_RECLAIM_RETRIES;
         while reclaimed < nr_pages {
@@ -193,16 +195,28 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
         Ok(reclaimed)
     }
 
+    fn check_cpu(&self, cpu: usize) -> Result<(), MemcgError> {
+        let nr_cpus = self.config().nr_cpus;
+        if cpu < nr_cpus {
+            Ok(())
+        } else {
+            Err(MemcgError::InvalidCpu { cpu, nr_cpus })
+        }
+    }
+
     /// Reclaims up to `nr_pages` (at least `SWAP_CLUSTER_MAX`) from `memcg`'s subtree,
     /// every node (`try_to_free_mem_cgroup_pages()` -> `shrink_node_memcgs()`). The walk
     /// resumes where the last one stopped (the reclaim iterator in `memcg_pn_write_hot`).
-    /// Returns pages reclaimed.
+    /// Returns pages reclaimed (0 for an out-of-range `cpu`).
     pub fn try_to_free_mem_cgroup_pages(
         &self,
         memcg: &MemCgroup<R, P>,
         cpu: usize,
         nr_pages: u64,
     ) -> u64 {
+        if self.check_cpu(cpu).is_err() {
+            return 0;
+        }
         let target = nr_pages.max(SWAP_CLUSTER_MAX);
         let subtree = self.subtree_refs(memcg);
         if subtree.is_empty() {

@@ -3,9 +3,24 @@
 //!
 //! What it holds, and where each piece lives:
 //!
-//! - [`page_counter`]: hierarchical `struct page_counter` (`memory.max`, failcnt, watermark).
+//! - [`page_counter`]: hierarchical `struct page_counter` (`memory.max`, failcnt, watermark),
+//!   usage alone on its cacheline.
 //! - [`stock`]: the per-CPU charge stock (`MEMCG_CHARGE_BATCH` = 64 pages).
-//! - [`stats`]: per-CPU memcg and lruvec counters with the rstat-style flush threshold.
+//! - [`stats`]: per-CPU memcg and lruvec counters with the rstat-style flush threshold
+//!   (`MEMCG_CHARGE_BATCH * nr_cpus` pending updates).
+//! - [`memcontrol`]: `struct mem_cgroup`, its css reference count and the two stat update
+//!   paths of seed 001 (through the lruvec / with the memcg and node known).
+//! - [`pn`]: `struct mem_cgroup_per_node` in the base and paired layouts of seed 001, with
+//!   compile-time pairing assertions, placement at +0/+64 of a 128-byte pair and the layout
+//!   report.
+//! - [`tree`]: the hierarchy (create, lookup by id, offline with reparenting, free after an
+//!   RCU grace period) and [`MemcgRef`] handles.
+//! - [`charge`]: `try_charge_memcg()`, `memory.max`, `memory.reclaim`,
+//!   `try_to_free_mem_cgroup_pages()`.
+//! - [`lru_glue`]: everything done to `lru`: memcg FIFO online/offline/rotate/release,
+//!   eviction, reparenting of folios.
+//! - [`rcu`]: the grace-period source ([`RcuPoll`]) with a manual one for tests and an
+//!   adapter for `lru`'s QSBR RCU.
 //!
 //! Nothing here knows about x86: CPU ids and counts, node counts, the lock type
 //! (`lock_api::RawMutex`) and the RCU grace-period source come in as parameters, so the

@@ -69,3 +69,65 @@ unsafe impl RcuPoll for ManualRcu {
         self.completed.load(Ordering::SeqCst) >= cookie
     }
 }
+
+/// [`RcuPoll`] on top of `lru`'s QSBR [`lru::Rcu`]: each cookie is a `call_rcu()` callback
+/// that marks it complete, so a cookie completes once the owner has run a grace period
+/// (`synchronize`) and the callbacks (`run_callbacks`), as the kernel does from its idle
+/// loop.
+///
+/// `lru::Rcu` has no `get_state_synchronize_rcu()` / `poll_state_synchronize_rcu()` of its
+/// own; with those this adapter would not need the callbacks.
+#[cfg(not(loom))]
+pub struct QsbrPoll<'a, R: lock_api::RawMutex> {
+    rcu: &'a lru::Rcu<R>,
+    next: AtomicU64,
+    done: alloc::sync::Arc<AtomicU64>,
+}
+
+#[cfg(not(loom))]
+impl<'a, R: lock_api::RawMutex> QsbrPoll<'a, R> {
+    /// Polls grace periods of `rcu`.
+    pub fn new(rcu: &'a lru::Rcu<R>) -> Self {
+        Self {
+            rcu,
+            next: AtomicU64::new(0),
+            done: alloc::sync::Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// The RCU domain.
+    pub fn rcu(&self) -> &'a lru::Rcu<R> {
+        self.rcu
+    }
+}
+
+#[cfg(not(loom))]
+impl<R: lock_api::RawMutex> core::fmt::Debug for QsbrPoll<'_, R> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("QsbrPoll")
+            .field("issued", &self.next.load(Ordering::Relaxed))
+            .field("done", &self.done.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+// SAFETY: the callback for cookie `c` is queued with `call_rcu` after the caller unlinked
+// the object, so it runs only after a grace period that started after the unlink, i.e.
+// after every reader that could have seen the object finished. Callbacks run in queue
+// order (their grace periods never decrease), so `done >= c` implies cookie `c`'s own
+// callback has run.
+#[cfg(not(loom))]
+unsafe impl<R: lock_api::RawMutex + Sync> RcuPoll for QsbrPoll<'_, R> {
+    fn get_state_synchronize_rcu(&self) -> u64 {
+        let cookie = self.next.fetch_add(1, Ordering::SeqCst) + 1;
+        let done = self.done.clone();
+        self.rcu.call_rcu(move || {
+            done.fetch_max(cookie, Ordering::SeqCst);
+        });
+        cookie
+    }
+
+    fn poll_state_synchronize_rcu(&self, cookie: u64) -> bool {
+        self.done.load(Ordering::SeqCst) >= cookie
+    }
+}

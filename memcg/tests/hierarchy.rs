@@ -95,7 +95,7 @@ fn bad_input_gets_typed_errors() {
 #[test]
 fn invalid_config_is_refused() {
     use memcg::{ManualRcu, MemcgConfig, MemcgTree, TreeLru};
-    let lru = || TreeLru::new(1, lru::TailMode::Cached, false, Box::new(|_, _| {}));
+    let lru = || TreeLru::new(1, lru::TailMode::Cached, false, Box::new(|_, _, _| {}));
     let zero_cpus = MemcgTree::<Lock, Pn, _>::new(MemcgConfig::new(0, 1), ManualRcu::new(), lru());
     assert!(matches!(
         zero_cpus.unwrap_err(),
@@ -283,7 +283,7 @@ fn id_space_exhaustion_is_an_error() {
     use memcg::{ManualRcu, MemcgConfig, MemcgTree, TreeLru};
     let mut cfg = MemcgConfig::new(1, 1);
     cfg.max_memcgs = 3;
-    let lru = TreeLru::new(1, lru::TailMode::Cached, false, Box::new(|_, _| {}));
+    let lru = TreeLru::new(1, lru::TailMode::Cached, false, Box::new(|_, _, _| {}));
     let tree = MemcgTree::<Lock, Pn, _>::new(cfg, ManualRcu::new(), lru).unwrap();
     let root = tree.root();
     let _a = root.create_child().unwrap();
@@ -292,4 +292,33 @@ fn id_space_exhaustion_is_an_error() {
         root.create_child().unwrap_err(),
         MemcgError::TooManyMemcgs { max: 3 }
     );
+}
+
+#[test]
+fn qsbr_grace_period_gates_the_free() {
+    use memcg::rcu::QsbrPoll;
+    use memcg::{MemcgConfig, MemcgTree, TreeLru};
+    let rcu = lru::Rcu::<lru::sync::RawSpinlock>::new(2);
+    rcu.online(0).unwrap();
+    rcu.online(1).unwrap();
+    let lru = TreeLru::new(1, lru::TailMode::Cached, true, Box::new(|_, _, _| {}));
+    let tree =
+        MemcgTree::<Lock, Pn, _>::new(MemcgConfig::new(2, 1), QsbrPoll::new(&rcu), lru).unwrap();
+    let a = tree.root().create_child().unwrap();
+    let id = a.id();
+    drop(a);
+    tree.offline(id, 0).unwrap();
+    assert_eq!(tree.nr_dying(), 1);
+    // CPU 1 is inside a read-side section (it has not reported a quiescent state since
+    // the unlink): no grace period can complete, so nothing is freed.
+    let guard = rcu.read_lock(1).unwrap();
+    assert_eq!(rcu.run_callbacks(), 0);
+    assert_eq!(tree.reap(0), 0);
+    drop(guard);
+    // CPU 1 goes idle (offline counts as quiescent); CPU 0 waits for the grace period.
+    rcu.offline(1).unwrap();
+    rcu.synchronize(Some(0)).unwrap();
+    assert_eq!(rcu.run_callbacks(), 1);
+    assert_eq!(tree.reap(0), 1);
+    assert_eq!(tree.nr_dying(), 0);
 }

@@ -76,7 +76,7 @@ fn memcgs_place_their_per_node_info_as_configured() {
     for placement in [PnPlacement::PairStart, PnPlacement::PairMiddle] {
         let mut cfg = MemcgConfig::new(1, 2);
         cfg.placement = placement;
-        let lru = TreeLru::new(2, lru::TailMode::Cached, true, Box::new(|_, _| {}));
+        let lru = TreeLru::new(2, lru::TailMode::Cached, true, Box::new(|_, _, _| {}));
         let tree =
             MemcgTree::<common::Lock, common::Pn, _>::new(cfg, ManualRcu::new(), lru).unwrap();
         let a = tree.root().create_child().unwrap();

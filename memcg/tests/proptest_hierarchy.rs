@@ -85,7 +85,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
         2,
         lru::TailMode::Cached,
         true,
-        Box::new(move |_, f| sink.lock().unwrap().push(f)),
+        Box::new(move |_, f, _| sink.lock().unwrap().push(f)),
     );
     let tree: Tree = MemcgTree::new(MemcgConfig::new(CPUS, 2), ManualRcu::new(), lru).unwrap();
     let mut memcgs: Vec<Ref<'_>> = vec![tree.root()];

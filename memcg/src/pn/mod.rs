@@ -40,9 +40,9 @@ pub trait PnLruvec: lru::MemcgFifoEntry + Send + Sync + Sized + 'static {
     /// The node of this lruvec (`lruvec_pgdat(lruvec)->node_id`). This reads the lruvec's
     /// own line, next to lru_lock: the access seed 001 patch 2 removes from stat updates.
     fn node_id(&self) -> usize;
-    /// Isolates up to `nr` of the coldest evictable folios (TestClearLRU, then unlink
-    /// under lru_lock).
-    fn isolate_coldest(&self, nr: usize) -> Isolated;
+    /// Takes up to `nr` of the coldest evictable folios off the lruvec for reclaim
+    /// (TestClearLRU, then unlink under lru_lock); MGLRU ages first if it must.
+    fn reclaim(&self, nr: usize, swappiness: u8, now: u64) -> Isolated;
     /// Moves every folio to `dst`, relabelled with `dst_memcg` (reparenting).
     fn splice_to(&self, dst: &Self, dst_memcg: MemcgId) -> Vec<Moved>;
     /// Adds a folio that is on no list; returns the stat item it is counted under.

@@ -24,7 +24,7 @@ pub fn setup(nr_cpus: usize, nr_nodes: usize, mglru: bool) -> Setup {
         nr_nodes,
         lru::TailMode::Cached,
         mglru,
-        Box::new(move |_cpu, _folio| {
+        Box::new(move |_cpu, _folio, _shadow| {
             f.fetch_add(1, Ordering::Relaxed);
         }),
     );
