@@ -163,14 +163,13 @@ pub(crate) fn prepare(
     area.stack = stack;
     // SAFETY: slots at or past `count` are unpublished: no CPU other than the boot CPU (the
     // caller, during bring-up) can see them, and a CPU that timed out was parked with INIT.
-    let p = unsafe {
+    unsafe {
         *slot.get() = Some(area);
         (*slot.get()).as_mut().map(|a| {
             a.self_ptr = a as *const CpuArea;
             a as *const CpuArea
         })
-    };
-    p
+    }
 }
 
 /// Makes area `cpu` visible to [`area`] and [`nr_cpu_ids`] (called when that CPU is online).

@@ -56,7 +56,7 @@ pub static TESTS: &[Test] = &[
 ];
 
 fn info() -> Result<&'static smp::SmpInfo, alloc::string::String> {
-    smp::info().ok_or_else(|| format!("SMP bring-up did not run"))
+    smp::info().ok_or_else(|| "SMP bring-up did not run".into())
 }
 
 fn n_online() -> usize {

@@ -1,0 +1,143 @@
+//! SMP bring-up booted at 1, 2, 4 and 8 vCPUs (`qemu -kernel`, multiboot1, TCG): every CPU
+//! comes up, the in-kernel SMP tests pass at each size, `cpus=K` is obeyed, a bad `cpus=`
+//! value is a bad command line, and the system summary lists the CPUs.
+//!
+//! The shared harness boots everything with two vCPUs; these tests need other counts, so they
+//! launch QEMU through the same `qemu` crate functions with their own `-smp`, one at a time.
+
+use abi::ExitCode;
+use qemu::commands::{boot, launch};
+use qemu::{Medium, Mode, Outcome, RunOutput, TestReport};
+use std::sync::Mutex;
+use std::time::Duration;
+use tests::{MEM_MIB, describe, kernel, workspace};
+
+/// Generous: eight vCPUs on a loaded two-core host.
+const TIMEOUT: Duration = Duration::from_secs(240);
+
+/// The in-kernel SMP tests.
+const SMP_TESTS: &str = "smp_cpus_online,smp_cpus_limit,smp_percpu_counter,smp_on_cpus_subset,\
+smp_barrier_rounds,smp_ticket_lock_counter,smp_ticket_lock_contention,smp_tsc_clock";
+
+fn boot_smp(smp: u32, cmdline: &str) -> RunOutput {
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let medium = Medium::Kernel {
+        elf32: kernel().elf32.clone(),
+        cmdline: cmdline.to_owned(),
+    };
+    let l = launch(Mode::Direct, smp, MEM_MIB, medium);
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    boot(workspace(), &l, TIMEOUT, false).unwrap_or_else(|e| panic!("boot -smp {smp}: {e}"))
+}
+
+fn smp_suite_passes(smp: u32) {
+    let out = boot_smp(smp, &format!("run=test test={SMP_TESTS}"));
+    let names: Vec<String> = SMP_TESTS.split(',').map(str::to_owned).collect();
+    let report = TestReport::parse(&out.serial);
+    assert_eq!(
+        report.problems(out.outcome, Some(&names)),
+        [],
+        "{}",
+        describe(&out)
+    );
+    assert_eq!(
+        out.outcome,
+        Outcome::Kernel(ExitCode::Success),
+        "{}",
+        describe(&out)
+    );
+    let line = format!("smp: {smp} of {smp} CPUs online");
+    assert!(
+        out.lines().any(|l| l == line),
+        "no `{line}`:\n{}",
+        describe(&out)
+    );
+    for cpu in 0..smp {
+        let want = format!("  cpu {cpu}: apic id {cpu}");
+        assert!(
+            out.lines().any(|l| l == want),
+            "no `{want}`:\n{}",
+            describe(&out)
+        );
+    }
+}
+
+#[test]
+fn smp_1_cpu() {
+    smp_suite_passes(1);
+}
+
+#[test]
+fn smp_2_cpus() {
+    smp_suite_passes(2);
+}
+
+#[test]
+fn smp_4_cpus() {
+    smp_suite_passes(4);
+}
+
+#[test]
+fn smp_8_cpus() {
+    smp_suite_passes(8);
+}
+
+#[test]
+fn cpus_limit_is_obeyed() {
+    let out = boot_smp(
+        4,
+        "run=test test=smp_cpus_online,smp_cpus_limit,smp_ticket_lock_contention cpus=2",
+    );
+    assert_eq!(
+        out.outcome,
+        Outcome::Kernel(ExitCode::Success),
+        "{}",
+        describe(&out)
+    );
+    assert!(
+        out.lines().any(|l| l == "smp: 2 of 4 CPUs online (cpus=2)"),
+        "{}",
+        describe(&out)
+    );
+    assert!(
+        !out.lines().any(|l| l == "  cpu 2: apic id 2"),
+        "{}",
+        describe(&out)
+    );
+}
+
+#[test]
+fn bad_cpus_value_is_a_bad_command_line() {
+    for bad in ["cpus=0", "cpus=257", "cpus=two"] {
+        let out = boot_smp(2, bad);
+        assert_eq!(
+            out.outcome,
+            Outcome::Kernel(ExitCode::BadCmdline),
+            "`{bad}`:\n{}",
+            describe(&out)
+        );
+    }
+}
+
+#[test]
+fn summary_lists_cpus_found_and_started() {
+    let out = boot_smp(4, "run=summary cpus=3");
+    assert_eq!(
+        out.outcome,
+        Outcome::Kernel(ExitCode::Success),
+        "{}",
+        describe(&out)
+    );
+    for want in [
+        "cpus: 4 found, 3 started (cpus=3)",
+        "  apic id   0 (acpi uid 0): online as cpu 0",
+        "  apic id   2 (acpi uid 2): online as cpu 2",
+        "  apic id   3 (acpi uid 3): not started (cpus= limit)",
+    ] {
+        assert!(
+            out.lines().any(|l| l == want),
+            "no `{want}`:\n{}",
+            describe(&out)
+        );
+    }
+}
