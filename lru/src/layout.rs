@@ -138,9 +138,9 @@ pub fn report_with<R: lock_api::RawMutex>(w: &mut dyn Write) -> fmt::Result {
     ] {
         lrugen.print(w)?;
     }
-    let f = crate::lruvec::lruvec_fields::<R, LruGenFolioBase>();
+    let f = crate::lruvec::lruvec_fields_expanded::<R, LruGenFolioBase>();
     crate::lruvec::lruvec_layout::<R, LruGenFolioBase>("lruvec (base lrugen)", &f).print(w)?;
-    let f = crate::lruvec::lruvec_fields::<R, LruGenFolioGrouped>();
+    let f = crate::lruvec::lruvec_fields_expanded::<R, LruGenFolioGrouped>();
     crate::lruvec::lruvec_layout::<R, LruGenFolioGrouped>("lruvec (grouped lrugen)", &f)
         .print(w)?;
     let f = crate::memcg_lru::lru_gen_memcg_fields::<R>();

@@ -115,12 +115,14 @@ pub(crate) fn decode_mglru_slot(slot: u8) -> (usize, usize, usize) {
 pub struct Lruvec<R: RawMutex, G: LruGenFolio = LruGenFolioGrouped> {
     lists: UnsafeCell<[FolioList; NR_LRU_LISTS]>,
     lru_lock: R,
-    lru_zone_size: [[AtomicUsize; MAX_NR_ZONES]; NR_LRU_LISTS],
-    lrugen: G,
-    /// Unique id, recorded in each folio it holds (`Folio::owner`).
+    /// Unique id, recorded in each folio it holds (`Folio::owner`). The identity fields
+    /// are read on every add/isolate, mostly under the lock: they sit next to it rather
+    /// than after lrugen, whose lockless counters end the struct.
     id: u64,
     memcg_id: u16,
     node: u8,
+    lru_zone_size: [[AtomicUsize; MAX_NR_ZONES]; NR_LRU_LISTS],
+    lrugen: G,
 }
 
 /// Source of lruvec ids; 0 is never handed out. Not part of any modelled protocol, so a
@@ -152,13 +154,13 @@ impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
             return Err(LruError::InvalidNode(node));
         }
         Ok(Lruvec {
+            id: NEXT_LRUVEC_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed),
+            memcg_id,
+            node: node as u8,
             lists: UnsafeCell::new(core::array::from_fn(|_| folio_list())),
             lru_lock: R::INIT,
             lru_zone_size: core::array::from_fn(|_| core::array::from_fn(|_| AtomicUsize::new(0))),
             lrugen: G::new(mode == LruMode::Mglru, now),
-            id: NEXT_LRUVEC_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed),
-            memcg_id,
-            node: node as u8,
         })
     }
 
@@ -671,6 +673,24 @@ pub fn lruvec_fields<R: RawMutex, G: LruGenFolio>() -> [FieldDesc; 7] {
             group: "lists",
         },
         FieldDesc {
+            name: "id",
+            offset: offset_of!(L<R, G>, id),
+            size: field_size(|l: &L<R, G>| &l.id),
+            group: "lists",
+        },
+        FieldDesc {
+            name: "memcg_id",
+            offset: offset_of!(L<R, G>, memcg_id),
+            size: field_size(|l: &L<R, G>| &l.memcg_id),
+            group: "lists",
+        },
+        FieldDesc {
+            name: "node",
+            offset: offset_of!(L<R, G>, node),
+            size: field_size(|l: &L<R, G>| &l.node),
+            group: "lists",
+        },
+        FieldDesc {
             name: "lru_zone_size",
             offset: offset_of!(L<R, G>, lru_zone_size),
             size: field_size(|l: &L<R, G>| &l.lru_zone_size),
@@ -682,25 +702,24 @@ pub fn lruvec_fields<R: RawMutex, G: LruGenFolio>() -> [FieldDesc; 7] {
             size: field_size(|l: &L<R, G>| &l.lrugen),
             group: G::LAYOUT,
         },
-        FieldDesc {
-            name: "id",
-            offset: offset_of!(L<R, G>, id),
-            size: field_size(|l: &L<R, G>| &l.id),
-            group: "identity",
-        },
-        FieldDesc {
-            name: "memcg_id",
-            offset: offset_of!(L<R, G>, memcg_id),
-            size: field_size(|l: &L<R, G>| &l.memcg_id),
-            group: "identity",
-        },
-        FieldDesc {
-            name: "node",
-            offset: offset_of!(L<R, G>, node),
-            size: field_size(|l: &L<R, G>| &l.node),
-            group: "identity",
-        },
     ]
+}
+
+/// [`lruvec_fields`] with `lrugen` expanded into its own fields at their offsets inside
+/// the lruvec, so the report shows which lruvec line each MGLRU field lands on.
+pub fn lruvec_fields_expanded<R: RawMutex, G: LruGenFolio>() -> alloc::vec::Vec<FieldDesc> {
+    let mut v = alloc::vec::Vec::new();
+    for f in lruvec_fields::<R, G>() {
+        if f.name == "lrugen" {
+            v.extend(G::layout_fields().iter().map(|g| FieldDesc {
+                offset: f.offset + g.offset,
+                ..*g
+            }));
+        } else {
+            v.push(f);
+        }
+    }
+    v
 }
 
 /// Wrap [`lruvec_fields`] as a [`StructLayout`].
