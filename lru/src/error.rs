@@ -33,8 +33,8 @@ pub enum LruError {
     RcuCpuOffline,
     /// A quiescent state was reported (or a CPU went offline) inside a read-side section.
     RcuInReadSection,
-    /// The requested operation needs a generation count the lruvec does not have.
-    TooFewGenerations,
+    /// An MGLRU operation (aging, generation eviction) on a lruvec in classic mode.
+    MglruDisabled,
 }
 
 impl fmt::Display for LruError {
@@ -54,7 +54,7 @@ impl fmt::Display for LruError {
             LruError::RcuInReadSection => {
                 f.write_str("quiescent state inside an RCU read-side section")
             }
-            LruError::TooFewGenerations => f.write_str("too few MGLRU generations"),
+            LruError::MglruDisabled => f.write_str("MGLRU is disabled on this lruvec"),
         }
     }
 }

@@ -209,7 +209,7 @@ impl<R: RawMutex, G: LruGenFolio> LruvecGuard<'_, R, G> {
     /// new `max_seq`. Fails only on a corrupted list.
     pub fn inc_max_seq(&mut self, now: u64) -> Result<u64, LruError> {
         if self.lruvec().mode() != LruMode::Mglru {
-            return Err(LruError::TooFewGenerations);
+            return Err(LruError::MglruDisabled);
         }
         for ty in (0..ANON_AND_FILE).rev() {
             if self.nr_gens(ty) == MAX_NR_GENS as u64 {
@@ -397,7 +397,7 @@ impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
         mut sink: impl FnMut(&'static Folio, Shadow),
     ) -> Result<EvictStats, LruError> {
         if self.mode() != LruMode::Mglru {
-            return Err(LruError::TooFewGenerations);
+            return Err(LruError::MglruDisabled);
         }
         let swappiness = swappiness.min(MAX_SWAPPINESS);
         let mut stats = EvictStats::default();
