@@ -1,5 +1,6 @@
 //! Charging: the per-CPU stock, memory.max with reclaim through lru's eviction,
 //! memory.reclaim with EAGAIN and FIFO rotation, limits below usage.
+#![cfg(not(loom))]
 
 mod common;
 

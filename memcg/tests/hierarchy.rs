@@ -1,5 +1,6 @@
 //! The memcg hierarchy: create, lookup, offline with reparenting, free after a grace
 //! period, bad input, and scale (10,000 memcgs).
+#![cfg(not(loom))]
 
 mod common;
 

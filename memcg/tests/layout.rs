@@ -1,5 +1,6 @@
 //! Layout of both `mem_cgroup_per_node` variants: the pairing the compile-time assertions
 //! prove, the report that prints it, and the placement of real memcgs at +0 and +64.
+#![cfg(not(loom))]
 
 mod common;
 

@@ -5,6 +5,7 @@
 //! "Own" pages of a memcg are the raw charges the test made, the folios it faulted that are
 //! still live (not freed by the test or reclaimed), and what the CPUs' charge stocks hold
 //! for it.
+#![cfg(not(loom))]
 
 mod common;
 

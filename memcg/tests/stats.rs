@@ -1,6 +1,7 @@
 //! Per-CPU statistics: exact totals after a flush with many threads as CPUs, the flush
 //! threshold (`MEMCG_CHARGE_BATCH * nr_cpus`), both stat update paths of seed 001, and
 //! hierarchical versus local totals.
+#![cfg(not(loom))]
 
 mod common;
 
