@@ -10,7 +10,8 @@
 //! folio batches, stat deltas, RCU state): one cache-aligned slot per CPU, reached by the
 //! running CPU with [`PerCpu::with`], which disables interrupts for the duration (the kernel
 //! has no scheduler, so a CPU can only be interrupted, never migrated) and refuses re-entry
-//! from the same CPU with a typed error instead of handing out a second `&mut`. Slots are 128
+//! from the same CPU ([`PerCpu::try_with`] returns [`PerCpuError::Reentered`]; `with` treats it
+//! as a kernel bug and panics) instead of handing out a second `&mut`. Slots are 128
 //! bytes apart so that two CPUs' slots never share a cache line nor the adjacent-line
 //! prefetch pair (DESIGN.md section 7). Data that other CPUs must read while the owner writes
 //! (counters summed by a reader) goes in a [`PerCpuShared<T>`] of `Sync` cells instead.
