@@ -24,7 +24,7 @@ pub mod layout;
 pub use alloc_box::{PnBox, PnPlacement};
 pub use groups::{PnCold, PnReadMostly, PnWriteHot, ReclaimIter};
 
-use crate::cacheline::{CACHELINE, CacheAligned, pair_of};
+use crate::cacheline::{CACHELINE, CacheAligned, member_in_group, pair_of};
 use crate::error::{MemcgError, MemcgId};
 use crate::lru_glue::{Isolated, Moved};
 use crate::stats::NodeStatItem;
@@ -201,10 +201,45 @@ const _: () = {
 ///
 /// Offsets are from the start of the struct, which [`PnPlacement::PairStart`] puts on a
 /// 128-byte boundary:
-/// - both: read_mostly is line 0 and each group starts a line;
+/// - both: the memcg and stats pointers are members of read_mostly, read_mostly is line 0
+///   and each group starts a line;
 /// - base: read_mostly shares pair 0 with the lruvec's first line (the LRU list heads);
 /// - paired: read_mostly shares pair 0 with cold, and the lruvec starts a later pair.
 pub const fn assert_pn_layouts<V>() {
+    macro_rules! member_in {
+        ($ty:ty, $group:ident, $member:ident, $msize:expr, $gsize:expr) => {
+            assert!(member_in_group(
+                offset_of!($ty, $group.$member),
+                $msize,
+                offset_of!($ty, $group),
+                $gsize
+            ))
+        };
+    }
+    macro_rules! members {
+        ($ty:ty) => {
+            let rm = size_of::<PnReadMostly>();
+            member_in!($ty, read_mostly, memcg, size_of::<NonNull<()>>(), rm);
+            member_in!(
+                $ty,
+                read_mostly,
+                lruvec_stats_percpu,
+                size_of::<crate::stats::LruvecStatsPercpu>(),
+                rm
+            );
+            member_in!($ty, read_mostly, lruvec_stats, size_of::<usize>(), rm);
+            member_in!($ty, cold, reparented_folios, 8, size_of::<PnCold>());
+            member_in!(
+                $ty,
+                write_hot,
+                iter,
+                size_of::<ReclaimIter>(),
+                size_of::<PnWriteHot>()
+            );
+        };
+    }
+    members!(MemCgroupPerNodeBase<V>);
+    members!(MemCgroupPerNodePaired<V>);
     // base
     assert!(offset_of!(MemCgroupPerNodeBase<V>, read_mostly) == 0);
     assert!(offset_of!(MemCgroupPerNodeBase<V>, lruvec) == CACHELINE);
