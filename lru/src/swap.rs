@@ -271,10 +271,14 @@ impl<B: RawMutex> LruBatches<B> {
             stats.merge(folio_batch_move_lru(batch.take(), kind, lookup));
         }
         drop(fb);
-        stats.error.map_or(Ok(stats), Err)
+        // Errors met while moving *other* folios are reported in the stats; `Err` is
+        // reserved for bad input from this caller.
+        Ok(stats)
     }
 
     /// `folio_add_lru`: queue a new folio for the LRU on `cpu`; moves the batch when full.
+    /// `Err` means this call's input was bad (CPU out of range, folio already on the
+    /// LRU); problems with folios of the moved batch are in [`MoveStats::error`].
     /// The fault path sets `ACTIVE` first (as `lru_gen_in_fault()` does) to place the
     /// folio in the youngest generation.
     pub fn folio_add_lru<R, G, L>(

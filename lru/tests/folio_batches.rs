@@ -173,3 +173,29 @@ fn concurrent_add_and_drain_lose_nothing() {
     assert_eq!(lv.nr_folios(), 3 * per_cpu);
     assert!(f.iter().all(|x| x.test_lru() && x.refcount() == 0));
 }
+
+#[test]
+fn errors_of_other_folios_come_back_in_stats() {
+    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Mglru);
+    let lookup = Lookup(vec![lv]);
+    let batches = LruBatches::<RawSpinlock>::new(1);
+    let orphan = folios(1, 99, false);
+    let good = folios(FOLIO_BATCH_SIZE - 1, 1, false);
+    batches.folio_add_lru(0, orphan[0], &lookup).unwrap();
+    let mut last = None;
+    for &x in &good {
+        last = Some(
+            batches
+                .folio_add_lru(0, x, &lookup)
+                .expect("this caller's input is fine"),
+        );
+    }
+    let s = last.unwrap();
+    assert_eq!(s.moved, FOLIO_BATCH_SIZE - 1);
+    assert_eq!(s.error, Some(LruError::WrongLruvec));
+    assert_eq!(
+        orphan[0].refcount(),
+        0,
+        "the batch reference is dropped even on error"
+    );
+}
