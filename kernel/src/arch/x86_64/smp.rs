@@ -400,8 +400,12 @@ pub fn describe(w: &mut dyn fmt::Write) -> fmt::Result {
     match &info.acpi {
         Ok(src) => writeln!(
             w,
-            "acpi madt: {} usable processors ({src:?}), {} disabled, {} duplicate entries",
+            "acpi madt: {} usable processors (RSDP {}), {} disabled, {} duplicate entries",
             info.cpus.len(),
+            match src {
+                RsdpSource::Bootloader(a) => alloc::format!("from the loader at {a:#x}"),
+                RsdpSource::BiosSearch => String::from("found by BIOS area search"),
+            },
             info.madt_disabled,
             info.madt_duplicates
         )?,
