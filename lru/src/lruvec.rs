@@ -739,3 +739,26 @@ impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
     /// Byte offset of the memcg FIFO node inside `Lruvec<R, G>`.
     pub const MEMCG_NODE_OFFSET: usize = core::mem::offset_of!(Self, lrugen) + G::MEMCG_NODE_OFFSET;
 }
+
+// Placement checks with the host lock (the kernel's lock changes only `lru_lock`'s size):
+// the list heads, lock and identity share the first lines; the grouped lrugen starts on
+// its own line and its lockless counters stay off every line of the lock group.
+#[cfg(not(loom))]
+mod layout_asserts {
+    use super::Lruvec;
+    use crate::lru_gen_folio::{LruGenFolioBase, LruGenFolioGrouped};
+    use crate::sync::RawSpinlock;
+    use core::mem::offset_of;
+
+    type Grouped = Lruvec<RawSpinlock, LruGenFolioGrouped>;
+    type Base = Lruvec<RawSpinlock, LruGenFolioBase>;
+
+    crate::cacheline_assert_pair!(Grouped, lists, 0);
+    crate::cacheline_assert_pair!(Grouped, lru_lock, 0);
+    crate::cacheline_assert_pair!(Grouped, id, 0);
+    crate::cacheline_assert_pair!(Base, lists, 0);
+    crate::cacheline_assert_pair!(Base, memcg_id, 0);
+    const _: () = assert!(offset_of!(Grouped, lrugen) % crate::cacheline::CACHELINE == 0);
+    crate::cacheline_assert_apart!(Grouped, lrugen; lru_zone_size);
+    crate::cacheline_assert_apart!(Grouped, lru_lock; lrugen);
+}

@@ -542,3 +542,21 @@ pub fn lru_gen_memcg_layout<R: RawMutex>(fields: &[FieldDesc]) -> StructLayout<'
         fields,
     }
 }
+
+// Placement checks for `lru_gen_memcg` (host lock): readers load `seq` and then the
+// `fifo` heads under RCU, so both start in the first pair, as in Linux; the cached tails
+// and the lock, written only by rotations, follow the heads.
+#[cfg(not(loom))]
+mod layout_asserts {
+    use super::LruGenMemcg;
+    use crate::LruGenFolioGrouped;
+    use crate::sync::RawSpinlock;
+    use core::mem::offset_of;
+
+    type M = LruGenMemcg<RawSpinlock, LruGenFolioGrouped>;
+
+    crate::cacheline_assert_pair!(M, seq, 0);
+    crate::cacheline_assert_pair!(M, fifo, 0);
+    const _: () = assert!(offset_of!(M, tail) > offset_of!(M, fifo));
+    const _: () = assert!(offset_of!(M, lock) > offset_of!(M, tail));
+}
