@@ -280,6 +280,12 @@ fn ticket_lock_counter() -> TestResult {
     })
     .map_err(|e| format!("on_each_cpu: {e}"))?;
     let want = rounds * n_online() as u64;
+    // SAFETY: only reads the statistics; the raw lock is not locked or unlocked through it.
+    let off = unsafe { counter.raw() }.stat_snapshot();
+    ensure!(
+        off.acquisitions == 0 && !crate::sync::lock_stat::global_enabled(),
+        "statistics recorded while switched off: {off}"
+    );
     let got = counter.into_inner();
     ensure!(got == want, "SpinMutex counter {got}, expected {want}");
     let racy = racy.0.into_inner();
