@@ -75,6 +75,14 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
                     nr_pages,
                 });
             };
+            if nr_pages > over_memcg.memory.max() {
+                // Can never fit: fail without reclaiming anything.
+                return Err(MemcgError::OutOfMemory {
+                    id: memcg.id(),
+                    over_limit: over_memcg.id(),
+                    nr_pages,
+                });
+            }
             let reclaimed = self.try_to_free_mem_cgroup_pages(over_memcg, cpu, nr_pages);
             if over_memcg.memory.margin() >= nr_pages {
                 continue;

@@ -226,12 +226,23 @@ impl PageCounter {
 
     /// Uncharges `nr_pages` here and at every ancestor (`page_counter_uncharge()`).
     ///
-    /// A level that holds fewer pages is clamped to zero (Linux warns and does the same) and
-    /// the call reports [`UnchargeUnderflow`]; the other levels are still uncharged.
+    /// If this counter holds fewer than `nr_pages`, nothing changes and the call reports
+    /// [`UnchargeUnderflow`]. An ancestor holding fewer (which the hierarchy rules out unless
+    /// some caller's accounting is already broken) is clamped to zero, as Linux does after
+    /// its warning, and the underflow is reported too.
     #[must_use = "an underflow means the caller's accounting is broken"]
     pub fn uncharge(&self, nr_pages: u64) -> Result<(), UnchargeUnderflow> {
+        let usage = &self.usage.usage;
+        let mut cur = usage.load(Ordering::Relaxed);
+        loop {
+            let new = cur.checked_sub(nr_pages).ok_or(UnchargeUnderflow)?;
+            match usage.compare_exchange_weak(cur, new, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => break,
+                Err(seen) => cur = seen,
+            }
+        }
         let mut res = Ok(());
-        let mut level = Some(self);
+        let mut level = self.parent();
         while let Some(c) = level {
             if c.cancel_level(nr_pages).is_err() {
                 res = Err(UnchargeUnderflow);
@@ -315,12 +326,16 @@ mod tests {
     }
 
     #[test]
-    fn underflow_is_reported_and_clamped() {
+    fn underflow_is_reported_without_changes() {
         let (root, mid, leaf) = three_levels([100, 100, 100]);
         mid.try_charge(5).unwrap();
         leaf.try_charge(1).unwrap();
         assert_eq!(leaf.uncharge(3), Err(UnchargeUnderflow));
-        assert_eq!((leaf.usage(), mid.usage(), root.usage()), (0, 3, 3));
+        assert_eq!((leaf.usage(), mid.usage(), root.usage()), (1, 6, 6));
+        // An ancestor that lost pages behind the hierarchy's back is clamped and reported.
+        assert_eq!(mid.cancel_local(6), Ok(()));
+        assert_eq!(leaf.uncharge(1), Err(UnchargeUnderflow));
+        assert_eq!((leaf.usage(), mid.usage(), root.usage()), (0, 0, 5));
         drop(leaf);
         drop(mid);
     }

@@ -234,3 +234,35 @@ fn concurrent_faults_under_a_limit_never_exceed_it() {
     assert!(a.usage() <= 256);
     assert!(a.memory().watermark() <= 256);
 }
+
+#[test]
+fn oversized_requests_fail_without_side_effects() {
+    let s = setup(1, 1, false);
+    let root = s.tree.root();
+    let a = root.create_child().unwrap();
+    a.set_max(0, 100).unwrap();
+    for _ in 0..10 {
+        try_fault(&s.tree, &a, 0, 0, true).unwrap();
+    }
+    let usage = a.usage();
+    // Larger than the limit: refused at once, nothing reclaimed.
+    assert!(matches!(
+        a.try_charge(0, 101),
+        Err(MemcgError::OutOfMemory { nr_pages: 101, .. })
+    ));
+    assert!(matches!(
+        a.try_charge(0, u64::MAX),
+        Err(MemcgError::OutOfMemory { .. })
+    ));
+    assert_eq!(s.freed.load(Ordering::Relaxed), 0);
+    // More than charged: refused, nothing uncharged.
+    assert_eq!(
+        a.uncharge(usage + 1),
+        Err(MemcgError::UnchargeUnderflow {
+            id: a.id(),
+            nr_pages: usage + 1
+        })
+    );
+    assert_eq!(a.usage(), usage);
+    assert_eq!(root.usage(), usage);
+}
