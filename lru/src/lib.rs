@@ -33,6 +33,7 @@ pub mod rcu;
 pub mod swap;
 pub mod sync;
 pub mod vmscan;
+pub mod vmscan_classic;
 pub mod workingset;
 
 pub use error::LruError;

@@ -21,7 +21,7 @@ use crate::layout::{FieldDesc, StructLayout};
 use crate::list::{FolioList, folio_list};
 use crate::lru_gen::{GenFolioLists, LruGenFolio, MAX_NR_GENS, MIN_NR_GENS, lru_gen_from_seq};
 use crate::lru_gen_folio::LruGenFolioGrouped;
-use crate::sync::atomic::{AtomicUsize, Ordering};
+use crate::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use core::cell::UnsafeCell;
 use core::marker::PhantomData;
 use core::ptr;
@@ -122,6 +122,8 @@ pub struct Lruvec<R: RawMutex, G: LruGenFolio = LruGenFolioGrouped> {
     memcg_id: u16,
     node: u8,
     lru_zone_size: [[AtomicUsize; MAX_NR_ZONES]; NR_LRU_LISTS],
+    /// `nonresident_age`: the classic workingset clock (evictions + activations).
+    nonresident_age: AtomicU64,
     lrugen: G,
 }
 
@@ -160,6 +162,7 @@ impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
             lists: UnsafeCell::new(core::array::from_fn(|_| folio_list())),
             lru_lock: R::INIT,
             lru_zone_size: core::array::from_fn(|_| core::array::from_fn(|_| AtomicUsize::new(0))),
+            nonresident_age: AtomicU64::new(0),
             lrugen: G::new(mode == LruMode::Mglru, now),
         })
     }
@@ -264,6 +267,17 @@ impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
             .iter()
             .map(|n| n.load(Ordering::Relaxed))
             .sum()
+    }
+
+    /// `lruvec->nonresident_age`, the classic workingset clock.
+    #[must_use]
+    pub fn nonresident_age(&self) -> u64 {
+        self.nonresident_age.load(Ordering::Acquire)
+    }
+
+    /// `workingset_age_nonresident`: advance the classic workingset clock.
+    pub fn workingset_age_nonresident(&self, nr: u64) {
+        self.nonresident_age.fetch_add(nr, Ordering::AcqRel);
     }
 
     /// Isolate `folio` from this lruvec (`folio_isolate_lru`): test-and-clear LRU, then
@@ -560,8 +574,12 @@ impl<'a, R: RawMutex, G: LruGenFolio> LruvecGuard<'a, R, G> {
             folio.set(FolioFlags::LRU);
             return Ok(false);
         }
-        self.move_isolated(folio, |f| f.set(FolioFlags::ACTIVE))
-            .map(|()| true)
+        self.move_isolated(folio, |f| f.set(FolioFlags::ACTIVE))?;
+        if self.lruvec.mode() == LruMode::Classic {
+            // workingset_activation(): activations age the classic workingset clock.
+            self.lruvec.workingset_age_nonresident(1);
+        }
+        Ok(true)
     }
 
     /// `lru_deactivate_fn`: TestClearLRU; move an active folio to the inactive list (MGLRU:
@@ -614,6 +632,20 @@ impl<'a, R: RawMutex, G: LruGenFolio> LruvecGuard<'a, R, G> {
     }
 }
 
+impl<R: RawMutex, G: LruGenFolio> LruvecGuard<'_, R, G> {
+    /// The tail (next to reclaim) of classic list `lru`, if any.
+    pub(crate) fn lru_tail(&mut self, lru: LruList) -> Option<&'static Folio> {
+        self.classic_lists()[lru.idx()].back().clone_pointer()
+    }
+
+    /// Move a folio this guard's caller owns (LRU clear) to the head of `lru`'s list,
+    /// fixing the sizes, without touching the LRU flag.
+    pub(crate) fn move_to_list_head(&mut self, folio: &'static Folio) -> Result<(), LruError> {
+        self.lruvec_del_folio(folio, false)?;
+        self.lruvec_add_folio(folio, false)
+    }
+}
+
 fn for_each_static(list: &FolioList, f: &mut impl FnMut(&'static Folio)) {
     let mut cursor = list.front();
     while let Some(folio) = cursor.clone_pointer() {
@@ -655,7 +687,7 @@ pub fn folio_lruvec_relock<'a, R: RawMutex, G: LruGenFolio, L: LruvecLookup<R, G
 }
 
 /// The pahole table of `Lruvec<R, G>`.
-pub fn lruvec_fields<R: RawMutex, G: LruGenFolio>() -> [FieldDesc; 7] {
+pub fn lruvec_fields<R: RawMutex, G: LruGenFolio>() -> [FieldDesc; 8] {
     use crate::cacheline::field_size;
     use core::mem::offset_of;
     type L<R, G> = Lruvec<R, G>;
@@ -694,6 +726,12 @@ pub fn lruvec_fields<R: RawMutex, G: LruGenFolio>() -> [FieldDesc; 7] {
             name: "lru_zone_size",
             offset: offset_of!(L<R, G>, lru_zone_size),
             size: field_size(|l: &L<R, G>| &l.lru_zone_size),
+            group: "lists",
+        },
+        FieldDesc {
+            name: "nonresident_age",
+            offset: offset_of!(L<R, G>, nonresident_age),
+            size: field_size(|l: &L<R, G>| &l.nonresident_age),
             group: "lists",
         },
         FieldDesc {

@@ -386,6 +386,8 @@ impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
 
     /// Evict up to `nr_to_evict` folios from the oldest generations (`evict_folios`,
     /// looped as `try_to_shrink_lruvec` does), aging when only `MIN_NR_GENS` are left.
+    /// On a classic lruvec this runs the active/inactive path instead
+    /// ([`crate::vmscan_classic`]), with classic shadows.
     /// `swappiness` 0 = file only, [`MAX_SWAPPINESS`] = anon only. Each evicted folio is
     /// off every list with LRU clear, and is passed with its shadow to `sink` after
     /// lru_lock is dropped; the caller frees it.
@@ -396,10 +398,10 @@ impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
         now: u64,
         mut sink: impl FnMut(&'static Folio, Shadow),
     ) -> Result<EvictStats, LruError> {
-        if self.mode() != LruMode::Mglru {
-            return Err(LruError::MglruDisabled);
-        }
         let swappiness = swappiness.min(MAX_SWAPPINESS);
+        if self.mode() != LruMode::Mglru {
+            return self.shrink_classic(nr_to_evict, swappiness, sink);
+        }
         let mut stats = EvictStats::default();
         let total = usize::try_from(self.eligible_pages(swappiness)).unwrap_or(0);
         let max_rounds = 16 + (total / EVICT_BATCH + 1) * (MAX_NR_GENS + 2) + nr_to_evict;

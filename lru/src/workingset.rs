@@ -1,4 +1,4 @@
-//! Shadow entries and refault detection for MGLRU (mm/workingset.c).
+//! Shadow entries and refault detection (mm/workingset.c), MGLRU and classic.
 //!
 //! Models `pack_shadow()`/`unpack_shadow()`, `lru_gen_eviction()`, `lru_gen_test_recent()`
 //! and `lru_gen_refault()`. When a folio is evicted its page-cache slot keeps a shadow: the
@@ -7,12 +7,15 @@
 //! folio was evicted recently (within `MAX_NR_GENS` generations of the current `max_seq`):
 //! such a refault means the working set did not fit, so the folio is activated. The
 //! `evicted[]`/`refaulted[]` counters feed the tier PID controller in [`crate::vmscan`]
-//! and are updated with lockless atomic adds — the lines seed 000 is about.
+//! and are updated with lockless atomic adds — the lines seed 000 is about. Classic
+//! lruvecs use `workingset_eviction()`/`workingset_refault()`: the shadow keeps the
+//! lruvec's `nonresident_age`, and a refault whose distance fits in the working set
+//! activates.
 
 use crate::error::LruError;
 use crate::folio::{Folio, FolioFlags, LRU_REFS_WIDTH, MAX_NUMNODES};
 use crate::lru_gen::{LruGenFolio, MAX_NR_GENS, lru_hist_from_seq, lru_tier_from_refs};
-use crate::lruvec::Lruvec;
+use crate::lruvec::{LruList, LruMode, Lruvec};
 use crate::sync::atomic::Ordering;
 use lock_api::RawMutex;
 
@@ -179,6 +182,82 @@ impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
             folio.set_lru_refs(refs - 1);
         }
         Ok(out)
+    }
+}
+
+impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
+    /// Classic `workingset_eviction`: the shadow records the lruvec's `nonresident_age`
+    /// (its token is that age, not an MGLRU sequence), then the clock advances.
+    pub fn workingset_eviction(&self, folio: &Folio) -> Shadow {
+        let eviction = self.nonresident_age() & EVICTION_MASK;
+        self.workingset_age_nonresident(1);
+        Shadow::pack(
+            self.memcg_id(),
+            self.node(),
+            eviction,
+            folio.test(FolioFlags::WORKINGSET),
+        )
+    }
+
+    /// Classic `workingset_test_recent`: the refault distance (evictions and activations
+    /// since this folio's eviction) is within the working set this lruvec could have kept.
+    /// `file` is the refaulting folio's type. `None` if the shadow names another lruvec.
+    #[must_use]
+    pub fn workingset_test_recent(&self, shadow: Shadow, file: bool) -> Option<bool> {
+        if shadow.memcg_id() != self.memcg_id() || shadow.node() != self.node() {
+            return None;
+        }
+        let distance = self.nonresident_age().wrapping_sub(shadow.token()) & EVICTION_MASK;
+        let mut size = self.lru_size(LruList::ActiveFile) + self.lru_size(LruList::ActiveAnon);
+        size += if file {
+            self.lru_size(LruList::InactiveAnon)
+        } else {
+            self.lru_size(LruList::InactiveFile)
+        };
+        Some(distance <= size as u64)
+    }
+
+    /// Classic `workingset_refault`: a recent refault activates the folio (and ages the
+    /// clock, as an activation); a working-set shadow restores `WORKINGSET`.
+    pub fn workingset_refault(
+        &self,
+        folio: &Folio,
+        shadow: Shadow,
+    ) -> Result<RefaultOutcome, LruError> {
+        if folio.test_lru() {
+            return Err(LruError::AlreadyOnLru);
+        }
+        if !self.owns(folio) {
+            return Err(LruError::WrongLruvec);
+        }
+        let recent = self
+            .workingset_test_recent(shadow, folio.is_file_lru())
+            .ok_or(LruError::WrongLruvec)?;
+        let mut out = RefaultOutcome {
+            recent,
+            activated: false,
+            workingset: false,
+            tier: 0,
+        };
+        if recent {
+            folio.set(FolioFlags::ACTIVE);
+            self.workingset_age_nonresident(1);
+            out.activated = true;
+            if shadow.workingset() {
+                folio.set(FolioFlags::WORKINGSET);
+                out.workingset = true;
+            }
+        }
+        Ok(out)
+    }
+
+    /// `workingset_refault` for either mode: [`Lruvec::lru_gen_refault`] on MGLRU,
+    /// [`Lruvec::workingset_refault`] on classic lruvecs.
+    pub fn refault(&self, folio: &Folio, shadow: Shadow) -> Result<RefaultOutcome, LruError> {
+        match self.mode() {
+            LruMode::Mglru => self.lru_gen_refault(folio, shadow),
+            LruMode::Classic => self.workingset_refault(folio, shadow),
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! Random sequences of add / isolate / putback / activate / deactivate / access / age /
-//! evict / refault against a simple model: sizes equal list lengths, no folio is on two
-//! lists, generations stay ordered and bounded, and counters stay consistent.
+//! evict / refault, on MGLRU and classic lruvecs, against a simple model: sizes equal
+//! list lengths, no folio is on two lists, generations stay ordered and bounded, and
+//! counters stay consistent.
 
 mod common;
 
@@ -9,7 +10,7 @@ use lru::folio::MAX_NR_ZONES;
 use lru::lru_gen::{MAX_NR_GENS, MIN_NR_GENS, lru_gen_from_seq};
 use lru::sync::RawSpinlock;
 use lru::{
-    Folio, LruError, LruGenFolio, LruGenFolioBase, LruGenFolioGrouped, LruMode, Lruvec,
+    Folio, LruError, LruGenFolio, LruGenFolioBase, LruGenFolioGrouped, LruList, LruMode, Lruvec,
     MAX_SWAPPINESS, Shadow, Zone,
 };
 use proptest::prelude::*;
@@ -63,13 +64,41 @@ struct Model {
 fn check<G: LruGenFolio>(lv: &Lruvec<RawSpinlock, G>, f: &[&'static Folio], m: &Model) {
     let on = |i: usize| m.state[i] == State::OnLru;
     assert_eq!(lv.nr_folios(), (0..N).filter(|&i| on(i)).count());
+    let mut seen = [0usize; N];
+    if lv.mode() == LruMode::Classic {
+        let mut g = lv.lock();
+        for lru in LruList::ALL {
+            let mut len = 0;
+            g.for_each_on_list(lru, |x| {
+                let i = f
+                    .iter()
+                    .position(|y| std::ptr::eq(*y, x))
+                    .expect("known folio");
+                seen[i] += 1;
+                len += 1;
+                assert_eq!(LruList::of(x), lru, "folio on the wrong list");
+            });
+            assert_eq!(len, lv.lru_size(lru));
+        }
+        drop(g);
+        for i in 0..N {
+            assert_eq!(
+                seen[i],
+                usize::from(on(i)),
+                "folio {i} on {} lists",
+                seen[i]
+            );
+            assert_eq!(f[i].test_lru(), on(i));
+            assert_eq!(f[i].lru_gen(), None);
+        }
+        return;
+    }
     for ty in 0..2 {
         let model = (0..N).filter(|&i| on(i) && f[i].lru_type() == ty).count() as i64;
         let sizes: i64 = (0..MAX_NR_GENS).map(|g| lv.nr_gen_pages(g, ty)).sum();
         assert_eq!(sizes, model, "type {ty} sizes");
     }
     let max_seq = lv.lrugen().max_seq().load(Ordering::Relaxed);
-    let mut seen = [0usize; N];
     let mut g = lv.lock();
     for ty in 0..2 {
         let min_seq = lv.lrugen().min_seq()[ty].load(Ordering::Relaxed);
@@ -123,8 +152,8 @@ fn check<G: LruGenFolio>(lv: &Lruvec<RawSpinlock, G>, f: &[&'static Folio], m: &
     assert!(hist_sum(lv.lrugen().refaulted()) <= m.recent_refaults);
 }
 
-fn run<G: LruGenFolio>(ops: &[Op], anon_mask: u32) {
-    let lv = Lruvec::<RawSpinlock, G>::new(5, 0, LruMode::Mglru, 0).unwrap();
+fn run<G: LruGenFolio>(ops: &[Op], anon_mask: u32, mode: LruMode) {
+    let lv = Lruvec::<RawSpinlock, G>::new(5, 0, mode, 0).unwrap();
     let f: Vec<&'static Folio> = (0..N)
         .map(|i| folios(1, 5, anon_mask & (1 << i) != 0)[0])
         .collect();
@@ -166,9 +195,12 @@ fn run<G: LruGenFolio>(ops: &[Op], anon_mask: u32) {
                 assert!(!moved || m.state[i] == State::OnLru);
             }
             Op::Access(i) => f[i].mark_accessed(),
-            Op::Age => {
-                lv.age(now).unwrap();
-            }
+            Op::Age => match mode {
+                LruMode::Mglru => {
+                    lv.age(now).unwrap();
+                }
+                LruMode::Classic => assert_eq!(lv.age(now), Err(LruError::MglruDisabled)),
+            },
             Op::Evict(n, swappiness) => {
                 let mut out = Vec::new();
                 let stats = lv
@@ -196,7 +228,7 @@ fn run<G: LruGenFolio>(ops: &[Op], anon_mask: u32) {
             }
             Op::Refault(i) => {
                 if let (State::Free, Some(s)) = (m.state[i], m.shadow.get(&i).copied()) {
-                    let r = lv.lru_gen_refault(f[i], s).unwrap();
+                    let r = lv.refault(f[i], s).unwrap();
                     if r.recent {
                         m.recent_refaults += 1;
                     }
@@ -211,14 +243,19 @@ fn run<G: LruGenFolio>(ops: &[Op], anon_mask: u32) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 192, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: 192,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
 
     #[test]
-    fn lru_matches_model(ops in prop::collection::vec(op(), 1..120), anon_mask in any::<u32>(), grouped in any::<bool>()) {
+    fn lru_matches_model(ops in prop::collection::vec(op(), 1..120), anon_mask in any::<u32>(), grouped in any::<bool>(), classic in prop::bool::weighted(0.3)) {
+        let mode = if classic { LruMode::Classic } else { LruMode::Mglru };
         if grouped {
-            run::<LruGenFolioGrouped>(&ops, anon_mask);
+            run::<LruGenFolioGrouped>(&ops, anon_mask, mode);
         } else {
-            run::<LruGenFolioBase>(&ops, anon_mask);
+            run::<LruGenFolioBase>(&ops, anon_mask, mode);
         }
     }
 }

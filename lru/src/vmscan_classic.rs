@@ -1,0 +1,157 @@
+//! Classic (active/inactive) reclaim: `shrink_active_list` and `shrink_inactive_list`.
+//!
+//! Models the two-list path of mm/vmscan.c for lruvecs in [`LruMode::Classic`]: when the
+//! inactive list of a type is smaller than its active list, folios move from the active
+//! tail to the inactive head (deactivation marks them `WORKINGSET`, as Linux does); the
+//! inactive tail is then reclaimed, giving a folio that was referenced since the last
+//! scan a second chance at the inactive head. Evicted folios get a classic shadow
+//! (`workingset_eviction`, the lruvec's `nonresident_age`), checked on refault by
+//! [`crate::workingset`]. Simplified against Linux: no proportional anon/file scan
+//! balance (file first, then anon, per swappiness) and no rmap walk.
+
+use crate::error::LruError;
+use crate::folio::{Folio, FolioFlags, LRU_GEN_ANON, LRU_GEN_FILE};
+use crate::lru_gen::LruGenFolio;
+use crate::lruvec::{LruList, LruMode, Lruvec, LruvecGuard};
+use crate::vmscan::{EvictStats, MAX_SWAPPINESS};
+use crate::workingset::Shadow;
+use lock_api::RawMutex;
+
+/// Folios moved or isolated per lock hold (`SWAP_CLUSTER_MAX`).
+const SWAP_CLUSTER_MAX: usize = 32;
+
+fn lists(ty: usize) -> (LruList, LruList) {
+    if ty == LRU_GEN_FILE {
+        (LruList::InactiveFile, LruList::ActiveFile)
+    } else {
+        (LruList::InactiveAnon, LruList::ActiveAnon)
+    }
+}
+
+impl<R: RawMutex, G: LruGenFolio> LruvecGuard<'_, R, G> {
+    /// `shrink_active_list`: deactivate up to `nr` folios from the active tail of `ty`.
+    fn shrink_active_list(
+        &mut self,
+        ty: usize,
+        nr: usize,
+        stats: &mut EvictStats,
+    ) -> Result<(), LruError> {
+        let (_, active) = lists(ty);
+        for _ in 0..nr {
+            let Some(folio) = self.lru_tail(active) else {
+                break;
+            };
+            stats.scanned += 1;
+            if !folio.test_clear_lru() {
+                // Someone else is moving it; rotate it out of the way.
+                self.move_to_list_head(folio)?;
+                stats.skipped += 1;
+                continue;
+            }
+            self.lruvec_del_folio(folio, false)?;
+            folio.clear(FolioFlags::ACTIVE | FolioFlags::REFERENCED);
+            folio.set(FolioFlags::WORKINGSET);
+            let res = self.lruvec_add_folio(folio, false);
+            folio.set(FolioFlags::LRU);
+            res?;
+        }
+        Ok(())
+    }
+
+    /// `shrink_inactive_list`: isolate up to `want` folios from the inactive tail of `ty`
+    /// into `out`, giving referenced ones a second chance. Looks at most `2 * want + 1`.
+    fn shrink_inactive_list(
+        &mut self,
+        ty: usize,
+        want: usize,
+        out: &mut alloc::vec::Vec<&'static Folio>,
+        stats: &mut EvictStats,
+    ) -> Result<(), LruError> {
+        let (inactive, _) = lists(ty);
+        let mut budget = 2 * want + 1;
+        let mut taken = 0;
+        while taken < want && budget > 0 {
+            budget -= 1;
+            let Some(folio) = self.lru_tail(inactive) else {
+                break;
+            };
+            stats.scanned += 1;
+            if !folio.test_clear_lru() {
+                self.move_to_list_head(folio)?;
+                stats.skipped += 1;
+                continue;
+            }
+            if folio.test_and_clear(FolioFlags::REFERENCED) {
+                let res = self.move_to_list_head(folio);
+                folio.set(FolioFlags::LRU);
+                res?;
+                stats.protected += 1;
+                continue;
+            }
+            self.lruvec_del_folio(folio, true)?;
+            out.push(folio);
+            taken += 1;
+        }
+        Ok(())
+    }
+}
+
+impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
+    /// Classic reclaim of up to `nr_to_reclaim` folios (`shrink_lruvec` without MGLRU).
+    /// `swappiness` 0 = file only, [`MAX_SWAPPINESS`] = anon only, otherwise file first.
+    /// `EvictStats::protected` counts second chances. Evicted folios are off every list
+    /// with LRU clear and are passed with their shadow to `sink` after lru_lock is dropped.
+    pub(crate) fn shrink_classic(
+        &self,
+        nr_to_reclaim: usize,
+        swappiness: u8,
+        mut sink: impl FnMut(&'static Folio, Shadow),
+    ) -> Result<EvictStats, LruError> {
+        debug_assert_eq!(self.mode(), LruMode::Classic);
+        let types: &[usize] = match swappiness {
+            0 => &[LRU_GEN_FILE],
+            MAX_SWAPPINESS => &[LRU_GEN_ANON],
+            _ => &[LRU_GEN_FILE, LRU_GEN_ANON],
+        };
+        let mut stats = EvictStats::default();
+        let total: usize = types
+            .iter()
+            .map(|&t| self.lru_size(lists(t).0) + self.lru_size(lists(t).1))
+            .sum();
+        let max_rounds = 8 + 4 * (total / SWAP_CLUSTER_MAX + 1) + nr_to_reclaim;
+        let mut out = alloc::vec::Vec::with_capacity(SWAP_CLUSTER_MAX);
+        for _ in 0..max_rounds {
+            if stats.evicted >= nr_to_reclaim {
+                break;
+            }
+            let before = (stats.scanned, stats.evicted);
+            {
+                let mut g = self.lock();
+                for &ty in types {
+                    let want = (nr_to_reclaim - stats.evicted - out.len()).min(SWAP_CLUSTER_MAX);
+                    if want == 0 {
+                        break;
+                    }
+                    let (inactive, active) = lists(ty);
+                    let (ni, na) = (self.lru_size(inactive), self.lru_size(active));
+                    if ni < na {
+                        // inactive_is_low(): deactivate just enough to even the lists.
+                        let nr = (na - ni).div_ceil(2).min(SWAP_CLUSTER_MAX);
+                        g.shrink_active_list(ty, nr, &mut stats)?;
+                    }
+                    g.shrink_inactive_list(ty, want, &mut out, &mut stats)?;
+                }
+            }
+            for folio in out.drain(..) {
+                let shadow = self.workingset_eviction(folio);
+                folio.clear(FolioFlags::ACTIVE | FolioFlags::REFERENCED);
+                sink(folio, shadow);
+                stats.evicted += 1;
+            }
+            if (stats.scanned, stats.evicted) == before {
+                break;
+            }
+        }
+        Ok(stats)
+    }
+}

@@ -1,0 +1,113 @@
+//! Classic (active/inactive) reclaim: deactivation balancing, second chance, classic
+//! shadows and refault distance.
+
+mod common;
+
+use common::{folios, lruvec};
+use lru::sync::RawSpinlock;
+use lru::{FolioFlags, LruError, LruGenFolioGrouped, LruList, LruMode, MAX_SWAPPINESS};
+
+type G = LruGenFolioGrouped;
+
+#[test]
+fn evicts_inactive_tail_and_gives_referenced_a_second_chance() {
+    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Classic);
+    let f = folios(6, 1, false);
+    for &x in &f {
+        lv.lock().add_folio(x).unwrap();
+    }
+    // f[0] is the inactive tail; reference it so it survives one pass.
+    f[0].set(FolioFlags::REFERENCED);
+    let mut out = Vec::new();
+    let s = lv.evict_folios(2, 0, 0, |x, sh| out.push((x, sh))).unwrap();
+    assert_eq!(s.evicted, 2);
+    assert_eq!(s.protected, 1);
+    assert!(out.iter().all(|(x, _)| !std::ptr::eq(*x, f[0])));
+    assert!(std::ptr::eq(out[0].0, f[1]) && std::ptr::eq(out[1].0, f[2]));
+    assert!(f[0].test_lru() && !f[0].test(FolioFlags::REFERENCED));
+    assert_eq!(lv.lru_size(LruList::InactiveFile), 4);
+    assert_eq!(lv.nonresident_age(), 2, "each eviction ages the clock");
+    assert!(out.iter().all(|(x, _)| !x.test_lru()));
+}
+
+#[test]
+fn deactivates_when_inactive_is_low_and_honours_swappiness() {
+    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Classic);
+    let file = folios(8, 1, false);
+    let anon = folios(4, 1, true);
+    for &x in file.iter().chain(anon.iter()) {
+        x.set(FolioFlags::ACTIVE);
+        lv.lock().add_folio(x).unwrap();
+    }
+    assert_eq!(lv.lru_size(LruList::ActiveFile), 8);
+    let mut out = Vec::new();
+    let s = lv.evict_folios(3, 0, 0, |x, sh| out.push((x, sh))).unwrap();
+    assert_eq!(s.evicted, 3);
+    assert!(out.iter().all(|(x, _)| x.is_file_lru()));
+    assert!(
+        out.iter()
+            .all(|(x, s)| s.workingset() && x.test(FolioFlags::WORKINGSET)),
+        "deactivated folios are marked workingset"
+    );
+    assert_eq!(
+        lv.lru_size(LruList::ActiveAnon),
+        4,
+        "swappiness 0 leaves anon alone"
+    );
+    let s = lv
+        .evict_folios(100, MAX_SWAPPINESS, 0, |x, _| assert!(!x.is_file_lru()))
+        .unwrap();
+    assert_eq!(s.evicted, 4);
+    let s = lv.evict_folios(100, 60, 0, |_, _| {}).unwrap();
+    assert_eq!(s.evicted, 5);
+    assert_eq!(lv.nr_folios(), 0);
+}
+
+#[test]
+fn refault_distance_decides_activation() {
+    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Classic);
+    let hot = folios(4, 1, false);
+    for &x in &hot {
+        x.set(FolioFlags::ACTIVE);
+        lv.lock().add_folio(x).unwrap();
+    }
+    let victim = folios(1, 1, false)[0];
+    lv.lock().add_folio(victim).unwrap();
+    let mut shadow = None;
+    lv.evict_folios(1, 0, 0, |x, s| {
+        assert!(std::ptr::eq(x, victim));
+        shadow = Some(s);
+    })
+    .unwrap();
+    let shadow = shadow.unwrap();
+    victim.reset_lru_state().unwrap();
+    victim.set_memcg_id(1).unwrap();
+    // Distance 1 (one eviction) <= 4 active folios: recent, activated.
+    assert_eq!(lv.workingset_test_recent(shadow, true), Some(true));
+    let r = lv.refault(victim, shadow).unwrap();
+    assert!(r.recent && r.activated);
+    assert!(victim.test(FolioFlags::ACTIVE));
+    // Far in the past: more evictions/activations than the working set.
+    victim.clear(FolioFlags::ACTIVE);
+    lv.workingset_age_nonresident(100);
+    assert_eq!(lv.workingset_test_recent(shadow, true), Some(false));
+    let r = lv.refault(victim, shadow).unwrap();
+    assert!(!r.recent && !r.activated);
+    assert!(!victim.test(FolioFlags::ACTIVE));
+    let other = lruvec::<RawSpinlock, G>(2, LruMode::Classic);
+    assert_eq!(other.workingset_test_recent(shadow, true), None);
+    assert_eq!(
+        other.refault(folios(1, 2, false)[0], shadow),
+        Err(LruError::WrongLruvec)
+    );
+}
+
+#[test]
+fn classic_activation_ages_the_clock_but_aging_is_mglru_only() {
+    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Classic);
+    let f = folios(1, 1, false);
+    lv.lock().add_folio(f[0]).unwrap();
+    assert!(lv.lock().activate(f[0]).unwrap());
+    assert_eq!(lv.nonresident_age(), 1);
+    assert_eq!(lv.age(1), Err(LruError::MglruDisabled));
+}
