@@ -16,7 +16,9 @@
 //! with a read-modify-write (`fetch_add(0)`), so either it reads the charger's update or the
 //! charger's compare-and-swap reads from it and thereby sees the new `max`. This is what
 //! the loom test `charge_racing_a_lower_limit_never_ends_above_it` checks; the charger's
-//! hot path stays one CAS plus plain loads.
+//! hot path stays one CAS plus plain loads. A refusal (charge above `max`, uncharge below
+//! zero) is decided only on a value read by a read-modify-write, never on a plain load that
+//! may be older (loom found the uncharge case).
 
 use crate::sync::{AtomicU64, Ordering};
 use core::ptr::NonNull;
@@ -162,7 +164,15 @@ impl PageCounter {
             let max = self.limits.max.load(Ordering::Acquire);
             let new = match cur.checked_add(nr_pages) {
                 Some(new) if new <= max => new,
-                _ => return false,
+                _ => {
+                    // Refuse only on the latest value: a plain load may return an older one.
+                    let latest = usage.fetch_add(0, Ordering::AcqRel);
+                    if latest == cur {
+                        return false;
+                    }
+                    cur = latest;
+                    continue;
+                }
             };
             match usage.compare_exchange_weak(cur, new, Ordering::AcqRel, Ordering::Relaxed) {
                 Ok(_) => {
@@ -235,7 +245,15 @@ impl PageCounter {
         let usage = &self.usage.usage;
         let mut cur = usage.load(Ordering::Relaxed);
         loop {
-            let new = cur.checked_sub(nr_pages).ok_or(UnchargeUnderflow)?;
+            let Some(new) = cur.checked_sub(nr_pages) else {
+                // Refuse only on the latest value: a plain load may return an older one.
+                let latest = usage.fetch_add(0, Ordering::AcqRel);
+                if latest == cur {
+                    return Err(UnchargeUnderflow);
+                }
+                cur = latest;
+                continue;
+            };
             match usage.compare_exchange_weak(cur, new, Ordering::AcqRel, Ordering::Relaxed) {
                 Ok(_) => break,
                 Err(seen) => cur = seen,
