@@ -17,6 +17,7 @@ pub mod console;
 pub mod crash;
 pub mod exit;
 pub mod ktest;
+pub mod layout;
 pub mod mm;
 pub mod panic;
 pub mod percpu;
@@ -117,10 +118,7 @@ pub extern "C" fn kmain(_: usize) -> ! {
             println!("run=bench: the benchmark scenarios are not built yet");
             ExitCode::BadCmdline
         }
-        Action::Layout => {
-            println!("run=layout: the lru/memcg layout report is not wired in yet");
-            ExitCode::BadCmdline
-        }
+        Action::Layout => layout::print(),
         Action::Crash(c) => crash::crash(c),
     };
     exit::exit(code)
