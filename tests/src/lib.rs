@@ -53,13 +53,18 @@ fn qemu_lock() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Boots `-kernel` with `cmdline`, killing QEMU after `timeout`.
+/// Boots `-kernel` with `cmdline` on [`SMP`] vCPUs, killing QEMU after `timeout`.
 pub fn boot_direct(cmdline: &str, timeout: Duration) -> RunOutput {
+    boot_direct_smp(SMP, cmdline, timeout)
+}
+
+/// Boots `-kernel` with `cmdline` on `smp` vCPUs, killing QEMU after `timeout`.
+pub fn boot_direct_smp(smp: u32, cmdline: &str, timeout: Duration) -> RunOutput {
     let medium = Medium::Kernel {
         elf32: kernel().elf32.clone(),
         cmdline: cmdline.to_owned(),
     };
-    run(Mode::Direct, medium, timeout)
+    run(Mode::Direct, smp, medium, timeout)
 }
 
 /// Boots the GRUB image made for `cmdline` in `mode` (an image mode).
@@ -79,11 +84,11 @@ pub fn boot_image(mode: Mode, cmdline: &str, timeout: Duration) -> RunOutput {
             }
         }
     };
-    run(mode, medium, timeout)
+    run(mode, SMP, medium, timeout)
 }
 
-fn run(mode: Mode, medium: Medium, timeout: Duration) -> RunOutput {
-    let launch = launch(mode, SMP, MEM_MIB, medium);
+fn run(mode: Mode, smp: u32, medium: Medium, timeout: Duration) -> RunOutput {
+    let launch = launch(mode, smp, MEM_MIB, medium);
     let _one_at_a_time = qemu_lock();
     boot(workspace(), &launch, timeout, false).unwrap_or_else(|e| panic!("{mode} boot: {e}"))
 }

@@ -60,3 +60,36 @@ fn summary_boot_succeeds() {
     );
     assert!(!out.serial.trim().is_empty());
 }
+
+#[test]
+fn layout_report_lists_every_key_struct_with_both_variants() {
+    let out = boot_direct("run=layout", Duration::from_secs(120));
+    assert_eq!(
+        out.outcome,
+        Outcome::Kernel(ExitCode::Success),
+        "{}",
+        describe(&out)
+    );
+    for name in [
+        "struct folio ",
+        "struct lru_gen_folio (base) ",
+        "struct lru_gen_folio (grouped) ",
+        "struct lruvec (base lrugen) ",
+        "struct lru_gen_memcg ",
+        "struct page_counter ",
+        "struct mem_cgroup_per_node (base) ",
+        "struct mem_cgroup_per_node (paired) ",
+    ] {
+        assert!(
+            out.lines().any(|l| l.starts_with(name)),
+            "no `{name}` in the layout report:\n{}",
+            describe(&out)
+        );
+    }
+    // The kernel's lru_lock is its own ticket lock, and the report shows where it sits.
+    assert!(
+        out.lines().any(|l| l.trim_start().starts_with("lru_lock ")),
+        "{}",
+        describe(&out)
+    );
+}

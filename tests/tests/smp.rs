@@ -1,16 +1,11 @@
 //! SMP bring-up booted at 1, 2, 4 and 8 vCPUs (`qemu -kernel`, multiboot1, TCG): every CPU
 //! comes up, the in-kernel SMP tests pass at each size, `cpus=K` is obeyed, a bad `cpus=`
 //! value is a bad command line, and the system summary lists the CPUs.
-//!
-//! The shared harness boots everything with two vCPUs; these tests need other counts, so they
-//! launch QEMU through the same `qemu` crate functions with their own `-smp`, one at a time.
 
 use abi::ExitCode;
-use qemu::commands::{boot, launch};
-use qemu::{Medium, Mode, Outcome, RunOutput, TestReport};
-use std::sync::Mutex;
+use qemu::{Outcome, RunOutput, TestReport};
 use std::time::Duration;
-use tests::{MEM_MIB, describe, kernel, workspace};
+use tests::{boot_direct_smp, describe};
 
 /// Generous: eight vCPUs on a loaded two-core host.
 const TIMEOUT: Duration = Duration::from_secs(240);
@@ -20,14 +15,7 @@ const SMP_TESTS: &str = "smp_cpus_online,smp_cpus_limit,smp_percpu_counter,smp_o
 smp_barrier_rounds,smp_ticket_lock_counter,smp_ticket_lock_contention,smp_tsc_clock";
 
 fn boot_smp(smp: u32, cmdline: &str) -> RunOutput {
-    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-    let medium = Medium::Kernel {
-        elf32: kernel().elf32.clone(),
-        cmdline: cmdline.to_owned(),
-    };
-    let l = launch(Mode::Direct, smp, MEM_MIB, medium);
-    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    boot(workspace(), &l, TIMEOUT, false).unwrap_or_else(|e| panic!("boot -smp {smp}: {e}"))
+    boot_direct_smp(smp, cmdline, TIMEOUT)
 }
 
 fn smp_suite_passes(smp: u32) {
