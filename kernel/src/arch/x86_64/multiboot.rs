@@ -65,9 +65,10 @@ unsafe fn c_str<'a>(addr: usize, max: usize) -> &'a [u8] {
 /// # Safety
 /// `info` must be a valid multiboot1 information structure, identity mapped.
 unsafe fn parse_mb1(info: usize) -> BootInfo {
-    // SAFETY (for every `rd32`/`rd64` below): the offsets are within the 120-byte multiboot1
-    // information structure, whose fields are read only when the flag bit says they are valid.
+    // SAFETY: every offset passed in is within the 120-byte multiboot1 information
+    // structure, and a field is read only when its flag bit says it is valid.
     let rd32 = |off: usize| unsafe { ((info + off) as *const u32).read_unaligned() };
+    // SAFETY: as for `rd32` (the 64-bit fields are the framebuffer address).
     let rd64 = |off: usize| unsafe { ((info + off) as *const u64).read_unaligned() };
     let flags = rd32(0);
     let mut bi = BootInfo::new(BootProtocol::Multiboot1);
