@@ -13,13 +13,28 @@ use std::time::Instant;
 
 type Fifo = LruGenMemcg<RawSpinlock, LruGenFolioGrouped>;
 
-fn arg(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+/// Parses the options; a bad option or value ends the program with exit status 2.
+fn args() -> (usize, usize, usize) {
+    let mut it = std::env::args().skip(1);
+    let (mut threads, mut ops, mut rounds) = (1, 200_000, 5);
+    while let Some(opt) = it.next() {
+        let slot = match opt.as_str() {
+            "--threads" => &mut threads,
+            "--ops" => &mut ops,
+            "--rounds" => &mut rounds,
+            _ => usage(&format!("unknown option `{opt}`")),
+        };
+        *slot = match it.next().map(|v| v.parse::<usize>()) {
+            Some(Ok(n)) if n > 0 => n,
+            _ => usage(&format!("{opt} needs a positive number")),
+        };
+    }
+    (threads, ops, rounds)
+}
+
+fn usage(why: &str) -> ! {
+    eprintln!("fifo_tail: {why}\nusage: fifo_tail [--threads T] [--ops OPS] [--rounds R]");
+    std::process::exit(2)
 }
 
 /// Nanoseconds per rotation with `threads` threads doing `ops` rotations each.
@@ -58,9 +73,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() {
-    let threads = arg("--threads", 1).max(1);
-    let ops = arg("--ops", 200_000).max(1);
-    let rounds = arg("--rounds", 5).max(1);
+    let (threads, ops, rounds) = args();
     println!(
         "memcg FIFO tail insertion (seed 002), {threads} thread(s), {ops} rotations/thread, median of {rounds}"
     );

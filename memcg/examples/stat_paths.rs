@@ -92,9 +92,16 @@ fn run<P: MemCgroupPerNode<Lruvec = V>>(
 }
 
 fn main() {
-    let mut args = std::env::args()
-        .skip(1)
-        .map(|a| a.parse::<u64>().expect("a number"));
+    let mut args = std::env::args().skip(1).map(|a| match a.parse::<u64>() {
+        Ok(n) if n > 0 => n,
+        _ => {
+            eprintln!(
+                "stat_paths: `{a}` is not a positive number\n\
+                 usage: stat_paths [updaters] [updates] [rounds]"
+            );
+            std::process::exit(2)
+        }
+    });
     let updaters = args.next().unwrap_or(1) as usize;
     let updates = args.next().unwrap_or(2_000_000);
     let rounds = args.next().unwrap_or(5);
