@@ -79,13 +79,6 @@ pub fn print(bi: &BootInfo) {
     let _ = cpu::describe(&mut ConsoleWriter);
     let _ = crate::arch::x86_64::smp::describe(&mut ConsoleWriter);
     println!(
-        "acpi rsdp: {}",
-        match bi.rsdp {
-            Some(a) => alloc::format!("{a:#x} (from multiboot2)"),
-            None => alloc::string::String::from("not passed by the loader"),
-        }
-    );
-    println!(
         "serial console: {}",
         if crate::console::has_serial() {
             "COM1"
