@@ -470,6 +470,7 @@ enum TrampolineError {
     TooBig(usize),
     Layout(usize, usize),
     Cr3Above4G(u64),
+    NotUsableRam,
 }
 
 impl fmt::Display for TrampolineError {
@@ -480,6 +481,10 @@ impl fmt::Display for TrampolineError {
             TrampolineError::Layout(p, g) => write!(
                 f,
                 "trampoline layout: params at {p} (want {PARAMS_OFF}), gdt at {g} (want {GDT_OFF})"
+            ),
+            TrampolineError::NotUsableRam => write!(
+                f,
+                "the memory map does not list the trampoline page {TRAMPOLINE_PHYS:#x} as usable RAM"
             ),
             TrampolineError::Cr3Above4G(a) => {
                 write!(
@@ -496,6 +501,16 @@ fn trampoline_params() -> *mut Params {
 }
 
 fn install_trampoline() -> Result<(), TrampolineError> {
+    // Firmware may keep data in low memory (some UEFI maps reserve pages there): write the
+    // page only if the map says it is plain RAM.
+    let usable = crate::boot_info::get().regions().iter().any(|r| {
+        r.kind == crate::boot_info::MemKind::Usable
+            && r.start <= TRAMPOLINE_PHYS
+            && r.end() >= TRAMPOLINE_PHYS + 4096
+    });
+    if !usable {
+        return Err(TrampolineError::NotUsableRam);
+    }
     let start = &raw const smp_trampoline_start;
     let len = &raw const smp_trampoline_end as usize - start as usize;
     if len > 4096 {
