@@ -421,29 +421,16 @@ mod tests {
 }
 
 const FOLIO_FIELDS: &[crate::layout::FieldDesc] = {
-    use crate::cacheline::field_size;
-    use crate::layout::FieldDesc;
-    use core::mem::offset_of;
-    macro_rules! fd {
-        ($name:ident, $group:expr) => {
-            FieldDesc {
-                name: stringify!($name),
-                offset: offset_of!(Folio, $name),
-                size: field_size(|f: &Folio| &f.$name),
-                group: $group,
-            }
-        };
-    }
     &[
-        fd!(flags, "flags"),
-        fd!(refcount, "refcount"),
-        fd!(lru, "lru"),
-        fd!(owner, "lru"),
-        fd!(pfn, "identity"),
-        fd!(memcg_id, "identity"),
-        fd!(node, "identity"),
-        fd!(zone, "identity"),
-        fd!(slot, "lru"),
+        crate::layout_field!(Folio, "flags", flags),
+        crate::layout_field!(Folio, "refcount", refcount),
+        crate::layout_field!(Folio, "lru", lru),
+        crate::layout_field!(Folio, "lru", owner),
+        crate::layout_field!(Folio, "identity", pfn),
+        crate::layout_field!(Folio, "identity", memcg_id),
+        crate::layout_field!(Folio, "identity", node),
+        crate::layout_field!(Folio, "identity", zone),
+        crate::layout_field!(Folio, "lru", slot),
     ]
 };
 

@@ -22,6 +22,24 @@ pub struct FieldDesc {
     pub group: &'static str,
 }
 
+/// A [`FieldDesc`] for field `$field` (a path such as `memcg.bin` is allowed) of `$ty` in
+/// cacheline group `$group`; the printed name is the last path segment unless given as
+/// `"name" => path`. Usable in `const` items.
+#[macro_export]
+macro_rules! layout_field {
+    ($ty:ty, $group:expr, $name:expr => $($f:tt).+) => {
+        $crate::layout::FieldDesc {
+            name: $name,
+            offset: ::core::mem::offset_of!($ty, $($f).+),
+            size: $crate::cacheline::field_size(|s: &$ty| &s.$($f).+),
+            group: $group,
+        }
+    };
+    ($ty:ty, $group:expr, $field:ident) => {
+        $crate::layout_field!($ty, $group, stringify!($field) => $field)
+    };
+}
+
 impl FieldDesc {
     /// One past the last byte of the field.
     #[must_use]

@@ -82,63 +82,42 @@ mod layout_asserts {
     crate::cacheline_assert_pair!(LruGenFolioGrouped, memcg, 0);
 }
 
-macro_rules! fd {
-    ($ty:ty, $group:expr, $name:expr, $($f:tt).+) => {
-        FieldDesc {
-            name: $name,
-            offset: offset_of!($ty, $($f).+),
-            size: crate::cacheline::field_size(|s: &$ty| &s.$($f).+),
-            group: $group,
-        }
-    };
-}
-
 const BASE_FIELDS: &[FieldDesc] = &[
-    fd!(LruGenFolioBase, "seq", "max_seq", max_seq),
-    fd!(LruGenFolioBase, "seq", "min_seq", min_seq),
-    fd!(LruGenFolioBase, "seq", "timestamps", timestamps),
-    fd!(LruGenFolioBase, "lists", "folios", folios),
-    fd!(LruGenFolioBase, "lists", "nr_pages", nr_pages),
-    fd!(LruGenFolioBase, "ctrl", "avg_refaulted", avg_refaulted),
-    fd!(LruGenFolioBase, "ctrl", "avg_total", avg_total),
-    fd!(LruGenFolioBase, "ctrl", "protected", protected),
-    fd!(LruGenFolioBase, "stats", "evicted", evicted),
-    fd!(LruGenFolioBase, "stats", "refaulted", refaulted),
-    fd!(LruGenFolioBase, "memcg_lru", "enabled", memcg.enabled),
-    fd!(LruGenFolioBase, "memcg_lru", "gen", memcg.r#gen),
-    fd!(LruGenFolioBase, "memcg_lru", "seg", memcg.seg),
-    fd!(LruGenFolioBase, "memcg_lru", "bin", memcg.bin),
-    fd!(LruGenFolioBase, "memcg_lru", "fifo_id", memcg.fifo_id),
-    fd!(LruGenFolioBase, "memcg_lru", "list", memcg.list),
+    crate::layout_field!(LruGenFolioBase, "seq", "max_seq" => max_seq),
+    crate::layout_field!(LruGenFolioBase, "seq", "min_seq" => min_seq),
+    crate::layout_field!(LruGenFolioBase, "seq", "timestamps" => timestamps),
+    crate::layout_field!(LruGenFolioBase, "lists", "folios" => folios),
+    crate::layout_field!(LruGenFolioBase, "lists", "nr_pages" => nr_pages),
+    crate::layout_field!(LruGenFolioBase, "ctrl", "avg_refaulted" => avg_refaulted),
+    crate::layout_field!(LruGenFolioBase, "ctrl", "avg_total" => avg_total),
+    crate::layout_field!(LruGenFolioBase, "ctrl", "protected" => protected),
+    crate::layout_field!(LruGenFolioBase, "stats", "evicted" => evicted),
+    crate::layout_field!(LruGenFolioBase, "stats", "refaulted" => refaulted),
+    crate::layout_field!(LruGenFolioBase, "memcg_lru", "enabled" => memcg.enabled),
+    crate::layout_field!(LruGenFolioBase, "memcg_lru", "gen" => memcg.r#gen),
+    crate::layout_field!(LruGenFolioBase, "memcg_lru", "seg" => memcg.seg),
+    crate::layout_field!(LruGenFolioBase, "memcg_lru", "bin" => memcg.bin),
+    crate::layout_field!(LruGenFolioBase, "memcg_lru", "fifo_id" => memcg.fifo_id),
+    crate::layout_field!(LruGenFolioBase, "memcg_lru", "list" => memcg.list),
 ];
 
 const GROUPED_FIELDS: &[FieldDesc] = &[
-    fd!(LruGenFolioGrouped, "seq", "max_seq", max_seq),
-    fd!(LruGenFolioGrouped, "seq", "min_seq", min_seq),
-    fd!(LruGenFolioGrouped, "seq", "timestamps", timestamps),
-    fd!(LruGenFolioGrouped, "memcg_lru", "enabled", memcg.enabled),
-    fd!(LruGenFolioGrouped, "memcg_lru", "gen", memcg.r#gen),
-    fd!(LruGenFolioGrouped, "memcg_lru", "seg", memcg.seg),
-    fd!(LruGenFolioGrouped, "memcg_lru", "bin", memcg.bin),
-    fd!(LruGenFolioGrouped, "memcg_lru", "fifo_id", memcg.fifo_id),
-    fd!(LruGenFolioGrouped, "memcg_lru", "list", memcg.list),
-    fd!(LruGenFolioGrouped, "lists", "folios", folios),
-    fd!(LruGenFolioGrouped, "lists", "nr_pages", nr_pages),
-    fd!(LruGenFolioGrouped, "ctrl", "avg_refaulted", avg_refaulted),
-    fd!(LruGenFolioGrouped, "ctrl", "avg_total", avg_total),
-    fd!(LruGenFolioGrouped, "ctrl", "protected", protected),
-    fd!(
-        LruGenFolioGrouped,
-        "lrugen_stats",
-        "evicted",
-        stats.0.evicted
-    ),
-    fd!(
-        LruGenFolioGrouped,
-        "lrugen_stats",
-        "refaulted",
-        stats.0.refaulted
-    ),
+    crate::layout_field!(LruGenFolioGrouped, "seq", "max_seq" => max_seq),
+    crate::layout_field!(LruGenFolioGrouped, "seq", "min_seq" => min_seq),
+    crate::layout_field!(LruGenFolioGrouped, "seq", "timestamps" => timestamps),
+    crate::layout_field!(LruGenFolioGrouped, "memcg_lru", "enabled" => memcg.enabled),
+    crate::layout_field!(LruGenFolioGrouped, "memcg_lru", "gen" => memcg.r#gen),
+    crate::layout_field!(LruGenFolioGrouped, "memcg_lru", "seg" => memcg.seg),
+    crate::layout_field!(LruGenFolioGrouped, "memcg_lru", "bin" => memcg.bin),
+    crate::layout_field!(LruGenFolioGrouped, "memcg_lru", "fifo_id" => memcg.fifo_id),
+    crate::layout_field!(LruGenFolioGrouped, "memcg_lru", "list" => memcg.list),
+    crate::layout_field!(LruGenFolioGrouped, "lists", "folios" => folios),
+    crate::layout_field!(LruGenFolioGrouped, "lists", "nr_pages" => nr_pages),
+    crate::layout_field!(LruGenFolioGrouped, "ctrl", "avg_refaulted" => avg_refaulted),
+    crate::layout_field!(LruGenFolioGrouped, "ctrl", "avg_total" => avg_total),
+    crate::layout_field!(LruGenFolioGrouped, "ctrl", "protected" => protected),
+    crate::layout_field!(LruGenFolioGrouped, "lrugen_stats", "evicted" => stats.0.evicted),
+    crate::layout_field!(LruGenFolioGrouped, "lrugen_stats", "refaulted" => stats.0.refaulted),
 ];
 
 fn new_seq(

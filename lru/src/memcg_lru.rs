@@ -478,57 +478,16 @@ impl<R: RawMutex, E: MemcgFifoEntry> LruGenMemcg<R, E> {
 
 /// The pahole table of `LruGenMemcg<R, _>`.
 pub fn lru_gen_memcg_fields<R: RawMutex>() -> [FieldDesc; 8] {
-    use crate::cacheline::field_size;
     type M<R> = LruGenMemcg<R, crate::LruGenFolioGrouped>;
     [
-        FieldDesc {
-            name: "seq",
-            offset: offset_of!(M<R>, seq),
-            size: field_size(|m: &M<R>| &m.seq),
-            group: "read_mostly",
-        },
-        FieldDesc {
-            name: "nr_memcgs",
-            offset: offset_of!(M<R>, nr_memcgs),
-            size: field_size(|m: &M<R>| &m.nr_memcgs),
-            group: "locked",
-        },
-        FieldDesc {
-            name: "fifo",
-            offset: offset_of!(M<R>, fifo),
-            size: field_size(|m: &M<R>| &m.fifo),
-            group: "rcu_heads",
-        },
-        FieldDesc {
-            name: "tail",
-            offset: offset_of!(M<R>, tail),
-            size: field_size(|m: &M<R>| &m.tail),
-            group: "locked",
-        },
-        FieldDesc {
-            name: "lock",
-            offset: offset_of!(M<R>, lock),
-            size: field_size(|m: &M<R>| &m.lock),
-            group: "locked",
-        },
-        FieldDesc {
-            name: "mode",
-            offset: offset_of!(M<R>, mode),
-            size: field_size(|m: &M<R>| &m.mode),
-            group: "read_mostly",
-        },
-        FieldDesc {
-            name: "rand",
-            offset: offset_of!(M<R>, rand),
-            size: field_size(|m: &M<R>| &m.rand),
-            group: "locked",
-        },
-        FieldDesc {
-            name: "id",
-            offset: offset_of!(M<R>, id),
-            size: field_size(|m: &M<R>| &m.id),
-            group: "read_mostly",
-        },
+        crate::layout_field!(M<R>, "read_mostly", seq),
+        crate::layout_field!(M<R>, "locked", nr_memcgs),
+        crate::layout_field!(M<R>, "rcu_heads", fifo),
+        crate::layout_field!(M<R>, "locked", tail),
+        crate::layout_field!(M<R>, "locked", lock),
+        crate::layout_field!(M<R>, "read_mostly", mode),
+        crate::layout_field!(M<R>, "locked", rand),
+        crate::layout_field!(M<R>, "read_mostly", id),
     ]
 }
 

@@ -11,58 +11,16 @@ use lock_api::RawMutex;
 
 /// The pahole table of `Lruvec<R, G>`.
 pub fn lruvec_fields<R: RawMutex, G: LruGenFolio>() -> [FieldDesc; 8] {
-    use crate::cacheline::field_size;
-    use core::mem::offset_of;
     type L<R, G> = Lruvec<R, G>;
     [
-        FieldDesc {
-            name: "lists",
-            offset: offset_of!(L<R, G>, lists),
-            size: field_size(|l: &L<R, G>| &l.lists),
-            group: "lists",
-        },
-        FieldDesc {
-            name: "lru_lock",
-            offset: offset_of!(L<R, G>, lru_lock),
-            size: field_size(|l: &L<R, G>| &l.lru_lock),
-            group: "lists",
-        },
-        FieldDesc {
-            name: "id",
-            offset: offset_of!(L<R, G>, id),
-            size: field_size(|l: &L<R, G>| &l.id),
-            group: "lists",
-        },
-        FieldDesc {
-            name: "memcg_id",
-            offset: offset_of!(L<R, G>, memcg_id),
-            size: field_size(|l: &L<R, G>| &l.memcg_id),
-            group: "lists",
-        },
-        FieldDesc {
-            name: "node",
-            offset: offset_of!(L<R, G>, node),
-            size: field_size(|l: &L<R, G>| &l.node),
-            group: "lists",
-        },
-        FieldDesc {
-            name: "lru_zone_size",
-            offset: offset_of!(L<R, G>, lru_zone_size),
-            size: field_size(|l: &L<R, G>| &l.lru_zone_size),
-            group: "lists",
-        },
-        FieldDesc {
-            name: "nonresident_age",
-            offset: offset_of!(L<R, G>, nonresident_age),
-            size: field_size(|l: &L<R, G>| &l.nonresident_age),
-            group: "lists",
-        },
-        FieldDesc {
-            name: "lrugen",
-            offset: offset_of!(L<R, G>, lrugen),
-            size: field_size(|l: &L<R, G>| &l.lrugen),
-            group: G::LAYOUT,
-        },
+        crate::layout_field!(L<R, G>, "lists", lists),
+        crate::layout_field!(L<R, G>, "lists", lru_lock),
+        crate::layout_field!(L<R, G>, "lists", id),
+        crate::layout_field!(L<R, G>, "lists", memcg_id),
+        crate::layout_field!(L<R, G>, "lists", node),
+        crate::layout_field!(L<R, G>, "lists", lru_zone_size),
+        crate::layout_field!(L<R, G>, "lists", nonresident_age),
+        crate::layout_field!(L<R, G>, G::LAYOUT, lrugen),
     ]
 }
 
