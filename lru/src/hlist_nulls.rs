@@ -311,10 +311,8 @@ mod tests {
         assert_eq!(collect(&h), (order(&[1, 3, 0, 2]), Some(3)));
         assert!(n[1].is_first_of(&h));
         // SAFETY: n[0] is linked into h, single-threaded.
-        assert_eq!(
-            unsafe { n[0].prev(&h) }.map(HlistNullsNode::addr),
-            Some(n[3].addr())
-        );
+        let prev = unsafe { n[0].prev(&h) };
+        assert_eq!(prev.map(HlistNullsNode::addr), Some(n[3].addr()));
         // SAFETY: as above.
         assert!(unsafe { n[1].prev(&h) }.is_none());
         let next_before = n[0].next_link();

@@ -25,10 +25,8 @@ fn read_once(rcu: &Rcu<LoomRawMutex>, ptr: &AtomicPtr<Obj>) {
     let p = ptr.load(Ordering::Acquire);
     // SAFETY: objects are poisoned, never freed, so the memory stays valid; the test is
     // whether the poison is visible inside a read-side section.
-    assert!(
-        unsafe { &*p }.alive.load(Ordering::Relaxed),
-        "use after free"
-    );
+    let obj = unsafe { &*p };
+    assert!(obj.alive.load(Ordering::Relaxed), "use after free");
 }
 
 #[test]
