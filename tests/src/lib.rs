@@ -102,3 +102,14 @@ pub fn describe(out: &RunOutput) -> String {
         out.qemu_stderr.trim_end()
     )
 }
+
+/// Asserts that the kernel ended the run with `code`, dumping the run otherwise.
+#[track_caller]
+pub fn assert_exit(out: &RunOutput, code: abi::ExitCode) {
+    assert_eq!(
+        out.outcome,
+        qemu::Outcome::Kernel(code),
+        "{}",
+        describe(out)
+    );
+}

@@ -6,42 +6,27 @@
 use abi::ExitCode;
 use qemu::Outcome;
 use std::time::Duration;
-use tests::{boot_direct, describe};
+use tests::{assert_exit, boot_direct, describe};
 
 const CRASH_TIMEOUT: Duration = Duration::from_secs(120);
 
 #[test]
 fn panic_gives_the_panic_code() {
     let out = boot_direct("run=panic", CRASH_TIMEOUT);
-    assert_eq!(
-        out.outcome,
-        Outcome::Kernel(ExitCode::Panic),
-        "{}",
-        describe(&out)
-    );
+    assert_exit(&out, ExitCode::Panic);
 }
 
 #[test]
 fn page_fault_gives_the_exception_code_and_cr2() {
     let out = boot_direct("run=pagefault", CRASH_TIMEOUT);
-    assert_eq!(
-        out.outcome,
-        Outcome::Kernel(ExitCode::Exception),
-        "{}",
-        describe(&out)
-    );
+    assert_exit(&out, ExitCode::Exception);
     assert!(out.serial.contains("CR2"), "{}", describe(&out));
 }
 
 #[test]
 fn stack_overflow_is_a_reported_double_fault() {
     let out = boot_direct("run=overflow", CRASH_TIMEOUT);
-    assert_eq!(
-        out.outcome,
-        Outcome::Kernel(ExitCode::Exception),
-        "{}",
-        describe(&out)
-    );
+    assert_exit(&out, ExitCode::Exception);
     assert!(
         out.serial.to_ascii_lowercase().contains("double fault"),
         "{}",
@@ -52,12 +37,7 @@ fn stack_overflow_is_a_reported_double_fault() {
 #[test]
 fn bad_command_line_gives_its_code_and_message() {
     let out = boot_direct("bogus=1", CRASH_TIMEOUT);
-    assert_eq!(
-        out.outcome,
-        Outcome::Kernel(ExitCode::BadCmdline),
-        "{}",
-        describe(&out)
-    );
+    assert_exit(&out, ExitCode::BadCmdline);
     // What was wrong (the abi's own wording) and what is accepted.
     assert!(
         out.serial.contains("unknown key `bogus`"),
@@ -76,12 +56,7 @@ fn bad_command_line_gives_its_code_and_message() {
 #[test]
 fn bad_value_names_the_key() {
     let out = boot_direct("run=test cpus=0", CRASH_TIMEOUT);
-    assert_eq!(
-        out.outcome,
-        Outcome::Kernel(ExitCode::BadCmdline),
-        "{}",
-        describe(&out)
-    );
+    assert_exit(&out, ExitCode::BadCmdline);
     assert!(
         out.serial.contains("bad value `0` for `cpus`"),
         "{}",

@@ -5,7 +5,7 @@ use abi::ExitCode;
 use qemu::{Outcome, RunOutput, TestReport};
 use std::sync::OnceLock;
 use std::time::Duration;
-use tests::{boot_direct, describe};
+use tests::{assert_exit, boot_direct, describe};
 
 /// Generous: the suite runs under TCG on a loaded two-core machine.
 const SUITE_TIMEOUT: Duration = Duration::from_secs(300);
@@ -52,24 +52,14 @@ fn one_test_can_be_selected_by_name() {
 #[test]
 fn summary_boot_succeeds() {
     let out = boot_direct("run=summary", Duration::from_secs(120));
-    assert_eq!(
-        out.outcome,
-        Outcome::Kernel(ExitCode::Success),
-        "{}",
-        describe(&out)
-    );
+    assert_exit(&out, ExitCode::Success);
     assert!(!out.serial.trim().is_empty());
 }
 
 #[test]
 fn layout_report_lists_every_key_struct_with_both_variants() {
     let out = boot_direct("run=layout", Duration::from_secs(120));
-    assert_eq!(
-        out.outcome,
-        Outcome::Kernel(ExitCode::Success),
-        "{}",
-        describe(&out)
-    );
+    assert_exit(&out, ExitCode::Success);
     for name in [
         "struct folio ",
         "struct lru_gen_folio (base) ",

@@ -5,7 +5,7 @@
 use abi::ExitCode;
 use qemu::{Outcome, RunOutput, TestReport};
 use std::time::Duration;
-use tests::{boot_direct_smp, describe};
+use tests::{assert_exit, boot_direct_smp, describe};
 
 /// Generous: eight vCPUs on a loaded two-core host.
 const TIMEOUT: Duration = Duration::from_secs(240);
@@ -28,12 +28,7 @@ fn smp_suite_passes(smp: u32) {
         "{}",
         describe(&out)
     );
-    assert_eq!(
-        out.outcome,
-        Outcome::Kernel(ExitCode::Success),
-        "{}",
-        describe(&out)
-    );
+    assert_exit(&out, ExitCode::Success);
     let line = format!("smp: {smp} of {smp} CPUs online");
     assert!(
         out.lines().any(|l| l == line),
@@ -76,12 +71,7 @@ fn cpus_limit_is_obeyed() {
         4,
         "run=test test=smp_cpus_online,smp_cpus_limit,smp_ticket_lock_contention cpus=2",
     );
-    assert_eq!(
-        out.outcome,
-        Outcome::Kernel(ExitCode::Success),
-        "{}",
-        describe(&out)
-    );
+    assert_exit(&out, ExitCode::Success);
     assert!(
         out.lines().any(|l| l == "smp: 2 of 4 CPUs online (cpus=2)"),
         "{}",
@@ -110,12 +100,7 @@ fn bad_cpus_value_is_a_bad_command_line() {
 #[test]
 fn summary_lists_cpus_found_and_started() {
     let out = boot_smp(4, "run=summary cpus=3");
-    assert_eq!(
-        out.outcome,
-        Outcome::Kernel(ExitCode::Success),
-        "{}",
-        describe(&out)
-    );
+    assert_exit(&out, ExitCode::Success);
     for want in [
         "cpus: 4 found, 3 started (cpus=3)",
         "  apic id   0 (acpi uid 0): online as cpu 0",
