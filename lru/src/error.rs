@@ -29,6 +29,10 @@ pub enum LruError {
     InvalidShadow(u64),
     /// `folio_put` on a folio whose reference count is already zero.
     RefcountUnderflow,
+    /// A frame number too large for a folio descriptor.
+    InvalidPfn(u64),
+    /// An unmap of a folio that has no page-table mapping.
+    MapcountUnderflow,
     /// An RCU operation that needs the CPU online found it offline.
     RcuCpuOffline,
     /// A quiescent state was reported (or a CPU went offline) inside a read-side section.
@@ -50,6 +54,8 @@ impl fmt::Display for LruError {
             LruError::AlreadyOnFifo => f.write_str("memcg node is already on the memcg FIFO"),
             LruError::InvalidShadow(s) => write!(f, "invalid shadow entry {s:#x}"),
             LruError::RefcountUnderflow => f.write_str("folio refcount underflow"),
+            LruError::InvalidPfn(p) => write!(f, "frame number {p:#x} out of range"),
+            LruError::MapcountUnderflow => f.write_str("folio mapcount underflow"),
             LruError::RcuCpuOffline => f.write_str("cpu is offline for RCU"),
             LruError::RcuInReadSection => {
                 f.write_str("quiescent state inside an RCU read-side section")

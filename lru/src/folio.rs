@@ -9,7 +9,7 @@
 //! off its list.
 
 use crate::error::LruError;
-use crate::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering};
+use crate::sync::atomic::{AtomicI32, AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering};
 use bitflags::bitflags;
 use intrusive_collections::linked_list::AtomicLink;
 
@@ -85,85 +85,180 @@ impl Zone {
     }
 }
 
-/// A folio descriptor (order 0). Lives as long as its frame; lists link `&'static Folio`.
-#[repr(C)]
+/// A folio descriptor (order 0), one per 4 KiB frame: exactly one 64-byte line.
+///
+/// Field order follows Linux's `struct page` / `struct folio` (mm_types.h): `flags`, the
+/// `lru` link (which doubles as `buddy_list` while the frame is free, as in Linux),
+/// `mapping`, `index`, `private`, `_mapcount`, `_refcount`, `memcg_data`. Two fields are
+/// this model's own: `owner` (which lruvec's list holds `lru`, so a buggy caller gets an
+/// error instead of a corrupted list) fills the 4 bytes after the 32-bit flags word, and
+/// `slot` (which of that lruvec's lists). Linux keeps the node, zone and section number in
+/// the top bits of `flags`; here they share the last word with the frame number.
+///
+/// 64 bytes, 64-byte aligned: neighbouring folios of the memmap never share a line, as
+/// `struct page` never does on x86_64. Lives as long as its frame; lists link `&'static Folio`.
+#[repr(C, align(64))]
 pub struct Folio {
     /// `folio->flags`: [`FolioFlags`] plus MGLRU gen (+1) and refs bits.
     flags: AtomicU32,
-    /// `folio->_refcount`.
-    refcount: AtomicU32,
-    /// `folio->lru`: the intrusive list link, owned by whichever lruvec list holds it.
-    pub(crate) lru: AtomicLink,
     /// Id of the lruvec whose list holds `lru` (0 = none). Written under that lruvec's
     /// lru_lock; lets deletion prove list membership instead of trusting flags.
-    pub(crate) owner: AtomicU64,
-    /// The page frame number this descriptor describes.
-    pfn: u64,
+    pub(crate) owner: AtomicU32,
+    /// `folio->lru`: the intrusive list link, owned by whichever list holds it (a lruvec
+    /// list while on the LRU, a buddy free list or a per-CPU page list while free).
+    pub(crate) lru: AtomicLink,
+    /// `folio->mapping`: the object (page cache) or region (anonymous) this page belongs
+    /// to, as an id; 0 = none. Used by the reverse map.
+    mapping: AtomicU64,
+    /// `folio->index`: page offset within `mapping` (file) or virtual page (anonymous).
+    index: AtomicU64,
+    /// `folio->private`: the buddy order while the frame is free (`PageBuddy`), otherwise
+    /// owner-defined.
+    private: AtomicU32,
+    /// `folio->_mapcount`: page-table mappings minus one (-1 = unmapped), as Linux.
+    mapcount: AtomicI32,
+    /// `folio->_refcount`.
+    refcount: AtomicU32,
     /// `folio->memcg_data`, reduced to the memcg id (0 = not charged).
     memcg_id: AtomicU16,
-    node: u8,
-    zone: u8,
     /// Which of the owner's lists holds `lru` ([`NO_SLOT`] = none). Under lru_lock.
     pub(crate) slot: AtomicU8,
+    /// Frame number (bits 0..56), zone (56..58) and node (58..64): Linux's `flags` upper
+    /// bits, packed here into one immutable word.
+    pfn_zone_node: u64,
 }
+
+const PFN_BITS: u32 = 56;
+const PFN_MASK: u64 = (1 << PFN_BITS) - 1;
+/// Largest frame number a folio can describe.
+pub const MAX_PFN: u64 = PFN_MASK;
 
 /// [`Folio::slot`] value for "on no list".
 pub(crate) const NO_SLOT: u8 = u8::MAX;
 
 // Layout assertions hold for the real atomics; loom's model atomics are larger.
 #[cfg(not(loom))]
-const _: () = assert!(core::mem::size_of::<Folio>() <= 64);
-const _: () = assert!(crate::cacheline::CACHELINE.is_multiple_of(core::mem::align_of::<Folio>()));
+const _: () = {
+    use core::mem::{align_of, offset_of, size_of};
+    assert!(size_of::<Folio>() == 64);
+    assert!(align_of::<Folio>() == 64);
+    assert!(offset_of!(Folio, flags) == 0);
+    assert!(offset_of!(Folio, lru) == 8);
+    assert!(offset_of!(Folio, mapping) == 24);
+    assert!(offset_of!(Folio, refcount) == 48);
+};
 
 impl core::fmt::Debug for Folio {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Folio")
-            .field("pfn", &self.pfn)
+            .field("pfn", &self.pfn())
             .field("flags", &self.flags())
             .field("gen", &self.lru_gen())
             .field("refs", &self.lru_refs())
             .field("memcg_id", &self.memcg_id())
-            .field("node", &self.node)
+            .field("node", &self.node())
             .field("zone", &self.zone())
+            .field("mapping", &self.mapping())
+            .field("index", &self.index())
+            .field("mapcount", &self.mapcount())
+            .field("refcount", &self.refcount())
             .finish()
     }
 }
 
 impl Folio {
-    /// A free folio for frame `pfn` in `node`/`zone`: no flags, refcount 0, uncharged.
+    /// A free folio for frame `pfn` in `node`/`zone`: no flags, refcount 0, unmapped,
+    /// uncharged.
     pub fn new(pfn: u64, node: u32, zone: Zone) -> Result<Folio, LruError> {
         if node >= MAX_NUMNODES {
             return Err(LruError::InvalidNode(node));
         }
+        if pfn > MAX_PFN {
+            return Err(LruError::InvalidPfn(pfn));
+        }
         Ok(Folio {
             flags: AtomicU32::new(0),
-            refcount: AtomicU32::new(0),
+            owner: AtomicU32::new(0),
             lru: AtomicLink::new(),
-            owner: AtomicU64::new(0),
-            pfn,
+            mapping: AtomicU64::new(0),
+            index: AtomicU64::new(0),
+            private: AtomicU32::new(0),
+            mapcount: AtomicI32::new(-1),
+            refcount: AtomicU32::new(0),
             memcg_id: AtomicU16::new(0),
-            node: node as u8,
-            zone: zone as u8,
             slot: AtomicU8::new(NO_SLOT),
+            pfn_zone_node: pfn | (zone as u64) << PFN_BITS | u64::from(node) << (PFN_BITS + 2),
         })
     }
 
-    /// The frame number.
+    /// The frame number (`folio_pfn`).
     #[must_use]
     pub fn pfn(&self) -> u64 {
-        self.pfn
+        self.pfn_zone_node & PFN_MASK
     }
 
     /// The node (`folio_nid`).
     #[must_use]
     pub fn node(&self) -> u32 {
-        u32::from(self.node)
+        (self.pfn_zone_node >> (PFN_BITS + 2)) as u32
     }
 
     /// The zone (`folio_zonenum`).
     #[must_use]
     pub fn zone(&self) -> Zone {
-        Zone::from_idx(self.zone)
+        Zone::from_idx(((self.pfn_zone_node >> PFN_BITS) & 3) as u8)
+    }
+
+    /// `folio->mapping` as an id (0 = none).
+    #[must_use]
+    pub fn mapping(&self) -> u64 {
+        self.mapping.load(Ordering::Acquire)
+    }
+
+    /// `folio->index`.
+    #[must_use]
+    pub fn index(&self) -> u64 {
+        self.index.load(Ordering::Acquire)
+    }
+
+    /// Set `mapping` and `index` (`folio_add_new_anon_rmap` / `filemap_add_folio`). The
+    /// caller owns the folio exclusively (just allocated, not yet visible to others).
+    pub fn set_mapping(&self, mapping: u64, index: u64) {
+        self.index.store(index, Ordering::Relaxed);
+        self.mapping.store(mapping, Ordering::Release);
+    }
+
+    /// `folio->private`.
+    #[must_use]
+    pub fn private(&self) -> u32 {
+        self.private.load(Ordering::Acquire)
+    }
+
+    /// Set `folio->private` (the buddy allocator keeps the order here).
+    pub fn set_private(&self, v: u32) {
+        self.private.store(v, Ordering::Release);
+    }
+
+    /// Page-table mappings (`folio_mapcount`): 0 when unmapped.
+    #[must_use]
+    pub fn mapcount(&self) -> u32 {
+        (self.mapcount.load(Ordering::Acquire) + 1).max(0) as u32
+    }
+
+    /// One more page-table mapping (`folio_add_*_rmap`); returns true for the first.
+    pub fn inc_mapcount(&self) -> bool {
+        self.mapcount.fetch_add(1, Ordering::AcqRel) == -1
+    }
+
+    /// One mapping fewer (`folio_remove_rmap`); returns true when it was the last. An
+    /// unmap of an unmapped folio is reported, not wrapped.
+    pub fn dec_mapcount(&self) -> Result<bool, LruError> {
+        self.mapcount
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |m| {
+                (m >= 0).then_some(m - 1)
+            })
+            .map(|old| old == 0)
+            .map_err(|_| LruError::MapcountUnderflow)
     }
 
     /// The charged memcg's id (`folio_memcg(folio)->id`), 0 when uncharged.
@@ -296,6 +391,32 @@ impl Folio {
         self.refcount.fetch_add(1, Ordering::AcqRel);
     }
 
+    /// Take a reference unless the count is zero (`folio_try_get`): how a lockless
+    /// page-cache lookup pins a folio that may be freed under it.
+    #[must_use]
+    pub fn try_get(&self) -> bool {
+        self.refcount
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| {
+                (r != 0).then(|| r + 1)
+            })
+            .is_ok()
+    }
+
+    /// Freeze the count at zero if it is exactly `expected` (`folio_ref_freeze`): reclaim
+    /// proves nobody else holds the folio before it removes it from the page cache. A
+    /// frozen folio refuses [`Folio::try_get`].
+    #[must_use]
+    pub fn ref_freeze(&self, expected: u32) -> bool {
+        self.refcount
+            .compare_exchange(expected, 0, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Undo a [`Folio::ref_freeze`] (`folio_ref_unfreeze`).
+    pub fn ref_unfreeze(&self, count: u32) {
+        self.refcount.store(count, Ordering::Release);
+    }
+
     /// Drop a reference (`folio_put`); returns true when it was the last one.
     /// A put without a matching get is reported, not wrapped.
     pub fn put(&self) -> Result<bool, LruError> {
@@ -311,14 +432,16 @@ impl Folio {
         self.refcount.load(Ordering::Acquire)
     }
 
-    /// Reset LRU state when the frame is freed (`free_pages_prepare` clears these bits).
-    /// Fails if the folio is still on an LRU list.
+    /// Reset LRU and mapping state when the frame is freed (`free_pages_prepare` clears
+    /// these). Fails if the folio is still on an LRU list.
     pub fn reset_lru_state(&self) -> Result<(), LruError> {
         if self.test_lru() {
             return Err(LruError::AlreadyOnLru);
         }
         self.flags.store(0, Ordering::Release);
         self.memcg_id.store(0, Ordering::Release);
+        self.mapping.store(0, Ordering::Release);
+        self.index.store(0, Ordering::Release);
         Ok(())
     }
 
@@ -411,6 +534,50 @@ mod tests {
     }
 
     #[test]
+    fn identity_packs_pfn_zone_node() {
+        let f = Folio::new(MAX_PFN, MAX_NUMNODES - 1, Zone::Movable).unwrap();
+        assert_eq!((f.pfn(), f.node(), f.zone()), (MAX_PFN, 63, Zone::Movable));
+        let g = Folio::new(0, 0, Zone::Dma).unwrap();
+        assert_eq!((g.pfn(), g.node(), g.zone()), (0, 0, Zone::Dma));
+        assert_eq!(
+            Folio::new(MAX_PFN + 1, 0, Zone::Dma).unwrap_err(),
+            LruError::InvalidPfn(MAX_PFN + 1)
+        );
+    }
+
+    #[test]
+    fn mapcount_starts_unmapped() {
+        let f = folio();
+        assert_eq!(f.mapcount(), 0);
+        assert_eq!(f.dec_mapcount(), Err(LruError::MapcountUnderflow));
+        assert!(f.inc_mapcount());
+        assert!(!f.inc_mapcount());
+        assert_eq!(f.mapcount(), 2);
+        assert_eq!(f.dec_mapcount(), Ok(false));
+        assert_eq!(f.dec_mapcount(), Ok(true));
+        assert_eq!(f.mapcount(), 0);
+    }
+
+    #[test]
+    fn try_get_and_freeze() {
+        let f = folio();
+        assert!(!f.try_get(), "a free folio cannot be pinned");
+        f.get();
+        assert!(f.try_get());
+        assert!(!f.ref_freeze(1));
+        assert!(f.ref_freeze(2));
+        assert!(!f.try_get(), "a frozen folio cannot be pinned");
+        f.ref_unfreeze(1);
+        assert_eq!(f.refcount(), 1);
+        f.set_mapping(9, 77);
+        assert_eq!((f.mapping(), f.index()), (9, 77));
+        f.set_private(10);
+        assert_eq!(f.private(), 10);
+        f.reset_lru_state().unwrap();
+        assert_eq!((f.mapping(), f.index()), (0, 0));
+    }
+
+    #[test]
     fn file_or_anon() {
         let f = folio();
         assert!(f.is_file_lru());
@@ -423,14 +590,16 @@ mod tests {
 const FOLIO_FIELDS: &[crate::layout::FieldDesc] = {
     &[
         crate::layout_field!(Folio, "flags", flags),
-        crate::layout_field!(Folio, "refcount", refcount),
-        crate::layout_field!(Folio, "lru", lru),
         crate::layout_field!(Folio, "lru", owner),
-        crate::layout_field!(Folio, "identity", pfn),
-        crate::layout_field!(Folio, "identity", memcg_id),
-        crate::layout_field!(Folio, "identity", node),
-        crate::layout_field!(Folio, "identity", zone),
+        crate::layout_field!(Folio, "lru", lru),
+        crate::layout_field!(Folio, "mapping", mapping),
+        crate::layout_field!(Folio, "mapping", index),
+        crate::layout_field!(Folio, "private", private),
+        crate::layout_field!(Folio, "refs", mapcount),
+        crate::layout_field!(Folio, "refs", refcount),
+        crate::layout_field!(Folio, "memcg", memcg_id),
         crate::layout_field!(Folio, "lru", slot),
+        crate::layout_field!(Folio, "identity", "pfn/zone/node" => pfn_zone_node),
     ]
 };
 

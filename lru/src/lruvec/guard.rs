@@ -68,7 +68,7 @@ impl<'a, R: RawMutex, G: LruGenFolio> LruvecGuard<'a, R, G> {
         }
     }
 
-    fn self_id(&self) -> u64 {
+    fn self_id(&self) -> u32 {
         self.lruvec.id
     }
 

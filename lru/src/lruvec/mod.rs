@@ -122,7 +122,7 @@ pub struct Lruvec<R: RawMutex, G: LruGenFolio = LruGenFolioGrouped> {
     /// Unique id, recorded in each folio it holds (`Folio::owner`). The identity fields
     /// are read on every add/isolate, mostly under the lock: they sit next to it rather
     /// than after lrugen, whose lockless counters end the struct.
-    id: u64,
+    id: u32,
     memcg_id: u16,
     node: u8,
     lru_zone_size: [[AtomicUsize; MAX_NR_ZONES]; NR_LRU_LISTS],
@@ -133,7 +133,7 @@ pub struct Lruvec<R: RawMutex, G: LruGenFolio = LruGenFolioGrouped> {
 
 /// Source of lruvec ids; 0 is never handed out. Not part of any modelled protocol, so a
 /// plain core atomic even under loom.
-static NEXT_LRUVEC_ID: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1);
+static NEXT_LRUVEC_ID: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(1);
 
 // SAFETY: the UnsafeCells (`lists` here, `folios` inside `lrugen`) are only accessed
 // through an `LruvecGuard`, i.e. with `lru_lock` held; everything else is atomic or
@@ -141,6 +141,16 @@ static NEXT_LRUVEC_ID: core::sync::atomic::AtomicU64 = core::sync::atomic::Atomi
 unsafe impl<R: RawMutex + Sync, G: LruGenFolio> Sync for Lruvec<R, G> {}
 // SAFETY: as above; moving the lruvec moves list heads, which point at folios only.
 unsafe impl<R: RawMutex + Send, G: LruGenFolio> Send for Lruvec<R, G> {}
+
+/// A fresh lruvec id: never 0 (which means "on no list"), wrapping after 2^32 - 1.
+fn next_lruvec_id() -> u32 {
+    loop {
+        let id = NEXT_LRUVEC_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        if id != 0 {
+            return id;
+        }
+    }
+}
 
 impl<R: RawMutex, G: LruGenFolio> core::fmt::Debug for Lruvec<R, G> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -160,7 +170,7 @@ impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
             return Err(LruError::InvalidNode(node));
         }
         Ok(Lruvec {
-            id: NEXT_LRUVEC_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed),
+            id: next_lruvec_id(),
             memcg_id,
             node: node as u8,
             lists: UnsafeCell::new(core::array::from_fn(|_| folio_list())),

@@ -1,0 +1,6 @@
+//! `bench`: the seeds' experiments as A/B scenarios, platform neutral.
+#![cfg_attr(not(test), no_std)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+extern crate alloc;

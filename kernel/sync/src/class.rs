@@ -1,0 +1,245 @@
+//! Lock classes: what Linux's `lock_class_key` is to lockdep and lock_stat.
+//!
+//! Every lock belongs to a class, named after the field it protects (`lruvec->lru_lock`,
+//! `zone->lock`, ...). The class is a zero-sized type parameter of [`crate::TicketLock`], so
+//! the lock word stays four bytes; the class's data ([`ClassData`]: its name, its index in
+//! the class registry, its per-CPU statistics) is a `static`, reached through
+//! [`LockClass::data`]. Classes register themselves on first use; [`classes`] lists them
+//! for reports.
+//!
+//! [`lock_class!`](crate::lock_class) defines a class; [`std_classes`] holds the kernel's.
+
+use crate::stat::{ClassStats, LockStatSnapshot};
+use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+
+/// Most classes that can be registered (lockdep keeps one bit per class).
+pub const MAX_CLASSES: usize = 64;
+
+/// A lock class: a name and its static data.
+pub trait LockClass: 'static + Send + Sync {
+    /// The name reports and lockdep messages use.
+    const NAME: &'static str;
+    /// The class's static data.
+    fn data() -> &'static ClassData;
+}
+
+/// The data of one class: name, registry index and per-CPU statistics.
+pub struct ClassData {
+    name: &'static str,
+    /// Registry index + 1 (0 = not yet registered).
+    id: AtomicUsize,
+    pub(crate) stats: &'static ClassStats,
+}
+
+impl core::fmt::Debug for ClassData {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ClassData")
+            .field("name", &self.name)
+            .field("id", &self.id.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+static REGISTRY: [AtomicPtr<ClassData>; MAX_CLASSES] =
+    [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_CLASSES];
+static NR_CLASSES: AtomicUsize = AtomicUsize::new(0);
+
+impl ClassData {
+    /// Data for a class called `name` whose per-CPU counters are `stats` (used by
+    /// [`crate::lock_class!`], which gives each class a zero-initialised table of its own,
+    /// so the table lands in `.bss`).
+    #[must_use]
+    pub const fn new(name: &'static str, stats: &'static ClassStats) -> Self {
+        ClassData {
+            name,
+            id: AtomicUsize::new(0),
+            stats,
+        }
+    }
+
+    /// The class name.
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The class's registry index, registering it on first use. `None` once
+    /// [`MAX_CLASSES`] classes exist (such a class is neither listed nor order-checked,
+    /// but its statistics still count).
+    pub fn id(&'static self) -> Option<usize> {
+        let id = self.id.load(Ordering::Acquire);
+        if id != 0 {
+            return Some(id - 1);
+        }
+        self.register()
+    }
+
+    #[cold]
+    fn register(&'static self) -> Option<usize> {
+        let me = core::ptr::from_ref(self).cast_mut();
+        loop {
+            let id = self.id.load(Ordering::Acquire);
+            if id != 0 {
+                return Some(id - 1);
+            }
+            let slot = NR_CLASSES.load(Ordering::Acquire);
+            if slot >= MAX_CLASSES {
+                return None;
+            }
+            // Claim the registry slot first, then publish our id; a loser retries.
+            if REGISTRY[slot]
+                .compare_exchange(
+                    core::ptr::null_mut(),
+                    me,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
+                .is_err()
+            {
+                let _ = NR_CLASSES.compare_exchange(
+                    slot,
+                    slot + 1,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                );
+                continue;
+            }
+            let _ =
+                NR_CLASSES.compare_exchange(slot, slot + 1, Ordering::AcqRel, Ordering::Acquire);
+            match self
+                .id
+                .compare_exchange(0, slot + 1, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return Some(slot),
+                // Registered twice concurrently: the other slot won; ours stays a duplicate
+                // entry that `classes` skips.
+                Err(won) => return Some(won - 1),
+            }
+        }
+    }
+
+    /// This class's statistics, summed over all CPUs.
+    #[must_use]
+    pub fn snapshot(&self) -> LockStatSnapshot {
+        let mut s = LockStatSnapshot::default();
+        for c in self.stats.cpus() {
+            s.add(&c.read());
+        }
+        s
+    }
+
+    /// Zeroes this class's statistics (only meaningful while nobody takes its locks).
+    pub fn reset(&self) {
+        for c in self.stats.cpus() {
+            c.reset();
+        }
+    }
+}
+
+/// Every registered class, in registration order.
+pub fn classes() -> impl Iterator<Item = &'static ClassData> {
+    let n = NR_CLASSES.load(Ordering::Acquire).min(MAX_CLASSES);
+    (0..n).filter_map(|i| {
+        let p = REGISTRY[i].load(Ordering::Acquire);
+        // SAFETY: only `register` stores into the registry, and it stores the address of a
+        // `&'static ClassData`.
+        let d = unsafe { p.as_ref() }?;
+        (d.id.load(Ordering::Acquire) == i + 1).then_some(d)
+    })
+}
+
+/// The class registered at index `id`.
+#[must_use]
+pub fn class_by_id(id: usize) -> Option<&'static ClassData> {
+    classes().find(|d| d.id.load(Ordering::Acquire) == id + 1)
+}
+
+/// Defines a lock class: a unit struct implementing [`LockClass`] with its own static data.
+///
+/// ```
+/// ksync::lock_class!(
+///     /// The lock of my widget.
+///     pub WidgetLock, "widget->lock"
+/// );
+/// let lock = ksync::TicketLock::<WidgetLock>::new();
+/// # let _ = lock;
+/// ```
+#[macro_export]
+macro_rules! lock_class {
+    ($(#[$meta:meta])* $vis:vis $name:ident, $str:expr) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, Default)]
+        $vis struct $name;
+        impl $crate::class::LockClass for $name {
+            const NAME: &'static str = $str;
+            fn data() -> &'static $crate::class::ClassData {
+                static STATS: $crate::stat::ClassStats = $crate::stat::ClassStats::new();
+                static DATA: $crate::class::ClassData =
+                    $crate::class::ClassData::new($str, &STATS);
+                &DATA
+            }
+        }
+    };
+}
+
+/// The kernel's lock classes, in the intended acquisition order where one nests in another
+/// (outer first; see the crate's lock-order documentation in `docs/design.md`).
+pub mod std_classes {
+    crate::lock_class!(
+        /// The memcg hierarchy's topology lock (Linux's `cgroup_mutex`).
+        pub MemcgTreeLock, "memcg_tree"
+    );
+    crate::lock_class!(
+        /// Serialises stat flushes (Linux's `rstat_lock`).
+        pub RstatLock, "rstat_lock"
+    );
+    crate::lock_class!(
+        /// The address space's write lock (`mmap_lock`, write side).
+        pub MmapLock, "mmap_lock"
+    );
+    crate::lock_class!(
+        /// A page-cache object's tree lock (`mapping->i_pages` xa_lock).
+        pub PageCacheLock, "i_pages"
+    );
+    crate::lock_class!(
+        /// A page-table page's lock (split PTE lock, `ptl`).
+        pub PteLock, "ptl"
+    );
+    crate::lock_class!(
+        /// Serialises `lru_add_drain_all` (`lru_drain_mutex`).
+        pub LruDrainLock, "lru_drain_mutex"
+    );
+    crate::lock_class!(
+        /// One CPU's folio batches (`cpu_fbatches.lock`, a local_lock in Linux).
+        pub FbatchLock, "cpu_fbatches.lock"
+    );
+    crate::lock_class!(
+        /// One CPU's memcg charge stock (`memcg_stock.stock_lock`).
+        pub StockLock, "memcg_stock.lock"
+    );
+    crate::lock_class!(
+        /// A node's memcg FIFO lock (`pgdat->memcg_lru.lock`).
+        pub MemcgLruLock, "memcg_lru.lock"
+    );
+    crate::lock_class!(
+        /// The per-node LRU lock every lruvec of a node shares (`pgdat->lru_lock`, before
+        /// Alex Shi's series; seed 004's variant A).
+        pub PgdatLruLock, "pgdat->lru_lock"
+    );
+    crate::lock_class!(
+        /// A lruvec's own LRU lock (`lruvec->lru_lock`, per memcg per node).
+        pub LruLock, "lruvec->lru_lock"
+    );
+    crate::lock_class!(
+        /// A zone's per-CPU page list lock (`pcp->lock`).
+        pub PcpLock, "pcp->lock"
+    );
+    crate::lock_class!(
+        /// A zone's buddy free-list lock (`zone->lock`).
+        pub ZoneLock, "zone->lock"
+    );
+    crate::lock_class!(
+        /// The RCU callback queue.
+        pub RcuCallbackLock, "rcu_callbacks"
+    );
+}

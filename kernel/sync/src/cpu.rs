@@ -1,0 +1,127 @@
+//! The running CPU's id (`smp_processor_id()`), from a hook the platform installs.
+//!
+//! The kernel installs a function that reads its per-CPU area through GS
+//! ([`set_cpu_id_fn`]); host threads that stand in for CPUs say which CPU they are with
+//! [`set_this_thread_cpu`] (feature `std`), and any other host thread gets a dense id of its
+//! own on first use. Without a hook and without `std`, every caller is CPU 0 (early boot:
+//! only the boot CPU runs).
+//!
+//! Ids are below [`MAX_CPUS`]; per-CPU statistics and the lockdep held-lock stacks are
+//! indexed by them.
+
+use core::sync::atomic::{AtomicUsize, Ordering};
+
+/// Most CPUs anything indexed by CPU id supports (the kernel's `cpus=` limit).
+pub const MAX_CPUS: usize = 256;
+
+/// The installed hook, as an address (0 = none).
+static CPU_ID_FN: AtomicUsize = AtomicUsize::new(0);
+
+/// Installs the function that returns the running CPU's id. The kernel calls this once per
+/// boot, before any other CPU starts.
+pub fn set_cpu_id_fn(f: fn() -> usize) {
+    CPU_ID_FN.store(f as usize, Ordering::Release);
+}
+
+/// Whether the platform installed a CPU-id hook ([`set_cpu_id_fn`]): only then does
+/// [`this_cpu`] tell CPUs apart in a no_std build.
+#[inline]
+#[must_use]
+pub fn hook_installed() -> bool {
+    CPU_ID_FN.load(Ordering::Acquire) != 0
+}
+
+/// The running CPU's id, below [`MAX_CPUS`].
+#[inline]
+#[must_use]
+pub fn this_cpu() -> usize {
+    #[cfg(any(test, feature = "std"))]
+    if let Some(cpu) = thread::pinned() {
+        return cpu;
+    }
+    let f = CPU_ID_FN.load(Ordering::Acquire);
+    if f != 0 {
+        // SAFETY: only `set_cpu_id_fn` stores a non-zero value, and it stores a
+        // `fn() -> usize`; function pointers and `usize` have the same size on every
+        // target this crate builds for.
+        let f: fn() -> usize = unsafe { core::mem::transmute::<usize, fn() -> usize>(f) };
+        return f() % MAX_CPUS;
+    }
+    default_cpu()
+}
+
+#[cfg(not(any(test, feature = "std")))]
+#[inline]
+fn default_cpu() -> usize {
+    0
+}
+
+#[cfg(any(test, feature = "std"))]
+#[inline]
+fn default_cpu() -> usize {
+    thread::own_id()
+}
+
+#[cfg(any(test, feature = "std"))]
+pub use thread::set_this_thread_cpu;
+
+#[cfg(any(test, feature = "std"))]
+mod thread {
+    use super::MAX_CPUS;
+    use core::cell::Cell;
+    use core::sync::atomic::{AtomicUsize, Ordering};
+
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+    std::thread_local! {
+        static PINNED: Cell<Option<usize>> = const { Cell::new(None) };
+        static OWN: Cell<Option<usize>> = const { Cell::new(None) };
+    }
+
+    /// Declares that the calling thread runs as CPU `cpu` (host-thread mode: one thread per
+    /// pinned core). Ids at or above [`MAX_CPUS`] wrap.
+    pub fn set_this_thread_cpu(cpu: usize) {
+        PINNED.with(|p| p.set(Some(cpu % MAX_CPUS)));
+    }
+
+    pub(super) fn pinned() -> Option<usize> {
+        PINNED.with(Cell::get)
+    }
+
+    /// A dense id for a thread that never declared one: handed out in first-use order.
+    pub(super) fn own_id() -> usize {
+        OWN.with(|o| match o.get() {
+            Some(id) => id,
+            None => {
+                let id = NEXT.fetch_add(1, Ordering::Relaxed) % MAX_CPUS;
+                o.set(Some(id));
+                id
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pinned_thread_reports_its_cpu() {
+        std::thread::spawn(|| {
+            set_this_thread_cpu(7);
+            assert_eq!(this_cpu(), 7);
+            set_this_thread_cpu(MAX_CPUS + 3);
+            assert_eq!(this_cpu(), 3);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn unpinned_threads_get_distinct_ids() {
+        let a = std::thread::spawn(this_cpu).join().unwrap();
+        let b = std::thread::spawn(this_cpu).join().unwrap();
+        assert_ne!(a, b);
+        assert!(a < MAX_CPUS && b < MAX_CPUS);
+    }
+}

@@ -1,0 +1,46 @@
+//! `ksync`: the synchronisation layer every other crate of the kernel builds on, platform
+//! neutral so that the same code runs in the kernel and on host threads.
+//!
+//! - [`ticket`]: [`TicketLock<C>`], Linux's pre-qspinlock x86 ticket spinlock: one 32-bit
+//!   word, exactly the size of a `spinlock_t` without debugging, so every struct that embeds
+//!   a lock has the same offsets in the kernel, in host tests and in the host benchmark.
+//! - [`class`]: lock classes ([`LockClass`]), Linux's `lock_class_key`: a zero-sized type
+//!   parameter of the lock, so the class costs no byte in the lock word. Statistics and
+//!   lock-order checking are kept per class, out of line.
+//! - [`stat`]: `CONFIG_LOCK_STAT` reduced to acquisitions, contended acquisitions and wait
+//!   cycles, per class and per CPU (each CPU writes only its own 128-byte slot), summed when
+//!   read: collecting them adds no traffic to the lock's own line.
+//! - [`lockdep`]: a small lockdep: records which class was held when another was taken and
+//!   reports an inversion (A then B somewhere, B then A elsewhere) with both class names.
+//! - [`family`]: [`LockFamily`], how generic code names "the lock of class C" so that loom
+//!   models can substitute their own lock while the kernel and the host use [`TicketLock`].
+//! - [`percpu`]: [`PerCpu<T>`], one `T` per CPU, each on its own 128-byte pair (the unit the
+//!   adjacent-line prefetcher fetches), and [`CachePadded`].
+//! - [`cpu`]: the running CPU's id, from a hook the platform installs (the kernel reads GS,
+//!   host threads use a thread-local id).
+#![cfg_attr(not(any(test, any(test, feature = "std"))), no_std)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+extern crate alloc;
+
+pub mod class;
+pub mod cpu;
+pub mod family;
+pub mod lockdep;
+pub mod percpu;
+pub mod stat;
+pub mod ticket;
+
+pub use class::{ClassData, LockClass, classes};
+pub use cpu::{MAX_CPUS, this_cpu};
+pub use family::LockFamily;
+#[cfg(not(loom))]
+pub use family::Ticket;
+pub use percpu::{CachePadded, PerCpu};
+pub use stat::LockStatSnapshot;
+pub use ticket::TicketLock;
+
+/// A `lock_api::Mutex` protected by a [`TicketLock`] of class `C`.
+#[cfg(not(loom))]
+pub type SpinMutex<C, T> = lock_api::Mutex<TicketLock<C>, T>;

@@ -1,0 +1,203 @@
+//! Lock statistics, per class and per CPU (`CONFIG_LOCK_STAT`, `/proc/lock_stat`).
+//!
+//! Four numbers per class: acquisitions, contended acquisitions, and the total and maximum
+//! cycles spent waiting (over contended acquisitions, as Linux's `waittime-total` /
+//! `waittime-max`). Each CPU records into its own 128-byte slot of the class
+//! ([`crate::ClassData`]), with a relaxed load and store (the slot's only writer is its CPU),
+//! so recording never touches the lock's line or another CPU's line; readers sum the slots
+//! ([`crate::ClassData::snapshot`]). Recording is off until [`set_enabled`] and then costs
+//! one relaxed load of a read-mostly flag per acquisition, plus two cycle-counter reads on a
+//! contended one.
+
+use core::fmt;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+
+static ENABLED: AtomicBool = AtomicBool::new(false);
+
+/// Switches statistics on or off for every class (`echo 1 > /proc/sys/kernel/lock_stat`).
+pub fn set_enabled(on: bool) {
+    ENABLED.store(on, Relaxed);
+}
+
+/// Whether statistics are being recorded.
+#[inline]
+#[must_use]
+pub fn enabled() -> bool {
+    ENABLED.load(Relaxed)
+}
+
+/// The cycle counter wait times are measured in (the TSC on x86_64).
+#[inline]
+#[must_use]
+pub fn cycles() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: `rdtsc` has no memory effects and is allowed at any privilege level
+        // (CR4.TSD is clear in the kernel; user space may always use it on Linux).
+        unsafe { core::arch::x86_64::_rdtsc() }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        0
+    }
+}
+
+/// One class's counters: one 128-byte slot per CPU.
+pub struct ClassStats([crate::percpu::CachePadded<CpuLockStat>; crate::cpu::MAX_CPUS]);
+
+impl ClassStats {
+    /// Zeroed counters.
+    #[must_use]
+    pub const fn new() -> Self {
+        ClassStats([const { crate::percpu::CachePadded(CpuLockStat::new()) }; crate::cpu::MAX_CPUS])
+    }
+
+    pub(crate) fn cpu(&self, cpu: usize) -> &CpuLockStat {
+        &self.0[cpu % crate::cpu::MAX_CPUS].0
+    }
+
+    pub(crate) fn cpus(&self) -> impl Iterator<Item = &CpuLockStat> {
+        self.0.iter().map(|c| &c.0)
+    }
+}
+
+impl Default for ClassStats {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl core::fmt::Debug for ClassStats {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ClassStats").finish_non_exhaustive()
+    }
+}
+
+/// One CPU's counters for one class.
+#[derive(Debug)]
+pub(crate) struct CpuLockStat {
+    acquisitions: AtomicU64,
+    contended: AtomicU64,
+    wait_total: AtomicU64,
+    wait_max: AtomicU64,
+}
+
+#[inline]
+fn bump(c: &AtomicU64, v: u64) {
+    c.store(c.load(Relaxed).wrapping_add(v), Relaxed);
+}
+
+impl CpuLockStat {
+    pub(crate) const fn new() -> Self {
+        CpuLockStat {
+            acquisitions: AtomicU64::new(0),
+            contended: AtomicU64::new(0),
+            wait_total: AtomicU64::new(0),
+            wait_max: AtomicU64::new(0),
+        }
+    }
+
+    /// Records one acquisition by the CPU owning this slot.
+    #[inline]
+    pub(crate) fn record(&self, contended: bool, wait: u64) {
+        bump(&self.acquisitions, 1);
+        if contended {
+            bump(&self.contended, 1);
+            bump(&self.wait_total, wait);
+            if wait > self.wait_max.load(Relaxed) {
+                self.wait_max.store(wait, Relaxed);
+            }
+        }
+    }
+
+    pub(crate) fn read(&self) -> LockStatSnapshot {
+        LockStatSnapshot {
+            acquisitions: self.acquisitions.load(Relaxed),
+            contended: self.contended.load(Relaxed),
+            wait_total_cycles: self.wait_total.load(Relaxed),
+            wait_max_cycles: self.wait_max.load(Relaxed),
+        }
+    }
+
+    pub(crate) fn reset(&self) {
+        self.acquisitions.store(0, Relaxed);
+        self.contended.store(0, Relaxed);
+        self.wait_total.store(0, Relaxed);
+        self.wait_max.store(0, Relaxed);
+    }
+}
+
+/// Records an acquisition of a lock of class `data` on the running CPU.
+#[inline]
+pub(crate) fn record(data: &crate::ClassData, contended: bool, wait: u64) {
+    data.stats.cpu(crate::this_cpu()).record(contended, wait);
+}
+
+/// A class's counters (summed over CPUs), printable as one line.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct LockStatSnapshot {
+    /// Acquisitions (`lock` and successful `try_lock`) while recording.
+    pub acquisitions: u64,
+    /// Acquisitions that found the lock held and had to wait.
+    pub contended: u64,
+    /// Cycles spent waiting, summed over contended acquisitions.
+    pub wait_total_cycles: u64,
+    /// The longest single wait, in cycles.
+    pub wait_max_cycles: u64,
+}
+
+impl LockStatSnapshot {
+    /// Adds another CPU's counters (the maximum is the larger one).
+    pub fn add(&mut self, o: &LockStatSnapshot) {
+        self.acquisitions = self.acquisitions.wrapping_add(o.acquisitions);
+        self.contended = self.contended.wrapping_add(o.contended);
+        self.wait_total_cycles = self.wait_total_cycles.wrapping_add(o.wait_total_cycles);
+        self.wait_max_cycles = self.wait_max_cycles.max(o.wait_max_cycles);
+    }
+
+    /// Average wait of a contended acquisition, in cycles (0 when never contended).
+    #[must_use]
+    pub fn wait_avg_cycles(&self) -> u64 {
+        self.wait_total_cycles
+            .checked_div(self.contended)
+            .unwrap_or(0)
+    }
+
+    /// Contended acquisitions per thousand acquisitions.
+    #[must_use]
+    pub fn contended_permille(&self) -> u64 {
+        (self.contended.saturating_mul(1000))
+            .checked_div(self.acquisitions)
+            .unwrap_or(0)
+    }
+
+    /// The change from `earlier` to `self` (the maximum is kept as is: it is not additive).
+    #[must_use]
+    pub fn since(&self, earlier: &LockStatSnapshot) -> LockStatSnapshot {
+        LockStatSnapshot {
+            acquisitions: self.acquisitions.wrapping_sub(earlier.acquisitions),
+            contended: self.contended.wrapping_sub(earlier.contended),
+            wait_total_cycles: self
+                .wait_total_cycles
+                .wrapping_sub(earlier.wait_total_cycles),
+            wait_max_cycles: self.wait_max_cycles,
+        }
+    }
+}
+
+impl fmt::Display for LockStatSnapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let pm = self.contended_permille();
+        write!(
+            f,
+            "acquisitions={} contended={} ({}.{}%) wait_total={}cyc wait_max={}cyc wait_avg={}cyc",
+            self.acquisitions,
+            self.contended,
+            pm / 10,
+            pm % 10,
+            self.wait_total_cycles,
+            self.wait_max_cycles,
+            self.wait_avg_cycles()
+        )
+    }
+}
