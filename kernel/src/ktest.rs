@@ -38,7 +38,14 @@ pub fn run(sel: TestSelection<'_>) -> ExitCode {
     }
     let (mut passed, mut failed) = (0u32, 0u32);
     for t in all().filter(|t| sel.includes(t.name)) {
-        match (t.run)() {
+        // A lock-order inversion found while the test ran fails it (lockdep, debug builds).
+        let result = (t.run)().and_then(|()| match ksync::lockdep::take_inversion() {
+            None => Ok(()),
+            Some((held, taken)) => Err(alloc::format!(
+                "lockdep: `{taken}` taken while holding `{held}`, against the order seen before"
+            )),
+        });
+        match result {
             Ok(()) => {
                 passed += 1;
                 crate::println!("{} {} ok", abi::report::TEST_TAG, t.name);

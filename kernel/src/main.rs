@@ -106,6 +106,7 @@ pub extern "C" fn kmain(_: usize) -> ! {
         Err(e) => bad_cmdline(format_args!("{e}")),
     };
     exit::set_method(cfg.exit);
+    sync::init();
     arch::x86_64::smp::init(bi.rsdp, cfg.cpus);
 
     let code = match cfg.action {

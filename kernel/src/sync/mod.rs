@@ -1,22 +1,24 @@
 //! Synchronisation primitives for kernel code that runs on every CPU at once.
 //!
-//! The kernel has no scheduler, so every lock here spins. [`ticket`] is the fair ticket
-//! spinlock (Linux's pre-qspinlock `arch_spinlock_t`) that implements [`lock_api::RawMutex`]:
-//! the `lru` and `memcg` crates are generic over that trait, so `lruvec->lru_lock` and the
-//! memcg FIFO lock become ticket locks in the kernel and `std`-backed locks on the host.
-//! [`lock_stat`] is the switchable contention accounting (Linux's `CONFIG_LOCK_STAT`,
-//! `/proc/lock_stat`), and [`barrier`] the reusable sense-reversing barrier that lines CPUs up
-//! between benchmark phases.
+//! The kernel has no scheduler, so every lock spins. The locks themselves are the
+//! platform-neutral [`ksync`] ticket locks (four bytes, with their lock class as a type
+//! parameter, per-class per-CPU statistics and lock-order checking), shared with the host
+//! tests and the host benchmark so that every struct embedding a lock has the same layout
+//! everywhere. The kernel adds the CPU-id hook ksync needs ([`init`]) and [`barrier`], the
+//! reusable sense-reversing barrier that lines CPUs up between benchmark phases.
 
 pub mod barrier;
-pub mod lock_stat;
-pub mod ticket;
 
 pub use barrier::Barrier;
-pub use lock_stat::{LockStat, LockStatSnapshot, NoStat, StatMode};
-pub use ticket::{PlainTicketLock, RawTicketLock, TicketLock};
+pub use ksync::{LockStatSnapshot, SpinMutex, TicketLock};
 
-/// A mutex protected by a [`TicketLock`] (statistics available, off until switched on).
-pub type SpinMutex<T> = lock_api::Mutex<TicketLock, T>;
-/// The guard of a [`SpinMutex`].
-pub type SpinMutexGuard<'a, T> = lock_api::MutexGuard<'a, TicketLock, T>;
+ksync::lock_class!(
+    /// Locks of the kernel's own tests and bookkeeping that belong to no mm subsystem.
+    pub KernelLock, "kernel"
+);
+
+/// Tells ksync how to find the running CPU (its per-CPU statistics and lock-order stacks
+/// are indexed by it). Called on the boot CPU before any other CPU starts.
+pub fn init() {
+    ksync::cpu::set_cpu_id_fn(crate::percpu::cpu_id);
+}

@@ -18,7 +18,21 @@ use crate::ensure;
 use crate::ktest::{Test, TestResult};
 use crate::percpu::{self, CallError, CpuSet, PerCpu, PerCpuShared, on_cpus, on_each_cpu};
 use crate::sync::{Barrier, SpinMutex, TicketLock};
+use ksync::LockClass;
 use lock_api::RawMutex;
+
+ksync::lock_class!(
+    /// The mutex of `ticket_lock_counter`, which must record nothing (statistics off).
+    CounterOff, "test-counter-off"
+);
+ksync::lock_class!(
+    /// The raw lock of `ticket_lock_counter` (statistics on).
+    CounterOn, "test-counter-on"
+);
+ksync::lock_class!(
+    /// The lock of `ticket_lock_contention`.
+    Contention, "test-contention"
+);
 
 pub static TESTS: &[Test] = &[
     Test {
@@ -262,15 +276,26 @@ impl Racy {
 fn ticket_lock_counter() -> TestResult {
     let n = n_online() as u64;
     let rounds: u64 = (2_000 / (n * n)).max(25);
-    let counter: SpinMutex<u64> = SpinMutex::new(0);
+    let counter: SpinMutex<CounterOff, u64> = SpinMutex::new(0);
     let racy = Racy(UnsafeCell::new(0));
-    let raw_lock = TicketLock::new();
-    raw_lock.stat().set_enabled(true);
+    let raw_lock = TicketLock::<CounterOn>::new();
+    CounterOff::data().reset();
+    CounterOn::data().reset();
     let b = barrier();
+    // Statistics are off while the mutex is hammered (its class must record nothing) and
+    // on while the raw lock is.
+    ksync::stat::set_enabled(false);
     on_each_cpu(&|_| {
         b.wait();
         for _ in 0..rounds {
             *counter.lock() += 1;
+        }
+    })
+    .map_err(|e| format!("on_each_cpu: {e}"))?;
+    ksync::stat::set_enabled(true);
+    on_each_cpu(&|_| {
+        b.wait();
+        for _ in 0..rounds {
             raw_lock.lock();
             // SAFETY: `raw_lock` is held.
             unsafe { racy.bump() };
@@ -279,11 +304,11 @@ fn ticket_lock_counter() -> TestResult {
         }
     })
     .map_err(|e| format!("on_each_cpu: {e}"))?;
+    ksync::stat::set_enabled(false);
     let want = rounds * n_online() as u64;
-    // SAFETY: only reads the statistics; the raw lock is not locked or unlocked through it.
-    let off = unsafe { counter.raw() }.stat_snapshot();
+    let off = CounterOff::data().snapshot();
     ensure!(
-        off.acquisitions == 0 && !crate::sync::lock_stat::global_enabled(),
+        off.acquisitions == 0,
         "statistics recorded while switched off: {off}"
     );
     let got = counter.into_inner();
@@ -293,8 +318,8 @@ fn ticket_lock_counter() -> TestResult {
         racy == want,
         "raw ticket lock counter {racy}, expected {want}"
     );
-    let s = raw_lock.stat_snapshot();
-    crate::println!("  lock_stat: {s}");
+    let s = CounterOn::data().snapshot();
+    crate::println!("  lock_stat {}: {s}", CounterOn::NAME);
     ensure!(
         s.acquisitions == want,
         "{} acquisitions recorded, expected {want}",
@@ -320,8 +345,9 @@ fn ticket_lock_counter() -> TestResult {
 /// served in ticket (arrival) order.
 fn ticket_lock_contention() -> TestResult {
     let n = n_online();
-    let lock = TicketLock::new();
-    lock.stat().set_enabled(true);
+    let lock = TicketLock::<Contention>::new();
+    Contention::data().reset();
+    ksync::stat::set_enabled(true);
     let queued = AtomicUsize::new(0);
     let order: PerCpuShared<AtomicUsize> = PerCpuShared::new(|_| AtomicUsize::new(usize::MAX));
     let served = AtomicUsize::new(0);
@@ -351,8 +377,9 @@ fn ticket_lock_contention() -> TestResult {
         }
     })
     .map_err(|e| format!("on_each_cpu: {e}"))?;
-    let s = lock.stat_snapshot();
-    crate::println!("  lock_stat: {s}");
+    ksync::stat::set_enabled(false);
+    let s = Contention::data().snapshot();
+    crate::println!("  lock_stat {}: {s}", Contention::NAME);
     ensure!(
         s.acquisitions == n as u64,
         "{} acquisitions, expected {n}",
