@@ -1,0 +1,12 @@
+//! The virtual-memory half of `mm`: address spaces, regions, page tables, page-cache
+//! objects and the fault core.
+
+pub mod backing;
+pub mod cpumask;
+pub mod mm_struct;
+pub mod object;
+pub mod page_cache;
+pub mod pgtable;
+pub mod rcu;
+pub mod vma;
+pub mod vma_lock;
