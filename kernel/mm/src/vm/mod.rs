@@ -3,6 +3,7 @@
 
 pub mod backing;
 pub mod cpumask;
+pub mod fault_inject;
 pub mod mm_struct;
 pub mod object;
 pub mod page_cache;
