@@ -144,12 +144,30 @@ mod tests {
         let n = (0..100_000).filter(|i| p.should_fail(i % 4)).count();
         assert!((8_000..12_000).contains(&n), "{n} of 100000 at 10%");
         // Same seed, same CPU: same stream.
-        let a = FaultAttr::new("a", FaultSpec::Probability { percent: 50.0, seed: 7 });
-        let b = FaultAttr::new("b", FaultSpec::Probability { percent: 50.0, seed: 7 });
+        let a = FaultAttr::new(
+            "a",
+            FaultSpec::Probability {
+                percent: 50.0,
+                seed: 7,
+            },
+        );
+        let b = FaultAttr::new(
+            "b",
+            FaultSpec::Probability {
+                percent: 50.0,
+                seed: 7,
+            },
+        );
         let sa: Vec<bool> = (0..64).map(|_| a.should_fail(3)).collect();
         let sb: Vec<bool> = (0..64).map(|_| b.should_fail(3)).collect();
         assert_eq!(sa, sb);
-        let all = FaultAttr::new("all", FaultSpec::Probability { percent: 100.0, seed: 1 });
+        let all = FaultAttr::new(
+            "all",
+            FaultSpec::Probability {
+                percent: 100.0,
+                seed: 1,
+            },
+        );
         assert!((0..100).all(|_| all.should_fail(0)));
     }
 }

@@ -5,6 +5,7 @@ pub mod backing;
 pub mod cpumask;
 pub mod fault_inject;
 pub mod mm_struct;
+pub mod mmu_gather;
 pub mod object;
 pub mod page_cache;
 pub mod pgtable;
