@@ -311,6 +311,9 @@ mod tests {
         let r = ratio_ci(&[100.0, 100.0], &[120.0, 120.0]).unwrap();
         assert_eq!(r.ci, Some((r.ratio, r.ratio)));
         assert!(r.significant());
+        // ... and identical constant samples give [1, 1], which does not exclude 1.
+        let r = ratio_ci(&[5.0, 5.0, 5.0], &[5.0, 5.0, 5.0]).unwrap();
+        assert_eq!((r.ci, r.significant()), (Some((1.0, 1.0)), false));
     }
 
     fn rates() -> impl Strategy<Value = Vec<f64>> {
