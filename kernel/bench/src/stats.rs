@@ -69,6 +69,10 @@ pub fn hmean(rates: &[f64]) -> Result<f64, StatsError> {
 
 /// The arithmetic mean and the sample variance (`n - 1`; zero for one sample).
 fn mean_var(xs: &[f64]) -> (f64, f64) {
+    // Equal samples have exactly zero variance (summing them may not give n * x exactly).
+    if xs.iter().all(|x| *x == xs[0]) {
+        return (xs[0], 0.0);
+    }
     let n = xs.len() as f64;
     let mean = xs.iter().sum::<f64>() / n;
     if xs.len() < 2 {
