@@ -56,3 +56,24 @@ pub fn render(runs: &[Run]) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_round_trips_through_a_csv_reader() {
+        let mut r = Run::new("s", "a,\"b\"\nc", "v", 2, 0, true, 10, 1000).unwrap();
+        r.floor_fraction = Some(0.25);
+        let plain = Run::new("limit", "anon", "floor", 1, 1, false, 3, 7).unwrap();
+        let text = render(&[r, plain]);
+        let mut rd = ::csv::Reader::from_reader(text.as_bytes());
+        assert_eq!(rd.headers().unwrap().iter().collect::<Vec<_>>(), HEADER);
+        let rows: Vec<_> = rd.records().map(Result::unwrap).collect();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(&rows[0][1], "a,\"b\"\nc");
+        assert_eq!((&rows[0][5], &rows[0][9]), ("true", "0.25"));
+        assert_eq!(rows[1][8].parse::<f64>().unwrap(), 3e9 / 7.0);
+        assert_eq!(&rows[1][9], "");
+    }
+}

@@ -94,3 +94,35 @@ impl Page {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_escaped_and_the_page_is_xml() {
+        let mut p = Page::new("a <b> & \"c\"");
+        p.info(&[("k<".into(), "v&".into())]);
+        p.problems(&["line 3: `<script>` & more".into()]);
+        p.pre("x < y\n");
+        p.svg("<?xml version=\"1.0\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\"><text>t</text></svg>");
+        let html = p.finish();
+        assert!(!html.contains("<script>") && !html.contains("<?xml"));
+        let opt = roxmltree::ParsingOptions {
+            allow_dtd: true,
+            ..roxmltree::ParsingOptions::default()
+        };
+        let doc = roxmltree::Document::parse_with_options(&html, opt).unwrap();
+        let text = |tag: &str| {
+            doc.descendants()
+                .find(|n| n.has_tag_name(tag))
+                .and_then(|n| n.text())
+                .unwrap()
+                .to_owned()
+        };
+        assert_eq!(text("title"), "a <b> & \"c\"");
+        assert_eq!(text("li"), "line 3: `<script>` & more");
+        assert_eq!(text("pre"), "x < y");
+        assert_eq!(text("th"), "k<");
+    }
+}

@@ -266,3 +266,101 @@ pub fn compare(dirs: &[PathBuf], out: Option<&Path>) -> Result<RunnerExit, RunEr
     println!("\ncomparison page: {}", path.display());
     Ok(RunnerExit::Success)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn log(end: bool, invariants_ok: bool) -> Collected {
+        let mut runs = Vec::new();
+        for round in 1..=2 {
+            for v in ["A", "B"] {
+                runs.push(
+                    bench::Run::new(
+                        "seed003-pft",
+                        "anon",
+                        v,
+                        1,
+                        round,
+                        false,
+                        100 + u64::from(round),
+                        1000,
+                    )
+                    .unwrap(),
+                );
+            }
+        }
+        let mut text: String = runs
+            .iter()
+            .map(|r| format!("{}\n", bench::KResult::line(r)))
+            .collect();
+        let cmp = bench::Comparison::from_runs("seed003-pft", "anon", 1, "A", "B", &runs).unwrap();
+        text.push_str(&format!("{}\n", bench::KResult::line(&cmp)));
+        if end {
+            let e = bench::End {
+                runs: 4,
+                comparisons: 1,
+                invariants_ok,
+                failures: vec![],
+                elapsed_ns: 1,
+            };
+            text.push_str(&format!("{}\n", bench::KResult::line(&e)));
+        }
+        Collected::from_log(&text)
+    }
+
+    #[test]
+    fn exits() {
+        let ok = Outcome::Kernel(ExitCode::Success);
+        let failed = Outcome::Kernel(ExitCode::TestFailure);
+        assert_eq!(bench_exit(ok, &log(true, true)), RunnerExit::Success);
+        assert_eq!(bench_exit(ok, &log(false, true)), RunnerExit::BadResults);
+        assert_eq!(
+            bench_exit(ok, &log(true, false)),
+            RunnerExit::InvariantsFailed
+        );
+        assert_eq!(
+            bench_exit(failed, &log(true, false)),
+            RunnerExit::InvariantsFailed
+        );
+        assert_eq!(
+            bench_exit(failed, &log(true, true)),
+            RunnerExit::Kernel(ExitCode::TestFailure)
+        );
+        let timeout = Outcome::Timeout(Duration::from_secs(1));
+        assert_eq!(bench_exit(timeout, &log(false, true)), RunnerExit::Timeout);
+        let panic = Outcome::Kernel(ExitCode::Panic);
+        assert_eq!(
+            bench_exit(panic, &log(false, true)),
+            RunnerExit::Kernel(ExitCode::Panic)
+        );
+    }
+
+    #[test]
+    fn progress_lines_move_the_bar() {
+        let mut v = ProgressView::new(true);
+        let s = bench::PlanScenario {
+            name: "seed003-pft".into(),
+            configs: vec!["anon".into()],
+            variants: vec!["A".into(), "B".into()],
+        };
+        let plan = bench::Plan::new(vec![s], vec![1, 2], 2, 1, Some(0.1), None);
+        v.line(&format!("{}\r", bench::KResult::line(&plan)));
+        assert_eq!(v.bar.length(), Some(12));
+        v.line("KPROGRESS 3/12 seed003-pft anon B cpus=1 round=1/2 1000 ops/s\r");
+        assert_eq!((v.bar.position(), v.bar.length()), (3, Some(12)));
+        assert!(
+            v.bar
+                .message()
+                .contains("seed003-pft anon B cpus=1 round=1/2")
+        );
+        v.line("some boot line");
+        assert_eq!(v.bar.position(), 3);
+    }
+
+    #[test]
+    fn compare_page_goes_beside_the_first_directory() {
+        let p = compare_page_path(&["/no/such/a".into(), "/x/b".into(), "/y/c".into()]);
+        assert_eq!(p, PathBuf::from("/no/such/compare-a-vs-b-and-1-more.html"));
+    }
+}
