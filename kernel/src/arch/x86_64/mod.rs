@@ -10,10 +10,19 @@ pub mod intrinsics;
 pub mod multiboot;
 pub mod paging;
 pub mod percpu;
+pub mod pic;
 pub mod serial;
 pub mod smp;
 pub mod trap;
 pub mod tsc;
+
+/// Masks the legacy PICs and enables interrupts on the boot CPU, which from then on serves
+/// IPIs like every other CPU (the APs run with interrupts enabled from their idle loop).
+/// Boot CPU, once, after SMP bring-up.
+pub fn start_interrupts() {
+    pic::disable();
+    ::x86_64::instructions::interrupts::enable();
+}
 
 /// Runs `f` with interrupts disabled on this CPU, restoring the previous state after.
 pub fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {
