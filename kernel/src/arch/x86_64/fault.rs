@@ -23,7 +23,7 @@
 //!   exit code. `run=pagefault` takes this path.
 //!
 //! Interrupts. The fault core takes spin locks and may wait for TLB-shootdown acks
-//! ([`super::tlb`](super::tlb)), while the CPUs it waits for may spin on a lock in their own fault
+//! ([`super::tlb`]), while the CPUs it waits for may spin on a lock in their own fault
 //! handler: a CPU inside its handler must keep serving IPIs. So the handler runs with
 //! interrupts enabled when the interrupted context had IF set (the trap frame's RFLAGS), and
 //! disables them again before returning. A region fault with IF clear is a kernel bug (a

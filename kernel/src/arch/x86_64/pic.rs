@@ -5,10 +5,10 @@
 //! and often with the PIT's IRQ unmasked. Interrupts here come only from local APICs (IPIs),
 //! so the PICs are reprogrammed to [`PIC_VECTOR_BASE`]..+16 and every line is masked before
 //! the boot CPU enables interrupts. A masked 8259 can still deliver a *spurious* IRQ 7 or 15
-//! (an interrupt withdrawn between the request and the CPU's acknowledge); those vectors get
-//! handlers that ignore them, as Linux's `spurious_8259A_irq` does (IRQ 15 still needs an EOI
-//! on the master, whose cascade input did fire). Any other vector of the range stays fatal:
-//! with every line masked it cannot legitimately arrive.
+//! (an interrupt withdrawn between the request and the CPU's acknowledge); those two vectors
+//! get handlers that ignore them, except that a spurious IRQ 15 still needs an EOI on the
+//! master, whose cascade input did fire. Any other vector of the range stays fatal: with
+//! every line masked it cannot legitimately arrive.
 
 use super::trap;
 use x86_64::instructions::port::Port;
