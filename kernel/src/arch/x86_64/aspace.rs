@@ -362,7 +362,8 @@ pub unsafe fn link_pte_table(
     result
 }
 
-/// The page table linked for the 2 MiB containing `vaddr`, if any.
+/// The page table linked for the 2 MiB containing `vaddr`, if any. A lock-free snapshot:
+/// whoever owns that 2 MiB must keep it from being unlinked while it uses the answer.
 #[must_use]
 pub fn pte_table(vaddr: u64) -> Option<PhysAddr> {
     check_vaddr(vaddr).ok()?;
