@@ -4,6 +4,7 @@
 //! that names what was wrong and what is accepted, and the kernel exits with
 //! [`crate::ExitCode::BadCmdline`] instead of running with a silent default.
 
+use crate::bench::BenchConfig;
 use core::fmt;
 
 /// Largest CPU count `cpus=` accepts.
@@ -18,6 +19,30 @@ pub const ACCEPTED: &[(&str, &str)] = &[
     ("test", "all | NAME[,NAME...]   (with run=test)"),
     ("cpus", "1..=256   (bring up at most this many CPUs)"),
     ("exit", "auto | qemu | halt   (how to report the outcome)"),
+    (
+        "scenarios",
+        "all | NAME[,NAME...]   (with run=bench; names from abi::catalog)",
+    ),
+    (
+        "bench_cpus",
+        "N[,N...]   (with run=bench; each 1..=256, strictly increasing)",
+    ),
+    (
+        "rounds",
+        "1..=100   (with run=bench; measured rounds per variant)",
+    ),
+    (
+        "seconds",
+        "0.01..=3600   (with run=bench; per run, decimal, e.g. 0.5)",
+    ),
+    (
+        "memcgs",
+        "N[,N...]   (with run=bench; seed002's memcg counts, each 1..=16384, increasing)",
+    ),
+    (
+        "quick",
+        "0 | 1   (with run=bench; short defaults for tests and CI)",
+    ),
 ];
 
 /// What the kernel does once it has booted.
@@ -97,6 +122,8 @@ pub struct Config<'a> {
     pub cpus: Option<u32>,
     /// How to report the outcome.
     pub exit: ExitMethod,
+    /// The benchmark's choices (all `None`/default unless `run=bench` set them).
+    pub bench: BenchConfig<'a>,
 }
 
 impl Default for Config<'_> {
@@ -105,6 +132,7 @@ impl Default for Config<'_> {
             action: Action::Summary,
             cpus: None,
             exit: ExitMethod::Auto,
+            bench: BenchConfig::default(),
         }
     }
 }
@@ -127,6 +155,8 @@ pub enum CmdlineError<'a> {
     },
     /// `test=` given without `run=test`.
     TestWithoutRun,
+    /// A benchmark key (`scenarios=`, `rounds=`, ...) given without `run=bench`.
+    BenchKeyWithoutRun(&'a str),
 }
 
 impl fmt::Display for CmdlineError<'_> {
@@ -139,6 +169,7 @@ impl fmt::Display for CmdlineError<'_> {
                 write!(f, "bad value `{value}` for `{key}`")
             }
             CmdlineError::TestWithoutRun => write!(f, "`test=` needs `run=test`"),
+            CmdlineError::BenchKeyWithoutRun(k) => write!(f, "`{k}=` needs `run=bench`"),
         }
     }
 }
@@ -156,6 +187,7 @@ pub fn parse(line: &str, skip_image_path: bool) -> Result<Config<'_>, CmdlineErr
     let mut seen = [false; ACCEPTED.len()];
     let mut run: Option<&str> = None;
     let mut test: Option<TestSelection<'_>> = None;
+    let mut bench_key: Option<&str> = None;
     for word in words {
         let (key, value) = word
             .split_once('=')
@@ -192,6 +224,10 @@ pub fn parse(line: &str, skip_image_path: bool) -> Result<Config<'_>, CmdlineErr
                     _ => return Err(bad),
                 }
             }
+            "scenarios" | "bench_cpus" | "rounds" | "seconds" | "memcgs" | "quick" => {
+                bench_key.get_or_insert(key);
+                cfg.bench.set(key, value).map_err(|()| bad)?;
+            }
             _ => unreachable!("every ACCEPTED key is handled"),
         }
     }
@@ -208,6 +244,11 @@ pub fn parse(line: &str, skip_image_path: bool) -> Result<Config<'_>, CmdlineErr
     };
     if test.is_some() {
         return Err(CmdlineError::TestWithoutRun);
+    }
+    if let Some(key) = bench_key
+        && cfg.action != Action::Bench
+    {
+        return Err(CmdlineError::BenchKeyWithoutRun(key));
     }
     Ok(cfg)
 }

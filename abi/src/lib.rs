@@ -2,13 +2,17 @@
 //!
 //! Both sides compile this crate: the kernel to report, the runner (`qemu`) to decode. It
 //! holds the exit codes written to QEMU's `isa-debug-exit` port, the kernel command line
-//! grammar, and the line protocol the in-kernel tests and benchmarks print on the console.
+//! grammar (with the benchmark's keys), the benchmark's catalog of scenarios, and the tags of
+//! the line protocol the in-kernel tests and benchmarks print on the console.
 #![cfg_attr(not(test), no_std)]
 #![warn(missing_docs)]
 
+pub mod bench;
+pub mod catalog;
 pub mod cmdline;
 pub mod exit;
 pub mod report;
 
+pub use bench::{BenchConfig, ScenarioSelection};
 pub use cmdline::{Action, CmdlineError, Config, Crash, TestSelection};
 pub use exit::ExitCode;

@@ -3,6 +3,8 @@
 //! Every machine-readable line starts with a fixed tag so it can be found among log output:
 //! `KTEST <name> ok|FAILED[: reason]` for one test, `KTEST-SUMMARY <p> passed, <f> failed` at
 //! the end of a test run, and `KEXIT <name>` right before the kernel writes its exit code.
+//! The benchmark prints `KRESULT {json}` records and `KPROGRESS <step>/<total> ...` lines;
+//! their format is defined (writer and parser) by the `bench` crate's `record` module.
 
 /// Prefix of a per-test result line.
 pub const TEST_TAG: &str = "KTEST";
@@ -10,6 +12,10 @@ pub const TEST_TAG: &str = "KTEST";
 pub const SUMMARY_TAG: &str = "KTEST-SUMMARY";
 /// Prefix of the outcome line printed before exiting or halting.
 pub const EXIT_TAG: &str = "KEXIT";
+/// Prefix of a benchmark record line (`KRESULT {json}`).
+pub const RESULT_TAG: &str = "KRESULT";
+/// Prefix of a benchmark progress line (`KPROGRESS <step>/<total> ...`).
+pub const PROGRESS_TAG: &str = "KPROGRESS";
 
 /// One test's result as read back from a console line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -108,6 +108,7 @@ pub extern "C" fn kmain(_: usize) -> ! {
     exit::set_method(cfg.exit);
     sync::init();
     arch::x86_64::smp::init(bi.rsdp, cfg.cpus);
+    arch::x86_64::start_interrupts();
 
     let code = match cfg.action {
         Action::Summary => {

@@ -2,7 +2,10 @@
 //!
 //! Every mistake is a [`CliError`] that says what was wrong (the runner prints it with the
 //! usage text and exits with [`crate::RunnerExit::Usage`]); files that do not exist are
-//! checked when the command runs ([`crate::RunnerExit::NotFound`]).
+//! checked when the command runs ([`crate::RunnerExit::NotFound`]). The benchmark's options
+//! become kernel command-line keys and are validated by the kernel's own parser
+//! (`abi::cmdline`), so the runner accepts exactly what the kernel does; `--cpus` must also
+//! fit in `--smp`, whose default for `bench` is every host core.
 
 use crate::mode::{Mode, UnknownMode};
 use boot::Profile;
@@ -18,22 +21,35 @@ commands:
   summary            boot and print the system summary (default)
   test [NAME...]     run the in-kernel tests: all, or the named ones
   run                boot with the command line given by --append (default: empty)
-  bench              run the benchmark scenarios (run=bench)
+  bench              run the benchmark scenarios (run=bench); table + results directory
+  compare DIR DIR... compare benchmark result directories (hmeans, ratios, significance)
+  import LOG         turn a serial log from a real machine into a results directory
   layout             print the cacheline layout report of the key structs (run=layout)
   image              build the GRUB USB image (BIOS + UEFI); print dd line and SHA-256
   help               this text
 
 options:
   --mode MODE        direct | bios | uefi | usb-bios | usb-uefi   (default: direct)
-  --smp N            vCPUs, 1..=256 (default: 2)
+  --smp N            vCPUs, 1..=256 (default: 2; bench: every host core)
   --mem MIB          guest memory in MiB, 32..=65536 (default: 256)
   --timeout SECS     kill QEMU after SECS, 1..=86400 (default: 60; UEFI modes 120; bench 600)
   --append CMDLINE   kernel command line words (run, image: the whole line; others: added)
   --kernel FILE      direct mode: boot this ELF32 instead of building the kernel
   --image FILE       image modes: boot this GRUB image instead of building one
-  --out FILE         image: where to write it (default: out/kx-usb.img)
+  --out PATH         image: the image file (default: out/kx-usb.img); bench, import: the
+                     results directory (default: results/<UTC timestamp>/); compare: the
+                     HTML page (default: next to the first DIR)
   --debug            build the debug kernel (default: release)
-  --quiet            do not echo the serial console (results are still printed)";
+  --quiet            do not echo the serial console (results are still printed)
+
+bench options (kernel keys in parentheses; defaults are the kernel's):
+  --quick            short run for tests and CI (quick=1)
+  --scenarios LIST   all | NAME[,NAME...] (scenarios=)
+  --cpus LIST        CPU counts, e.g. 1,2,4, increasing, each <= --smp (bench_cpus=;
+                     default 1, 2, 4, ... up to --smp)
+  --rounds N         measured rounds per variant, 1..=100 (rounds=; default 5, quick 2)
+  --seconds S        seconds per run, 0.01..=3600, e.g. 0.5 (seconds=; default 1, quick 0.1)
+  --memcgs LIST      seed002's memcg counts, e.g. 10,1500 (memcgs=; default 10,1500,10000)";
 
 /// What to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,6 +62,10 @@ pub enum Command {
     Run,
     /// Run the benchmark.
     Bench,
+    /// Compare result directories.
+    Compare(Vec<PathBuf>),
+    /// Import a serial log.
+    Import(Option<PathBuf>),
     /// Print the cacheline layout report.
     Layout,
     /// Build the USB image.
@@ -63,6 +83,8 @@ impl Command {
             Command::Test(_) => "test",
             Command::Run => "run",
             Command::Bench => "bench",
+            Command::Compare(_) => "compare",
+            Command::Import(_) => "import",
             Command::Layout => "layout",
             Command::Image => "image",
             Command::Help => "help",
@@ -87,8 +109,11 @@ pub struct Options {
     pub kernel: Option<PathBuf>,
     /// A prebuilt image to boot (image modes).
     pub image: Option<PathBuf>,
-    /// Where `image` writes.
+    /// Where `image` writes its image, `bench`/`import` their results directory, `compare`
+    /// its HTML page.
     pub out: Option<PathBuf>,
+    /// The benchmark's choices.
+    pub bench: BenchOptions,
     /// Kernel profile.
     pub profile: Profile,
     /// Do not echo serial.
@@ -106,11 +131,61 @@ impl Default for Options {
             kernel: None,
             image: None,
             out: None,
+            bench: BenchOptions::default(),
             profile: Profile::Release,
             quiet: false,
         }
     }
 }
+
+/// `kx bench`'s choices, as validated kernel key values (`None`: the kernel's default).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BenchOptions {
+    /// `--quick` (`quick=1`).
+    pub quick: bool,
+    /// `--scenarios` (`scenarios=`).
+    pub scenarios: Option<String>,
+    /// `--cpus` (`bench_cpus=`).
+    pub cpus: Option<String>,
+    /// `--rounds` (`rounds=`).
+    pub rounds: Option<String>,
+    /// `--seconds` (`seconds=`).
+    pub seconds: Option<String>,
+    /// `--memcgs` (`memcgs=`).
+    pub memcgs: Option<String>,
+}
+
+impl BenchOptions {
+    /// The kernel command-line words these options stand for.
+    #[must_use]
+    pub fn kernel_keys(&self) -> Vec<String> {
+        let mut keys = Vec::new();
+        for (key, value) in [
+            ("scenarios", &self.scenarios),
+            ("bench_cpus", &self.cpus),
+            ("rounds", &self.rounds),
+            ("seconds", &self.seconds),
+            ("memcgs", &self.memcgs),
+        ] {
+            if let Some(v) = value {
+                keys.push(format!("{key}={v}"));
+            }
+        }
+        if self.quick {
+            keys.push("quick=1".into());
+        }
+        keys
+    }
+}
+
+/// The bench options with their kernel keys.
+const BENCH_FLAGS: &[(&str, &str)] = &[
+    ("--scenarios", "scenarios"),
+    ("--cpus", "bench_cpus"),
+    ("--rounds", "rounds"),
+    ("--seconds", "seconds"),
+    ("--memcgs", "memcgs"),
+];
 
 /// A parsed command line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -157,6 +232,24 @@ pub enum CliError {
         /// The mode.
         mode: Mode,
     },
+    /// A benchmark option the kernel's command-line parser rejects.
+    BadBenchValue {
+        /// The option.
+        flag: &'static str,
+        /// What was given.
+        value: String,
+        /// What the kernel accepts.
+        accepted: &'static str,
+    },
+    /// A `--cpus` entry larger than `--smp`.
+    CpusAboveSmp {
+        /// The largest entry.
+        cpus: u32,
+        /// The vCPUs.
+        smp: u32,
+    },
+    /// A command that needs positional arguments got too few.
+    MissingArgument(&'static str),
 }
 
 impl fmt::Display for CliError {
@@ -175,6 +268,16 @@ impl fmt::Display for CliError {
             CliError::NotForCommand { flag, command } => {
                 write!(f, "{flag} is not used by `kx {command}`")
             }
+            CliError::BadBenchValue {
+                flag,
+                value,
+                accepted,
+            } => write!(f, "{flag}: `{value}` is not accepted (expected {accepted})"),
+            CliError::CpusAboveSmp { cpus, smp } => write!(
+                f,
+                "--cpus: {cpus} CPUs asked for, but the machine has --smp {smp}"
+            ),
+            CliError::MissingArgument(what) => f.write_str(what),
             CliError::NotForMode { flag, mode } => write!(
                 f,
                 "{flag} does not apply to --mode {mode} ({})",
@@ -197,6 +300,11 @@ const FLAGS_WITH_VALUE: &[&str] = &[
     "--kernel",
     "--image",
     "--out",
+    "--scenarios",
+    "--cpus",
+    "--rounds",
+    "--seconds",
+    "--memcgs",
 ];
 
 /// Parses the arguments after the program name.
@@ -216,6 +324,8 @@ where
                 "test" => Command::Test(Vec::new()),
                 "run" => Command::Run,
                 "bench" => Command::Bench,
+                "compare" => Command::Compare(Vec::new()),
+                "import" => Command::Import(None),
                 "layout" => Command::Layout,
                 "image" => Command::Image,
                 "help" | "-h" | "--help" => Command::Help,
@@ -236,6 +346,8 @@ where
         if !arg.starts_with("--") {
             match &mut cli.command {
                 Command::Test(names) => names.push(arg),
+                Command::Compare(dirs) => dirs.push(arg.into()),
+                Command::Import(log @ None) => *log = Some(arg.into()),
                 _ => return Err(CliError::UnexpectedArgument(arg)),
             }
             continue;
@@ -256,11 +368,15 @@ where
                 ("--debug", None) => cli.options.profile = Profile::Debug,
                 ("--release", None) => cli.options.profile = Profile::Release,
                 ("--quiet", None) => cli.options.quiet = true,
+                ("--quick", None) => {
+                    seen.push("--quick");
+                    cli.options.bench.quick = true;
+                }
                 _ => return Err(CliError::UnknownFlag(arg)),
             }
         }
     }
-    check_combination(&cli, &seen)?;
+    check_combination(&mut cli, &seen)?;
     Ok(cli)
 }
 
@@ -285,13 +401,107 @@ fn apply_value(o: &mut Options, flag: &'static str, value: String) -> Result<(),
         "--kernel" => o.kernel = Some(value.into()),
         "--image" => o.image = Some(value.into()),
         "--out" => o.out = Some(value.into()),
+        "--scenarios" | "--cpus" | "--rounds" | "--seconds" | "--memcgs" => {
+            let key = BENCH_FLAGS
+                .iter()
+                .find(|(f, _)| *f == flag)
+                .map(|(_, k)| *k)
+                .expect("every bench flag has a key");
+            let line = format!("run=bench {key}={value}");
+            if abi::cmdline::parse(&line, false).is_err() {
+                let accepted = abi::cmdline::ACCEPTED
+                    .iter()
+                    .find(|(k, _)| *k == key)
+                    .map_or("", |(_, v)| v);
+                return Err(CliError::BadBenchValue {
+                    flag,
+                    value,
+                    accepted,
+                });
+            }
+            let b = &mut o.bench;
+            let slot = match flag {
+                "--scenarios" => &mut b.scenarios,
+                "--cpus" => &mut b.cpus,
+                "--rounds" => &mut b.rounds,
+                "--seconds" => &mut b.seconds,
+                _ => &mut b.memcgs,
+            };
+            *slot = Some(value);
+        }
         _ => unreachable!("every FLAGS_WITH_VALUE entry is handled"),
     }
     Ok(())
 }
 
-fn check_combination(cli: &Cli, seen: &[&'static str]) -> Result<(), CliError> {
+/// vCPUs `kx bench` gets without `--smp`: every host core.
+#[must_use]
+pub fn host_cores() -> u32 {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get() as u32)
+        .min(abi::cmdline::MAX_CPUS)
+}
+
+fn check_combination(cli: &mut Cli, seen: &[&'static str]) -> Result<(), CliError> {
     let command = cli.command.name();
+    if cli.command != Command::Bench && cli.command != Command::Help {
+        for flag in [
+            "--quick",
+            "--scenarios",
+            "--cpus",
+            "--rounds",
+            "--seconds",
+            "--memcgs",
+        ] {
+            if seen.contains(&flag) {
+                return Err(CliError::NotForCommand { flag, command });
+            }
+        }
+    }
+    match &cli.command {
+        Command::Compare(dirs) if dirs.is_empty() => {
+            return Err(CliError::MissingArgument(
+                "compare needs at least one results directory",
+            ));
+        }
+        Command::Import(None) => {
+            return Err(CliError::MissingArgument(
+                "import needs the serial log to read",
+            ));
+        }
+        Command::Compare(_) | Command::Import(_) => {
+            for flag in [
+                "--mode",
+                "--smp",
+                "--mem",
+                "--timeout",
+                "--append",
+                "--kernel",
+                "--image",
+            ] {
+                if seen.contains(&flag) {
+                    return Err(CliError::NotForCommand { flag, command });
+                }
+            }
+            return Ok(());
+        }
+        Command::Bench => {
+            if !seen.contains(&"--smp") {
+                cli.options.smp = host_cores();
+            }
+            let smp = cli.options.smp;
+            let largest = cli
+                .options
+                .bench
+                .cpus
+                .as_deref()
+                .and_then(|l| l.split(',').filter_map(|n| n.parse::<u32>().ok()).max());
+            if let Some(cpus) = largest.filter(|c| *c > smp) {
+                return Err(CliError::CpusAboveSmp { cpus, smp });
+            }
+        }
+        _ => {}
+    }
     if cli.command == Command::Image {
         for flag in [
             "--mode",
@@ -307,7 +517,7 @@ fn check_combination(cli: &Cli, seen: &[&'static str]) -> Result<(), CliError> {
         }
         return Ok(());
     }
-    if seen.contains(&"--out") && cli.command != Command::Help {
+    if seen.contains(&"--out") && cli.command != Command::Help && cli.command != Command::Bench {
         return Err(CliError::NotForCommand {
             flag: "--out",
             command,
@@ -441,6 +651,111 @@ mod tests {
         ));
         let msg = parse(["run", "--smp", "x"]).unwrap_err().to_string();
         assert_eq!(msg, "--smp: `x` is not a number in 1..=256");
+    }
+
+    #[test]
+    fn bench_options_become_kernel_keys() {
+        let c = parse([
+            "bench",
+            "--quick",
+            "--scenarios",
+            "seed004-readtwice,limit",
+            "--cpus=1,2",
+            "--rounds",
+            "3",
+            "--seconds",
+            "0.5",
+            "--memcgs",
+            "10,1500",
+            "--smp",
+            "2",
+            "--out",
+            "/tmp/r",
+        ])
+        .unwrap();
+        assert_eq!(c.options.smp, 2);
+        assert_eq!(c.options.out, Some(PathBuf::from("/tmp/r")));
+        assert_eq!(
+            c.options.bench.kernel_keys(),
+            [
+                "scenarios=seed004-readtwice,limit",
+                "bench_cpus=1,2",
+                "rounds=3",
+                "seconds=0.5",
+                "memcgs=10,1500",
+                "quick=1"
+            ]
+        );
+        // Without --smp, bench gets every host core.
+        assert_eq!(parse(["bench"]).unwrap().options.smp, host_cores());
+        assert_eq!(parse(["run"]).unwrap().options.smp, 2);
+    }
+
+    #[test]
+    fn bad_bench_options() {
+        for (args, flag) in [
+            (&["bench", "--cpus", "2,1"][..], "--cpus"),
+            (&["bench", "--cpus", "0"][..], "--cpus"),
+            (&["bench", "--rounds", "0"][..], "--rounds"),
+            (&["bench", "--rounds", "101"][..], "--rounds"),
+            (&["bench", "--seconds", "fast"][..], "--seconds"),
+            (&["bench", "--seconds", "0.001"][..], "--seconds"),
+            (&["bench", "--memcgs", "99999"][..], "--memcgs"),
+            (&["bench", "--scenarios", "seed999"][..], "--scenarios"),
+        ] {
+            match parse(args.iter().copied()) {
+                Err(CliError::BadBenchValue { flag: f, .. }) => assert_eq!(f, flag, "{args:?}"),
+                other => panic!("{args:?}: {other:?}"),
+            }
+        }
+        assert_eq!(
+            parse(["bench", "--smp", "2", "--cpus", "1,4"]),
+            Err(CliError::CpusAboveSmp { cpus: 4, smp: 2 })
+        );
+        assert!(matches!(
+            parse(["run", "--quick"]),
+            Err(CliError::NotForCommand {
+                flag: "--quick",
+                ..
+            })
+        ));
+        assert!(matches!(
+            parse(["test", "--rounds", "2"]),
+            Err(CliError::NotForCommand {
+                flag: "--rounds",
+                ..
+            })
+        ));
+        let msg = parse(["bench", "--rounds", "0"]).unwrap_err().to_string();
+        assert!(
+            msg.starts_with("--rounds: `0` is not accepted (expected 1..=100"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn compare_and_import_take_paths() {
+        let c = parse(["compare", "a", "b", "--out", "x.html"]).unwrap();
+        assert_eq!(c.command, Command::Compare(vec!["a".into(), "b".into()]));
+        assert_eq!(c.options.out, Some(PathBuf::from("x.html")));
+        let c = parse(["import", "serial.log"]).unwrap();
+        assert_eq!(c.command, Command::Import(Some("serial.log".into())));
+        assert!(matches!(
+            parse(["compare"]),
+            Err(CliError::MissingArgument(_))
+        ));
+        assert!(matches!(
+            parse(["import"]),
+            Err(CliError::MissingArgument(_))
+        ));
+        assert_eq!(
+            parse(["import", "a.log", "b.log"]),
+            Err(CliError::UnexpectedArgument("b.log".into()))
+        );
+        assert!(matches!(
+            parse(["compare", "a", "--smp", "2"]),
+            Err(CliError::NotForCommand { flag: "--smp", .. })
+        ));
     }
 
     #[test]

@@ -4,11 +4,12 @@
 //! user runs: [`boot`] runs one [`Launch`] under a timeout, [`medium_for`] turns a built
 //! kernel and a command line into what a mode boots (the ELF32 for `direct`, a GRUB image
 //! with that command line in its grub.cfg for the others), [`execute`] is the whole command.
+//! `bench`, `compare` and `import` continue in [`crate::bench::run`].
 
 use crate::cli::{Cli, Command, Options, USAGE};
 use crate::firmware::PrivateVars;
 use crate::mode::Firmware;
-use crate::process::run_with_timeout;
+use crate::process::run_streaming;
 use crate::results::TestReport;
 use crate::{Launch, Medium, Mode, Outcome, RunError, RunOutput, RunnerExit};
 use abi::ExitCode;
@@ -30,6 +31,26 @@ pub fn boot(
     timeout: Duration,
     echo: bool,
 ) -> Result<RunOutput, RunError> {
+    boot_inner(ws, launch, timeout, echo, &mut |_| {})
+}
+
+/// [`boot`] without echo, handing every serial line to `on_line` while QEMU runs.
+pub fn boot_streaming(
+    ws: &Workspace,
+    launch: &Launch,
+    timeout: Duration,
+    on_line: &mut (dyn FnMut(&str) + Send),
+) -> Result<RunOutput, RunError> {
+    boot_inner(ws, launch, timeout, false, on_line)
+}
+
+fn boot_inner(
+    ws: &Workspace,
+    launch: &Launch,
+    timeout: Duration,
+    echo: bool,
+    on_line: &mut (dyn FnMut(&str) + Send),
+) -> Result<RunOutput, RunError> {
     let uefi = launch.mode.firmware() == Firmware::Uefi;
     host_deps::ensure(if uefi {
         &[Purpose::Qemu, Purpose::Uefi]
@@ -46,7 +67,7 @@ pub fn boot(
     };
     let args = launch.args().map_err(RunError::MediumMismatch)?;
     let qemu = boot::tool::find_on_path(QEMU).unwrap_or_else(|| PathBuf::from(QEMU));
-    let finished = run_with_timeout(&qemu, &args, timeout, echo)?;
+    let finished = run_streaming(&qemu, &args, timeout, echo, on_line)?;
     Ok(RunOutput::from_finished(finished, timeout))
 }
 
@@ -111,7 +132,11 @@ pub fn cmdline_for(command: &Command, append: &str) -> String {
         Command::Test(names) => format!("run=test test={}", names.join(",")),
         Command::Bench => "run=bench".to_owned(),
         Command::Layout => "run=layout".to_owned(),
-        Command::Run | Command::Image | Command::Help => String::new(),
+        Command::Run
+        | Command::Image
+        | Command::Help
+        | Command::Compare(_)
+        | Command::Import(_) => String::new(),
     };
     let mut words: Vec<&str> = base.split_ascii_whitespace().collect();
     words.extend(append.split_ascii_whitespace());
@@ -157,12 +182,18 @@ fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
         println!("{USAGE}\n\n{}", exit_code_help());
         return Ok(RunnerExit::Success);
     }
+    if let Command::Compare(dirs) = &cli.command {
+        return crate::bench::run::compare(dirs, o.out.as_deref());
+    }
     for f in [&o.kernel, &o.image].into_iter().flatten() {
         if !f.is_file() {
             return Err(RunError::NotFound(f.clone()));
         }
     }
     let ws = Workspace::locate()?;
+    if let Command::Import(Some(log)) = &cli.command {
+        return crate::bench::run::import(ws.root(), log, o.out.as_deref());
+    }
     let build = BuildOptions {
         profile: o.profile,
         quiet: o.quiet,
@@ -177,7 +208,15 @@ fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
         print!("{}", image.instructions());
         return Ok(RunnerExit::Success);
     }
-    let cmdline = cmdline_for(&cli.command, &o.append);
+    let append = match cli.command {
+        Command::Bench => {
+            let mut words = o.bench.kernel_keys();
+            words.push(o.append.clone());
+            words.join(" ")
+        }
+        _ => o.append.clone(),
+    };
+    let cmdline = cmdline_for(&cli.command, &append);
     let medium = match (&o.kernel, &o.image) {
         (Some(elf32), _) => Medium::Kernel {
             elf32: elf32.clone(),
@@ -211,12 +250,11 @@ fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
             &cmdline
         }
     );
-    let out = boot(
-        &ws,
-        &launch(o.mode, o.smp, o.mem_mib, medium),
-        timeout,
-        !o.quiet,
-    )?;
+    let launch = launch(o.mode, o.smp, o.mem_mib, medium);
+    if cli.command == Command::Bench {
+        return crate::bench::run::bench(&ws, o, &launch, timeout);
+    }
+    let out = boot(&ws, &launch, timeout, !o.quiet)?;
     Ok(report(cli, o, &out))
 }
 

@@ -28,6 +28,14 @@ pub enum RunError {
     NotFound(PathBuf),
     /// The mode needs a file the launch does not have (e.g. an image for `uefi`).
     MediumMismatch(String),
+    /// An input file that is not what it should be (a `results.json` that does not parse,
+    /// a log without a single benchmark record).
+    BadInput {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
 }
 
 impl RunError {
@@ -55,6 +63,7 @@ impl fmt::Display for RunError {
             RunError::Io { path, source } => write!(f, "{}: {source}", path.display()),
             RunError::NotFound(p) => write!(f, "{}: no such file", p.display()),
             RunError::MediumMismatch(msg) => f.write_str(msg),
+            RunError::BadInput { path, why } => write!(f, "{}: {why}", path.display()),
         }
     }
 }

@@ -5,7 +5,9 @@
 //! runner's own failures use small numbers that no kernel code uses: 2 bad arguments, 3 a
 //! named file does not exist, 4 host packages missing, 5 build failed, 6 QEMU failed (could
 //! not start, its own error status 1, killed by a signal), 7 timeout (QEMU killed by the
-//! runner), 8 the console output contradicts the exit code (e.g. a test line missing).
+//! runner), 8 the console output contradicts the exit code (e.g. a test line missing), 9 the
+//! benchmark's `KRESULT` records are malformed or incomplete (no `end` record, a cut line, a
+//! lost comparison), 10 the benchmark's `end` record says its invariant checks failed.
 
 use abi::ExitCode;
 use boot::error::{EXIT_BUILD_FAILED, EXIT_MISSING_PACKAGES, EXIT_NOT_FOUND, EXIT_USAGE};
@@ -30,13 +32,18 @@ pub enum RunnerExit {
     Timeout,
     /// The kernel's console output contradicts its exit code (missing or failed test lines).
     OutputMismatch,
+    /// Benchmark records malformed or incomplete (a line that does not parse, no `end`,
+    /// counts that disagree, comparisons missing or contradicting their runs).
+    BadResults,
+    /// The benchmark's `end` record says an invariant check failed.
+    InvariantsFailed,
     /// The kernel exited with this code (any but success).
     Kernel(ExitCode),
 }
 
 impl RunnerExit {
     /// The runner's own codes with their meaning, for help text and the README table.
-    pub const OWN: [(RunnerExit, &'static str); 8] = [
+    pub const OWN: [(RunnerExit, &'static str); 10] = [
         (RunnerExit::Success, "the kernel reported success"),
         (RunnerExit::Usage, "bad runner arguments"),
         (
@@ -60,6 +67,14 @@ impl RunnerExit {
             RunnerExit::OutputMismatch,
             "console output contradicts the exit code",
         ),
+        (
+            RunnerExit::BadResults,
+            "benchmark results malformed or incomplete (no end record, a cut or bad line)",
+        ),
+        (
+            RunnerExit::InvariantsFailed,
+            "benchmark invariant checks failed (the end record says so)",
+        ),
     ];
 
     /// The process exit status.
@@ -74,6 +89,8 @@ impl RunnerExit {
             RunnerExit::QemuFailed => 6,
             RunnerExit::Timeout => 7,
             RunnerExit::OutputMismatch => 8,
+            RunnerExit::BadResults => 9,
+            RunnerExit::InvariantsFailed => 10,
             RunnerExit::Kernel(ExitCode::Success) => 0,
             RunnerExit::Kernel(code) => code.port_value() as i32,
         }
@@ -94,6 +111,7 @@ impl RunnerExit {
             RunError::Io { .. } => RunnerExit::BuildFailed,
             RunError::NotFound(_) => RunnerExit::NotFound,
             RunError::MediumMismatch(_) => RunnerExit::Usage,
+            RunError::BadInput { .. } => RunnerExit::BadResults,
         }
     }
 }
@@ -114,7 +132,7 @@ mod tests {
                 assert_eq!(s, 0);
             } else {
                 assert!(seen.insert(s), "{c:?} clashes");
-                assert!(s > 8 && s < 256);
+                assert!(s > 10 && s < 256);
             }
         }
         assert_eq!(RunnerExit::Kernel(ExitCode::Panic).status(), 0x12);

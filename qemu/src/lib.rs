@@ -8,11 +8,13 @@
 //! in-kernel test lines (`KTEST ...`) are parsed into per-case results ([`results`]).
 //!
 //! The `kx` binary ([`cli`], [`commands`]) builds the kernel with the `boot` crate and offers
-//! `summary`, `test`, `run`, `bench`, `layout` and `image`. `unsafe` is confined to
-//! [`process`] (process group kill and parent-death signal).
+//! `summary`, `test`, `run`, `bench`, `compare`, `import`, `layout` and `image`; the
+//! benchmark's records, tables, plots and result directories are [`bench`]'s. `unsafe` is
+//! confined to [`process`] (process group kill and parent-death signal).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod bench;
 pub mod cli;
 pub mod commands;
 pub mod error;

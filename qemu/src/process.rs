@@ -6,7 +6,9 @@
 //! polls for the exit every few milliseconds and, at the deadline, sends `SIGKILL` to the
 //! group *before* reaping QEMU, so the group id cannot have been reused by then. Serial
 //! (QEMU's stdout) and QEMU's own messages (stderr) are read by two threads; serial can be
-//! echoed to the terminal as it arrives.
+//! echoed to the terminal as it arrives, and [`run_streaming`] hands each complete serial
+//! line (and a last unterminated one at the end) to a callback while QEMU still runs, which
+//! is how `kx bench` drives its progress bar.
 //!
 //! This is one of the two places with `unsafe`: `pre_exec` and two libc calls.
 #![allow(unsafe_code)]
@@ -17,7 +19,7 @@ use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -56,6 +58,18 @@ pub fn run_with_timeout(
     timeout: Duration,
     echo: bool,
 ) -> Result<Finished, RunError> {
+    run_streaming(program, args, timeout, echo, &mut |_| {})
+}
+
+/// [`run_with_timeout`], calling `on_line` with every serial line (without its `\n`; a
+/// `\r` before it is kept) as soon as it is complete, from the thread that reads serial.
+pub fn run_streaming(
+    program: &Path,
+    args: &[OsString],
+    timeout: Duration,
+    echo: bool,
+    on_line: &mut (dyn FnMut(&str) + Send),
+) -> Result<Finished, RunError> {
     let mut cmd = Command::new(program);
     cmd.args(args)
         .stdin(Stdio::null())
@@ -87,24 +101,22 @@ pub fn run_with_timeout(
     }
     let start = Instant::now();
     let mut child = cmd.spawn().map_err(RunError::Spawn)?;
-    let first = Arc::new(OnceLock::new());
-    let out = {
-        let pipe = child.stdout.take().expect("stdout is piped");
-        let first = Arc::clone(&first);
-        thread::spawn(move || pump(pipe, echo, &first, start))
-    };
-    let err = {
-        let mut pipe = child.stderr.take().expect("stderr is piped");
-        thread::spawn(move || {
+    let first = OnceLock::new();
+    let out_pipe = child.stdout.take().expect("stdout is piped");
+    let mut err_pipe = child.stderr.take().expect("stderr is piped");
+    let (termination, elapsed, stdout, stderr) = thread::scope(|scope| {
+        let out = scope.spawn(|| pump(out_pipe, echo, &first, start, on_line));
+        let err = scope.spawn(move || {
             let mut buf = Vec::new();
-            let _ = pipe.read_to_end(&mut buf);
+            let _ = err_pipe.read_to_end(&mut buf);
             buf
-        })
-    };
-    let termination = wait_or_kill(&mut child, start + timeout);
-    let elapsed = start.elapsed();
-    let stdout = out.join().unwrap_or_default();
-    let stderr = err.join().unwrap_or_default();
+        });
+        let termination = wait_or_kill(&mut child, start + timeout);
+        let elapsed = start.elapsed();
+        let stdout = out.join().unwrap_or_default();
+        let stderr = err.join().unwrap_or_default();
+        (termination, elapsed, stdout, stderr)
+    });
     Ok(Finished {
         termination: termination.map_err(RunError::Wait)?,
         stdout,
@@ -140,22 +152,40 @@ fn kill_group(leader: u32) {
     let _ = unsafe { libc::kill(-pgid, libc::SIGKILL) };
 }
 
-fn pump(mut pipe: impl Read, echo: bool, first: &OnceLock<Duration>, start: Instant) -> Vec<u8> {
+fn pump(
+    mut pipe: impl Read,
+    echo: bool,
+    first: &OnceLock<Duration>,
+    start: Instant,
+    on_line: &mut (dyn FnMut(&str) + Send),
+) -> Vec<u8> {
     let mut all = Vec::new();
     let mut buf = [0u8; 4096];
+    // Where the line not yet handed to `on_line` starts in `all`.
+    let mut line_start = 0;
     loop {
         match pipe.read(&mut buf) {
             Ok(0) | Err(_) => break,
             Ok(n) => {
                 let _ = first.set(start.elapsed());
+                let old_len = all.len();
                 all.extend_from_slice(&buf[..n]);
                 if echo {
                     let mut so = std::io::stdout().lock();
                     let _ = so.write_all(&buf[..n]);
                     let _ = so.flush();
                 }
+                for i in old_len..all.len() {
+                    if all[i] == b'\n' {
+                        on_line(&String::from_utf8_lossy(&all[line_start..i]));
+                        line_start = i + 1;
+                    }
+                }
             }
         }
+    }
+    if line_start < all.len() {
+        on_line(&String::from_utf8_lossy(&all[line_start..]));
     }
     all
 }
@@ -209,6 +239,36 @@ mod tests {
             Termination::Exited(s) => assert_eq!(s.signal(), Some(9)),
             t => panic!("{t:?}"),
         }
+    }
+
+    #[test]
+    fn lines_are_streamed_while_the_process_runs() {
+        // The script waits for the runner to have seen its first line (the callback creates
+        // the marker file) before printing the rest: only a streaming reader gets there.
+        let dir = std::env::temp_dir().join(format!("kx-stream-{}", std::process::id()));
+        let _ = std::fs::remove_file(&dir);
+        let marker = dir.to_string_lossy().into_owned();
+        let script = format!(
+            "echo one; i=0; while [ ! -e {marker} ] && [ $i -lt 500 ]; do sleep 0.01; \
+             i=$((i+1)); done; [ -e {marker} ] && printf 'two\\r\\nthree'"
+        );
+        let mut lines = Vec::new();
+        let f = run_streaming(
+            Path::new("/bin/sh"),
+            &["-c".into(), script.into()],
+            Duration::from_secs(30),
+            false,
+            &mut |l| {
+                if l == "one" {
+                    std::fs::write(&dir, b"").unwrap();
+                }
+                lines.push(l.to_owned());
+            },
+        )
+        .unwrap();
+        let _ = std::fs::remove_file(&dir);
+        assert_eq!(lines, ["one", "two\r", "three"]);
+        assert_eq!(f.stdout, b"one\ntwo\r\nthree");
     }
 
     #[test]

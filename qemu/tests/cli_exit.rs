@@ -27,6 +27,41 @@ fn bad_arguments_exit_with_usage() {
         (&["run", "--mem"][..], "--mem needs a value"),
         (&["run", "--mode", "floppy"][..], "unknown mode `floppy`"),
         (&["run", "--image", "x.img"][..], "--image does not apply"),
+        (
+            &["bench", "--cpus", "2,1"][..],
+            "--cpus: `2,1` is not accepted",
+        ),
+        (
+            &["bench", "--smp", "2", "--cpus", "1,2,4"][..],
+            "--cpus: 4 CPUs asked for",
+        ),
+        (
+            &["bench", "--rounds", "0"][..],
+            "--rounds: `0` is not accepted (expected 1..=100",
+        ),
+        (
+            &["bench", "--seconds", "1e3"][..],
+            "--seconds: `1e3` is not accepted",
+        ),
+        (
+            &["bench", "--memcgs", "0"][..],
+            "--memcgs: `0` is not accepted",
+        ),
+        (
+            &["bench", "--scenarios", "seed9"][..],
+            "--scenarios: `seed9` is not accepted",
+        ),
+        (&["bench", "--rounds"][..], "--rounds needs a value"),
+        (&["run", "--quick"][..], "--quick is not used by `kx run`"),
+        (
+            &["compare"][..],
+            "compare needs at least one results directory",
+        ),
+        (&["import"][..], "import needs the serial log"),
+        (
+            &["import", "a.log", "--smp", "2"][..],
+            "--smp is not used by `kx import`",
+        ),
     ] {
         let (code, err) = kx(args);
         assert_eq!(code, RunnerExit::Usage.status(), "{args:?}: {err}");
@@ -40,6 +75,8 @@ fn missing_files_exit_with_not_found() {
     for args in [
         &["run", "--kernel", "/no/such/kernel32.elf"][..],
         &["run", "--mode", "usb-uefi", "--image", "/no/such/kx.img"][..],
+        &["import", "/no/such/serial.log"][..],
+        &["compare", "/no/such/results"][..],
     ] {
         let (code, err) = kx(args);
         assert_eq!(code, RunnerExit::NotFound.status(), "{args:?}: {err}");

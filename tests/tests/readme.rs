@@ -1,7 +1,8 @@
 //! The README documents the contract as the code defines it: every kernel command-line key
 //! with its accepted values (`abi::cmdline::ACCEPTED`), every kernel exit code with its port
-//! value, QEMU status and runner status, and every runner exit status. A change to either
-//! side without the other fails here.
+//! value, QEMU status and runner status, every runner exit status, and every benchmark
+//! scenario of `abi::catalog` with its variants and the seed's published figure. A change to
+//! either side without the other fails here.
 
 use abi::ExitCode;
 use qemu::RunnerExit;
@@ -44,6 +45,36 @@ fn every_runner_exit_status_is_documented() {
     for (e, meaning) in RunnerExit::OWN {
         let row = format!("| {} | {meaning} |", e.status());
         assert!(text.contains(&row), "README lacks the row {row}");
+    }
+}
+
+#[test]
+fn every_benchmark_scenario_is_documented_with_its_seed_figure() {
+    let text = readme();
+    for s in abi::catalog::SCENARIOS {
+        let row = text
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{}` |", s.name)))
+            .unwrap_or_else(|| panic!("README lacks a scenario row for `{}`", s.name));
+        for v in s.variants {
+            assert!(
+                row.contains(&format!("`{}`", v.name)),
+                "{}: variant {}",
+                s.name,
+                v.name
+            );
+        }
+        for c in s.configs {
+            assert!(row.contains(&format!("`{c}`")), "{}: config {c}", s.name);
+        }
+        if let Some(p) = &s.published {
+            assert!(
+                row.contains(p.text),
+                "{}: the seed's figure `{}`",
+                s.name,
+                p.text
+            );
+        }
     }
 }
 

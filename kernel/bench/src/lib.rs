@@ -1,6 +1,40 @@
 //! `bench`: the seeds' experiments as A/B scenarios, platform neutral.
+//!
+//! This crate holds what the kernel's benchmark engine and the host runner share about a
+//! benchmark run, beyond the scenarios' names ([`catalog`], which lives in `abi` because the
+//! command line validates against it):
+//!
+//! - [`stats`]: harmonic means, coefficient of variation, the ratio B/A with its 95%
+//!   interval (Welch's t on the log ratio) and mmtests' significance mark;
+//! - [`record`]: the `KRESULT {json}` records (`machine`, `plan`, `run`, `comparison`,
+//!   `end`), their hand-written one-line JSON ([`json`]) and, on the host (feature `serde`),
+//!   their parser;
+//! - [`progress`]: the human-readable `KPROGRESS` line;
+//! - [`summary`]: runs grouped per scenario, config and CPU count, with comparisons
+//!   (recomputed where a log lost them);
+//! - [`table`]: the results table in 100 or 80 columns with each seed's figure beside ours.
+//!
+//! Data flows `kernel -> bench -> mm -> memcg -> lru -> ksync`; `abi` is the leaf everything
+//! may use.
 #![cfg_attr(not(test), no_std)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
 extern crate alloc;
+
+pub use abi::catalog;
+
+pub mod json;
+pub mod progress;
+pub mod record;
+pub mod stats;
+pub mod summary;
+pub mod table;
+
+pub use progress::Progress;
+pub use record::{
+    Comparison, CpuShare, End, KResult, LockStat, Machine, Plan, PlanScenario, Platform, Record,
+    Run,
+};
+pub use summary::Summary;
+pub use table::{Style, Table};

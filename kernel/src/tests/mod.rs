@@ -1,6 +1,7 @@
 //! In-kernel test suites, one table per subsystem, run by [`crate::ktest`].
 
 mod boot;
+mod fault_arch;
 mod mm;
 mod smp;
 mod traps;
@@ -8,4 +9,10 @@ mod traps;
 use crate::ktest::Test;
 
 /// Every suite, in run order.
-pub static SUITES: &[&[Test]] = &[boot::TESTS, mm::TESTS, traps::TESTS, smp::TESTS];
+pub static SUITES: &[&[Test]] = &[
+    boot::TESTS,
+    mm::TESTS,
+    traps::TESTS,
+    smp::TESTS,
+    fault_arch::TESTS,
+];

@@ -14,7 +14,8 @@
 //! An IPI is one write of the interrupt command register: in xAPIC mode the destination goes
 //! into ICR high (bits 56..63: 8-bit APIC IDs only) and the write of ICR low sends it; then we
 //! wait for the delivery-status bit to clear. In x2APIC mode a single 64-bit MSR write carries
-//! a 32-bit destination and there is no delivery-status bit.
+//! a 32-bit destination and there is no delivery-status bit, and since that write is not
+//! serialising it is fenced so that the IPI never overtakes the stores it announces.
 
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use raw_cpuid::CpuId;
@@ -126,6 +127,8 @@ pub fn init_bsp() -> Result<ApicMode, ApicError> {
         Relaxed,
     );
     X2APIC.store(x2, Relaxed);
+    // A spurious interrupt (one withdrawn before the CPU took it) needs no EOI and no work.
+    super::trap::register(SPURIOUS_VECTOR, |_| {});
     init_this_cpu();
     Ok(mode())
 }
@@ -167,6 +170,11 @@ pub enum IpiError {
 pub fn send_ipi(dest: u32, low: u32) -> Result<(), IpiError> {
     if X2APIC.load(Relaxed) {
         let v = (u64::from(dest) << 32) | u64::from(low);
+        // The x2APIC ICR write is not serialising: without a fence the IPI can reach the
+        // target before this CPU's earlier stores (the request it announces) are visible
+        // (Linux's `weak_wrmsr_fence`: mfence, then lfence so the wrmsr waits for it).
+        // SAFETY: fences only; no memory is accessed.
+        unsafe { core::arch::asm!("mfence", "lfence", options(nostack, preserves_flags)) };
         // SAFETY: the x2APIC ICR MSR (0x830) takes destination and command in one write.
         unsafe { Msr::new(0x830).write(v) };
         return Ok(());

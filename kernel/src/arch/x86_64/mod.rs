@@ -1,19 +1,39 @@
-//! x86_64: boot stub, CPU tables, traps, paging, serial, and the instructions the rest of the
-//! kernel needs by name.
+//! x86_64: boot stub, CPU tables, traps, paging, serial, the page-fault path's platform
+//! side (address-space slot, PTE encoding, touch routines, exception table, #PF dispatch,
+//! TLB shootdown), and the instructions the rest of the kernel needs by name.
 
 pub mod acpi;
 pub mod apic;
+pub mod aspace;
 pub mod boot;
 pub mod cpu;
+pub mod extable;
+pub mod fault;
 pub mod gdt;
 pub mod intrinsics;
 pub mod multiboot;
 pub mod paging;
 pub mod percpu;
+pub mod pic;
+pub mod pte;
 pub mod serial;
 pub mod smp;
+pub mod tlb;
+pub mod touch;
 pub mod trap;
 pub mod tsc;
+
+/// Installs the page-fault and TLB-shootdown handlers, masks the legacy PICs and enables
+/// interrupts on the boot CPU, which from then on serves IPIs like every other CPU (the APs
+/// run with interrupts enabled from their idle loop). A region fault needs IF set, and a
+/// CPU that never takes IPIs would stall every shootdown aimed at it. Boot CPU, once, after
+/// SMP bring-up.
+pub fn start_interrupts() {
+    fault::init();
+    tlb::init();
+    pic::disable();
+    ::x86_64::instructions::interrupts::enable();
+}
 
 /// Runs `f` with interrupts disabled on this CPU, restoring the previous state after.
 pub fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {

@@ -9,6 +9,10 @@
 //! - nothing else: page 0 and the rest of low memory are unmapped, so null dereferences fault.
 //!   Kernel stacks are mapped later in their own area, each above an unmapped guard page.
 //!
+//! PML4 slot 448 belongs to the address-space slot ([`super::aspace`]), whose lower levels
+//! that module writes itself under its own lock: [`map_page`], [`unmap_page`] and
+//! [`translate`] refuse addresses there, and only [`install_pml4_table`] touches its entry.
+//!
 //! Construction runs on the boot identity map: page-table frames come from the early
 //! allocator's lowest ranges, which lie below 4 GiB, so they can be written through their
 //! physical addresses until CR3 switches.
@@ -55,6 +59,12 @@ pub enum PagingError {
     HugePage,
     /// The page tables are not built yet.
     NotReady,
+    /// The address lies in the address-space slot, which this mapper does not manage.
+    MmSlot,
+}
+
+fn in_mm_slot(virt: VirtAddr) -> bool {
+    (super::aspace::MM_SLOT_START..super::aspace::MM_SLOT_END).contains(&virt.as_u64())
 }
 
 impl<S: PageSize> From<MapToError<S>> for PagingError {
@@ -178,6 +188,9 @@ pub fn phys_to_virt(phys: PhysAddr) -> VirtAddr {
 /// Mapping `phys` at `virt` must not create an alias that breaks Rust's aliasing rules
 /// (e.g. a second writable view of memory that is in use).
 pub unsafe fn map_page(virt: VirtAddr, phys: PhysAddr, flags: F) -> Result<(), PagingError> {
+    if in_mm_slot(virt) {
+        return Err(PagingError::MmSlot);
+    }
     let mut guard = MAPPER.lock();
     let m = guard.as_mut().ok_or(PagingError::NotReady)?;
     let page = Page::<Size4KiB>::containing_address(virt);
@@ -195,6 +208,9 @@ pub unsafe fn map_page(virt: VirtAddr, phys: PhysAddr, flags: F) -> Result<(), P
 /// # Safety
 /// Nothing may still use the page.
 pub unsafe fn unmap_page(virt: VirtAddr) -> Option<PhysFrame> {
+    if in_mm_slot(virt) {
+        return None;
+    }
     let mut guard = MAPPER.lock();
     let m = guard.as_mut()?;
     let (frame, flush) = m.unmap(Page::<Size4KiB>::containing_address(virt)).ok()?;
@@ -205,6 +221,9 @@ pub unsafe fn unmap_page(virt: VirtAddr) -> Option<PhysFrame> {
 /// Physical address and flags that `virt` maps to, if it is mapped.
 #[must_use]
 pub fn translate(virt: VirtAddr) -> Option<(PhysAddr, F)> {
+    if in_mm_slot(virt) {
+        return None;
+    }
     let guard = MAPPER.lock();
     match guard.as_ref()?.translate(virt) {
         TranslateResult::Mapped {
@@ -214,4 +233,28 @@ pub fn translate(virt: VirtAddr) -> Option<(PhysAddr, F)> {
         } => Some((frame.start_address() + offset, flags)),
         _ => None,
     }
+}
+
+/// Points PML4 entry `index` at the (zeroed) table `table`, present and writable, if the
+/// entry is empty. Returns whether it was installed (`false`: the entry was already in use
+/// and nothing changed). Every CPU shares this PML4, and a non-present entry is never cached,
+/// so no TLB flush is needed.
+///
+/// # Safety
+/// `table` must be a zeroed 4 KiB frame that becomes a page table of this hierarchy for good
+/// (it is never freed while the kernel runs).
+pub unsafe fn install_pml4_table(index: usize, table: PhysAddr) -> Result<bool, PagingError> {
+    let mut guard = MAPPER.lock();
+    let m = guard.as_mut().ok_or(PagingError::NotReady)?;
+    let entry = &mut m.level_4_table_mut()[index % 512];
+    if !entry.is_unused() {
+        return Ok(false);
+    }
+    let nx = if super::cpu::nx_enabled() {
+        F::NO_EXECUTE
+    } else {
+        F::empty()
+    };
+    entry.set_addr(table, F::PRESENT | F::WRITABLE | nx);
+    Ok(true)
 }

@@ -5,8 +5,11 @@
 //! word points at itself and whose second word is the CPU id. Reading the id is then one
 //! `mov reg, gs:[8]`, with no table lookup and no shared cache line. The kernel never runs
 //! user code, so it never executes `swapgs` and KERNEL_GS_BASE stays unused.
+//!
+//! [`counter_inc`] is Linux's `this_cpu_inc` for event counters that one CPU writes and
+//! others only read: one `inc` instruction without `lock`.
 
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use x86_64::VirtAddr;
 use x86_64::registers::model_specific::GsBase;
 
@@ -52,4 +55,25 @@ pub fn gs_word<const OFFSET: usize>() -> u64 {
         );
     }
     v
+}
+
+/// Adds one to `counter`, a per-CPU event counter that only the running CPU writes (Linux's
+/// `this_cpu_inc`). One `inc` on memory, without `lock`: an interrupt lands before or after
+/// it, never in the middle, so counts from thread context, the page-fault handler and IPI
+/// handlers of the same CPU are never lost; other CPUs read the counter with plain loads and
+/// see the old or the new value. Cheaper than `fetch_add`, whose `lock` prefix drains the
+/// store buffer on every event.
+#[inline]
+pub fn counter_inc(counter: &AtomicU64) {
+    // SAFETY: `counter` is a valid, aligned u64 (an AtomicU64), and the aligned 8-byte store
+    // of `inc` is single-copy atomic, so concurrent atomic loads on other CPUs are sound. A
+    // second writer on another CPU would only lose counts (the RMW is not locked), never
+    // corrupt memory.
+    unsafe {
+        core::arch::asm!(
+            "inc qword ptr [{0}]",
+            in(reg) counter.as_ptr(),
+            options(nostack)
+        );
+    }
 }

@@ -301,7 +301,6 @@ pub fn init(bootloader_rsdp: Option<u64>, limit: Option<u32>) -> &'static SmpInf
     let can_start = apic_mode.is_some() && info.tsc.is_ok() && !aps.is_empty() && max > 1;
     if can_start {
         trap::register(on_each_cpu::CALL_VECTOR, on_each_cpu::call_ipi_handler);
-        trap::register(apic::SPURIOUS_VECTOR, |_| {});
     }
     let mut trampoline = None;
     if can_start {

@@ -10,9 +10,12 @@
 //!
 //! A vector with a registered handler ([`register`]) returns to the interrupted code; any
 //! other vector is fatal: it is printed (vector, error code, RIP, CR2 for #PF) and the kernel
-//! exits with [`abi::ExitCode::Exception`].
+//! exits with [`abi::ExitCode::Exception`]. #PF gets its handler from [`super::fault`], which
+//! resolves faults on registered regions and sends every other fault to the same [`fatal`]
+//! report.
 
 use super::gdt;
+use core::fmt;
 use core::sync::atomic::{AtomicUsize, Ordering};
 use spin::Once;
 use x86_64::VirtAddr;
@@ -196,10 +199,15 @@ extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
         handler(frame);
         return;
     }
-    fatal(frame);
+    fatal(frame, None, None);
 }
 
-fn fatal(frame: &TrapFrame) -> ! {
+/// Reports a trap that nothing resolved and exits with [`abi::ExitCode::Exception`]: the
+/// vector, error code, RIP and RSP, for a #PF the faulting address and what the error code
+/// says about it, then `note` if given. `cr2` is the #PF address as the handler read it on
+/// entry (`None`: read CR2 now, which is right when nothing could have faulted since).
+pub(crate) fn fatal(frame: &TrapFrame, cr2: Option<u64>, note: Option<fmt::Arguments<'_>>) -> ! {
+    x86_64::instructions::interrupts::disable();
     let v = frame.vector as usize;
     let name = EXCEPTION_NAMES
         .get(v)
@@ -211,7 +219,7 @@ fn fatal(frame: &TrapFrame) -> ! {
         frame.error_code, frame.rip, frame.rsp
     ));
     if v == usize::from(vector::PAGE_FAULT) {
-        let cr2 = x86_64::registers::control::Cr2::read_raw();
+        let cr2 = cr2.unwrap_or_else(x86_64::registers::control::Cr2::read_raw);
         crate::console::emergency_write(format_args!(
             "  CR2={cr2:#x} ({} {} access{})\n",
             if frame.error_code & 1 != 0 {
@@ -230,6 +238,9 @@ fn fatal(frame: &TrapFrame) -> ! {
                 ""
             },
         ));
+    }
+    if let Some(note) = note {
+        crate::console::emergency_write(format_args!("  {note}\n"));
     }
     if v == usize::from(vector::DOUBLE_FAULT) {
         crate::console::emergency_write(format_args!(

@@ -1,0 +1,434 @@
+//! The benchmark's command-line keys (`run=bench` only), parsed into a [`BenchConfig`].
+//!
+//! `scenarios=all|NAME[,NAME...]` (names from [`crate::catalog`]), `bench_cpus=1,2,4` (each
+//! 1..=[`crate::cmdline::MAX_CPUS`], strictly increasing), `rounds=1..=100`,
+//! `seconds=0.01..=3600` (per run, decimal with up to six fractional digits), `memcgs=N,...`
+//! (seed002's memcg counts, each 1..=16384, strictly increasing) and `quick=0|1`. The lists
+//! are kept as the validated text (so [`BenchConfig`] stays `Copy` and allocation-free, as
+//! the rest of [`crate::Config`]) and iterated on demand. Keys that are not given keep their
+//! defaults, which `quick=1` shortens; the runner (`kx bench`) and a USB image's baked-in
+//! command line go through the same parser, so both sides agree on every default.
+
+use crate::catalog;
+
+/// Measured rounds per variant without `rounds=`.
+pub const DEFAULT_ROUNDS: u32 = 5;
+/// Measured rounds per variant with `quick=1` and without `rounds=`.
+pub const QUICK_ROUNDS: u32 = 2;
+/// Largest `rounds=`.
+pub const MAX_ROUNDS: u32 = 100;
+/// Seconds per run without `seconds=`.
+pub const DEFAULT_SECONDS: Seconds = Seconds { micros: 1_000_000 };
+/// Seconds per run with `quick=1` and without `seconds=`.
+pub const QUICK_SECONDS: Seconds = Seconds { micros: 100_000 };
+/// Smallest `seconds=`.
+pub const MIN_SECONDS: Seconds = Seconds { micros: 10_000 };
+/// Largest `seconds=`.
+pub const MAX_SECONDS: Seconds = Seconds {
+    micros: 3_600_000_000,
+};
+/// Largest memcg count in `memcgs=`.
+pub const MAX_MEMCGS: u32 = 16_384;
+/// seed002's memcg counts with `quick=1` and without `memcgs=` (the seed's 1500 included).
+pub const QUICK_MEMCGS: &str = "10,1500";
+
+/// A run's duration, exact to the microsecond (parsed from decimal text, never a float).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Seconds {
+    micros: u64,
+}
+
+impl Seconds {
+    /// The duration in nanoseconds.
+    #[must_use]
+    pub const fn as_nanos(self) -> u64 {
+        self.micros * 1000
+    }
+
+    /// The duration in microseconds.
+    #[must_use]
+    pub const fn as_micros(self) -> u64 {
+        self.micros
+    }
+
+    /// From microseconds.
+    #[must_use]
+    pub const fn from_micros(micros: u64) -> Self {
+        Seconds { micros }
+    }
+
+    /// The duration in seconds, as a float (for records and tables only).
+    #[must_use]
+    pub fn as_f64(self) -> f64 {
+        self.micros as f64 / 1e6
+    }
+
+    /// Parses `2`, `0.5`, `0.25`, `10.125`: digits, optionally a point and 1..=6 digits.
+    #[must_use]
+    pub fn parse(text: &str) -> Option<Self> {
+        let (int, frac) = match text.split_once('.') {
+            Some((i, f)) => (i, f),
+            None => (text, ""),
+        };
+        let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+        if int.is_empty() || int.len() > 7 || !digits(int) || frac.len() > 6 || !digits(frac) {
+            return None;
+        }
+        if text.contains('.') && frac.is_empty() {
+            return None;
+        }
+        let mut micros: u64 = int.parse().ok()?;
+        micros = micros.checked_mul(1_000_000)?;
+        let mut scale = 100_000;
+        for b in frac.bytes() {
+            micros += u64::from(b - b'0') * scale;
+            scale /= 10;
+        }
+        Some(Seconds { micros })
+    }
+}
+
+impl core::fmt::Display for Seconds {
+    /// `0.5`, `2`, `0.125`: the shortest decimal that [`Seconds::parse`] reads back.
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let (int, mut frac) = (self.micros / 1_000_000, self.micros % 1_000_000);
+        write!(f, "{int}")?;
+        if frac != 0 {
+            let mut width = 6;
+            while frac % 10 == 0 {
+                frac /= 10;
+                width -= 1;
+            }
+            write!(f, ".{frac:0width$}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Which scenarios to run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ScenarioSelection<'a> {
+    /// Every scenario of the catalog, in its order.
+    #[default]
+    All,
+    /// A comma-separated list of catalog names (validated, no repeats), in the given order.
+    Named(&'a str),
+}
+
+impl<'a> ScenarioSelection<'a> {
+    /// The selected scenarios, in order.
+    pub fn scenarios(&self) -> impl Iterator<Item = &'static catalog::Scenario> + 'a {
+        let named = match *self {
+            ScenarioSelection::All => None,
+            ScenarioSelection::Named(list) => Some(list),
+        };
+        catalog::SCENARIOS
+            .iter()
+            .filter(move |_| named.is_none())
+            .chain(
+                named
+                    .into_iter()
+                    .flat_map(|l| l.split(','))
+                    .filter_map(catalog::scenario),
+            )
+    }
+
+    /// Whether `name` is selected.
+    #[must_use]
+    pub fn includes(&self, name: &str) -> bool {
+        self.scenarios().any(|s| s.name == name)
+    }
+}
+
+/// A validated, strictly increasing list of positive numbers (`1,2,4`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NumberList<'a>(&'a str);
+
+impl<'a> NumberList<'a> {
+    /// Parses `text` if every entry is in `1..=max` and the entries strictly increase.
+    #[must_use]
+    pub fn parse(text: &'a str, max: u32) -> Option<Self> {
+        let mut last = 0;
+        for word in text.split(',') {
+            if word.is_empty() || word.len() > 6 || !word.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            let n: u32 = word.parse().ok()?;
+            if n == 0 || n > max || n <= last {
+                return None;
+            }
+            last = n;
+        }
+        Some(NumberList(text))
+    }
+
+    /// The numbers, in order.
+    pub fn iter(self) -> impl Iterator<Item = u32> + 'a {
+        self.0.split(',').filter_map(|w| w.parse().ok())
+    }
+
+    /// The list as written.
+    #[must_use]
+    pub fn as_str(&self) -> &'a str {
+        self.0
+    }
+}
+
+/// The benchmark's part of the command line; see the module doc for each key.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BenchConfig<'a> {
+    /// `scenarios=`.
+    pub scenarios: ScenarioSelection<'a>,
+    /// `bench_cpus=` (`None`: [`default_cpu_counts`] of the online CPUs).
+    pub cpus: Option<NumberList<'a>>,
+    /// `rounds=`.
+    pub rounds: Option<u32>,
+    /// `seconds=`.
+    pub seconds: Option<Seconds>,
+    /// `memcgs=` (`None`: seed002's catalog configs, or [`QUICK_MEMCGS`]).
+    pub memcgs: Option<NumberList<'a>>,
+    /// `quick=1`.
+    pub quick: bool,
+}
+
+impl<'a> BenchConfig<'a> {
+    /// Measured rounds per variant.
+    #[must_use]
+    pub fn rounds(&self) -> u32 {
+        self.rounds.unwrap_or(if self.quick {
+            QUICK_ROUNDS
+        } else {
+            DEFAULT_ROUNDS
+        })
+    }
+
+    /// Duration of one run.
+    #[must_use]
+    pub fn seconds(&self) -> Seconds {
+        self.seconds.unwrap_or(if self.quick {
+            QUICK_SECONDS
+        } else {
+            DEFAULT_SECONDS
+        })
+    }
+
+    /// The CPU counts to run on, given how many CPUs are online.
+    pub fn cpu_counts(&self, online: u32) -> impl Iterator<Item = u32> + 'a {
+        let explicit = self.cpus;
+        explicit
+            .into_iter()
+            .flat_map(|l| l.iter())
+            .chain(default_cpu_counts(online).filter(move |_| explicit.is_none()))
+    }
+
+    /// seed002's memcg counts, as config names (the catalog's unless `memcgs=` or `quick=1`).
+    pub fn memcg_configs(&self) -> impl Iterator<Item = &'a str> + 'a {
+        let list = match (self.memcgs, self.quick) {
+            (Some(l), _) => Some(l.as_str()),
+            (None, true) => Some(QUICK_MEMCGS),
+            (None, false) => None,
+        };
+        let catalog_configs = catalog::scenario("seed002-reclaim")
+            .map_or(&[][..], |s| s.configs)
+            .iter()
+            .copied()
+            .filter(move |_| list.is_none());
+        list.into_iter()
+            .flat_map(|l| l.split(','))
+            .chain(catalog_configs)
+    }
+
+    /// The configs of `scenario` this run uses (seed002's come from [`Self::memcg_configs`]).
+    pub fn configs(&self, scenario: &'static catalog::Scenario) -> impl Iterator<Item = &'a str> {
+        let memcgs = scenario.name == "seed002-reclaim";
+        self.memcg_configs()
+            .filter(move |_| memcgs)
+            .chain(scenario.configs.iter().copied().filter(move |_| !memcgs))
+    }
+
+    /// Applies `key=value`; `Err(())` when the value is not accepted.
+    pub(crate) fn set(&mut self, key: &str, value: &'a str) -> Result<(), ()> {
+        match key {
+            "scenarios" => {
+                self.scenarios = match value {
+                    "all" => ScenarioSelection::All,
+                    list if valid_scenario_list(list) => ScenarioSelection::Named(list),
+                    _ => return Err(()),
+                }
+            }
+            "bench_cpus" => {
+                self.cpus = Some(NumberList::parse(value, crate::cmdline::MAX_CPUS).ok_or(())?)
+            }
+            "rounds" => {
+                let n: u32 = value.parse().map_err(|_| ())?;
+                if !(1..=MAX_ROUNDS).contains(&n) {
+                    return Err(());
+                }
+                self.rounds = Some(n);
+            }
+            "seconds" => {
+                let s = Seconds::parse(value).ok_or(())?;
+                if !(MIN_SECONDS..=MAX_SECONDS).contains(&s) {
+                    return Err(());
+                }
+                self.seconds = Some(s);
+            }
+            "memcgs" => self.memcgs = Some(NumberList::parse(value, MAX_MEMCGS).ok_or(())?),
+            "quick" => {
+                self.quick = match value {
+                    "0" => false,
+                    "1" => true,
+                    _ => return Err(()),
+                }
+            }
+            _ => return Err(()),
+        }
+        Ok(())
+    }
+}
+
+/// 1, 2, 4, ... below `online`, then `online` itself (so 6 CPUs give 1, 2, 4, 6).
+pub fn default_cpu_counts(online: u32) -> impl Iterator<Item = u32> {
+    let online = online.max(1);
+    core::iter::successors(Some(1u32), |&n| n.checked_mul(2))
+        .take_while(move |&n| n < online)
+        .chain(core::iter::once(online))
+}
+
+fn valid_scenario_list(list: &str) -> bool {
+    let mut names = list.split(',');
+    let mut seen = 0usize;
+    names.all(|n| {
+        let Some(i) = catalog::SCENARIOS.iter().position(|s| s.name == n) else {
+            return false;
+        };
+        let bit = 1usize << i;
+        let fresh = seen & bit == 0;
+        seen |= bit;
+        fresh
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cmdline::{CmdlineError, parse};
+    use std::vec::Vec;
+
+    #[test]
+    fn seconds_parse_and_print_exactly() {
+        for (text, micros) in [
+            ("0.5", 500_000),
+            ("2", 2_000_000),
+            ("0.01", 10_000),
+            ("10.125", 10_125_000),
+            ("0.000001", 1),
+        ] {
+            let s = Seconds::parse(text).unwrap();
+            assert_eq!(s.as_micros(), micros, "{text}");
+            assert_eq!(std::format!("{s}"), text);
+        }
+        for bad in [
+            "",
+            ".5",
+            "1.",
+            "1e3",
+            "-1",
+            "0.0000001",
+            "1,5",
+            "12345678",
+            " 1",
+        ] {
+            assert_eq!(Seconds::parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn defaults_and_quick() {
+        let c = parse("run=bench", false).unwrap().bench;
+        assert_eq!(c, BenchConfig::default());
+        assert_eq!((c.rounds(), c.seconds()), (DEFAULT_ROUNDS, DEFAULT_SECONDS));
+        assert_eq!(c.cpu_counts(6).collect::<Vec<_>>(), [1, 2, 4, 6]);
+        assert_eq!(c.cpu_counts(8).collect::<Vec<_>>(), [1, 2, 4, 8]);
+        assert_eq!(c.cpu_counts(1).collect::<Vec<_>>(), [1]);
+        assert_eq!(
+            c.memcg_configs().collect::<Vec<_>>(),
+            ["10", "1500", "10000"]
+        );
+        assert_eq!(c.scenarios.scenarios().count(), catalog::SCENARIOS.len());
+        let q = parse("run=bench quick=1", false).unwrap().bench;
+        assert_eq!((q.rounds(), q.seconds()), (QUICK_ROUNDS, QUICK_SECONDS));
+        assert_eq!(q.memcg_configs().collect::<Vec<_>>(), ["10", "1500"]);
+        let s = catalog::scenario("seed002-reclaim").unwrap();
+        assert_eq!(q.configs(s).collect::<Vec<_>>(), ["10", "1500"]);
+        let s = catalog::scenario("seed001-faultfree").unwrap();
+        assert_eq!(q.configs(s).collect::<Vec<_>>(), ["anon", "shmem"]);
+    }
+
+    #[test]
+    fn every_key_parses() {
+        let c = parse(
+            "run=bench scenarios=seed004-readtwice,limit bench_cpus=1,2,4 rounds=3 \
+             seconds=0.25 memcgs=10,100 quick=1",
+            false,
+        )
+        .unwrap()
+        .bench;
+        let names: Vec<_> = c.scenarios.scenarios().map(|s| s.name).collect();
+        assert_eq!(names, ["seed004-readtwice", "limit"]);
+        assert!(c.scenarios.includes("limit") && !c.scenarios.includes("seed003-pft"));
+        assert_eq!(c.cpu_counts(2).collect::<Vec<_>>(), [1, 2, 4]);
+        assert_eq!(c.rounds(), 3);
+        assert_eq!(c.seconds().as_nanos(), 250_000_000);
+        assert_eq!(c.memcg_configs().collect::<Vec<_>>(), ["10", "100"]);
+        assert!(c.quick);
+    }
+
+    #[test]
+    fn bad_values_name_the_key() {
+        for (line, key, value) in [
+            ("run=bench scenarios=seed999", "scenarios", "seed999"),
+            (
+                "run=bench scenarios=limit,limit",
+                "scenarios",
+                "limit,limit",
+            ),
+            ("run=bench scenarios=", "scenarios", ""),
+            ("run=bench bench_cpus=2,1", "bench_cpus", "2,1"),
+            ("run=bench bench_cpus=1,1", "bench_cpus", "1,1"),
+            ("run=bench bench_cpus=0", "bench_cpus", "0"),
+            ("run=bench bench_cpus=257", "bench_cpus", "257"),
+            ("run=bench bench_cpus=1,,2", "bench_cpus", "1,,2"),
+            ("run=bench rounds=0", "rounds", "0"),
+            ("run=bench rounds=101", "rounds", "101"),
+            ("run=bench seconds=0.001", "seconds", "0.001"),
+            ("run=bench seconds=3601", "seconds", "3601"),
+            ("run=bench seconds=fast", "seconds", "fast"),
+            ("run=bench memcgs=16385", "memcgs", "16385"),
+            ("run=bench memcgs=1500,10", "memcgs", "1500,10"),
+            ("run=bench quick=yes", "quick", "yes"),
+        ] {
+            assert_eq!(
+                parse(line, false),
+                Err(CmdlineError::BadValue { key, value }),
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn bench_keys_need_run_bench() {
+        assert_eq!(
+            parse("rounds=3", false),
+            Err(CmdlineError::BenchKeyWithoutRun("rounds"))
+        );
+        assert_eq!(
+            parse("run=test quick=1", false).unwrap_err().to_string(),
+            "`quick=` needs `run=bench`"
+        );
+        assert_eq!(
+            parse("run=bench rounds=2 rounds=3", false),
+            Err(CmdlineError::Repeated("rounds"))
+        );
+    }
+}

@@ -1,0 +1,968 @@
+//! The benchmark's records and their line format: one `KRESULT {json}` line per record.
+//!
+//! Every machine-readable line a benchmark prints is `KRESULT ` followed by ONE JSON object
+//! on the same line, whose `"type"` says which record it is. Strings are pure ASCII (see
+//! [`crate::json`]), numbers are finite. In the order a run prints them:
+//!
+//! | `type` | keys (REQUIRED ones first) |
+//! |---|---|
+//! | `machine` | `cpu_model`, `vcpus`, `memory_mib`, `nodes`, `platform` (`qemu-tcg` \| `qemu-kvm` \| `real-hardware` \| `host-threads`), `hypervisor` (CPUID vendor, `""` on bare metal), `tsc_hz`, `boot_protocol`, `cmdline` |
+//! | `plan` | `scenarios` [{`name`, `configs` [..], `variants` [..]}], `cpus` [..], `rounds`, `warmup_rounds`, `seconds` (per run, or `null`), `ops` (per run, or `null`), `total_runs` |
+//! | `run` | `scenario`, `config`, `variant`, `cpus`, `round`, `warmup`, `ops`, `ns`, `ops_per_s`; then `per_cpu` [{`cpu`, `ops`, `ns`}], `locks` {class -> {`acquisitions`, `contended`, `wait_total_cycles`, `wait_max_cycles`}}, `counters` {name -> integer}, `floor_fraction` (number or `null`) |
+//! | `comparison` | `scenario`, `config`, `cpus`, `a`, `b`, `ratio`, `ci_low`, `ci_high` (numbers, or `null` with fewer than two rounds), `significant`; then `a_hmean`, `b_hmean`, `rounds`, `method` |
+//! | `end` | `runs`, `comparisons`, `invariants_ok`, `failures` [..], `elapsed_ns` |
+//!
+//! A `run` is one variant on one CPU count for one round; `round` counts the measured rounds
+//! from 1 and is 0 for the warm-up round (`warmup: true`), which no statistic uses.
+//! `ops_per_s` is `ops * 1e9 / ns` of the whole run (wall time of the slowest CPU), and
+//! `floor_fraction` is this rate over the `limit` scenario's at the same CPU count, for fault
+//! scenarios. A `comparison` is the ratio B/A of the harmonic means of the measured rounds'
+//! rates with the interval of [`crate::stats`]. `end` closes a complete run: a log without
+//! it is incomplete. Lines of the same run never interleave (each is printed whole).
+//!
+//! Progress lines are human-readable (they are also shown on a real machine's screen), see
+//! [`crate::progress`]. The kernel builds a record with its constructor and prints it with
+//! `println!("{}", record.line())`; the host parses lines with [`parse_line`] (feature
+//! `serde`), which checks each record's consistency too ([`Record::check`]).
+
+use crate::json::JsonWriter;
+use crate::stats::{self, StatsError};
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt::{self, Write};
+
+pub use abi::report::RESULT_TAG;
+
+#[cfg(feature = "serde")]
+use serde::{Deserialize, Serialize};
+
+/// What the benchmark ran on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
+pub enum Platform {
+    /// QEMU with TCG (emulation timings).
+    QemuTcg,
+    /// QEMU with KVM.
+    QemuKvm,
+    /// A real machine booted from the USB stick.
+    RealHardware,
+    /// Host threads (`kx bench --host`).
+    HostThreads,
+}
+
+impl Platform {
+    /// The name in records.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Platform::QemuTcg => "qemu-tcg",
+            Platform::QemuKvm => "qemu-kvm",
+            Platform::RealHardware => "real-hardware",
+            Platform::HostThreads => "host-threads",
+        }
+    }
+}
+
+/// The `machine` record.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+pub struct Machine {
+    /// CPUID brand string.
+    pub cpu_model: String,
+    /// CPUs online (vCPUs under QEMU).
+    pub vcpus: u32,
+    /// Usable memory, MiB.
+    pub memory_mib: u64,
+    /// NUMA nodes.
+    pub nodes: u32,
+    /// What it is.
+    pub platform: Platform,
+    /// CPUID hypervisor vendor (`TCGTCGTCGTCG`, `KVMKVMKVM`), empty on bare metal.
+    pub hypervisor: String,
+    /// TSC frequency, Hz.
+    pub tsc_hz: u64,
+    /// How it booted (`multiboot1`, `multiboot2`, ...).
+    pub boot_protocol: String,
+    /// The kernel command line.
+    pub cmdline: String,
+}
+
+/// One scenario of the plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+pub struct PlanScenario {
+    /// Catalog name.
+    pub name: String,
+    /// Configs, in run order.
+    pub configs: Vec<String>,
+    /// Variants, in run (interleaving) order.
+    pub variants: Vec<String>,
+}
+
+/// The `plan` record: what the run will do, printed before the first run.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+pub struct Plan {
+    /// Scenarios, in run order.
+    pub scenarios: Vec<PlanScenario>,
+    /// CPU counts, increasing.
+    pub cpus: Vec<u32>,
+    /// Measured rounds per variant, configuration and CPU count.
+    pub rounds: u32,
+    /// Warm-up rounds before them.
+    pub warmup_rounds: u32,
+    /// Duration of a run, seconds (when runs are timed).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub seconds: Option<f64>,
+    /// Operations per run (when runs are counted).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub ops: Option<u64>,
+    /// `run` records to expect.
+    pub total_runs: u32,
+}
+
+impl Plan {
+    /// A plan; `total_runs` is computed from the rest.
+    #[must_use]
+    pub fn new(
+        scenarios: Vec<PlanScenario>,
+        cpus: Vec<u32>,
+        rounds: u32,
+        warmup_rounds: u32,
+        seconds: Option<f64>,
+        ops: Option<u64>,
+    ) -> Plan {
+        let per_point = rounds + warmup_rounds;
+        let total_runs = scenarios
+            .iter()
+            .map(|s| (s.configs.len() * s.variants.len()) as u32)
+            .sum::<u32>()
+            * cpus.len() as u32
+            * per_point;
+        Plan {
+            scenarios,
+            cpus,
+            rounds,
+            warmup_rounds,
+            seconds,
+            ops,
+            total_runs,
+        }
+    }
+
+    /// The plan the kernel's command line asks for on `online` CPUs: every selected
+    /// scenario with its configs (seed002's from `memcgs=`) and catalog variants.
+    #[must_use]
+    pub fn from_config(cfg: &abi::BenchConfig<'_>, online: u32, warmup_rounds: u32) -> Plan {
+        let scenarios = cfg
+            .scenarios
+            .scenarios()
+            .map(|s| PlanScenario {
+                name: s.name.into(),
+                configs: cfg.configs(s).map(String::from).collect(),
+                variants: s.variants.iter().map(|v| v.name.into()).collect(),
+            })
+            .collect();
+        Plan::new(
+            scenarios,
+            cfg.cpu_counts(online).collect(),
+            cfg.rounds(),
+            warmup_rounds,
+            Some(cfg.seconds().as_f64()),
+            None,
+        )
+    }
+}
+
+/// One CPU's share of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+pub struct CpuShare {
+    /// CPU id.
+    pub cpu: u32,
+    /// Operations it completed.
+    pub ops: u64,
+    /// Its time, ns.
+    pub ns: u64,
+}
+
+/// One lock class's statistics over a run (`ksync`'s counters, as deltas).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+pub struct LockStat {
+    /// Acquisitions.
+    pub acquisitions: u64,
+    /// Acquisitions that had to wait.
+    pub contended: u64,
+    /// Cycles waited, summed.
+    pub wait_total_cycles: u64,
+    /// Longest wait, cycles.
+    pub wait_max_cycles: u64,
+}
+
+impl From<ksync::LockStatSnapshot> for LockStat {
+    fn from(s: ksync::LockStatSnapshot) -> Self {
+        LockStat {
+            acquisitions: s.acquisitions,
+            contended: s.contended,
+            wait_total_cycles: s.wait_total_cycles,
+            wait_max_cycles: s.wait_max_cycles,
+        }
+    }
+}
+
+/// The `run` record: one variant, one CPU count, one round.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+pub struct Run {
+    /// Catalog scenario name.
+    pub scenario: String,
+    /// Config name.
+    pub config: String,
+    /// Variant name.
+    pub variant: String,
+    /// CPUs that ran workers.
+    pub cpus: u32,
+    /// Measured round, from 1; 0 for the warm-up.
+    pub round: u32,
+    /// Whether this is a warm-up round (not in any statistic).
+    pub warmup: bool,
+    /// Operations completed on all CPUs.
+    pub ops: u64,
+    /// Wall time, ns.
+    pub ns: u64,
+    /// `ops * 1e9 / ns`.
+    pub ops_per_s: f64,
+    /// Per-CPU shares.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub per_cpu: Vec<CpuShare>,
+    /// Lock statistics per class.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub locks: BTreeMap<String, LockStat>,
+    /// memcg/lruvec stats and fault counts (deltas over the run).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub counters: BTreeMap<String, i64>,
+    /// This rate over `limit`'s at the same CPU count (fault scenarios).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub floor_fraction: Option<f64>,
+}
+
+/// A record that cannot be built or does not hold together.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordError {
+    /// A run with no operations or no time (its rate is not a positive number).
+    EmptyRun,
+    /// A run on zero CPUs.
+    NoCpus,
+    /// `ops_per_s` disagrees with `ops` and `ns`.
+    RateMismatch,
+    /// A fraction, ratio or interval that is not a positive finite number, or an interval
+    /// that does not contain its ratio.
+    BadNumber,
+    /// `significant` disagrees with the interval.
+    SignificanceMismatch,
+    /// A warm-up run with a round number, or a measured one with round 0.
+    BadRound,
+    /// The statistics could not be computed from the runs.
+    Stats(StatsError),
+}
+
+impl fmt::Display for RecordError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecordError::EmptyRun => f.write_str("a run with zero ops or zero ns"),
+            RecordError::NoCpus => f.write_str("a run on zero CPUs"),
+            RecordError::RateMismatch => f.write_str("ops_per_s is not ops * 1e9 / ns"),
+            RecordError::BadNumber => {
+                f.write_str("a ratio, interval or fraction that is not positive and finite")
+            }
+            RecordError::SignificanceMismatch => {
+                f.write_str("`significant` disagrees with the interval")
+            }
+            RecordError::BadRound => f.write_str("round 0 is the warm-up round and only it"),
+            RecordError::Stats(e) => write!(f, "statistics: {e}"),
+        }
+    }
+}
+
+impl Run {
+    /// A run with its rate computed; per-CPU shares, locks, counters and the floor fraction
+    /// are empty until the caller fills them in.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        scenario: &str,
+        config: &str,
+        variant: &str,
+        cpus: u32,
+        round: u32,
+        warmup: bool,
+        ops: u64,
+        ns: u64,
+    ) -> Result<Run, RecordError> {
+        let run = Run {
+            scenario: scenario.into(),
+            config: config.into(),
+            variant: variant.into(),
+            cpus,
+            round,
+            warmup,
+            ops,
+            ns,
+            ops_per_s: rate(ops, ns),
+            per_cpu: Vec::new(),
+            locks: BTreeMap::new(),
+            counters: BTreeMap::new(),
+            floor_fraction: None,
+        };
+        run.check()?;
+        Ok(run)
+    }
+
+    /// Whether the run counts in statistics.
+    #[must_use]
+    pub fn measured(&self) -> bool {
+        !self.warmup
+    }
+
+    /// Checks that the run holds together.
+    pub fn check(&self) -> Result<(), RecordError> {
+        if self.cpus == 0 {
+            return Err(RecordError::NoCpus);
+        }
+        if self.ops == 0 || self.ns == 0 {
+            return Err(RecordError::EmptyRun);
+        }
+        if self.warmup != (self.round == 0) {
+            return Err(RecordError::BadRound);
+        }
+        let expect = rate(self.ops, self.ns);
+        if !(self.ops_per_s.is_finite() && (self.ops_per_s - expect).abs() <= 1e-9 * expect) {
+            return Err(RecordError::RateMismatch);
+        }
+        if self
+            .floor_fraction
+            .is_some_and(|f| !f.is_finite() || f <= 0.0)
+        {
+            return Err(RecordError::BadNumber);
+        }
+        Ok(())
+    }
+}
+
+fn rate(ops: u64, ns: u64) -> f64 {
+    ops as f64 * 1e9 / ns as f64
+}
+
+/// The `comparison` record: B over A at one config and CPU count.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+pub struct Comparison {
+    /// Scenario.
+    pub scenario: String,
+    /// Config.
+    pub config: String,
+    /// CPU count.
+    pub cpus: u32,
+    /// Baseline variant.
+    pub a: String,
+    /// Compared variant.
+    pub b: String,
+    /// `hmean(B) / hmean(A)` of the measured rounds' rates.
+    pub ratio: f64,
+    /// Low end of the 95% interval (`None`: fewer than two rounds).
+    pub ci_low: Option<f64>,
+    /// High end of the 95% interval.
+    pub ci_high: Option<f64>,
+    /// Whether the interval excludes 1.0.
+    pub significant: bool,
+    /// A's harmonic mean, ops/s.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub a_hmean: f64,
+    /// B's harmonic mean, ops/s.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub b_hmean: f64,
+    /// Measured rounds per side (the smaller side's count if they differ).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub rounds: u32,
+    /// How the interval was computed ([`stats::METHOD`]).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub method: String,
+}
+
+impl Comparison {
+    /// The comparison of `b` with `a` over the measured `runs` of `scenario`/`config` at
+    /// `cpus` (other runs in the slice are ignored).
+    pub fn from_runs(
+        scenario: &str,
+        config: &str,
+        cpus: u32,
+        a: &str,
+        b: &str,
+        runs: &[Run],
+    ) -> Result<Comparison, RecordError> {
+        let rates = |variant: &str| -> Vec<f64> {
+            runs.iter()
+                .filter(|r| {
+                    r.measured()
+                        && r.scenario == scenario
+                        && r.config == config
+                        && r.cpus == cpus
+                        && r.variant == variant
+                })
+                .map(|r| r.ops_per_s)
+                .collect()
+        };
+        let (ra, rb) = (rates(a), rates(b));
+        let ci = stats::ratio_ci(&ra, &rb).map_err(RecordError::Stats)?;
+        Ok(Comparison {
+            scenario: scenario.into(),
+            config: config.into(),
+            cpus,
+            a: a.into(),
+            b: b.into(),
+            ratio: ci.ratio,
+            ci_low: ci.ci.map(|c| c.0),
+            ci_high: ci.ci.map(|c| c.1),
+            significant: ci.significant(),
+            a_hmean: ci.a_hmean,
+            b_hmean: ci.b_hmean,
+            rounds: ra.len().min(rb.len()) as u32,
+            method: stats::METHOD.into(),
+        })
+    }
+
+    /// Checks that the comparison holds together.
+    pub fn check(&self) -> Result<(), RecordError> {
+        let pos = |v: f64| v.is_finite() && v > 0.0;
+        if !pos(self.ratio) {
+            return Err(RecordError::BadNumber);
+        }
+        match (self.ci_low, self.ci_high) {
+            (None, None) if !self.significant => Ok(()),
+            (None, None) => Err(RecordError::SignificanceMismatch),
+            (Some(lo), Some(hi)) => {
+                let tol = 1e-12 * self.ratio;
+                if !pos(lo) || !pos(hi) || lo > self.ratio + tol || hi < self.ratio - tol {
+                    return Err(RecordError::BadNumber);
+                }
+                if self.significant != (lo > 1.0 || hi < 1.0) {
+                    return Err(RecordError::SignificanceMismatch);
+                }
+                Ok(())
+            }
+            _ => Err(RecordError::BadNumber),
+        }
+    }
+}
+
+/// The `end` record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+pub struct End {
+    /// `run` records printed.
+    pub runs: u32,
+    /// `comparison` records printed.
+    pub comparisons: u32,
+    /// Whether every invariant check after every run held.
+    pub invariants_ok: bool,
+    /// What failed, one line each (empty when `invariants_ok`).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub failures: Vec<String>,
+    /// From the plan to the end, ns.
+    pub elapsed_ns: u64,
+}
+
+/// Any record.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(tag = "type", rename_all = "snake_case"))]
+pub enum Record {
+    /// `machine`.
+    Machine(Machine),
+    /// `plan`.
+    Plan(Plan),
+    /// `run`.
+    Run(Run),
+    /// `comparison`.
+    Comparison(Comparison),
+    /// `end`.
+    End(End),
+}
+
+impl Record {
+    /// Checks the record's internal consistency.
+    pub fn check(&self) -> Result<(), RecordError> {
+        match self {
+            Record::Run(r) => r.check(),
+            Record::Comparison(c) => c.check(),
+            Record::Machine(_) | Record::Plan(_) | Record::End(_) => Ok(()),
+        }
+    }
+}
+
+/// A record that can be written as a `KRESULT` line.
+pub trait KResult {
+    /// The `"type"` value.
+    const TYPE: &'static str;
+
+    /// Writes the fields after `"type"`.
+    fn write_fields<W: Write + ?Sized>(&self, w: &mut JsonWriter<'_, W>) -> fmt::Result;
+
+    /// The whole line, `KRESULT {...}`, without a newline: `println!("{}", r.line())`.
+    fn line(&self) -> Line<'_, Self>
+    where
+        Self: Sized,
+    {
+        Line(self)
+    }
+}
+
+/// A record as its `KRESULT` line ([`KResult::line`]).
+pub struct Line<'a, T>(&'a T);
+
+impl<T: KResult> fmt::Display for Line<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(RESULT_TAG)?;
+        f.write_char(' ')?;
+        let mut w = JsonWriter::new(f);
+        w.begin_object()?;
+        w.field_str("type", T::TYPE)?;
+        self.0.write_fields(&mut w)?;
+        w.end_object()
+    }
+}
+
+fn str_array<W: Write + ?Sized>(
+    w: &mut JsonWriter<'_, W>,
+    key: &str,
+    items: &[String],
+) -> fmt::Result {
+    w.key(key)?;
+    w.begin_array()?;
+    for s in items {
+        w.string(s)?;
+    }
+    w.end_array()
+}
+
+impl KResult for Machine {
+    const TYPE: &'static str = "machine";
+
+    fn write_fields<W: Write + ?Sized>(&self, w: &mut JsonWriter<'_, W>) -> fmt::Result {
+        w.field_str("cpu_model", &self.cpu_model)?;
+        w.field_uint("vcpus", self.vcpus.into())?;
+        w.field_uint("memory_mib", self.memory_mib)?;
+        w.field_uint("nodes", self.nodes.into())?;
+        w.field_str("platform", self.platform.name())?;
+        w.field_str("hypervisor", &self.hypervisor)?;
+        w.field_uint("tsc_hz", self.tsc_hz)?;
+        w.field_str("boot_protocol", &self.boot_protocol)?;
+        w.field_str("cmdline", &self.cmdline)
+    }
+}
+
+impl KResult for Plan {
+    const TYPE: &'static str = "plan";
+
+    fn write_fields<W: Write + ?Sized>(&self, w: &mut JsonWriter<'_, W>) -> fmt::Result {
+        w.key("scenarios")?;
+        w.begin_array()?;
+        for s in &self.scenarios {
+            w.begin_object()?;
+            w.field_str("name", &s.name)?;
+            str_array(w, "configs", &s.configs)?;
+            str_array(w, "variants", &s.variants)?;
+            w.end_object()?;
+        }
+        w.end_array()?;
+        w.key("cpus")?;
+        w.begin_array()?;
+        for c in &self.cpus {
+            w.uint((*c).into())?;
+        }
+        w.end_array()?;
+        w.field_uint("rounds", self.rounds.into())?;
+        w.field_uint("warmup_rounds", self.warmup_rounds.into())?;
+        w.field_opt_float("seconds", self.seconds)?;
+        w.key("ops")?;
+        match self.ops {
+            Some(n) => w.uint(n)?,
+            None => w.null()?,
+        }
+        w.field_uint("total_runs", self.total_runs.into())
+    }
+}
+
+impl KResult for Run {
+    const TYPE: &'static str = "run";
+
+    fn write_fields<W: Write + ?Sized>(&self, w: &mut JsonWriter<'_, W>) -> fmt::Result {
+        w.field_str("scenario", &self.scenario)?;
+        w.field_str("config", &self.config)?;
+        w.field_str("variant", &self.variant)?;
+        w.field_uint("cpus", self.cpus.into())?;
+        w.field_uint("round", self.round.into())?;
+        w.field_bool("warmup", self.warmup)?;
+        w.field_uint("ops", self.ops)?;
+        w.field_uint("ns", self.ns)?;
+        w.field_float("ops_per_s", self.ops_per_s)?;
+        w.key("per_cpu")?;
+        w.begin_array()?;
+        for c in &self.per_cpu {
+            w.begin_object()?;
+            w.field_uint("cpu", c.cpu.into())?;
+            w.field_uint("ops", c.ops)?;
+            w.field_uint("ns", c.ns)?;
+            w.end_object()?;
+        }
+        w.end_array()?;
+        w.key("locks")?;
+        w.begin_object()?;
+        for (name, l) in &self.locks {
+            w.key(name)?;
+            w.begin_object()?;
+            w.field_uint("acquisitions", l.acquisitions)?;
+            w.field_uint("contended", l.contended)?;
+            w.field_uint("wait_total_cycles", l.wait_total_cycles)?;
+            w.field_uint("wait_max_cycles", l.wait_max_cycles)?;
+            w.end_object()?;
+        }
+        w.end_object()?;
+        w.key("counters")?;
+        w.begin_object()?;
+        for (name, v) in &self.counters {
+            w.key(name)?;
+            w.int(*v)?;
+        }
+        w.end_object()?;
+        w.field_opt_float("floor_fraction", self.floor_fraction)
+    }
+}
+
+impl KResult for Comparison {
+    const TYPE: &'static str = "comparison";
+
+    fn write_fields<W: Write + ?Sized>(&self, w: &mut JsonWriter<'_, W>) -> fmt::Result {
+        w.field_str("scenario", &self.scenario)?;
+        w.field_str("config", &self.config)?;
+        w.field_uint("cpus", self.cpus.into())?;
+        w.field_str("a", &self.a)?;
+        w.field_str("b", &self.b)?;
+        w.field_float("ratio", self.ratio)?;
+        w.field_opt_float("ci_low", self.ci_low)?;
+        w.field_opt_float("ci_high", self.ci_high)?;
+        w.field_bool("significant", self.significant)?;
+        w.field_float("a_hmean", self.a_hmean)?;
+        w.field_float("b_hmean", self.b_hmean)?;
+        w.field_uint("rounds", self.rounds.into())?;
+        w.field_str("method", &self.method)
+    }
+}
+
+impl KResult for End {
+    const TYPE: &'static str = "end";
+
+    fn write_fields<W: Write + ?Sized>(&self, w: &mut JsonWriter<'_, W>) -> fmt::Result {
+        w.field_uint("runs", self.runs.into())?;
+        w.field_uint("comparisons", self.comparisons.into())?;
+        w.field_bool("invariants_ok", self.invariants_ok)?;
+        str_array(w, "failures", &self.failures)?;
+        w.field_uint("elapsed_ns", self.elapsed_ns)
+    }
+}
+
+impl fmt::Display for Record {
+    /// The record's `KRESULT` line.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Record::Machine(r) => r.line().fmt(f),
+            Record::Plan(r) => r.line().fmt(f),
+            Record::Run(r) => r.line().fmt(f),
+            Record::Comparison(r) => r.line().fmt(f),
+            Record::End(r) => r.line().fmt(f),
+        }
+    }
+}
+
+/// Why a `KRESULT` line could not be read.
+#[cfg(feature = "serde")]
+#[derive(Debug)]
+pub enum LineError {
+    /// Not valid JSON, or not a record (a missing required key, a wrong type, an unknown
+    /// `type`). A line cut off mid-way ends here too.
+    Json(serde_json::Error),
+    /// Valid, but inconsistent.
+    Invalid(RecordError),
+}
+
+#[cfg(feature = "serde")]
+impl fmt::Display for LineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LineError::Json(e) => write!(f, "not a record: {e}"),
+            LineError::Invalid(e) => write!(f, "inconsistent record: {e}"),
+        }
+    }
+}
+
+/// Reads one console line: `None` if it has no `KRESULT {` (anything may precede the tag,
+/// e.g. a terminal program's timestamp; a trailing `\r` is ignored), else the record or why
+/// it is not one.
+#[cfg(feature = "serde")]
+pub fn parse_line(line: &str) -> Option<Result<Record, LineError>> {
+    let tag = alloc::format!("{RESULT_TAG} {{");
+    let start = line.find(&tag)? + RESULT_TAG.len() + 1;
+    let json = line[start..].trim_end_matches(['\r', '\n']);
+    Some(match serde_json::from_str::<Record>(json) {
+        Err(e) => Err(LineError::Json(e)),
+        Ok(r) => r.check().map(|()| r).map_err(LineError::Invalid),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::string::ToString;
+
+    fn run(variant: &str, round: u32, ops: u64) -> Run {
+        Run::new(
+            "seed004-readtwice",
+            "1-per-memcg",
+            variant,
+            2,
+            round,
+            round == 0,
+            ops,
+            1_000_000_000,
+        )
+        .unwrap()
+    }
+
+    fn full_run() -> Run {
+        let mut r = Run::new(
+            "seed001-faultfree",
+            "shmem",
+            "patch1+2@+64",
+            4,
+            3,
+            false,
+            123_456,
+            987_654_321,
+        )
+        .unwrap();
+        r.per_cpu = (0..4)
+            .map(|cpu| CpuShare {
+                cpu,
+                ops: 30_000 + u64::from(cpu),
+                ns: 987_000_000,
+            })
+            .collect();
+        r.locks.insert(
+            "lru_lock".into(),
+            LockStat {
+                acquisitions: 10,
+                contended: 3,
+                wait_total_cycles: 999,
+                wait_max_cycles: 500,
+            },
+        );
+        r.locks
+            .insert("zone \"lock\"\n".into(), LockStat::default());
+        r.counters.insert("pgfault".into(), 123_456);
+        r.counters.insert("nr_anon_delta".into(), -7);
+        r.floor_fraction = Some(0.4125);
+        r
+    }
+
+    /// Writes with the kernel's writer, parses with serde_json (no serde derive involved),
+    /// and checks every field by name.
+    #[test]
+    fn kernel_line_parses_as_plain_json() {
+        let line = full_run().line().to_string();
+        assert!(line.starts_with("KRESULT {\"type\":\"run\",") && line.is_ascii());
+        assert!(!line.contains('\n'));
+        let v: serde_json::Value = serde_json::from_str(&line["KRESULT ".len()..]).unwrap();
+        assert_eq!(v["scenario"], "seed001-faultfree");
+        assert_eq!(v["variant"], "patch1+2@+64");
+        assert_eq!(v["cpus"], 4);
+        assert_eq!(v["round"], 3);
+        assert_eq!(v["warmup"], false);
+        assert_eq!(v["ops"], 123_456);
+        assert_eq!(v["ns"], 987_654_321u64);
+        assert_eq!(v["ops_per_s"].as_f64().unwrap(), full_run().ops_per_s);
+        assert_eq!(v["per_cpu"][3]["ops"], 30_003);
+        assert_eq!(v["locks"]["lru_lock"]["contended"], 3);
+        assert_eq!(v["locks"]["zone \"lock\"\n"]["acquisitions"], 0);
+        assert_eq!(v["counters"]["nr_anon_delta"], -7);
+        assert_eq!(v["floor_fraction"], 0.4125);
+    }
+
+    #[test]
+    fn comparison_and_end_lines() {
+        let runs: Vec<Run> = [
+            ("A", 1, 100),
+            ("B", 1, 180),
+            ("A", 2, 102),
+            ("B", 2, 178),
+            ("A", 0, 50),
+        ]
+        .into_iter()
+        .map(|(v, r, o)| run(v, r, o))
+        .collect();
+        let c =
+            Comparison::from_runs("seed004-readtwice", "1-per-memcg", 2, "A", "B", &runs).unwrap();
+        assert_eq!(c.rounds, 2);
+        assert!((c.ratio - 179.0 / 101.0).abs() < 0.01);
+        assert!(c.significant && c.check().is_ok());
+        let v: serde_json::Value = serde_json::from_str(&c.line().to_string()[8..]).unwrap();
+        for key in [
+            "scenario",
+            "config",
+            "cpus",
+            "a",
+            "b",
+            "ratio",
+            "ci_low",
+            "ci_high",
+            "significant",
+            "a_hmean",
+            "b_hmean",
+            "rounds",
+            "method",
+        ] {
+            assert!(v.get(key).is_some(), "{key}");
+        }
+        let one =
+            Comparison::from_runs("seed004-readtwice", "1-per-memcg", 2, "A", "B", &runs[..2])
+                .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&one.line().to_string()[8..]).unwrap();
+        assert!(v["ci_low"].is_null() && v["significant"] == false);
+        assert_eq!(
+            Comparison::from_runs("seed004-readtwice", "2-per-memcg", 2, "A", "B", &runs),
+            Err(RecordError::Stats(StatsError::Empty))
+        );
+        let end = End {
+            runs: 5,
+            comparisons: 1,
+            invariants_ok: false,
+            failures: vec!["lruvec \"x\" lost 1 folio".into()],
+            elapsed_ns: 12,
+        };
+        let v: serde_json::Value = serde_json::from_str(&end.line().to_string()[8..]).unwrap();
+        assert_eq!(v["failures"][0], "lruvec \"x\" lost 1 folio");
+        assert_eq!(v["invariants_ok"], false);
+    }
+
+    #[test]
+    fn constructors_refuse_what_cannot_be_written() {
+        let r =
+            |cpus, round, warmup, ops, ns| Run::new("s", "c", "v", cpus, round, warmup, ops, ns);
+        assert_eq!(r(0, 1, false, 1, 1), Err(RecordError::NoCpus));
+        assert_eq!(r(1, 1, false, 0, 1), Err(RecordError::EmptyRun));
+        assert_eq!(r(1, 1, false, 1, 0), Err(RecordError::EmptyRun));
+        assert_eq!(r(1, 0, false, 1, 1), Err(RecordError::BadRound));
+        assert_eq!(r(1, 2, true, 1, 1), Err(RecordError::BadRound));
+        let mut ok = r(1, 1, false, 3, 7).unwrap();
+        ok.ops_per_s *= 1.001;
+        assert_eq!(ok.check(), Err(RecordError::RateMismatch));
+    }
+
+    #[test]
+    fn plan_counts_its_runs() {
+        let cfg = abi::cmdline::parse(
+            "run=bench quick=1 bench_cpus=1,2 rounds=3 scenarios=seed001-faultfree,seed002-reclaim",
+            false,
+        )
+        .unwrap()
+        .bench;
+        let p = Plan::from_config(&cfg, 2, 1);
+        // seed001: 2 configs x 6 variants; seed002: 2 quick memcg counts x 2 variants.
+        assert_eq!(p.total_runs, (12 + 4) * 2 * 4);
+        assert_eq!(p.scenarios[1].configs, ["10", "1500"]);
+        assert_eq!(p.seconds, Some(0.1));
+        let v: serde_json::Value = serde_json::from_str(&p.line().to_string()[8..]).unwrap();
+        assert_eq!(v["scenarios"][0]["variants"][5], "patch1+2@+64");
+        assert_eq!(v["total_runs"], 128);
+        assert!(v["ops"].is_null());
+    }
+
+    #[cfg(feature = "serde")]
+    mod parse {
+        use super::*;
+
+        fn machine() -> Machine {
+            Machine {
+                cpu_model: "QEMU Virtual CPU \u{e9}".into(),
+                vcpus: 2,
+                memory_mib: 256,
+                nodes: 1,
+                platform: Platform::QemuTcg,
+                hypervisor: "TCGTCGTCGTCG".into(),
+                tsc_hz: 2_000_000_000,
+                boot_protocol: "multiboot1".into(),
+                cmdline: "run=bench quick=1".into(),
+            }
+        }
+
+        #[test]
+        fn every_record_round_trips() {
+            let runs = vec![
+                run("A", 1, 100),
+                run("B", 1, 110),
+                run("A", 2, 99),
+                run("B", 2, 111),
+            ];
+            let cmp = Comparison::from_runs("seed004-readtwice", "1-per-memcg", 2, "A", "B", &runs)
+                .unwrap();
+            let cfg = abi::cmdline::parse("run=bench", false).unwrap().bench;
+            let records = [
+                Record::Machine(machine()),
+                Record::Plan(Plan::from_config(&cfg, 4, 1)),
+                Record::Run(full_run()),
+                Record::Comparison(cmp),
+                Record::End(End {
+                    runs: 4,
+                    comparisons: 1,
+                    invariants_ok: true,
+                    failures: vec![],
+                    elapsed_ns: 5,
+                }),
+            ];
+            for r in records {
+                let line = r.to_string();
+                let back = parse_line(&line).unwrap().unwrap();
+                assert_eq!(back, r, "{line}");
+                // CRLF and a prefix before the tag are tolerated.
+                let noisy = alloc::format!("[12:00:01] {line}\r");
+                assert_eq!(parse_line(&noisy).unwrap().unwrap(), r);
+            }
+        }
+
+        #[test]
+        fn bad_lines_are_errors_not_records() {
+            assert!(parse_line("KTEST a ok").is_none());
+            assert!(parse_line("boot: KRESULT tag without json").is_none());
+            let line = full_run().line().to_string();
+            for cut in [line.len() - 1, line.len() / 2, 9] {
+                assert!(
+                    matches!(parse_line(&line[..cut]), Some(Err(LineError::Json(_)))),
+                    "{cut}"
+                );
+            }
+            let missing = line.replace("\"ops_per_s\"", "\"rate\"");
+            assert!(matches!(
+                parse_line(&missing),
+                Some(Err(LineError::Json(_)))
+            ));
+            let unknown = r#"KRESULT {"type":"bogus","x":1}"#;
+            assert!(matches!(parse_line(unknown), Some(Err(LineError::Json(_)))));
+            let wrong = line.replace("\"ops\":123456", "\"ops\":123457");
+            assert!(matches!(
+                parse_line(&wrong),
+                Some(Err(LineError::Invalid(RecordError::RateMismatch)))
+            ));
+        }
+    }
+}

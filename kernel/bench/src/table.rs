@@ -1,0 +1,409 @@
+//! The results table as plain text, with each seed's published figure beside ours.
+//!
+//! Per scenario: a heading (name, what the workers do, what one op is, the seed's claim),
+//! then per config and CPU count one row per variant (harmonic mean of ops/s, coefficient of
+//! variation, and for fault scenarios the fraction of the `limit` floor at that CPU count)
+//! and one row per comparison: B/A of the harmonic means in mmtests' style
+//! (`1.0712 (  7.12%)*`, `*` when the 95% interval excludes 1.0), the interval, and the
+//! seed's figure for the same comparison at the nearest thread count it published
+//! (`seed +17.9% @20`). [`Style::Wide`] fits 100 columns (a terminal, a 100x75 framebuffer
+//! console, the runner); [`Style::Compact`] fits 80 (an 80x25 screen): it drops min/max and
+//! the interval, and abbreviates.
+//!
+//! The kernel prints it at the end of a run with `println!("{}", Table::new(&summary,
+//! Style::Compact))`; the runner prints the wide form and puts it in `index.html`.
+
+use crate::catalog::{self, Scenario};
+use crate::record::Comparison;
+use crate::summary::{Point, Summary};
+use core::fmt::{self, Write};
+
+/// The table's width class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Style {
+    /// At most 100 columns.
+    Wide,
+    /// At most 80 columns.
+    Compact,
+}
+
+impl Style {
+    /// The widest line this style prints.
+    #[must_use]
+    pub const fn columns(self) -> usize {
+        match self {
+            Style::Wide => 100,
+            Style::Compact => 80,
+        }
+    }
+}
+
+/// The table of a [`Summary`], printable with `{}`.
+pub struct Table<'a> {
+    summary: &'a Summary,
+    style: Style,
+}
+
+impl<'a> Table<'a> {
+    /// The table of `summary` in `style`.
+    #[must_use]
+    pub fn new(summary: &'a Summary, style: Style) -> Self {
+        Table { summary, style }
+    }
+}
+
+/// A rate in at most 7 characters: `4.740M`, `12.35M`, `123.5k`, `999.0`, `0.123`.
+pub struct Rate(pub f64);
+
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.0;
+        let (scaled, unit) = match v.abs() {
+            a if a >= 999.95e9 => (v / 1e12, "T"),
+            a if a >= 999.95e6 => (v / 1e9, "G"),
+            a if a >= 999.95e3 => (v / 1e6, "M"),
+            a if a >= 999.95 => (v / 1e3, "k"),
+            _ => (v, ""),
+        };
+        let s = match scaled.abs() {
+            a if a >= 99.995 => alloc::format!("{scaled:.1}{unit}"),
+            a if a >= 9.9995 => alloc::format!("{scaled:.2}{unit}"),
+            _ => alloc::format!("{scaled:.3}{unit}"),
+        };
+        f.pad(&s)
+    }
+}
+
+/// A ratio in mmtests' compare style: `1.0712 (  7.12%)*` (17 characters up to +/-99.99%; a space instead
+/// of the star when not significant).
+pub struct Ratio {
+    /// The ratio.
+    pub ratio: f64,
+    /// Whether it is significant.
+    pub significant: bool,
+}
+
+impl fmt::Display for Ratio {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let pct = (self.ratio - 1.0) * 100.0;
+        let s = alloc::format!(
+            "{:.4} ({:>6.2}%){}",
+            self.ratio,
+            pct,
+            if self.significant { '*' } else { ' ' }
+        );
+        f.pad(&s)
+    }
+}
+
+/// A signed percentage with one decimal: `+17.9%`, `-6.4%`.
+struct Pct(f64);
+
+impl fmt::Display for Pct {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = alloc::format!("{:+.1}%", (self.0 - 1.0) * 100.0);
+        f.pad(&s)
+    }
+}
+
+/// Writes `text` as indented lines of at most `width` columns, breaking at spaces.
+fn wrap(f: &mut impl Write, indent: &str, first: &str, text: &str, width: usize) -> fmt::Result {
+    let mut line = alloc::string::String::from(indent);
+    line.push_str(first);
+    let mut empty = true;
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        if !empty && line.len() + 1 + word.len() > width {
+            writeln!(f, "{line}")?;
+            line.clear();
+            line.push_str(indent);
+            for _ in 0..first.len() {
+                line.push(' ');
+            }
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+        empty = false;
+    }
+    writeln!(f, "{line}")
+}
+
+/// A short label for a comparison: `patch1@+0/base@+0`, or `B/A`.
+fn label(c: &Comparison) -> alloc::string::String {
+    alloc::format!("{}/{}", c.b, c.a)
+}
+
+impl Table<'_> {
+    fn heading(&self, f: &mut fmt::Formatter<'_>, name: &str, s: Option<&Scenario>) -> fmt::Result {
+        let width = self.style.columns();
+        writeln!(f)?;
+        match s {
+            Some(s) => {
+                wrap(f, "", "", &alloc::format!("{name}: {}", s.summary), width)?;
+                wrap(f, "  ", "op: ", s.op, width)?;
+                match &s.published {
+                    Some(p) => wrap(f, "  ", "seed: ", p.text, width)?,
+                    None if s.name == catalog::LIMIT => wrap(
+                        f,
+                        "  ",
+                        "",
+                        "the floor each fault scenario's `floor` column divides by",
+                        width,
+                    )?,
+                    None => {}
+                }
+            }
+            None => writeln!(f, "{name}: (not in the catalog)")?,
+        }
+        match self.style {
+            Style::Wide => writeln!(
+                f,
+                "  {:<12} {:>4}  {:<24} {:>8} {:>6} {:>8} {:>8} {:>6}",
+                "config", "cpus", "variant", "hmean/s", "CV", "min", "max", "floor"
+            ),
+            Style::Compact => writeln!(
+                f,
+                "  {:<10} {:>4} {:<24} {:>8} {:>6} {:>6}",
+                "config", "cpus", "variant", "hmean/s", "CV", "floor"
+            ),
+        }
+    }
+
+    fn point(
+        &self,
+        f: &mut fmt::Formatter<'_>,
+        p: &Point,
+        s: Option<&Scenario>,
+        first: bool,
+    ) -> fmt::Result {
+        let (config, cpus) = if first {
+            (p.config.as_str(), alloc::format!("{}", p.cpus))
+        } else {
+            ("", alloc::format!("{}", p.cpus))
+        };
+        for (i, v) in p.variants.iter().enumerate() {
+            let (config, cpus) = if i == 0 {
+                (config, cpus.as_str())
+            } else {
+                ("", "")
+            };
+            let floor = match v.floor_fraction {
+                Some(x) => alloc::format!("{:.1}%", x * 100.0),
+                None => alloc::string::String::new(),
+            };
+            let cv = alloc::format!("{:.1}%", v.stats.cv * 100.0);
+            match self.style {
+                Style::Wide => writeln!(
+                    f,
+                    "  {:<12} {:>4}  {:<24} {:>8} {:>6} {:>8} {:>8} {:>6}",
+                    clip(config, 12),
+                    cpus,
+                    clip(&v.variant, 24),
+                    Rate(v.stats.hmean),
+                    cv,
+                    Rate(v.stats.min),
+                    Rate(v.stats.max),
+                    floor
+                )?,
+                Style::Compact => writeln!(
+                    f,
+                    "  {:<10} {:>4} {:<24} {:>8} {:>6} {:>6}",
+                    clip(config, 10),
+                    cpus,
+                    clip(&v.variant, 24),
+                    Rate(v.stats.hmean),
+                    cv,
+                    floor
+                )?,
+            }
+        }
+        for c in &p.comparisons {
+            let ratio = Ratio {
+                ratio: c.ratio,
+                significant: c.significant,
+            };
+            let seed = s
+                .and_then(|s| catalog::published_near(s, &c.a, &c.b, &c.config, c.cpus))
+                .map(|pt| alloc::format!("seed {} @{}", Pct(pt.ratio), pt.threads))
+                .unwrap_or_default();
+            match self.style {
+                Style::Wide => {
+                    let ci = match (c.ci_low, c.ci_high) {
+                        (Some(lo), Some(hi)) => alloc::format!("[{lo:.4}, {hi:.4}]"),
+                        _ => "[1 round]".into(),
+                    };
+                    writeln!(
+                        f,
+                        "  {:<12} {:>4}  {:<24} {} {:<18} {}",
+                        "",
+                        "",
+                        clip(&label(c), 24),
+                        ratio,
+                        ci,
+                        seed
+                    )?
+                }
+                Style::Compact => writeln!(
+                    f,
+                    "  {:<10} {:>4} {:<24} {} {}",
+                    "",
+                    "",
+                    clip(&label(c), 24),
+                    ratio,
+                    seed
+                )?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `s` cut to `n` characters (names are ASCII; a longer one loses its tail).
+fn clip(s: &str, n: usize) -> &str {
+    match s.char_indices().nth(n) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+impl fmt::Display for Table<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let width = self.style.columns();
+        wrap(
+            f,
+            "",
+            "",
+            "Results: harmonic mean of the measured rounds' ops/s per variant; ratio = B/A of \
+             the harmonic means, * = its 95% interval excludes 1.0; floor = rate / limit's \
+             rate at the same CPU count; seed = the seed's published B/A at the nearest \
+             thread count (@N).",
+            width,
+        )?;
+        if self.summary.points.is_empty() {
+            return writeln!(f, "\n(no measured runs)");
+        }
+        for (name, s) in self.summary.scenarios() {
+            self.heading(f, name, s)?;
+            let mut last_config: Option<&str> = None;
+            for p in self.summary.scenario_points(name) {
+                let first = last_config != Some(p.config.as_str());
+                last_config = Some(&p.config);
+                self.point(f, p, s, first)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::Run;
+    use alloc::string::{String, ToString};
+    use alloc::vec::Vec;
+
+    fn runs() -> Vec<Run> {
+        let mut out = Vec::new();
+        let mut push = |s: &str, c: &str, v: &str, cpus: u32, ops: u64| {
+            for round in 0..=3u32 {
+                let ops = ops + u64::from(round) * 7;
+                out.push(Run::new(s, c, v, cpus, round, round == 0, ops, 1_000_000_000).unwrap());
+            }
+        };
+        for cpus in [1, 2] {
+            for (i, v) in [
+                "base@+0",
+                "base@+64",
+                "patch1@+0",
+                "patch1@+64",
+                "patch1+2@+0",
+                "patch1+2@+64",
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                push(
+                    "seed001-faultfree",
+                    "shmem",
+                    v,
+                    cpus,
+                    4_740_000 + 100_000 * i as u64,
+                );
+                push(
+                    "seed001-faultfree",
+                    "anon",
+                    v,
+                    cpus,
+                    3_040_000 + 10_000 * i as u64,
+                );
+            }
+            push("limit", "anon", "floor", cpus, 12_000_000);
+            push("seed002-reclaim", "1500", "A", cpus, 12);
+            push("seed002-reclaim", "1500", "B", cpus, 114);
+        }
+        out
+    }
+
+    fn render(style: Style) -> String {
+        Table::new(&Summary::new(&runs(), &[]), style).to_string()
+    }
+
+    #[test]
+    fn fits_its_width_and_shows_everything() {
+        for style in [Style::Wide, Style::Compact] {
+            let t = render(style);
+            for line in t.lines() {
+                assert!(
+                    line.len() <= style.columns(),
+                    "{style:?} {}: {line}",
+                    line.len()
+                );
+            }
+            assert!(t.contains("seed001-faultfree: every CPU faults"));
+            assert!(t.contains("patch1+2@+64/base@+64"));
+            assert!(t.contains("seed +17.9% @20"), "{t}");
+            assert!(t.contains("seed +850.0% @8"), "{t}");
+            assert!(t.contains("floor"));
+        }
+        let wide = render(Style::Wide);
+        assert!(
+            wide.contains("1.0422 (  4.22%)* [1.0422, 1.0422]"),
+            "{wide}"
+        );
+        assert!(wide.contains("4.740M"));
+    }
+
+    #[test]
+    fn number_formats() {
+        assert_eq!(Rate(4_740_000.0).to_string(), "4.740M");
+        assert_eq!(Rate(12_345_678.0).to_string(), "12.35M");
+        assert_eq!(Rate(123_456.0).to_string(), "123.5k");
+        assert_eq!(Rate(999.0).to_string(), "999.0");
+        assert_eq!(Rate(999.96).to_string(), "1.000k");
+        assert_eq!(Rate(0.1234).to_string(), "0.123");
+        assert_eq!(
+            Ratio {
+                ratio: 1.0712,
+                significant: true
+            }
+            .to_string(),
+            "1.0712 (  7.12%)*"
+        );
+        assert_eq!(
+            Ratio {
+                ratio: 0.9362,
+                significant: false
+            }
+            .to_string(),
+            "0.9362 ( -6.38%) "
+        );
+    }
+
+    #[test]
+    fn empty_summary_says_so() {
+        let t = Table::new(&Summary::default(), Style::Compact).to_string();
+        assert!(t.contains("(no measured runs)"));
+    }
+}

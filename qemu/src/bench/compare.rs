@@ -1,0 +1,246 @@
+//! `kx compare DIR DIR...`: result directories side by side, in the style of mmtests'
+//! compare-kernels.
+//!
+//! Per scenario, config, variant and CPU count: the harmonic mean of ops/s in each directory,
+//! and for every directory after the first its ratio to the first with the percentage and a
+//! `*` when the 95% interval of that ratio (the same Welch interval as within a run, on the
+//! two directories' per-round rates) excludes 1.0: `1.0712 (  7.12%)*`. A second table puts
+//! each directory's own B/A comparisons side by side: those are measured within one boot,
+//! so they compare across platforms (a TCG run, a host run, a real machine) where absolute
+//! rates do not. A missing point is `-`.
+
+use super::html::Page;
+use super::output::info_rows;
+use super::plot;
+use super::results_file::ResultsFile;
+use bench::stats;
+use bench::summary::Summary;
+use bench::table::{Rate, Ratio};
+use std::fmt::Write;
+use std::path::PathBuf;
+
+/// One directory being compared.
+pub struct Side {
+    /// Where it is.
+    pub dir: PathBuf,
+    /// Its `results.json`.
+    pub results: ResultsFile,
+    /// Its runs grouped.
+    pub summary: Summary,
+}
+
+impl Side {
+    /// Reads `dir`.
+    pub fn read(dir: PathBuf) -> Result<Side, crate::RunError> {
+        let results = ResultsFile::read(&dir)?;
+        let summary = results.summary();
+        Ok(Side {
+            dir,
+            results,
+            summary,
+        })
+    }
+
+    fn describe(&self) -> String {
+        let m = self.results.machine.as_ref();
+        let rev = &self.results.host.git_revision;
+        format!(
+            "{}  ({}, {} CPUs, {}, rev {})",
+            self.dir.display(),
+            m.map_or("?", |m| m.platform.name()),
+            m.map_or(0, |m| m.vcpus),
+            m.map_or("no machine record", |m| m.cpu_model.as_str()),
+            &rev[..rev.len().min(12)]
+        )
+    }
+}
+
+type Key = (String, String, String, u32); // scenario, config, variant, cpus
+type CmpKey = (String, String, String, String, u32); // scenario, config, a, b, cpus
+
+fn keys(sides: &[Side]) -> Vec<Key> {
+    let mut out: Vec<Key> = Vec::new();
+    for s in sides {
+        for p in &s.summary.points {
+            for v in &p.variants {
+                let k = (
+                    p.scenario.clone(),
+                    p.config.clone(),
+                    v.variant.clone(),
+                    p.cpus,
+                );
+                if !out.contains(&k) {
+                    out.push(k);
+                }
+            }
+        }
+    }
+    // Points a later directory adds join their scenario's group (a stable sort).
+    let scenarios: Vec<String> = out.iter().map(|k| k.0.clone()).collect();
+    out.sort_by_key(|k| scenarios.iter().position(|s| *s == k.0));
+    out
+}
+
+fn rates<'a>(s: &'a Side, k: &Key) -> Option<&'a [f64]> {
+    s.summary
+        .points
+        .iter()
+        .find(|p| p.scenario == k.0 && p.config == k.1 && p.cpus == k.3)?
+        .variant(&k.2)
+        .map(|v| v.rates.as_slice())
+}
+
+const COL: usize = 26;
+
+/// The comparison as text (one table per scenario, then the B/A table).
+#[must_use]
+pub fn text(sides: &[Side]) -> String {
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "hmean ops/s per scenario, config, variant and CPU count; after [1]: hmean, ratio to [1]\n\
+         and its percentage, * = the 95% interval of the ratio excludes 1.0"
+    );
+    for (i, s) in sides.iter().enumerate() {
+        let _ = writeln!(t, "  [{}] {}", i + 1, s.describe());
+    }
+    if sides.iter().any(|s| {
+        s.results
+            .machine
+            .as_ref()
+            .is_some_and(|m| m.platform == bench::Platform::QemuTcg)
+    }) && sides.len() > 1
+    {
+        let _ = writeln!(
+            t,
+            "  note: TCG rates are emulation timings; across boots compare the B/A table below"
+        );
+    }
+    let header = |t: &mut String, first: &str| {
+        let _ = write!(t, "  {first:<40} {:>4}  {:>8}", "cpus", "[1]");
+        for i in 2..=sides.len() {
+            let _ = write!(t, "  {:<COL$}", format!("[{i}]"));
+        }
+        t.push('\n');
+    };
+    let mut scenario = String::new();
+    for k in keys(sides) {
+        if k.0 != scenario {
+            scenario = k.0.clone();
+            let _ = writeln!(t, "\n{scenario}");
+            header(&mut t, "config / variant");
+        }
+        let base = rates(&sides[0], &k);
+        let hmean = |r: Option<&[f64]>| r.and_then(|r| stats::hmean(r).ok());
+        let _ = write!(
+            t,
+            "  {:<40} {:>4}  {:>8}",
+            format!("{} {}", k.1, k.2),
+            k.3,
+            hmean(base).map_or("-".into(), |h| Rate(h).to_string())
+        );
+        for s in &sides[1..] {
+            let other = rates(s, &k);
+            let cell = match (base, other) {
+                (Some(b), Some(o)) => match stats::ratio_ci(b, o) {
+                    Ok(r) => format!(
+                        "{:>8} {}",
+                        Rate(r.b_hmean).to_string(),
+                        Ratio {
+                            ratio: r.ratio,
+                            significant: r.significant()
+                        }
+                    ),
+                    Err(_) => "-".into(),
+                },
+                (None, Some(o)) => {
+                    hmean(Some(o)).map_or("-".into(), |h| format!("{:>8}", Rate(h).to_string()))
+                }
+                _ => "-".into(),
+            };
+            let _ = write!(t, "  {cell:<COL$}");
+        }
+        t.push('\n');
+    }
+    let mut cmp_keys: Vec<CmpKey> = Vec::new();
+    for s in sides {
+        for c in s.summary.comparisons() {
+            let k = (
+                c.scenario.clone(),
+                c.config.clone(),
+                c.a.clone(),
+                c.b.clone(),
+                c.cpus,
+            );
+            if !cmp_keys.contains(&k) {
+                cmp_keys.push(k);
+            }
+        }
+    }
+    if !cmp_keys.is_empty() {
+        let _ = writeln!(t, "\nB/A within each directory (each measured in one boot)");
+        let _ = write!(t, "  {:<40} {:>4}", "scenario config b/a", "cpus");
+        for i in 1..=sides.len() {
+            let _ = write!(t, "  {:<17}", format!("[{i}]"));
+        }
+        t.push('\n');
+        for k in &cmp_keys {
+            let _ = write!(
+                t,
+                "  {:<40} {:>4}",
+                format!("{} {} {}/{}", k.0, k.1, k.3, k.2),
+                k.4
+            );
+            for s in sides {
+                let c = s.summary.comparisons().find(|c| {
+                    c.scenario == k.0
+                        && c.config == k.1
+                        && c.a == k.2
+                        && c.b == k.3
+                        && c.cpus == k.4
+                });
+                let cell = c.map_or("-".into(), |c| {
+                    Ratio {
+                        ratio: c.ratio,
+                        significant: c.significant,
+                    }
+                    .to_string()
+                });
+                let _ = write!(t, "  {cell:<17}");
+            }
+            t.push('\n');
+        }
+    }
+    t
+}
+
+/// The combined HTML page: each directory's information, the tables, and every scenario's
+/// plots side by side.
+#[must_use]
+pub fn html(sides: &[Side], table: &str) -> String {
+    let mut page = Page::new("memcg-lru benchmark comparison");
+    for (i, s) in sides.iter().enumerate() {
+        page.heading(&format!("[{}] {}", i + 1, s.dir.display()));
+        page.info(&info_rows(&s.results));
+        page.problems(&s.results.problems);
+    }
+    page.heading("Comparison");
+    page.pre(table);
+    let mut scenarios: Vec<String> = Vec::new();
+    for s in sides {
+        for (name, _) in s.summary.scenarios() {
+            if !scenarios.iter().any(|x| x == name) {
+                scenarios.push(name.to_owned());
+            }
+        }
+    }
+    for name in &scenarios {
+        for (i, s) in sides.iter().enumerate() {
+            if let Ok(Some(svg)) = plot::svg(&s.summary, name) {
+                page.heading(&format!("{name} [{}]", i + 1));
+                page.svg(&svg);
+            }
+        }
+    }
+    page.finish()
+}

@@ -1,0 +1,19 @@
+//! The benchmark on the host side: `kx bench` (boot, progress bar, table, results
+//! directory), `kx import` (the same from a serial log captured on a real machine) and
+//! `kx compare` (result directories side by side).
+//!
+//! - [`collect`]: the records of a serial log and everything wrong with them;
+//! - [`results_file`]: `results.json`; [`csv`]: `results.csv`; [`plot`]: one SVG per
+//!   scenario (plotters); [`html`]: `index.html`; [`output`]: writes the directory;
+//! - [`host`]: git revision, host CPU, command line, QEMU version, timestamps;
+//! - [`run`]: `kx bench` and `kx import`; [`compare`]: `kx compare`.
+
+pub mod collect;
+pub mod compare;
+pub mod csv;
+pub mod host;
+pub mod html;
+pub mod output;
+pub mod plot;
+pub mod results_file;
+pub mod run;

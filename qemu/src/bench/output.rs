@@ -1,0 +1,161 @@
+//! Writing a results directory: `results.json`, `results.csv`, one `<scenario>.svg` per
+//! scenario and `index.html`, the same for `kx bench` and `kx import`.
+
+use super::csv;
+use super::html::Page;
+use super::plot;
+use super::results_file::ResultsFile;
+use crate::RunError;
+use bench::{Style, Summary, Table};
+use std::path::{Path, PathBuf};
+
+/// The files a results directory holds, as written.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Written {
+    /// The directory.
+    pub dir: PathBuf,
+    /// Every file written, in order.
+    pub files: Vec<PathBuf>,
+}
+
+/// A fresh directory under `parent` named `stamp` (`stamp-2`, ... if taken).
+pub fn fresh_dir(parent: &Path, stamp: &str) -> Result<PathBuf, RunError> {
+    std::fs::create_dir_all(parent).map_err(|e| RunError::io(parent, e))?;
+    for n in 1.. {
+        let name = if n == 1 {
+            stamp.to_owned()
+        } else {
+            format!("{stamp}-{n}")
+        };
+        let dir = parent.join(name);
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(RunError::io(&dir, e)),
+        }
+    }
+    unreachable!("1.. does not end")
+}
+
+/// The machine and host rows of a page.
+#[must_use]
+pub fn info_rows(r: &ResultsFile) -> Vec<(String, String)> {
+    let mut rows = Vec::new();
+    let mut row = |k: &str, v: String| rows.push((k.to_owned(), v));
+    if let Some(m) = &r.machine {
+        row("CPU", m.cpu_model.clone());
+        row(
+            "machine",
+            format!(
+                "{} CPUs, {} MiB, {} node(s), {}{}",
+                m.vcpus,
+                m.memory_mib,
+                m.nodes,
+                m.platform.name(),
+                if m.hypervisor.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (hypervisor {})", m.hypervisor)
+                }
+            ),
+        );
+        row("TSC", format!("{:.3} GHz", m.tsc_hz as f64 / 1e9));
+        row("boot", format!("{}: {}", m.boot_protocol, m.cmdline));
+    } else {
+        row("machine", "no machine record".into());
+    }
+    if let Some(p) = &r.plan {
+        row(
+            "plan",
+            format!(
+                "{} scenario(s), CPUs {:?}, {} round(s) + {} warm-up, {} runs{}",
+                p.scenarios.len(),
+                p.cpus,
+                p.rounds,
+                p.warmup_rounds,
+                p.total_runs,
+                p.seconds
+                    .map(|s| format!(", {s} s each"))
+                    .unwrap_or_default()
+            ),
+        );
+    }
+    let h = &r.host;
+    row("tool", h.command_line.clone());
+    row(
+        "revision",
+        format!(
+            "{}{}",
+            h.git_revision,
+            if h.git_dirty == Some(true) {
+                " (uncommitted changes)"
+            } else {
+                ""
+            }
+        ),
+    );
+    row("host", format!("{} ({} cores)", h.host_cpu, h.host_cores));
+    if let Some(q) = &h.qemu_version {
+        row("QEMU", q.clone());
+    }
+    if let Some(l) = &h.log {
+        row("log", l.clone());
+    }
+    if let Some(o) = &h.outcome {
+        row("outcome", o.clone());
+    }
+    row("when", h.timestamp.clone());
+    rows
+}
+
+/// Writes every file of `results` into `dir` (which exists).
+pub fn write_dir(dir: &Path, results: &ResultsFile) -> Result<Written, RunError> {
+    let summary: Summary = results.summary();
+    let mut written = Written {
+        dir: dir.to_owned(),
+        files: Vec::new(),
+    };
+    let mut put = |name: &str, text: &str| -> Result<(), RunError> {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|e| RunError::io(&path, e))?;
+        written.files.push(path);
+        Ok(())
+    };
+    put("results.json", &results.to_json())?;
+    put("results.csv", &csv::render(&results.runs))?;
+    let mut page = Page::new("memcg-lru benchmark results");
+    page.info(&info_rows(results));
+    if !results.problems.is_empty() {
+        page.heading("Problems");
+        page.problems(&results.problems);
+    }
+    page.heading("Results");
+    page.pre(&Table::new(&summary, Style::Wide).to_string());
+    for (name, _) in summary.scenarios() {
+        let svg = plot::svg(&summary, name).map_err(|why| RunError::BadInput {
+            path: dir.join(format!("{name}.svg")),
+            why: format!("plotting failed: {why}"),
+        })?;
+        if let Some(svg) = svg {
+            put(&format!("{}.svg", file_name(name)), &svg)?;
+            page.heading(name);
+            page.svg(&svg);
+        }
+    }
+    put("index.html", &page.finish())?;
+    Ok(written)
+}
+
+/// `name` as a safe file name (scenario names are; anything else is replaced by `_`).
+#[must_use]
+pub fn file_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '+' | '@') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}

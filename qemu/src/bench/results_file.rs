@@ -1,0 +1,98 @@
+//! `results.json`: every record of a run and where it came from, in one file.
+//!
+//! ```text
+//! { "format": 1, "host": {tool, command_line, git_revision, git_dirty, host_cpu, host_cores,
+//!                         qemu_version, timestamp, log, outcome},
+//!   "machine": {...} | null, "plan": {...} | null, "runs": [...], "comparisons": [...],
+//!   "recomputed_comparisons": [...], "end": {...} | null,
+//!   "complete": bool, "problems": ["...", ...] }
+//! ```
+//!
+//! `machine`, `plan`, `runs`, `comparisons` and `end` are the `KRESULT` records exactly as
+//! printed (their keys are `bench::record`'s, without `type`); `recomputed_comparisons` are
+//! the ones the runner computed from the runs because the log lacked them; `problems` are
+//! the [`super::collect::Problem`]s in words. `kx compare` reads this file back.
+
+use super::collect::Collected;
+use super::host::HostInfo;
+use crate::RunError;
+use bench::{Comparison, End, Machine, Plan, Run, Summary};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// The version of this layout.
+pub const FORMAT: u32 = 1;
+
+/// The contents of `results.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResultsFile {
+    /// [`FORMAT`].
+    pub format: u32,
+    /// Where it came from.
+    pub host: HostInfo,
+    /// The kernel's `machine` record.
+    pub machine: Option<Machine>,
+    /// The `plan` record.
+    pub plan: Option<Plan>,
+    /// Every `run` record, warm-ups included.
+    pub runs: Vec<Run>,
+    /// Every `comparison` record.
+    pub comparisons: Vec<Comparison>,
+    /// Comparisons computed by the runner where the log had none.
+    pub recomputed_comparisons: Vec<Comparison>,
+    /// The `end` record.
+    pub end: Option<End>,
+    /// Whether the records were complete and consistent.
+    pub complete: bool,
+    /// What was wrong, in words.
+    pub problems: Vec<String>,
+}
+
+impl ResultsFile {
+    /// The file for `collected`, made on `host`.
+    #[must_use]
+    pub fn new(host: HostInfo, c: &Collected) -> ResultsFile {
+        ResultsFile {
+            format: FORMAT,
+            host,
+            machine: c.machine.clone(),
+            plan: c.plan.clone(),
+            runs: c.runs.clone(),
+            comparisons: c.comparisons.clone(),
+            recomputed_comparisons: c.summary.recomputed.clone(),
+            end: c.end.clone(),
+            complete: c.complete(),
+            problems: c.problems.iter().map(ToString::to_string).collect(),
+        }
+    }
+
+    /// The runs grouped (comparisons: the printed ones, then the recomputed ones).
+    #[must_use]
+    pub fn summary(&self) -> Summary {
+        let mut all = self.comparisons.clone();
+        all.extend(self.recomputed_comparisons.iter().cloned());
+        Summary::new(&self.runs, &all)
+    }
+
+    /// Reads `dir/results.json`.
+    pub fn read(dir: &Path) -> Result<ResultsFile, RunError> {
+        let path = dir.join("results.json");
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                RunError::NotFound(path.clone())
+            } else {
+                RunError::io(&path, e)
+            }
+        })?;
+        serde_json::from_str(&text).map_err(|e| RunError::BadInput {
+            path,
+            why: e.to_string(),
+        })
+    }
+
+    /// The file's text (pretty-printed JSON).
+    #[must_use]
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("results serialize (finite numbers, string keys)")
+    }
+}

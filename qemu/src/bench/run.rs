@@ -1,0 +1,366 @@
+//! `kx bench` and `kx import`: records in, table and results directory out.
+//!
+//! `kx bench` boots the kernel with `run=bench` and the benchmark's keys, streams serial
+//! through [`ProgressView`] (an indicatif bar fed by `KPROGRESS` lines, sized by the `plan`
+//! record; boot messages are echoed above it; on a non-terminal the progress lines are
+//! printed as they come), then reads the whole log with [`Collected::from_log`], prints the
+//! table and writes the directory. `kx import LOG` does the second half for a log captured
+//! on a real machine. Both write what they received even when it is incomplete, and say so.
+//!
+//! Exit status: a kernel that did not get to exit cleanly (timeout, panic, exception, QEMU
+//! failure) gives its own status; otherwise failed invariants give
+//! [`RunnerExit::InvariantsFailed`], malformed or incomplete records
+//! [`RunnerExit::BadResults`], and complete ones the kernel's status (so a `test-failure`
+//! exit after complete results stays 17).
+
+use super::collect::{Collected, Severity};
+use super::host::{self, HostInfo};
+use super::output::{self, Written};
+use super::results_file::ResultsFile;
+use crate::cli::Options;
+use crate::commands::{boot_streaming, exit_for};
+use crate::{Launch, Outcome, RunError, RunnerExit};
+use abi::ExitCode;
+use bench::{Progress, Record, Style, Table};
+use boot::Workspace;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+/// What `kx bench` shows while the kernel runs.
+pub struct ProgressView {
+    bar: ProgressBar,
+    quiet: bool,
+}
+
+impl ProgressView {
+    /// A view on stderr (hidden when stderr is not a terminal).
+    #[must_use]
+    pub fn new(quiet: bool) -> ProgressView {
+        let bar = ProgressBar::new(0);
+        bar.set_style(
+            ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
+                .expect("a valid template")
+                .progress_chars("=> "),
+        );
+        ProgressView { bar, quiet }
+    }
+
+    fn echo(&self, line: &str) {
+        if self.quiet {
+            return;
+        }
+        if self.bar.is_hidden() {
+            println!("{line}");
+        } else {
+            self.bar.println(line);
+        }
+    }
+
+    /// One serial line.
+    pub fn line(&mut self, line: &str) {
+        let line = line.trim_end_matches('\r');
+        if let Some(p) = Progress::parse(line) {
+            self.bar.set_length(u64::from(p.total));
+            self.bar.set_position(u64::from(p.step));
+            self.bar.set_message(format!(
+                "{} {} {} cpus={} round={}/{}",
+                p.scenario, p.config, p.variant, p.cpus, p.round, p.rounds
+            ));
+            if self.bar.is_hidden() {
+                self.echo(line);
+            }
+            return;
+        }
+        match bench::record::parse_line(line) {
+            Some(Ok(Record::Plan(plan))) => self.bar.set_length(u64::from(plan.total_runs)),
+            Some(_) => {}
+            None => self.echo(line),
+        }
+    }
+
+    /// Removes the bar.
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+/// Writes the directory for `c` at `out`, or a fresh `results/<stamp>/` under `root`.
+pub fn write_results(
+    root: &Path,
+    out: Option<&Path>,
+    host: HostInfo,
+    c: &Collected,
+    now: SystemTime,
+) -> Result<Written, RunError> {
+    let dir = match out {
+        Some(d) => {
+            std::fs::create_dir_all(d).map_err(|e| RunError::io(d, e))?;
+            d.to_owned()
+        }
+        None => output::fresh_dir(&root.join("results"), &host::dir_stamp(now))?,
+    };
+    output::write_dir(&dir, &ResultsFile::new(host, c))
+}
+
+fn print_report(c: &Collected, written: &Written) {
+    let results = ResultsFile::new(HostInfo::default(), c);
+    println!();
+    print!("{}", Table::new(&results.summary(), Style::Wide));
+    let measured = c.runs.iter().filter(|r| r.measured()).count();
+    println!(
+        "\n{} runs ({} measured, {} warm-up), {} comparisons printed, {} recomputed",
+        c.runs.len(),
+        measured,
+        c.runs.len() - measured,
+        c.comparisons.len(),
+        c.summary.recomputed.len()
+    );
+    for p in &c.problems {
+        eprintln!("kx: results: {p}");
+    }
+    let plots = written
+        .files
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "svg"))
+        .count();
+    println!(
+        "results: {} (results.json, results.csv, {plots} plot(s), index.html)",
+        written.dir.display()
+    );
+}
+
+/// The exit for a run whose records are `c` and whose QEMU run ended with `outcome`.
+#[must_use]
+pub fn bench_exit(outcome: Outcome, c: &Collected) -> RunnerExit {
+    let kernel = exit_for(outcome);
+    match outcome {
+        Outcome::Kernel(ExitCode::Success | ExitCode::TestFailure) => match c.worst() {
+            Some(Severity::InvariantsFailed) => RunnerExit::InvariantsFailed,
+            Some(Severity::BadResults) => RunnerExit::BadResults,
+            None => kernel,
+        },
+        _ => kernel,
+    }
+}
+
+/// `kx bench` after the kernel is built: boots `launch`, shows progress, reports.
+pub fn bench(
+    ws: &Workspace,
+    o: &Options,
+    launch: &Launch,
+    timeout: Duration,
+) -> Result<RunnerExit, RunError> {
+    let started = SystemTime::now();
+    let mut view = ProgressView::new(o.quiet);
+    let out = boot_streaming(ws, launch, timeout, &mut |l| view.line(l))?;
+    view.finish();
+    let c = Collected::from_log(&out.serial);
+    eprintln!(
+        "kx: {} (QEMU ran {:.1} s)",
+        out.outcome,
+        out.elapsed.as_secs_f64()
+    );
+    let exit = bench_exit(out.outcome, &c);
+    if c.is_empty() {
+        eprintln!("kx: no KRESULT records on serial; nothing written");
+        if o.quiet && !out.serial.is_empty() {
+            eprintln!("kx: last serial lines:\n{}", out.tail(20));
+        }
+        return Ok(if exit == RunnerExit::Success {
+            RunnerExit::BadResults
+        } else {
+            exit
+        });
+    }
+    let mut host = HostInfo::gather("kx bench", ws.root(), started);
+    let qemu = boot::tool::find_on_path(boot::host_deps::QEMU)
+        .unwrap_or_else(|| PathBuf::from(boot::host_deps::QEMU));
+    host.qemu_version = host::qemu_version(&qemu);
+    host.outcome = Some(out.outcome.to_string());
+    let written = write_results(ws.root(), o.out.as_deref(), host, &c, started)?;
+    print_report(&c, &written);
+    if !out.outcome.is_success() {
+        eprintln!(
+            "kx: the run did not end with success ({}); what was received is in {}",
+            out.outcome,
+            written.dir.display()
+        );
+    }
+    Ok(exit)
+}
+
+/// `kx import LOG`: the results directory of a captured serial log.
+pub fn import(root: &Path, log: &Path, out: Option<&Path>) -> Result<RunnerExit, RunError> {
+    let bytes = std::fs::read(log).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            RunError::NotFound(log.to_owned())
+        } else {
+            RunError::io(log, e)
+        }
+    })?;
+    let text = String::from_utf8_lossy(&bytes);
+    let c = Collected::from_log(&text);
+    if c.is_empty() {
+        return Err(RunError::BadInput {
+            path: log.to_owned(),
+            why: "no KRESULT records in it".into(),
+        });
+    }
+    let now = SystemTime::now();
+    let mut host = HostInfo::gather("kx import", root, now);
+    host.log = Some(log.display().to_string());
+    let written = write_results(root, out, host, &c, now)?;
+    println!(
+        "kx import: {}: {} runs, {} comparisons, {} progress lines{}",
+        log.display(),
+        c.runs.len(),
+        c.comparisons.len(),
+        c.progress_lines,
+        if c.complete() {
+            "; complete"
+        } else {
+            "; INCOMPLETE (see below)"
+        }
+    );
+    print_report(&c, &written);
+    Ok(match c.worst() {
+        Some(Severity::InvariantsFailed) => RunnerExit::InvariantsFailed,
+        Some(Severity::BadResults) => RunnerExit::BadResults,
+        None => RunnerExit::Success,
+    })
+}
+
+/// Where `kx compare` writes its page without `--out`: beside the first directory.
+#[must_use]
+pub fn compare_page_path(dirs: &[PathBuf]) -> PathBuf {
+    let name = |d: &PathBuf| {
+        d.file_name()
+            .map_or("results".into(), |n| n.to_string_lossy().into_owned())
+    };
+    let mut file = format!("compare-{}", name(&dirs[0]));
+    if let Some(second) = dirs.get(1) {
+        file.push_str(&format!("-vs-{}", name(second)));
+    }
+    if dirs.len() > 2 {
+        file.push_str(&format!("-and-{}-more", dirs.len() - 2));
+    }
+    file.push_str(".html");
+    let first = dirs[0].canonicalize().unwrap_or_else(|_| dirs[0].clone());
+    first
+        .parent()
+        .map_or_else(|| PathBuf::from(&file), |p| p.join(&file))
+}
+
+/// `kx compare DIR...`.
+pub fn compare(dirs: &[PathBuf], out: Option<&Path>) -> Result<RunnerExit, RunError> {
+    let sides = dirs
+        .iter()
+        .map(|d| super::compare::Side::read(d.clone()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let table = super::compare::text(&sides);
+    print!("{table}");
+    let path = out.map_or_else(|| compare_page_path(dirs), Path::to_path_buf);
+    std::fs::write(&path, super::compare::html(&sides, &table))
+        .map_err(|e| RunError::io(&path, e))?;
+    println!("\ncomparison page: {}", path.display());
+    Ok(RunnerExit::Success)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn log(end: bool, invariants_ok: bool) -> Collected {
+        let mut runs = Vec::new();
+        for round in 1..=2 {
+            for v in ["A", "B"] {
+                runs.push(
+                    bench::Run::new(
+                        "seed003-pft",
+                        "anon",
+                        v,
+                        1,
+                        round,
+                        false,
+                        100 + u64::from(round),
+                        1000,
+                    )
+                    .unwrap(),
+                );
+            }
+        }
+        let mut text: String = runs
+            .iter()
+            .map(|r| format!("{}\n", bench::KResult::line(r)))
+            .collect();
+        let cmp = bench::Comparison::from_runs("seed003-pft", "anon", 1, "A", "B", &runs).unwrap();
+        text.push_str(&format!("{}\n", bench::KResult::line(&cmp)));
+        if end {
+            let e = bench::End {
+                runs: 4,
+                comparisons: 1,
+                invariants_ok,
+                failures: vec![],
+                elapsed_ns: 1,
+            };
+            text.push_str(&format!("{}\n", bench::KResult::line(&e)));
+        }
+        Collected::from_log(&text)
+    }
+
+    #[test]
+    fn exits() {
+        let ok = Outcome::Kernel(ExitCode::Success);
+        let failed = Outcome::Kernel(ExitCode::TestFailure);
+        assert_eq!(bench_exit(ok, &log(true, true)), RunnerExit::Success);
+        assert_eq!(bench_exit(ok, &log(false, true)), RunnerExit::BadResults);
+        assert_eq!(
+            bench_exit(ok, &log(true, false)),
+            RunnerExit::InvariantsFailed
+        );
+        assert_eq!(
+            bench_exit(failed, &log(true, false)),
+            RunnerExit::InvariantsFailed
+        );
+        assert_eq!(
+            bench_exit(failed, &log(true, true)),
+            RunnerExit::Kernel(ExitCode::TestFailure)
+        );
+        let timeout = Outcome::Timeout(Duration::from_secs(1));
+        assert_eq!(bench_exit(timeout, &log(false, true)), RunnerExit::Timeout);
+        let panic = Outcome::Kernel(ExitCode::Panic);
+        assert_eq!(
+            bench_exit(panic, &log(false, true)),
+            RunnerExit::Kernel(ExitCode::Panic)
+        );
+    }
+
+    #[test]
+    fn progress_lines_move_the_bar() {
+        let mut v = ProgressView::new(true);
+        let s = bench::PlanScenario {
+            name: "seed003-pft".into(),
+            configs: vec!["anon".into()],
+            variants: vec!["A".into(), "B".into()],
+        };
+        let plan = bench::Plan::new(vec![s], vec![1, 2], 2, 1, Some(0.1), None);
+        v.line(&format!("{}\r", bench::KResult::line(&plan)));
+        assert_eq!(v.bar.length(), Some(12));
+        v.line("KPROGRESS 3/12 seed003-pft anon B cpus=1 round=1/2 1000 ops/s\r");
+        assert_eq!((v.bar.position(), v.bar.length()), (3, Some(12)));
+        assert!(
+            v.bar
+                .message()
+                .contains("seed003-pft anon B cpus=1 round=1/2")
+        );
+        v.line("some boot line");
+        assert_eq!(v.bar.position(), 3);
+    }
+
+    #[test]
+    fn compare_page_goes_beside_the_first_directory() {
+        let p = compare_page_path(&["/no/such/a".into(), "/x/b".into(), "/y/c".into()]);
+        assert_eq!(p, PathBuf::from("/no/such/compare-a-vs-b-and-1-more.html"));
+    }
+}

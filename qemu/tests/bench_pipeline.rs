@@ -1,0 +1,360 @@
+//! The benchmark's results pipeline end to end, on logs written with the kernel's record
+//! writer: reading a log (CRLF, truncated, failed invariants), `kx import` writing a
+//! well-formed results directory (JSON, CSV, SVG and HTML parsed back), `kx compare` of two
+//! directories, and the checked-in sample logs staying what the writer produces.
+
+mod common;
+
+use common::{Spec, kx, log, temp_dir, truncated};
+use qemu::RunnerExit;
+use qemu::bench::collect::{Collected, Problem};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// Parses XML (an HTML page with its `<!DOCTYPE html>`, or an SVG).
+fn xml(text: &str) -> Result<roxmltree::Document<'_>, roxmltree::Error> {
+    let opt = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..roxmltree::ParsingOptions::default()
+    };
+    roxmltree::Document::parse_with_options(text, opt)
+}
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+/// The checked-in logs are the writer's output (regenerate with `KX_REGENERATE_SAMPLES=1`).
+#[test]
+fn sample_logs_are_generated_by_the_writer() {
+    let full = log(&Spec::default());
+    let cut = truncated(&full, 0.6);
+    for (name, text) in [("sample.log", &full), ("sample-truncated.log", &cut)] {
+        if std::env::var_os("KX_REGENERATE_SAMPLES").is_some() {
+            std::fs::write(data(name), text).unwrap();
+        }
+        let stored = std::fs::read_to_string(data(name)).unwrap();
+        assert!(
+            stored == *text,
+            "{name} differs from the writer's output; regenerate it"
+        );
+    }
+}
+
+#[test]
+fn a_complete_log_has_every_record_and_no_problem() {
+    let c = Collected::from_log(&log(&Spec::default()));
+    assert_eq!(c.problems, [], "{:?}", c.problems);
+    // (2 + 2 + 1) variants x 2 CPU counts x (3 rounds + 1 warm-up).
+    assert_eq!(c.runs.len(), 40);
+    assert_eq!(c.comparisons.len(), 4);
+    assert_eq!(c.progress_lines, 40);
+    assert!(c.machine.is_some() && c.plan.is_some() && c.end.is_some());
+    assert!(c.summary.recomputed.is_empty());
+    let p = &c.summary.points[0];
+    assert_eq!(
+        (p.scenario.as_str(), p.cpus, p.variants.len()),
+        ("seed004-readtwice", 1, 2)
+    );
+    assert!(p.variants[0].floor_fraction.is_some());
+    // LF logs read the same.
+    let lf = Collected::from_log(&log(&Spec {
+        crlf: false,
+        ..Spec::default()
+    }));
+    assert_eq!(lf.runs, c.runs);
+}
+
+#[test]
+fn a_truncated_log_says_what_is_missing_and_recomputes_comparisons() {
+    let full = log(&Spec::default());
+    let c = Collected::from_log(&truncated(&full, 0.6));
+    assert!(c.problems.contains(&Problem::NoEnd), "{:?}", c.problems);
+    assert!(
+        c.problems
+            .iter()
+            .any(|p| matches!(p, Problem::TruncatedLastLine { .. }))
+    );
+    assert!(
+        c.problems
+            .iter()
+            .any(|p| matches!(p, Problem::RunsMissing { planned: 40, .. }))
+    );
+    assert!(c.runs.len() < 40 && !c.runs.is_empty());
+    // The point being run when the log was cut has runs of both variants but no comparison.
+    assert!(!c.summary.recomputed.is_empty(), "{:?}", c.problems);
+    assert!(
+        c.problems
+            .iter()
+            .any(|p| matches!(p, Problem::ComparisonsMissing(_)))
+    );
+    // A cut line in the middle of the log (the machine reset, output went on) is malformed,
+    // not a truncation.
+    let cut = truncated(&full, 0.3);
+    let rest = &full[full.len() / 2..];
+    let c = Collected::from_log(&format!("{cut}\r\n{rest}"));
+    assert!(
+        c.problems
+            .iter()
+            .any(|p| matches!(p, Problem::Malformed { .. })),
+        "{:?}",
+        c.problems
+    );
+}
+
+#[test]
+fn failed_invariants_and_wrong_counts_are_problems() {
+    let bad = log(&Spec {
+        invariants_ok: false,
+        ..Spec::default()
+    });
+    let c = Collected::from_log(&bad);
+    assert!(
+        c.problems
+            .iter()
+            .any(|p| matches!(p, Problem::InvariantsFailed(f) if f.len() == 1))
+    );
+    let lost =
+        log(&Spec::default()).replacen("KRESULT {\"type\":\"comparison\"", "KRESULT-LOST", 1);
+    let c = Collected::from_log(&lost);
+    assert!(c.problems.iter().any(|p| matches!(
+        p,
+        Problem::CountMismatch {
+            what: "comparison",
+            ..
+        }
+    )));
+    assert!(
+        c.problems
+            .iter()
+            .any(|p| matches!(p, Problem::ComparisonsMissing(1)))
+    );
+}
+
+fn import(log_path: &Path, out: &Path) -> (i32, String, String) {
+    kx(&[
+        "import",
+        &log_path.to_string_lossy(),
+        "--out",
+        &out.to_string_lossy(),
+    ])
+}
+
+fn svg_series(svg: &str) -> (BTreeSet<String>, Vec<String>) {
+    let doc = xml(svg).expect("the SVG is XML");
+    let colors = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("polyline"))
+        .filter_map(|n| n.attribute("stroke"))
+        .filter(|c| *c != "#000000" && !c.eq_ignore_ascii_case("black"))
+        .map(str::to_owned)
+        .collect();
+    let texts = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text())
+        .map(|t| t.trim().to_owned())
+        .collect();
+    (colors, texts)
+}
+
+#[test]
+fn import_writes_a_well_formed_results_directory() {
+    let dir = temp_dir("import");
+    let out = dir.join("r");
+    let (code, stdout, stderr) = import(&data("sample.log"), &out);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("40 runs, 4 comparisons") && stdout.contains("complete"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("seed004-readtwice") && stdout.contains("seed +80.0% @208"),
+        "{stdout}"
+    );
+
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(json["runs"].as_array().unwrap().len(), 40);
+    assert_eq!(json["comparisons"].as_array().unwrap().len(), 4);
+    assert_eq!(json["complete"], true);
+    assert_eq!(json["machine"]["platform"], "qemu-tcg");
+    assert_eq!(json["host"]["tool"], "kx import");
+    assert!(
+        json["host"]["git_revision"]
+            .as_str()
+            .is_some_and(|r| !r.is_empty())
+    );
+    assert!(
+        json["host"]["log"]
+            .as_str()
+            .unwrap()
+            .ends_with("sample.log")
+    );
+
+    let mut csv = csv::Reader::from_path(out.join("results.csv")).unwrap();
+    assert_eq!(
+        csv.headers().unwrap().iter().collect::<Vec<_>>(),
+        qemu::bench::csv::HEADER
+    );
+    let rows: Vec<csv::StringRecord> = csv.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 40);
+    assert!(rows.iter().all(|r| r.len() == 10));
+    assert_eq!(&rows[0][0], "seed004-readtwice");
+    assert!(rows.iter().any(|r| &r[5] == "true"));
+
+    for (scenario, variants) in [
+        ("seed004-readtwice", &["A", "B"][..]),
+        ("seed003-pft", &["A", "B"][..]),
+        ("limit", &["floor"][..]),
+    ] {
+        let svg = std::fs::read_to_string(out.join(format!("{scenario}.svg"))).unwrap();
+        let (colors, texts) = svg_series(&svg);
+        assert_eq!(
+            colors.len(),
+            variants.len(),
+            "{scenario}: one colour per series: {colors:?}"
+        );
+        for (i, v) in variants.iter().enumerate() {
+            assert!(
+                colors.contains(&qemu::bench::plot::series_color(i)),
+                "{scenario} {v}"
+            );
+            assert!(
+                texts.iter().any(|t| t == v),
+                "{scenario}: no legend entry {v}: {texts:?}"
+            );
+        }
+        assert!(
+            texts.iter().any(|t| t == "CPUs"),
+            "{scenario}: x axis label"
+        );
+        assert!(
+            texts.iter().any(|t| t.starts_with("ops/s")),
+            "{scenario}: y axis label"
+        );
+    }
+
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    let doc = xml(&html).expect("index.html is well-formed");
+    assert_eq!(
+        doc.descendants().filter(|n| n.has_tag_name("svg")).count(),
+        3
+    );
+    assert!(doc.descendants().any(|n| n.has_tag_name("style")));
+    assert!(!html.contains("<script") && !html.contains("src=\"http"));
+    let pre: String = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("pre"))
+        .filter_map(|n| n.text())
+        .collect();
+    assert!(pre.contains("B/A") && pre.contains("seed003-pft"), "{pre}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn import_of_a_truncated_log_writes_what_it_has_and_fails() {
+    let dir = temp_dir("import-cut");
+    let out = dir.join("r");
+    let (code, stdout, stderr) = import(&data("sample-truncated.log"), &out);
+    assert_eq!(code, RunnerExit::BadResults.status(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("INCOMPLETE"), "{stdout}");
+    assert!(
+        stderr.contains("no `end` record") && stderr.contains("cut off"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("recomputed from the runs"), "{stderr}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(json["complete"], false);
+    assert!(
+        !json["recomputed_comparisons"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    assert!(json["end"].is_null());
+    xml(&std::fs::read_to_string(out.join("index.html")).unwrap()).unwrap();
+
+    let failed = dir.join("failed.log");
+    std::fs::write(
+        &failed,
+        log(&Spec {
+            invariants_ok: false,
+            ..Spec::default()
+        }),
+    )
+    .unwrap();
+    let (code, _, stderr) = import(&failed, &dir.join("f"));
+    assert_eq!(code, RunnerExit::InvariantsFailed.status(), "{stderr}");
+    assert!(stderr.contains("nr_pages 12 but 11 folios"), "{stderr}");
+
+    let empty = dir.join("empty.log");
+    std::fs::write(&empty, "boot\r\nKEXIT success\r\n").unwrap();
+    let (code, _, stderr) = import(&empty, &dir.join("e"));
+    assert_eq!(code, RunnerExit::BadResults.status(), "{stderr}");
+    assert!(stderr.contains("no KRESULT records"), "{stderr}");
+    assert!(!dir.join("e").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn compare_two_directories() {
+    let dir = temp_dir("compare");
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    for (path, scale) in [(&a, 1.0), (&b, 1.25)] {
+        let l = dir.join(format!("{scale}.log"));
+        std::fs::write(
+            &l,
+            log(&Spec {
+                scale,
+                ..Spec::default()
+            }),
+        )
+        .unwrap();
+        assert_eq!(import(&l, path).0, 0);
+    }
+    let page = dir.join("cmp.html");
+    let (code, stdout, stderr) = kx(&[
+        "compare",
+        &a.to_string_lossy(),
+        &b.to_string_lossy(),
+        "--out",
+        &page.to_string_lossy(),
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    // Every rate of the second directory is 1.25 times the first's (the same jitter).
+    let rows: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("2-per-memcg A") || l.contains("anon floor"))
+        .collect();
+    assert_eq!(rows.len(), 4, "{stdout}");
+    for r in rows {
+        assert!(r.contains("1.2500 ( 25.00%)*"), "{r}");
+    }
+    // Within-boot B/A is the same in both.
+    let ba: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("seed004-readtwice 2-per-memcg B/A"))
+        .collect();
+    assert_eq!(ba.len(), 2, "{stdout}");
+    for r in ba {
+        let cells: Vec<&str> = r.split("  ").filter(|c| c.contains('%')).collect();
+        assert_eq!(cells.len(), 2, "{r}");
+        assert_eq!(cells[0], cells[1], "{r}");
+    }
+    assert!(stdout.contains("note: TCG rates are emulation timings"));
+    let html = std::fs::read_to_string(&page).unwrap();
+    let doc = xml(&html).expect("the comparison page is well-formed");
+    assert_eq!(
+        doc.descendants().filter(|n| n.has_tag_name("svg")).count(),
+        6
+    );
+    // Without --out the page goes beside the first directory.
+    let (code, stdout, _) = kx(&["compare", &a.to_string_lossy(), &b.to_string_lossy()]);
+    assert_eq!(code, 0);
+    assert!(dir.join("compare-a-vs-b.html").is_file(), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

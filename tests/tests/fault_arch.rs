@@ -1,0 +1,65 @@
+//! The page-fault path's x86 side booted at 1, 2 and 4 vCPUs (`qemu -kernel`, TCG): the
+//! in-kernel `fault_*` suite passes at each size (touches resolved by a region handler,
+//! failures through exception-table fixups, TLB shootdowns from one sender, from two at
+//! once, and into a CPU that waits inside its own fault handler), and the shootdown tests
+//! report what they measured.
+
+use abi::ExitCode;
+use qemu::TestReport;
+use std::time::Duration;
+use tests::{assert_exit, boot_direct_smp, describe};
+
+/// Generous: each boot takes about a second, but the CI machine is shared.
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The in-kernel tests of `kernel/src/tests/fault_arch.rs`.
+const FAULT_TESTS: &str = "fault_slot_ranges_and_links,fault_pte_encoding,\
+fault_touch_maps_fresh_frame,fault_error_resumes_at_fixup,\
+fault_tlb_shootdown_replaces_translation,fault_tlb_concurrent_shootdowns,\
+fault_handler_serves_shootdown";
+
+fn fault_suite_passes(smp: u32) {
+    let out = boot_direct_smp(smp, &format!("run=test test={FAULT_TESTS}"), TIMEOUT);
+    let names: Vec<String> = FAULT_TESTS.split(',').map(str::to_owned).collect();
+    let report = TestReport::parse(&out.serial);
+    assert_eq!(
+        report.problems(out.outcome, Some(&names)),
+        [],
+        "{}",
+        describe(&out)
+    );
+    assert_exit(&out, ExitCode::Success);
+    let others = smp - 1;
+    let stale = "  tlb: without a shootdown ";
+    let line = out
+        .lines()
+        .find(|l| l.starts_with(stale))
+        .unwrap_or_else(|| panic!("no staleness line:\n{}", describe(&out)));
+    assert!(
+        line.ends_with(&format!(" of {others} other CPUs still read the old frame")),
+        "{line}\n{}",
+        describe(&out)
+    );
+    let concurrent = format!("  tlb: {} senders x ", smp.min(2));
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with(&concurrent) && l.contains(&format!("on {smp} CPUs"))),
+        "no `{concurrent}...` line:\n{}",
+        describe(&out)
+    );
+}
+
+#[test]
+fn fault_path_1_cpu() {
+    fault_suite_passes(1);
+}
+
+#[test]
+fn fault_path_2_cpus() {
+    fault_suite_passes(2);
+}
+
+#[test]
+fn fault_path_4_cpus() {
+    fault_suite_passes(4);
+}
