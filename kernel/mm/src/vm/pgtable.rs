@@ -44,8 +44,10 @@ pub trait Mmu: Send + Sync + 'static {
     fn frame_ptr(&self, pfn: u64) -> *mut u8;
     /// Makes the (zeroed) PTE table in frame `pt_pfn` the one that maps the 2 MiB at `va`.
     fn link_pte_table(&self, va: u64, pt_pfn: u64) -> Result<(), PtError>;
-    /// Undoes [`Mmu::link_pte_table`] for the 2 MiB at `va` (all its PTEs are clear).
-    fn unlink_pte_table(&self, va: u64);
+    /// Undoes [`Mmu::link_pte_table`] for the 2 MiB at `va` (all its PTEs are clear), and
+    /// flushes whatever the CPUs of `cpus` may have cached of the table (paging-structure
+    /// caches) before returning.
+    fn unlink_pte_table(&self, va: u64, cpus: &CpuMask, me: usize);
     /// The PTE mapping frame `pfn`, present, writable if `writable`, never executable.
     fn mk_pte(&self, pfn: u64, writable: bool) -> u64;
     /// The frame a PTE maps, if it is present.
@@ -309,14 +311,15 @@ impl<M: Mmu> PageTable<M> {
     }
 
     /// `free_pgtables`: unlinks and hands every table frame to `free`. The caller has
-    /// cleared every PTE and flushed (it holds `&mut self`: no fault can run).
-    pub fn free_tables(&mut self, mut free: impl FnMut(&'static Folio)) {
+    /// cleared every PTE and flushed (it holds `&mut self`: no fault can run); `cpus` are
+    /// the CPUs that may cache the tables and `me` the calling CPU.
+    pub fn free_tables(&mut self, cpus: &CpuMask, me: usize, mut free: impl FnMut(&'static Folio)) {
         for i in 0..self.pmd.len() {
             let p = self.pmd[i].swap(core::ptr::null_mut(), Ordering::AcqRel);
             // SAFETY: as in `load`: null or a `'static` memmap folio.
             if let Some(folio) = unsafe { p.as_ref() } {
                 self.mmu
-                    .unlink_pte_table(self.base + i as u64 * PTE_TABLE_SPAN);
+                    .unlink_pte_table(self.base + i as u64 * PTE_TABLE_SPAN, cpus, me);
                 free(folio);
             }
         }
@@ -362,7 +365,7 @@ pub(crate) mod tests {
             self.linked.fetch_add(1, Ordering::Relaxed);
             Ok(())
         }
-        fn unlink_pte_table(&self, _va: u64) {
+        fn unlink_pte_table(&self, _va: u64, _cpus: &CpuMask, _me: usize) {
             self.linked.fetch_sub(1, Ordering::Relaxed);
         }
         fn mk_pte(&self, pfn: u64, writable: bool) -> u64 {
@@ -424,7 +427,7 @@ pub(crate) mod tests {
         }
         assert_eq!((pt.nr_tables(), mmu.linked.load(Ordering::Relaxed)), (1, 1));
         let mut freed = Vec::new();
-        pt.free_tables(|f| freed.push(f.pfn()));
+        pt.free_tables(&CpuMask::new(), 0, |f| freed.push(f.pfn()));
         assert_eq!(freed, [1]);
         assert_eq!((pt.nr_tables(), mmu.linked.load(Ordering::Relaxed)), (0, 0));
     }
