@@ -12,7 +12,7 @@
 
 use ksync::class::LockClass;
 use ksync::class::std_classes::ZoneLock;
-use mm::microbench::{CpuRun, Path, PathResult, run_cpu, saved_per_1000};
+use mm::microbench::{CpuRun, Path, PathResult, Platform, run_cpu, saved_per_1000};
 use mm::{HeapStorage, NumaTopology, PageAlloc, PcpConfig, PfnRange};
 use std::sync::Barrier;
 use std::time::Instant;
@@ -96,8 +96,12 @@ fn round(pa: &PageAlloc, o: &Opts, path: Path, epoch: &Instant) -> PathResult {
                     pin(cpu);
                     let mut held = Vec::with_capacity(o.burst);
                     let now = || epoch.elapsed().as_nanos() as u64;
+                    let platform = Platform {
+                        now_ns: &now,
+                        between_bursts: &|| {},
+                    };
                     barrier.wait();
-                    let r = run_cpu(pa, cpu, path, o.burst, o.pairs, &mut held, &now);
+                    let r = run_cpu(pa, cpu, path, o.burst, o.pairs, &mut held, &platform);
                     barrier.wait();
                     r
                 })

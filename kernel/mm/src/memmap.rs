@@ -121,6 +121,12 @@ impl MemSection {
     pub fn bytes(&self) -> u64 {
         self.nr_pages * FOLIO_BYTES
     }
+
+    /// Address of the array (where the platform's storage put it).
+    #[must_use]
+    pub fn map_addr(&self) -> usize {
+        self.map.as_ptr() as usize
+    }
 }
 
 /// The memmap of the whole machine (`mem_section[]`).

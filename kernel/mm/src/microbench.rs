@@ -68,8 +68,17 @@ impl CpuRun {
     }
 }
 
+/// The platform's side of a run: its clock, and what to do between two bursts (the kernel
+/// reports an RCU quiescent state there).
+pub struct Platform<'a> {
+    /// Nanoseconds since some fixed point.
+    pub now_ns: &'a dyn Fn() -> u64,
+    /// Called after every burst.
+    pub between_bursts: &'a dyn Fn(),
+}
+
 /// Runs `pairs` order-0 alloc+free pairs on `cpu` in bursts of `burst`, holding the
-/// burst in `held` (cleared; its capacity is reused). `now_ns` is the platform's clock.
+/// burst in `held` (cleared; its capacity is reused).
 pub fn run_cpu(
     pa: &PageAlloc,
     cpu: usize,
@@ -77,13 +86,13 @@ pub fn run_cpu(
     burst: usize,
     pairs: u64,
     held: &mut Vec<&'static Folio>,
-    now_ns: &dyn Fn() -> u64,
+    platform: &Platform<'_>,
 ) -> CpuRun {
     let node = pa.numa().cpu_to_node(cpu);
     let before = pa.cpu_stats(cpu);
     held.clear();
     let (mut done, mut failed) = (0u64, 0u64);
-    let start = now_ns();
+    let start = (platform.now_ns)();
     while done < pairs {
         let n = (burst as u64).min(pairs - done).max(1);
         for _ in 0..n {
@@ -105,11 +114,12 @@ pub fn run_cpu(
                 done += 1;
             }
         }
+        (platform.between_bursts)();
         if failed > 0 && done == 0 {
             break;
         }
     }
-    let ns = now_ns().saturating_sub(start);
+    let ns = (platform.now_ns)().saturating_sub(start);
     CpuRun {
         pairs: done,
         failed,
@@ -221,18 +231,25 @@ mod tests {
             cell.set(cell.get() + 1000);
             cell.get()
         };
+        let bursts = core::cell::Cell::new(0u32);
+        let between = || bursts.set(bursts.get() + 1);
+        let platform = Platform {
+            now_ns: &now,
+            between_bursts: &between,
+        };
         let mut held = Vec::new();
-        let p = run_cpu(&pa, 0, Path::Pcp, 100, 1000, &mut held, &now);
+        let p = run_cpu(&pa, 0, Path::Pcp, 100, 1000, &mut held, &platform);
+        assert_eq!(bursts.get(), 10);
         assert_eq!((p.pairs, p.failed), (1000, 0));
         assert_eq!(p.stats.alloc, 1000);
         assert!(p.stats.refill > 0 && p.stats.spill > 0);
-        let b = run_cpu(&pa, 0, Path::Buddy, 100, 1000, &mut held, &now);
+        let b = run_cpu(&pa, 0, Path::Buddy, 100, 1000, &mut held, &platform);
         assert_eq!(b.stats.buddy_alloc, 1000);
         assert_eq!(b.stats.buddy_free, 1000);
         assert_eq!(b.stats.zone_lock_ops(), 2000);
         assert_eq!(b.pairs_per_sec(), 1000 * 1_000_000);
         // Larger than memory: the run stops with failures instead of spinning.
-        let big = run_cpu(&pa, 0, Path::Pcp, 10_000, 10_000, &mut held, &now);
+        let big = run_cpu(&pa, 0, Path::Pcp, 10_000, 10_000, &mut held, &platform);
         assert!(big.failed > 0 && big.pairs > 0);
         pa.drain_all();
         assert_eq!(pa.nr_free_pages(), 4096);

@@ -2,10 +2,19 @@
 
 mod boot;
 mod mm;
+mod page_alloc;
+mod rcu;
 mod smp;
 mod traps;
 
 use crate::ktest::Test;
 
 /// Every suite, in run order.
-pub static SUITES: &[&[Test]] = &[boot::TESTS, mm::TESTS, traps::TESTS, smp::TESTS];
+pub static SUITES: &[&[Test]] = &[
+    boot::TESTS,
+    mm::TESTS,
+    traps::TESTS,
+    smp::TESTS,
+    rcu::TESTS,
+    page_alloc::TESTS,
+];

@@ -8,10 +8,12 @@ pub mod cpu;
 pub mod gdt;
 pub mod intrinsics;
 pub mod multiboot;
+pub mod numa;
 pub mod paging;
 pub mod percpu;
 pub mod serial;
 pub mod smp;
+pub mod srat;
 pub mod trap;
 pub mod tsc;
 
