@@ -6,7 +6,8 @@
 //! pairs per second per CPU (median round) and `zone->lock` acquisitions per 1,000
 //! allocations (all rounds), then what the per-CPU lists save. Under TCG the absolute
 //! figures are emulation speed; compare the paths within one boot. Each CPU allocates from
-//! its own node; every CPU reports an RCU quiescent state between bursts.
+//! its own node; every CPU reports an RCU quiescent state between bursts and is offline to
+//! RCU while it waits at the barriers.
 
 use crate::arch::x86_64::tsc;
 use crate::mm::page_alloc;
@@ -26,7 +27,7 @@ const ROUNDS: usize = 3;
 const PAIRS: u64 = 200_000;
 /// Burst sizes: one the lists can hold (they recycle frames without `zone->lock`), one
 /// larger than `high` (they refill and spill in steady state).
-const BURSTS: [usize; 2] = [64, 1024];
+const BURSTS: [usize; 2] = [64, 4096];
 
 fn round(pa: &'static mm::PageAlloc, path: Path, burst: usize) -> Option<PathResult> {
     let n = percpu::nr_cpu_ids();
@@ -41,9 +42,9 @@ fn round(pa: &'static mm::PageAlloc, path: Path, burst: usize) -> Option<PathRes
                 rcu::quiescent();
             },
         };
-        barrier.wait();
+        rcu::extended_qs(|| barrier.wait());
         let r = run_cpu(pa, cpu, path, burst, PAIRS, &mut held, &platform);
-        barrier.wait();
+        rcu::extended_qs(|| barrier.wait());
         if let Some(slot) = results.lock().get_mut(cpu) {
             *slot = Some(r);
         }

@@ -10,7 +10,11 @@
 //!   [`idle_exit`]);
 //! - every cross-CPU call handled from the mailbox (`on_each_cpu`): after the function
 //!   returns ([`after_call`]);
-//! - [`quiescent`], which long-running kernel code (the benchmark, between batches) calls.
+//! - [`quiescent`], which long-running kernel code (the benchmark, between batches) calls;
+//! - waits on other CPUs: the caller of `on_each_cpu` while its targets run, and code that
+//!   wraps a wait in [`extended_qs`] (the benchmark's barriers), are offline meanwhile, so
+//!   a grace period never waits for a CPU that is itself waiting for the CPU that drives
+//!   it.
 //!
 //! `call_rcu` callbacks ([`call_rcu`]) run in [`quiescent`], on the CPU that finds their
 //! grace period completed, and in [`rcu_barrier`]. Grace periods are completed by
@@ -75,6 +79,21 @@ pub fn after_call() {
     if let Some(rcu) = get() {
         let _ = rcu.quiescent_state(percpu::cpu_id());
     }
+}
+
+/// Runs `wait` (a spin on other CPUs: a barrier, a flag) with the running CPU in an
+/// extended quiescent state, so that grace periods do not wait for it meanwhile. Inside a
+/// read section the CPU stays online (and then must not wait for a grace period's driver).
+pub fn extended_qs<R>(wait: impl FnOnce() -> R) -> R {
+    let Some(rcu) = get() else { return wait() };
+    let cpu = percpu::cpu_id();
+    let was_online = rcu.is_online(cpu).unwrap_or(false);
+    let offline = was_online && rcu.offline(cpu).is_ok();
+    let r = wait();
+    if offline {
+        let _ = rcu.online(cpu);
+    }
+    r
 }
 
 /// Reports a quiescent state for the running CPU and runs the callbacks whose grace

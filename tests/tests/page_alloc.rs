@@ -12,6 +12,7 @@ const TIMEOUT: Duration = Duration::from_secs(240);
 
 /// The in-kernel page allocator and RCU tests.
 const TESTS: &str = "rcu_callback_after_every_cpu,rcu_synchronize_from_any_cpu,\
+rcu_synchronize_inside_a_call,\
 pagealloc_handover_figures,pagealloc_memmap_placement,pagealloc_exhaust_every_cpu,\
 pagealloc_order10_after_fragmentation,pagealloc_node_local_then_fallback";
 

@@ -6,6 +6,8 @@
 //! frames are only numbers, so nothing but the memmap is touched, exactly as in the
 //! kernel's `run=pagealloc`. Paths alternate pcp, buddy, pcp, buddy... for `--rounds`
 //! rounds; pairs per second are the median round, lock figures the sum of all rounds.
+//! Without `--burst` it runs the kernel's two burst sizes: 64 (the per-CPU lists hold
+//! the whole burst) and 4096 (larger than `high`: they refill and spill).
 //!
 //! `cargo run -p mm --release --example pagealloc -- [--threads N] [--burst B]
 //!  [--pairs P] [--rounds R] [--pages F] [--batch B] [--high H]`
@@ -19,7 +21,7 @@ use std::time::Instant;
 
 struct Opts {
     threads: usize,
-    burst: usize,
+    bursts: Vec<usize>,
     pairs: u64,
     rounds: usize,
     pages: u64,
@@ -37,13 +39,14 @@ fn usage(why: &str) -> ! {
 fn args() -> Opts {
     let mut o = Opts {
         threads: 1,
-        burst: 512,
+        bursts: vec![64, 4096],
         pairs: 2_000_000,
         rounds: 5,
         pages: 1 << 18,
         cfg: PcpConfig::default(),
     };
     let mut it = std::env::args().skip(1);
+    let mut burst = None;
     while let Some(opt) = it.next() {
         let v: u64 = match it.next().map(|v| v.parse::<u64>()) {
             Some(Ok(n)) => n,
@@ -58,7 +61,7 @@ fn args() -> Opts {
         };
         match opt.as_str() {
             "--threads" => o.threads = positive(v) as usize,
-            "--burst" => o.burst = positive(v) as usize,
+            "--burst" => burst = Some(positive(v) as usize),
             "--pairs" => o.pairs = positive(v),
             "--rounds" => o.rounds = positive(v) as usize,
             "--pages" => o.pages = positive(v),
@@ -66,6 +69,9 @@ fn args() -> Opts {
             "--high" => o.cfg.high = Some(v as u32),
             _ => usage(&format!("unknown option `{opt}`")),
         }
+    }
+    if let Some(b) = burst {
+        o.bursts = vec![b];
     }
     o
 }
@@ -83,7 +89,7 @@ fn pin(cpu: usize) -> bool {
     }
 }
 
-fn round(pa: &PageAlloc, o: &Opts, path: Path, epoch: &Instant) -> PathResult {
+fn round(pa: &PageAlloc, o: &Opts, burst: usize, path: Path, epoch: &Instant) -> PathResult {
     let barrier = Barrier::new(o.threads + 1);
     let before = ZoneLock::data().snapshot();
     let mut cpus: Vec<CpuRun> = Vec::new();
@@ -94,14 +100,14 @@ fn round(pa: &PageAlloc, o: &Opts, path: Path, epoch: &Instant) -> PathResult {
                 s.spawn(move || {
                     ksync::cpu::set_this_thread_cpu(cpu);
                     pin(cpu);
-                    let mut held = Vec::with_capacity(o.burst);
+                    let mut held = Vec::with_capacity(burst);
                     let now = || epoch.elapsed().as_nanos() as u64;
                     let platform = Platform {
                         now_ns: &now,
                         between_bursts: &|| {},
                     };
                     barrier.wait();
-                    let r = run_cpu(pa, cpu, path, o.burst, o.pairs, &mut held, &platform);
+                    let r = run_cpu(pa, cpu, path, burst, o.pairs, &mut held, &platform);
                     barrier.wait();
                     r
                 })
@@ -123,6 +129,42 @@ fn round(pa: &PageAlloc, o: &Opts, path: Path, epoch: &Instant) -> PathResult {
     }
 }
 
+fn bench_burst(pa: &PageAlloc, o: &Opts, burst: usize, epoch: &Instant) {
+    let mut results: Vec<(Path, Vec<PathResult>)> =
+        Path::BOTH.iter().map(|&p| (p, Vec::new())).collect();
+    for _ in 0..o.rounds {
+        for (path, v) in &mut results {
+            v.push(round(pa, o, burst, *path, epoch));
+        }
+    }
+    let mut summary = Vec::new();
+    for (path, mut v) in results {
+        let mut lock = ksync::LockStatSnapshot::default();
+        for r in &v {
+            lock.add(&r.zone_lock);
+        }
+        let allocs: u64 = v.iter().map(PathResult::allocations).sum();
+        v.sort_by_key(PathResult::mean_pairs_per_sec);
+        let median = v[v.len() / 2].clone();
+        println!("  {median}");
+        println!(
+            "  {:>5}: all rounds: zone->lock {} acquisitions for {allocs} allocations = {} per \
+             1000, {} contended",
+            path.name(),
+            lock.acquisitions,
+            (lock.acquisitions * 1000).checked_div(allocs).unwrap_or(0),
+            lock.contended
+        );
+        summary.push(median);
+    }
+    println!(
+        "  per-CPU lists: {:.2}x the pairs/s of the buddy path, {} zone->lock acquisitions \
+         saved per 1000 allocations",
+        summary[0].mean_pairs_per_sec() as f64 / summary[1].mean_pairs_per_sec().max(1) as f64,
+        saved_per_1000(&summary[0], &summary[1])
+    );
+}
+
 fn main() {
     let o = args();
     let base = 1u64 << 20;
@@ -133,55 +175,17 @@ fn main() {
     let zone = pa.zones().next().expect("one zone");
     let (batch, high) = zone.pcp_batch_high(0).unwrap_or_default();
     println!(
-        "order-0 alloc+free pairs, {} thread(s) (pinned), burst {}, {} pairs/thread/round, \
-         {} rounds; zone {} frames, pcp batch {batch} high {high}",
-        o.threads, o.burst, o.pairs, o.rounds, o.pages
+        "order-0 alloc+free pairs, {} thread(s) (pinned), {} pairs/thread/round, {} rounds; \
+         zone {} frames, pcp batch {batch} high {high}",
+        o.threads, o.pairs, o.rounds, o.pages
     );
     ksync::stat::set_enabled(true);
     let epoch = Instant::now();
-    let mut results: Vec<(Path, Vec<PathResult>)> =
-        Path::BOTH.iter().map(|&p| (p, Vec::new())).collect();
-    for _ in 0..o.rounds {
-        for (path, v) in &mut results {
-            v.push(round(&pa, &o, *path, &epoch));
-        }
+    for &burst in &o.bursts {
+        println!("burst {burst}");
+        bench_burst(&pa, &o, burst, &epoch);
     }
     ksync::stat::set_enabled(false);
-    let mut summary = Vec::new();
-    for (path, mut v) in results {
-        let mut total = PathResult {
-            path: Some(path),
-            ..PathResult::default()
-        };
-        for r in &v {
-            total.zone_lock.add(&r.zone_lock);
-        }
-        v.sort_by_key(PathResult::mean_pairs_per_sec);
-        let median = v[v.len() / 2].clone();
-        total.cpus = median.cpus.clone();
-        // Lock figures over all rounds, per allocation of all rounds.
-        let allocs: u64 = v.iter().map(PathResult::allocations).sum();
-        let per_1000 = (total.zone_lock.acquisitions * 1000)
-            .checked_div(allocs)
-            .unwrap_or(0);
-        println!("{median}");
-        println!(
-            "{:>5}: all rounds: zone->lock {} acquisitions for {} allocations = {} per 1000, \
-             {} contended",
-            path.name(),
-            total.zone_lock.acquisitions,
-            allocs,
-            per_1000,
-            total.zone_lock.contended
-        );
-        summary.push(median);
-    }
-    println!(
-        "per-CPU lists: {:.2}x the pairs/s of the buddy path, {} zone->lock acquisitions saved \
-         per 1000 allocations",
-        summary[0].mean_pairs_per_sec() as f64 / summary[1].mean_pairs_per_sec().max(1) as f64,
-        saved_per_1000(&summary[0], &summary[1])
-    );
     pa.check()
         .expect("allocator consistent after the benchmark");
 }

@@ -13,7 +13,8 @@
 //! usable ranges) get a descriptor that is never handed out, as Linux's
 //! `init_unavailable_range()` does.
 //!
-//! `pfn_to_folio` is `mem_section[pfn >> PFN_SECTION_SHIFT]` plus an offset, O(1); a folio
+//! `pfn_to_folio` is `mem_section[pfn >> PFN_SECTION_SHIFT]` plus an offset, O(1) (a root
+//! table of four bytes per section number, then the section); a folio
 //! carries its own frame number, so `folio_to_pfn` is one load (Linux's classic sparse
 //! model finds the section through bits of `page->flags` and subtracts instead).
 //!
@@ -63,6 +64,8 @@ pub enum MemmapError {
     },
     /// The storage returned a block that is not 64-byte aligned.
     Misaligned(usize),
+    /// The memory spans more than [`MAX_SECTION_SPAN`] section numbers.
+    TooSparse(u64),
     /// A descriptor could not be made (frame number or node out of range).
     Folio(LruError),
 }
@@ -75,6 +78,9 @@ impl fmt::Display for MemmapError {
                 write!(f, "no {bytes} bytes of memmap storage for node {node}")
             }
             MemmapError::Misaligned(a) => write!(f, "memmap block at {a:#x} is not aligned"),
+            MemmapError::TooSparse(n) => {
+                write!(f, "memory spans {n} sections (at most {MAX_SECTION_SPAN})")
+            }
             MemmapError::Folio(e) => write!(f, "bad folio: {e:?}"),
         }
     }
@@ -129,10 +135,20 @@ impl MemSection {
     }
 }
 
-/// The memmap of the whole machine (`mem_section[]`).
+/// Most section numbers one memmap spans, first to last (2^24 sections: 2 PiB of
+/// physical address space; the root table costs four bytes per section number).
+pub const MAX_SECTION_SPAN: u64 = 1 << 24;
+
+/// Root entry of a section without an array.
+const NO_SECTION: u32 = u32::MAX;
+
+/// The memmap of the whole machine (`mem_section[]`): a root table indexed by section
+/// number (4 bytes per number, as `SPARSEMEM_EXTREME`'s roots keep holes cheap) pointing
+/// into the dense list of sections that have arrays.
 pub struct Memmap {
     first_section: u64,
-    sections: Box<[Option<MemSection>]>,
+    root: Box<[u32]>,
+    sections: Box<[MemSection]>,
     /// RAM with its node, sorted, disjoint.
     present: Vec<(u32, PfnRange)>,
 }
@@ -163,8 +179,12 @@ impl Memmap {
         };
         let first_section = first.1.start >> PFN_SECTION_SHIFT;
         let last_section = (last.1.end - 1) >> PFN_SECTION_SHIFT;
-        let mut sections: Vec<Option<MemSection>> = Vec::new();
-        sections.resize_with((last_section - first_section + 1) as usize, || None);
+        let span = last_section - first_section + 1;
+        if span > MAX_SECTION_SPAN {
+            return Err(MemmapError::TooSparse(span));
+        }
+        let mut root: Vec<u32> = alloc::vec![NO_SECTION; span as usize];
+        let mut sections: Vec<MemSection> = Vec::new();
         // Sections that hold RAM, ascending, each once.
         let mut touched: Vec<u64> = present
             .iter()
@@ -174,10 +194,12 @@ impl Memmap {
         for nr in touched {
             let sec = PfnRange::new(nr << PFN_SECTION_SHIFT, (nr + 1) << PFN_SECTION_SHIFT);
             let section = Self::populate(nr, sec, &present, storage)?;
-            sections[(nr - first_section) as usize] = Some(section);
+            root[(nr - first_section) as usize] = sections.len() as u32;
+            sections.push(section);
         }
         Ok(Memmap {
             first_section,
+            root: root.into_boxed_slice(),
             sections: sections.into_boxed_slice(),
             present,
         })
@@ -247,7 +269,8 @@ impl Memmap {
     #[must_use]
     pub fn pfn_to_folio(&self, pfn: u64) -> Option<&'static Folio> {
         let nr = (pfn >> PFN_SECTION_SHIFT).checked_sub(self.first_section)?;
-        let s = self.sections.get(nr as usize)?.as_ref()?;
+        let idx = *self.root.get(nr as usize)?;
+        let s = self.sections.get(idx as usize)?;
         let off = pfn.checked_sub(s.start_pfn)?;
         if off >= s.nr_pages {
             return None;
@@ -293,7 +316,7 @@ impl Memmap {
 
     /// The sections that have an array.
     pub fn sections(&self) -> impl Iterator<Item = &MemSection> {
-        self.sections.iter().flatten()
+        self.sections.iter()
     }
 
     /// Bytes of all arrays.

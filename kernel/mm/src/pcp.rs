@@ -1,8 +1,9 @@
 //! Per-CPU page lists in front of order 0 (`struct per_cpu_pages`).
 //!
-//! Models the pcp machinery of mm/page_alloc.c as Linux 5.14-6.6 has it, for order 0:
-//! each CPU keeps, per zone, a list of free frames that it allocates from and frees to
-//! without `zone->lock`. When the list is empty, `batch` frames are taken from the buddy
+//! Models the pcp machinery of mm/page_alloc.c as Linux 5.19 to 6.6 has it (the
+//! `pcp->lock` spinlock since 5.19, `high` from the low watermark and the adaptive spill
+//! size since 5.14), for order 0: each CPU keeps, per zone, a list of free frames that it
+//! allocates from and frees to without `zone->lock`. When the list is empty, `batch` frames are taken from the buddy
 //! lists in one `zone->lock` section (`rmqueue_bulk()`); when a free brings `count` to
 //! `high`, frames go back from the cold end in one section (`free_pcppages_bulk()`). Hot
 //! frames are at the head: a free pushes to the head, an allocation pops from the head, a

@@ -185,9 +185,13 @@ pub fn on_cpus(set: &CpuSet, f: &(dyn Fn(usize) + Sync)) -> Result<(), CallError
     if result.is_ok() && set.contains(me) {
         run(mine, func, me);
     }
-    while data.remaining.load(Ordering::Acquire) != 0 {
-        core::hint::spin_loop();
-    }
+    // Waiting on the targets is an extended quiescent state: a target may wait for a grace
+    // period (synchronize_rcu in the called function).
+    crate::rcu::extended_qs(|| {
+        while data.remaining.load(Ordering::Acquire) != 0 {
+            core::hint::spin_loop();
+        }
+    });
     CALL_LOCK.store(false, Ordering::Release);
     result
 }

@@ -4,7 +4,7 @@
 
 use crate::ensure;
 use crate::ktest::{Test, TestResult};
-use crate::percpu::{self, on_each_cpu};
+use crate::percpu::{self, CpuSet, on_cpus, on_each_cpu};
 use crate::rcu;
 use crate::sync::Barrier;
 use alloc::format;
@@ -20,6 +20,10 @@ pub static TESTS: &[Test] = &[
     Test {
         name: "rcu_synchronize_from_any_cpu",
         run: synchronize_from_any_cpu,
+    },
+    Test {
+        name: "rcu_synchronize_inside_a_call",
+        run: synchronize_inside_a_call,
     },
 ];
 
@@ -140,5 +144,25 @@ fn synchronize_from_any_cpu() -> TestResult {
         completed >= gp.load(Ordering::Relaxed),
         "completed {completed} < waited-for gp"
     );
+    Ok(())
+}
+
+/// The last CPU waits for a grace period inside a cross-CPU call while its caller, the
+/// boot CPU, only waits for the call to return: the caller is in an extended quiescent
+/// state meanwhile, so the grace period completes (this would hang otherwise).
+fn synchronize_inside_a_call() -> TestResult {
+    let target = percpu::nr_cpu_ids() - 1;
+    let mut set = CpuSet::new();
+    set.insert(target);
+    let gp = AtomicU64::new(0);
+    let before = rcu::get().map_or(0, |r| r.completed());
+    on_cpus(&set, &|_| {
+        if let Ok(g) = rcu::synchronize_rcu() {
+            gp.store(g, Ordering::Relaxed);
+        }
+    })
+    .map_err(|e| format!("on_cpus: {e}"))?;
+    let g = gp.load(Ordering::Relaxed);
+    ensure!(g > before, "grace period {g}, {before} completed before");
     Ok(())
 }
