@@ -416,3 +416,23 @@ fn remote_free_goes_to_the_freeing_cpu() {
     assert_eq!(g.pfn(), f.pfn());
     assert!(pa.free_page(1, g).unwrap());
 }
+
+/// Memory too far apart for the memmap's root table is refused, not allocated.
+#[test]
+fn too_sparse_memory_is_refused() {
+    let far = mm::memmap::MAX_SECTION_SPAN * PAGES_PER_SECTION;
+    let mut b = NumaBuilder::new(1, 1);
+    b.memory(0, r(0, 16)).memory(0, r(far, far + 16));
+    let err = PageAlloc::new(
+        b.build().unwrap(),
+        &mut HeapStorage::new(),
+        PcpConfig::default(),
+    )
+    .err();
+    assert_eq!(
+        err,
+        Some(mm::InitError::Memmap(mm::memmap::MemmapError::TooSparse(
+            mm::memmap::MAX_SECTION_SPAN + 1
+        )))
+    );
+}
