@@ -154,6 +154,12 @@ pub fn rcu_barrier() -> Result<usize, lru::LruError> {
     Ok(get().map_or(0, run_callbacks))
 }
 
+/// The newest grace period known to have completed (0 before [`init`]).
+#[must_use]
+pub fn completed() -> u64 {
+    get().map_or(0, KernelRcu::completed)
+}
+
 /// Callbacks queued and not yet run.
 #[must_use]
 pub fn pending() -> usize {

@@ -309,6 +309,20 @@ impl NumaTopology {
         b.build()
     }
 
+    /// `nr_nodes` nodes holding `ranges` (node, frames), CPU `i` on node `i % nr_nodes`,
+    /// default distances: how host tests and the host benchmark describe a made-up machine.
+    pub fn round_robin(
+        nr_nodes: usize,
+        nr_cpus: usize,
+        ranges: &[(u32, PfnRange)],
+    ) -> Result<NumaTopology, NumaError> {
+        let mut b = NumaBuilder::new(nr_nodes, nr_cpus);
+        for &(n, r) in ranges {
+            b.memory(n, r);
+        }
+        b.cpus_round_robin().build()
+    }
+
     /// Number of nodes.
     #[must_use]
     pub fn nr_nodes(&self) -> usize {

@@ -139,7 +139,7 @@ fn synchronize_from_any_cpu() -> TestResult {
         ran.load(Ordering::Acquire),
         "the callback did not run after its grace period"
     );
-    let completed = rcu::get().map_or(0, |r| r.completed());
+    let completed = rcu::completed();
     ensure!(
         completed >= gp.load(Ordering::Relaxed),
         "completed {completed} < waited-for gp"
@@ -155,7 +155,7 @@ fn synchronize_inside_a_call() -> TestResult {
     let mut set = CpuSet::new();
     set.insert(target);
     let gp = AtomicU64::new(0);
-    let before = rcu::get().map_or(0, |r| r.completed());
+    let before = rcu::completed();
     on_cpus(&set, &|_| {
         if let Ok(g) = rcu::synchronize_rcu() {
             gp.store(g, Ordering::Relaxed);

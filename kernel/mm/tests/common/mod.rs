@@ -1,7 +1,7 @@
 //! Shared helpers of the mm host tests: allocators over made-up physical memory.
 #![allow(dead_code)]
 
-use mm::{HeapStorage, NumaBuilder, PageAlloc, PcpConfig, PfnRange};
+use mm::{HeapStorage, NumaTopology, PageAlloc, PcpConfig, PfnRange};
 
 /// First frame above 4 GiB: memory from here on is ZONE_NORMAL.
 pub const GIB4: u64 = 1 << 20;
@@ -14,12 +14,7 @@ pub fn allocator(
     ranges: &[(u32, PfnRange)],
     cfg: PcpConfig,
 ) -> PageAlloc {
-    let mut b = NumaBuilder::new(nr_nodes, nr_cpus);
-    for &(n, r) in ranges {
-        b.memory(n, r);
-    }
-    b.cpus_round_robin();
-    let numa = b.build().expect("valid description");
+    let numa = NumaTopology::round_robin(nr_nodes, nr_cpus, ranges).expect("valid description");
     PageAlloc::with_all_free(numa, &mut HeapStorage::new(), cfg).expect("allocator")
 }
 
