@@ -91,7 +91,7 @@ impl FaultAttr {
             FaultSpec::Off => return false,
             FaultSpec::Every(n) => {
                 let c = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
-                c % n.max(1) == 0
+                c.is_multiple_of(n.max(1))
             }
             FaultSpec::Probability { .. } => {
                 self.calls.fetch_add(1, Ordering::Relaxed);
