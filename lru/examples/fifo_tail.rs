@@ -7,11 +7,11 @@
 //!
 //! `cargo run -p lru --release --example fifo_tail -- [--threads T] [--ops OPS] [--rounds R]`
 
-use lru::sync::RawSpinlock;
+use ksync::Ticket;
 use lru::{LruGenFolio, LruGenFolioGrouped, LruGenMemcg, MemcgLruOp, TailMode};
 use std::time::Instant;
 
-type Fifo = LruGenMemcg<RawSpinlock, LruGenFolioGrouped>;
+type Fifo = LruGenMemcg<Ticket, LruGenFolioGrouped>;
 
 /// Parses the options; a bad option or value ends the program with exit status 2.
 fn args() -> (usize, usize, usize) {

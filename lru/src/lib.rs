@@ -9,9 +9,11 @@
 //! `lru_gen_folio` base/grouped (seed 000), FIFO tail insertion walk/cached (seed 002),
 //! and the lock is per lruvec (seed 004).
 //!
-//! Nothing here knows about x86: the lock types are [`lock_api::RawMutex`] parameters, the
-//! CPU is a `cpu: usize` argument, CPU counts are fixed at construction, and time comes in
-//! as a `now` argument.
+//! Nothing here knows about x86: every lock is `F::Lock<Class>` of a
+//! [`ksync::LockFamily`] `F` (the kernel, the host tests and the host benchmarks all use
+//! [`ksync::Ticket`], so layouts and lock statistics are the same everywhere; loom models
+//! substitute their own family), the CPU is a `cpu: usize` argument, CPU counts are fixed at
+//! construction, and time comes in as a `now` argument.
 
 #![cfg_attr(not(test), no_std)]
 #![deny(unsafe_op_in_unsafe_fn)]

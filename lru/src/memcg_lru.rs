@@ -18,11 +18,13 @@ use crate::hlist_nulls::{
 use crate::layout::{FieldDesc, StructLayout};
 use crate::lru_gen::{LruGenFolio, LruGenMemcgNode};
 use crate::lruvec::Lruvec;
+use crate::sync::Lock;
 use crate::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use core::marker::PhantomData;
 use core::mem::offset_of;
 use core::ops::ControlFlow;
-use lock_api::RawMutex;
+use ksync::LockFamily;
+use ksync::class::std_classes::MemcgLruLock;
 
 /// Generations of the memcg FIFO (`MEMCG_NR_GENS`).
 pub const MEMCG_NR_GENS: usize = 3;
@@ -91,8 +93,8 @@ pub unsafe trait MemcgFifoEntry: Sync + 'static {
 // SAFETY: `LruGenFolio::memcg_node` returns the field at `G::MEMCG_NODE_OFFSET` (computed
 // by `offset_of!` in lru_gen_folio.rs), and `Lruvec::MEMCG_NODE_OFFSET` adds the offset of
 // `lrugen` within the lruvec.
-unsafe impl<R: RawMutex + Sync + 'static, G: LruGenFolio> MemcgFifoEntry for Lruvec<R, G> {
-    const MEMCG_NODE_OFFSET: usize = Lruvec::<R, G>::MEMCG_NODE_OFFSET;
+unsafe impl<F: LockFamily, G: LruGenFolio> MemcgFifoEntry for Lruvec<F, G> {
+    const MEMCG_NODE_OFFSET: usize = Lruvec::<F, G>::MEMCG_NODE_OFFSET;
     fn memcg_node(&self) -> &LruGenMemcgNode {
         self.lrugen().memcg_node()
     }
@@ -127,12 +129,12 @@ pub enum WalkEnd {
 
 /// `struct lru_gen_memcg`, generic over its lock and the entry type `E`.
 #[repr(C)]
-pub struct LruGenMemcg<R: RawMutex, E: MemcgFifoEntry> {
+pub struct LruGenMemcg<F: LockFamily, E: MemcgFifoEntry> {
     seq: AtomicU64,
     nr_memcgs: [AtomicUsize; MEMCG_NR_GENS],
     fifo: [[HlistNullsHead; MEMCG_NR_BINS]; MEMCG_NR_GENS],
     tail: [[AtomicUsize; MEMCG_NR_BINS]; MEMCG_NR_GENS],
-    lock: lock_api::Mutex<R, ()>,
+    lock: lock_api::Mutex<Lock<F, MemcgLruLock>, ()>,
     mode: TailMode,
     rand: AtomicU32,
     id: u32,
@@ -142,7 +144,7 @@ pub struct LruGenMemcg<R: RawMutex, E: MemcgFifoEntry> {
 /// Source of FIFO ids; 0 means "on no FIFO". A plain core atomic even under loom.
 static NEXT_FIFO_ID: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(1);
 
-impl<R: RawMutex, E: MemcgFifoEntry> core::fmt::Debug for LruGenMemcg<R, E> {
+impl<F: LockFamily, E: MemcgFifoEntry> core::fmt::Debug for LruGenMemcg<F, E> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("LruGenMemcg")
             .field("mode", &self.mode)
@@ -154,7 +156,7 @@ impl<R: RawMutex, E: MemcgFifoEntry> core::fmt::Debug for LruGenMemcg<R, E> {
 
 const LIST_IN_NODE: usize = offset_of!(LruGenMemcgNode, list);
 
-impl<R: RawMutex, E: MemcgFifoEntry> LruGenMemcg<R, E> {
+impl<F: LockFamily, E: MemcgFifoEntry> LruGenMemcg<F, E> {
     /// An empty FIFO (`lru_gen_init_pgdat`); `seed` seeds the bin picker.
     pub fn new(mode: TailMode, seed: u32) -> Self {
         LruGenMemcg {
@@ -192,7 +194,7 @@ impl<R: RawMutex, E: MemcgFifoEntry> LruGenMemcg<R, E> {
 
     /// The lock (for its statistics).
     #[must_use]
-    pub fn raw_lock(&self) -> &lock_api::Mutex<R, ()> {
+    pub fn raw_lock(&self) -> &lock_api::Mutex<Lock<F, MemcgLruLock>, ()> {
         &self.lock
     }
 
@@ -476,43 +478,42 @@ impl<R: RawMutex, E: MemcgFifoEntry> LruGenMemcg<R, E> {
     }
 }
 
-/// The pahole table of `LruGenMemcg<R, _>`.
-pub fn lru_gen_memcg_fields<R: RawMutex>() -> [FieldDesc; 8] {
-    type M<R> = LruGenMemcg<R, crate::LruGenFolioGrouped>;
+/// The pahole table of `LruGenMemcg<F, _>`.
+pub fn lru_gen_memcg_fields<F: LockFamily>() -> [FieldDesc; 8] {
+    type M<F> = LruGenMemcg<F, crate::LruGenFolioGrouped>;
     [
-        crate::layout_field!(M<R>, "read_mostly", seq),
-        crate::layout_field!(M<R>, "locked", nr_memcgs),
-        crate::layout_field!(M<R>, "rcu_heads", fifo),
-        crate::layout_field!(M<R>, "locked", tail),
-        crate::layout_field!(M<R>, "locked", lock),
-        crate::layout_field!(M<R>, "read_mostly", mode),
-        crate::layout_field!(M<R>, "locked", rand),
-        crate::layout_field!(M<R>, "read_mostly", id),
+        crate::layout_field!(M<F>, "read_mostly", seq),
+        crate::layout_field!(M<F>, "locked", nr_memcgs),
+        crate::layout_field!(M<F>, "rcu_heads", fifo),
+        crate::layout_field!(M<F>, "locked", tail),
+        crate::layout_field!(M<F>, "locked", lock),
+        crate::layout_field!(M<F>, "read_mostly", mode),
+        crate::layout_field!(M<F>, "locked", rand),
+        crate::layout_field!(M<F>, "read_mostly", id),
     ]
 }
 
 /// Wrap [`lru_gen_memcg_fields`] as a [`StructLayout`].
-pub fn lru_gen_memcg_layout<R: RawMutex>(fields: &[FieldDesc]) -> StructLayout<'_> {
-    type M<R> = LruGenMemcg<R, crate::LruGenFolioGrouped>;
+pub fn lru_gen_memcg_layout<F: LockFamily>(fields: &[FieldDesc]) -> StructLayout<'_> {
+    type M<F> = LruGenMemcg<F, crate::LruGenFolioGrouped>;
     StructLayout {
         name: "lru_gen_memcg",
-        size: core::mem::size_of::<M<R>>(),
-        align: core::mem::align_of::<M<R>>(),
+        size: core::mem::size_of::<M<F>>(),
+        align: core::mem::align_of::<M<F>>(),
         fields,
     }
 }
 
-// Placement checks for `lru_gen_memcg` (host lock): readers load `seq` and then the
+// Placement checks for `lru_gen_memcg` with the kernel's lock (ksync's ticket lock): readers load `seq` and then the
 // `fifo` heads under RCU, so both start in the first pair, as in Linux; the cached tails
 // and the lock, written only by rotations, follow the heads.
 #[cfg(not(loom))]
 mod layout_asserts {
     use super::LruGenMemcg;
     use crate::LruGenFolioGrouped;
-    use crate::sync::RawSpinlock;
     use core::mem::offset_of;
 
-    type M = LruGenMemcg<RawSpinlock, LruGenFolioGrouped>;
+    type M = LruGenMemcg<ksync::Ticket, LruGenFolioGrouped>;
 
     crate::cacheline_assert_pair!(M, seq, 0);
     crate::cacheline_assert_pair!(M, fifo, 0);

@@ -13,14 +13,15 @@
 //! the CPU sees the writer's unpublish. Per-CPU state is cache-padded to 128 bytes so
 //! reports never bounce a neighbour's line.
 
-use crate::cacheline::CachePadded;
 use crate::error::LruError;
+use crate::sync::Lock;
 use crate::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use crate::sync::hint::spin_loop;
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
-use lock_api::RawMutex;
+use ksync::class::std_classes::RcuCallbackLock;
+use ksync::{CachePadded, LockFamily, PerCpu};
 
 /// Counter value of an offline CPU (in an extended quiescent state).
 const OFFLINE: u64 = 0;
@@ -42,19 +43,19 @@ pub struct RcuCpu {
 type Callback = Box<dyn FnOnce() + Send>;
 
 /// The RCU state of the whole system: a counter and one cache-padded slot per CPU.
-pub struct Rcu<R: RawMutex> {
+pub struct Rcu<F: LockFamily> {
     gp_seq: CachePadded<AtomicU64>,
     completed: CachePadded<AtomicU64>,
-    cpus: Box<[CachePadded<RcuCpu>]>,
-    callbacks: lock_api::Mutex<R, VecDeque<(u64, Callback)>>,
+    cpus: PerCpu<RcuCpu>,
+    callbacks: lock_api::Mutex<Lock<F, RcuCallbackLock>, VecDeque<(u64, Callback)>>,
 }
 
-impl<R: RawMutex> core::fmt::Debug for Rcu<R> {
+impl<F: LockFamily> core::fmt::Debug for Rcu<F> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Rcu")
             .field("gp_seq", &self.gp_seq.load(Ordering::Relaxed))
             .field("completed", &self.completed.load(Ordering::Relaxed))
-            .field("nr_cpus", &self.cpus.len())
+            .field("nr_cpus", &self.cpus.nr_cpus())
             .finish()
     }
 }
@@ -75,21 +76,16 @@ impl Drop for RcuReadGuard<'_> {
     }
 }
 
-impl<R: RawMutex> Rcu<R> {
+impl<F: LockFamily> Rcu<F> {
     /// RCU for `nr_cpus` CPUs, all offline until [`Rcu::online`].
     pub fn new(nr_cpus: usize) -> Self {
         Rcu {
             gp_seq: CachePadded(AtomicU64::new(GP_START)),
             completed: CachePadded(AtomicU64::new(GP_START)),
-            cpus: (0..nr_cpus)
-                .map(|_| {
-                    CachePadded(RcuCpu {
-                        ctr: AtomicU64::new(OFFLINE),
-                        nesting: AtomicU32::new(0),
-                    })
-                })
-                .collect::<Vec<_>>()
-                .into_boxed_slice(),
+            cpus: PerCpu::new(nr_cpus, |_| RcuCpu {
+                ctr: AtomicU64::new(OFFLINE),
+                nesting: AtomicU32::new(0),
+            }),
             callbacks: lock_api::Mutex::new(VecDeque::new()),
         }
     }
@@ -97,14 +93,11 @@ impl<R: RawMutex> Rcu<R> {
     /// Number of CPUs fixed at construction.
     #[must_use]
     pub fn nr_cpus(&self) -> usize {
-        self.cpus.len()
+        self.cpus.nr_cpus()
     }
 
     fn cpu(&self, cpu: usize) -> Result<&RcuCpu, LruError> {
-        self.cpus
-            .get(cpu)
-            .map(|c| &c.0)
-            .ok_or(LruError::InvalidCpu(cpu))
+        self.cpus.get(cpu).ok_or(LruError::InvalidCpu(cpu))
     }
 
     /// Whether `cpu` is online (taking part in grace periods).
@@ -173,7 +166,7 @@ impl<R: RawMutex> Rcu<R> {
             return Err(LruError::RcuInReadSection);
         }
         let target = self.gp_seq.fetch_add(1, Ordering::AcqRel) + 1;
-        for (i, c) in self.cpus.iter().enumerate() {
+        for (i, c) in self.cpus.iter() {
             if Some(i) == self_cpu {
                 continue;
             }
@@ -248,11 +241,10 @@ impl<R: RawMutex> Rcu<R> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::sync::RawSpinlock;
     use alloc::sync::Arc;
     use core::sync::atomic::{AtomicBool, AtomicUsize};
 
-    type R = Rcu<RawSpinlock>;
+    type R = Rcu<ksync::Ticket>;
 
     #[test]
     fn cpu_bounds_and_states() {

@@ -10,15 +10,14 @@
 //! instead. `drain_all` uses Linux's `lru_drain_gen` so that callers racing with a
 //! complete drain that started after them return without draining again.
 
-use crate::cacheline::CachePadded;
 use crate::error::LruError;
 use crate::folio::{Folio, FolioFlags};
 use crate::lru_gen::LruGenFolio;
 use crate::lruvec::{LruvecGuard, LruvecLookup, folio_lruvec_relock};
+use crate::sync::Lock;
 use crate::sync::atomic::{AtomicU64, Ordering};
-use alloc::boxed::Box;
-use alloc::vec::Vec;
-use lock_api::RawMutex;
+use ksync::class::std_classes::{FbatchLock, LruDrainLock};
+use ksync::{LockFamily, PerCpu};
 
 /// Entries per batch (`PAGEVEC_SIZE`).
 pub const FOLIO_BATCH_SIZE: usize = 31;
@@ -134,14 +133,14 @@ impl MoveStats {
 
 /// `folio_batch_move_lru`: apply `kind` to every folio of `batch`, relocking per lruvec,
 /// then drop the batch's folio references (`folios_put`).
-pub fn folio_batch_move_lru<R, G, L>(batch: FolioBatch, kind: BatchKind, lookup: &L) -> MoveStats
+pub fn folio_batch_move_lru<F, G, L>(batch: FolioBatch, kind: BatchKind, lookup: &L) -> MoveStats
 where
-    R: RawMutex,
+    F: LockFamily,
     G: LruGenFolio,
-    L: LruvecLookup<R, G> + ?Sized,
+    L: LruvecLookup<F, G> + ?Sized,
 {
     let mut stats = MoveStats::default();
-    let mut guard: Option<LruvecGuard<'_, R, G>> = None;
+    let mut guard: Option<LruvecGuard<'_, F, G>> = None;
     for folio in batch.iter() {
         // Block memcg migration while the folio moves: only the TestClearLRU winner may.
         if kind != BatchKind::LruAdd && !folio.test_clear_lru() {
@@ -186,29 +185,26 @@ where
 }
 
 /// All CPUs' folio batches plus the drain generation (`cpu_fbatches`, `lru_drain_gen`).
-pub struct LruBatches<B: RawMutex> {
-    cpus: Box<[CachePadded<lock_api::Mutex<B, CpuFbatches>>]>,
+pub struct LruBatches<F: LockFamily> {
+    cpus: PerCpu<lock_api::Mutex<Lock<F, FbatchLock>, CpuFbatches>>,
     drain_gen: AtomicU64,
-    drain_lock: lock_api::Mutex<B, ()>,
+    drain_lock: lock_api::Mutex<Lock<F, LruDrainLock>, ()>,
 }
 
-impl<B: RawMutex> core::fmt::Debug for LruBatches<B> {
+impl<F: LockFamily> core::fmt::Debug for LruBatches<F> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("LruBatches")
-            .field("nr_cpus", &self.cpus.len())
+            .field("nr_cpus", &self.cpus.nr_cpus())
             .field("drain_gen", &self.drain_gen.load(Ordering::Relaxed))
             .finish()
     }
 }
 
-impl<B: RawMutex> LruBatches<B> {
+impl<F: LockFamily> LruBatches<F> {
     /// Empty batches for `nr_cpus` CPUs.
     pub fn new(nr_cpus: usize) -> Self {
         LruBatches {
-            cpus: (0..nr_cpus)
-                .map(|_| CachePadded(lock_api::Mutex::new(CpuFbatches::default())))
-                .collect::<Vec<_>>()
-                .into_boxed_slice(),
+            cpus: PerCpu::new(nr_cpus, |_| lock_api::Mutex::new(CpuFbatches::default())),
             drain_gen: AtomicU64::new(0),
             drain_lock: lock_api::Mutex::new(()),
         }
@@ -217,7 +213,7 @@ impl<B: RawMutex> LruBatches<B> {
     /// Number of CPUs fixed at construction.
     #[must_use]
     pub fn nr_cpus(&self) -> usize {
-        self.cpus.len()
+        self.cpus.nr_cpus()
     }
 
     /// `lru_drain_gen`: how many `drain_all` rounds have started.
@@ -226,11 +222,11 @@ impl<B: RawMutex> LruBatches<B> {
         self.drain_gen.load(Ordering::Acquire)
     }
 
-    fn cpu(&self, cpu: usize) -> Result<&lock_api::Mutex<B, CpuFbatches>, LruError> {
-        self.cpus
-            .get(cpu)
-            .map(|c| &c.0)
-            .ok_or(LruError::InvalidCpu(cpu))
+    fn cpu(
+        &self,
+        cpu: usize,
+    ) -> Result<&lock_api::Mutex<Lock<F, FbatchLock>, CpuFbatches>, LruError> {
+        self.cpus.get(cpu).ok_or(LruError::InvalidCpu(cpu))
     }
 
     /// Folios pending on `cpu`.
@@ -238,7 +234,7 @@ impl<B: RawMutex> LruBatches<B> {
         Ok(self.cpu(cpu)?.lock().pending())
     }
 
-    fn add_and_move<R, G, L>(
+    fn add_and_move<G, L>(
         &self,
         cpu: usize,
         folio: &'static Folio,
@@ -246,9 +242,8 @@ impl<B: RawMutex> LruBatches<B> {
         lookup: &L,
     ) -> Result<MoveStats, LruError>
     where
-        R: RawMutex,
         G: LruGenFolio,
-        L: LruvecLookup<R, G> + ?Sized,
+        L: LruvecLookup<F, G> + ?Sized,
     {
         let mut fb = self.cpu(cpu)?.lock();
         let batch = match kind {
@@ -281,16 +276,15 @@ impl<B: RawMutex> LruBatches<B> {
     /// LRU); problems with folios of the moved batch are in [`MoveStats::error`].
     /// The fault path sets `ACTIVE` first (as `lru_gen_in_fault()` does) to place the
     /// folio in the youngest generation.
-    pub fn folio_add_lru<R, G, L>(
+    pub fn folio_add_lru<G, L>(
         &self,
         cpu: usize,
         folio: &'static Folio,
         lookup: &L,
     ) -> Result<MoveStats, LruError>
     where
-        R: RawMutex,
         G: LruGenFolio,
-        L: LruvecLookup<R, G> + ?Sized,
+        L: LruvecLookup<F, G> + ?Sized,
     {
         self.cpu(cpu)?;
         if folio.test_lru() {
@@ -301,16 +295,15 @@ impl<B: RawMutex> LruBatches<B> {
 
     /// `folio_activate`: queue an inactive LRU folio for promotion on `cpu`. Folios not on
     /// the LRU, already active or unevictable are ignored (`Ok` with nothing moved).
-    pub fn folio_activate<R, G, L>(
+    pub fn folio_activate<G, L>(
         &self,
         cpu: usize,
         folio: &'static Folio,
         lookup: &L,
     ) -> Result<MoveStats, LruError>
     where
-        R: RawMutex,
         G: LruGenFolio,
-        L: LruvecLookup<R, G> + ?Sized,
+        L: LruvecLookup<F, G> + ?Sized,
     {
         self.cpu(cpu)?;
         let f = folio.flags();
@@ -323,16 +316,15 @@ impl<B: RawMutex> LruBatches<B> {
     }
 
     /// `folio_deactivate`: queue an LRU folio for demotion on `cpu`.
-    pub fn folio_deactivate<R, G, L>(
+    pub fn folio_deactivate<G, L>(
         &self,
         cpu: usize,
         folio: &'static Folio,
         lookup: &L,
     ) -> Result<MoveStats, LruError>
     where
-        R: RawMutex,
         G: LruGenFolio,
-        L: LruvecLookup<R, G> + ?Sized,
+        L: LruvecLookup<F, G> + ?Sized,
     {
         self.cpu(cpu)?;
         let f = folio.flags();
@@ -343,11 +335,10 @@ impl<B: RawMutex> LruBatches<B> {
     }
 
     /// `lru_add_drain_cpu`: move every batch of `cpu`.
-    pub fn drain_cpu<R, G, L>(&self, cpu: usize, lookup: &L) -> Result<MoveStats, LruError>
+    pub fn drain_cpu<G, L>(&self, cpu: usize, lookup: &L) -> Result<MoveStats, LruError>
     where
-        R: RawMutex,
         G: LruGenFolio,
-        L: LruvecLookup<R, G> + ?Sized,
+        L: LruvecLookup<F, G> + ?Sized,
     {
         let mut fb = self.cpu(cpu)?.lock();
         let mut stats = MoveStats::default();
@@ -364,11 +355,10 @@ impl<B: RawMutex> LruBatches<B> {
     /// `lru_add_drain_all`: drain every CPU. If another caller started *and finished* a
     /// full drain after this call began, returns `Ok(None)` without draining again
     /// (`lru_drain_gen`); otherwise the combined stats.
-    pub fn drain_all<R, G, L>(&self, lookup: &L) -> Result<Option<MoveStats>, LruError>
+    pub fn drain_all<G, L>(&self, lookup: &L) -> Result<Option<MoveStats>, LruError>
     where
-        R: RawMutex,
         G: LruGenFolio,
-        L: LruvecLookup<R, G> + ?Sized,
+        L: LruvecLookup<F, G> + ?Sized,
     {
         let this_gen = self.drain_gen.load(Ordering::Acquire);
         let _serial = self.drain_lock.lock();
@@ -379,7 +369,7 @@ impl<B: RawMutex> LruBatches<B> {
         }
         self.drain_gen.store(this_gen + 1, Ordering::Release);
         let mut stats = MoveStats::default();
-        for cpu in 0..self.cpus.len() {
+        for cpu in 0..self.cpus.nr_cpus() {
             stats.merge(self.drain_cpu(cpu, lookup)?);
         }
         Ok(Some(stats))

@@ -19,7 +19,7 @@ use crate::lruvec::{Lruvec, LruvecGuard, decode_mglru_slot, mglru_slot};
 use crate::sync::atomic::Ordering;
 use crate::workingset::Shadow;
 use crate::{LruError, LruMode};
-use lock_api::RawMutex;
+use ksync::LockFamily;
 
 /// Largest swappiness: anon only. 0 means file only.
 pub const MAX_SWAPPINESS: u8 = 200;
@@ -69,7 +69,7 @@ struct Isolated {
     limit: usize,
 }
 
-impl<R: RawMutex, G: LruGenFolio> LruvecGuard<'_, R, G> {
+impl<F: LockFamily, G: LruGenFolio> LruvecGuard<'_, F, G> {
     fn lrugen(&self) -> &G {
         self.lruvec().lrugen()
     }
@@ -367,7 +367,7 @@ impl<R: RawMutex, G: LruGenFolio> LruvecGuard<'_, R, G> {
     }
 }
 
-impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
+impl<F: LockFamily, G: LruGenFolio> Lruvec<F, G> {
     /// Age under the lock (`try_to_inc_max_seq` with a forced scan): a new generation.
     pub fn age(&self, now: u64) -> Result<u64, LruError> {
         self.lock().inc_max_seq(now)

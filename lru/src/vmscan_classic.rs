@@ -15,7 +15,7 @@ use crate::lru_gen::LruGenFolio;
 use crate::lruvec::{LruList, LruMode, Lruvec, LruvecGuard};
 use crate::vmscan::{EvictStats, MAX_SWAPPINESS};
 use crate::workingset::Shadow;
-use lock_api::RawMutex;
+use ksync::LockFamily;
 
 /// Folios moved or isolated per lock hold (`SWAP_CLUSTER_MAX`).
 const SWAP_CLUSTER_MAX: usize = 32;
@@ -28,7 +28,7 @@ fn lists(ty: usize) -> (LruList, LruList) {
     }
 }
 
-impl<R: RawMutex, G: LruGenFolio> LruvecGuard<'_, R, G> {
+impl<F: LockFamily, G: LruGenFolio> LruvecGuard<'_, F, G> {
     /// `shrink_active_list`: deactivate up to `nr` folios from the active tail of `ty`.
     fn shrink_active_list(
         &mut self,
@@ -96,7 +96,7 @@ impl<R: RawMutex, G: LruGenFolio> LruvecGuard<'_, R, G> {
     }
 }
 
-impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
+impl<F: LockFamily, G: LruGenFolio> Lruvec<F, G> {
     /// Classic reclaim of up to `nr_to_reclaim` folios (`shrink_lruvec` without MGLRU).
     /// `swappiness` 0 = file only, [`MAX_SWAPPINESS`] = anon only, otherwise file first.
     /// `EvictStats::protected` counts second chances. Evicted folios are off every list

@@ -17,7 +17,7 @@ use crate::folio::{Folio, FolioFlags, LRU_REFS_WIDTH, MAX_NUMNODES};
 use crate::lru_gen::{LruGenFolio, MAX_NR_GENS, lru_hist_from_seq, lru_tier_from_refs};
 use crate::lruvec::{LruList, LruMode, Lruvec};
 use crate::sync::atomic::Ordering;
-use lock_api::RawMutex;
+use ksync::LockFamily;
 
 const WORKINGSET_SHIFT: u32 = 1;
 const NODES_SHIFT: u32 = 6;
@@ -108,7 +108,7 @@ pub struct RefaultOutcome {
     pub tier: usize,
 }
 
-impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
+impl<F: LockFamily, G: LruGenFolio> Lruvec<F, G> {
     /// `lru_gen_eviction`: the shadow for `folio`, just evicted from this lruvec, and the
     /// lockless `evicted[hist][type][tier]` count. Reads `min_seq` without the lock.
     pub fn lru_gen_eviction(&self, folio: &Folio) -> Shadow {
@@ -185,7 +185,7 @@ impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
     }
 }
 
-impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
+impl<F: LockFamily, G: LruGenFolio> Lruvec<F, G> {
     /// Classic `workingset_eviction`: the shadow records the lruvec's `nonresident_age`
     /// (its token is that age, not an MGLRU sequence), then the clock advances.
     pub fn workingset_eviction(&self, folio: &Folio) -> Shadow {

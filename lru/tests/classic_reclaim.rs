@@ -4,14 +4,14 @@
 mod common;
 
 use common::{folios, lruvec};
-use lru::sync::RawSpinlock;
+use ksync::Ticket;
 use lru::{FolioFlags, LruError, LruGenFolioGrouped, LruList, LruMode, MAX_SWAPPINESS};
 
 type G = LruGenFolioGrouped;
 
 #[test]
 fn evicts_inactive_tail_and_gives_referenced_a_second_chance() {
-    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Classic);
+    let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
     let f = folios(6, 1, false);
     for &x in &f {
         lv.lock().add_folio(x).unwrap();
@@ -32,7 +32,7 @@ fn evicts_inactive_tail_and_gives_referenced_a_second_chance() {
 
 #[test]
 fn deactivates_when_inactive_is_low_and_honours_swappiness() {
-    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Classic);
+    let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
     let file = folios(8, 1, false);
     let anon = folios(4, 1, true);
     for &x in file.iter().chain(anon.iter()) {
@@ -65,7 +65,7 @@ fn deactivates_when_inactive_is_low_and_honours_swappiness() {
 
 #[test]
 fn refault_distance_decides_activation() {
-    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Classic);
+    let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
     let hot = folios(4, 1, false);
     for &x in &hot {
         x.set(FolioFlags::ACTIVE);
@@ -94,7 +94,7 @@ fn refault_distance_decides_activation() {
     let r = lv.refault(victim, shadow).unwrap();
     assert!(!r.recent && !r.activated);
     assert!(!victim.test(FolioFlags::ACTIVE));
-    let other = lruvec::<RawSpinlock, G>(2, LruMode::Classic);
+    let other = lruvec::<Ticket, G>(2, LruMode::Classic);
     assert_eq!(other.workingset_test_recent(shadow, true), None);
     assert_eq!(
         other.refault(folios(1, 2, false)[0], shadow),
@@ -104,7 +104,7 @@ fn refault_distance_decides_activation() {
 
 #[test]
 fn classic_activation_ages_the_clock_but_aging_is_mglru_only() {
-    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Classic);
+    let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
     let f = folios(1, 1, false);
     lv.lock().add_folio(f[0]).unwrap();
     assert!(lv.lock().activate(f[0]).unwrap());

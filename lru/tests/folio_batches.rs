@@ -2,8 +2,8 @@
 
 mod common;
 
-use common::{CountingLock, Lookup, folios, lruvec};
-use lru::sync::RawSpinlock;
+use common::{Counting, Lookup, folios, lruvec};
+use ksync::Ticket;
 use lru::{
     FOLIO_BATCH_SIZE, FolioBatch, FolioFlags, LruBatches, LruError, LruGenFolioGrouped, LruList,
     LruMode,
@@ -27,9 +27,9 @@ fn folio_batch_basics() {
 
 #[test]
 fn lru_add_moves_when_full() {
-    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Mglru);
+    let lv = lruvec::<Ticket, G>(1, LruMode::Mglru);
     let lookup = Lookup(vec![lv]);
-    let batches = LruBatches::<RawSpinlock>::new(2);
+    let batches = LruBatches::<Ticket>::new(2);
     let f = folios(FOLIO_BATCH_SIZE, 1, false);
     for &x in &f[..FOLIO_BATCH_SIZE - 1] {
         let s = batches.folio_add_lru(0, x, &lookup).unwrap();
@@ -61,9 +61,9 @@ fn lru_add_moves_when_full() {
 
 #[test]
 fn activate_and_deactivate_batches() {
-    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Classic);
+    let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
     let lookup = Lookup(vec![lv]);
-    let batches = LruBatches::<RawSpinlock>::new(1);
+    let batches = LruBatches::<Ticket>::new(1);
     let f = folios(4, 1, false);
     for &x in &f {
         batches.folio_add_lru(0, x, &lookup).unwrap();
@@ -93,10 +93,10 @@ fn activate_and_deactivate_batches() {
 
 #[test]
 fn relock_counts_lock_holds_across_lruvecs() {
-    let a = lruvec::<CountingLock, G>(1, LruMode::Mglru);
-    let b = lruvec::<CountingLock, G>(2, LruMode::Mglru);
+    let a = lruvec::<Counting, G>(1, LruMode::Mglru);
+    let b = lruvec::<Counting, G>(2, LruMode::Mglru);
     let lookup = Lookup(vec![a, b]);
-    let batches = LruBatches::<RawSpinlock>::new(1);
+    let batches = LruBatches::<Counting>::new(1);
     // Runs: 10 of a, 10 of b, 11 of a -> 3 lock holds for one full batch.
     let fa = folios(21, 1, false);
     let fb = folios(10, 2, false);
@@ -118,9 +118,9 @@ fn relock_counts_lock_holds_across_lruvecs() {
 
 #[test]
 fn missing_lruvec_is_reported_not_lost_silently() {
-    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Mglru);
+    let lv = lruvec::<Ticket, G>(1, LruMode::Mglru);
     let lookup = Lookup(vec![lv]);
-    let batches = LruBatches::<RawSpinlock>::new(1);
+    let batches = LruBatches::<Ticket>::new(1);
     let good = folios(1, 1, false);
     let orphan = folios(1, 99, false);
     batches.folio_add_lru(0, orphan[0], &lookup).unwrap();
@@ -133,9 +133,9 @@ fn missing_lruvec_is_reported_not_lost_silently() {
 
 #[test]
 fn drain_all_drains_every_cpu_and_bumps_generation() {
-    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Mglru);
+    let lv = lruvec::<Ticket, G>(1, LruMode::Mglru);
     let lookup = Lookup(vec![lv]);
-    let batches = LruBatches::<RawSpinlock>::new(4);
+    let batches = LruBatches::<Ticket>::new(4);
     let f = folios(8, 1, false);
     for (i, &x) in f.iter().enumerate() {
         batches.folio_add_lru(i % 4, x, &lookup).unwrap();
@@ -149,9 +149,9 @@ fn drain_all_drains_every_cpu_and_bumps_generation() {
 
 #[test]
 fn concurrent_add_and_drain_lose_nothing() {
-    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Mglru);
+    let lv = lruvec::<Ticket, G>(1, LruMode::Mglru);
     let lookup = Lookup(vec![lv]);
-    let batches = LruBatches::<RawSpinlock>::new(3);
+    let batches = LruBatches::<Ticket>::new(3);
     let per_cpu = 500;
     let f = folios(3 * per_cpu, 1, false);
     std::thread::scope(|s| {
@@ -176,9 +176,9 @@ fn concurrent_add_and_drain_lose_nothing() {
 
 #[test]
 fn errors_of_other_folios_come_back_in_stats() {
-    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Mglru);
+    let lv = lruvec::<Ticket, G>(1, LruMode::Mglru);
     let lookup = Lookup(vec![lv]);
-    let batches = LruBatches::<RawSpinlock>::new(1);
+    let batches = LruBatches::<Ticket>::new(1);
     let orphan = folios(1, 99, false);
     let good = folios(FOLIO_BATCH_SIZE - 1, 1, false);
     batches.folio_add_lru(0, orphan[0], &lookup).unwrap();

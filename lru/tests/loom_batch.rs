@@ -6,14 +6,14 @@
 mod loom_support;
 
 use loom::sync::Arc;
-use loom_support::{LoomRawMutex, model};
+use loom_support::{Loom, model};
 use lru::{Folio, LruBatches, LruGenFolioGrouped, LruMode, Lruvec, LruvecLookup, Zone};
 
-type Lv = Lruvec<LoomRawMutex, LruGenFolioGrouped>;
+type Lv = Lruvec<Loom, LruGenFolioGrouped>;
 
 struct One(&'static Lv);
 
-impl LruvecLookup<LoomRawMutex, LruGenFolioGrouped> for One {
+impl LruvecLookup<Loom, LruGenFolioGrouped> for One {
     fn folio_lruvec(&self, folio: &Folio) -> Option<&Lv> {
         (folio.memcg_id() == self.0.memcg_id()).then_some(self.0)
     }
@@ -27,7 +27,7 @@ fn folio(pfn: u64) -> &'static Folio {
 
 /// Create every lazily built loom lock on the main thread, before any spawn, so that
 /// their creation happens-before every use (see `LoomRawMutex`).
-fn touch_locks(batches: &LruBatches<LoomRawMutex>, lv: &Lv, lookup: &One) {
+fn touch_locks(batches: &LruBatches<Loom>, lv: &Lv, lookup: &One) {
     for cpu in 0..batches.nr_cpus() {
         batches.pending(cpu).unwrap();
     }
@@ -40,7 +40,7 @@ fn drain_all_against_add() {
     model(2, || {
         let lv: &'static Lv = Box::leak(Box::new(Lv::new(1, 0, LruMode::Mglru, 0).unwrap()));
         let lookup = Arc::new(One(lv));
-        let batches = Arc::new(LruBatches::<LoomRawMutex>::new(2));
+        let batches = Arc::new(LruBatches::<Loom>::new(2));
         let f = [folio(0), folio(1)];
         touch_locks(&batches, lv, &lookup);
         let (b, l) = (batches.clone(), lookup.clone());
@@ -62,7 +62,7 @@ fn concurrent_drain_all_generation() {
     model(2, || {
         let lv: &'static Lv = Box::leak(Box::new(Lv::new(1, 0, LruMode::Mglru, 0).unwrap()));
         let lookup = Arc::new(One(lv));
-        let batches = Arc::new(LruBatches::<LoomRawMutex>::new(1));
+        let batches = Arc::new(LruBatches::<Loom>::new(1));
         let f = folio(0);
         touch_locks(&batches, lv, &lookup);
         batches.folio_add_lru(0, f, &*lookup).unwrap();

@@ -5,12 +5,12 @@
 
 mod loom_support;
 
-use loom_support::{LoomRawMutex, model};
+use loom_support::{Loom, model};
 use lru::memcg_lru::WalkEnd;
 use lru::{LruGenFolio, LruGenFolioGrouped, LruGenMemcg, MemcgLruOp, TailMode};
 use std::ops::ControlFlow;
 
-type Fifo = LruGenMemcg<LoomRawMutex, LruGenFolioGrouped>;
+type Fifo = LruGenMemcg<Loom, LruGenFolioGrouped>;
 
 fn setup(n: usize) -> (&'static Fifo, Vec<&'static LruGenFolioGrouped>) {
     let fifo: &'static Fifo = Box::leak(Box::new(Fifo::new(TailMode::Cached, 1)));

@@ -3,17 +3,17 @@
 
 mod common;
 
-use common::{CountingLock, Lookup, folios, lruvec};
+use common::{Counting, Lookup, folios, lruvec};
+use ksync::Ticket;
 use lru::lru_gen::{MAX_NR_GENS, lru_gen_from_seq};
 use lru::lruvec::{folio_lruvec_relock, lruvec_relock};
-use lru::sync::RawSpinlock;
 use lru::{
     FolioFlags, LruError, LruGenFolio, LruGenFolioBase, LruGenFolioGrouped, LruList, LruMode, Zone,
 };
 use std::sync::atomic::Ordering;
 
 fn placement<G: LruGenFolio>() {
-    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Mglru);
+    let lv = lruvec::<Ticket, G>(1, LruMode::Mglru);
     let max_seq = lv.lrugen().max_seq().load(Ordering::Relaxed);
     let f = folios(3, 1, false);
     let a = folios(1, 1, true);
@@ -65,8 +65,8 @@ fn mglru_placement_both_layouts() {
 
 #[test]
 fn isolation_is_exclusive_and_validated() {
-    let lv = lruvec::<RawSpinlock, LruGenFolioGrouped>(1, LruMode::Mglru);
-    let other = lruvec::<RawSpinlock, LruGenFolioGrouped>(2, LruMode::Mglru);
+    let lv = lruvec::<Ticket, LruGenFolioGrouped>(1, LruMode::Mglru);
+    let other = lruvec::<Ticket, LruGenFolioGrouped>(2, LruMode::Mglru);
     let f = folios(2, 1, false);
     lv.lock().add_folio(f[0]).unwrap();
     assert_eq!(lv.lock().add_folio(f[0]), Err(LruError::AlreadyOnLru));
@@ -86,7 +86,7 @@ fn isolation_is_exclusive_and_validated() {
 
 #[test]
 fn isolation_races_have_one_winner() {
-    let lv = lruvec::<RawSpinlock, LruGenFolioGrouped>(1, LruMode::Mglru);
+    let lv = lruvec::<Ticket, LruGenFolioGrouped>(1, LruMode::Mglru);
     let f = folios(64, 1, false);
     for &x in &f {
         lv.lock().add_folio(x).unwrap();
@@ -103,7 +103,7 @@ fn isolation_races_have_one_winner() {
 
 #[test]
 fn classic_lists_and_sizes() {
-    let lv = lruvec::<RawSpinlock, LruGenFolioGrouped>(1, LruMode::Classic);
+    let lv = lruvec::<Ticket, LruGenFolioGrouped>(1, LruMode::Classic);
     let f = folios(3, 1, false);
     let a = folios(2, 1, true);
     let mut g = lv.lock();
@@ -129,7 +129,7 @@ fn classic_lists_and_sizes() {
 
 #[test]
 fn mglru_activate_moves_to_youngest_and_deactivate_back() {
-    let lv = lruvec::<RawSpinlock, LruGenFolioBase>(1, LruMode::Mglru);
+    let lv = lruvec::<Ticket, LruGenFolioBase>(1, LruMode::Mglru);
     let f = folios(1, 1, false);
     let mut g = lv.lock();
     g.add_folio(f[0]).unwrap();
@@ -147,8 +147,8 @@ fn mglru_activate_moves_to_youngest_and_deactivate_back() {
 
 #[test]
 fn relock_keeps_one_hold_per_lruvec_run() {
-    let a = lruvec::<CountingLock, LruGenFolioGrouped>(1, LruMode::Mglru);
-    let b = lruvec::<CountingLock, LruGenFolioGrouped>(2, LruMode::Mglru);
+    let a = lruvec::<Counting, LruGenFolioGrouped>(1, LruMode::Mglru);
+    let b = lruvec::<Counting, LruGenFolioGrouped>(2, LruMode::Mglru);
     let lookup = Lookup(vec![a, b]);
     let fa = folios(3, 1, false);
     let fb = folios(2, 2, false);
@@ -178,7 +178,7 @@ fn relock_keeps_one_hold_per_lruvec_run() {
 
 #[test]
 fn aging_folds_the_oldest_generation() {
-    let lv = lruvec::<RawSpinlock, LruGenFolioGrouped>(1, LruMode::Mglru);
+    let lv = lruvec::<Ticket, LruGenFolioGrouped>(1, LruMode::Mglru);
     let f = folios(4, 1, false);
     let mut g = lv.lock();
     for &x in &f {
@@ -204,18 +204,16 @@ fn aging_folds_the_oldest_generation() {
 fn drop_releases_folios() {
     let f = folios(2, 1, false);
     {
-        let lv =
-            lru::Lruvec::<RawSpinlock, LruGenFolioGrouped>::new(1, 0, LruMode::Mglru, 0).unwrap();
+        let lv = lru::Lruvec::<Ticket, LruGenFolioGrouped>::new(1, 0, LruMode::Mglru, 0).unwrap();
         lv.lock().add_folio(f[0]).unwrap();
-        let c =
-            lru::Lruvec::<RawSpinlock, LruGenFolioGrouped>::new(1, 0, LruMode::Classic, 0).unwrap();
+        let c = lru::Lruvec::<Ticket, LruGenFolioGrouped>::new(1, 0, LruMode::Classic, 0).unwrap();
         c.lock().add_folio(f[1]).unwrap();
     }
     assert!(f.iter().all(|x| !x.test_lru() && x.lru_gen().is_none()));
-    let lv = lruvec::<RawSpinlock, LruGenFolioGrouped>(1, LruMode::Mglru);
+    let lv = lruvec::<Ticket, LruGenFolioGrouped>(1, LruMode::Mglru);
     lv.lock().add_folio(f[0]).unwrap();
     assert!(matches!(
-        lru::Lruvec::<RawSpinlock, LruGenFolioGrouped>::new(1, 64, LruMode::Mglru, 0),
+        lru::Lruvec::<Ticket, LruGenFolioGrouped>::new(1, 64, LruMode::Mglru, 0),
         Err(LruError::InvalidNode(64))
     ));
 }
@@ -223,12 +221,11 @@ fn drop_releases_folios() {
 #[test]
 fn lruvec_identity_survives_moves() {
     let f = folios(1, 1, false);
-    let a = lru::Lruvec::<RawSpinlock, LruGenFolioGrouped>::new(1, 0, LruMode::Mglru, 0).unwrap();
+    let a = lru::Lruvec::<Ticket, LruGenFolioGrouped>::new(1, 0, LruMode::Mglru, 0).unwrap();
     a.lock().add_folio(f[0]).unwrap();
     let moved = a;
     // A twin (same memcg and node) must not be able to unlink the moved lruvec's folio.
-    let twin =
-        lru::Lruvec::<RawSpinlock, LruGenFolioGrouped>::new(1, 0, LruMode::Mglru, 0).unwrap();
+    let twin = lru::Lruvec::<Ticket, LruGenFolioGrouped>::new(1, 0, LruMode::Mglru, 0).unwrap();
     assert_eq!(twin.isolate_folio(f[0]), Err(LruError::WrongLruvec));
     assert!(
         f[0].test_lru(),

@@ -1,13 +1,13 @@
 //! The memcg FIFO: online/offline/release, the rotation ops, the cached tail against the
 //! real tail, both tail-insertion variants side by side, and lockless readers.
 
+use ksync::Ticket;
 use lru::memcg_lru::{MEMCG_NR_BINS, MEMCG_NR_GENS, WalkEnd, get_memcg_gen, seg};
-use lru::sync::RawSpinlock;
 use lru::{LruError, LruGenFolio, LruGenFolioGrouped, LruGenMemcg, MemcgLruOp, TailMode};
 use std::ops::ControlFlow;
 use std::sync::atomic::Ordering;
 
-type Fifo = LruGenMemcg<RawSpinlock, LruGenFolioGrouped>;
+type Fifo = LruGenMemcg<Ticket, LruGenFolioGrouped>;
 
 fn entries(n: usize) -> Vec<&'static LruGenFolioGrouped> {
     (0..n)

@@ -3,8 +3,8 @@
 mod common;
 
 use common::{folios, lruvec};
+use ksync::Ticket;
 use lru::lru_gen::{MAX_NR_GENS, MIN_NR_GENS};
-use lru::sync::RawSpinlock;
 use lru::{
     Folio, FolioFlags, LruError, LruGenFolio, LruGenFolioBase, LruGenFolioGrouped, LruMode,
     MAX_SWAPPINESS, Shadow,
@@ -12,7 +12,7 @@ use lru::{
 use std::sync::atomic::Ordering;
 
 fn evict_all<G: LruGenFolio>(
-    lv: &lru::Lruvec<RawSpinlock, G>,
+    lv: &lru::Lruvec<Ticket, G>,
     n: usize,
     swappiness: u8,
 ) -> Vec<(&'static Folio, Shadow)> {
@@ -23,7 +23,7 @@ fn evict_all<G: LruGenFolio>(
 }
 
 fn evicts_oldest_first<G: LruGenFolio>() {
-    let lv = lruvec::<RawSpinlock, G>(3, LruMode::Mglru);
+    let lv = lruvec::<Ticket, G>(3, LruMode::Mglru);
     let old = folios(10, 3, false);
     let young = folios(10, 3, false);
     for &f in &old {
@@ -67,7 +67,7 @@ fn eviction_takes_the_oldest_generation() {
 
 #[test]
 fn swappiness_selects_the_type() {
-    let lv = lruvec::<RawSpinlock, LruGenFolioGrouped>(1, LruMode::Mglru);
+    let lv = lruvec::<Ticket, LruGenFolioGrouped>(1, LruMode::Mglru);
     let file = folios(5, 1, false);
     let anon = folios(5, 1, true);
     for &f in file.iter().chain(anon.iter()) {
@@ -88,7 +88,7 @@ fn swappiness_selects_the_type() {
 
 #[test]
 fn eviction_ages_when_needed_and_empties_everything() {
-    let lv = lruvec::<RawSpinlock, LruGenFolioGrouped>(1, LruMode::Mglru);
+    let lv = lruvec::<Ticket, LruGenFolioGrouped>(1, LruMode::Mglru);
     let f = folios(300, 1, false);
     for &x in &f {
         x.set(FolioFlags::ACTIVE);
@@ -109,7 +109,7 @@ fn eviction_ages_when_needed_and_empties_everything() {
 
 #[test]
 fn recent_refault_activates_and_old_does_not() {
-    let lv = lruvec::<RawSpinlock, LruGenFolioGrouped>(1, LruMode::Mglru);
+    let lv = lruvec::<Ticket, LruGenFolioGrouped>(1, LruMode::Mglru);
     let f = folios(2, 1, false);
     for &x in &f {
         lv.lock().add_folio(x).unwrap();
@@ -144,7 +144,7 @@ fn recent_refault_activates_and_old_does_not() {
     assert!(!f1.test(FolioFlags::ACTIVE));
     // Validation.
     assert_eq!(lv.lru_gen_refault(f0, s0), Err(LruError::AlreadyOnLru));
-    let other = lruvec::<RawSpinlock, LruGenFolioGrouped>(2, LruMode::Mglru);
+    let other = lruvec::<Ticket, LruGenFolioGrouped>(2, LruMode::Mglru);
     let g = folios(1, 2, false);
     assert_eq!(other.lru_gen_test_recent(s1), None);
     assert_eq!(other.lru_gen_refault(g[0], s1), Err(LruError::WrongLruvec));
@@ -152,7 +152,7 @@ fn recent_refault_activates_and_old_does_not() {
 
 #[test]
 fn workingset_shadow_restores_workingset() {
-    let lv = lruvec::<RawSpinlock, LruGenFolioGrouped>(1, LruMode::Mglru);
+    let lv = lruvec::<Ticket, LruGenFolioGrouped>(1, LruMode::Mglru);
     let f = folios(1, 1, false);
     lv.lock().add_folio(f[0]).unwrap();
     for _ in 0..6 {
@@ -172,7 +172,7 @@ fn workingset_shadow_restores_workingset() {
 
 #[test]
 fn refaulting_tier_gets_protected() {
-    let lv = lruvec::<RawSpinlock, LruGenFolioGrouped>(1, LruMode::Mglru);
+    let lv = lruvec::<Ticket, LruGenFolioGrouped>(1, LruMode::Mglru);
     // Round 1: hot (3 accesses, tier 2) folios refault, cold ones (tier 0) do not.
     let hot = folios(200, 1, false);
     let cold = folios(200, 1, false);

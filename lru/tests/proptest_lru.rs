@@ -6,9 +6,9 @@
 mod common;
 
 use common::folios;
+use ksync::Ticket;
 use lru::folio::MAX_NR_ZONES;
 use lru::lru_gen::{MAX_NR_GENS, MIN_NR_GENS, lru_gen_from_seq};
-use lru::sync::RawSpinlock;
 use lru::{
     Folio, LruError, LruGenFolio, LruGenFolioBase, LruGenFolioGrouped, LruList, LruMode, Lruvec,
     MAX_SWAPPINESS, Shadow, Zone,
@@ -61,7 +61,7 @@ struct Model {
     recent_refaults: u64,
 }
 
-fn check<G: LruGenFolio>(lv: &Lruvec<RawSpinlock, G>, f: &[&'static Folio], m: &Model) {
+fn check<G: LruGenFolio>(lv: &Lruvec<Ticket, G>, f: &[&'static Folio], m: &Model) {
     let on = |i: usize| m.state[i] == State::OnLru;
     assert_eq!(lv.nr_folios(), (0..N).filter(|&i| on(i)).count());
     let mut seen = [0usize; N];
@@ -153,7 +153,7 @@ fn check<G: LruGenFolio>(lv: &Lruvec<RawSpinlock, G>, f: &[&'static Folio], m: &
 }
 
 fn run<G: LruGenFolio>(ops: &[Op], anon_mask: u32, mode: LruMode) {
-    let lv = Lruvec::<RawSpinlock, G>::new(5, 0, mode, 0).unwrap();
+    let lv = Lruvec::<Ticket, G>::new(5, 0, mode, 0).unwrap();
     let f: Vec<&'static Folio> = (0..N)
         .map(|i| folios(1, 5, anon_mask & (1 << i) != 0)[0])
         .collect();

@@ -12,7 +12,7 @@
 //!
 //! Run: `cargo run -p memcg --release --example stat_paths [updaters] [updates] [rounds]`
 
-use lru::sync::RawSpinlock;
+use ksync::Ticket;
 use lru::{Folio, FolioFlags, LruGenFolioGrouped, Lruvec, TailMode, Zone};
 use memcg::{
     ManualRcu, MemCgroupPerNode, MemCgroupPerNodeBase, MemCgroupPerNodePaired, MemcgConfig,
@@ -21,7 +21,7 @@ use memcg::{
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-type V = Lruvec<RawSpinlock, LruGenFolioGrouped>;
+type V = Lruvec<Ticket, LruGenFolioGrouped>;
 
 #[derive(Clone, Copy, Debug)]
 enum Path {
@@ -38,7 +38,7 @@ fn run<P: MemCgroupPerNode<Lruvec = V>>(
     let mut cfg = MemcgConfig::new(updaters + 1, 1);
     cfg.placement = placement;
     let lru = TreeLru::new(1, TailMode::Cached, false, Box::new(|_, _, _| {}));
-    let tree = MemcgTree::<RawSpinlock, P, _>::new(cfg, ManualRcu::new(), lru).unwrap();
+    let tree = MemcgTree::<Ticket, P, _>::new(cfg, ManualRcu::new(), lru).unwrap();
     let memcg = tree.root().create_child().unwrap();
     let folios: Vec<&'static Folio> = (0..64)
         .map(|pfn| {

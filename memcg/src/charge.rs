@@ -16,7 +16,7 @@ use crate::rcu::RcuPoll;
 use crate::stock::MEMCG_CHARGE_BATCH;
 use crate::sync::Ordering;
 use crate::tree::{MemcgRef, MemcgTree};
-use lock_api::RawMutex;
+use ksync::LockFamily;
 
 /// Reclaim rounds without progress before a charge or limit change gives up
 /// (`MAX_RECLAIM_RETRIES`).
@@ -25,12 +25,12 @@ pub const MAX_RECLAIM_RETRIES: u32 = 16;
 /// Smallest reclaim batch (`SWAP_CLUSTER_MAX`).
 pub const SWAP_CLUSTER_MAX: u64 = 32;
 
-impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
+impl<F: LockFamily, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<F, P, G> {
     /// Charges `nr_pages` to `memcg` on `cpu` (`try_charge_memcg()`), reclaiming from the
     /// memcg over its limit if needed.
     pub fn try_charge(
         &self,
-        memcg: &MemCgroup<R, P>,
+        memcg: &MemCgroup<F, P>,
         cpu: usize,
         nr_pages: u64,
     ) -> Result<(), MemcgError> {
@@ -110,7 +110,7 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
     /// `try_charge()` + `commit_charge()`).
     pub fn charge_folio(
         &self,
-        memcg: &MemCgroup<R, P>,
+        memcg: &MemCgroup<F, P>,
         cpu: usize,
         folio: &lru::Folio,
     ) -> Result<(), MemcgError> {
@@ -131,7 +131,7 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
     }
 
     /// Uncharges `nr_pages` from `memcg` and its ancestors (`memcg_uncharge()`).
-    pub fn uncharge(&self, memcg: &MemCgroup<R, P>, nr_pages: u64) -> Result<(), MemcgError> {
+    pub fn uncharge(&self, memcg: &MemCgroup<F, P>, nr_pages: u64) -> Result<(), MemcgError> {
         memcg
             .memory
             .uncharge(nr_pages)
@@ -144,7 +144,7 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
     /// Writes `memory.max` (`memory_max_write()`, with cgroup v1's refusal instead of the
     /// OOM killer): sets the limit, reclaiming down to it first if the usage is above it.
     /// Fails with [`MemcgError::LimitBelowUsage`] when reclaim cannot get there.
-    pub fn set_max(&self, memcg: &MemCgroup<R, P>, cpu: usize, max: u64) -> Result<(), MemcgError> {
+    pub fn set_max(&self, memcg: &MemCgroup<F, P>, cpu: usize, max: u64) -> Result<(), MemcgError> {
         self.check_cpu(cpu)?;
         if !memcg.is_online() {
             return Err(MemcgError::Offline { id: memcg.id() });
@@ -180,7 +180,7 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
     /// when `MAX_RECLAIM_RETRIES` rounds made no progress (`memory_reclaim()`).
     pub fn memory_reclaim(
         &self,
-        memcg: &MemCgroup<R, P>,
+        memcg: &MemCgroup<F, P>,
         cpu: usize,
         nr_pages: u64,
     ) -> Result<u64, MemcgError> {
@@ -218,7 +218,7 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
     /// Returns pages reclaimed (0 for an out-of-range `cpu`).
     pub fn try_to_free_mem_cgroup_pages(
         &self,
-        memcg: &MemCgroup<R, P>,
+        memcg: &MemCgroup<F, P>,
         cpu: usize,
         nr_pages: u64,
     ) -> u64 {
@@ -239,7 +239,7 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
             let start = iter.position.load(Ordering::Relaxed) as usize % subtree.len();
             for k in 0..subtree.len() {
                 let idx = (start + k) % subtree.len();
-                let victim: &MemcgRef<'_, R, P, G> = &subtree[idx];
+                let victim: &MemcgRef<'_, F, P, G> = &subtree[idx];
                 reclaimed += self
                     .lru
                     .shrink_lruvec(victim, node, cpu, target - reclaimed);
@@ -255,7 +255,7 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
     }
 }
 
-impl<'t, R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgRef<'t, R, P, G> {
+impl<'t, F: LockFamily, P: MemCgroupPerNode, G: RcuPoll> MemcgRef<'t, F, P, G> {
     /// [`MemcgTree::try_charge`] on this memcg.
     pub fn try_charge(&self, cpu: usize, nr_pages: u64) -> Result<(), MemcgError> {
         self.tree.try_charge(self, cpu, nr_pages)
@@ -277,7 +277,7 @@ impl<'t, R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgRef<'t, R, P, G> {
     }
 
     /// Creates a child memcg.
-    pub fn create_child(&self) -> Result<MemcgRef<'t, R, P, G>, MemcgError> {
+    pub fn create_child(&self) -> Result<MemcgRef<'t, F, P, G>, MemcgError> {
         self.tree.create_under(self.id())
     }
 

@@ -22,9 +22,10 @@
 //! - [`rcu`]: the grace-period source ([`RcuPoll`]) with a manual one for tests and an
 //!   adapter for `lru`'s QSBR RCU.
 //!
-//! Nothing here knows about x86: CPU ids and counts, node counts, the lock type
-//! (`lock_api::RawMutex`) and the RCU grace-period source come in as parameters, so the
-//! same code runs in the kernel and, with threads standing in for CPUs, in host tests.
+//! Nothing here knows about x86: CPU ids and counts, node counts, the lock family
+//! ([`ksync::LockFamily`]: every lock is `F::Lock<Class>`, ksync's ticket lock in the kernel
+//! and on the host) and the RCU grace-period source come in as parameters, so the same
+//! code runs in the kernel and, with threads standing in for CPUs, in host tests.
 #![cfg_attr(not(test), no_std)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
@@ -37,7 +38,6 @@ pub mod error;
 pub mod lru_glue;
 pub mod memcontrol;
 pub mod page_counter;
-pub mod percpu;
 pub mod pn;
 pub mod rcu;
 pub mod stats;

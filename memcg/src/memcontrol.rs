@@ -20,7 +20,7 @@ use crate::stock::StockTarget;
 use crate::sync::{AtomicBool, AtomicUsize, Ordering};
 use alloc::boxed::Box;
 use core::ptr::NonNull;
-use lock_api::RawMutex;
+use ksync::LockFamily;
 
 /// Reference count and online state (`struct cgroup_subsys_state`).
 #[derive(Debug)]
@@ -31,24 +31,24 @@ pub(crate) struct Css {
 
 /// A memory cgroup.
 #[repr(C)]
-pub struct MemCgroup<R: RawMutex, P: MemCgroupPerNode> {
+pub struct MemCgroup<F: LockFamily, P: MemCgroupPerNode> {
     /// `memory.max` / `memory.current`: usage alone on its line.
     pub(crate) memory: PageCounter,
     pub(crate) css: Css,
     pub(crate) id: MemcgId,
-    pub(crate) parent: Option<NonNull<MemCgroup<R, P>>>,
+    pub(crate) parent: Option<NonNull<MemCgroup<F, P>>>,
     pub(crate) vmstats: MemcgVmstats,
     pub(crate) nodeinfo: Box<[PnBox<P>]>,
-    _lock: core::marker::PhantomData<R>,
+    _lock: core::marker::PhantomData<F>,
 }
 
 // SAFETY: all shared mutable state is atomic or behind `R` locks inside the lruvecs; the raw
 // parent pointer is kept valid by the reference the child holds on its parent.
-unsafe impl<R: RawMutex + Send + Sync, P: MemCgroupPerNode> Send for MemCgroup<R, P> {}
+unsafe impl<F: LockFamily, P: MemCgroupPerNode> Send for MemCgroup<F, P> {}
 // SAFETY: as above.
-unsafe impl<R: RawMutex + Send + Sync, P: MemCgroupPerNode> Sync for MemCgroup<R, P> {}
+unsafe impl<F: LockFamily, P: MemCgroupPerNode> Sync for MemCgroup<F, P> {}
 
-impl<R: RawMutex, P: MemCgroupPerNode> core::fmt::Debug for MemCgroup<R, P> {
+impl<F: LockFamily, P: MemCgroupPerNode> core::fmt::Debug for MemCgroup<F, P> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("MemCgroup")
             .field("id", &self.id)
@@ -59,7 +59,7 @@ impl<R: RawMutex, P: MemCgroupPerNode> core::fmt::Debug for MemCgroup<R, P> {
     }
 }
 
-impl<R: RawMutex, P: MemCgroupPerNode> MemCgroup<R, P> {
+impl<F: LockFamily, P: MemCgroupPerNode> MemCgroup<F, P> {
     /// Allocates a memcg with its per-node info. The caller links it into the tree.
     ///
     /// # Safety
@@ -265,7 +265,7 @@ impl<R: RawMutex, P: MemCgroupPerNode> MemCgroup<R, P> {
 
 // SAFETY: `css_get` pins the memcg: the tree frees a memcg only when its count is zero, so
 // it stays alive and in place (it is boxed) until the matching `css_put`.
-unsafe impl<R: RawMutex, P: MemCgroupPerNode> StockTarget for MemCgroup<R, P> {
+unsafe impl<F: LockFamily, P: MemCgroupPerNode> StockTarget for MemCgroup<F, P> {
     fn page_counter(&self) -> &PageCounter {
         &self.memory
     }
@@ -283,12 +283,12 @@ unsafe impl<R: RawMutex, P: MemCgroupPerNode> StockTarget for MemCgroup<R, P> {
 /// A lruvec reached through its memcg (`mem_cgroup_lruvec()`), for the stat update path
 /// that goes through the lruvec. It can only be made from a `mem_cgroup_per_node`, which is
 /// what makes the `container_of` in [`MemcgLruvec::mod_state`] sound.
-pub struct MemcgLruvec<'a, R: RawMutex, P: MemCgroupPerNode> {
+pub struct MemcgLruvec<'a, F: LockFamily, P: MemCgroupPerNode> {
     lruvec: &'a P::Lruvec,
-    _memcg: core::marker::PhantomData<&'a MemCgroup<R, P>>,
+    _memcg: core::marker::PhantomData<&'a MemCgroup<F, P>>,
 }
 
-impl<R: RawMutex, P: MemCgroupPerNode> core::fmt::Debug for MemcgLruvec<'_, R, P> {
+impl<F: LockFamily, P: MemCgroupPerNode> core::fmt::Debug for MemcgLruvec<'_, F, P> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("MemcgLruvec")
             .field("node", &self.lruvec.node_id())
@@ -296,7 +296,7 @@ impl<R: RawMutex, P: MemCgroupPerNode> core::fmt::Debug for MemcgLruvec<'_, R, P
     }
 }
 
-impl<'a, R: RawMutex, P: MemCgroupPerNode> MemcgLruvec<'a, R, P> {
+impl<'a, F: LockFamily, P: MemCgroupPerNode> MemcgLruvec<'a, F, P> {
     /// The lruvec.
     #[inline]
     pub fn lruvec(&self) -> &'a P::Lruvec {
@@ -312,9 +312,9 @@ impl<'a, R: RawMutex, P: MemCgroupPerNode> MemcgLruvec<'a, R, P> {
         // field of a live `P`, borrowed for 'a.
         let pn = unsafe { P::from_lruvec(self.lruvec) };
         let rm = pn.read_mostly();
-        // SAFETY: `memcg` is the back pointer set at allocation to the `MemCgroup<R, P>` that
+        // SAFETY: `memcg` is the back pointer set at allocation to the `MemCgroup<F, P>` that
         // owns `pn`; that memcg outlives the borrow 'a this handle was made from.
-        let memcg = unsafe { rm.memcg.cast::<MemCgroup<R, P>>().as_ref() };
+        let memcg = unsafe { rm.memcg.cast::<MemCgroup<F, P>>().as_ref() };
         if node != rm.node() {
             return Err(MemcgError::InvalidNode {
                 node,
@@ -325,9 +325,9 @@ impl<'a, R: RawMutex, P: MemCgroupPerNode> MemcgLruvec<'a, R, P> {
     }
 }
 
-impl<R: RawMutex, P: MemCgroupPerNode> MemCgroup<R, P> {
+impl<F: LockFamily, P: MemCgroupPerNode> MemCgroup<F, P> {
     /// The lruvec of `node` as a handle for the through-the-lruvec stat path.
-    pub fn lruvec_ref(&self, node: usize) -> Result<MemcgLruvec<'_, R, P>, MemcgError> {
+    pub fn lruvec_ref(&self, node: usize) -> Result<MemcgLruvec<'_, F, P>, MemcgError> {
         Ok(MemcgLruvec {
             lruvec: self.lruvec(node)?,
             _memcg: core::marker::PhantomData,

@@ -7,6 +7,8 @@
 //! unlink. The kernel plugs in `lru`'s QSBR domain; host tests use [`ManualRcu`].
 
 use crate::sync::{AtomicU64, Ordering};
+#[cfg(not(loom))]
+use ksync::LockFamily;
 
 /// A polled RCU grace-period source.
 ///
@@ -78,16 +80,16 @@ unsafe impl RcuPoll for ManualRcu {
 /// `lru::Rcu` has no `get_state_synchronize_rcu()` / `poll_state_synchronize_rcu()` of its
 /// own; with those this adapter would not need the callbacks.
 #[cfg(not(loom))]
-pub struct QsbrPoll<'a, R: lock_api::RawMutex> {
-    rcu: &'a lru::Rcu<R>,
+pub struct QsbrPoll<'a, F: LockFamily> {
+    rcu: &'a lru::Rcu<F>,
     next: AtomicU64,
     done: alloc::sync::Arc<AtomicU64>,
 }
 
 #[cfg(not(loom))]
-impl<'a, R: lock_api::RawMutex> QsbrPoll<'a, R> {
+impl<'a, F: LockFamily> QsbrPoll<'a, F> {
     /// Polls grace periods of `rcu`.
-    pub fn new(rcu: &'a lru::Rcu<R>) -> Self {
+    pub fn new(rcu: &'a lru::Rcu<F>) -> Self {
         Self {
             rcu,
             next: AtomicU64::new(0),
@@ -96,13 +98,13 @@ impl<'a, R: lock_api::RawMutex> QsbrPoll<'a, R> {
     }
 
     /// The RCU domain.
-    pub fn rcu(&self) -> &'a lru::Rcu<R> {
+    pub fn rcu(&self) -> &'a lru::Rcu<F> {
         self.rcu
     }
 }
 
 #[cfg(not(loom))]
-impl<R: lock_api::RawMutex> core::fmt::Debug for QsbrPoll<'_, R> {
+impl<F: LockFamily> core::fmt::Debug for QsbrPoll<'_, F> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("QsbrPoll")
             .field("issued", &self.next.load(Ordering::Relaxed))
@@ -117,7 +119,7 @@ impl<R: lock_api::RawMutex> core::fmt::Debug for QsbrPoll<'_, R> {
 // order (their grace periods never decrease), so `done >= c` implies cookie `c`'s own
 // callback has run.
 #[cfg(not(loom))]
-unsafe impl<R: lock_api::RawMutex + Sync> RcuPoll for QsbrPoll<'_, R> {
+unsafe impl<F: LockFamily> RcuPoll for QsbrPoll<'_, F> {
     fn get_state_synchronize_rcu(&self) -> u64 {
         let cookie = self.next.fetch_add(1, Ordering::SeqCst) + 1;
         let done = self.done.clone();

@@ -15,9 +15,9 @@
 //! totals, and leaves it in the parent's `pending` so the parent's hierarchical total picks it
 //! up when the parent is flushed. Flushes are serialised by the caller (Linux's rstat lock).
 
-use crate::percpu::PerCpu;
 use crate::stock::MEMCG_CHARGE_BATCH;
 use crate::sync::{AtomicI64, AtomicU64, Ordering};
+use ksync::PerCpu;
 
 /// Per-node (lruvec) state items (`enum node_stat_item`, the part memcg tracks).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -245,11 +245,11 @@ pub(crate) fn lruvec_stats_add(
     val: i64,
 ) -> bool {
     match pcp.get(cpu) {
-        Ok(c) => {
+        Some(c) => {
             c.add(item as usize, val);
             true
         }
-        Err(_) => false,
+        None => false,
     }
 }
 
@@ -323,11 +323,11 @@ impl MemcgVmstats {
     #[inline]
     pub(crate) fn add(&self, cpu: usize, idx: usize, val: i64) -> bool {
         match self.pcp.get(cpu) {
-            Ok(c) => {
+            Some(c) => {
                 c.counters.add(idx, val);
                 true
             }
-            Err(_) => false,
+            None => false,
         }
     }
 
@@ -361,7 +361,7 @@ impl MemcgVmstats {
         if self.needs_flush() {
             return false;
         }
-        let Ok(statc) = self.pcp.get(cpu) else {
+        let Some(statc) = self.pcp.get(cpu) else {
             return false;
         };
         let n = statc.stats_updates.load(Ordering::Relaxed) + val.unsigned_abs();

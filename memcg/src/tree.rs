@@ -21,7 +21,10 @@ use crate::stock::ChargeStocks;
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::ptr::NonNull;
-use lock_api::{Mutex, RawMutex};
+use ksync::LockFamily;
+use ksync::class::std_classes::{MemcgTreeLock, RstatLock};
+use lock_api::Mutex;
+use lru::sync::Lock;
 
 /// Largest number of memcgs an id can name (`MEM_CGROUP_ID_MAX` + 1; ids are 16-bit, the
 /// width `lru`'s folios store).
@@ -66,30 +69,30 @@ impl MemcgConfig {
     }
 }
 
-struct Slot<R: RawMutex, P: MemCgroupPerNode> {
-    memcg: NonNull<MemCgroup<R, P>>,
+struct Slot<F: LockFamily, P: MemCgroupPerNode> {
+    memcg: NonNull<MemCgroup<F, P>>,
     children: Vec<MemcgId>,
 }
 
-struct TreeInner<R: RawMutex, P: MemCgroupPerNode> {
-    slots: Vec<Option<Slot<R, P>>>,
+struct TreeInner<F: LockFamily, P: MemCgroupPerNode> {
+    slots: Vec<Option<Slot<F, P>>>,
     free_ids: Vec<MemcgId>,
     /// Offline memcgs still linked (they keep their id until unreferenced and uncharged).
     zombies: Vec<MemcgId>,
     /// Unlinked memcgs waiting for their grace period, with its cookie.
-    dying: Vec<(NonNull<MemCgroup<R, P>>, u64)>,
+    dying: Vec<(NonNull<MemCgroup<F, P>>, u64)>,
     nr_linked: usize,
 }
 
 // SAFETY: the raw pointers are owned memcgs, which are Send + Sync when R is.
-unsafe impl<R: RawMutex + Send + Sync, P: MemCgroupPerNode> Send for TreeInner<R, P> {}
+unsafe impl<F: LockFamily, P: MemCgroupPerNode> Send for TreeInner<F, P> {}
 
-impl<R: RawMutex, P: MemCgroupPerNode> TreeInner<R, P> {
-    fn slot(&self, id: MemcgId) -> Option<&Slot<R, P>> {
+impl<F: LockFamily, P: MemCgroupPerNode> TreeInner<F, P> {
+    fn slot(&self, id: MemcgId) -> Option<&Slot<F, P>> {
         self.slots.get(id as usize).and_then(|s| s.as_ref())
     }
 
-    fn slot_mut(&mut self, id: MemcgId) -> Option<&mut Slot<R, P>> {
+    fn slot_mut(&mut self, id: MemcgId) -> Option<&mut Slot<F, P>> {
         self.slots.get_mut(id as usize).and_then(|s| s.as_mut())
     }
 
@@ -109,29 +112,23 @@ impl<R: RawMutex, P: MemCgroupPerNode> TreeInner<R, P> {
 
 /// The memcg hierarchy and everything shared by its memcgs (charge stocks, flush lock,
 /// grace-period source).
-pub struct MemcgTree<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> {
+pub struct MemcgTree<F: LockFamily, P: MemCgroupPerNode, G: RcuPoll> {
     config: MemcgConfig,
-    inner: Mutex<R, TreeInner<R, P>>,
+    inner: Mutex<Lock<F, MemcgTreeLock>, TreeInner<F, P>>,
     /// Serialises stat flushes (Linux's rstat lock).
-    flush_lock: Mutex<R, ()>,
-    pub(crate) stocks: ChargeStocks<R, MemCgroup<R, P>>,
-    pub(crate) lru: crate::lru_glue::TreeLru<R, P::Lruvec>,
+    flush_lock: Mutex<Lock<F, RstatLock>, ()>,
+    pub(crate) stocks: ChargeStocks<F, MemCgroup<F, P>>,
+    pub(crate) lru: crate::lru_glue::TreeLru<F, P::Lruvec>,
     rcu: G,
-    root: NonNull<MemCgroup<R, P>>,
+    root: NonNull<MemCgroup<F, P>>,
 }
 
 // SAFETY: all shared state is behind `R` locks or atomic; memcgs are Send + Sync.
-unsafe impl<R: RawMutex + Send + Sync, P: MemCgroupPerNode, G: RcuPoll + Send> Send
-    for MemcgTree<R, P, G>
-{
-}
+unsafe impl<F: LockFamily, P: MemCgroupPerNode, G: RcuPoll + Send> Send for MemcgTree<F, P, G> {}
 // SAFETY: as above.
-unsafe impl<R: RawMutex + Send + Sync, P: MemCgroupPerNode, G: RcuPoll> Sync
-    for MemcgTree<R, P, G>
-{
-}
+unsafe impl<F: LockFamily, P: MemCgroupPerNode, G: RcuPoll> Sync for MemcgTree<F, P, G> {}
 
-impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> core::fmt::Debug for MemcgTree<R, P, G> {
+impl<F: LockFamily, P: MemCgroupPerNode, G: RcuPoll> core::fmt::Debug for MemcgTree<F, P, G> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("MemcgTree")
             .field("config", &self.config)
@@ -140,17 +137,17 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> core::fmt::Debug for MemcgTre
     }
 }
 
-impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
+impl<F: LockFamily, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<F, P, G> {
     /// A tree holding only the root memcg (id 0, no limit).
     pub fn new(
         config: MemcgConfig,
         rcu: G,
-        lru: crate::lru_glue::TreeLru<R, P::Lruvec>,
+        lru: crate::lru_glue::TreeLru<F, P::Lruvec>,
     ) -> Result<Self, MemcgError> {
         config.validate()?;
         // SAFETY: the root has no parent.
         let root = unsafe {
-            MemCgroup::<R, P>::alloc(
+            MemCgroup::<F, P>::alloc(
                 0,
                 None,
                 config.nr_cpus,
@@ -190,12 +187,12 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
     }
 
     /// The `lru` side: memcg FIFOs, folio free hook, LRU add/del helpers.
-    pub fn lru(&self) -> &crate::lru_glue::TreeLru<R, P::Lruvec> {
+    pub fn lru(&self) -> &crate::lru_glue::TreeLru<F, P::Lruvec> {
         &self.lru
     }
 
     /// The charge stocks (for inspection and explicit drains).
-    pub fn stocks(&self) -> &ChargeStocks<R, MemCgroup<R, P>> {
+    pub fn stocks(&self) -> &ChargeStocks<F, MemCgroup<F, P>> {
         &self.stocks
     }
 
@@ -205,7 +202,7 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
     }
 
     /// The root memcg.
-    pub fn root(&self) -> MemcgRef<'_, R, P, G> {
+    pub fn root(&self) -> MemcgRef<'_, F, P, G> {
         // SAFETY: the root is never freed before the tree; the new handle takes a reference.
         let root = unsafe { self.root.as_ref() };
         root.css_get();
@@ -233,13 +230,13 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
     /// Creates a memcg under `parent` (`mkdir`).
     pub fn create(
         &self,
-        parent: &MemcgRef<'_, R, P, G>,
-    ) -> Result<MemcgRef<'_, R, P, G>, MemcgError> {
+        parent: &MemcgRef<'_, F, P, G>,
+    ) -> Result<MemcgRef<'_, F, P, G>, MemcgError> {
         self.create_under(parent.id())
     }
 
     /// Creates a memcg under the memcg with id `parent`.
-    pub fn create_under(&self, parent: MemcgId) -> Result<MemcgRef<'_, R, P, G>, MemcgError> {
+    pub fn create_under(&self, parent: MemcgId) -> Result<MemcgRef<'_, F, P, G>, MemcgError> {
         let mut inner = self.inner.lock();
         let pslot = inner
             .slot(parent)
@@ -305,7 +302,7 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
     }
 
     /// Looks up an online memcg by id (`mem_cgroup_from_id()` + `css_tryget_online()`).
-    pub fn lookup(&self, id: MemcgId) -> Result<MemcgRef<'_, R, P, G>, MemcgError> {
+    pub fn lookup(&self, id: MemcgId) -> Result<MemcgRef<'_, F, P, G>, MemcgError> {
         let inner = self.inner.lock();
         let slot = inner.slot(id).ok_or(MemcgError::NoSuchMemcg { id })?;
         // SAFETY: linked memcgs are alive while the tree lock is held.
@@ -324,7 +321,7 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
     /// uncharge of a folio that names its memcg by id needs. A zombie whose count already
     /// dropped to zero may be taken again: only the reaper acts on a zero count, and it does
     /// so under the tree lock held here, so it cannot unlink the memcg meanwhile.
-    pub fn lookup_any(&self, id: MemcgId) -> Result<MemcgRef<'_, R, P, G>, MemcgError> {
+    pub fn lookup_any(&self, id: MemcgId) -> Result<MemcgRef<'_, F, P, G>, MemcgError> {
         let inner = self.inner.lock();
         let slot = inner.slot(id).ok_or(MemcgError::NoSuchMemcg { id })?;
         // SAFETY: linked memcgs are alive while the tree lock is held.
@@ -385,7 +382,7 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
     }
 
     /// Moves `m`'s LRU folios and their charges to its parent.
-    fn reparent(&self, m: &MemCgroup<R, P>, cpu: usize) {
+    fn reparent(&self, m: &MemCgroup<F, P>, cpu: usize) {
         if let Some(parent) = m.parent() {
             for node in 0..m.nr_nodes() {
                 self.lru.reparent_node(m, parent, node, cpu);
@@ -468,7 +465,7 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
     }
 
     /// Folds one memcg's per-CPU deltas into its totals and its parent's pending.
-    fn flush_one(&self, m: &MemCgroup<R, P>) {
+    fn flush_one(&self, m: &MemCgroup<F, P>) {
         let parent = m.parent();
         m.vmstats.flush(parent.map(|p| &p.vmstats));
         for node in 0..m.nr_nodes() {
@@ -485,7 +482,7 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
     /// Flushes the statistics of `memcg`'s subtree, children first
     /// (`mem_cgroup_flush_stats()` without the threshold check). Totals of `memcg` and every
     /// descendant are exact afterwards for updates that finished before the call.
-    pub fn flush_stats(&self, memcg: &MemCgroup<R, P>) {
+    pub fn flush_stats(&self, memcg: &MemCgroup<F, P>) {
         let _flush = self.flush_lock.lock();
         let inner = self.inner.lock();
         let mut ids = Vec::new();
@@ -500,7 +497,7 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
 
     /// Flushes `memcg`'s subtree only if more than `MEMCG_CHARGE_BATCH * nr_cpus` updates
     /// are pending (`mem_cgroup_flush_stats()`). Returns whether it flushed.
-    pub fn flush_stats_if_needed(&self, memcg: &MemCgroup<R, P>) -> bool {
+    pub fn flush_stats_if_needed(&self, memcg: &MemCgroup<F, P>) -> bool {
         if memcg.vmstats.needs_flush() {
             self.flush_stats(memcg);
             true
@@ -511,7 +508,7 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
 
     /// The linked memcgs of `memcg`'s subtree (zombies included: reclaim empties them too),
     /// pre-order, each with a reference.
-    pub(crate) fn subtree_refs(&self, memcg: &MemCgroup<R, P>) -> Vec<MemcgRef<'_, R, P, G>> {
+    pub(crate) fn subtree_refs(&self, memcg: &MemCgroup<F, P>) -> Vec<MemcgRef<'_, F, P, G>> {
         let inner = self.inner.lock();
         let mut ids = Vec::new();
         inner.subtree(memcg.id(), &mut ids);
@@ -530,13 +527,13 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
     }
 }
 
-impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> Drop for MemcgTree<R, P, G> {
+impl<F: LockFamily, P: MemCgroupPerNode, G: RcuPoll> Drop for MemcgTree<F, P, G> {
     fn drop(&mut self) {
         // No handle outlives the tree (they borrow it), so only the tree's own references,
         // the stocks' and the children's remain.
         self.stocks.drain_all(|_| true);
         let inner = self.inner.get_mut();
-        let mut all: Vec<NonNull<MemCgroup<R, P>>> =
+        let mut all: Vec<NonNull<MemCgroup<F, P>>> =
             inner.slots.iter().flatten().map(|s| s.memcg).collect();
         all.extend(inner.dying.iter().map(|&(p, _)| p));
         for ptr in &all {
@@ -552,39 +549,33 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> Drop for MemcgTree<R, P, G> {
 }
 
 /// A counted reference to a memcg (`css_get()` on creation and clone, `css_put()` on drop).
-pub struct MemcgRef<'t, R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> {
-    pub(crate) tree: &'t MemcgTree<R, P, G>,
-    pub(crate) memcg: NonNull<MemCgroup<R, P>>,
+pub struct MemcgRef<'t, F: LockFamily, P: MemCgroupPerNode, G: RcuPoll> {
+    pub(crate) tree: &'t MemcgTree<F, P, G>,
+    pub(crate) memcg: NonNull<MemCgroup<F, P>>,
 }
 
 // SAFETY: a handle is a shared reference to the tree plus a counted reference to a memcg;
 // both may be used from any thread when the tree and its memcgs are Sync.
-unsafe impl<R: RawMutex + Send + Sync, P: MemCgroupPerNode, G: RcuPoll> Send
-    for MemcgRef<'_, R, P, G>
-{
-}
+unsafe impl<F: LockFamily, P: MemCgroupPerNode, G: RcuPoll> Send for MemcgRef<'_, F, P, G> {}
 // SAFETY: as above; `&MemcgRef` only gives `&MemCgroup`.
-unsafe impl<R: RawMutex + Send + Sync, P: MemCgroupPerNode, G: RcuPoll> Sync
-    for MemcgRef<'_, R, P, G>
-{
-}
+unsafe impl<F: LockFamily, P: MemCgroupPerNode, G: RcuPoll> Sync for MemcgRef<'_, F, P, G> {}
 
-impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgRef<'_, R, P, G> {
+impl<F: LockFamily, P: MemCgroupPerNode, G: RcuPoll> MemcgRef<'_, F, P, G> {
     /// The tree this memcg belongs to.
-    pub fn tree(&self) -> &MemcgTree<R, P, G> {
+    pub fn tree(&self) -> &MemcgTree<F, P, G> {
         self.tree
     }
 }
 
-impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> core::ops::Deref for MemcgRef<'_, R, P, G> {
-    type Target = MemCgroup<R, P>;
-    fn deref(&self) -> &MemCgroup<R, P> {
+impl<F: LockFamily, P: MemCgroupPerNode, G: RcuPoll> core::ops::Deref for MemcgRef<'_, F, P, G> {
+    type Target = MemCgroup<F, P>;
+    fn deref(&self) -> &MemCgroup<F, P> {
         // SAFETY: the handle holds a reference, so the memcg is not freed.
         unsafe { self.memcg.as_ref() }
     }
 }
 
-impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> Clone for MemcgRef<'_, R, P, G> {
+impl<F: LockFamily, P: MemCgroupPerNode, G: RcuPoll> Clone for MemcgRef<'_, F, P, G> {
     fn clone(&self) -> Self {
         self.css_get();
         Self {
@@ -594,13 +585,13 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> Clone for MemcgRef<'_, R, P, 
     }
 }
 
-impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> Drop for MemcgRef<'_, R, P, G> {
+impl<F: LockFamily, P: MemCgroupPerNode, G: RcuPoll> Drop for MemcgRef<'_, F, P, G> {
     fn drop(&mut self) {
         self.css_put();
     }
 }
 
-impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> core::fmt::Debug for MemcgRef<'_, R, P, G> {
+impl<F: LockFamily, P: MemCgroupPerNode, G: RcuPoll> core::fmt::Debug for MemcgRef<'_, F, P, G> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         core::fmt::Debug::fmt(&**self, f)
     }

@@ -299,7 +299,7 @@ fn id_space_exhaustion_is_an_error() {
 fn qsbr_grace_period_gates_the_free() {
     use memcg::rcu::QsbrPoll;
     use memcg::{MemcgConfig, MemcgTree, TreeLru};
-    let rcu = lru::Rcu::<lru::sync::RawSpinlock>::new(2);
+    let rcu = lru::Rcu::<ksync::Ticket>::new(2);
     rcu.online(0).unwrap();
     rcu.online(1).unwrap();
     let lru = TreeLru::new(1, lru::TailMode::Cached, true, Box::new(|_, _, _| {}));

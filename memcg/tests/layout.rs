@@ -4,7 +4,7 @@
 
 mod common;
 
-use lru::sync::RawSpinlock;
+use ksync::Ticket;
 use lru::{LruGenFolioBase, LruGenFolioGrouped, Lruvec};
 use memcg::pn::layout::{pn_base_fields, pn_paired_fields, read_mostly_partner, report};
 use memcg::pn::{PnPlacement, assert_pn_layouts};
@@ -43,10 +43,10 @@ fn report_prints_both_layouts_and_their_pairing() {
 #[test]
 fn field_tables_match_the_assertions() {
     // Compiled for both lru_gen_folio layouts (a failing pairing is a compile error).
-    const _: () = assert_pn_layouts::<Lruvec<RawSpinlock, LruGenFolioGrouped>>();
-    const _: () = assert_pn_layouts::<Lruvec<RawSpinlock, LruGenFolioBase>>();
-    let base = pn_base_fields::<RawSpinlock, LruGenFolioGrouped>();
-    let paired = pn_paired_fields::<RawSpinlock, LruGenFolioGrouped>();
+    const _: () = assert_pn_layouts::<Lruvec<Ticket, LruGenFolioGrouped>>();
+    const _: () = assert_pn_layouts::<Lruvec<Ticket, LruGenFolioBase>>();
+    let base = pn_base_fields::<Ticket, LruGenFolioGrouped>();
+    let paired = pn_paired_fields::<Ticket, LruGenFolioGrouped>();
     for fields in [&base, &paired] {
         let rm: Vec<_> = fields.iter().filter(|f| f.group == "read_mostly").collect();
         assert_eq!(rm.len(), 5);
@@ -63,7 +63,7 @@ fn field_tables_match_the_assertions() {
     assert_eq!(read_mostly_partner(&base, 0).1, "lruvec");
     assert_eq!(read_mostly_partner(&paired, 0).1, "cold");
     assert_eq!(read_mostly_partner(&paired, 64).1, "outside");
-    type PnBase = MemCgroupPerNodeBase<Lruvec<RawSpinlock, LruGenFolioGrouped>>;
+    type PnBase = MemCgroupPerNodeBase<Lruvec<Ticket, LruGenFolioGrouped>>;
     assert_eq!(<PnBase as MemCgroupPerNode>::LRUVEC_OFFSET, 64);
     assert_eq!(
         <common::Pn as MemCgroupPerNode>::LRUVEC_OFFSET,

@@ -6,12 +6,12 @@ mod loom_support;
 
 use loom::sync::Arc;
 use loom::thread;
-use loom_support::LoomRawMutex;
+use loom_support::Loom;
 use lru::{LruGenFolioGrouped, Lruvec, TailMode};
 use memcg::{ManualRcu, MemCgroupPerNodePaired, MemcgConfig, MemcgTree, TreeLru};
 
-type Pn = MemCgroupPerNodePaired<Lruvec<LoomRawMutex, LruGenFolioGrouped>>;
-type Tree = MemcgTree<LoomRawMutex, Pn, ManualRcu>;
+type Pn = MemCgroupPerNodePaired<Lruvec<Loom, LruGenFolioGrouped>>;
+type Tree = MemcgTree<Loom, Pn, ManualRcu>;
 
 fn tree() -> Tree {
     let lru = TreeLru::new(1, TailMode::Cached, false, Box::new(|_, _, _| {}));

@@ -14,18 +14,21 @@ use crate::folio::{Folio, FolioFlags, LRU_GEN_ANON, NO_SLOT, Zone};
 use crate::list::FolioList;
 use crate::lru_gen::{GenFolioLists, LruGenFolio, MAX_NR_GENS, MIN_NR_GENS, lru_gen_from_seq};
 use crate::lru_gen_folio::LruGenFolioGrouped;
+use crate::sync::Lock;
 use crate::sync::atomic::Ordering;
 use core::marker::PhantomData;
 use core::ptr;
+use ksync::LockFamily;
+use ksync::class::std_classes::LruLock;
 use lock_api::RawMutex;
 
 /// The lruvec's lru_lock, held. All list changes go through it.
-pub struct LruvecGuard<'a, R: RawMutex, G: LruGenFolio = LruGenFolioGrouped> {
-    pub(super) lruvec: &'a Lruvec<R, G>,
-    pub(super) _marker: PhantomData<R::GuardMarker>,
+pub struct LruvecGuard<'a, F: LockFamily, G: LruGenFolio = LruGenFolioGrouped> {
+    pub(super) lruvec: &'a Lruvec<F, G>,
+    pub(super) _marker: PhantomData<<Lock<F, LruLock> as RawMutex>::GuardMarker>,
 }
 
-impl<R: RawMutex, G: LruGenFolio> Drop for LruvecGuard<'_, R, G> {
+impl<F: LockFamily, G: LruGenFolio> Drop for LruvecGuard<'_, F, G> {
     fn drop(&mut self) {
         // SAFETY: a guard exists only after `lru_lock.lock()`/`try_lock()` succeeded, and it
         // is dropped exactly once.
@@ -33,7 +36,7 @@ impl<R: RawMutex, G: LruGenFolio> Drop for LruvecGuard<'_, R, G> {
     }
 }
 
-impl<R: RawMutex, G: LruGenFolio> core::fmt::Debug for LruvecGuard<'_, R, G> {
+impl<F: LockFamily, G: LruGenFolio> core::fmt::Debug for LruvecGuard<'_, F, G> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("LruvecGuard")
             .field("lruvec", self.lruvec)
@@ -41,10 +44,10 @@ impl<R: RawMutex, G: LruGenFolio> core::fmt::Debug for LruvecGuard<'_, R, G> {
     }
 }
 
-impl<'a, R: RawMutex, G: LruGenFolio> LruvecGuard<'a, R, G> {
+impl<'a, F: LockFamily, G: LruGenFolio> LruvecGuard<'a, F, G> {
     /// The locked lruvec.
     #[must_use]
-    pub fn lruvec(&self) -> &'a Lruvec<R, G> {
+    pub fn lruvec(&self) -> &'a Lruvec<F, G> {
         self.lruvec
     }
 
@@ -331,7 +334,7 @@ impl<'a, R: RawMutex, G: LruGenFolio> LruvecGuard<'a, R, G> {
     }
 }
 
-impl<R: RawMutex, G: LruGenFolio> LruvecGuard<'_, R, G> {
+impl<F: LockFamily, G: LruGenFolio> LruvecGuard<'_, F, G> {
     /// The tail (next to reclaim) of classic list `lru`, if any.
     pub(crate) fn lru_tail(&mut self, lru: LruList) -> Option<&'static Folio> {
         self.classic_lists()[lru.idx()].back().clone_pointer()
@@ -355,10 +358,10 @@ fn for_each_static(list: &FolioList, f: &mut impl FnMut(&'static Folio)) {
 
 /// Keep `guard` if it already locks `lruvec`, otherwise drop it and lock `lruvec`
 /// (`folio_lruvec_relock_irq`: consecutive folios of one lruvec share one lock hold).
-pub fn lruvec_relock<'a, R: RawMutex, G: LruGenFolio>(
-    guard: Option<LruvecGuard<'a, R, G>>,
-    lruvec: &'a Lruvec<R, G>,
-) -> LruvecGuard<'a, R, G> {
+pub fn lruvec_relock<'a, F: LockFamily, G: LruGenFolio>(
+    guard: Option<LruvecGuard<'a, F, G>>,
+    lruvec: &'a Lruvec<F, G>,
+) -> LruvecGuard<'a, F, G> {
     match guard {
         Some(g) if ptr::eq(g.lruvec, lruvec) => g,
         other => {
@@ -370,17 +373,17 @@ pub fn lruvec_relock<'a, R: RawMutex, G: LruGenFolio>(
 
 /// How the caller finds a folio's lruvec (`folio_lruvec`: memcg from the folio, then
 /// `mem_cgroup_lruvec(memcg, folio_pgdat(folio))`). Implemented by the memcg crate.
-pub trait LruvecLookup<R: RawMutex, G: LruGenFolio = LruGenFolioGrouped> {
+pub trait LruvecLookup<F: LockFamily, G: LruGenFolio = LruGenFolioGrouped> {
     /// The lruvec of `folio`'s memcg and node, if that memcg exists.
-    fn folio_lruvec(&self, folio: &Folio) -> Option<&Lruvec<R, G>>;
+    fn folio_lruvec(&self, folio: &Folio) -> Option<&Lruvec<F, G>>;
 }
 
 /// [`lruvec_relock`] for the lruvec of `folio` (`folio_lruvec_relock_irq`).
-pub fn folio_lruvec_relock<'a, R: RawMutex, G: LruGenFolio, L: LruvecLookup<R, G> + ?Sized>(
-    guard: Option<LruvecGuard<'a, R, G>>,
+pub fn folio_lruvec_relock<'a, F: LockFamily, G: LruGenFolio, L: LruvecLookup<F, G> + ?Sized>(
+    guard: Option<LruvecGuard<'a, F, G>>,
     folio: &Folio,
     lookup: &'a L,
-) -> Result<LruvecGuard<'a, R, G>, LruError> {
+) -> Result<LruvecGuard<'a, F, G>, LruError> {
     let lruvec = lookup.folio_lruvec(folio).ok_or(LruError::WrongLruvec)?;
     Ok(lruvec_relock(guard, lruvec))
 }

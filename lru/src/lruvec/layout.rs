@@ -7,28 +7,28 @@
 use super::Lruvec;
 use crate::layout::{FieldDesc, StructLayout};
 use crate::lru_gen::LruGenFolio;
-use lock_api::RawMutex;
+use ksync::LockFamily;
 
-/// The pahole table of `Lruvec<R, G>`.
-pub fn lruvec_fields<R: RawMutex, G: LruGenFolio>() -> [FieldDesc; 8] {
-    type L<R, G> = Lruvec<R, G>;
+/// The pahole table of `Lruvec<F, G>`.
+pub fn lruvec_fields<F: LockFamily, G: LruGenFolio>() -> [FieldDesc; 8] {
+    type L<F, G> = Lruvec<F, G>;
     [
-        crate::layout_field!(L<R, G>, "lists", lists),
-        crate::layout_field!(L<R, G>, "lists", lru_lock),
-        crate::layout_field!(L<R, G>, "lists", id),
-        crate::layout_field!(L<R, G>, "lists", memcg_id),
-        crate::layout_field!(L<R, G>, "lists", node),
-        crate::layout_field!(L<R, G>, "lists", lru_zone_size),
-        crate::layout_field!(L<R, G>, "lists", nonresident_age),
-        crate::layout_field!(L<R, G>, G::LAYOUT, lrugen),
+        crate::layout_field!(L<F, G>, "lists", lists),
+        crate::layout_field!(L<F, G>, "lists", lru_lock),
+        crate::layout_field!(L<F, G>, "lists", id),
+        crate::layout_field!(L<F, G>, "lists", memcg_id),
+        crate::layout_field!(L<F, G>, "lists", node),
+        crate::layout_field!(L<F, G>, "lists", lru_zone_size),
+        crate::layout_field!(L<F, G>, "lists", nonresident_age),
+        crate::layout_field!(L<F, G>, G::LAYOUT, lrugen),
     ]
 }
 
 /// [`lruvec_fields`] with `lrugen` expanded into its own fields at their offsets inside
 /// the lruvec, so the report shows which lruvec line each MGLRU field lands on.
-pub fn lruvec_fields_expanded<R: RawMutex, G: LruGenFolio>() -> alloc::vec::Vec<FieldDesc> {
+pub fn lruvec_fields_expanded<F: LockFamily, G: LruGenFolio>() -> alloc::vec::Vec<FieldDesc> {
     let mut v = alloc::vec::Vec::new();
-    for f in lruvec_fields::<R, G>() {
+    for f in lruvec_fields::<F, G>() {
         if f.name == "lrugen" {
             v.extend(G::layout_fields().iter().map(|g| FieldDesc {
                 offset: f.offset + g.offset,
@@ -42,35 +42,35 @@ pub fn lruvec_fields_expanded<R: RawMutex, G: LruGenFolio>() -> alloc::vec::Vec<
 }
 
 /// Wrap [`lruvec_fields`] as a [`StructLayout`].
-pub fn lruvec_layout<'a, R: RawMutex, G: LruGenFolio>(
+pub fn lruvec_layout<'a, F: LockFamily, G: LruGenFolio>(
     name: &'a str,
     fields: &'a [FieldDesc],
 ) -> StructLayout<'a> {
     StructLayout {
         name,
-        size: core::mem::size_of::<Lruvec<R, G>>(),
-        align: core::mem::align_of::<Lruvec<R, G>>(),
+        size: core::mem::size_of::<Lruvec<F, G>>(),
+        align: core::mem::align_of::<Lruvec<F, G>>(),
         fields,
     }
 }
 
-impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
-    /// Byte offset of the memcg FIFO node inside `Lruvec<R, G>`.
+impl<F: LockFamily, G: LruGenFolio> Lruvec<F, G> {
+    /// Byte offset of the memcg FIFO node inside `Lruvec<F, G>`.
     pub const MEMCG_NODE_OFFSET: usize = core::mem::offset_of!(Self, lrugen) + G::MEMCG_NODE_OFFSET;
 }
 
-// Placement checks with the host lock (the kernel's lock changes only `lru_lock`'s size):
+// Placement checks with the kernel's lock (ksync's ticket lock, used on the host too):
 // the list heads, lock and identity share the first lines; the grouped lrugen starts on
 // its own line and its lockless counters stay off every line of the lock group.
 #[cfg(not(loom))]
 mod layout_asserts {
     use super::Lruvec;
     use crate::lru_gen_folio::{LruGenFolioBase, LruGenFolioGrouped};
-    use crate::sync::RawSpinlock;
     use core::mem::offset_of;
+    use ksync::Ticket;
 
-    type Grouped = Lruvec<RawSpinlock, LruGenFolioGrouped>;
-    type Base = Lruvec<RawSpinlock, LruGenFolioBase>;
+    type Grouped = Lruvec<Ticket, LruGenFolioGrouped>;
+    type Base = Lruvec<Ticket, LruGenFolioBase>;
 
     crate::cacheline_assert_pair!(Grouped, lists, 0);
     crate::cacheline_assert_pair!(Grouped, lru_lock, 0);

@@ -3,8 +3,8 @@
 //! Models `struct lruvec` and the list helpers of include/linux/mm_inline.h
 //! (`lruvec_add_folio`, `lruvec_del_folio`, `lru_gen_add_folio`, `lru_gen_del_folio`) and
 //! the locking of mm/memcontrol.c (`folio_lruvec_lock`, `folio_lruvec_relock_irq`). The
-//! lock is per memcg per node as in Alex Shi's series (seed 004); its type `R` is any
-//! [`lock_api::RawMutex`], so the kernel plugs in its statistics-counting ticket lock.
+//! lock is per memcg per node as in Alex Shi's series (seed 004): `F::Lock<LruLock>`, ksync's
+//! four-byte ticket lock of class `lruvec->lru_lock` in the kernel and on the host.
 //!
 //! Isolation follows the same series: clear the folio's LRU flag with one atomic
 //! test-and-clear *first*, then take the lock, then unlink. Whoever wins the flag owns the
@@ -20,9 +20,12 @@ use crate::folio::{Folio, FolioFlags, MAX_NR_ZONES, MAX_NUMNODES, NO_SLOT, Zone}
 use crate::list::{FolioList, folio_list};
 use crate::lru_gen::{LruGenFolio, MAX_NR_GENS, lru_gen_from_seq};
 use crate::lru_gen_folio::LruGenFolioGrouped;
+use crate::sync::Lock;
 use crate::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use core::cell::UnsafeCell;
 use core::marker::PhantomData;
+use ksync::LockFamily;
+use ksync::class::std_classes::LruLock;
 use lock_api::RawMutex;
 
 mod guard;
@@ -116,9 +119,9 @@ pub(crate) fn decode_mglru_slot(slot: u8) -> (usize, usize, usize) {
 
 /// `struct lruvec`: the lists of one (memcg, node), its lock and its MGLRU state.
 #[repr(C)]
-pub struct Lruvec<R: RawMutex, G: LruGenFolio = LruGenFolioGrouped> {
+pub struct Lruvec<F: LockFamily, G: LruGenFolio = LruGenFolioGrouped> {
     lists: UnsafeCell<[FolioList; NR_LRU_LISTS]>,
-    lru_lock: R,
+    lru_lock: Lock<F, LruLock>,
     /// Unique id, recorded in each folio it holds (`Folio::owner`). The identity fields
     /// are read on every add/isolate, mostly under the lock: they sit next to it rather
     /// than after lrugen, whose lockless counters end the struct.
@@ -138,9 +141,9 @@ static NEXT_LRUVEC_ID: core::sync::atomic::AtomicU32 = core::sync::atomic::Atomi
 // SAFETY: the UnsafeCells (`lists` here, `folios` inside `lrugen`) are only accessed
 // through an `LruvecGuard`, i.e. with `lru_lock` held; everything else is atomic or
 // immutable. The lists hold `&'static Folio`, which are Send + Sync.
-unsafe impl<R: RawMutex + Sync, G: LruGenFolio> Sync for Lruvec<R, G> {}
+unsafe impl<F: LockFamily, G: LruGenFolio> Sync for Lruvec<F, G> {}
 // SAFETY: as above; moving the lruvec moves list heads, which point at folios only.
-unsafe impl<R: RawMutex + Send, G: LruGenFolio> Send for Lruvec<R, G> {}
+unsafe impl<F: LockFamily, G: LruGenFolio> Send for Lruvec<F, G> {}
 
 /// A fresh lruvec id: never 0 (which means "on no list"), wrapping after 2^32 - 1.
 fn next_lruvec_id() -> u32 {
@@ -152,7 +155,7 @@ fn next_lruvec_id() -> u32 {
     }
 }
 
-impl<R: RawMutex, G: LruGenFolio> core::fmt::Debug for Lruvec<R, G> {
+impl<F: LockFamily, G: LruGenFolio> core::fmt::Debug for Lruvec<F, G> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Lruvec")
             .field("memcg_id", &self.memcg_id)
@@ -163,7 +166,7 @@ impl<R: RawMutex, G: LruGenFolio> core::fmt::Debug for Lruvec<R, G> {
     }
 }
 
-impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
+impl<F: LockFamily, G: LruGenFolio> Lruvec<F, G> {
     /// An empty lruvec for memcg `memcg_id` on `node`; `now` stamps the first generations.
     pub fn new(memcg_id: u16, node: u32, mode: LruMode, now: u64) -> Result<Self, LruError> {
         if node >= MAX_NUMNODES {
@@ -174,7 +177,7 @@ impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
             memcg_id,
             node: node as u8,
             lists: UnsafeCell::new(core::array::from_fn(|_| folio_list())),
-            lru_lock: R::INIT,
+            lru_lock: <Lock<F, LruLock> as RawMutex>::INIT,
             lru_zone_size: core::array::from_fn(|_| core::array::from_fn(|_| AtomicUsize::new(0))),
             nonresident_age: AtomicU64::new(0),
             lrugen: G::new(mode == LruMode::Mglru, now),
@@ -211,7 +214,7 @@ impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
 
     /// The lru_lock itself, e.g. to read the kernel lock's statistics.
     #[must_use]
-    pub fn raw_lock(&self) -> &R {
+    pub fn raw_lock(&self) -> &Lock<F, LruLock> {
         &self.lru_lock
     }
 
@@ -222,7 +225,7 @@ impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
     }
 
     /// Take lru_lock (`spin_lock_irq(&lruvec->lru_lock)`).
-    pub fn lock(&self) -> LruvecGuard<'_, R, G> {
+    pub fn lock(&self) -> LruvecGuard<'_, F, G> {
         self.lru_lock.lock();
         LruvecGuard {
             lruvec: self,
@@ -231,7 +234,7 @@ impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
     }
 
     /// Try to take lru_lock without spinning.
-    pub fn try_lock(&self) -> Option<LruvecGuard<'_, R, G>> {
+    pub fn try_lock(&self) -> Option<LruvecGuard<'_, F, G>> {
         self.lru_lock.try_lock().then_some(LruvecGuard {
             lruvec: self,
             _marker: PhantomData,
@@ -315,7 +318,7 @@ impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
     }
 }
 
-impl<R: RawMutex, G: LruGenFolio> Drop for Lruvec<R, G> {
+impl<F: LockFamily, G: LruGenFolio> Drop for Lruvec<F, G> {
     fn drop(&mut self) {
         // Leave no folio claiming to be on a list that no longer exists.
         let release = |list: &mut FolioList| {

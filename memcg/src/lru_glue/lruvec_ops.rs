@@ -13,7 +13,7 @@ use crate::pn::PnLruvec;
 use crate::stats::NodeStatItem;
 use crate::sync::Ordering;
 use alloc::vec::Vec;
-use lock_api::RawMutex;
+use ksync::LockFamily;
 use lru::lru_gen::{LruGenFolio, lru_gen_from_seq};
 use lru::{Folio, LruList, LruMode, Lruvec, LruvecGuard, Shadow, Zone};
 
@@ -23,8 +23,8 @@ const ZONES: [Zone; lru::folio::MAX_NR_ZONES] =
 
 /// The LRU stat item of a folio on `lruvec` (MGLRU: active = one of the two youngest
 /// generations, as `lru_gen_is_active()`).
-fn lru_item<R: RawMutex, G: LruGenFolio>(
-    guard: &LruvecGuard<'_, R, G>,
+fn lru_item<F: LockFamily, G: LruGenFolio>(
+    guard: &LruvecGuard<'_, F, G>,
     folio: &Folio,
 ) -> NodeStatItem {
     let lru = match folio.lru_gen() {
@@ -75,8 +75,8 @@ pub struct Isolated {
 pub type Moved = (&'static Folio, NodeStatItem, NodeStatItem);
 
 /// TestClearLRU + unlink; `None` if another CPU owns the folio right now.
-fn isolate<R: RawMutex, G: LruGenFolio>(
-    guard: &mut LruvecGuard<'_, R, G>,
+fn isolate<F: LockFamily, G: LruGenFolio>(
+    guard: &mut LruvecGuard<'_, F, G>,
     folio: &'static Folio,
 ) -> Option<NodeStatItem> {
     let item = lru_item(guard, folio);
@@ -92,7 +92,7 @@ fn isolate<R: RawMutex, G: LruGenFolio>(
     }
 }
 
-impl<R: RawMutex + Send + Sync + 'static, G: LruGenFolio> PnLruvec for Lruvec<R, G> {
+impl<F: LockFamily, G: LruGenFolio> PnLruvec for Lruvec<F, G> {
     fn new_for_memcg(node: usize, memcg_id: MemcgId, mglru: bool) -> Result<Self, MemcgError> {
         let mode = if mglru {
             LruMode::Mglru
@@ -147,8 +147,8 @@ impl<R: RawMutex + Send + Sync + 'static, G: LruGenFolio> PnLruvec for Lruvec<R,
 
 /// MGLRU: lru's `evict_folios()`; evicted folios come from the oldest generation, so they
 /// were counted as inactive.
-fn evict_mglru<R: RawMutex, G: LruGenFolio>(
-    lruvec: &Lruvec<R, G>,
+fn evict_mglru<F: LockFamily, G: LruGenFolio>(
+    lruvec: &Lruvec<F, G>,
     nr: usize,
     swappiness: u8,
     now: u64,
@@ -173,7 +173,7 @@ fn evict_mglru<R: RawMutex, G: LruGenFolio>(
 }
 
 /// Classic LRU: tails of the inactive lists, then of the active lists, file before anon.
-fn isolate_classic<R: RawMutex, G: LruGenFolio>(lruvec: &Lruvec<R, G>, nr: usize) -> Isolated {
+fn isolate_classic<F: LockFamily, G: LruGenFolio>(lruvec: &Lruvec<F, G>, nr: usize) -> Isolated {
     let mut out = Isolated::default();
     let mut guard = lruvec.lock();
     let mut candidates: Vec<&'static Folio> = Vec::new();
@@ -209,9 +209,9 @@ fn isolate_classic<R: RawMutex, G: LruGenFolio>(lruvec: &Lruvec<R, G>, nr: usize
 }
 
 /// Moves every folio of `src` to `dst`, relabelled with `dst_memcg`.
-fn splice_to<R: RawMutex, G: LruGenFolio>(
-    src: &Lruvec<R, G>,
-    dst: &Lruvec<R, G>,
+fn splice_to<F: LockFamily, G: LruGenFolio>(
+    src: &Lruvec<F, G>,
+    dst: &Lruvec<F, G>,
     dst_memcg: MemcgId,
 ) -> Vec<Moved> {
     let mut moved = Vec::new();

@@ -19,7 +19,7 @@ use crate::pn::{MemCgroupPerNode, PnLruvec};
 use crate::stats::MemcgEvent;
 use crate::sync::{AtomicU64, Ordering};
 use alloc::boxed::Box;
-use lock_api::RawMutex;
+use ksync::LockFamily;
 use lru::memcg_lru::TailMode;
 use lru::{Folio, LruGenMemcg, MemcgLruOp, Shadow};
 
@@ -32,8 +32,8 @@ pub type FolioFreeFn = Box<dyn Fn(usize, &'static Folio, Option<Shadow>) + Send 
 
 /// memcg's view of `lru` shared by the whole tree: one memcg FIFO per node
 /// (`pgdat->memcg_lru`) and the hook that frees reclaimed folios.
-pub struct TreeLru<R: RawMutex, V: PnLruvec> {
-    memcg_lru: Box<[LruGenMemcg<R, V>]>,
+pub struct TreeLru<F: LockFamily, V: PnLruvec> {
+    memcg_lru: Box<[LruGenMemcg<F, V>]>,
     free_folio: FolioFreeFn,
     mglru: bool,
     swappiness: u8,
@@ -41,7 +41,7 @@ pub struct TreeLru<R: RawMutex, V: PnLruvec> {
     now: AtomicU64,
 }
 
-impl<R: RawMutex, V: PnLruvec> core::fmt::Debug for TreeLru<R, V> {
+impl<F: LockFamily, V: PnLruvec> core::fmt::Debug for TreeLru<F, V> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("TreeLru")
             .field("nr_nodes", &self.memcg_lru.len())
@@ -50,7 +50,7 @@ impl<R: RawMutex, V: PnLruvec> core::fmt::Debug for TreeLru<R, V> {
     }
 }
 
-impl<R: RawMutex, V: PnLruvec> TreeLru<R, V> {
+impl<F: LockFamily, V: PnLruvec> TreeLru<F, V> {
     /// FIFOs for `nr_nodes` nodes with seed 002's `tail_mode`; lruvecs run MGLRU if
     /// `mglru`; reclaimed folios go to `free_folio`.
     pub fn new(nr_nodes: usize, tail_mode: TailMode, mglru: bool, free_folio: FolioFreeFn) -> Self {
@@ -83,13 +83,13 @@ impl<R: RawMutex, V: PnLruvec> TreeLru<R, V> {
     }
 
     /// The memcg FIFO of `node` (global reclaim walks it under RCU).
-    pub fn memcg_lru(&self, node: usize) -> Option<&LruGenMemcg<R, V>> {
+    pub fn memcg_lru(&self, node: usize) -> Option<&LruGenMemcg<F, V>> {
         self.memcg_lru.get(node)
     }
 
     /// The lruvec of `m` on `node` as the `'static` entry the FIFO stores.
-    fn entry<R2: RawMutex, P: MemCgroupPerNode<Lruvec = V>>(
-        m: &MemCgroup<R2, P>,
+    fn entry<F2: LockFamily, P: MemCgroupPerNode<Lruvec = V>>(
+        m: &MemCgroup<F2, P>,
         node: usize,
     ) -> Option<&'static V> {
         let lruvec = m.lruvec(node).ok()?;
@@ -101,9 +101,9 @@ impl<R: RawMutex, V: PnLruvec> TreeLru<R, V> {
     }
 
     /// `lru_gen_online_memcg()` on every node.
-    pub(crate) fn online<R2: RawMutex, P: MemCgroupPerNode<Lruvec = V>>(
+    pub(crate) fn online<F2: LockFamily, P: MemCgroupPerNode<Lruvec = V>>(
         &self,
-        m: &MemCgroup<R2, P>,
+        m: &MemCgroup<F2, P>,
     ) {
         if !self.mglru {
             return;
@@ -117,9 +117,9 @@ impl<R: RawMutex, V: PnLruvec> TreeLru<R, V> {
     }
 
     /// `lru_gen_offline_memcg()`: move to the old generation so it is reclaimed first.
-    pub(crate) fn offline<R2: RawMutex, P: MemCgroupPerNode<Lruvec = V>>(
+    pub(crate) fn offline<F2: LockFamily, P: MemCgroupPerNode<Lruvec = V>>(
         &self,
-        m: &MemCgroup<R2, P>,
+        m: &MemCgroup<F2, P>,
     ) {
         for (node, fifo) in self.memcg_lru.iter().enumerate() {
             if let Some(e) = Self::entry(m, node) {
@@ -129,9 +129,9 @@ impl<R: RawMutex, V: PnLruvec> TreeLru<R, V> {
     }
 
     /// `lru_gen_release_memcg()`: take it off every FIFO before it is freed.
-    pub(crate) fn release<R2: RawMutex, P: MemCgroupPerNode<Lruvec = V>>(
+    pub(crate) fn release<F2: LockFamily, P: MemCgroupPerNode<Lruvec = V>>(
         &self,
-        m: &MemCgroup<R2, P>,
+        m: &MemCgroup<F2, P>,
     ) {
         for (node, fifo) in self.memcg_lru.iter().enumerate() {
             if let Some(e) = Self::entry(m, node) {
@@ -141,9 +141,9 @@ impl<R: RawMutex, V: PnLruvec> TreeLru<R, V> {
     }
 
     /// `lru_gen_rotate_memcg(lruvec, MEMCG_LRU_YOUNG)`.
-    pub(crate) fn rotate_young<R2: RawMutex, P: MemCgroupPerNode<Lruvec = V>>(
+    pub(crate) fn rotate_young<F2: LockFamily, P: MemCgroupPerNode<Lruvec = V>>(
         &self,
-        m: &MemCgroup<R2, P>,
+        m: &MemCgroup<F2, P>,
         node: usize,
     ) {
         if let (Some(fifo), Some(e)) = (self.memcg_lru.get(node), Self::entry(m, node)) {
@@ -157,13 +157,13 @@ impl<R: RawMutex, V: PnLruvec> TreeLru<R, V> {
     }
 }
 
-impl<R: RawMutex, V: PnLruvec> TreeLru<R, V> {
+impl<F: LockFamily, V: PnLruvec> TreeLru<F, V> {
     /// Evicts up to `nr` pages from `m`'s lruvec on `node`: uncharges them, counts them and
     /// frees them through the hook; rotates the memcg young in the FIFO when the lruvec is
     /// out of cold folios (`lru_gen_shrink_lruvec()`). Returns pages reclaimed.
-    pub(crate) fn shrink_lruvec<R2: RawMutex, P: MemCgroupPerNode<Lruvec = V>>(
+    pub(crate) fn shrink_lruvec<F2: LockFamily, P: MemCgroupPerNode<Lruvec = V>>(
         &self,
-        m: &MemCgroup<R2, P>,
+        m: &MemCgroup<F2, P>,
         node: usize,
         cpu: usize,
         nr: u64,
@@ -196,10 +196,10 @@ impl<R: RawMutex, V: PnLruvec> TreeLru<R, V> {
     }
 
     /// Moves `child`'s folios on `node` to `parent`, with their charge and LRU stats.
-    pub(crate) fn reparent_node<R2: RawMutex, P: MemCgroupPerNode<Lruvec = V>>(
+    pub(crate) fn reparent_node<F2: LockFamily, P: MemCgroupPerNode<Lruvec = V>>(
         &self,
-        child: &MemCgroup<R2, P>,
-        parent: &MemCgroup<R2, P>,
+        child: &MemCgroup<F2, P>,
+        parent: &MemCgroup<F2, P>,
         node: usize,
         cpu: usize,
     ) {
@@ -227,12 +227,12 @@ impl<R: RawMutex, V: PnLruvec> TreeLru<R, V> {
     }
 }
 
-impl<R: RawMutex, V: PnLruvec> TreeLru<R, V> {
+impl<F: LockFamily, V: PnLruvec> TreeLru<F, V> {
     /// Puts a charged folio on its memcg's lruvec and counts it under its LRU list
     /// (`lru_add_fn()` + `update_lru_size()`), for callers that do not batch.
-    pub fn lru_add_folio<R2: RawMutex, P: MemCgroupPerNode<Lruvec = V>>(
+    pub fn lru_add_folio<F2: LockFamily, P: MemCgroupPerNode<Lruvec = V>>(
         &self,
-        m: &MemCgroup<R2, P>,
+        m: &MemCgroup<F2, P>,
         cpu: usize,
         folio: &'static Folio,
     ) -> Result<(), MemcgError> {
@@ -248,9 +248,9 @@ impl<R: RawMutex, V: PnLruvec> TreeLru<R, V> {
 
     /// Takes a folio off its memcg's lruvec (TestClearLRU, unlink) and uncounts it; the
     /// caller then uncharges it. Fails if the folio is not on `m`'s LRU.
-    pub fn lru_del_folio<R2: RawMutex, P: MemCgroupPerNode<Lruvec = V>>(
+    pub fn lru_del_folio<F2: LockFamily, P: MemCgroupPerNode<Lruvec = V>>(
         &self,
-        m: &MemCgroup<R2, P>,
+        m: &MemCgroup<F2, P>,
         cpu: usize,
         folio: &'static Folio,
     ) -> Result<(), MemcgError> {

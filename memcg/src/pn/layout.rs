@@ -13,7 +13,7 @@ use crate::page_counter::PageCounter;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
 use core::mem::{offset_of, size_of};
-use lock_api::RawMutex;
+use ksync::LockFamily;
 use lru::layout::{FieldDesc, StructLayout};
 use lru::{LruGenFolio, Lruvec};
 
@@ -76,8 +76,8 @@ fn write_hot_fields(base: usize) -> [FieldDesc; 3] {
     ]
 }
 
-fn lruvec_fields<R: RawMutex, G: LruGenFolio>(base: usize) -> impl Iterator<Item = FieldDesc> {
-    lru::lruvec::lruvec_fields::<R, G>()
+fn lruvec_fields<F: LockFamily, G: LruGenFolio>(base: usize) -> impl Iterator<Item = FieldDesc> {
+    lru::lruvec::lruvec_fields::<F, G>()
         .into_iter()
         .map(move |f| FieldDesc {
             name: f.name,
@@ -87,28 +87,28 @@ fn lruvec_fields<R: RawMutex, G: LruGenFolio>(base: usize) -> impl Iterator<Item
         })
 }
 
-/// The fields of `mem_cgroup_per_node` (base layout) with lruvec `Lruvec<R, G>`, in offset
+/// The fields of `mem_cgroup_per_node` (base layout) with lruvec `Lruvec<F, G>`, in offset
 /// order.
-pub fn pn_base_fields<R: RawMutex + Sync + Send + 'static, G: LruGenFolio>() -> Vec<FieldDesc> {
-    type T<R, G> = MemCgroupPerNodeBase<Lruvec<R, G>>;
+pub fn pn_base_fields<F: LockFamily, G: LruGenFolio>() -> Vec<FieldDesc> {
+    type T<F, G> = MemCgroupPerNodeBase<Lruvec<F, G>>;
     let mut v = Vec::new();
-    v.extend(read_mostly_fields(offset_of!(T<R, G>, read_mostly)));
-    v.extend(lruvec_fields::<R, G>(offset_of!(T<R, G>, lruvec)));
-    v.extend(write_hot_fields(offset_of!(T<R, G>, write_hot)));
-    v.extend(cold_fields(offset_of!(T<R, G>, cold)));
+    v.extend(read_mostly_fields(offset_of!(T<F, G>, read_mostly)));
+    v.extend(lruvec_fields::<F, G>(offset_of!(T<F, G>, lruvec)));
+    v.extend(write_hot_fields(offset_of!(T<F, G>, write_hot)));
+    v.extend(cold_fields(offset_of!(T<F, G>, cold)));
     v.sort_by_key(|f| f.offset);
     v
 }
 
-/// The fields of `mem_cgroup_per_node` (paired layout) with lruvec `Lruvec<R, G>`, in
+/// The fields of `mem_cgroup_per_node` (paired layout) with lruvec `Lruvec<F, G>`, in
 /// offset order.
-pub fn pn_paired_fields<R: RawMutex + Sync + Send + 'static, G: LruGenFolio>() -> Vec<FieldDesc> {
-    type T<R, G> = MemCgroupPerNodePaired<Lruvec<R, G>>;
+pub fn pn_paired_fields<F: LockFamily, G: LruGenFolio>() -> Vec<FieldDesc> {
+    type T<F, G> = MemCgroupPerNodePaired<Lruvec<F, G>>;
     let mut v = Vec::new();
-    v.extend(read_mostly_fields(offset_of!(T<R, G>, read_mostly)));
-    v.extend(cold_fields(offset_of!(T<R, G>, cold)));
-    v.extend(lruvec_fields::<R, G>(offset_of!(T<R, G>, lruvec)));
-    v.extend(write_hot_fields(offset_of!(T<R, G>, write_hot)));
+    v.extend(read_mostly_fields(offset_of!(T<F, G>, read_mostly)));
+    v.extend(cold_fields(offset_of!(T<F, G>, cold)));
+    v.extend(lruvec_fields::<F, G>(offset_of!(T<F, G>, lruvec)));
+    v.extend(write_hot_fields(offset_of!(T<F, G>, write_hot)));
     v.sort_by_key(|f| f.offset);
     v
 }
@@ -168,10 +168,8 @@ pub fn page_counter_fields() -> [FieldDesc; 5] {
     ]
 }
 
-/// Prints `page_counter` and both `mem_cgroup_per_node` layouts with `Lruvec<R, G>`.
-pub fn report_with<R: RawMutex + Sync + Send + 'static, G: LruGenFolio>(
-    w: &mut dyn Write,
-) -> fmt::Result {
+/// Prints `page_counter` and both `mem_cgroup_per_node` layouts with `Lruvec<F, G>`.
+pub fn report_with<F: LockFamily, G: LruGenFolio>(w: &mut dyn Write) -> fmt::Result {
     let pc = page_counter_fields();
     StructLayout {
         name: "page_counter",
@@ -180,26 +178,27 @@ pub fn report_with<R: RawMutex + Sync + Send + 'static, G: LruGenFolio>(
         fields: &pc,
     }
     .print(w)?;
-    let base = pn_base_fields::<R, G>();
+    let base = pn_base_fields::<F, G>();
     print_pn(
         w,
         "mem_cgroup_per_node (base)",
-        size_of::<MemCgroupPerNodeBase<Lruvec<R, G>>>(),
-        core::mem::align_of::<MemCgroupPerNodeBase<Lruvec<R, G>>>(),
+        size_of::<MemCgroupPerNodeBase<Lruvec<F, G>>>(),
+        core::mem::align_of::<MemCgroupPerNodeBase<Lruvec<F, G>>>(),
         &base,
     )?;
-    let paired = pn_paired_fields::<R, G>();
+    let paired = pn_paired_fields::<F, G>();
     print_pn(
         w,
         "mem_cgroup_per_node (paired)",
-        size_of::<MemCgroupPerNodePaired<Lruvec<R, G>>>(),
-        core::mem::align_of::<MemCgroupPerNodePaired<Lruvec<R, G>>>(),
+        size_of::<MemCgroupPerNodePaired<Lruvec<F, G>>>(),
+        core::mem::align_of::<MemCgroupPerNodePaired<Lruvec<F, G>>>(),
         &paired,
     )
 }
 
-/// [`report_with`] for `lru`'s spinlock and the grouped `lru_gen_folio` (the default).
+/// [`report_with`] for the kernel's locks ([`ksync::Ticket`]) and the grouped
+/// `lru_gen_folio` (the default).
 #[cfg(not(loom))]
 pub fn report(w: &mut dyn Write) -> fmt::Result {
-    report_with::<lru::sync::RawSpinlock, lru::LruGenFolioGrouped>(w)
+    report_with::<ksync::Ticket, lru::LruGenFolioGrouped>(w)
 }

@@ -171,8 +171,8 @@ impl_pn!(MemCgroupPerNodePaired, PnLayoutKind::Paired);
 // The pairing for the lruvec type the kernel and the report use.
 #[cfg(not(loom))]
 const _: () = {
-    assert_pn_layouts::<lru::Lruvec<lru::sync::RawSpinlock, lru::LruGenFolioGrouped>>();
-    assert_pn_layouts::<lru::Lruvec<lru::sync::RawSpinlock, lru::LruGenFolioBase>>();
+    assert_pn_layouts::<lru::Lruvec<ksync::Ticket, lru::LruGenFolioGrouped>>();
+    assert_pn_layouts::<lru::Lruvec<ksync::Ticket, lru::LruGenFolioBase>>();
 };
 
 // Group membership and group sizes do not depend on the lruvec type.

@@ -1,4 +1,4 @@
-//! Shared host-test setup: a memcg tree on `spin`'s lock, leaked `'static` folios, and a
+//! Shared host-test setup: a memcg tree on ksync's ticket locks, leaked `'static` folios, and a
 //! free hook that counts reclaimed folios.
 #![allow(dead_code)]
 
@@ -7,7 +7,7 @@ use memcg::{ManualRcu, MemCgroupPerNodePaired, MemcgConfig, MemcgTree, TreeLru};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-pub type Lock = spin::mutex::SpinMutex<()>;
+pub type Lock = ksync::Ticket;
 pub type Pn = MemCgroupPerNodePaired<Lruvec<Lock, LruGenFolioGrouped>>;
 pub type Tree = MemcgTree<Lock, Pn, ManualRcu>;
 pub type Ref<'t> = memcg::MemcgRef<'t, Lock, Pn, ManualRcu>;
