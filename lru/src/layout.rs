@@ -156,13 +156,16 @@ pub fn report_with<F: ksync::LockFamily>(w: &mut dyn Write) -> fmt::Result {
     ] {
         lrugen.print(w)?;
     }
-    let f = crate::lruvec::lruvec_fields_expanded::<F, LruGenFolioBase>();
-    crate::lruvec::lruvec_layout::<F, LruGenFolioBase>("lruvec (base lrugen)", &f).print(w)?;
-    let f = crate::lruvec::lruvec_fields_expanded::<F, LruGenFolioGrouped>();
-    crate::lruvec::lruvec_layout::<F, LruGenFolioGrouped>("lruvec (grouped lrugen)", &f)
-        .print(w)?;
+    type Base<F> = crate::LruvecStandalone<F, LruGenFolioBase>;
+    type Grouped<F> = crate::LruvecStandalone<F, LruGenFolioGrouped>;
+    let f = crate::lruvec::lruvec_fields_expanded::<Base<F>>();
+    crate::lruvec::lruvec_layout::<Base<F>>("lruvec (base lrugen)", &f).print(w)?;
+    let f = crate::lruvec::lruvec_fields_expanded::<Grouped<F>>();
+    crate::lruvec::lruvec_layout::<Grouped<F>>("lruvec (grouped lrugen)", &f).print(w)?;
     let f = crate::memcg_lru::lru_gen_memcg_fields::<F>();
-    crate::memcg_lru::lru_gen_memcg_layout::<F>(&f).print(w)
+    crate::memcg_lru::lru_gen_memcg_layout::<F>(&f).print(w)?;
+    let f = crate::pgdat::pgdat_fields::<Grouped<F>>();
+    crate::pgdat::pgdat_layout::<Grouped<F>>(&f).print(w)
 }
 
 /// Print every key struct with the kernel's locks ([`ksync::Ticket`]).

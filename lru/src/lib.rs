@@ -31,20 +31,26 @@ pub mod lru_gen;
 pub mod lru_gen_folio;
 pub mod lruvec;
 pub mod memcg_lru;
+pub mod pgdat;
 pub mod rcu;
 pub mod swap;
 pub mod sync;
 pub mod vmscan;
 pub mod vmscan_classic;
+pub mod vmstat;
 pub mod workingset;
 
 pub use error::LruError;
 pub use folio::{Folio, FolioFlags, Zone};
 pub use lru_gen::{LruGenFolio, LruGenMemcgNode};
 pub use lru_gen_folio::{LruGenFolioBase, LruGenFolioGrouped};
-pub use lruvec::{LruList, LruMode, Lruvec, LruvecGuard, LruvecLookup};
+pub use lruvec::{
+    LruList, LruMode, Lruvec, LruvecGuard, LruvecHost, LruvecLock, LruvecLookup, LruvecStandalone,
+};
 pub use memcg_lru::{LruGenMemcg, MemcgFifoEntry, MemcgLruOp, TailMode};
+pub use pgdat::PgData;
 pub use rcu::Rcu;
 pub use swap::{FOLIO_BATCH_SIZE, FolioBatch, LruBatches};
-pub use vmscan::{EvictStats, MAX_SWAPPINESS};
+pub use vmscan::{EvictStats, MAX_SWAPPINESS, SWAPPINESS_ANON_ONLY};
+pub use vmstat::NodeStatItem;
 pub use workingset::{RefaultOutcome, Shadow};

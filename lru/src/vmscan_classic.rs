@@ -11,11 +11,9 @@
 
 use crate::error::LruError;
 use crate::folio::{Folio, FolioFlags, LRU_GEN_ANON, LRU_GEN_FILE};
-use crate::lru_gen::LruGenFolio;
-use crate::lruvec::{LruList, LruMode, Lruvec, LruvecGuard};
-use crate::vmscan::{EvictStats, MAX_SWAPPINESS};
+use crate::lruvec::{LruList, LruMode, Lruvec, LruvecGuard, LruvecHost};
+use crate::vmscan::{EvictStats, SWAPPINESS_ANON_ONLY};
 use crate::workingset::Shadow;
-use ksync::LockFamily;
 
 /// Folios moved or isolated per lock hold (`SWAP_CLUSTER_MAX`).
 const SWAP_CLUSTER_MAX: usize = 32;
@@ -28,7 +26,7 @@ fn lists(ty: usize) -> (LruList, LruList) {
     }
 }
 
-impl<F: LockFamily, G: LruGenFolio> LruvecGuard<'_, F, G> {
+impl<H: LruvecHost> LruvecGuard<'_, H> {
     /// `shrink_active_list`: deactivate up to `nr` folios from the active tail of `ty`.
     fn shrink_active_list(
         &mut self,
@@ -96,9 +94,10 @@ impl<F: LockFamily, G: LruGenFolio> LruvecGuard<'_, F, G> {
     }
 }
 
-impl<F: LockFamily, G: LruGenFolio> Lruvec<F, G> {
+impl<H: LruvecHost> Lruvec<H> {
     /// Classic reclaim of up to `nr_to_reclaim` folios (`shrink_lruvec` without MGLRU).
-    /// `swappiness` 0 = file only, [`MAX_SWAPPINESS`] = anon only, otherwise file first.
+    /// `swappiness` 0 = file only, [`SWAPPINESS_ANON_ONLY`] = anon only, otherwise file
+    /// first.
     /// `EvictStats::protected` counts second chances. Evicted folios are off every list
     /// with LRU clear and are passed with their shadow to `sink` after lru_lock is dropped.
     pub(crate) fn shrink_classic(
@@ -110,7 +109,7 @@ impl<F: LockFamily, G: LruGenFolio> Lruvec<F, G> {
         debug_assert_eq!(self.mode(), LruMode::Classic);
         let types: &[usize] = match swappiness {
             0 => &[LRU_GEN_FILE],
-            MAX_SWAPPINESS => &[LRU_GEN_ANON],
+            SWAPPINESS_ANON_ONLY => &[LRU_GEN_ANON],
             _ => &[LRU_GEN_FILE, LRU_GEN_ANON],
         };
         let mut stats = EvictStats::default();

@@ -5,7 +5,7 @@ mod common;
 
 use common::{folios, lruvec};
 use ksync::Ticket;
-use lru::{FolioFlags, LruError, LruGenFolioGrouped, LruList, LruMode, MAX_SWAPPINESS};
+use lru::{FolioFlags, LruError, LruGenFolioGrouped, LruList, LruMode, SWAPPINESS_ANON_ONLY};
 
 type G = LruGenFolioGrouped;
 
@@ -55,7 +55,9 @@ fn deactivates_when_inactive_is_low_and_honours_swappiness() {
         "swappiness 0 leaves anon alone"
     );
     let s = lv
-        .evict_folios(100, MAX_SWAPPINESS, 0, |x, _| assert!(!x.is_file_lru()))
+        .evict_folios(100, SWAPPINESS_ANON_ONLY, 0, |x, _| {
+            assert!(!x.is_file_lru())
+        })
         .unwrap();
     assert_eq!(s.evicted, 4);
     let s = lv.evict_folios(100, 60, 0, |_, _| {}).unwrap();
@@ -84,20 +86,20 @@ fn refault_distance_decides_activation() {
     victim.set_memcg_id(1).unwrap();
     // Distance 1 (one eviction) <= 4 active folios: recent, activated.
     assert_eq!(lv.workingset_test_recent(shadow, true), Some(true));
-    let r = lv.refault(victim, shadow).unwrap();
+    let r = lv.refault(victim, shadow, true).unwrap();
     assert!(r.recent && r.activated);
     assert!(victim.test(FolioFlags::ACTIVE));
     // Far in the past: more evictions/activations than the working set.
     victim.clear(FolioFlags::ACTIVE);
     lv.workingset_age_nonresident(100);
     assert_eq!(lv.workingset_test_recent(shadow, true), Some(false));
-    let r = lv.refault(victim, shadow).unwrap();
+    let r = lv.refault(victim, shadow, true).unwrap();
     assert!(!r.recent && !r.activated);
     assert!(!victim.test(FolioFlags::ACTIVE));
     let other = lruvec::<Ticket, G>(2, LruMode::Classic);
     assert_eq!(other.workingset_test_recent(shadow, true), None);
     assert_eq!(
-        other.refault(folios(1, 2, false)[0], shadow),
+        other.refault(folios(1, 2, false)[0], shadow, true),
         Err(LruError::WrongLruvec)
     );
 }

@@ -140,7 +140,7 @@ fn drain_all_drains_every_cpu_and_bumps_generation() {
     for (i, &x) in f.iter().enumerate() {
         batches.folio_add_lru(i % 4, x, &lookup).unwrap();
     }
-    let s = batches.drain_all(&lookup).unwrap().expect("drained");
+    let s = batches.drain_all(0, &lookup).unwrap().expect("drained");
     assert_eq!(s.moved, 8);
     assert_eq!(batches.drain_gen(), 1);
     assert_eq!(lv.nr_folios(), 8);
@@ -165,11 +165,11 @@ fn concurrent_add_and_drain_lose_nothing() {
         }
         s.spawn(|| {
             for _ in 0..50 {
-                batches.drain_all(&lookup).unwrap();
+                batches.drain_all(0, &lookup).unwrap();
             }
         });
     });
-    batches.drain_all(&lookup).unwrap();
+    batches.drain_all(0, &lookup).unwrap();
     assert_eq!(lv.nr_folios(), 3 * per_cpu);
     assert!(f.iter().all(|x| x.test_lru() && x.refcount() == 0));
 }
@@ -198,4 +198,56 @@ fn errors_of_other_folios_come_back_in_stats() {
         0,
         "the batch reference is dropped even on error"
     );
+}
+
+#[test]
+fn node_lock_batches_one_hold_per_node_and_counts_its_own_class() {
+    use ksync::LockClass;
+    use ksync::class::std_classes::PgdatLruLock;
+    type H = common::Sa<Ticket, G>;
+    ksync::stat::set_enabled(true);
+    let node = common::pgdat::<H>();
+    let a = common::lruvec_on(node, 1, LruMode::Mglru, lru::LruvecLock::Node);
+    let b = common::lruvec_on(node, 2, LruMode::Mglru, lru::LruvecLock::Node);
+    let lookup = Lookup(vec![a, b]);
+    let batches = LruBatches::<Ticket>::new(1);
+    // Alternating memcgs: with per-memcg locks every folio would need a relock; with the
+    // node's lock the whole batch is one hold.
+    let fa = folios(16, 1, false);
+    let fb = folios(15, 2, false);
+    let order: Vec<_> = fa
+        .iter()
+        .zip(fb.iter())
+        .flat_map(|(x, y)| [*x, *y])
+        .chain([fa[15]])
+        .collect();
+    assert_eq!(order.len(), FOLIO_BATCH_SIZE);
+    let before = PgdatLruLock::data().snapshot();
+    let mut last = None;
+    for &x in &order {
+        last = Some(batches.folio_add_lru(0, x, &lookup).unwrap());
+    }
+    let s = last.unwrap();
+    assert_eq!((s.moved, s.lock_holds), (FOLIO_BATCH_SIZE, 1));
+    // Only this test takes node locks in this binary: its class counted exactly the hold.
+    let d = PgdatLruLock::data().snapshot().since(&before);
+    assert_eq!(d.acquisitions, 1);
+    assert_eq!((a.nr_folios(), b.nr_folios()), (16, 15));
+    // The same pattern on own-locked lruvecs: one hold per run, i.e. per folio.
+    let c = lruvec::<Ticket, G>(3, LruMode::Mglru);
+    let d2 = lruvec::<Ticket, G>(4, LruMode::Mglru);
+    let lookup = Lookup(vec![c, d2]);
+    let fc = folios(16, 3, false);
+    let fd = folios(15, 4, false);
+    let order: Vec<_> = fc
+        .iter()
+        .zip(fd.iter())
+        .flat_map(|(x, y)| [*x, *y])
+        .chain([fc[15]])
+        .collect();
+    let mut last = None;
+    for &x in &order {
+        last = Some(batches.folio_add_lru(0, x, &lookup).unwrap());
+    }
+    assert_eq!(last.unwrap().lock_holds, FOLIO_BATCH_SIZE);
 }

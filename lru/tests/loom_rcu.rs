@@ -96,3 +96,31 @@ fn call_rcu_defers_the_free() {
         reader.join().unwrap();
     });
 }
+
+#[test]
+fn polled_grace_period_gates_the_free() {
+    model(3, || {
+        let rcu = Arc::new(Rcu::<Loom>::new(1));
+        let ptr = Arc::new(AtomicPtr::new(obj()));
+        let _ = rcu.pending_callbacks(); // create the lazily built loom lock before spawning
+        rcu.online(0).unwrap();
+        let (r, p) = (rcu.clone(), ptr.clone());
+        let reader = loom::thread::spawn(move || {
+            read_once(&r, &p);
+            r.quiescent_state(0).unwrap();
+            read_once(&r, &p);
+            r.offline(0).unwrap();
+        });
+        let old = ptr.swap(obj(), Ordering::AcqRel);
+        let cookie = rcu.get_state_synchronize_rcu();
+        assert!(
+            !rcu.poll_state_synchronize_rcu(cookie),
+            "nobody drove a grace period yet"
+        );
+        rcu.synchronize(None).unwrap();
+        assert!(rcu.poll_state_synchronize_rcu(cookie));
+        // SAFETY: `old` came from Box::into_raw and is never freed.
+        unsafe { &*old }.alive.store(false, Ordering::Relaxed);
+        reader.join().unwrap();
+    });
+}

@@ -3,7 +3,10 @@
 #![allow(dead_code)]
 
 use ksync::{LockClass, LockFamily, TicketLock};
-use lru::{Folio, FolioFlags, LruGenFolio, LruMode, Lruvec, LruvecLookup, Zone};
+use lru::{
+    Folio, FolioFlags, LruError, LruGenFolio, LruMode, Lruvec, LruvecHost, LruvecLock,
+    LruvecLookup, LruvecStandalone, PgData, Rcu, TailMode, Zone,
+};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// ksync's ticket lock plus a count of this lock's own acquisitions (ksync counts per
@@ -69,16 +72,52 @@ pub fn folios(n: usize, memcg: u16, anon: bool) -> Vec<&'static Folio> {
         .collect()
 }
 
-/// A leaked lruvec.
-pub fn lruvec<F: LockFamily, G: LruGenFolio>(memcg: u16, mode: LruMode) -> &'static Lruvec<F, G> {
-    Box::leak(Box::new(Lruvec::new(memcg, 0, mode, 0).unwrap()))
+/// A standalone lruvec host with family `F` and layout `G`.
+pub type Sa<F, G> = LruvecStandalone<F, G>;
+
+/// A leaked RCU domain for 64 CPUs, all offline (grace periods complete at once until a
+/// test brings a CPU online).
+pub fn rcu<F: LockFamily>() -> &'static Rcu<F> {
+    Box::leak(Box::new(Rcu::new(64)))
+}
+
+/// A leaked node 0 for 64 CPUs, with an RCU domain of its own.
+pub fn pgdat<H: LruvecHost>() -> &'static PgData<H> {
+    Box::leak(Box::new(
+        PgData::new(0, 64, 1 << 18, TailMode::Cached, rcu()).unwrap(),
+    ))
+}
+
+/// A leaked lruvec on a node of its own, owning its lock.
+pub fn lruvec<F: LockFamily, G: LruGenFolio>(
+    memcg: u16,
+    mode: LruMode,
+) -> &'static Lruvec<Sa<F, G>> {
+    lruvec_on(pgdat(), memcg, mode, LruvecLock::Own)
+}
+
+/// A leaked lruvec on `pgdat` taking lock `lock`.
+pub fn lruvec_on<F: LockFamily, G: LruGenFolio>(
+    pgdat: &'static PgData<Sa<F, G>>,
+    memcg: u16,
+    mode: LruMode,
+    lock: LruvecLock,
+) -> &'static Lruvec<Sa<F, G>> {
+    let host: &'static Sa<F, G> = Box::leak(Box::new(Sa::new(memcg, pgdat, mode, lock, 0)));
+    host
 }
 
 /// memcg id -> lruvec, for node 0.
-pub struct Lookup<F: LockFamily, G: LruGenFolio>(pub Vec<&'static Lruvec<F, G>>);
+pub struct Lookup<H: LruvecHost>(pub Vec<&'static Lruvec<H>>);
 
-impl<F: LockFamily, G: LruGenFolio> LruvecLookup<F, G> for Lookup<F, G> {
-    fn folio_lruvec(&self, folio: &Folio) -> Option<&Lruvec<F, G>> {
+impl<H: LruvecHost> LruvecLookup<H> for Lookup<H> {
+    type Guard<'a> = ();
+
+    fn read_lock(&self, _cpu: usize) -> Result<(), LruError> {
+        Ok(())
+    }
+
+    fn folio_lruvec<'g>(&'g self, _: &'g (), folio: &Folio) -> Option<&'g Lruvec<H>> {
         self.0
             .iter()
             .copied()
