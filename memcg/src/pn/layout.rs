@@ -126,7 +126,7 @@ fn describe_line(fields: &[FieldDesc], line: usize) -> alloc::string::String {
     let mut on = fields
         .iter()
         .filter(|f| f.offset < hi && f.offset + f.size > lo);
-    match (on.next(), on.last()) {
+    match (on.next(), on.next_back()) {
         (None, _) => alloc::string::String::from("(padding)"),
         (Some(f), None) => format!("{} ({})", f.name, f.group),
         (Some(f), Some(l)) => format!("{} ({}) .. {} ({})", f.name, f.group, l.name, l.group),
