@@ -22,6 +22,10 @@ use crate::{LruError, LruMode};
 
 /// Largest swappiness weight (`MAX_SWAPPINESS`): 0 means file only, 200 weighs anon most.
 pub const MAX_SWAPPINESS: u8 = 200;
+
+/// Folios moved or isolated per lock hold, and the I/O weight of `lru_note_cost()`
+/// (`SWAP_CLUSTER_MAX`).
+pub const SWAP_CLUSTER_MAX: usize = 32;
 /// `SWAPPINESS_ANON_ONLY` (`memory.reclaim`'s `swappiness=max`): anon only.
 pub const SWAPPINESS_ANON_ONLY: u8 = MAX_SWAPPINESS + 1;
 

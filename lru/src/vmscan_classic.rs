@@ -12,11 +12,8 @@
 use crate::error::LruError;
 use crate::folio::{Folio, FolioFlags, LRU_GEN_ANON, LRU_GEN_FILE};
 use crate::lruvec::{LruList, LruMode, Lruvec, LruvecGuard, LruvecHost};
-use crate::vmscan::{EvictStats, SWAPPINESS_ANON_ONLY};
+use crate::vmscan::{EvictStats, SWAP_CLUSTER_MAX, SWAPPINESS_ANON_ONLY};
 use crate::workingset::Shadow;
-
-/// Folios moved or isolated per lock hold (`SWAP_CLUSTER_MAX`).
-const SWAP_CLUSTER_MAX: usize = 32;
 
 fn lists(ty: usize) -> (LruList, LruList) {
     if ty == LRU_GEN_FILE {
@@ -58,13 +55,15 @@ impl<H: LruvecHost> LruvecGuard<'_, H> {
 
     /// `shrink_inactive_list`: isolate up to `want` folios from the inactive tail of `ty`
     /// into `out`, giving referenced ones a second chance. Looks at most `2 * want + 1`.
+    /// Returns the folios scanned but not isolated (rotated back, for `lru_note_cost()`).
     fn shrink_inactive_list(
         &mut self,
         ty: usize,
         want: usize,
         out: &mut alloc::vec::Vec<&'static Folio>,
         stats: &mut EvictStats,
-    ) -> Result<(), LruError> {
+    ) -> Result<u64, LruError> {
+        let scanned = stats.scanned;
         let (inactive, _) = lists(ty);
         let mut budget = 2 * want + 1;
         let mut taken = 0;
@@ -90,7 +89,7 @@ impl<H: LruvecHost> LruvecGuard<'_, H> {
             out.push(folio);
             taken += 1;
         }
-        Ok(())
+        Ok((stats.scanned - scanned) as u64 - taken as u64)
     }
 }
 
@@ -100,6 +99,8 @@ impl<H: LruvecHost> Lruvec<H> {
     /// first.
     /// `EvictStats::protected` counts second chances. Evicted folios are off every list
     /// with LRU clear and are passed with their shadow to `sink` after lru_lock is dropped.
+    /// Each round notes its rotations as reclaim cost (`lru_note_cost()`: on this lruvec
+    /// before its lock is dropped, then on the ancestors'; no writeback, so no I/O cost).
     pub(crate) fn shrink_classic(
         &self,
         nr_to_reclaim: usize,
@@ -124,6 +125,7 @@ impl<H: LruvecHost> Lruvec<H> {
                 break;
             }
             let before = (stats.scanned, stats.evicted);
+            let mut rotated = [0u64; 2];
             {
                 let mut g = self.lock();
                 for &ty in types {
@@ -138,7 +140,17 @@ impl<H: LruvecHost> Lruvec<H> {
                         let nr = (na - ni).div_ceil(2).min(SWAP_CLUSTER_MAX);
                         g.shrink_active_list(ty, nr, &mut stats)?;
                     }
-                    g.shrink_inactive_list(ty, want, &mut out, &mut stats)?;
+                    rotated[ty] = g.shrink_inactive_list(ty, want, &mut out, &mut stats)?;
+                }
+                for ty in [LRU_GEN_ANON, LRU_GEN_FILE] {
+                    if rotated[ty] > 0 {
+                        g.note_cost(ty == LRU_GEN_FILE, rotated[ty]);
+                    }
+                }
+            }
+            for ty in [LRU_GEN_ANON, LRU_GEN_FILE] {
+                if rotated[ty] > 0 {
+                    self.note_cost_ancestors(ty == LRU_GEN_FILE, rotated[ty]);
                 }
             }
             for folio in out.drain(..) {

@@ -227,7 +227,9 @@ impl<H: LruvecHost> Lruvec<H> {
     }
 
     /// Classic `workingset_refault`: a recent refault activates the folio (and ages the
-    /// clock, as an activation); a working-set shadow restores `WORKINGSET`.
+    /// clock, as an activation); a working-set shadow restores `WORKINGSET` and notes the
+    /// refault as reclaim cost (`lru_note_cost_refault()`: this lruvec's lru_lock, then
+    /// each ancestor's).
     pub fn workingset_refault(
         &self,
         folio: &Folio,
@@ -254,6 +256,7 @@ impl<H: LruvecHost> Lruvec<H> {
             out.activated = true;
             if shadow.workingset() {
                 folio.set(FolioFlags::WORKINGSET);
+                self.lru_note_cost_refault(folio);
                 out.workingset = true;
             }
         }

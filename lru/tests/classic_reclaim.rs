@@ -113,3 +113,50 @@ fn classic_activation_ages_the_clock_but_aging_is_mglru_only() {
     assert_eq!(lv.nonresident_age(), 1);
     assert_eq!(lv.age(1), Err(LruError::MglruDisabled));
 }
+
+#[test]
+fn rotations_and_working_set_refaults_are_noted_as_cost() {
+    let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
+    let f = folios(40, 1, false);
+    for &x in &f {
+        lv.lock().add_folio(x).unwrap();
+    }
+    // Three referenced folios at the inactive tail get a second chance: three rotations.
+    for &x in &f[..3] {
+        x.set(FolioFlags::REFERENCED);
+    }
+    let s = lv.evict_folios(2, 0, 0, |_, _| {}).unwrap();
+    assert_eq!((s.evicted, s.protected), (2, 3));
+    assert_eq!(lv.costs(), (0, 3), "(anon_cost, file_cost)");
+    // An anon folio that was in the working set (deactivated, so WORKINGSET) refaults
+    // recently: one page of I/O, SWAP_CLUSTER_MAX (32) of anon cost. The sum (35) is above
+    // a quarter of the 39 folios on the lists, so both costs halve.
+    let a = folios(1, 1, true)[0];
+    a.set(FolioFlags::ACTIVE);
+    lv.lock().add_folio(a).unwrap();
+    let mut shadow = None;
+    lv.evict_folios(1, SWAPPINESS_ANON_ONLY, 0, |_, s| shadow = Some(s))
+        .unwrap();
+    let shadow = shadow.unwrap();
+    assert!(shadow.workingset());
+    // The page is freed and a new one is read back in from swap.
+    a.reset_lru_state().unwrap();
+    a.set(FolioFlags::SWAPBACKED);
+    a.set_memcg_id(1).unwrap();
+    let r = lv.refault(a, shadow, true).unwrap();
+    assert!(r.recent && r.workingset);
+    assert_eq!(lv.costs(), (32 / 2, 3 / 2));
+    // A refault that was not in the working set costs nothing.
+    let b = folios(1, 1, true)[0];
+    lv.lock().add_folio(b).unwrap();
+    let mut shadow = None;
+    lv.evict_folios(1, SWAPPINESS_ANON_ONLY, 0, |_, s| shadow = Some(s))
+        .unwrap();
+    let shadow = shadow.unwrap();
+    assert!(!shadow.workingset());
+    b.reset_lru_state().unwrap();
+    b.set(FolioFlags::SWAPBACKED);
+    b.set_memcg_id(1).unwrap();
+    lv.refault(b, shadow, true).unwrap();
+    assert_eq!(lv.costs(), (16, 1));
+}

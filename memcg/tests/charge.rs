@@ -392,3 +392,34 @@ fn busy_folios_go_back_on_the_lru_still_charged() {
         "LRU stats follow the putback"
     );
 }
+
+#[test]
+fn classic_reclaim_notes_its_cost_on_the_lruvec_and_every_ancestor() {
+    let s = setup(1, 1, false);
+    let root = s.tree.root();
+    let a = root.create_child().unwrap();
+    let a1 = a.create_child().unwrap();
+    let folios: Vec<_> = (0..40)
+        .map(|_| try_fault(&s.tree, &a1, 0, 0, false).unwrap())
+        .collect();
+    // The inactive tail is referenced: reclaim rotates it (a second chance), which is
+    // reclaim cost (`lru_note_cost()`), here and up the hierarchy.
+    for f in &folios[..3] {
+        f.set(lru::FolioFlags::REFERENCED);
+    }
+    let got = a1
+        .memory_reclaim(
+            0,
+            ReclaimRequest {
+                nr_pages: 4,
+                swappiness: Some(0),
+            },
+        )
+        .unwrap();
+    assert!(got >= 4);
+    for m in [&a1, &a, &root] {
+        let (anon, file) = m.lruvec(0).unwrap().costs();
+        assert_eq!(anon, 0, "memcg {}", m.id());
+        assert!(file > 0, "memcg {}: file_cost {file}", m.id());
+    }
+}

@@ -471,3 +471,34 @@ pub fn folio_lruvec_relock<'g, H: LruvecHost, L: LruvecLookup<H> + ?Sized>(
         .ok_or(LruError::WrongLruvec)?;
     Ok(lruvec_relock(guard, lruvec))
 }
+
+impl<H: LruvecHost> LruvecGuard<'_, H> {
+    /// One lruvec's step of `lru_note_cost()`, under its lru_lock: add `cost` to
+    /// `file_cost` (else `anon_cost`); halve both once their sum exceeds a quarter of the
+    /// evictable LRU size, so they follow recent reclaim.
+    pub(crate) fn note_cost(&mut self, file: bool, cost: u64) {
+        let lv = self.lruvec();
+        let (add, other) = if file {
+            (&lv.file_cost, &lv.anon_cost)
+        } else {
+            (&lv.anon_cost, &lv.file_cost)
+        };
+        let a = add.load(Ordering::Relaxed) + cost;
+        let o = other.load(Ordering::Relaxed);
+        let lrusize = [
+            LruList::InactiveAnon,
+            LruList::ActiveAnon,
+            LruList::InactiveFile,
+            LruList::ActiveFile,
+        ]
+        .iter()
+        .map(|&l| lv.lru_size(l) as u64)
+        .sum::<u64>();
+        if a + o > lrusize / 4 {
+            add.store(a / 2, Ordering::Relaxed);
+            other.store(o / 2, Ordering::Relaxed);
+        } else {
+            add.store(a, Ordering::Relaxed);
+        }
+    }
+}

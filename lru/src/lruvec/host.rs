@@ -57,6 +57,12 @@ pub unsafe trait LruvecHost: Sized + Send + Sync + 'static {
     const LRUVEC_OFFSET: usize;
     /// The lruvec's per-zone list sizes (`mem_cgroup_per_node::lru_zone_size`).
     fn lru_zone_size(&self) -> &LruZoneSize;
+
+    /// `parent_lruvec()`: the lruvec of the parent memcg on the same node, if any (costs
+    /// noted by [`Lruvec::lru_note_cost`] go up the hierarchy). None by default.
+    fn parent_lruvec(&self) -> Option<&Lruvec<Self>> {
+        None
+    }
 }
 
 /// The host of a lruvec that belongs to no `mem_cgroup_per_node`: the lruvec followed by its

@@ -446,6 +446,37 @@ impl<H: LruvecHost> Lruvec<H> {
         )
     }
 
+    /// `lru_note_cost()`: reclaim of `file` (else anon) folios cost `nr_io` pages of I/O
+    /// and `nr_rotated` folios put back; the cost, `nr_io * SWAP_CLUSTER_MAX +
+    /// nr_rotated`, is added to this lruvec's and every ancestor's (the host's
+    /// [`LruvecHost::parent_lruvec`]) `file_cost` or `anon_cost`, each under that lruvec's
+    /// lru_lock taken on its own (never nested). Nothing is done (no lock taken) for a zero
+    /// cost. Called with no lru_lock held.
+    pub fn lru_note_cost(&self, file: bool, nr_io: u64, nr_rotated: u64) {
+        let cost = nr_io * crate::vmscan::SWAP_CLUSTER_MAX as u64 + nr_rotated;
+        if cost == 0 {
+            return;
+        }
+        self.lock().note_cost(file, cost);
+        self.note_cost_ancestors(file, cost);
+    }
+
+    /// The ancestors' part of [`Self::lru_note_cost`], for callers that noted the cost on
+    /// this lruvec under a lock they held (`lru_note_cost_unlock_irq()`).
+    pub(crate) fn note_cost_ancestors(&self, file: bool, cost: u64) {
+        let mut lruvec = self.host().parent_lruvec();
+        while let Some(lv) = lruvec {
+            lv.lock().note_cost(file, cost);
+            lruvec = lv.host().parent_lruvec();
+        }
+    }
+
+    /// `lru_note_cost_refault()`: a folio that was in the working set when evicted came
+    /// back; its reclaim cost one page of I/O per page.
+    pub fn lru_note_cost_refault(&self, folio: &Folio) {
+        self.lru_note_cost(folio.is_file_lru(), 1, 0);
+    }
+
     /// `lruvec->refaults[type]`: the workingset activations at the last reclaim.
     #[must_use]
     pub fn refaults(&self, ty: usize) -> u64 {

@@ -130,6 +130,20 @@ macro_rules! impl_pn {
             fn lru_zone_size(&self) -> &LruZoneSize {
                 &self.write_hot.lru_zone_size
             }
+
+            /// The parent memcg's lruvec on this node (`parent_lruvec()`).
+            fn parent_lruvec(&self) -> Option<&Lruvec<Self>> {
+                // SAFETY: `memcg` is the back pointer set at allocation to the memcg that
+                // owns this `mem_cgroup_per_node`, which outlives it; a memcg holds a
+                // reference on its parent, so the parent outlives it too.
+                let memcg = unsafe {
+                    self.read_mostly
+                        .memcg
+                        .cast::<crate::MemCgroup<Self>>()
+                        .as_ref()
+                };
+                memcg.parent()?.lruvec(self.read_mostly.node as usize).ok()
+            }
         }
 
         impl<F: LockFamily, G: LruGenFolio> MemCgroupPerNode for $ty<F, G> {
