@@ -15,6 +15,13 @@
 //!   `mem_cgroup_iter()`, resuming where the last walk stopped) and shrinks each lruvec
 //!   (`lru_gen_shrink_lruvec()`), rotating it young when it ran out of cold folios.
 //!
+//! Both walks honour `memory.min` and `memory.low` as Linux does: each memcg's effective
+//! protection is computed against the reclaim target (`mem_cgroup_calculate_protection()`,
+//! top-down); a memcg whose usage is within its effective min is never reclaimed, one
+//! within its effective low only when a first pass that skipped such memcgs reclaimed too
+//! little (`memcg_low_reclaim`). On the FIFO walk a low-protected memcg is first rotated to
+//! the tail and reclaimed only when met there again (`shrink_one()`).
+//!
 //! `memory.reclaim` takes the request's own swappiness (`swappiness=`), retries in batches
 //! of a quarter of what is left, and gives up with [`MemcgError::Again`] (EAGAIN) after
 //! `MAX_RECLAIM_RETRIES` rounds that reclaimed nothing.
@@ -95,7 +102,33 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         if memcg.parent().is_none() && self.lru.mglru() {
             return self.shrink_nodes_root(cpu, target, swappiness);
         }
-        Ok(self.shrink_node_memcgs(memcg, cpu, target, swappiness))
+        let (reclaimed, low_skipped) =
+            self.shrink_node_memcgs(memcg, cpu, target, swappiness, false);
+        // Untapped memory.low reserves: retry, reclaiming from them too.
+        if reclaimed < target && low_skipped {
+            let (more, _) =
+                self.shrink_node_memcgs(memcg, cpu, target - reclaimed, swappiness, true);
+            return Ok(reclaimed + more);
+        }
+        Ok(reclaimed)
+    }
+
+    /// `mem_cgroup_calculate_protection()` + `mem_cgroup_below_min()` /
+    /// `mem_cgroup_below_low()`: how reclaim of `target` may treat `m`. The root and the
+    /// target itself are unprotected; the caller visits parents before children.
+    fn protection(&self, target: &MemCgroup<P>, m: &MemCgroup<P>) -> Protection {
+        if m.parent().is_none() || core::ptr::eq(m, target) {
+            return Protection::None;
+        }
+        m.memory.calculate_protection(&target.memory);
+        let usage = m.memory.usage();
+        if m.memory.emin() >= usage {
+            Protection::Min
+        } else if m.memory.elow() >= usage {
+            Protection::Low
+        } else {
+            Protection::None
+        }
     }
 
     /// Root reclaim: `lru_gen_shrink_node()` -> `shrink_many()` on every node, inside one
@@ -147,7 +180,9 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         Ok(reclaimed)
     }
 
-    /// `shrink_one()`: reclaim from `m` on `node`, then choose its rotation: young after a
+    /// `shrink_one()`: a memcg within its effective `memory.min` is only rotated young, one
+    /// within its `memory.low` is rotated to the tail unless it is there already; otherwise
+    /// reclaim from `m` on `node`, then choose its rotation: young after a
     /// successful pass (the lruvec ran out of cold folios and the memcg is online), none if
     /// it failed but is sizable, otherwise one retry at the tail, then young.
     fn shrink_one(
@@ -159,6 +194,19 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         swappiness: u8,
         reclaimed: &mut u64,
     ) -> MemcgLruOp {
+        match self.protection(self.root_memcg(), m) {
+            Protection::Min => return MemcgLruOp::Young,
+            Protection::Low => {
+                // Rotated to the tail first; reclaimed when met there again.
+                let at_tail = m.lruvec(node).is_ok_and(|lv| {
+                    lv.lrugen().memcg_node().seg.load(Ordering::Relaxed) == seg::TAIL
+                });
+                if !at_tail {
+                    return MemcgLruOp::Tail;
+                }
+            }
+            Protection::None => {}
+        }
         let (freed, success) = self.lru.shrink_lruvec(m, node, cpu, nr, swappiness);
         *reclaimed += freed;
         if success && m.is_online() {
@@ -180,18 +228,34 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
     /// `shrink_node_memcgs()` for a non-root target: every memcg of the subtree on every
     /// node, resuming where the last walk stopped (the reclaim iterator in
     /// `memcg_pn_write_hot`); a lruvec that ran out of cold folios is rotated young
-    /// (`lru_gen_shrink_lruvec()`).
+    /// (`lru_gen_shrink_lruvec()`). Memcgs within their effective `memory.min` are skipped,
+    /// those within `memory.low` too unless `low_reclaim`. Returns (pages reclaimed,
+    /// whether a low-protected memcg was skipped).
     fn shrink_node_memcgs(
         &self,
         memcg: &MemCgroup<P>,
         cpu: usize,
         target: u64,
         swappiness: u8,
-    ) -> u64 {
+        low_reclaim: bool,
+    ) -> (u64, bool) {
         let subtree = self.subtree_refs(memcg);
         if subtree.is_empty() {
-            return 0;
+            return (0, false);
         }
+        // Effective protection, parents before children (the subtree is in pre-order).
+        let mut low_skipped = false;
+        let skip: alloc::vec::Vec<bool> = subtree
+            .iter()
+            .map(|m| match self.protection(memcg, m) {
+                Protection::Min => true,
+                Protection::Low if !low_reclaim => {
+                    low_skipped = true;
+                    true
+                }
+                _ => false,
+            })
+            .collect();
         let mut reclaimed = 0;
         for node in 0..memcg.nr_nodes() {
             let Ok(pn) = memcg.nodeinfo(node) else {
@@ -201,6 +265,9 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
             let start = iter.position.load(Ordering::Relaxed) as usize % subtree.len();
             for k in 0..subtree.len() {
                 let idx = (start + k) % subtree.len();
+                if skip[idx] {
+                    continue;
+                }
                 let victim: &MemcgRef<'_, P> = &subtree[idx];
                 let (freed, rotate) =
                     self.lru
@@ -212,13 +279,24 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
                 if reclaimed >= target {
                     iter.position
                         .store(((idx + 1) % subtree.len()) as u32, Ordering::Relaxed);
-                    return reclaimed;
+                    return (reclaimed, low_skipped);
                 }
             }
             iter.generation.fetch_add(1, Ordering::Relaxed);
         }
-        reclaimed
+        (reclaimed, low_skipped)
     }
+}
+
+/// What memory protection allows reclaim to do with a memcg.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Protection {
+    /// Unprotected, or above its effective protection.
+    None,
+    /// Usage within its effective `memory.low`: reclaimed only if nothing else is left.
+    Low,
+    /// Usage within its effective `memory.min`: never reclaimed.
+    Min,
 }
 
 /// `lruvec_is_sizable()`: the evictable pages at `swappiness`, shifted by `DEF_PRIORITY`

@@ -423,3 +423,75 @@ fn classic_reclaim_notes_its_cost_on_the_lruvec_and_every_ancestor() {
         assert!(file > 0, "memcg {}: file_cost {file}", m.id());
     }
 }
+
+#[test]
+fn reclaim_skips_min_protected_memcgs_and_takes_from_low_protected_ones_last() {
+    for mglru in [false, true] {
+        let s = setup(1, 1, mglru);
+        let root = s.tree.root();
+        let a = root.create_child().unwrap();
+        let (a1, a2, a3) = (
+            a.create_child().unwrap(),
+            a.create_child().unwrap(),
+            a.create_child().unwrap(),
+        );
+        for (m, n) in [(&a1, 10), (&a2, 10), (&a3, 40)] {
+            for _ in 0..n {
+                try_fault(&s.tree, m, 0, 0, false).unwrap();
+            }
+        }
+        s.tree.stocks().drain(0).unwrap();
+        a1.memory().set_min(1000);
+        a2.memory().set_low(1000);
+        // Subtree reclaim of a (one pass of SWAP_CLUSTER_MAX = 32 pages): a3 has enough.
+        let req = ReclaimRequest {
+            nr_pages: 5,
+            swappiness: None,
+        };
+        assert_eq!(a.memory_reclaim(0, req).unwrap(), 32);
+        assert_eq!((a1.usage(), a2.usage(), a3.usage()), (10, 10, 8));
+        // a3 runs out: the retry for untapped low reserves takes from a2; a1 is never
+        // reclaimed.
+        let got = a.memory_reclaim(0, req).unwrap();
+        assert!(got >= 5);
+        assert_eq!(a1.usage(), 10, "memory.min is never reclaimed");
+        assert_eq!(a3.usage(), 0, "the unprotected memcg goes first");
+        assert!(
+            a2.usage() < 10,
+            "memory.low gives way when nothing else is left"
+        );
+        let before = a2.usage();
+        // Nothing but the min-protected memcg is left: reclaim fails, a1 untouched.
+        let err = a
+            .memory_reclaim(
+                0,
+                ReclaimRequest {
+                    nr_pages: 10 + before,
+                    swappiness: None,
+                },
+            )
+            .unwrap_err();
+        assert!(matches!(err, MemcgError::Again { .. }), "{err:?}");
+        assert_eq!((a1.usage(), a2.usage()), (10, 0), "mglru {mglru}");
+        // Root reclaim (the memcg FIFO walk with MGLRU) honours memory.min as far as the
+        // ancestors grant it: a1's effective min is bounded by a's (none), b's is its own.
+        let b = root.create_child().unwrap();
+        for _ in 0..10 {
+            try_fault(&s.tree, &b, 0, 0, false).unwrap();
+        }
+        s.tree.stocks().drain(0).unwrap();
+        b.memory().set_min(1000);
+        let err = root
+            .memory_reclaim(0, ReclaimRequest::pages(30))
+            .unwrap_err();
+        assert!(
+            matches!(err, MemcgError::Again { reclaimed: 10, .. }),
+            "{err:?}"
+        );
+        assert_eq!((a1.usage(), b.usage()), (0, 10), "mglru {mglru}");
+        // Without protection it goes.
+        b.memory().set_min(0);
+        root.memory_reclaim(0, ReclaimRequest::pages(10)).unwrap();
+        assert_eq!(b.usage(), 0);
+    }
+}

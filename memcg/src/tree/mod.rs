@@ -292,6 +292,12 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         MemcgRef::new(self, self.root)
     }
 
+    /// The root memcg, borrowed for the tree's lifetime (no reference taken).
+    pub(crate) fn root_memcg(&self) -> &MemCgroup<P> {
+        // SAFETY: the root is never freed before the tree.
+        unsafe { self.root.as_ref() }
+    }
+
     /// Memcgs linked in the tree (online and zombie).
     pub fn nr_memcgs(&self) -> usize {
         self.inner.lock().nr_linked
