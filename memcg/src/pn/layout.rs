@@ -176,9 +176,18 @@ fn print_pn<P: MemCgroupPerNode>(w: &mut dyn Write, name: &str) -> fmt::Result {
     }
     .print(w)?;
     let lv = P::LRUVEC_OFFSET;
+    let lrugen = lv + Lruvec::<P>::LRUGEN_OFFSET;
     let hot = [
         ("read_mostly", P::READ_MOSTLY_OFFSET),
         ("lru_lock", lv + Lruvec::<P>::LRU_LOCK_OFFSET),
+        (
+            "refaulted",
+            lrugen + <P::Gen as lru::LruGenFolio>::REFAULTED_OFFSET,
+        ),
+        (
+            "lrugen node",
+            lrugen + <P::Gen as lru::LruGenFolio>::MEMCG_NODE_OFFSET,
+        ),
         ("pgdat", lv + Lruvec::<P>::PGDAT_OFFSET),
         ("lru_zone_size", P::WRITE_HOT_OFFSET),
     ];
