@@ -32,11 +32,9 @@
 
 use crate::percpu;
 use core::sync::atomic::{AtomicUsize, Ordering};
-use ksync::TicketLock;
-use ksync::class::std_classes::RcuCallbackLock;
 
-/// The kernel's RCU state.
-pub type KernelRcu = lru::Rcu<TicketLock<RcuCallbackLock>>;
+/// The kernel's RCU state (its callback queue behind ksync's ticket lock).
+pub type KernelRcu = lru::Rcu<ksync::Ticket>;
 
 static RCU: spin::Once<KernelRcu> = spin::Once::new();
 /// Callbacks queued through [`call_rcu`] and not yet run (read without the queue lock).

@@ -23,10 +23,9 @@ pub const CACHELINE_PAIR: usize = 128;
 pub struct CacheAligned<T>(pub T);
 
 /// A value that owns a whole 128-byte line pair (per-CPU state that must not be
-/// prefetched together with a neighbour's).
-#[derive(Debug, Default)]
-#[repr(C, align(128))]
-pub struct CachePadded<T>(pub T);
+/// prefetched together with a neighbour's): ksync's, the one slot type of every per-CPU
+/// structure in lru, memcg and the page allocator.
+pub use ksync::CachePadded;
 
 impl<T> core::ops::Deref for CacheAligned<T> {
     type Target = T;
@@ -36,19 +35,6 @@ impl<T> core::ops::Deref for CacheAligned<T> {
 }
 
 impl<T> core::ops::DerefMut for CacheAligned<T> {
-    fn deref_mut(&mut self) -> &mut T {
-        &mut self.0
-    }
-}
-
-impl<T> core::ops::Deref for CachePadded<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.0
-    }
-}
-
-impl<T> core::ops::DerefMut for CachePadded<T> {
     fn deref_mut(&mut self) -> &mut T {
         &mut self.0
     }

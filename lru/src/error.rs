@@ -37,6 +37,8 @@ pub enum LruError {
     RcuCpuOffline,
     /// A quiescent state was reported (or a CPU went offline) inside a read-side section.
     RcuInReadSection,
+    /// A read-side guard of another RCU domain than the one the structure is freed by.
+    RcuWrongDomain,
     /// An MGLRU operation (aging, generation eviction) on a lruvec in classic mode.
     MglruDisabled,
 }
@@ -57,6 +59,9 @@ impl fmt::Display for LruError {
             LruError::InvalidPfn(p) => write!(f, "frame number {p:#x} out of range"),
             LruError::MapcountUnderflow => f.write_str("folio mapcount underflow"),
             LruError::RcuCpuOffline => f.write_str("cpu is offline for RCU"),
+            LruError::RcuWrongDomain => {
+                f.write_str("RCU read guard of another domain than the structure's")
+            }
             LruError::RcuInReadSection => {
                 f.write_str("quiescent state inside an RCU read-side section")
             }

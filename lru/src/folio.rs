@@ -15,8 +15,12 @@ use intrusive_collections::linked_list::AtomicLink;
 
 /// Number of NUMA nodes a shadow entry can name (6 bits).
 pub const MAX_NUMNODES: u32 = 64;
-/// Number of zones per node.
-pub const MAX_NR_ZONES: usize = 4;
+/// Number of zones per node (`MAX_NR_ZONES`): DMA, DMA32, NORMAL, MOVABLE and DEVICE, as in
+/// an x86-64 Linux build with `CONFIG_ZONE_DEVICE` (the build of seed 000, whose
+/// `lru_gen_folio` is 1360 bytes). Per-zone arrays (`folios[][][]`, `nr_pages[][][]`,
+/// `lru_zone_size[][]`) have Linux's sizes; no folio of this model lives in `ZONE_DEVICE`
+/// (device memory is not modelled), so [`Zone`] names the four others.
+pub const MAX_NR_ZONES: usize = 5;
 /// Anon and file: the two LRU types (`ANON_AND_FILE`).
 pub const ANON_AND_FILE: usize = 2;
 /// Index of the anon type (`LRU_GEN_ANON`).
@@ -390,10 +394,15 @@ impl Folio {
             });
     }
 
-    /// Accesses counted so far: `REFERENCED` plus the refs bits (0..=4).
+    /// Accesses counted so far (`folio_lru_refs()`): 0 without `REFERENCED`, otherwise
+    /// the refs bits plus one for `REFERENCED` (0..=4).
     #[must_use]
-    pub fn total_refs(&self) -> u32 {
-        u32::from(self.test(FolioFlags::REFERENCED)) + self.lru_refs()
+    pub fn lru_refs_total(&self) -> u32 {
+        if self.test(FolioFlags::REFERENCED) {
+            self.lru_refs() + 1
+        } else {
+            0
+        }
     }
 
     /// Take a reference (`folio_get`).
@@ -513,16 +522,16 @@ mod tests {
         let f = folio();
         f.mark_accessed();
         assert!(f.test(FolioFlags::REFERENCED));
-        assert_eq!(f.total_refs(), 1);
+        assert_eq!(f.lru_refs_total(), 1);
         for _ in 0..3 {
             f.mark_accessed();
         }
-        assert_eq!(f.total_refs(), 4);
+        assert_eq!(f.lru_refs_total(), 4);
         assert!(!f.test(FolioFlags::WORKINGSET));
         f.mark_accessed();
         assert!(f.test(FolioFlags::WORKINGSET));
         f.mark_accessed();
-        assert_eq!(f.total_refs(), 4);
+        assert_eq!(f.lru_refs_total(), 4);
     }
 
     #[test]

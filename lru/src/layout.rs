@@ -134,8 +134,8 @@ impl StructLayout<'_> {
     }
 }
 
-/// Print every key struct of this crate, with `R` as the lru_lock / FIFO lock type.
-pub fn report_with<R: lock_api::RawMutex>(w: &mut dyn Write) -> fmt::Result {
+/// Print every key struct of this crate, with family `F`'s locks.
+pub fn report_with<F: ksync::LockFamily>(w: &mut dyn Write) -> fmt::Result {
     use crate::lru_gen::LruGenFolio;
     use crate::lru_gen_folio::{LruGenFolioBase, LruGenFolioGrouped};
     let folio = crate::folio::folio_layout();
@@ -156,19 +156,22 @@ pub fn report_with<R: lock_api::RawMutex>(w: &mut dyn Write) -> fmt::Result {
     ] {
         lrugen.print(w)?;
     }
-    let f = crate::lruvec::lruvec_fields_expanded::<R, LruGenFolioBase>();
-    crate::lruvec::lruvec_layout::<R, LruGenFolioBase>("lruvec (base lrugen)", &f).print(w)?;
-    let f = crate::lruvec::lruvec_fields_expanded::<R, LruGenFolioGrouped>();
-    crate::lruvec::lruvec_layout::<R, LruGenFolioGrouped>("lruvec (grouped lrugen)", &f)
-        .print(w)?;
-    let f = crate::memcg_lru::lru_gen_memcg_fields::<R>();
-    crate::memcg_lru::lru_gen_memcg_layout::<R>(&f).print(w)
+    type Base<F> = crate::LruvecStandalone<F, LruGenFolioBase>;
+    type Grouped<F> = crate::LruvecStandalone<F, LruGenFolioGrouped>;
+    let f = crate::lruvec::lruvec_fields_expanded::<Base<F>>();
+    crate::lruvec::lruvec_layout::<Base<F>>("lruvec (base lrugen)", &f).print(w)?;
+    let f = crate::lruvec::lruvec_fields_expanded::<Grouped<F>>();
+    crate::lruvec::lruvec_layout::<Grouped<F>>("lruvec (grouped lrugen)", &f).print(w)?;
+    let f = crate::memcg_lru::lru_gen_memcg_fields::<F>();
+    crate::memcg_lru::lru_gen_memcg_layout::<F>(&f).print(w)?;
+    let f = crate::pgdat::pgdat_fields::<Grouped<F>>();
+    crate::pgdat::pgdat_layout::<Grouped<F>>(&f).print(w)
 }
 
-/// Print every key struct with the crate's [`crate::sync::RawSpinlock`] as the lock.
+/// Print every key struct with the kernel's locks ([`ksync::Ticket`]).
 #[cfg(not(loom))]
 pub fn report(w: &mut dyn Write) -> fmt::Result {
-    report_with::<crate::sync::RawSpinlock>(w)
+    report_with::<ksync::Ticket>(w)
 }
 
 #[cfg(all(test, not(loom)))]

@@ -9,9 +9,11 @@
 //! `lru_gen_folio` base/grouped (seed 000), FIFO tail insertion walk/cached (seed 002),
 //! and the lock is per lruvec (seed 004).
 //!
-//! Nothing here knows about x86: the lock types are [`lock_api::RawMutex`] parameters, the
-//! CPU is a `cpu: usize` argument, CPU counts are fixed at construction, and time comes in
-//! as a `now` argument.
+//! Nothing here knows about x86: every lock is `F::Lock<Class>` of a
+//! [`ksync::LockFamily`] `F` (the kernel, the host tests and the host benchmarks all use
+//! [`ksync::Ticket`], so layouts and lock statistics are the same everywhere; loom models
+//! substitute their own family), the CPU is a `cpu: usize` argument, CPU counts are fixed at
+//! construction, and time comes in as a `now` argument.
 
 #![cfg_attr(not(test), no_std)]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -29,20 +31,26 @@ pub mod lru_gen;
 pub mod lru_gen_folio;
 pub mod lruvec;
 pub mod memcg_lru;
+pub mod pgdat;
 pub mod rcu;
 pub mod swap;
 pub mod sync;
 pub mod vmscan;
 pub mod vmscan_classic;
+pub mod vmstat;
 pub mod workingset;
 
 pub use error::LruError;
 pub use folio::{Folio, FolioFlags, Zone};
 pub use lru_gen::{LruGenFolio, LruGenMemcgNode};
 pub use lru_gen_folio::{LruGenFolioBase, LruGenFolioGrouped};
-pub use lruvec::{LruList, LruMode, Lruvec, LruvecGuard, LruvecLookup};
+pub use lruvec::{
+    LruList, LruMode, Lruvec, LruvecGuard, LruvecHost, LruvecLock, LruvecLookup, LruvecStandalone,
+};
 pub use memcg_lru::{LruGenMemcg, MemcgFifoEntry, MemcgLruOp, TailMode};
+pub use pgdat::PgData;
 pub use rcu::Rcu;
 pub use swap::{FOLIO_BATCH_SIZE, FolioBatch, LruBatches};
-pub use vmscan::{EvictStats, MAX_SWAPPINESS};
+pub use vmscan::{EvictStats, MAX_SWAPPINESS, SWAPPINESS_ANON_ONLY};
+pub use vmstat::NodeStatItem;
 pub use workingset::{RefaultOutcome, Shadow};

@@ -4,7 +4,8 @@
 //! generations are numbered by ever-growing sequence numbers (`max_seq`, `min_seq[type]`)
 //! and stored in `MAX_NR_GENS` slots (`lru_gen_from_seq`); tiers group folios of a
 //! generation by how often they were accessed through file descriptors
-//! (`lru_tier_from_refs`). [`LruGenFolio`] is the common interface of the two layouts of
+//! (`lru_tier_from_refs`: `order_base_2` of the access count, the working set in the top
+//! tier). [`LruGenFolio`] is the common interface of the two layouts of
 //! `struct lru_gen_folio` in [`crate::lru_gen_folio`] (seed 000), so all MGLRU code runs on
 //! either.
 
@@ -38,15 +39,25 @@ pub const fn lru_hist_from_seq(seq: u64) -> usize {
     (seq % NR_HIST_GENS as u64) as usize
 }
 
-/// The tier of a folio accessed `refs` times (`lru_tier_from_refs`: order_base_2(refs+1)).
+/// `order_base_2(n)`: the smallest `k` with `2^k >= n` (0 for 0 and 1).
 #[must_use]
-pub const fn lru_tier_from_refs(refs: u32) -> usize {
-    let n = refs + 1;
-    let t = if n <= 1 {
-        0
+pub const fn order_base_2(n: u32) -> u32 {
+    if n > 1 {
+        32 - (n - 1).leading_zeros()
     } else {
-        (32 - (n - 1).leading_zeros()) as usize
-    };
+        0
+    }
+}
+
+/// The tier of a folio accessed `refs` times through file descriptors, `REFERENCED`
+/// included (`lru_tier_from_refs(refs, workingset)`): `order_base_2(refs)`, or the top tier
+/// for the working set. refs 0 and 1 are tier 0, 2 is tier 1, 3 and 4 are tier 2.
+#[must_use]
+pub const fn lru_tier_from_refs(refs: u32, workingset: bool) -> usize {
+    if workingset {
+        return MAX_NR_TIERS - 1;
+    }
+    let t = order_base_2(refs) as usize;
     if t >= MAX_NR_TIERS {
         MAX_NR_TIERS - 1
     } else {
@@ -127,6 +138,12 @@ pub trait LruGenFolio: Sealed + Send + Sync + Sized + 'static {
     fn memcg_node(&self) -> &LruGenMemcgNode;
     /// Byte offset of [`LruGenFolio::memcg_node`] inside the struct.
     const MEMCG_NODE_OFFSET: usize;
+    /// Byte offset of [`LruGenFolio::evicted`] inside the struct.
+    const EVICTED_OFFSET: usize;
+    /// Byte offset of [`LruGenFolio::refaulted`] inside the struct.
+    const REFAULTED_OFFSET: usize;
+    /// Whether the lockless counters sit in their own aligned group (seed 000's patch).
+    const STATS_GROUPED: bool;
     /// The pahole-style field table for [`crate::layout`].
     fn layout_fields() -> &'static [FieldDesc];
 }
@@ -162,7 +179,10 @@ mod tests {
         assert_eq!(lru_gen_from_seq(0), 0);
         assert_eq!(lru_gen_from_seq(5), 1);
         assert_eq!(lru_hist_from_seq(7), 0);
-        let tiers: [usize; 6] = core::array::from_fn(|r| lru_tier_from_refs(r as u32));
-        assert_eq!(tiers, [0, 1, 2, 2, 3, 3]);
+        let tiers: [usize; 5] = core::array::from_fn(|r| lru_tier_from_refs(r as u32, false));
+        assert_eq!(tiers, [0, 0, 1, 2, 2]);
+        assert_eq!(lru_tier_from_refs(0, true), MAX_NR_TIERS - 1);
+        assert_eq!(order_base_2(4), 2);
+        assert_eq!(order_base_2(5), 3);
     }
 }

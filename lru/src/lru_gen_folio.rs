@@ -143,7 +143,7 @@ fn new_node(enabled: bool) -> LruGenMemcgNode {
 }
 
 macro_rules! impl_common {
-    ($ty:ty, $layout:expr, $fields:expr, $($evicted:tt).+, $($refaulted:tt).+) => {
+    ($ty:ty, $layout:expr, $grouped:expr, $fields:expr, $($evicted:tt).+, $($refaulted:tt).+) => {
         impl Sealed for $ty {}
 
         // SAFETY (for the unsafe impls below): `folios` is an UnsafeCell only accessed by
@@ -156,6 +156,9 @@ macro_rules! impl_common {
         impl LruGenFolio for $ty {
             const LAYOUT: &'static str = $layout;
             const MEMCG_NODE_OFFSET: usize = offset_of!($ty, memcg);
+            const EVICTED_OFFSET: usize = offset_of!($ty, $($evicted).+);
+            const REFAULTED_OFFSET: usize = offset_of!($ty, $($refaulted).+);
+            const STATS_GROUPED: bool = $grouped;
 
             fn max_seq(&self) -> &AtomicU64 {
                 &self.max_seq
@@ -249,10 +252,18 @@ impl LruGenFolioGrouped {
     }
 }
 
-impl_common!(LruGenFolioBase, "base", BASE_FIELDS, evicted, refaulted);
+impl_common!(
+    LruGenFolioBase,
+    "base",
+    false,
+    BASE_FIELDS,
+    evicted,
+    refaulted
+);
 impl_common!(
     LruGenFolioGrouped,
     "grouped",
+    true,
     GROUPED_FIELDS,
     stats.0.evicted,
     stats.0.refaulted

@@ -6,6 +6,14 @@
 //! kernel does so from its scheduler/idle loop, host tests from their thread loops.
 //! [`Rcu::synchronize`] starts a grace period and waits until every online CPU has
 //! reported since; [`Rcu::call_rcu`] defers a free until a later grace period completes.
+//! [`Rcu::get_state_synchronize_rcu`] and [`Rcu::poll_state_synchronize_rcu`] are Linux's
+//! polled interface: a cookie taken after an object was unpublished names the grace period
+//! that must complete before it may be freed, and the freeing side checks it without
+//! blocking (whoever drives grace periods, `synchronize` or `barrier`, completes it).
+//!
+//! Read-side sections are [`RcuReadGuard`]s: structures whose entries are freed after a
+//! grace period (the memcg FIFO, memcg's id table) hand out references bounded by the
+//! guard's lifetime, and check that the guard belongs to the domain they are freed by.
 //!
 //! Ordering needs no SeqCst: a CPU's report stores the grace-period counter it loaded
 //! (Acquire, pairing with the writer's `fetch_add`) with Release; coming online does an
@@ -13,14 +21,15 @@
 //! the CPU sees the writer's unpublish. Per-CPU state is cache-padded to 128 bytes so
 //! reports never bounce a neighbour's line.
 
-use crate::cacheline::CachePadded;
 use crate::error::LruError;
+use crate::sync::Lock;
 use crate::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use crate::sync::hint::spin_loop;
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
-use lock_api::RawMutex;
+use ksync::class::std_classes::RcuCallbackLock;
+use ksync::{CachePadded, LockFamily, PerCpu};
 
 /// Counter value of an offline CPU (in an extended quiescent state).
 const OFFLINE: u64 = 0;
@@ -42,28 +51,39 @@ pub struct RcuCpu {
 type Callback = Box<dyn FnOnce() + Send>;
 
 /// The RCU state of the whole system: a counter and one cache-padded slot per CPU.
-pub struct Rcu<R: RawMutex> {
+pub struct Rcu<F: LockFamily> {
     gp_seq: CachePadded<AtomicU64>,
     completed: CachePadded<AtomicU64>,
-    cpus: Box<[CachePadded<RcuCpu>]>,
-    callbacks: lock_api::Mutex<R, VecDeque<(u64, Callback)>>,
+    cpus: PerCpu<RcuCpu>,
+    callbacks: lock_api::Mutex<Lock<F, RcuCallbackLock>, VecDeque<(u64, Callback)>>,
 }
 
-impl<R: RawMutex> core::fmt::Debug for Rcu<R> {
+impl<F: LockFamily> core::fmt::Debug for Rcu<F> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Rcu")
             .field("gp_seq", &self.gp_seq.load(Ordering::Relaxed))
             .field("completed", &self.completed.load(Ordering::Relaxed))
-            .field("nr_cpus", &self.cpus.len())
+            .field("nr_cpus", &self.cpus.nr_cpus())
             .finish()
     }
 }
 
 /// A read-side section (`rcu_read_lock`/`rcu_read_unlock`). Free under QSBR; it only
-/// counts nesting so that a quiescent state reported inside a section is refused.
+/// counts nesting so that a quiescent state reported inside a section is refused. References
+/// obtained under RCU are bounded by the guard's lifetime.
 #[derive(Debug)]
 pub struct RcuReadGuard<'a> {
     cpu: &'a RcuCpu,
+    domain: usize,
+}
+
+impl RcuReadGuard<'_> {
+    /// The [`Rcu::domain`] this section belongs to: only grace periods of that domain wait
+    /// for it.
+    #[must_use]
+    pub fn domain(&self) -> usize {
+        self.domain
+    }
 }
 
 impl Drop for RcuReadGuard<'_> {
@@ -75,21 +95,16 @@ impl Drop for RcuReadGuard<'_> {
     }
 }
 
-impl<R: RawMutex> Rcu<R> {
+impl<F: LockFamily> Rcu<F> {
     /// RCU for `nr_cpus` CPUs, all offline until [`Rcu::online`].
     pub fn new(nr_cpus: usize) -> Self {
         Rcu {
             gp_seq: CachePadded(AtomicU64::new(GP_START)),
             completed: CachePadded(AtomicU64::new(GP_START)),
-            cpus: (0..nr_cpus)
-                .map(|_| {
-                    CachePadded(RcuCpu {
-                        ctr: AtomicU64::new(OFFLINE),
-                        nesting: AtomicU32::new(0),
-                    })
-                })
-                .collect::<Vec<_>>()
-                .into_boxed_slice(),
+            cpus: PerCpu::new(nr_cpus, |_| RcuCpu {
+                ctr: AtomicU64::new(OFFLINE),
+                nesting: AtomicU32::new(0),
+            }),
             callbacks: lock_api::Mutex::new(VecDeque::new()),
         }
     }
@@ -97,14 +112,11 @@ impl<R: RawMutex> Rcu<R> {
     /// Number of CPUs fixed at construction.
     #[must_use]
     pub fn nr_cpus(&self) -> usize {
-        self.cpus.len()
+        self.cpus.nr_cpus()
     }
 
     fn cpu(&self, cpu: usize) -> Result<&RcuCpu, LruError> {
-        self.cpus
-            .get(cpu)
-            .map(|c| &c.0)
-            .ok_or(LruError::InvalidCpu(cpu))
+        self.cpus.get(cpu).ok_or(LruError::InvalidCpu(cpu))
     }
 
     /// Whether `cpu` is online (taking part in grace periods).
@@ -145,7 +157,33 @@ impl<R: RawMutex> Rcu<R> {
         }
         c.nesting
             .store(c.nesting.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-        Ok(RcuReadGuard { cpu: c })
+        Ok(RcuReadGuard {
+            cpu: c,
+            domain: self.domain(),
+        })
+    }
+
+    /// An id of this RCU domain (its address), which [`RcuReadGuard::domain`] reports.
+    #[must_use]
+    pub fn domain(&self) -> usize {
+        core::ptr::from_ref(self) as usize
+    }
+
+    /// `get_state_synchronize_rcu()`: a cookie for the grace period that must complete from
+    /// now. Call it after unpublishing an object; free the object once
+    /// [`Rcu::poll_state_synchronize_rcu`] says the cookie's grace period is over.
+    #[must_use]
+    pub fn get_state_synchronize_rcu(&self) -> u64 {
+        // An RMW reads the latest counter (see `call_rcu`): every grace period numbered
+        // above it starts after the caller's unpublish.
+        self.gp_seq.fetch_add(0, Ordering::AcqRel) + 1
+    }
+
+    /// `poll_state_synchronize_rcu()`: whether the grace period of `cookie` has completed,
+    /// i.e. every read-side section that was running when the cookie was taken has ended.
+    #[must_use]
+    pub fn poll_state_synchronize_rcu(&self, cookie: u64) -> bool {
+        self.completed() >= cookie
     }
 
     /// Report a quiescent state for `cpu` (`rcu_quiescent_state`): it holds no RCU
@@ -173,7 +211,7 @@ impl<R: RawMutex> Rcu<R> {
             return Err(LruError::RcuInReadSection);
         }
         let target = self.gp_seq.fetch_add(1, Ordering::AcqRel) + 1;
-        for (i, c) in self.cpus.iter().enumerate() {
+        for (i, c) in self.cpus.iter() {
             if Some(i) == self_cpu {
                 continue;
             }
@@ -203,9 +241,7 @@ impl<R: RawMutex> Rcu<R> {
     /// Queue `f` to run after a grace period that starts after this call (`call_rcu`).
     /// Call it after unpublishing the object `f` frees.
     pub fn call_rcu(&self, f: impl FnOnce() + Send + 'static) {
-        // An RMW reads the latest counter, so every grace period numbered above it starts
-        // after the caller's unpublish.
-        let target = self.gp_seq.fetch_add(0, Ordering::AcqRel) + 1;
+        let target = self.get_state_synchronize_rcu();
         self.callbacks.lock().push_back((target, Box::new(f)));
     }
 
@@ -248,11 +284,10 @@ impl<R: RawMutex> Rcu<R> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::sync::RawSpinlock;
     use alloc::sync::Arc;
     use core::sync::atomic::{AtomicBool, AtomicUsize};
 
-    type R = Rcu<RawSpinlock>;
+    type R = Rcu<ksync::Ticket>;
 
     #[test]
     fn cpu_bounds_and_states() {
@@ -318,6 +353,43 @@ mod tests {
         assert_eq!(rcu.barrier(Some(0)).unwrap(), 1);
         assert_eq!(ran.load(Ordering::SeqCst), 1);
         assert_eq!(rcu.pending_callbacks(), 0);
+    }
+
+    #[test]
+    fn polled_grace_periods() {
+        let rcu = R::new(2);
+        rcu.online(0).unwrap();
+        rcu.online(1).unwrap();
+        let cookie = rcu.get_state_synchronize_rcu();
+        assert!(
+            !rcu.poll_state_synchronize_rcu(cookie),
+            "no grace period yet"
+        );
+        let g = rcu.read_lock(1).unwrap();
+        assert_eq!(g.domain(), rcu.domain());
+        drop(g);
+        // CPU 1 reports, CPU 0 drives the grace period.
+        let r = &rcu;
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let d = &done;
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                while !d.load(Ordering::SeqCst) {
+                    r.quiescent_state(1).unwrap();
+                    std::thread::yield_now();
+                }
+            });
+            r.synchronize(Some(0)).unwrap();
+            done.store(true, Ordering::SeqCst);
+        });
+        assert!(rcu.poll_state_synchronize_rcu(cookie));
+        // A cookie taken after that grace period waits for the next one.
+        let later = rcu.get_state_synchronize_rcu();
+        assert!(later > cookie);
+        assert!(!rcu.poll_state_synchronize_rcu(later));
+        rcu.offline(1).unwrap();
+        rcu.synchronize(Some(0)).unwrap();
+        assert!(rcu.poll_state_synchronize_rcu(later));
     }
 
     #[test]

@@ -5,20 +5,18 @@
 //! `lru_add_drain_cpu()` and `lru_add_drain_all()`. A batch is moved to the lruvecs when
 //! full, taking each lruvec's lock once per run of consecutive folios of that lruvec
 //! ([`crate::lruvec::folio_lruvec_relock`]). The CPU is an argument (`cpu: usize`, fixed
-//! count at construction); each CPU's batches sit behind their own lock `B` (Linux's
-//! `local_lock`), which also lets another CPU drain them — Linux queues work on each CPU
-//! instead. `drain_all` uses Linux's `lru_drain_gen` so that callers racing with a
+//! count at construction); each CPU's batches sit behind their own lock (class
+//! `cpu_fbatches.lock`, Linux's `local_lock`), which also lets another CPU drain them —
+//! Linux queues work on each CPU instead. `drain_all` uses Linux's `lru_drain_gen` so that callers racing with a
 //! complete drain that started after them return without draining again.
 
-use crate::cacheline::CachePadded;
 use crate::error::LruError;
 use crate::folio::{Folio, FolioFlags};
-use crate::lru_gen::LruGenFolio;
-use crate::lruvec::{LruvecGuard, LruvecLookup, folio_lruvec_relock};
+use crate::lruvec::{LruvecGuard, LruvecHost, LruvecLookup, folio_lruvec_relock};
+use crate::sync::Lock;
 use crate::sync::atomic::{AtomicU64, Ordering};
-use alloc::boxed::Box;
-use alloc::vec::Vec;
-use lock_api::RawMutex;
+use ksync::class::std_classes::{FbatchLock, LruDrainLock};
+use ksync::{LockFamily, PerCpu};
 
 /// Entries per batch (`PAGEVEC_SIZE`).
 pub const FOLIO_BATCH_SIZE: usize = 31;
@@ -132,24 +130,43 @@ impl MoveStats {
     }
 }
 
-/// `folio_batch_move_lru`: apply `kind` to every folio of `batch`, relocking per lruvec,
-/// then drop the batch's folio references (`folios_put`).
-pub fn folio_batch_move_lru<R, G, L>(batch: FolioBatch, kind: BatchKind, lookup: &L) -> MoveStats
+/// `folio_batch_move_lru`: apply `kind` to every folio of `batch` on `cpu`, relocking per
+/// lruvec, then drop the batch's folio references (`folios_put`). The whole move runs in
+/// one read-side section of the lookup (RCU for memcg), which bounds every lruvec it finds.
+/// A folio whose LRU flag is already set is isolated first (TestClearLRU), and only then
+/// is its lruvec looked up and locked: the winner of the flag owns the folio, so its memcg
+/// cannot change under the lookup.
+pub fn folio_batch_move_lru<H, L>(
+    batch: FolioBatch,
+    kind: BatchKind,
+    cpu: usize,
+    lookup: &L,
+) -> MoveStats
 where
-    R: RawMutex,
-    G: LruGenFolio,
-    L: LruvecLookup<R, G> + ?Sized,
+    H: LruvecHost,
+    L: LruvecLookup<H> + ?Sized,
 {
     let mut stats = MoveStats::default();
-    let mut guard: Option<LruvecGuard<'_, R, G>> = None;
+    let rcu = match lookup.read_lock(cpu) {
+        Ok(g) => g,
+        Err(e) => {
+            stats.error = Some(e);
+            // Nothing was moved; the batch's references are still dropped.
+            for folio in batch.iter() {
+                let _ = folio.put();
+            }
+            return stats;
+        }
+    };
+    let mut guard: Option<LruvecGuard<'_, H>> = None;
     for folio in batch.iter() {
         // Block memcg migration while the folio moves: only the TestClearLRU winner may.
         if kind != BatchKind::LruAdd && !folio.test_clear_lru() {
             stats.skipped += 1;
             continue;
         }
-        let prev = guard.as_ref().map(|g| core::ptr::from_ref(g.lruvec()));
-        let mut g = match folio_lruvec_relock(guard.take(), folio, lookup) {
+        let prev = guard.as_ref().map(|g| g.lruvec().lock_addr());
+        let mut g = match folio_lruvec_relock(guard.take(), folio, lookup, &rcu) {
             Ok(g) => g,
             Err(e) => {
                 if kind != BatchKind::LruAdd {
@@ -159,7 +176,7 @@ where
                 continue;
             }
         };
-        if prev != Some(core::ptr::from_ref(g.lruvec())) {
+        if prev != Some(g.lruvec().lock_addr()) {
             stats.lock_holds += 1;
         }
         let res = match kind {
@@ -177,6 +194,7 @@ where
         guard = Some(g);
     }
     drop(guard);
+    drop(rcu);
     for folio in batch.iter() {
         if let Err(e) = folio.put() {
             stats.error.get_or_insert(e);
@@ -186,29 +204,26 @@ where
 }
 
 /// All CPUs' folio batches plus the drain generation (`cpu_fbatches`, `lru_drain_gen`).
-pub struct LruBatches<B: RawMutex> {
-    cpus: Box<[CachePadded<lock_api::Mutex<B, CpuFbatches>>]>,
+pub struct LruBatches<F: LockFamily> {
+    cpus: PerCpu<lock_api::Mutex<Lock<F, FbatchLock>, CpuFbatches>>,
     drain_gen: AtomicU64,
-    drain_lock: lock_api::Mutex<B, ()>,
+    drain_lock: lock_api::Mutex<Lock<F, LruDrainLock>, ()>,
 }
 
-impl<B: RawMutex> core::fmt::Debug for LruBatches<B> {
+impl<F: LockFamily> core::fmt::Debug for LruBatches<F> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("LruBatches")
-            .field("nr_cpus", &self.cpus.len())
+            .field("nr_cpus", &self.cpus.nr_cpus())
             .field("drain_gen", &self.drain_gen.load(Ordering::Relaxed))
             .finish()
     }
 }
 
-impl<B: RawMutex> LruBatches<B> {
+impl<F: LockFamily> LruBatches<F> {
     /// Empty batches for `nr_cpus` CPUs.
     pub fn new(nr_cpus: usize) -> Self {
         LruBatches {
-            cpus: (0..nr_cpus)
-                .map(|_| CachePadded(lock_api::Mutex::new(CpuFbatches::default())))
-                .collect::<Vec<_>>()
-                .into_boxed_slice(),
+            cpus: PerCpu::new(nr_cpus, |_| lock_api::Mutex::new(CpuFbatches::default())),
             drain_gen: AtomicU64::new(0),
             drain_lock: lock_api::Mutex::new(()),
         }
@@ -217,7 +232,7 @@ impl<B: RawMutex> LruBatches<B> {
     /// Number of CPUs fixed at construction.
     #[must_use]
     pub fn nr_cpus(&self) -> usize {
-        self.cpus.len()
+        self.cpus.nr_cpus()
     }
 
     /// `lru_drain_gen`: how many `drain_all` rounds have started.
@@ -226,11 +241,11 @@ impl<B: RawMutex> LruBatches<B> {
         self.drain_gen.load(Ordering::Acquire)
     }
 
-    fn cpu(&self, cpu: usize) -> Result<&lock_api::Mutex<B, CpuFbatches>, LruError> {
-        self.cpus
-            .get(cpu)
-            .map(|c| &c.0)
-            .ok_or(LruError::InvalidCpu(cpu))
+    fn cpu(
+        &self,
+        cpu: usize,
+    ) -> Result<&lock_api::Mutex<Lock<F, FbatchLock>, CpuFbatches>, LruError> {
+        self.cpus.get(cpu).ok_or(LruError::InvalidCpu(cpu))
     }
 
     /// Folios pending on `cpu`.
@@ -238,7 +253,7 @@ impl<B: RawMutex> LruBatches<B> {
         Ok(self.cpu(cpu)?.lock().pending())
     }
 
-    fn add_and_move<R, G, L>(
+    fn add_and_move<H, L>(
         &self,
         cpu: usize,
         folio: &'static Folio,
@@ -246,9 +261,8 @@ impl<B: RawMutex> LruBatches<B> {
         lookup: &L,
     ) -> Result<MoveStats, LruError>
     where
-        R: RawMutex,
-        G: LruGenFolio,
-        L: LruvecLookup<R, G> + ?Sized,
+        H: LruvecHost,
+        L: LruvecLookup<H> + ?Sized,
     {
         let mut fb = self.cpu(cpu)?.lock();
         let batch = match kind {
@@ -263,12 +277,12 @@ impl<B: RawMutex> LruBatches<B> {
             Err(folio) => {
                 // Batches are moved the moment they fill, under this same lock, so this
                 // is only reachable if a move was interrupted; move and retry.
-                stats.merge(folio_batch_move_lru(batch.take(), kind, lookup));
+                stats.merge(folio_batch_move_lru(batch.take(), kind, cpu, lookup));
                 batch.add(folio).unwrap_or(0)
             }
         };
         if space == 0 {
-            stats.merge(folio_batch_move_lru(batch.take(), kind, lookup));
+            stats.merge(folio_batch_move_lru(batch.take(), kind, cpu, lookup));
         }
         drop(fb);
         // Errors met while moving *other* folios are reported in the stats; `Err` is
@@ -281,16 +295,15 @@ impl<B: RawMutex> LruBatches<B> {
     /// LRU); problems with folios of the moved batch are in [`MoveStats::error`].
     /// The fault path sets `ACTIVE` first (as `lru_gen_in_fault()` does) to place the
     /// folio in the youngest generation.
-    pub fn folio_add_lru<R, G, L>(
+    pub fn folio_add_lru<H, L>(
         &self,
         cpu: usize,
         folio: &'static Folio,
         lookup: &L,
     ) -> Result<MoveStats, LruError>
     where
-        R: RawMutex,
-        G: LruGenFolio,
-        L: LruvecLookup<R, G> + ?Sized,
+        H: LruvecHost,
+        L: LruvecLookup<H> + ?Sized,
     {
         self.cpu(cpu)?;
         if folio.test_lru() {
@@ -301,16 +314,15 @@ impl<B: RawMutex> LruBatches<B> {
 
     /// `folio_activate`: queue an inactive LRU folio for promotion on `cpu`. Folios not on
     /// the LRU, already active or unevictable are ignored (`Ok` with nothing moved).
-    pub fn folio_activate<R, G, L>(
+    pub fn folio_activate<H, L>(
         &self,
         cpu: usize,
         folio: &'static Folio,
         lookup: &L,
     ) -> Result<MoveStats, LruError>
     where
-        R: RawMutex,
-        G: LruGenFolio,
-        L: LruvecLookup<R, G> + ?Sized,
+        H: LruvecHost,
+        L: LruvecLookup<H> + ?Sized,
     {
         self.cpu(cpu)?;
         let f = folio.flags();
@@ -323,16 +335,15 @@ impl<B: RawMutex> LruBatches<B> {
     }
 
     /// `folio_deactivate`: queue an LRU folio for demotion on `cpu`.
-    pub fn folio_deactivate<R, G, L>(
+    pub fn folio_deactivate<H, L>(
         &self,
         cpu: usize,
         folio: &'static Folio,
         lookup: &L,
     ) -> Result<MoveStats, LruError>
     where
-        R: RawMutex,
-        G: LruGenFolio,
-        L: LruvecLookup<R, G> + ?Sized,
+        H: LruvecHost,
+        L: LruvecLookup<H> + ?Sized,
     {
         self.cpu(cpu)?;
         let f = folio.flags();
@@ -342,34 +353,69 @@ impl<B: RawMutex> LruBatches<B> {
         self.add_and_move(cpu, folio, BatchKind::Deactivate, lookup)
     }
 
-    /// `lru_add_drain_cpu`: move every batch of `cpu`.
-    pub fn drain_cpu<R, G, L>(&self, cpu: usize, lookup: &L) -> Result<MoveStats, LruError>
+    /// `lru_add_drain_cpu`: `cpu` moves every batch of its own.
+    pub fn drain_cpu<H, L>(&self, cpu: usize, lookup: &L) -> Result<MoveStats, LruError>
     where
-        R: RawMutex,
-        G: LruGenFolio,
-        L: LruvecLookup<R, G> + ?Sized,
+        H: LruvecHost,
+        L: LruvecLookup<H> + ?Sized,
     {
-        let mut fb = self.cpu(cpu)?.lock();
+        self.drain_cpu_from(cpu, cpu, lookup)
+    }
+
+    /// Move every batch of `target` from `self_cpu` (the CPU doing the work, whose read
+    /// side bounds the lookups).
+    fn drain_cpu_from<H, L>(
+        &self,
+        target: usize,
+        self_cpu: usize,
+        lookup: &L,
+    ) -> Result<MoveStats, LruError>
+    where
+        H: LruvecHost,
+        L: LruvecLookup<H> + ?Sized,
+    {
+        let mut fb = self.cpu(target)?.lock();
         let mut stats = MoveStats::default();
         let add = fb.lru_add.take();
-        stats.merge(folio_batch_move_lru(add, BatchKind::LruAdd, lookup));
+        stats.merge(folio_batch_move_lru(
+            add,
+            BatchKind::LruAdd,
+            self_cpu,
+            lookup,
+        ));
         let act = fb.activate.take();
-        stats.merge(folio_batch_move_lru(act, BatchKind::Activate, lookup));
+        stats.merge(folio_batch_move_lru(
+            act,
+            BatchKind::Activate,
+            self_cpu,
+            lookup,
+        ));
         let deact = fb.deactivate.take();
-        stats.merge(folio_batch_move_lru(deact, BatchKind::Deactivate, lookup));
+        stats.merge(folio_batch_move_lru(
+            deact,
+            BatchKind::Deactivate,
+            self_cpu,
+            lookup,
+        ));
         drop(fb);
         Ok(stats)
     }
 
     /// `lru_add_drain_all`: drain every CPU. If another caller started *and finished* a
     /// full drain after this call began, returns `Ok(None)` without draining again
-    /// (`lru_drain_gen`); otherwise the combined stats.
-    pub fn drain_all<R, G, L>(&self, lookup: &L) -> Result<Option<MoveStats>, LruError>
+    /// (`lru_drain_gen`); otherwise the combined stats. `self_cpu` is the CPU doing the
+    /// work (Linux queues the drain on each CPU; here the caller drains every CPU's batches
+    /// under their locks).
+    pub fn drain_all<H, L>(
+        &self,
+        self_cpu: usize,
+        lookup: &L,
+    ) -> Result<Option<MoveStats>, LruError>
     where
-        R: RawMutex,
-        G: LruGenFolio,
-        L: LruvecLookup<R, G> + ?Sized,
+        H: LruvecHost,
+        L: LruvecLookup<H> + ?Sized,
     {
+        self.cpu(self_cpu)?;
         let this_gen = self.drain_gen.load(Ordering::Acquire);
         let _serial = self.drain_lock.lock();
         // Someone bumped the generation after we sampled it and, holding the lock, drained
@@ -379,8 +425,8 @@ impl<B: RawMutex> LruBatches<B> {
         }
         self.drain_gen.store(this_gen + 1, Ordering::Release);
         let mut stats = MoveStats::default();
-        for cpu in 0..self.cpus.len() {
-            stats.merge(self.drain_cpu(cpu, lookup)?);
+        for cpu in 0..self.cpus.nr_cpus() {
+            stats.merge(self.drain_cpu_from(cpu, self_cpu, lookup)?);
         }
         Ok(Some(stats))
     }

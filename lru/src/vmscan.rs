@@ -12,17 +12,22 @@
 
 use crate::folio::{ANON_AND_FILE, Folio, FolioFlags, LRU_GEN_ANON, LRU_GEN_FILE, MAX_NR_ZONES};
 use crate::lru_gen::{
-    LruGenFolio, MAX_NR_GENS, MAX_NR_TIERS, MIN_LRU_BATCH, MIN_NR_GENS, lru_gen_from_seq,
-    lru_hist_from_seq, lru_tier_from_refs,
+    LruGenFolio, MAX_NR_GENS, MAX_NR_TIERS, MIN_LRU_BATCH, MIN_NR_GENS, NR_HIST_GENS,
+    lru_gen_from_seq, lru_hist_from_seq, lru_tier_from_refs,
 };
-use crate::lruvec::{Lruvec, LruvecGuard, decode_mglru_slot, mglru_slot};
+use crate::lruvec::{Lruvec, LruvecGuard, LruvecHost, decode_mglru_slot, mglru_slot};
 use crate::sync::atomic::Ordering;
 use crate::workingset::Shadow;
 use crate::{LruError, LruMode};
-use lock_api::RawMutex;
 
-/// Largest swappiness: anon only. 0 means file only.
+/// Largest swappiness weight (`MAX_SWAPPINESS`): 0 means file only, 200 weighs anon most.
 pub const MAX_SWAPPINESS: u8 = 200;
+
+/// Folios moved or isolated per lock hold, and the I/O weight of `lru_note_cost()`
+/// (`SWAP_CLUSTER_MAX`).
+pub const SWAP_CLUSTER_MAX: usize = 32;
+/// `SWAPPINESS_ANON_ONLY` (`memory.reclaim`'s `swappiness=max`): anon only.
+pub const SWAPPINESS_ANON_ONLY: u8 = MAX_SWAPPINESS + 1;
 
 /// Folios isolated per lock hold (`MIN_LRU_BATCH`).
 const EVICT_BATCH: usize = MIN_LRU_BATCH as usize;
@@ -56,10 +61,12 @@ fn positive_ctrl_err(sp: CtrlPos, pv: CtrlPos) -> bool {
             <= (sp.refaulted + 1) * pv.total * pv.gain
 }
 
+/// Whether type `ty` is evictable at `swappiness` (`for_each_evictable_type`: anon unless
+/// 0, file unless [`SWAPPINESS_ANON_ONLY`]).
 fn eligible(swappiness: u8, ty: usize) -> bool {
     match ty {
         LRU_GEN_ANON => swappiness != 0,
-        _ => swappiness != MAX_SWAPPINESS,
+        _ => swappiness != SWAPPINESS_ANON_ONLY,
     }
 }
 
@@ -69,8 +76,8 @@ struct Isolated {
     limit: usize,
 }
 
-impl<R: RawMutex, G: LruGenFolio> LruvecGuard<'_, R, G> {
-    fn lrugen(&self) -> &G {
+impl<H: LruvecHost> LruvecGuard<'_, H> {
+    fn lrugen(&self) -> &H::Gen {
         self.lruvec().lrugen()
     }
 
@@ -88,23 +95,28 @@ impl<R: RawMutex, G: LruGenFolio> LruvecGuard<'_, R, G> {
         self.max_seq() - self.min_seq(ty) + 1
     }
 
+    /// `read_ctrl_pos`: tier `tier`'s refaults and total (evicted + protected, plus the
+    /// averages); `tier == MAX_NR_TIERS` sums every tier.
     fn read_ctrl_pos(&self, ty: usize, tier: usize, gain: u64) -> CtrlPos {
         let g = self.lrugen();
         let hist = lru_hist_from_seq(self.min_seq(ty));
-        let mut total = g.avg_total()[ty][tier].load(Ordering::Relaxed)
-            + g.evicted()[hist][ty][tier].load(Ordering::Relaxed);
-        if tier > 0 {
-            total += g.protected()[hist][ty][tier - 1].load(Ordering::Relaxed);
+        let (mut refaulted, mut total) = (0, 0);
+        for i in tier % MAX_NR_TIERS..=tier.min(MAX_NR_TIERS - 1) {
+            refaulted += g.avg_refaulted()[ty][i].load(Ordering::Relaxed)
+                + g.refaulted()[hist][ty][i].load(Ordering::Relaxed);
+            total += g.avg_total()[ty][i].load(Ordering::Relaxed)
+                + g.protected()[hist][ty][i].load(Ordering::Relaxed)
+                + g.evicted()[hist][ty][i].load(Ordering::Relaxed);
         }
         CtrlPos {
-            refaulted: g.avg_refaulted()[ty][tier].load(Ordering::Relaxed)
-                + g.refaulted()[hist][ty][tier].load(Ordering::Relaxed),
+            refaulted,
             total,
             gain,
         }
     }
 
-    /// `get_tier_idx`: the highest tier still evicted; tiers above it are protected.
+    /// `get_tier_idx`: the highest tier still evicted; tiers above it are protected. The
+    /// 2:3 gain leaves a margin for fluctuations.
     fn get_tier_idx(&self, ty: usize) -> usize {
         let sp = self.read_ctrl_pos(ty, 0, 2);
         let mut tier = 1;
@@ -117,57 +129,73 @@ impl<R: RawMutex, G: LruGenFolio> LruvecGuard<'_, R, G> {
         tier - 1
     }
 
-    /// `get_type_to_scan`: compare tier 0 of anon and file, weighted by swappiness.
-    fn get_type_to_scan(&self, swappiness: u8) -> (usize, usize) {
-        let gain = [
-            u64::from(swappiness),
-            u64::from(MAX_SWAPPINESS - swappiness),
-        ];
-        let sp = self.read_ctrl_pos(LRU_GEN_ANON, 0, gain[LRU_GEN_ANON]);
-        let pv = self.read_ctrl_pos(LRU_GEN_FILE, 0, gain[LRU_GEN_FILE]);
-        let ty = usize::from(positive_ctrl_err(sp, pv));
-        let sp = self.read_ctrl_pos(1 - ty, 0, gain[1 - ty]);
-        let mut tier = 1;
-        while tier < MAX_NR_TIERS {
-            if !positive_ctrl_err(sp, self.read_ctrl_pos(ty, tier, gain[ty])) {
-                break;
-            }
-            tier += 1;
+    /// `get_type_to_scan`: file at swappiness 0 or 1, anon at 200 and above; otherwise
+    /// compare the sum of all tiers of anon with that of file, weighted by swappiness.
+    fn get_type_to_scan(&self, swappiness: u8) -> usize {
+        if swappiness <= 1 {
+            return LRU_GEN_FILE;
         }
-        (ty, tier - 1)
+        if swappiness >= MAX_SWAPPINESS {
+            return LRU_GEN_ANON;
+        }
+        let sp = self.read_ctrl_pos(LRU_GEN_ANON, MAX_NR_TIERS, u64::from(swappiness));
+        let pv = self.read_ctrl_pos(
+            LRU_GEN_FILE,
+            MAX_NR_TIERS,
+            u64::from(MAX_SWAPPINESS - swappiness),
+        );
+        usize::from(positive_ctrl_err(sp, pv))
     }
 
-    /// `reset_ctrl_pos`: fold the counters of the retiring history slot into the averages
-    /// (`carryover`) and clear them (with one history generation, only on carryover).
+    /// `reset_ctrl_pos`: on carryover (min_seq advancing) fold the retiring history slot
+    /// into the averages; clear the slot on carryover with one history generation
+    /// (`NR_HIST_GENS == 1`), or the slot `max_seq + 1` reuses otherwise.
     fn reset_ctrl_pos(&self, ty: usize, carryover: bool) {
-        if !carryover {
+        let clear = if carryover {
+            NR_HIST_GENS == 1
+        } else {
+            NR_HIST_GENS > 1
+        };
+        if !carryover && !clear {
             return;
         }
         let g = self.lrugen();
-        let hist = lru_hist_from_seq(self.min_seq(ty));
+        let seq = if carryover {
+            self.min_seq(ty)
+        } else {
+            self.max_seq() + 1
+        };
+        let hist = lru_hist_from_seq(seq);
         for tier in 0..MAX_NR_TIERS {
-            let refaulted = g.refaulted()[hist][ty][tier].swap(0, Ordering::Relaxed);
-            let evicted = g.evicted()[hist][ty][tier].swap(0, Ordering::Relaxed);
-            let protected = if tier > 0 {
-                g.protected()[hist][ty][tier - 1].swap(0, Ordering::Relaxed)
-            } else {
-                0
-            };
-            let avg_r = &g.avg_refaulted()[ty][tier];
-            avg_r.store(
-                (avg_r.load(Ordering::Relaxed) + refaulted) / 2,
-                Ordering::Relaxed,
-            );
-            let avg_t = &g.avg_total()[ty][tier];
-            avg_t.store(
-                (avg_t.load(Ordering::Relaxed) + evicted + protected) / 2,
-                Ordering::Relaxed,
-            );
+            if carryover {
+                let avg_r = &g.avg_refaulted()[ty][tier];
+                let sum = avg_r.load(Ordering::Relaxed)
+                    + g.refaulted()[hist][ty][tier].load(Ordering::Relaxed);
+                avg_r.store(sum / 2, Ordering::Relaxed);
+                let avg_t = &g.avg_total()[ty][tier];
+                let sum = avg_t.load(Ordering::Relaxed)
+                    + g.protected()[hist][ty][tier].load(Ordering::Relaxed)
+                    + g.evicted()[hist][ty][tier].load(Ordering::Relaxed);
+                avg_t.store(sum / 2, Ordering::Relaxed);
+            }
+            if clear {
+                g.refaulted()[hist][ty][tier].store(0, Ordering::Relaxed);
+                g.evicted()[hist][ty][tier].store(0, Ordering::Relaxed);
+                g.protected()[hist][ty][tier].store(0, Ordering::Relaxed);
+            }
         }
     }
 
+    /// Count a folio of tier `tier` protected (under the lock).
+    fn count_protected(&self, ty: usize, tier: usize) {
+        let hist = lru_hist_from_seq(self.min_seq(ty));
+        let p = &self.lrugen().protected()[hist][ty][tier];
+        p.store(p.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+
     /// Move a folio of the oldest generation one generation up, to the tail (oldest end)
-    /// of that list, dropping its access count (`folio_inc_gen` + `list_move_tail`).
+    /// of that list, dropping its access count (`folio_inc_gen` clears `LRU_REFS_FLAGS`,
+    /// the refs bits and `REFERENCED`, + `list_move_tail`).
     fn folio_inc_gen(&mut self, folio: &'static Folio) -> Result<usize, LruError> {
         let slot = self.unlink(folio)?;
         let (old_gen, ty, zone) = decode_mglru_slot(slot);
@@ -176,26 +204,22 @@ impl<R: RawMutex, G: LruGenFolio> LruvecGuard<'_, R, G> {
         folio.set_lru_refs(0);
         folio.set_lru_gen(Some(new_gen));
         self.link(folio, mglru_slot(new_gen, ty, zone), true)?;
-        self.update_gen_size(old_gen, ty, zone, -1);
-        self.update_gen_size(new_gen, ty, zone, 1);
+        self.lru_gen_update_size(ty, zone, Some(old_gen), Some(new_gen));
         Ok(new_gen)
     }
 
-    /// `inc_min_seq`: fold the oldest generation of `ty` into the next one.
+    /// `inc_min_seq`: fold the oldest generation of `ty` into the next one, counting the
+    /// folios that had been accessed as protected in their tier (but not the working set
+    /// being lazily promoted: all refs bits and `WORKINGSET`).
     fn inc_min_seq(&mut self, ty: usize) -> Result<(), LruError> {
         let old_gen = lru_gen_from_seq(self.min_seq(ty));
-        let hist = lru_hist_from_seq(self.min_seq(ty));
         for zone in 0..MAX_NR_ZONES {
             while let Some(folio) = self.gen_lists()[old_gen][ty][zone].back().clone_pointer() {
-                let refs = folio.total_refs();
+                let refs = folio.lru_refs_total();
                 let workingset = folio.test(FolioFlags::WORKINGSET);
                 self.folio_inc_gen(folio)?;
-                if !workingset {
-                    let tier = lru_tier_from_refs(refs);
-                    if tier > 0 {
-                        let p = &self.lrugen().protected()[hist][ty][tier - 1];
-                        p.store(p.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-                    }
+                if !lazily_promoted(refs, workingset) {
+                    self.count_protected(ty, lru_tier_from_refs(refs, workingset));
                 }
             }
         }
@@ -214,6 +238,23 @@ impl<R: RawMutex, G: LruGenFolio> LruvecGuard<'_, R, G> {
         for ty in (0..ANON_AND_FILE).rev() {
             if self.nr_gens(ty) == MAX_NR_GENS as u64 {
                 self.inc_min_seq(ty)?;
+            }
+        }
+        // Update the active/inactive sizes "for compatibility" (Linux's inc_max_seq): the
+        // generation behind max_seq turns inactive, the one that max_seq + 1 reuses turns
+        // active.
+        let prev = lru_gen_from_seq(self.max_seq() - 1);
+        let next_gen = lru_gen_from_seq(self.max_seq() + 1);
+        for ty in 0..ANON_AND_FILE {
+            let (inactive, active) = crate::lruvec::gen_lists(ty);
+            for zone in 0..MAX_NR_ZONES {
+                let nr = self.lrugen().nr_pages();
+                let delta = nr[prev][ty][zone].load(Ordering::Relaxed)
+                    - nr[next_gen][ty][zone].load(Ordering::Relaxed);
+                if delta != 0 {
+                    self.update_lru_size(inactive, zone, delta as isize);
+                    self.update_lru_size(active, zone, -delta as isize);
+                }
             }
         }
         for ty in 0..ANON_AND_FILE {
@@ -261,20 +302,23 @@ impl<R: RawMutex, G: LruGenFolio> LruvecGuard<'_, R, G> {
     }
 
     /// `sort_folio`: handle folios that must not be isolated. True if it moved `folio`.
+    /// Unevictable ones go to their list; a tier above `tier_idx` (or the working set at
+    /// the top of the refs count) is protected: moved one generation up, and counted in
+    /// its tier unless it is the working set being lazily promoted.
     fn sort_folio(&mut self, folio: &'static Folio, tier_idx: usize) -> Result<bool, LruError> {
         if folio.test(FolioFlags::UNEVICTABLE) {
             self.lruvec_del_folio(folio, true)?;
             self.lruvec_add_folio(folio, false)?;
             return Ok(true);
         }
-        let refs = folio.total_refs();
-        let tier = lru_tier_from_refs(refs);
-        if tier > tier_idx {
-            let ty = folio.lru_type();
-            let hist = lru_hist_from_seq(self.min_seq(ty));
+        let refs = folio.lru_refs_total();
+        let workingset = folio.test(FolioFlags::WORKINGSET);
+        let tier = lru_tier_from_refs(refs, workingset);
+        if tier > tier_idx || lazily_promoted(refs, workingset) {
+            if !lazily_promoted(refs, workingset) {
+                self.count_protected(folio.lru_type(), tier);
+            }
             self.folio_inc_gen(folio)?;
-            let p = &self.lrugen().protected()[hist][ty][tier - 1];
-            p.store(p.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
             return Ok(true);
         }
         Ok(false)
@@ -334,40 +378,37 @@ impl<R: RawMutex, G: LruGenFolio> LruvecGuard<'_, R, G> {
         })
     }
 
-    /// `isolate_folios`: pick a type (swappiness, then the PID controller) and scan it;
-    /// fall back to the other type if nothing came of it.
+    /// `isolate_folios`: scan the evictable types, starting with `get_type_to_scan`'s, each
+    /// with its own tier (`get_tier_idx`); fall back to the other type if nothing came of
+    /// the first.
     fn isolate_folios(
         &mut self,
         swappiness: u8,
         out: &mut Isolated,
         stats: &mut EvictStats,
     ) -> Result<usize, LruError> {
-        let (mut ty, mut tier) = if swappiness == 0 {
-            (LRU_GEN_FILE, None)
-        } else if swappiness == MAX_SWAPPINESS
-            || self.min_seq(LRU_GEN_ANON) < self.min_seq(LRU_GEN_FILE)
-        {
-            (LRU_GEN_ANON, None)
-        } else {
-            let (t, i) = self.get_type_to_scan(swappiness);
-            (t, Some(i))
-        };
+        let mut ty = self.get_type_to_scan(swappiness);
         for _ in 0..ANON_AND_FILE {
             if eligible(swappiness, ty) {
-                let tier_idx = tier.unwrap_or_else(|| self.get_tier_idx(ty));
+                let tier_idx = self.get_tier_idx(ty);
                 let scanned = self.scan_folios(ty, tier_idx, out, stats)?;
                 if scanned > 0 {
                     return Ok(scanned);
                 }
             }
             ty = 1 - ty;
-            tier = None;
         }
         Ok(0)
     }
 }
 
-impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
+/// `refs + workingset == BIT(LRU_REFS_WIDTH) + 1`: every refs bit and `WORKINGSET` set,
+/// the working set MGLRU promotes lazily (moved up without counting it as protected).
+fn lazily_promoted(refs: u32, workingset: bool) -> bool {
+    refs + u32::from(workingset) == (1 << crate::folio::LRU_REFS_WIDTH) + 1
+}
+
+impl<H: LruvecHost> Lruvec<H> {
     /// Age under the lock (`try_to_inc_max_seq` with a forced scan): a new generation.
     pub fn age(&self, now: u64) -> Result<u64, LruError> {
         self.lock().inc_max_seq(now)
@@ -388,7 +429,8 @@ impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
     /// looped as `try_to_shrink_lruvec` does), aging when only `MIN_NR_GENS` are left.
     /// On a classic lruvec this runs the active/inactive path instead
     /// ([`crate::vmscan_classic`]), with classic shadows.
-    /// `swappiness` 0 = file only, [`MAX_SWAPPINESS`] = anon only. Each evicted folio is
+    /// `swappiness` 0 = file only, [`SWAPPINESS_ANON_ONLY`] = anon only, in between a weight
+    /// (anon vs file, out of [`MAX_SWAPPINESS`]). Each evicted folio is
     /// off every list with LRU clear, and is passed with its shadow to `sink` after
     /// lru_lock is dropped; the caller frees it.
     pub fn evict_folios(
@@ -398,7 +440,7 @@ impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
         now: u64,
         mut sink: impl FnMut(&'static Folio, Shadow),
     ) -> Result<EvictStats, LruError> {
-        let swappiness = swappiness.min(MAX_SWAPPINESS);
+        let swappiness = swappiness.min(SWAPPINESS_ANON_ONLY);
         if self.mode() != LruMode::Mglru {
             return self.shrink_classic(nr_to_evict, swappiness, sink);
         }
@@ -465,6 +507,10 @@ mod tests {
         assert!(positive_ctrl_err(sp, few));
         assert!(!positive_ctrl_err(sp, many));
         assert!(eligible(0, LRU_GEN_FILE) && !eligible(0, LRU_GEN_ANON));
-        assert!(eligible(MAX_SWAPPINESS, LRU_GEN_ANON) && !eligible(MAX_SWAPPINESS, LRU_GEN_FILE));
+        assert!(eligible(MAX_SWAPPINESS, LRU_GEN_ANON) && eligible(MAX_SWAPPINESS, LRU_GEN_FILE));
+        assert!(
+            eligible(SWAPPINESS_ANON_ONLY, LRU_GEN_ANON)
+                && !eligible(SWAPPINESS_ANON_ONLY, LRU_GEN_FILE)
+        );
     }
 }

@@ -11,14 +11,9 @@
 
 use crate::error::LruError;
 use crate::folio::{Folio, FolioFlags, LRU_GEN_ANON, LRU_GEN_FILE};
-use crate::lru_gen::LruGenFolio;
-use crate::lruvec::{LruList, LruMode, Lruvec, LruvecGuard};
-use crate::vmscan::{EvictStats, MAX_SWAPPINESS};
+use crate::lruvec::{LruList, LruMode, Lruvec, LruvecGuard, LruvecHost};
+use crate::vmscan::{EvictStats, SWAP_CLUSTER_MAX, SWAPPINESS_ANON_ONLY};
 use crate::workingset::Shadow;
-use lock_api::RawMutex;
-
-/// Folios moved or isolated per lock hold (`SWAP_CLUSTER_MAX`).
-const SWAP_CLUSTER_MAX: usize = 32;
 
 fn lists(ty: usize) -> (LruList, LruList) {
     if ty == LRU_GEN_FILE {
@@ -28,7 +23,7 @@ fn lists(ty: usize) -> (LruList, LruList) {
     }
 }
 
-impl<R: RawMutex, G: LruGenFolio> LruvecGuard<'_, R, G> {
+impl<H: LruvecHost> LruvecGuard<'_, H> {
     /// `shrink_active_list`: deactivate up to `nr` folios from the active tail of `ty`.
     fn shrink_active_list(
         &mut self,
@@ -60,13 +55,15 @@ impl<R: RawMutex, G: LruGenFolio> LruvecGuard<'_, R, G> {
 
     /// `shrink_inactive_list`: isolate up to `want` folios from the inactive tail of `ty`
     /// into `out`, giving referenced ones a second chance. Looks at most `2 * want + 1`.
+    /// Returns the folios scanned but not isolated (rotated back, for `lru_note_cost()`).
     fn shrink_inactive_list(
         &mut self,
         ty: usize,
         want: usize,
         out: &mut alloc::vec::Vec<&'static Folio>,
         stats: &mut EvictStats,
-    ) -> Result<(), LruError> {
+    ) -> Result<u64, LruError> {
+        let scanned = stats.scanned;
         let (inactive, _) = lists(ty);
         let mut budget = 2 * want + 1;
         let mut taken = 0;
@@ -92,15 +89,18 @@ impl<R: RawMutex, G: LruGenFolio> LruvecGuard<'_, R, G> {
             out.push(folio);
             taken += 1;
         }
-        Ok(())
+        Ok((stats.scanned - scanned) as u64 - taken as u64)
     }
 }
 
-impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
+impl<H: LruvecHost> Lruvec<H> {
     /// Classic reclaim of up to `nr_to_reclaim` folios (`shrink_lruvec` without MGLRU).
-    /// `swappiness` 0 = file only, [`MAX_SWAPPINESS`] = anon only, otherwise file first.
+    /// `swappiness` 0 = file only, [`SWAPPINESS_ANON_ONLY`] = anon only, otherwise file
+    /// first.
     /// `EvictStats::protected` counts second chances. Evicted folios are off every list
     /// with LRU clear and are passed with their shadow to `sink` after lru_lock is dropped.
+    /// Each round notes its rotations as reclaim cost (`lru_note_cost()`: on this lruvec
+    /// before its lock is dropped, then on the ancestors'; no writeback, so no I/O cost).
     pub(crate) fn shrink_classic(
         &self,
         nr_to_reclaim: usize,
@@ -110,7 +110,7 @@ impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
         debug_assert_eq!(self.mode(), LruMode::Classic);
         let types: &[usize] = match swappiness {
             0 => &[LRU_GEN_FILE],
-            MAX_SWAPPINESS => &[LRU_GEN_ANON],
+            SWAPPINESS_ANON_ONLY => &[LRU_GEN_ANON],
             _ => &[LRU_GEN_FILE, LRU_GEN_ANON],
         };
         let mut stats = EvictStats::default();
@@ -125,6 +125,7 @@ impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
                 break;
             }
             let before = (stats.scanned, stats.evicted);
+            let mut rotated = [0u64; 2];
             {
                 let mut g = self.lock();
                 for &ty in types {
@@ -139,7 +140,17 @@ impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
                         let nr = (na - ni).div_ceil(2).min(SWAP_CLUSTER_MAX);
                         g.shrink_active_list(ty, nr, &mut stats)?;
                     }
-                    g.shrink_inactive_list(ty, want, &mut out, &mut stats)?;
+                    rotated[ty] = g.shrink_inactive_list(ty, want, &mut out, &mut stats)?;
+                }
+                for ty in [LRU_GEN_ANON, LRU_GEN_FILE] {
+                    if rotated[ty] > 0 {
+                        g.note_cost(ty == LRU_GEN_FILE, rotated[ty]);
+                    }
+                }
+            }
+            for ty in [LRU_GEN_ANON, LRU_GEN_FILE] {
+                if rotated[ty] > 0 {
+                    self.note_cost_ancestors(ty == LRU_GEN_FILE, rotated[ty]);
                 }
             }
             for folio in out.drain(..) {

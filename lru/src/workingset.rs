@@ -2,12 +2,17 @@
 //!
 //! Models `pack_shadow()`/`unpack_shadow()`, `lru_gen_eviction()`, `lru_gen_test_recent()`
 //! and `lru_gen_refault()`. When a folio is evicted its page-cache slot keeps a shadow: the
-//! memcg id, node, whether it was in the working set, and a token of the oldest
-//! generation's sequence plus its access count. On refault the shadow says whether the
-//! folio was evicted recently (within `MAX_NR_GENS` generations of the current `max_seq`):
-//! such a refault means the working set did not fit, so the folio is activated. The
-//! `evicted[]`/`refaulted[]` counters feed the tier PID controller in [`crate::vmscan`]
-//! and are updated with lockless atomic adds — the lines seed 000 is about. Classic
+//! memcg id, node, whether it was in the working set, and a token: the oldest generation's
+//! sequence and `max(refs - 1, 0)`, where `refs` is `folio_lru_refs()` (the accesses
+//! through file descriptors, `REFERENCED` included). The eviction is counted in
+//! `evicted[hist][type][tier]` with `tier = lru_tier_from_refs(refs, workingset)`; on
+//! refault the token gives back `refs = token + 1`, which maps to the same tier for every
+//! count (0 and 1 are tier 0), so each tier's refaults are counted against its own
+//! evictions in `refaulted[]` and the PID controller in [`crate::vmscan`] compares like
+//! with like. A refault is recent if its generation is within `MAX_NR_GENS` of `max_seq`;
+//! only recent refaults in the fault path are activated (buffered reads are not; the fault
+//! path's `folio_add_lru()` sets `ACTIVE`). The `evicted[]`/`refaulted[]` counters are
+//! updated with lockless atomic adds — the lines seed 000 is about. Classic
 //! lruvecs use `workingset_eviction()`/`workingset_refault()`: the shadow keeps the
 //! lruvec's `nonresident_age`, and a refault whose distance fits in the working set
 //! activates.
@@ -15,9 +20,8 @@
 use crate::error::LruError;
 use crate::folio::{Folio, FolioFlags, LRU_REFS_WIDTH, MAX_NUMNODES};
 use crate::lru_gen::{LruGenFolio, MAX_NR_GENS, lru_hist_from_seq, lru_tier_from_refs};
-use crate::lruvec::{LruList, LruMode, Lruvec};
+use crate::lruvec::{LruList, LruMode, Lruvec, LruvecHost};
 use crate::sync::atomic::Ordering;
-use lock_api::RawMutex;
 
 const WORKINGSET_SHIFT: u32 = 1;
 const NODES_SHIFT: u32 = 6;
@@ -88,37 +92,39 @@ impl Shadow {
         self.token() >> LRU_REFS_WIDTH
     }
 
-    /// The access count the folio had (`(token & refs mask) + 1`).
+    /// The access count the refault restores (`(token & refs mask) + 1`; a folio evicted
+    /// with 0 or 1 accesses comes back with 1, the same tier).
     #[must_use]
     pub fn refs(self) -> u32 {
         (self.token() & ((1 << LRU_REFS_WIDTH) - 1)) as u32 + 1
     }
 }
 
-/// What a refault check concluded.
+/// What a refault check concluded. The caller counts the stats Linux counts here:
+/// `WORKINGSET_REFAULT` for every refault into this lruvec, `WORKINGSET_ACTIVATE` for
+/// `activated`, `WORKINGSET_RESTORE` for `workingset`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RefaultOutcome {
     /// Evicted within the last `MAX_NR_GENS` generations: a working-set refault.
     pub recent: bool,
-    /// The folio was marked active (it will join the youngest generation).
+    /// A recent refault in the fault path: activated (it joins the youngest generation).
     pub activated: bool,
     /// The folio was marked `WORKINGSET` (the shadow said so).
     pub workingset: bool,
-    /// The tier the refault was counted in.
+    /// The tier the refault was counted in (when recent).
     pub tier: usize,
 }
 
-impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
+impl<H: LruvecHost> Lruvec<H> {
     /// `lru_gen_eviction`: the shadow for `folio`, just evicted from this lruvec, and the
     /// lockless `evicted[hist][type][tier]` count. Reads `min_seq` without the lock.
     pub fn lru_gen_eviction(&self, folio: &Folio) -> Shadow {
         let ty = folio.lru_type();
-        let refs = folio.total_refs();
+        let refs = folio.lru_refs_total();
         let workingset = folio.test(FolioFlags::WORKINGSET);
-        let tier = lru_tier_from_refs(refs);
+        let tier = lru_tier_from_refs(refs, workingset);
         let min_seq = self.lrugen().min_seq()[ty].load(Ordering::Acquire);
-        let max_refs = (1u32 << LRU_REFS_WIDTH) - 1;
-        let token = (min_seq << LRU_REFS_WIDTH) | u64::from(refs.saturating_sub(1).min(max_refs));
+        let token = (min_seq << LRU_REFS_WIDTH) | u64::from(refs.saturating_sub(1));
         let hist = lru_hist_from_seq(min_seq);
         self.lrugen().evicted()[hist][ty][tier].fetch_add(1, Ordering::Relaxed);
         Shadow::pack(self.memcg_id(), self.node(), token, workingset)
@@ -137,13 +143,17 @@ impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
     }
 
     /// `lru_gen_refault`: `folio` (charged to this lruvec, not yet on the LRU) refaults
-    /// with `shadow`. A recent refault is counted in `refaulted[hist][type][tier]`
-    /// (lockless) and activates the folio so [`crate::LruvecGuard::add_folio`] puts it in
-    /// the youngest generation; a working-set shadow also restores `WORKINGSET`.
+    /// with `shadow`; `in_fault` says whether the refault happens in the page-fault path
+    /// (`lru_gen_in_fault()`) rather than, say, a buffered read. A recent refault is counted
+    /// in `refaulted[hist][type][tier]` (lockless) in the tier its eviction was counted in;
+    /// in the fault path it is also activated, so [`crate::LruvecGuard::add_folio`] puts it
+    /// in the youngest generation. A working-set shadow restores `WORKINGSET`, any other
+    /// the access count (`refs - 1` in the refs bits).
     pub fn lru_gen_refault(
         &self,
         folio: &Folio,
         shadow: Shadow,
+        in_fault: bool,
     ) -> Result<RefaultOutcome, LruError> {
         if folio.test_lru() {
             return Err(LruError::AlreadyOnLru);
@@ -156,11 +166,7 @@ impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
         };
         let workingset = shadow.workingset();
         let refs = shadow.refs();
-        let tier = if workingset {
-            lru_tier_from_refs(refs + 1)
-        } else {
-            lru_tier_from_refs(refs)
-        };
+        let tier = lru_tier_from_refs(refs, workingset);
         let mut out = RefaultOutcome {
             recent,
             activated: false,
@@ -173,8 +179,11 @@ impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
         let ty = folio.lru_type();
         let hist = lru_hist_from_seq(self.lrugen().min_seq()[ty].load(Ordering::Acquire));
         self.lrugen().refaulted()[hist][ty][tier].fetch_add(1, Ordering::Relaxed);
-        folio.set(FolioFlags::ACTIVE);
-        out.activated = true;
+        if in_fault {
+            // What folio_add_lru() does for folios added in the fault path.
+            folio.set(FolioFlags::ACTIVE);
+            out.activated = true;
+        }
         if workingset {
             folio.set(FolioFlags::WORKINGSET);
             out.workingset = true;
@@ -185,7 +194,7 @@ impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
     }
 }
 
-impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
+impl<H: LruvecHost> Lruvec<H> {
     /// Classic `workingset_eviction`: the shadow records the lruvec's `nonresident_age`
     /// (its token is that age, not an MGLRU sequence), then the clock advances.
     pub fn workingset_eviction(&self, folio: &Folio) -> Shadow {
@@ -218,7 +227,9 @@ impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
     }
 
     /// Classic `workingset_refault`: a recent refault activates the folio (and ages the
-    /// clock, as an activation); a working-set shadow restores `WORKINGSET`.
+    /// clock, as an activation); a working-set shadow restores `WORKINGSET` and notes the
+    /// refault as reclaim cost (`lru_note_cost_refault()`: this lruvec's lru_lock, then
+    /// each ancestor's).
     pub fn workingset_refault(
         &self,
         folio: &Folio,
@@ -245,6 +256,7 @@ impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
             out.activated = true;
             if shadow.workingset() {
                 folio.set(FolioFlags::WORKINGSET);
+                self.lru_note_cost_refault(folio);
                 out.workingset = true;
             }
         }
@@ -252,10 +264,16 @@ impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
     }
 
     /// `workingset_refault` for either mode: [`Lruvec::lru_gen_refault`] on MGLRU,
-    /// [`Lruvec::workingset_refault`] on classic lruvecs.
-    pub fn refault(&self, folio: &Folio, shadow: Shadow) -> Result<RefaultOutcome, LruError> {
+    /// [`Lruvec::workingset_refault`] on classic lruvecs. `in_fault`: see
+    /// [`Lruvec::lru_gen_refault`] (classic activation does not depend on it).
+    pub fn refault(
+        &self,
+        folio: &Folio,
+        shadow: Shadow,
+        in_fault: bool,
+    ) -> Result<RefaultOutcome, LruError> {
         match self.mode() {
-            LruMode::Mglru => self.lru_gen_refault(folio, shadow),
+            LruMode::Mglru => self.lru_gen_refault(folio, shadow, in_fault),
             LruMode::Classic => self.workingset_refault(folio, shadow),
         }
     }

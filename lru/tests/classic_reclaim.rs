@@ -4,14 +4,14 @@
 mod common;
 
 use common::{folios, lruvec};
-use lru::sync::RawSpinlock;
-use lru::{FolioFlags, LruError, LruGenFolioGrouped, LruList, LruMode, MAX_SWAPPINESS};
+use ksync::Ticket;
+use lru::{FolioFlags, LruError, LruGenFolioGrouped, LruList, LruMode, SWAPPINESS_ANON_ONLY};
 
 type G = LruGenFolioGrouped;
 
 #[test]
 fn evicts_inactive_tail_and_gives_referenced_a_second_chance() {
-    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Classic);
+    let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
     let f = folios(6, 1, false);
     for &x in &f {
         lv.lock().add_folio(x).unwrap();
@@ -32,7 +32,7 @@ fn evicts_inactive_tail_and_gives_referenced_a_second_chance() {
 
 #[test]
 fn deactivates_when_inactive_is_low_and_honours_swappiness() {
-    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Classic);
+    let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
     let file = folios(8, 1, false);
     let anon = folios(4, 1, true);
     for &x in file.iter().chain(anon.iter()) {
@@ -55,7 +55,9 @@ fn deactivates_when_inactive_is_low_and_honours_swappiness() {
         "swappiness 0 leaves anon alone"
     );
     let s = lv
-        .evict_folios(100, MAX_SWAPPINESS, 0, |x, _| assert!(!x.is_file_lru()))
+        .evict_folios(100, SWAPPINESS_ANON_ONLY, 0, |x, _| {
+            assert!(!x.is_file_lru())
+        })
         .unwrap();
     assert_eq!(s.evicted, 4);
     let s = lv.evict_folios(100, 60, 0, |_, _| {}).unwrap();
@@ -65,7 +67,7 @@ fn deactivates_when_inactive_is_low_and_honours_swappiness() {
 
 #[test]
 fn refault_distance_decides_activation() {
-    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Classic);
+    let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
     let hot = folios(4, 1, false);
     for &x in &hot {
         x.set(FolioFlags::ACTIVE);
@@ -84,30 +86,77 @@ fn refault_distance_decides_activation() {
     victim.set_memcg_id(1).unwrap();
     // Distance 1 (one eviction) <= 4 active folios: recent, activated.
     assert_eq!(lv.workingset_test_recent(shadow, true), Some(true));
-    let r = lv.refault(victim, shadow).unwrap();
+    let r = lv.refault(victim, shadow, true).unwrap();
     assert!(r.recent && r.activated);
     assert!(victim.test(FolioFlags::ACTIVE));
     // Far in the past: more evictions/activations than the working set.
     victim.clear(FolioFlags::ACTIVE);
     lv.workingset_age_nonresident(100);
     assert_eq!(lv.workingset_test_recent(shadow, true), Some(false));
-    let r = lv.refault(victim, shadow).unwrap();
+    let r = lv.refault(victim, shadow, true).unwrap();
     assert!(!r.recent && !r.activated);
     assert!(!victim.test(FolioFlags::ACTIVE));
-    let other = lruvec::<RawSpinlock, G>(2, LruMode::Classic);
+    let other = lruvec::<Ticket, G>(2, LruMode::Classic);
     assert_eq!(other.workingset_test_recent(shadow, true), None);
     assert_eq!(
-        other.refault(folios(1, 2, false)[0], shadow),
+        other.refault(folios(1, 2, false)[0], shadow, true),
         Err(LruError::WrongLruvec)
     );
 }
 
 #[test]
 fn classic_activation_ages_the_clock_but_aging_is_mglru_only() {
-    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Classic);
+    let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
     let f = folios(1, 1, false);
     lv.lock().add_folio(f[0]).unwrap();
     assert!(lv.lock().activate(f[0]).unwrap());
     assert_eq!(lv.nonresident_age(), 1);
     assert_eq!(lv.age(1), Err(LruError::MglruDisabled));
+}
+
+#[test]
+fn rotations_and_working_set_refaults_are_noted_as_cost() {
+    let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
+    let f = folios(40, 1, false);
+    for &x in &f {
+        lv.lock().add_folio(x).unwrap();
+    }
+    // Three referenced folios at the inactive tail get a second chance: three rotations.
+    for &x in &f[..3] {
+        x.set(FolioFlags::REFERENCED);
+    }
+    let s = lv.evict_folios(2, 0, 0, |_, _| {}).unwrap();
+    assert_eq!((s.evicted, s.protected), (2, 3));
+    assert_eq!(lv.costs(), (0, 3), "(anon_cost, file_cost)");
+    // An anon folio that was in the working set (deactivated, so WORKINGSET) refaults
+    // recently: one page of I/O, SWAP_CLUSTER_MAX (32) of anon cost. The sum (35) is above
+    // a quarter of the 39 folios on the lists, so both costs halve.
+    let a = folios(1, 1, true)[0];
+    a.set(FolioFlags::ACTIVE);
+    lv.lock().add_folio(a).unwrap();
+    let mut shadow = None;
+    lv.evict_folios(1, SWAPPINESS_ANON_ONLY, 0, |_, s| shadow = Some(s))
+        .unwrap();
+    let shadow = shadow.unwrap();
+    assert!(shadow.workingset());
+    // The page is freed and a new one is read back in from swap.
+    a.reset_lru_state().unwrap();
+    a.set(FolioFlags::SWAPBACKED);
+    a.set_memcg_id(1).unwrap();
+    let r = lv.refault(a, shadow, true).unwrap();
+    assert!(r.recent && r.workingset);
+    assert_eq!(lv.costs(), (32 / 2, 3 / 2));
+    // A refault that was not in the working set costs nothing.
+    let b = folios(1, 1, true)[0];
+    lv.lock().add_folio(b).unwrap();
+    let mut shadow = None;
+    lv.evict_folios(1, SWAPPINESS_ANON_ONLY, 0, |_, s| shadow = Some(s))
+        .unwrap();
+    let shadow = shadow.unwrap();
+    assert!(!shadow.workingset());
+    b.reset_lru_state().unwrap();
+    b.set(FolioFlags::SWAPBACKED);
+    b.set_memcg_id(1).unwrap();
+    lv.refault(b, shadow, true).unwrap();
+    assert_eq!(lv.costs(), (16, 1));
 }

@@ -2,8 +2,8 @@
 
 mod common;
 
-use common::{CountingLock, Lookup, folios, lruvec};
-use lru::sync::RawSpinlock;
+use common::{Counting, Lookup, folios, lruvec};
+use ksync::Ticket;
 use lru::{
     FOLIO_BATCH_SIZE, FolioBatch, FolioFlags, LruBatches, LruError, LruGenFolioGrouped, LruList,
     LruMode,
@@ -27,9 +27,9 @@ fn folio_batch_basics() {
 
 #[test]
 fn lru_add_moves_when_full() {
-    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Mglru);
+    let lv = lruvec::<Ticket, G>(1, LruMode::Mglru);
     let lookup = Lookup(vec![lv]);
-    let batches = LruBatches::<RawSpinlock>::new(2);
+    let batches = LruBatches::<Ticket>::new(2);
     let f = folios(FOLIO_BATCH_SIZE, 1, false);
     for &x in &f[..FOLIO_BATCH_SIZE - 1] {
         let s = batches.folio_add_lru(0, x, &lookup).unwrap();
@@ -61,9 +61,9 @@ fn lru_add_moves_when_full() {
 
 #[test]
 fn activate_and_deactivate_batches() {
-    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Classic);
+    let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
     let lookup = Lookup(vec![lv]);
-    let batches = LruBatches::<RawSpinlock>::new(1);
+    let batches = LruBatches::<Ticket>::new(1);
     let f = folios(4, 1, false);
     for &x in &f {
         batches.folio_add_lru(0, x, &lookup).unwrap();
@@ -93,10 +93,10 @@ fn activate_and_deactivate_batches() {
 
 #[test]
 fn relock_counts_lock_holds_across_lruvecs() {
-    let a = lruvec::<CountingLock, G>(1, LruMode::Mglru);
-    let b = lruvec::<CountingLock, G>(2, LruMode::Mglru);
+    let a = lruvec::<Counting, G>(1, LruMode::Mglru);
+    let b = lruvec::<Counting, G>(2, LruMode::Mglru);
     let lookup = Lookup(vec![a, b]);
-    let batches = LruBatches::<RawSpinlock>::new(1);
+    let batches = LruBatches::<Counting>::new(1);
     // Runs: 10 of a, 10 of b, 11 of a -> 3 lock holds for one full batch.
     let fa = folios(21, 1, false);
     let fb = folios(10, 2, false);
@@ -118,9 +118,9 @@ fn relock_counts_lock_holds_across_lruvecs() {
 
 #[test]
 fn missing_lruvec_is_reported_not_lost_silently() {
-    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Mglru);
+    let lv = lruvec::<Ticket, G>(1, LruMode::Mglru);
     let lookup = Lookup(vec![lv]);
-    let batches = LruBatches::<RawSpinlock>::new(1);
+    let batches = LruBatches::<Ticket>::new(1);
     let good = folios(1, 1, false);
     let orphan = folios(1, 99, false);
     batches.folio_add_lru(0, orphan[0], &lookup).unwrap();
@@ -133,14 +133,14 @@ fn missing_lruvec_is_reported_not_lost_silently() {
 
 #[test]
 fn drain_all_drains_every_cpu_and_bumps_generation() {
-    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Mglru);
+    let lv = lruvec::<Ticket, G>(1, LruMode::Mglru);
     let lookup = Lookup(vec![lv]);
-    let batches = LruBatches::<RawSpinlock>::new(4);
+    let batches = LruBatches::<Ticket>::new(4);
     let f = folios(8, 1, false);
     for (i, &x) in f.iter().enumerate() {
         batches.folio_add_lru(i % 4, x, &lookup).unwrap();
     }
-    let s = batches.drain_all(&lookup).unwrap().expect("drained");
+    let s = batches.drain_all(0, &lookup).unwrap().expect("drained");
     assert_eq!(s.moved, 8);
     assert_eq!(batches.drain_gen(), 1);
     assert_eq!(lv.nr_folios(), 8);
@@ -149,9 +149,9 @@ fn drain_all_drains_every_cpu_and_bumps_generation() {
 
 #[test]
 fn concurrent_add_and_drain_lose_nothing() {
-    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Mglru);
+    let lv = lruvec::<Ticket, G>(1, LruMode::Mglru);
     let lookup = Lookup(vec![lv]);
-    let batches = LruBatches::<RawSpinlock>::new(3);
+    let batches = LruBatches::<Ticket>::new(3);
     let per_cpu = 500;
     let f = folios(3 * per_cpu, 1, false);
     std::thread::scope(|s| {
@@ -165,20 +165,20 @@ fn concurrent_add_and_drain_lose_nothing() {
         }
         s.spawn(|| {
             for _ in 0..50 {
-                batches.drain_all(&lookup).unwrap();
+                batches.drain_all(0, &lookup).unwrap();
             }
         });
     });
-    batches.drain_all(&lookup).unwrap();
+    batches.drain_all(0, &lookup).unwrap();
     assert_eq!(lv.nr_folios(), 3 * per_cpu);
     assert!(f.iter().all(|x| x.test_lru() && x.refcount() == 0));
 }
 
 #[test]
 fn errors_of_other_folios_come_back_in_stats() {
-    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Mglru);
+    let lv = lruvec::<Ticket, G>(1, LruMode::Mglru);
     let lookup = Lookup(vec![lv]);
-    let batches = LruBatches::<RawSpinlock>::new(1);
+    let batches = LruBatches::<Ticket>::new(1);
     let orphan = folios(1, 99, false);
     let good = folios(FOLIO_BATCH_SIZE - 1, 1, false);
     batches.folio_add_lru(0, orphan[0], &lookup).unwrap();
@@ -198,4 +198,56 @@ fn errors_of_other_folios_come_back_in_stats() {
         0,
         "the batch reference is dropped even on error"
     );
+}
+
+#[test]
+fn node_lock_batches_one_hold_per_node_and_counts_its_own_class() {
+    use ksync::LockClass;
+    use ksync::class::std_classes::PgdatLruLock;
+    type H = common::Sa<Ticket, G>;
+    ksync::stat::set_enabled(true);
+    let node = common::pgdat::<H>();
+    let a = common::lruvec_on(node, 1, LruMode::Mglru, lru::LruvecLock::Node);
+    let b = common::lruvec_on(node, 2, LruMode::Mglru, lru::LruvecLock::Node);
+    let lookup = Lookup(vec![a, b]);
+    let batches = LruBatches::<Ticket>::new(1);
+    // Alternating memcgs: with per-memcg locks every folio would need a relock; with the
+    // node's lock the whole batch is one hold.
+    let fa = folios(16, 1, false);
+    let fb = folios(15, 2, false);
+    let order: Vec<_> = fa
+        .iter()
+        .zip(fb.iter())
+        .flat_map(|(x, y)| [*x, *y])
+        .chain([fa[15]])
+        .collect();
+    assert_eq!(order.len(), FOLIO_BATCH_SIZE);
+    let before = PgdatLruLock::data().snapshot();
+    let mut last = None;
+    for &x in &order {
+        last = Some(batches.folio_add_lru(0, x, &lookup).unwrap());
+    }
+    let s = last.unwrap();
+    assert_eq!((s.moved, s.lock_holds), (FOLIO_BATCH_SIZE, 1));
+    // Only this test takes node locks in this binary: its class counted exactly the hold.
+    let d = PgdatLruLock::data().snapshot().since(&before);
+    assert_eq!(d.acquisitions, 1);
+    assert_eq!((a.nr_folios(), b.nr_folios()), (16, 15));
+    // The same pattern on own-locked lruvecs: one hold per run, i.e. per folio.
+    let c = lruvec::<Ticket, G>(3, LruMode::Mglru);
+    let d2 = lruvec::<Ticket, G>(4, LruMode::Mglru);
+    let lookup = Lookup(vec![c, d2]);
+    let fc = folios(16, 3, false);
+    let fd = folios(15, 4, false);
+    let order: Vec<_> = fc
+        .iter()
+        .zip(fd.iter())
+        .flat_map(|(x, y)| [*x, *y])
+        .chain([fc[15]])
+        .collect();
+    let mut last = None;
+    for &x in &order {
+        last = Some(batches.folio_add_lru(0, x, &lookup).unwrap());
+    }
+    assert_eq!(last.unwrap().lock_holds, FOLIO_BATCH_SIZE);
 }

@@ -7,7 +7,7 @@ mod loom_support;
 
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
-use loom_support::{LoomRawMutex, model};
+use loom_support::{Loom, model};
 use lru::rcu::Rcu;
 
 struct Obj {
@@ -20,7 +20,7 @@ fn obj() -> *mut Obj {
     }))
 }
 
-fn read_once(rcu: &Rcu<LoomRawMutex>, ptr: &AtomicPtr<Obj>) {
+fn read_once(rcu: &Rcu<Loom>, ptr: &AtomicPtr<Obj>) {
     let _g = rcu.read_lock(0).unwrap();
     let p = ptr.load(Ordering::Acquire);
     // SAFETY: objects are poisoned, never freed, so the memory stays valid; the test is
@@ -32,7 +32,7 @@ fn read_once(rcu: &Rcu<LoomRawMutex>, ptr: &AtomicPtr<Obj>) {
 #[test]
 fn synchronize_waits_for_readers() {
     model(3, || {
-        let rcu = Arc::new(Rcu::<LoomRawMutex>::new(1));
+        let rcu = Arc::new(Rcu::<Loom>::new(1));
         let ptr = Arc::new(AtomicPtr::new(obj()));
         let _ = rcu.pending_callbacks(); // create the lazily built loom lock before spawning
         rcu.online(0).unwrap();
@@ -54,7 +54,7 @@ fn synchronize_waits_for_readers() {
 #[test]
 fn reader_coming_online_during_grace_period() {
     model(3, || {
-        let rcu = Arc::new(Rcu::<LoomRawMutex>::new(1));
+        let rcu = Arc::new(Rcu::<Loom>::new(1));
         let ptr = Arc::new(AtomicPtr::new(obj()));
         let _ = rcu.pending_callbacks(); // create the lazily built loom lock before spawning
         let (r, p) = (rcu.clone(), ptr.clone());
@@ -74,7 +74,7 @@ fn reader_coming_online_during_grace_period() {
 #[test]
 fn call_rcu_defers_the_free() {
     model(2, || {
-        let rcu = Arc::new(Rcu::<LoomRawMutex>::new(1));
+        let rcu = Arc::new(Rcu::<Loom>::new(1));
         let ptr = Arc::new(AtomicPtr::new(obj()));
         let _ = rcu.pending_callbacks(); // create the lazily built loom lock before spawning
         rcu.online(0).unwrap();
@@ -93,6 +93,34 @@ fn call_rcu_defers_the_free() {
         });
         let ran = rcu.barrier(None).unwrap();
         assert_eq!(ran, 1);
+        reader.join().unwrap();
+    });
+}
+
+#[test]
+fn polled_grace_period_gates_the_free() {
+    model(3, || {
+        let rcu = Arc::new(Rcu::<Loom>::new(1));
+        let ptr = Arc::new(AtomicPtr::new(obj()));
+        let _ = rcu.pending_callbacks(); // create the lazily built loom lock before spawning
+        rcu.online(0).unwrap();
+        let (r, p) = (rcu.clone(), ptr.clone());
+        let reader = loom::thread::spawn(move || {
+            read_once(&r, &p);
+            r.quiescent_state(0).unwrap();
+            read_once(&r, &p);
+            r.offline(0).unwrap();
+        });
+        let old = ptr.swap(obj(), Ordering::AcqRel);
+        let cookie = rcu.get_state_synchronize_rcu();
+        assert!(
+            !rcu.poll_state_synchronize_rcu(cookie),
+            "nobody drove a grace period yet"
+        );
+        rcu.synchronize(None).unwrap();
+        assert!(rcu.poll_state_synchronize_rcu(cookie));
+        // SAFETY: `old` came from Box::into_raw and is never freed.
+        unsafe { &*old }.alive.store(false, Ordering::Relaxed);
         reader.join().unwrap();
     });
 }

@@ -3,17 +3,18 @@
 
 mod common;
 
-use common::{CountingLock, Lookup, folios, lruvec};
+use common::{Counting, Lookup, Sa, folios, lruvec};
+use ksync::Ticket;
 use lru::lru_gen::{MAX_NR_GENS, lru_gen_from_seq};
 use lru::lruvec::{folio_lruvec_relock, lruvec_relock};
-use lru::sync::RawSpinlock;
 use lru::{
-    FolioFlags, LruError, LruGenFolio, LruGenFolioBase, LruGenFolioGrouped, LruList, LruMode, Zone,
+    FolioFlags, LruError, LruGenFolio, LruGenFolioBase, LruGenFolioGrouped, LruList, LruMode,
+    LruvecLock, Zone,
 };
 use std::sync::atomic::Ordering;
 
 fn placement<G: LruGenFolio>() {
-    let lv = lruvec::<RawSpinlock, G>(1, LruMode::Mglru);
+    let lv = lruvec::<Ticket, G>(1, LruMode::Mglru);
     let max_seq = lv.lrugen().max_seq().load(Ordering::Relaxed);
     let f = folios(3, 1, false);
     let a = folios(1, 1, true);
@@ -65,8 +66,8 @@ fn mglru_placement_both_layouts() {
 
 #[test]
 fn isolation_is_exclusive_and_validated() {
-    let lv = lruvec::<RawSpinlock, LruGenFolioGrouped>(1, LruMode::Mglru);
-    let other = lruvec::<RawSpinlock, LruGenFolioGrouped>(2, LruMode::Mglru);
+    let lv = lruvec::<Ticket, LruGenFolioGrouped>(1, LruMode::Mglru);
+    let other = lruvec::<Ticket, LruGenFolioGrouped>(2, LruMode::Mglru);
     let f = folios(2, 1, false);
     lv.lock().add_folio(f[0]).unwrap();
     assert_eq!(lv.lock().add_folio(f[0]), Err(LruError::AlreadyOnLru));
@@ -86,7 +87,7 @@ fn isolation_is_exclusive_and_validated() {
 
 #[test]
 fn isolation_races_have_one_winner() {
-    let lv = lruvec::<RawSpinlock, LruGenFolioGrouped>(1, LruMode::Mglru);
+    let lv = lruvec::<Ticket, LruGenFolioGrouped>(1, LruMode::Mglru);
     let f = folios(64, 1, false);
     for &x in &f {
         lv.lock().add_folio(x).unwrap();
@@ -103,7 +104,7 @@ fn isolation_races_have_one_winner() {
 
 #[test]
 fn classic_lists_and_sizes() {
-    let lv = lruvec::<RawSpinlock, LruGenFolioGrouped>(1, LruMode::Classic);
+    let lv = lruvec::<Ticket, LruGenFolioGrouped>(1, LruMode::Classic);
     let f = folios(3, 1, false);
     let a = folios(2, 1, true);
     let mut g = lv.lock();
@@ -129,7 +130,7 @@ fn classic_lists_and_sizes() {
 
 #[test]
 fn mglru_activate_moves_to_youngest_and_deactivate_back() {
-    let lv = lruvec::<RawSpinlock, LruGenFolioBase>(1, LruMode::Mglru);
+    let lv = lruvec::<Ticket, LruGenFolioBase>(1, LruMode::Mglru);
     let f = folios(1, 1, false);
     let mut g = lv.lock();
     g.add_folio(f[0]).unwrap();
@@ -147,14 +148,14 @@ fn mglru_activate_moves_to_youngest_and_deactivate_back() {
 
 #[test]
 fn relock_keeps_one_hold_per_lruvec_run() {
-    let a = lruvec::<CountingLock, LruGenFolioGrouped>(1, LruMode::Mglru);
-    let b = lruvec::<CountingLock, LruGenFolioGrouped>(2, LruMode::Mglru);
+    let a = lruvec::<Counting, LruGenFolioGrouped>(1, LruMode::Mglru);
+    let b = lruvec::<Counting, LruGenFolioGrouped>(2, LruMode::Mglru);
     let lookup = Lookup(vec![a, b]);
     let fa = folios(3, 1, false);
     let fb = folios(2, 2, false);
     let mut guard = None;
     for &f in fa.iter().chain(fb.iter()) {
-        let mut g = folio_lruvec_relock(guard.take(), f, &lookup).unwrap();
+        let mut g = folio_lruvec_relock(guard.take(), f, &lookup, &()).unwrap();
         g.add_folio(f).unwrap();
         guard = Some(g);
     }
@@ -171,14 +172,14 @@ fn relock_keeps_one_hold_per_lruvec_run() {
     );
     let stranger = folios(1, 7, false);
     assert!(matches!(
-        folio_lruvec_relock(None, stranger[0], &lookup),
+        folio_lruvec_relock(None, stranger[0], &lookup, &()),
         Err(LruError::WrongLruvec)
     ));
 }
 
 #[test]
 fn aging_folds_the_oldest_generation() {
-    let lv = lruvec::<RawSpinlock, LruGenFolioGrouped>(1, LruMode::Mglru);
+    let lv = lruvec::<Ticket, LruGenFolioGrouped>(1, LruMode::Mglru);
     let f = folios(4, 1, false);
     let mut g = lv.lock();
     for &x in &f {
@@ -203,19 +204,24 @@ fn aging_folds_the_oldest_generation() {
 #[test]
 fn drop_releases_folios() {
     let f = folios(2, 1, false);
+    let node = common::pgdat::<Sa<Ticket, LruGenFolioGrouped>>();
     {
-        let lv =
-            lru::Lruvec::<RawSpinlock, LruGenFolioGrouped>::new(1, 0, LruMode::Mglru, 0).unwrap();
+        let lv = Sa::new(1, node, LruMode::Mglru, LruvecLock::Own, 0);
         lv.lock().add_folio(f[0]).unwrap();
-        let c =
-            lru::Lruvec::<RawSpinlock, LruGenFolioGrouped>::new(1, 0, LruMode::Classic, 0).unwrap();
+        let c = Sa::new(1, node, LruMode::Classic, LruvecLock::Own, 0);
         c.lock().add_folio(f[1]).unwrap();
     }
     assert!(f.iter().all(|x| !x.test_lru() && x.lru_gen().is_none()));
-    let lv = lruvec::<RawSpinlock, LruGenFolioGrouped>(1, LruMode::Mglru);
+    let lv = lruvec::<Ticket, LruGenFolioGrouped>(1, LruMode::Mglru);
     lv.lock().add_folio(f[0]).unwrap();
     assert!(matches!(
-        lru::Lruvec::<RawSpinlock, LruGenFolioGrouped>::new(1, 64, LruMode::Mglru, 0),
+        lru::PgData::<Sa<Ticket, LruGenFolioGrouped>>::new(
+            64,
+            1,
+            0,
+            lru::TailMode::Cached,
+            common::rcu()
+        ),
         Err(LruError::InvalidNode(64))
     ));
 }
@@ -223,12 +229,12 @@ fn drop_releases_folios() {
 #[test]
 fn lruvec_identity_survives_moves() {
     let f = folios(1, 1, false);
-    let a = lru::Lruvec::<RawSpinlock, LruGenFolioGrouped>::new(1, 0, LruMode::Mglru, 0).unwrap();
+    let node = common::pgdat::<Sa<Ticket, LruGenFolioGrouped>>();
+    let a = Sa::new(1, node, LruMode::Mglru, LruvecLock::Own, 0);
     a.lock().add_folio(f[0]).unwrap();
     let moved = a;
     // A twin (same memcg and node) must not be able to unlink the moved lruvec's folio.
-    let twin =
-        lru::Lruvec::<RawSpinlock, LruGenFolioGrouped>::new(1, 0, LruMode::Mglru, 0).unwrap();
+    let twin = Sa::new(1, node, LruMode::Mglru, LruvecLock::Own, 0);
     assert_eq!(twin.isolate_folio(f[0]), Err(LruError::WrongLruvec));
     assert!(
         f[0].test_lru(),
@@ -236,4 +242,45 @@ fn lruvec_identity_survives_moves() {
     );
     moved.isolate_folio(f[0]).unwrap();
     assert_eq!(moved.nr_folios(), 0);
+}
+
+#[test]
+fn node_locked_lruvecs_share_the_node_lock_and_relock_keeps_it() {
+    use lock_api::RawMutex;
+    type H = Sa<Ticket, LruGenFolioGrouped>;
+    let node = common::pgdat::<H>();
+    let a = common::lruvec_on(node, 1, LruMode::Mglru, LruvecLock::Node);
+    let b = common::lruvec_on(node, 2, LruMode::Mglru, LruvecLock::Node);
+    let own = common::lruvec_on(node, 3, LruMode::Mglru, LruvecLock::Own);
+    assert_eq!(
+        (a.lock_kind(), own.lock_kind()),
+        (LruvecLock::Node, LruvecLock::Own)
+    );
+    assert_eq!(a.lock_addr(), b.lock_addr(), "one lock per node");
+    assert_ne!(a.lock_addr(), own.lock_addr());
+    let fb = folios(1, 2, false);
+    let g = a.lock();
+    assert!(node.lru_lock().is_locked());
+    assert!(b.try_lock().is_none(), "b's lock is a's");
+    assert!(
+        own.try_lock().is_some(),
+        "an own-lock lruvec is not affected"
+    );
+    // Relocking to another lruvec of the node keeps the node lock held.
+    let mut g = lruvec_relock(Some(g), b);
+    assert!(std::ptr::eq(g.lruvec(), b));
+    assert!(node.lru_lock().is_locked());
+    g.add_folio(fb[0]).unwrap();
+    drop(g);
+    assert!(!node.lru_lock().is_locked(), "released once, through b");
+    assert!(
+        !a.raw_lock().is_locked() && !b.raw_lock().is_locked(),
+        "own locks unused"
+    );
+    assert_eq!(b.nr_folios(), 1);
+    // From a node-locked lruvec to an own-locked one: a real relock.
+    let g = lruvec_relock(Some(b.lock()), own);
+    assert!(!node.lru_lock().is_locked());
+    assert!(own.raw_lock().is_locked());
+    drop(g);
 }

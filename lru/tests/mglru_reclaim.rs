@@ -3,16 +3,16 @@
 mod common;
 
 use common::{folios, lruvec};
+use ksync::Ticket;
 use lru::lru_gen::{MAX_NR_GENS, MIN_NR_GENS};
-use lru::sync::RawSpinlock;
 use lru::{
     Folio, FolioFlags, LruError, LruGenFolio, LruGenFolioBase, LruGenFolioGrouped, LruMode,
-    MAX_SWAPPINESS, Shadow,
+    SWAPPINESS_ANON_ONLY, Shadow,
 };
 use std::sync::atomic::Ordering;
 
 fn evict_all<G: LruGenFolio>(
-    lv: &lru::Lruvec<RawSpinlock, G>,
+    lv: &lru::Lruvec<common::Sa<Ticket, G>>,
     n: usize,
     swappiness: u8,
 ) -> Vec<(&'static Folio, Shadow)> {
@@ -23,7 +23,7 @@ fn evict_all<G: LruGenFolio>(
 }
 
 fn evicts_oldest_first<G: LruGenFolio>() {
-    let lv = lruvec::<RawSpinlock, G>(3, LruMode::Mglru);
+    let lv = lruvec::<Ticket, G>(3, LruMode::Mglru);
     let old = folios(10, 3, false);
     let young = folios(10, 3, false);
     for &f in &old {
@@ -67,7 +67,7 @@ fn eviction_takes_the_oldest_generation() {
 
 #[test]
 fn swappiness_selects_the_type() {
-    let lv = lruvec::<RawSpinlock, LruGenFolioGrouped>(1, LruMode::Mglru);
+    let lv = lruvec::<Ticket, LruGenFolioGrouped>(1, LruMode::Mglru);
     let file = folios(5, 1, false);
     let anon = folios(5, 1, true);
     for &f in file.iter().chain(anon.iter()) {
@@ -76,7 +76,7 @@ fn swappiness_selects_the_type() {
     let out = evict_all(lv, 100, 0);
     assert_eq!(out.len(), 5);
     assert!(out.iter().all(|(f, _)| f.is_file_lru()));
-    let out = evict_all(lv, 100, MAX_SWAPPINESS);
+    let out = evict_all(lv, 100, SWAPPINESS_ANON_ONLY);
     assert_eq!(out.len(), 5);
     assert!(out.iter().all(|(f, _)| !f.is_file_lru()));
     assert_eq!(lv.nr_folios(), 0);
@@ -88,7 +88,7 @@ fn swappiness_selects_the_type() {
 
 #[test]
 fn eviction_ages_when_needed_and_empties_everything() {
-    let lv = lruvec::<RawSpinlock, LruGenFolioGrouped>(1, LruMode::Mglru);
+    let lv = lruvec::<Ticket, LruGenFolioGrouped>(1, LruMode::Mglru);
     let f = folios(300, 1, false);
     for &x in &f {
         x.set(FolioFlags::ACTIVE);
@@ -109,7 +109,7 @@ fn eviction_ages_when_needed_and_empties_everything() {
 
 #[test]
 fn recent_refault_activates_and_old_does_not() {
-    let lv = lruvec::<RawSpinlock, LruGenFolioGrouped>(1, LruMode::Mglru);
+    let lv = lruvec::<Ticket, LruGenFolioGrouped>(1, LruMode::Mglru);
     let f = folios(2, 1, false);
     for &x in &f {
         lv.lock().add_folio(x).unwrap();
@@ -120,7 +120,7 @@ fn recent_refault_activates_and_old_does_not() {
     let (f1, s1) = out[1];
     f0.reset_lru_state().unwrap();
     f0.set_memcg_id(1).unwrap();
-    let r = lv.lru_gen_refault(f0, s0).unwrap();
+    let r = lv.lru_gen_refault(f0, s0, true).unwrap();
     assert!(r.recent && r.activated);
     assert!(f0.test(FolioFlags::ACTIVE));
     let refaulted: u64 = lv.lrugen().refaulted()[0][1]
@@ -139,20 +139,26 @@ fn recent_refault_activates_and_old_does_not() {
         lv.age(10 + t).unwrap();
     }
     assert_eq!(lv.lru_gen_test_recent(s1), Some(false));
-    let r = lv.lru_gen_refault(f1, s1).unwrap();
+    let r = lv.lru_gen_refault(f1, s1, true).unwrap();
     assert!(!r.recent && !r.activated);
     assert!(!f1.test(FolioFlags::ACTIVE));
     // Validation.
-    assert_eq!(lv.lru_gen_refault(f0, s0), Err(LruError::AlreadyOnLru));
-    let other = lruvec::<RawSpinlock, LruGenFolioGrouped>(2, LruMode::Mglru);
+    assert_eq!(
+        lv.lru_gen_refault(f0, s0, true),
+        Err(LruError::AlreadyOnLru)
+    );
+    let other = lruvec::<Ticket, LruGenFolioGrouped>(2, LruMode::Mglru);
     let g = folios(1, 2, false);
     assert_eq!(other.lru_gen_test_recent(s1), None);
-    assert_eq!(other.lru_gen_refault(g[0], s1), Err(LruError::WrongLruvec));
+    assert_eq!(
+        other.lru_gen_refault(g[0], s1, true),
+        Err(LruError::WrongLruvec)
+    );
 }
 
 #[test]
 fn workingset_shadow_restores_workingset() {
-    let lv = lruvec::<RawSpinlock, LruGenFolioGrouped>(1, LruMode::Mglru);
+    let lv = lruvec::<Ticket, LruGenFolioGrouped>(1, LruMode::Mglru);
     let f = folios(1, 1, false);
     lv.lock().add_folio(f[0]).unwrap();
     for _ in 0..6 {
@@ -165,14 +171,14 @@ fn workingset_shadow_restores_workingset() {
     assert!(shadow.workingset());
     folio.reset_lru_state().unwrap();
     folio.set_memcg_id(1).unwrap();
-    let r = lv.lru_gen_refault(folio, shadow).unwrap();
+    let r = lv.lru_gen_refault(folio, shadow, true).unwrap();
     assert!(r.recent && r.workingset);
     assert!(folio.test(FolioFlags::WORKINGSET | FolioFlags::ACTIVE));
 }
 
 #[test]
 fn refaulting_tier_gets_protected() {
-    let lv = lruvec::<RawSpinlock, LruGenFolioGrouped>(1, LruMode::Mglru);
+    let lv = lruvec::<Ticket, LruGenFolioGrouped>(1, LruMode::Mglru);
     // Round 1: hot (3 accesses, tier 2) folios refault, cold ones (tier 0) do not.
     let hot = folios(200, 1, false);
     let cold = folios(200, 1, false);
@@ -189,7 +195,7 @@ fn refaulting_tier_gets_protected() {
         if hot.iter().any(|h| std::ptr::eq(*h, f)) {
             f.reset_lru_state().unwrap();
             f.set_memcg_id(1).unwrap();
-            assert!(lv.lru_gen_refault(f, s).unwrap().recent);
+            assert!(lv.lru_gen_refault(f, s, false).unwrap().recent);
             f.clear(FolioFlags::ACTIVE);
             f.reset_lru_state().unwrap();
             f.set_memcg_id(1).unwrap();
@@ -216,4 +222,94 @@ fn refaulting_tier_gets_protected() {
     assert_eq!(stats.evicted, 50);
     assert!(stats.protected > 0, "hot tier protected: {stats:?}");
     assert_eq!(evicted_hot, 0, "cold folios go first: {stats:?}");
+}
+
+/// Evicts one file folio accessed `accesses` times (REFERENCED included; `accesses == 5`
+/// also sets WORKINGSET) and refaults it; returns the eviction's and the refault's tier
+/// (read from the counters) and the outcome.
+fn evict_and_refault(accesses: u32, in_fault: bool) -> (usize, usize, lru::RefaultOutcome) {
+    use lru::lru_gen::MAX_NR_TIERS;
+    let lv = lruvec::<Ticket, LruGenFolioGrouped>(1, LruMode::Mglru);
+    let f = folios(1, 1, false);
+    lv.lock().add_folio(f[0]).unwrap();
+    for _ in 0..accesses {
+        f[0].mark_accessed();
+    }
+    let tier_of = |h: &lru::lru_gen::TierHist| {
+        let v: Vec<u64> = (0..MAX_NR_TIERS)
+            .map(|t| h[0][1][t].load(Ordering::Relaxed))
+            .collect();
+        assert_eq!(v.iter().sum::<u64>(), 1, "exactly one count: {v:?}");
+        v.iter().position(|&c| c == 1).unwrap()
+    };
+    // Eviction bypasses tier protection here: one folio, nothing refaulted yet.
+    let out = evict_all(lv, 1, 0);
+    assert_eq!(out.len(), 1);
+    let (folio, shadow) = out[0];
+    let evicted = tier_of(lv.lrugen().evicted());
+    folio.reset_lru_state().unwrap();
+    folio.set_memcg_id(1).unwrap();
+    let r = lv.lru_gen_refault(folio, shadow, in_fault).unwrap();
+    assert!(r.recent);
+    let refaulted = tier_of(lv.lrugen().refaulted());
+    assert_eq!(refaulted, r.tier);
+    (evicted, refaulted, r)
+}
+
+#[test]
+fn refaults_are_counted_in_the_tier_of_their_eviction() {
+    // refs = 0 (never accessed), 1 (REFERENCED only): tier 0, both ways.
+    assert_eq!(evict_and_refault(0, true).0, 0);
+    assert_eq!(evict_and_refault(0, true).1, 0);
+    assert_eq!(evict_and_refault(1, true).0, 0);
+    assert_eq!(evict_and_refault(1, true).1, 0);
+    // refs = 2 and 3: tiers 1 and 2.
+    assert_eq!(evict_and_refault(2, false).0, 1);
+    assert_eq!(evict_and_refault(2, false).1, 1);
+    assert_eq!(evict_and_refault(3, false).1, 2);
+    // refs = max (REFERENCED + every refs bit = 4): tier 2 both ways.
+    let (e, r, out) = evict_and_refault(4, false);
+    assert_eq!((e, r), (2, 2));
+    assert!(!out.workingset);
+    // One access more sets WORKINGSET: the top tier, both ways, and restored on refault.
+    let (e, r, out) = evict_and_refault(5, false);
+    assert_eq!(
+        (e, r),
+        (
+            lru::lru_gen::MAX_NR_TIERS - 1,
+            lru::lru_gen::MAX_NR_TIERS - 1
+        )
+    );
+    assert!(out.workingset);
+}
+
+#[test]
+fn only_fault_path_refaults_are_activated() {
+    for accesses in [0, 1, 4] {
+        let (_, _, in_fault) = evict_and_refault(accesses, true);
+        assert!(
+            in_fault.activated,
+            "refs {accesses}: a fault-path refault activates"
+        );
+        let (_, _, buffered) = evict_and_refault(accesses, false);
+        assert!(
+            !buffered.activated,
+            "refs {accesses}: a buffered read does not"
+        );
+    }
+    // The activated folio joins the youngest generation; the other does not.
+    let lv = lruvec::<Ticket, LruGenFolioGrouped>(1, LruMode::Mglru);
+    let f = folios(2, 1, false);
+    for &x in &f {
+        lv.lock().add_folio(x).unwrap();
+    }
+    let out = evict_all(lv, 2, 0);
+    let youngest = lru::lru_gen::lru_gen_from_seq(lv.lrugen().max_seq().load(Ordering::Relaxed));
+    for (i, (folio, shadow)) in out.into_iter().enumerate() {
+        folio.reset_lru_state().unwrap();
+        folio.set_memcg_id(1).unwrap();
+        let r = lv.lru_gen_refault(folio, shadow, i == 0).unwrap();
+        lv.lock().add_folio(folio).unwrap();
+        assert_eq!(folio.lru_gen() == Some(youngest), r.activated);
+    }
 }

@@ -6,22 +6,22 @@
 //! either through the lruvec (A: reads the lruvec's node and the read-mostly line) or with
 //! memcg and node known (B: reads only the read-mostly line). Variants run interleaved and
 //! are reported as ns per stat update (best of the rounds) and as the speedup over
-//! base/+0/A (above 1 is faster). On a 2-CPU host the
-//! 128-byte pair effect is expected to be within noise (DESIGN.md section 7); the point is
-//! the same binary running on a many-core machine.
+//! base/+0/A (above 1 is faster). Path A reads `lruvec->pgdat`, the lruvec's last field,
+//! which shares its line (base at +0) or its 128-byte pair with `lru_zone_size`, written
+//! by the lock holder on every add and delete. On a host with few CPUs the 128-byte pair
+//! effect is expected to be within noise; the point is the same binary running on a
+//! many-core machine.
 //!
 //! Run: `cargo run -p memcg --release --example stat_paths [updaters] [updates] [rounds]`
 
-use lru::sync::RawSpinlock;
-use lru::{Folio, FolioFlags, LruGenFolioGrouped, Lruvec, TailMode, Zone};
+use ksync::Ticket;
+use lru::{Folio, FolioFlags, LruGenFolioGrouped, Rcu, TailMode, Zone};
 use memcg::{
-    ManualRcu, MemCgroupPerNode, MemCgroupPerNodeBase, MemCgroupPerNodePaired, MemcgConfig,
+    FolioFree, MemCgroupPerNode, MemCgroupPerNodeBase, MemCgroupPerNodePaired, MemcgConfig,
     MemcgTree, NodeStatItem, PnPlacement, TreeLru,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
-
-type V = Lruvec<RawSpinlock, LruGenFolioGrouped>;
 
 #[derive(Clone, Copy, Debug)]
 enum Path {
@@ -29,7 +29,7 @@ enum Path {
     MemcgKnown,
 }
 
-fn run<P: MemCgroupPerNode<Lruvec = V>>(
+fn run<P: MemCgroupPerNode<Family = Ticket>>(
     placement: PnPlacement,
     path: Path,
     updaters: usize,
@@ -37,8 +37,9 @@ fn run<P: MemCgroupPerNode<Lruvec = V>>(
 ) -> f64 {
     let mut cfg = MemcgConfig::new(updaters + 1, 1);
     cfg.placement = placement;
-    let lru = TreeLru::new(1, TailMode::Cached, false, Box::new(|_, _, _| {}));
-    let tree = MemcgTree::<RawSpinlock, P, _>::new(cfg, ManualRcu::new(), lru).unwrap();
+    let lru = TreeLru::new(false, Box::new(|_, _, _| FolioFree::Freed));
+    let rcu: &'static Rcu<Ticket> = Box::leak(Box::new(Rcu::new(updaters + 1)));
+    let tree = MemcgTree::<P>::with_new_nodes(cfg, TailMode::Cached, rcu, lru).unwrap();
     let memcg = tree.root().create_child().unwrap();
     let folios: Vec<&'static Folio> = (0..64)
         .map(|pfn| {
@@ -105,8 +106,8 @@ fn main() {
     let updaters = args.next().unwrap_or(1) as usize;
     let updates = args.next().unwrap_or(2_000_000);
     let rounds = args.next().unwrap_or(5);
-    type Base = MemCgroupPerNodeBase<V>;
-    type Paired = MemCgroupPerNodePaired<V>;
+    type Base = MemCgroupPerNodeBase<Ticket, LruGenFolioGrouped>;
+    type Paired = MemCgroupPerNodePaired<Ticket, LruGenFolioGrouped>;
     let variants: [(&str, PnPlacement, Path); 8] = [
         ("base   +0  A", PnPlacement::PairStart, Path::ThroughLruvec),
         ("paired +0  A", PnPlacement::PairStart, Path::ThroughLruvec),

@@ -8,15 +8,16 @@
 //! once, and retries until the charge fits or reclaim has made no progress
 //! `MAX_RECLAIM_RETRIES` times; then it fails with [`MemcgError::OutOfMemory`]. Usage never
 //! goes above `max` at any level: the page counter refuses instead of overshooting.
+//!
+//! A charged folio holds a reference on its memcg (`commit_charge()` keeps the css the
+//! charge took), dropped when it is uncharged; so a memcg with charged folios is never
+//! reaped, and the folio's memcg id stays valid while the folio is charged.
 
 use crate::error::MemcgError;
 use crate::memcontrol::MemCgroup;
 use crate::pn::MemCgroupPerNode;
-use crate::rcu::RcuPoll;
 use crate::stock::MEMCG_CHARGE_BATCH;
-use crate::sync::Ordering;
 use crate::tree::{MemcgRef, MemcgTree};
-use lock_api::RawMutex;
 
 /// Reclaim rounds without progress before a charge or limit change gives up
 /// (`MAX_RECLAIM_RETRIES`).
@@ -25,12 +26,12 @@ pub const MAX_RECLAIM_RETRIES: u32 = 16;
 /// Smallest reclaim batch (`SWAP_CLUSTER_MAX`).
 pub const SWAP_CLUSTER_MAX: u64 = 32;
 
-impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
+impl<P: MemCgroupPerNode> MemcgTree<P> {
     /// Charges `nr_pages` to `memcg` on `cpu` (`try_charge_memcg()`), reclaiming from the
     /// memcg over its limit if needed.
     pub fn try_charge(
         &self,
-        memcg: &MemCgroup<R, P>,
+        memcg: &MemCgroup<P>,
         cpu: usize,
         nr_pages: u64,
     ) -> Result<(), MemcgError> {
@@ -83,7 +84,9 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
                     nr_pages,
                 });
             }
-            let reclaimed = self.try_to_free_mem_cgroup_pages(over_memcg, cpu, nr_pages);
+            let reclaimed = self
+                .try_to_free_mem_cgroup_pages(over_memcg, cpu, nr_pages, None)
+                .unwrap_or(0);
             if over_memcg.memory.margin() >= nr_pages {
                 continue;
             }
@@ -107,10 +110,10 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
     }
 
     /// Charges one page for `folio` and records the memcg in it (`mem_cgroup_charge()`:
-    /// `try_charge()` + `commit_charge()`).
+    /// `try_charge()` + `commit_charge()`, which keeps a css reference for the folio).
     pub fn charge_folio(
         &self,
-        memcg: &MemCgroup<R, P>,
+        memcg: &MemCgroup<P>,
         cpu: usize,
         folio: &lru::Folio,
     ) -> Result<(), MemcgError> {
@@ -120,18 +123,25 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
             let _ = memcg.memory.uncharge(1);
             return Err(MemcgError::Lru(e));
         }
+        memcg.css_get();
         Ok(())
     }
 
     /// Uncharges the page of `folio` from the memcg it names (`mem_cgroup_uncharge()`),
-    /// online or zombie. Call after the folio left the LRU.
-    pub fn uncharge_folio(&self, folio: &lru::Folio) -> Result<(), MemcgError> {
-        let memcg = self.lookup_any(folio.memcg_id())?;
-        self.uncharge(&memcg, 1)
+    /// online or zombie, and drops the reference the charge held. The memcg is found in the
+    /// id table under RCU on `cpu` (no lock). Call after the folio left the LRU.
+    pub fn uncharge_folio(&self, cpu: usize, folio: &lru::Folio) -> Result<(), MemcgError> {
+        self.check_cpu(cpu)?;
+        let guard = self.rcu().read_lock(cpu).map_err(MemcgError::Lru)?;
+        let memcg = self.lookup_rcu(&guard, folio.memcg_id())?;
+        self.uncharge(memcg, 1)?;
+        // The folio's reference; the memcg stays valid until the read section ends.
+        memcg.css_put();
+        Ok(())
     }
 
     /// Uncharges `nr_pages` from `memcg` and its ancestors (`memcg_uncharge()`).
-    pub fn uncharge(&self, memcg: &MemCgroup<R, P>, nr_pages: u64) -> Result<(), MemcgError> {
+    pub fn uncharge(&self, memcg: &MemCgroup<P>, nr_pages: u64) -> Result<(), MemcgError> {
         memcg
             .memory
             .uncharge(nr_pages)
@@ -144,7 +154,7 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
     /// Writes `memory.max` (`memory_max_write()`, with cgroup v1's refusal instead of the
     /// OOM killer): sets the limit, reclaiming down to it first if the usage is above it.
     /// Fails with [`MemcgError::LimitBelowUsage`] when reclaim cannot get there.
-    pub fn set_max(&self, memcg: &MemCgroup<R, P>, cpu: usize, max: u64) -> Result<(), MemcgError> {
+    pub fn set_max(&self, memcg: &MemCgroup<P>, cpu: usize, max: u64) -> Result<(), MemcgError> {
         self.check_cpu(cpu)?;
         if !memcg.is_online() {
             return Err(MemcgError::Offline { id: memcg.id() });
@@ -161,7 +171,9 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
                 self.stocks.drain_all(|c| c.is_descendant(memcg));
                 continue;
             }
-            let reclaimed = self.try_to_free_mem_cgroup_pages(memcg, cpu, usage - max);
+            let reclaimed = self
+                .try_to_free_mem_cgroup_pages(memcg, cpu, usage - max, None)
+                .unwrap_or(0);
             if reclaimed == 0 {
                 retries -= 1;
                 if retries == 0 {
@@ -175,35 +187,7 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
         }
     }
 
-    /// `memory.reclaim`: reclaims `nr_pages` from `memcg`'s subtree. Returns the pages
-    /// reclaimed (at least `nr_pages`), or [`MemcgError::Again`] with what was reclaimed
-    /// when `MAX_RECLAIM_RETRIES` rounds made no progress (`memory_reclaim()`).
-    pub fn memory_reclaim(
-        &self,
-        memcg: &MemCgroup<R, P>,
-        cpu: usize,
-        nr_pages: u64,
-    ) -> Result<u64, MemcgError> {
-        self.check_cpu(cpu)?;
-        let mut reclaimed = 0;
-        let mut retries = MAX_RECLAIM_RETRIES;
-        while reclaimed < nr_pages {
-            let got = self.try_to_free_mem_cgroup_pages(memcg, cpu, nr_pages - reclaimed);
-            if got == 0 {
-                retries -= 1;
-                if retries == 0 {
-                    return Err(MemcgError::Again {
-                        requested: nr_pages,
-                        reclaimed,
-                    });
-                }
-            }
-            reclaimed += got;
-        }
-        Ok(reclaimed)
-    }
-
-    fn check_cpu(&self, cpu: usize) -> Result<(), MemcgError> {
+    pub(crate) fn check_cpu(&self, cpu: usize) -> Result<(), MemcgError> {
         let nr_cpus = self.config().nr_cpus;
         if cpu < nr_cpus {
             Ok(())
@@ -211,51 +195,9 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
             Err(MemcgError::InvalidCpu { cpu, nr_cpus })
         }
     }
-
-    /// Reclaims up to `nr_pages` (at least `SWAP_CLUSTER_MAX`) from `memcg`'s subtree,
-    /// every node (`try_to_free_mem_cgroup_pages()` -> `shrink_node_memcgs()`). The walk
-    /// resumes where the last one stopped (the reclaim iterator in `memcg_pn_write_hot`).
-    /// Returns pages reclaimed (0 for an out-of-range `cpu`).
-    pub fn try_to_free_mem_cgroup_pages(
-        &self,
-        memcg: &MemCgroup<R, P>,
-        cpu: usize,
-        nr_pages: u64,
-    ) -> u64 {
-        if self.check_cpu(cpu).is_err() {
-            return 0;
-        }
-        let target = nr_pages.max(SWAP_CLUSTER_MAX);
-        let subtree = self.subtree_refs(memcg);
-        if subtree.is_empty() {
-            return 0;
-        }
-        let mut reclaimed = 0;
-        for node in 0..memcg.nr_nodes() {
-            let Ok(pn) = memcg.nodeinfo(node) else {
-                continue;
-            };
-            let iter = &pn.write_hot().iter;
-            let start = iter.position.load(Ordering::Relaxed) as usize % subtree.len();
-            for k in 0..subtree.len() {
-                let idx = (start + k) % subtree.len();
-                let victim: &MemcgRef<'_, R, P, G> = &subtree[idx];
-                reclaimed += self
-                    .lru
-                    .shrink_lruvec(victim, node, cpu, target - reclaimed);
-                if reclaimed >= target {
-                    iter.position
-                        .store(((idx + 1) % subtree.len()) as u32, Ordering::Relaxed);
-                    return reclaimed;
-                }
-            }
-            iter.generation.fetch_add(1, Ordering::Relaxed);
-        }
-        reclaimed
-    }
 }
 
-impl<'t, R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgRef<'t, R, P, G> {
+impl<'t, P: MemCgroupPerNode> MemcgRef<'t, P> {
     /// [`MemcgTree::try_charge`] on this memcg.
     pub fn try_charge(&self, cpu: usize, nr_pages: u64) -> Result<(), MemcgError> {
         self.tree.try_charge(self, cpu, nr_pages)
@@ -272,12 +214,21 @@ impl<'t, R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgRef<'t, R, P, G> {
     }
 
     /// [`MemcgTree::memory_reclaim`] on this memcg.
-    pub fn memory_reclaim(&self, cpu: usize, nr_pages: u64) -> Result<u64, MemcgError> {
-        self.tree.memory_reclaim(self, cpu, nr_pages)
+    pub fn memory_reclaim(
+        &self,
+        cpu: usize,
+        req: crate::reclaim_req::ReclaimRequest,
+    ) -> Result<u64, MemcgError> {
+        self.tree.memory_reclaim(self, cpu, req)
+    }
+
+    /// [`MemcgTree::memory_reclaim_write`] on this memcg.
+    pub fn memory_reclaim_write(&self, cpu: usize, buf: &str) -> Result<u64, MemcgError> {
+        self.tree.memory_reclaim_write(self, cpu, buf)
     }
 
     /// Creates a child memcg.
-    pub fn create_child(&self) -> Result<MemcgRef<'t, R, P, G>, MemcgError> {
+    pub fn create_child(&self) -> Result<MemcgRef<'t, P>, MemcgError> {
         self.tree.create_under(self.id())
     }
 

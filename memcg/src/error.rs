@@ -108,6 +108,8 @@ pub enum MemcgError {
     InvalidConfig(&'static str),
     /// An LRU operation on a folio failed (not on this lruvec, already isolated, ...).
     Lru(lru::LruError),
+    /// A `memory.reclaim` write that does not parse.
+    BadRequest(crate::reclaim_req::ReclaimParseError),
 }
 
 impl MemcgError {
@@ -127,7 +129,8 @@ impl MemcgError {
             | Self::InvalidCpu { .. }
             | Self::InvalidNode { .. }
             | Self::InvalidConfig(_)
-            | Self::Lru(_) => errno::EINVAL,
+            | Self::Lru(_)
+            | Self::BadRequest(_) => errno::EINVAL,
         }
     }
 }
@@ -173,6 +176,7 @@ impl fmt::Display for MemcgError {
             }
             Self::InvalidConfig(what) => write!(f, "invalid configuration: {what}"),
             Self::Lru(e) => write!(f, "lru: {e}"),
+            Self::BadRequest(e) => write!(f, "{e}"),
         }
     }
 }

@@ -9,22 +9,26 @@
 //! - [`stats`]: per-CPU memcg and lruvec counters with the rstat-style flush threshold
 //!   (`MEMCG_CHARGE_BATCH * nr_cpus` pending updates).
 //! - [`memcontrol`]: `struct mem_cgroup`, its css reference count and the two stat update
-//!   paths of seed 001 (through the lruvec / with the memcg and node known).
+//!   paths of seed 001 (A: through the lruvec and `lruvec->pgdat`; B: with the memcg and
+//!   node known), both updating the node's counters too.
 //! - [`pn`]: `struct mem_cgroup_per_node` in the base and paired layouts of seed 001, with
 //!   compile-time pairing assertions, placement at +0/+64 of a 128-byte pair and the layout
 //!   report.
-//! - [`tree`]: the hierarchy (create, lookup by id, offline with reparenting, free after an
-//!   RCU grace period) and [`MemcgRef`] handles.
-//! - [`charge`]: `try_charge_memcg()`, `memory.max`, `memory.reclaim`,
-//!   `try_to_free_mem_cgroup_pages()`.
+//! - [`tree`]: the hierarchy (create, lookup by id in an RCU-readable id table, offline
+//!   with reparenting, free after a grace period of the nodes' RCU domain) and [`MemcgRef`]
+//!   handles; the tree is the `lru::LruvecLookup` of folio batches.
+//! - [`charge`]: `try_charge_memcg()`, charging and uncharging folios, `memory.max`.
+//! - [`reclaim`]: `memory.reclaim` and `try_to_free_mem_cgroup_pages()`: root reclaim
+//!   through each node's memcg FIFO (`shrink_many()`), or a subtree walk; [`reclaim_req`]
+//!   parses the cgroupfs request string.
 //! - [`lru_glue`]: everything done to `lru`: memcg FIFO online/offline/rotate/release,
-//!   eviction, reparenting of folios.
-//! - [`rcu`]: the grace-period source ([`RcuPoll`]) with a manual one for tests and an
-//!   adapter for `lru`'s QSBR RCU.
+//!   eviction through the free hook, reparenting of folios.
 //!
-//! Nothing here knows about x86: CPU ids and counts, node counts, the lock type
-//! (`lock_api::RawMutex`) and the RCU grace-period source come in as parameters, so the
-//! same code runs in the kernel and, with threads standing in for CPUs, in host tests.
+//! Nothing here knows about x86: CPU ids and counts, node counts, the lock family
+//! ([`ksync::LockFamily`]: every lock is `F::Lock<Class>`, ksync's ticket lock in the kernel
+//! and on the host), the nodes (`lru::PgData`, which the page allocator owns) and their RCU
+//! domain come in as parameters, so the same code runs in the kernel and, with threads
+//! standing in for CPUs, in host tests.
 #![cfg_attr(not(test), no_std)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
@@ -37,9 +41,9 @@ pub mod error;
 pub mod lru_glue;
 pub mod memcontrol;
 pub mod page_counter;
-pub mod percpu;
 pub mod pn;
-pub mod rcu;
+pub mod reclaim;
+pub mod reclaim_req;
 pub mod stats;
 pub mod stock;
 mod sync;
@@ -47,11 +51,11 @@ pub mod tree;
 
 pub use charge::MAX_RECLAIM_RETRIES;
 pub use error::{MemcgError, MemcgId};
-pub use lru_glue::{FolioFreeFn, TreeLru};
-pub use memcontrol::MemCgroup;
+pub use lru_glue::{FolioFree, FolioFreeFn, TreeLru};
+pub use memcontrol::{MemCgroup, NodeData};
 pub use page_counter::{PAGE_COUNTER_MAX, PageCounter};
 pub use pn::{MemCgroupPerNode, MemCgroupPerNodeBase, MemCgroupPerNodePaired, PnPlacement};
-pub use rcu::{ManualRcu, RcuPoll};
+pub use reclaim_req::{ReclaimParseError, ReclaimRequest};
 pub use stats::{MemcgEvent, NodeStatItem};
 pub use stock::MEMCG_CHARGE_BATCH;
 pub use tree::{MemcgConfig, MemcgRef, MemcgTree};

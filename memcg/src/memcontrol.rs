@@ -12,7 +12,7 @@
 
 use crate::error::{MemcgError, MemcgId};
 use crate::page_counter::PageCounter;
-use crate::pn::{MemCgroupPerNode, PnBox, PnLruvec};
+use crate::pn::{MemCgroupPerNode, PnCache, PnInit};
 use crate::stats::{
     MemcgEvent, MemcgVmstats, NodeStatItem, lruvec_stats_add, memcg_index_of_event,
 };
@@ -20,7 +20,7 @@ use crate::stock::StockTarget;
 use crate::sync::{AtomicBool, AtomicUsize, Ordering};
 use alloc::boxed::Box;
 use core::ptr::NonNull;
-use lock_api::RawMutex;
+use lru::{LruMode, Lruvec, LruvecLock, PgData};
 
 /// Reference count and online state (`struct cgroup_subsys_state`).
 #[derive(Debug)]
@@ -31,24 +31,40 @@ pub(crate) struct Css {
 
 /// A memory cgroup.
 #[repr(C)]
-pub struct MemCgroup<R: RawMutex, P: MemCgroupPerNode> {
+pub struct MemCgroup<P: MemCgroupPerNode> {
     /// `memory.max` / `memory.current`: usage alone on its line.
     pub(crate) memory: PageCounter,
     pub(crate) css: Css,
     pub(crate) id: MemcgId,
-    pub(crate) parent: Option<NonNull<MemCgroup<R, P>>>,
+    pub(crate) parent: Option<NonNull<MemCgroup<P>>>,
     pub(crate) vmstats: MemcgVmstats,
-    pub(crate) nodeinfo: Box<[PnBox<P>]>,
-    _lock: core::marker::PhantomData<R>,
+    /// `nodeinfo[nid]`: objects of the tree's `mem_cgroup_per_node` slab ([`PnCache`]),
+    /// freed with the memcg by the tree.
+    pub(crate) nodeinfo: Box<[NonNull<P>]>,
+    /// `NODE_DATA()`: every node's `pglist_data` (stat path B reaches the node through it).
+    pub(crate) node_data: NodeData<P>,
 }
 
-// SAFETY: all shared mutable state is atomic or behind `R` locks inside the lruvecs; the raw
-// parent pointer is kept valid by the reference the child holds on its parent.
-unsafe impl<R: RawMutex + Send + Sync, P: MemCgroupPerNode> Send for MemCgroup<R, P> {}
-// SAFETY: as above.
-unsafe impl<R: RawMutex + Send + Sync, P: MemCgroupPerNode> Sync for MemCgroup<R, P> {}
+/// Every node's `pglist_data`, indexed by node id (`NODE_DATA(nid)`).
+pub type NodeData<P> = &'static [&'static PgData<P>];
 
-impl<R: RawMutex, P: MemCgroupPerNode> core::fmt::Debug for MemCgroup<R, P> {
+/// What every memcg of a tree is built with.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MemcgInit<P: MemCgroupPerNode> {
+    pub(crate) nr_cpus: usize,
+    pub(crate) node_data: NodeData<P>,
+    pub(crate) mode: LruMode,
+    pub(crate) lock: LruvecLock,
+    pub(crate) now: u64,
+}
+
+// SAFETY: all shared mutable state is atomic or behind locks inside the lruvecs; the raw
+// parent pointer is kept valid by the reference the child holds on its parent.
+unsafe impl<P: MemCgroupPerNode> Send for MemCgroup<P> {}
+// SAFETY: as above.
+unsafe impl<P: MemCgroupPerNode> Sync for MemCgroup<P> {}
+
+impl<P: MemCgroupPerNode> core::fmt::Debug for MemCgroup<P> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("MemCgroup")
             .field("id", &self.id)
@@ -59,8 +75,9 @@ impl<R: RawMutex, P: MemCgroupPerNode> core::fmt::Debug for MemCgroup<R, P> {
     }
 }
 
-impl<R: RawMutex, P: MemCgroupPerNode> MemCgroup<R, P> {
-    /// Allocates a memcg with its per-node info. The caller links it into the tree.
+impl<P: MemCgroupPerNode> MemCgroup<P> {
+    /// Allocates a memcg with its per-node info from `cache`. The caller links it into the
+    /// tree, and frees it with [`MemCgroup::free`] on the same cache.
     ///
     /// # Safety
     ///
@@ -69,10 +86,8 @@ impl<R: RawMutex, P: MemCgroupPerNode> MemCgroup<R, P> {
     pub(crate) unsafe fn alloc(
         id: MemcgId,
         parent: Option<NonNull<Self>>,
-        nr_cpus: usize,
-        nr_nodes: usize,
-        placement: crate::pn::PnPlacement,
-        mglru: bool,
+        init: MemcgInit<P>,
+        cache: &mut PnCache<P>,
     ) -> Result<Box<Self>, MemcgError> {
         let memory = match parent {
             // SAFETY: the caller keeps `parent` alive for the new memcg's whole life, and the
@@ -93,20 +108,44 @@ impl<R: RawMutex, P: MemCgroupPerNode> MemCgroup<R, P> {
             },
             id,
             parent,
-            vmstats: MemcgVmstats::new(nr_cpus),
+            vmstats: MemcgVmstats::new(init.nr_cpus),
             nodeinfo: Box::new([]),
-            _lock: core::marker::PhantomData,
+            node_data: init.node_data,
         });
         let back = NonNull::from(&*memcg).cast::<()>();
-        let mut nodes = alloc::vec::Vec::with_capacity(nr_nodes);
-        for node in 0..nr_nodes {
-            nodes.push(PnBox::new(
-                P::new(back, id, node, nr_cpus, mglru)?,
-                placement,
-            ));
+        let mut nodes = alloc::vec::Vec::with_capacity(init.node_data.len());
+        for &pgdat in init.node_data {
+            nodes.push(cache.alloc(P::new(PnInit {
+                memcg: back,
+                memcg_id: id,
+                pgdat,
+                nr_cpus: init.nr_cpus,
+                mode: init.mode,
+                lock: init.lock,
+                now: init.now,
+                _marker: core::marker::PhantomData,
+            })));
         }
         memcg.nodeinfo = nodes.into_boxed_slice();
         Ok(memcg)
+    }
+
+    /// Frees a memcg made by [`MemCgroup::alloc`] and its per-node info.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` came from `Box::leak` of [`MemCgroup::alloc`] with `cache`, nothing refers to
+    /// the memcg any more (unlinked, unreferenced, past its grace period), and it is freed
+    /// once.
+    pub(crate) unsafe fn free(ptr: NonNull<Self>, cache: &mut PnCache<P>) {
+        // SAFETY: by the contract, `ptr` is a leaked box nobody uses any more.
+        let m = unsafe { Box::from_raw(ptr.as_ptr()) };
+        for &pn in m.nodeinfo.iter() {
+            // SAFETY: each `nodeinfo` entry was allocated from `cache` for this memcg and is
+            // freed only here.
+            unsafe { cache.free(pn) };
+        }
+        drop(m);
     }
 
     /// The memcg's id (`mem_cgroup_id()`).
@@ -158,7 +197,9 @@ impl<R: RawMutex, P: MemCgroupPerNode> MemCgroup<R, P> {
     pub fn nodeinfo(&self, node: usize) -> Result<&P, MemcgError> {
         self.nodeinfo
             .get(node)
-            .map(|b| b.get())
+            // SAFETY: the per-node objects live as long as their memcg (freed together by
+            // `MemCgroup::free`), so for the borrow of `self`.
+            .map(|p| unsafe { p.as_ref() })
             .ok_or(MemcgError::InvalidNode {
                 node,
                 nr_nodes: self.nodeinfo.len(),
@@ -167,7 +208,7 @@ impl<R: RawMutex, P: MemCgroupPerNode> MemCgroup<R, P> {
 
     /// The lruvec of `node` (`mem_cgroup_lruvec()`).
     #[inline]
-    pub fn lruvec(&self, node: usize) -> Result<&P::Lruvec, MemcgError> {
+    pub fn lruvec(&self, node: usize) -> Result<&Lruvec<P>, MemcgError> {
         Ok(self.nodeinfo(node)?.lruvec())
     }
 
@@ -195,9 +236,11 @@ impl<R: RawMutex, P: MemCgroupPerNode> MemCgroup<R, P> {
         }
     }
 
-    /// Stat update with the memcg and node the caller already knows
-    /// (`mod_memcg_lruvec_state()` after seed 001 patch 2): reads `memcg->nodeinfo[nid]`
-    /// and the read-mostly line of `mem_cgroup_per_node`, never the lruvec.
+    /// Stat path B: the update with the memcg and node the caller already knows
+    /// (`mod_memcg_lruvec_state()` after seed 001 patch 2). Reads `memcg->nodeinfo[nid]`,
+    /// the node's `pglist_data` from `NODE_DATA(nid)` and the read-mostly line of
+    /// `mem_cgroup_per_node`, never the lruvec; updates the node counters
+    /// (`__mod_node_page_state()`), then the memcg's and the lruvec's.
     pub fn mod_lruvec_state(
         &self,
         cpu: usize,
@@ -206,10 +249,25 @@ impl<R: RawMutex, P: MemCgroupPerNode> MemCgroup<R, P> {
         val: i64,
     ) -> Result<(), MemcgError> {
         let pn = self.nodeinfo(node)?;
+        self.check_cpu(cpu)?;
+        let pgdat = self.node_data[node];
+        pgdat
+            .mod_node_page_state(cpu, item, val)
+            .map_err(|_| self.bad_cpu(cpu))?;
         self.mod_pn_state(pn, cpu, item, val)
     }
 
-    /// Shared tail of both update paths: per-CPU lruvec and memcg counters, then rstat.
+    #[inline]
+    fn check_cpu(&self, cpu: usize) -> Result<(), MemcgError> {
+        if cpu < self.vmstats.nr_cpus() {
+            Ok(())
+        } else {
+            Err(self.bad_cpu(cpu))
+        }
+    }
+
+    /// The memcg and lruvec part of both update paths (`__mod_memcg_lruvec_state()`):
+    /// per-CPU memcg and lruvec counters, then rstat.
     #[inline]
     pub(crate) fn mod_pn_state(
         &self,
@@ -257,6 +315,31 @@ impl<R: RawMutex, P: MemCgroupPerNode> MemCgroup<R, P> {
         self.css.refcnt.fetch_sub(1, Ordering::Release);
     }
 
+    /// `css_get_many()`.
+    #[inline]
+    pub(crate) fn css_get_many(&self, n: usize) {
+        self.css.refcnt.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// `css_put_many()`.
+    #[inline]
+    pub(crate) fn css_put_many(&self, n: usize) {
+        self.css.refcnt.fetch_sub(n, Ordering::Release);
+    }
+
+    /// `css_tryget()`: takes a reference unless the count already reached zero (the
+    /// reaper may then be unlinking the memcg). For lockless lookups, which must never
+    /// revive a memcg the reaper can act on.
+    #[inline]
+    pub(crate) fn css_tryget(&self) -> bool {
+        self.css
+            .refcnt
+            .fetch_update(Ordering::Acquire, Ordering::Relaxed, |r| {
+                (r != 0).then_some(r + 1)
+            })
+            .is_ok()
+    }
+
     /// Current reference count.
     pub(crate) fn css_refcnt(&self) -> usize {
         self.css.refcnt.load(Ordering::Acquire)
@@ -265,7 +348,7 @@ impl<R: RawMutex, P: MemCgroupPerNode> MemCgroup<R, P> {
 
 // SAFETY: `css_get` pins the memcg: the tree frees a memcg only when its count is zero, so
 // it stays alive and in place (it is boxed) until the matching `css_put`.
-unsafe impl<R: RawMutex, P: MemCgroupPerNode> StockTarget for MemCgroup<R, P> {
+unsafe impl<P: MemCgroupPerNode> StockTarget for MemCgroup<P> {
     fn page_counter(&self) -> &PageCounter {
         &self.memory
     }
@@ -283,55 +366,72 @@ unsafe impl<R: RawMutex, P: MemCgroupPerNode> StockTarget for MemCgroup<R, P> {
 /// A lruvec reached through its memcg (`mem_cgroup_lruvec()`), for the stat update path
 /// that goes through the lruvec. It can only be made from a `mem_cgroup_per_node`, which is
 /// what makes the `container_of` in [`MemcgLruvec::mod_state`] sound.
-pub struct MemcgLruvec<'a, R: RawMutex, P: MemCgroupPerNode> {
-    lruvec: &'a P::Lruvec,
-    _memcg: core::marker::PhantomData<&'a MemCgroup<R, P>>,
+pub struct MemcgLruvec<'a, P: MemCgroupPerNode> {
+    lruvec: &'a Lruvec<P>,
 }
 
-impl<R: RawMutex, P: MemCgroupPerNode> core::fmt::Debug for MemcgLruvec<'_, R, P> {
+impl<P: MemCgroupPerNode> core::fmt::Debug for MemcgLruvec<'_, P> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("MemcgLruvec")
-            .field("node", &self.lruvec.node_id())
+            .field("lruvec", self.lruvec)
             .finish()
     }
 }
 
-impl<'a, R: RawMutex, P: MemCgroupPerNode> MemcgLruvec<'a, R, P> {
+impl<'a, P: MemCgroupPerNode> MemcgLruvec<'a, P> {
     /// The lruvec.
     #[inline]
-    pub fn lruvec(&self) -> &'a P::Lruvec {
+    pub fn lruvec(&self) -> &'a Lruvec<P> {
         self.lruvec
     }
 
-    /// Stat update through the lruvec (`__mod_lruvec_state()` before seed 001 patch 2):
-    /// the node comes from the lruvec (`lruvec_pgdat()`, a read of the lruvec's line next to
-    /// lru_lock), the memcg from `container_of(lruvec)->memcg` (the read-mostly line).
+    /// Stat path A: the update through the lruvec (`__mod_lruvec_state()`, what folio and
+    /// kmem stats did before seed 001 patch 2). The node is `lruvec->pgdat`, the last field
+    /// of the lruvec (on a line the lock holder's `lru_zone_size` writes may share a pair
+    /// with); the memcg is `container_of(lruvec)->memcg` (the read-mostly line). Updates
+    /// the node counters, then the memcg's and the lruvec's.
     pub fn mod_state(&self, cpu: usize, item: NodeStatItem, val: i64) -> Result<(), MemcgError> {
-        let node = self.lruvec.node_id();
-        // SAFETY: a `MemcgLruvec` is only built by `MemCgroup::lruvec_ref` from the lruvec
-        // field of a live `P`, borrowed for 'a.
-        let pn = unsafe { P::from_lruvec(self.lruvec) };
-        let rm = pn.read_mostly();
-        // SAFETY: `memcg` is the back pointer set at allocation to the `MemCgroup<R, P>` that
-        // owns `pn`; that memcg outlives the borrow 'a this handle was made from.
-        let memcg = unsafe { rm.memcg.cast::<MemCgroup<R, P>>().as_ref() };
-        if node != rm.node() {
-            return Err(MemcgError::InvalidNode {
-                node,
-                nr_nodes: memcg.nr_nodes(),
-            });
-        }
-        memcg.mod_pn_state(pn, cpu, item, val)
+        mod_lruvec_state(self.lruvec, cpu, item, val)
     }
 }
 
-impl<R: RawMutex, P: MemCgroupPerNode> MemCgroup<R, P> {
+/// `__mod_lruvec_state(lruvec, idx, val)`: stat path A for any memcg lruvec.
+pub fn mod_lruvec_state<P: MemCgroupPerNode>(
+    lruvec: &Lruvec<P>,
+    cpu: usize,
+    item: NodeStatItem,
+    val: i64,
+) -> Result<(), MemcgError> {
+    let pgdat = lruvec.pgdat();
+    let pn = P::from_lruvec(lruvec);
+    // SAFETY: `memcg` is the back pointer set at allocation to the `MemCgroup<P>` that
+    // owns `pn`; the memcg owns the `mem_cgroup_per_node` and outlives it, and `pn` is
+    // borrowed from `lruvec` for this call.
+    let memcg = unsafe { pn.read_mostly().memcg.cast::<MemCgroup<P>>().as_ref() };
+    memcg.check_cpu(cpu)?;
+    pgdat
+        .mod_node_page_state(cpu, item, val)
+        .map_err(|_| memcg.bad_cpu(cpu))?;
+    memcg.mod_pn_state(pn, cpu, item, val)
+}
+
+impl<P: MemCgroupPerNode> MemCgroup<P> {
     /// The lruvec of `node` as a handle for the through-the-lruvec stat path.
-    pub fn lruvec_ref(&self, node: usize) -> Result<MemcgLruvec<'_, R, P>, MemcgError> {
+    pub fn lruvec_ref(&self, node: usize) -> Result<MemcgLruvec<'_, P>, MemcgError> {
         Ok(MemcgLruvec {
             lruvec: self.lruvec(node)?,
-            _memcg: core::marker::PhantomData,
         })
+    }
+
+    /// `NODE_DATA(node)`.
+    pub fn pgdat(&self, node: usize) -> Result<&'static PgData<P>, MemcgError> {
+        self.node_data
+            .get(node)
+            .copied()
+            .ok_or(MemcgError::InvalidNode {
+                node,
+                nr_nodes: self.node_data.len(),
+            })
     }
 
     /// Node-`node` lruvec totals at the last flush (`lruvec_page_state()`).

@@ -1,11 +1,25 @@
-//! `struct page_counter`: the hierarchical page counter behind `memory.max`
-//! (mm/page_counter.c).
+//! `struct page_counter`: the hierarchical page counter behind `memory.max`, `memory.min`
+//! and `memory.low` (mm/page_counter.c, include/linux/page_counter.h).
 //!
-//! `usage` sits alone on its cacheline, as in Linux ("make sure 'usage' does not share
-//! cacheline with any other field"); `max`, `watermark`, `failcnt` and the parent pointer
-//! share the next line. A charge walks from the counter to the root; if any level would go
-//! above its `max`, the levels already charged below it are unwound, that level's `failcnt`
-//! is bumped and the level is returned so the caller knows which memcg to reclaim from.
+//! The fields are in Linux's three cacheline groups:
+//! - `usage` (with `failcnt`) alone on the first line: every charge and uncharge at every
+//!   level writes it ("make sure 'usage' does not share cacheline with any other field");
+//! - the protection counters and the watermarks on the second line: written when a new
+//!   high is reached or protected usage changes (`emin`, `min_usage`,
+//!   `children_min_usage`, `elow`, `low_usage`, `children_low_usage`, `watermark`,
+//!   `local_watermark`);
+//! - the read-mostly fields on the third (`protection_support`, `track_failcnt`, `min`,
+//!   `low`, `max`, `parent`), which every charge reads at every level, so that a failed
+//!   charge or a new watermark no longer writes the line every charge reads.
+//!
+//! A charge walks from the counter to the root; if any level would go above its `max`,
+//! the levels already charged below it are unwound, that level's `failcnt` is bumped (when
+//! it tracks failures) and the level is returned so the caller knows which memcg to
+//! reclaim from. With protection support on, every usage change propagates the protected
+//! usage (`min(usage, min)`, `min(usage, low)`) to the parent's `children_*_usage`
+//! (`propagate_protected_usage()`), from which [`PageCounter::calculate_protection`]
+//! derives the effective protection (`emin`, `elow`) reclaim honours. `memory.high` is not
+//! modelled.
 //!
 //! One deliberate difference from Linux: each level charges with a compare-and-swap that
 //! refuses to go above `max`, instead of `atomic_long_add_return()` followed by a rollback,
@@ -20,26 +34,44 @@
 //! zero) is decided only on a value read by a read-modify-write, never on a plain load that
 //! may be older (loom found the uncharge case).
 
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, Ordering};
 use core::ptr::NonNull;
 
 /// Largest value `max` can hold ("no limit"), Linux's `PAGE_COUNTER_MAX` on 64-bit.
 pub const PAGE_COUNTER_MAX: u64 = (i64::MAX as u64) / 4096;
 
-/// The usage word, on its own cacheline.
+/// The usage group: `usage` and `failcnt`, on their own line.
 #[repr(C, align(64))]
 #[derive(Debug)]
 struct UsageLine {
     usage: AtomicU64,
+    /// Charges this level refused (`failcnt`, counted with `track_failcnt`).
+    failcnt: AtomicU64,
 }
 
-/// Fields read at every level of a charge but written only on limit changes or failure.
+/// Protection tracking and watermarks: written on protected-usage changes and new highs.
+#[repr(C, align(64))]
+#[derive(Debug)]
+struct ProtectionLine {
+    emin: AtomicU64,
+    min_usage: AtomicU64,
+    children_min_usage: AtomicU64,
+    elow: AtomicU64,
+    low_usage: AtomicU64,
+    children_low_usage: AtomicU64,
+    watermark: AtomicU64,
+    local_watermark: AtomicU64,
+}
+
+/// Read by every charge at every level, written only on limit changes.
 #[repr(C, align(64))]
 #[derive(Debug)]
 struct LimitLine {
+    protection_support: AtomicBool,
+    track_failcnt: AtomicBool,
+    min: AtomicU64,
+    low: AtomicU64,
     max: AtomicU64,
-    watermark: AtomicU64,
-    failcnt: AtomicU64,
     parent: Option<NonNull<PageCounter>>,
 }
 
@@ -48,6 +80,7 @@ struct LimitLine {
 #[derive(Debug)]
 pub struct PageCounter {
     usage: UsageLine,
+    protection: ProtectionLine,
     limits: LimitLine,
 }
 
@@ -56,9 +89,11 @@ const _: () = {
     use core::mem::{offset_of, size_of};
     assert!(offset_of!(PageCounter, usage) == 0);
     assert!(size_of::<UsageLine>() == 64);
-    assert!(offset_of!(PageCounter, limits) == 64);
+    assert!(offset_of!(PageCounter, protection) == 64);
+    assert!(size_of::<ProtectionLine>() == 64);
+    assert!(offset_of!(PageCounter, limits) == 128);
     assert!(size_of::<LimitLine>() == 64);
-    assert!(size_of::<PageCounter>() == 128);
+    assert!(size_of::<PageCounter>() == 192);
 };
 
 // SAFETY: all mutable state is atomic; `parent` is only dereferenced for shared access, and
@@ -80,7 +115,9 @@ pub struct ChargeFailure<'a> {
 pub struct UnchargeUnderflow;
 
 impl PageCounter {
-    /// Byte offset of the limits line (`max`, `watermark`, `failcnt`, `parent`).
+    /// Byte offset of the protection and watermark group.
+    pub const PROTECTION_OFFSET: usize = core::mem::offset_of!(PageCounter, protection);
+    /// Byte offset of the read-mostly limits group (`min`, `low`, `max`, `parent`).
     pub const LIMITS_OFFSET: usize = core::mem::offset_of!(PageCounter, limits);
 
     /// A root counter (no parent) with the given `max`.
@@ -100,17 +137,55 @@ impl PageCounter {
     }
 
     fn with_parent(parent: Option<NonNull<PageCounter>>, max: u64) -> Self {
+        let z = || AtomicU64::new(0);
         Self {
             usage: UsageLine {
-                usage: AtomicU64::new(0),
+                usage: z(),
+                failcnt: z(),
+            },
+            protection: ProtectionLine {
+                emin: z(),
+                min_usage: z(),
+                children_min_usage: z(),
+                elow: z(),
+                low_usage: z(),
+                children_low_usage: z(),
+                watermark: z(),
+                local_watermark: z(),
             },
             limits: LimitLine {
+                protection_support: AtomicBool::new(true),
+                track_failcnt: AtomicBool::new(true),
+                min: z(),
+                low: z(),
                 max: AtomicU64::new(max.min(PAGE_COUNTER_MAX)),
-                watermark: AtomicU64::new(0),
-                failcnt: AtomicU64::new(0),
                 parent,
             },
         }
+    }
+
+    /// The pahole table of the struct, in its groups.
+    #[must_use]
+    pub fn layout_fields() -> [lru::layout::FieldDesc; 16] {
+        type T = PageCounter;
+        [
+            lru::layout_field!(T, "usage", "usage" => usage.usage),
+            lru::layout_field!(T, "usage", "failcnt" => usage.failcnt),
+            lru::layout_field!(T, "protection", "emin" => protection.emin),
+            lru::layout_field!(T, "protection", "min_usage" => protection.min_usage),
+            lru::layout_field!(T, "protection", "children_min_usage" => protection.children_min_usage),
+            lru::layout_field!(T, "protection", "elow" => protection.elow),
+            lru::layout_field!(T, "protection", "low_usage" => protection.low_usage),
+            lru::layout_field!(T, "protection", "children_low_usage" => protection.children_low_usage),
+            lru::layout_field!(T, "protection", "watermark" => protection.watermark),
+            lru::layout_field!(T, "protection", "local_watermark" => protection.local_watermark),
+            lru::layout_field!(T, "read_mostly", "protection_support" => limits.protection_support),
+            lru::layout_field!(T, "read_mostly", "track_failcnt" => limits.track_failcnt),
+            lru::layout_field!(T, "read_mostly", "min" => limits.min),
+            lru::layout_field!(T, "read_mostly", "low" => limits.low),
+            lru::layout_field!(T, "read_mostly", "max" => limits.max),
+            lru::layout_field!(T, "read_mostly", "parent" => limits.parent),
+        ]
     }
 
     /// The parent counter, if any.
@@ -133,16 +208,52 @@ impl PageCounter {
         self.limits.max.load(Ordering::Relaxed)
     }
 
+    /// `memory.min` in pages.
+    #[inline]
+    pub fn min(&self) -> u64 {
+        self.limits.min.load(Ordering::Relaxed)
+    }
+
+    /// `memory.low` in pages.
+    #[inline]
+    pub fn low(&self) -> u64 {
+        self.limits.low.load(Ordering::Relaxed)
+    }
+
     /// Highest usage seen since creation or the last [`Self::reset_watermark`].
     #[inline]
     pub fn watermark(&self) -> u64 {
-        self.limits.watermark.load(Ordering::Relaxed)
+        self.protection.watermark.load(Ordering::Relaxed)
+    }
+
+    /// Highest usage since the last [`Self::reset_local_watermark`] (`memory.peak`).
+    #[inline]
+    pub fn local_watermark(&self) -> u64 {
+        self.protection.local_watermark.load(Ordering::Relaxed)
     }
 
     /// How many charges this level refused.
     #[inline]
     pub fn failcnt(&self) -> u64 {
-        self.limits.failcnt.load(Ordering::Relaxed)
+        self.usage.failcnt.load(Ordering::Relaxed)
+    }
+
+    /// The effective `memory.min` computed by the last [`Self::calculate_protection`].
+    #[inline]
+    pub fn emin(&self) -> u64 {
+        self.protection.emin.load(Ordering::Relaxed)
+    }
+
+    /// The effective `memory.low` computed by the last [`Self::calculate_protection`].
+    #[inline]
+    pub fn elow(&self) -> u64 {
+        self.protection.elow.load(Ordering::Relaxed)
+    }
+
+    /// Protected usage of the children under `min` (`children_min_usage`).
+    #[inline]
+    pub fn children_min_usage(&self) -> u64 {
+        self.protection.children_min_usage.load(Ordering::Relaxed)
     }
 
     /// Pages that can still be charged at this level before hitting `max`.
@@ -153,7 +264,54 @@ impl PageCounter {
 
     /// Resets the watermark to the current usage (`page_counter_reset_watermark()`).
     pub fn reset_watermark(&self) {
-        self.limits.watermark.store(self.usage(), Ordering::Relaxed);
+        let u = self.usage();
+        self.protection.watermark.store(u, Ordering::Relaxed);
+        self.protection.local_watermark.store(u, Ordering::Relaxed);
+    }
+
+    /// Resets the local watermark only (a write to cgroup v2's `memory.peak`).
+    pub fn reset_local_watermark(&self) {
+        self.protection
+            .local_watermark
+            .store(self.usage(), Ordering::Relaxed);
+    }
+
+    /// `propagate_protected_usage()`: after a usage change to `usage`, publish this level's
+    /// protected usage (`min(usage, min)`, `min(usage, low)`) into the parent's children
+    /// sums.
+    fn propagate_protected_usage(&self, usage: u64) {
+        let Some(parent) = self.parent() else { return };
+        let p = &self.protection;
+        let pp = &parent.protection;
+        let protected = usage.min(self.limits.min.load(Ordering::Relaxed));
+        if protected != p.min_usage.load(Ordering::Relaxed) {
+            let old = p.min_usage.swap(protected, Ordering::Relaxed);
+            if protected > old {
+                pp.children_min_usage
+                    .fetch_add(protected - old, Ordering::Relaxed);
+            } else {
+                pp.children_min_usage
+                    .fetch_sub(old - protected, Ordering::Relaxed);
+            }
+        }
+        let protected = usage.min(self.limits.low.load(Ordering::Relaxed));
+        if protected != p.low_usage.load(Ordering::Relaxed) {
+            let old = p.low_usage.swap(protected, Ordering::Relaxed);
+            if protected > old {
+                pp.children_low_usage
+                    .fetch_add(protected - old, Ordering::Relaxed);
+            } else {
+                pp.children_low_usage
+                    .fetch_sub(old - protected, Ordering::Relaxed);
+            }
+        }
+    }
+
+    #[inline]
+    fn usage_changed(&self, new: u64) {
+        if self.limits.protection_support.load(Ordering::Relaxed) {
+            self.propagate_protected_usage(new);
+        }
     }
 
     /// Charges `nr_pages` at this level only, refusing to exceed `max`.
@@ -183,8 +341,14 @@ impl PageCounter {
                         let _ = self.cancel_level(nr_pages);
                         return false;
                     }
-                    if new > self.limits.watermark.load(Ordering::Relaxed) {
-                        self.limits.watermark.fetch_max(new, Ordering::Relaxed);
+                    self.usage_changed(new);
+                    // Written only on a new high: the watermark line, not the limits line.
+                    let pr = &self.protection;
+                    if new > pr.watermark.load(Ordering::Relaxed) {
+                        pr.watermark.fetch_max(new, Ordering::Relaxed);
+                    }
+                    if new > pr.local_watermark.load(Ordering::Relaxed) {
+                        pr.local_watermark.fetch_max(new, Ordering::Relaxed);
                     }
                     return true;
                 }
@@ -203,7 +367,10 @@ impl PageCounter {
                 None => (0, Err(UnchargeUnderflow)),
             };
             match usage.compare_exchange_weak(cur, new, Ordering::AcqRel, Ordering::Relaxed) {
-                Ok(_) => return res,
+                Ok(_) => {
+                    self.usage_changed(new);
+                    return res;
+                }
                 Err(seen) => cur = seen,
             }
         }
@@ -212,12 +379,14 @@ impl PageCounter {
     /// Charges `nr_pages` here and at every ancestor (`page_counter_try_charge()`).
     ///
     /// On failure nothing stays charged: the levels below the refusing one are unwound, the
-    /// refusing level's `failcnt` is incremented and it is returned.
+    /// refusing level's `failcnt` is incremented (if it tracks failures) and it is returned.
     pub fn try_charge(&self, nr_pages: u64) -> Result<(), ChargeFailure<'_>> {
         let mut level = Some(self);
         while let Some(c) = level {
             if !c.charge_level(nr_pages) {
-                c.limits.failcnt.fetch_add(1, Ordering::Relaxed);
+                if c.limits.track_failcnt.load(Ordering::Relaxed) {
+                    c.usage.failcnt.fetch_add(1, Ordering::Relaxed);
+                }
                 let mut undo = Some(self);
                 while let Some(u) = undo {
                     if core::ptr::eq(u, c) {
@@ -255,7 +424,10 @@ impl PageCounter {
                 continue;
             };
             match usage.compare_exchange_weak(cur, new, Ordering::AcqRel, Ordering::Relaxed) {
-                Ok(_) => break,
+                Ok(_) => {
+                    self.usage_changed(new);
+                    break;
+                }
                 Err(seen) => cur = seen,
             }
         }
@@ -298,6 +470,85 @@ impl PageCounter {
             crate::sync::spin_hint();
         }
     }
+
+    /// `page_counter_set_min()`: sets `memory.min` and republishes the protected usage of
+    /// this level and its ancestors.
+    pub fn set_min(&self, min: u64) {
+        self.limits
+            .min
+            .store(min.min(PAGE_COUNTER_MAX), Ordering::Relaxed);
+        let mut c = Some(self);
+        while let Some(l) = c {
+            l.propagate_protected_usage(l.usage());
+            c = l.parent();
+        }
+    }
+
+    /// `page_counter_set_low()`: sets `memory.low` likewise.
+    pub fn set_low(&self, low: u64) {
+        self.limits
+            .low
+            .store(low.min(PAGE_COUNTER_MAX), Ordering::Relaxed);
+        let mut c = Some(self);
+        while let Some(l) = c {
+            l.propagate_protected_usage(l.usage());
+            c = l.parent();
+        }
+    }
+
+    /// `page_counter_calculate_protection()` (without `memory_recursiveprot`): this level's
+    /// effective `min` and `low` as seen from reclaim of `root`. Below `root`'s children the
+    /// protection is shared in proportion to usage when the children claim more than
+    /// their parent affords them. A level with no usage, and `root` itself, keep their old
+    /// values (reclaim skips them anyway).
+    pub fn calculate_protection(&self, root: &PageCounter) {
+        if core::ptr::eq(self, root) {
+            return;
+        }
+        let usage = self.usage();
+        if usage == 0 {
+            return;
+        }
+        let Some(parent) = self.parent() else { return };
+        let (min, low) = (self.min(), self.low());
+        if core::ptr::eq(parent, root) {
+            self.protection.emin.store(min, Ordering::Relaxed);
+            self.protection.elow.store(low, Ordering::Relaxed);
+            return;
+        }
+        let pp = &parent.protection;
+        let emin = effective_protection(
+            usage,
+            min,
+            pp.emin.load(Ordering::Relaxed),
+            pp.children_min_usage.load(Ordering::Relaxed),
+        );
+        let elow = effective_protection(
+            usage,
+            low,
+            pp.elow.load(Ordering::Relaxed),
+            pp.children_low_usage.load(Ordering::Relaxed),
+        );
+        self.protection.emin.store(emin, Ordering::Relaxed);
+        self.protection.elow.store(elow, Ordering::Relaxed);
+    }
+}
+
+/// `effective_protection()` without recursive protection: the protected usage, scaled down
+/// when the siblings together claim more than the parent's effective protection.
+fn effective_protection(
+    usage: u64,
+    setting: u64,
+    parent_effective: u64,
+    siblings_protected: u64,
+) -> u64 {
+    let protected = usage.min(setting);
+    if siblings_protected > parent_effective {
+        // u128: pages times pages does not fit in 64 bits in general.
+        return (u128::from(protected) * u128::from(parent_effective)
+            / u128::from(siblings_protected)) as u64;
+    }
+    protected
 }
 
 #[cfg(all(test, not(loom)))]

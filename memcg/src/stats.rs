@@ -15,78 +15,11 @@
 //! totals, and leaves it in the parent's `pending` so the parent's hierarchical total picks it
 //! up when the parent is flushed. Flushes are serialised by the caller (Linux's rstat lock).
 
-use crate::percpu::PerCpu;
 use crate::stock::MEMCG_CHARGE_BATCH;
 use crate::sync::{AtomicI64, AtomicU64, Ordering};
+use ksync::PerCpu;
 
-/// Per-node (lruvec) state items (`enum node_stat_item`, the part memcg tracks).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(usize)]
-pub enum NodeStatItem {
-    /// `NR_INACTIVE_ANON`: anon pages on the inactive list (or older generations).
-    NrInactiveAnon,
-    /// `NR_ACTIVE_ANON`.
-    NrActiveAnon,
-    /// `NR_INACTIVE_FILE`.
-    NrInactiveFile,
-    /// `NR_ACTIVE_FILE`.
-    NrActiveFile,
-    /// `NR_UNEVICTABLE`.
-    NrUnevictable,
-    /// `NR_ANON_MAPPED`: anon pages mapped.
-    NrAnonMapped,
-    /// `NR_FILE_PAGES`: page-cache pages (includes shmem).
-    NrFilePages,
-    /// `NR_SHMEM`: shmem pages.
-    NrShmem,
-    /// `WORKINGSET_REFAULT_ANON`.
-    WorkingsetRefaultAnon,
-    /// `WORKINGSET_REFAULT_FILE`.
-    WorkingsetRefaultFile,
-    /// `WORKINGSET_ACTIVATE_ANON`.
-    WorkingsetActivateAnon,
-    /// `WORKINGSET_ACTIVATE_FILE`.
-    WorkingsetActivateFile,
-}
-
-/// Number of [`NodeStatItem`]s.
-pub const NR_NODE_STAT_ITEMS: usize = 12;
-
-impl NodeStatItem {
-    /// All items, in index order.
-    pub const ALL: [NodeStatItem; NR_NODE_STAT_ITEMS] = [
-        Self::NrInactiveAnon,
-        Self::NrActiveAnon,
-        Self::NrInactiveFile,
-        Self::NrActiveFile,
-        Self::NrUnevictable,
-        Self::NrAnonMapped,
-        Self::NrFilePages,
-        Self::NrShmem,
-        Self::WorkingsetRefaultAnon,
-        Self::WorkingsetRefaultFile,
-        Self::WorkingsetActivateAnon,
-        Self::WorkingsetActivateFile,
-    ];
-
-    /// The name `memory.stat` uses.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::NrInactiveAnon => "inactive_anon",
-            Self::NrActiveAnon => "active_anon",
-            Self::NrInactiveFile => "inactive_file",
-            Self::NrActiveFile => "active_file",
-            Self::NrUnevictable => "unevictable",
-            Self::NrAnonMapped => "anon",
-            Self::NrFilePages => "file",
-            Self::NrShmem => "shmem",
-            Self::WorkingsetRefaultAnon => "workingset_refault_anon",
-            Self::WorkingsetRefaultFile => "workingset_refault_file",
-            Self::WorkingsetActivateAnon => "workingset_activate_anon",
-            Self::WorkingsetActivateFile => "workingset_activate_file",
-        }
-    }
-}
+pub use lru::vmstat::{NR_NODE_STAT_ITEMS, NodeStatItem};
 
 /// Per-memcg events (`enum vm_event_item`, the part memcg counts).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -245,11 +178,11 @@ pub(crate) fn lruvec_stats_add(
     val: i64,
 ) -> bool {
     match pcp.get(cpu) {
-        Ok(c) => {
+        Some(c) => {
             c.add(item as usize, val);
             true
         }
-        Err(_) => false,
+        None => false,
     }
 }
 
@@ -323,11 +256,11 @@ impl MemcgVmstats {
     #[inline]
     pub(crate) fn add(&self, cpu: usize, idx: usize, val: i64) -> bool {
         match self.pcp.get(cpu) {
-            Ok(c) => {
+            Some(c) => {
                 c.counters.add(idx, val);
                 true
             }
-            Err(_) => false,
+            None => false,
         }
     }
 
@@ -361,7 +294,7 @@ impl MemcgVmstats {
         if self.needs_flush() {
             return false;
         }
-        let Ok(statc) = self.pcp.get(cpu) else {
+        let Some(statc) = self.pcp.get(cpu) else {
             return false;
         };
         let n = statc.stats_updates.load(Ordering::Relaxed) + val.unsigned_abs();

@@ -10,14 +10,16 @@
 //! (or its descendants) when the memcg goes offline or is over its limit.
 //!
 //! Linux protects the stock with a local lock and drains remote CPUs through per-CPU work.
-//! Here the stock is a lock (the caller's `lock_api::RawMutex`) that the owning CPU takes
+//! Here the stock is a lock (class `memcg_stock.lock`) that the owning CPU takes
 //! uncontended and a draining CPU takes remotely, which gives the same exclusion.
 
 use crate::error::MemcgError;
 use crate::page_counter::PageCounter;
-use crate::percpu::PerCpu;
 use core::ptr::NonNull;
-use lock_api::{Mutex, RawMutex};
+use ksync::class::std_classes::StockLock;
+use ksync::{LockFamily, PerCpu};
+use lock_api::Mutex;
+use lru::sync::Lock;
 
 /// Pages charged to the page counter at once and kept per CPU (`MEMCG_CHARGE_BATCH`).
 pub const MEMCG_CHARGE_BATCH: u64 = 64;
@@ -80,11 +82,11 @@ impl<T: StockTarget> MemcgStock<T> {
 }
 
 /// The charge stocks of all CPUs.
-pub struct ChargeStocks<R: RawMutex, T: StockTarget> {
-    pcp: PerCpu<Mutex<R, MemcgStock<T>>>,
+pub struct ChargeStocks<F: LockFamily, T: StockTarget> {
+    pcp: PerCpu<Mutex<Lock<F, StockLock>, MemcgStock<T>>>,
 }
 
-impl<R: RawMutex, T: StockTarget> core::fmt::Debug for ChargeStocks<R, T> {
+impl<F: LockFamily, T: StockTarget> core::fmt::Debug for ChargeStocks<F, T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("ChargeStocks")
             .field("nr_cpus", &self.pcp.nr_cpus())
@@ -92,7 +94,7 @@ impl<R: RawMutex, T: StockTarget> core::fmt::Debug for ChargeStocks<R, T> {
     }
 }
 
-impl<R: RawMutex, T: StockTarget> ChargeStocks<R, T> {
+impl<F: LockFamily, T: StockTarget> ChargeStocks<F, T> {
     /// Empty stocks for `nr_cpus` CPUs.
     pub fn new(nr_cpus: usize) -> Self {
         Self {
@@ -105,10 +107,17 @@ impl<R: RawMutex, T: StockTarget> ChargeStocks<R, T> {
         self.pcp.nr_cpus()
     }
 
+    fn slot(&self, cpu: usize) -> Result<&Mutex<Lock<F, StockLock>, MemcgStock<T>>, MemcgError> {
+        self.pcp.get(cpu).ok_or(MemcgError::InvalidCpu {
+            cpu,
+            nr_cpus: self.pcp.nr_cpus(),
+        })
+    }
+
     /// Takes `nr_pages` from `cpu`'s stock if it caches `memcg` and holds enough
     /// (`consume_stock()`). Requests above the batch size never use the stock.
     pub fn consume(&self, cpu: usize, memcg: &T, nr_pages: u64) -> Result<bool, MemcgError> {
-        let stock = self.pcp.get(cpu)?;
+        let stock = self.slot(cpu)?;
         if nr_pages > MEMCG_CHARGE_BATCH {
             return Ok(false);
         }
@@ -127,7 +136,7 @@ impl<R: RawMutex, T: StockTarget> ChargeStocks<R, T> {
     /// If the stock caches another memcg it is drained first; if it grows above the batch
     /// size it is drained entirely.
     pub fn refill(&self, cpu: usize, memcg: &T, nr_pages: u64) -> Result<(), MemcgError> {
-        let stock = self.pcp.get(cpu)?;
+        let stock = self.slot(cpu)?;
         let mut stock = stock.lock();
         let same = matches!(stock.cached, Some(c) if core::ptr::eq(c.as_ptr(), memcg));
         if !same {
@@ -144,7 +153,7 @@ impl<R: RawMutex, T: StockTarget> ChargeStocks<R, T> {
 
     /// Drains `cpu`'s stock.
     pub fn drain(&self, cpu: usize) -> Result<(), MemcgError> {
-        self.pcp.get(cpu)?.lock().drain();
+        self.slot(cpu)?.lock().drain();
         Ok(())
     }
 
@@ -166,7 +175,7 @@ impl<R: RawMutex, T: StockTarget> ChargeStocks<R, T> {
 
     /// Pages held in `cpu`'s stock and whether it caches `memcg` (for tests and reports).
     pub fn stocked(&self, cpu: usize, memcg: &T) -> Result<u64, MemcgError> {
-        let stock = self.pcp.get(cpu)?.lock();
+        let stock = self.slot(cpu)?.lock();
         Ok(match stock.cached {
             Some(c) if core::ptr::eq(c.as_ptr(), memcg) => stock.nr_pages,
             _ => 0,
@@ -174,7 +183,7 @@ impl<R: RawMutex, T: StockTarget> ChargeStocks<R, T> {
     }
 }
 
-impl<R: RawMutex, T: StockTarget> Drop for ChargeStocks<R, T> {
+impl<F: LockFamily, T: StockTarget> Drop for ChargeStocks<F, T> {
     fn drop(&mut self) {
         self.drain_all(|_| true);
     }

@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use lru::LruGenFolio;
-use memcg::{MEMCG_CHARGE_BATCH, MemcgError};
+use memcg::{FolioFree, MEMCG_CHARGE_BATCH, MemcgError, ReclaimRequest};
 use std::sync::atomic::Ordering;
 
 #[test]
@@ -83,7 +83,9 @@ fn memory_max_reclaims_through_the_lru_then_fails_cleanly() {
         );
         assert!(a.memory().failcnt() > 0);
         // Pages that are charged but not on any LRU cannot be reclaimed: OOM in this memcg.
-        s.tree.memory_reclaim(&a, 0, 1000).unwrap_err();
+        s.tree
+            .memory_reclaim(&a, 0, ReclaimRequest::pages(1000))
+            .unwrap_err();
         s.tree.stocks().drain(0).unwrap();
         let room = a.memory().margin();
         a.try_charge(0, room).unwrap();
@@ -135,7 +137,7 @@ fn limit_below_usage() {
     assert!(a.usage() <= 20);
     // Unreclaimable usage: a clear error, and the old limit stays.
     assert!(matches!(
-        a.memory_reclaim(0, 1000),
+        a.memory_reclaim(0, ReclaimRequest::pages(1000)),
         Err(MemcgError::Again { .. })
     ));
     s.tree.stocks().drain(0).unwrap();
@@ -159,15 +161,17 @@ fn memory_reclaim_reports_progress_or_eagain_and_rotates() {
     for _ in 0..80 {
         try_fault(&s.tree, &a, 0, 0, false).unwrap();
     }
-    let got = a.memory_reclaim(0, 30).unwrap();
+    let got = a.memory_reclaim(0, ReclaimRequest::pages(30)).unwrap();
     assert!(got >= 30, "{got}");
     let before = s.freed.load(Ordering::Relaxed);
     assert_eq!(before, got);
-    let fifo = s.tree.lru().memcg_lru(0).unwrap();
+    let fifo = s.tree.node_data()[0].memcg_lru();
     let node = a.lruvec(0).unwrap().lrugen().memcg_node();
     let seq = fifo.seq();
     // Ask for more than there is: EAGAIN with what was reclaimed.
-    let err = a.memory_reclaim(0, 1000).unwrap_err();
+    let err = a
+        .memory_reclaim(0, ReclaimRequest::pages(1000))
+        .unwrap_err();
     match err {
         MemcgError::Again {
             requested,
@@ -265,4 +269,229 @@ fn oversized_requests_fail_without_side_effects() {
     );
     assert_eq!(a.usage(), usage);
     assert_eq!(root.usage(), usage);
+}
+
+#[test]
+fn memory_reclaim_takes_the_requests_swappiness() {
+    let s = setup(1, 1, true);
+    let root = s.tree.root();
+    let a = root.create_child().unwrap();
+    for _ in 0..100 {
+        try_fault(&s.tree, &a, 0, 0, true).unwrap();
+    }
+    // Seed 002's request: file only, and there is no file page: EAGAIN, nothing freed.
+    let err = a.memory_reclaim_write(0, "1024M swappiness=0").unwrap_err();
+    assert_eq!(
+        err,
+        MemcgError::Again {
+            requested: 262_144,
+            reclaimed: 0
+        }
+    );
+    assert_eq!(s.freed.load(Ordering::Relaxed), 0);
+    // Anon only: the anon pages go.
+    let got = a.memory_reclaim_write(0, "64K swappiness=max").unwrap();
+    assert!(got >= 16, "{got}");
+    assert_eq!(s.freed.load(Ordering::Relaxed), got);
+    // Bad requests are refused before any reclaim, with EINVAL.
+    let bad = a.memory_reclaim_write(0, "1M swappiness=300").unwrap_err();
+    assert_eq!(
+        bad,
+        MemcgError::BadRequest(memcg::ReclaimParseError::SwappinessRange(300))
+    );
+    assert_eq!(bad.errno(), memcg::error::errno::EINVAL);
+}
+
+#[test]
+fn root_reclaim_walks_the_fifo_and_rotates_every_memcg_it_cannot_shrink() {
+    let s = setup(1, 1, true);
+    let root = s.tree.root();
+    let memcgs: Vec<_> = (0..24).map(|_| root.create_child().unwrap()).collect();
+    for m in &memcgs {
+        for _ in 0..4 {
+            try_fault(&s.tree, m, 0, 0, true).unwrap();
+        }
+    }
+    let fifo = s.tree.node_data()[0].memcg_lru();
+    let seq = fifo.seq();
+    let lock = <ksync::class::std_classes::MemcgLruLock as ksync::LockClass>::data();
+    ksync::stat::set_enabled(true);
+    let before = lock.snapshot();
+    // Only anon pages, file-only request: shrink_many visits every memcg of the old
+    // generation, cannot reclaim, rotates each (tail, then young): EAGAIN.
+    let err = root.memory_reclaim_write(0, "1M swappiness=0").unwrap_err();
+    assert!(
+        matches!(err, MemcgError::Again { reclaimed: 0, .. }),
+        "{err:?}"
+    );
+    let rotations = lock.snapshot().since(&before).acquisitions;
+    assert!(
+        rotations >= 2 * memcgs.len() as u64,
+        "{rotations} FIFO lock holds"
+    );
+    assert!(fifo.seq() > seq, "the old generation drained at least once");
+    assert_eq!(fifo.check(), Ok(memcgs.len() + 1));
+    assert_eq!(s.freed.load(Ordering::Relaxed), 0);
+    // A request that can be met: root reclaim frees through the FIFO walk.
+    let got = root.memory_reclaim(0, ReclaimRequest::pages(40)).unwrap();
+    assert!(got >= 40, "{got}");
+    assert_eq!(s.freed.load(Ordering::Relaxed), got);
+}
+
+#[test]
+fn busy_folios_go_back_on_the_lru_still_charged() {
+    use std::sync::atomic::AtomicU64;
+    let freed = std::sync::Arc::new(AtomicU64::new(0));
+    let busy = std::sync::Arc::new(AtomicU64::new(0));
+    let (f2, b2) = (freed.clone(), busy.clone());
+    // Every other reclaimed folio is busy (mapped again, refcount not freezable).
+    let lru = memcg::TreeLru::new(
+        true,
+        Box::new(move |_, _, _| {
+            if b2.fetch_add(1, Ordering::Relaxed) % 2 == 0 {
+                FolioFree::Busy
+            } else {
+                f2.fetch_add(1, Ordering::Relaxed);
+                FolioFree::Freed
+            }
+        }),
+    );
+    let tree = memcg::MemcgTree::with_new_nodes(
+        memcg::MemcgConfig::new(1, 1),
+        lru::TailMode::Cached,
+        rcu(1),
+        lru,
+    )
+    .unwrap();
+    let root = tree.root();
+    let a = root.create_child().unwrap();
+    for _ in 0..64 {
+        try_fault(&tree, &a, 0, 0, false).unwrap();
+    }
+    tree.stocks().drain(0).unwrap();
+    assert_eq!(a.usage(), 64);
+    let got = tree.try_to_free_mem_cgroup_pages(&a, 0, 32, None).unwrap();
+    let n_freed = freed.load(Ordering::Relaxed);
+    assert_eq!(got, n_freed, "only freed folios count as reclaimed");
+    assert!(busy.load(Ordering::Relaxed) > n_freed, "some were busy");
+    // Busy ones stayed charged and went back on the LRU.
+    assert_eq!(a.usage(), 64 - n_freed);
+    assert_eq!(a.lruvec(0).unwrap().nr_folios() as u64, 64 - n_freed);
+    tree.flush_stats(&a);
+    assert_eq!(a.vmstats().events(memcg::MemcgEvent::PgSteal), n_freed);
+    let on_lists: i64 = [
+        memcg::NodeStatItem::NrInactiveFile,
+        memcg::NodeStatItem::NrActiveFile,
+    ]
+    .iter()
+    .map(|&i| a.vmstats().page_state(i))
+    .sum();
+    assert_eq!(
+        on_lists as u64,
+        64 - n_freed,
+        "LRU stats follow the putback"
+    );
+}
+
+#[test]
+fn classic_reclaim_notes_its_cost_on_the_lruvec_and_every_ancestor() {
+    let s = setup(1, 1, false);
+    let root = s.tree.root();
+    let a = root.create_child().unwrap();
+    let a1 = a.create_child().unwrap();
+    let folios: Vec<_> = (0..40)
+        .map(|_| try_fault(&s.tree, &a1, 0, 0, false).unwrap())
+        .collect();
+    // The inactive tail is referenced: reclaim rotates it (a second chance), which is
+    // reclaim cost (`lru_note_cost()`), here and up the hierarchy.
+    for f in &folios[..3] {
+        f.set(lru::FolioFlags::REFERENCED);
+    }
+    let got = a1
+        .memory_reclaim(
+            0,
+            ReclaimRequest {
+                nr_pages: 4,
+                swappiness: Some(0),
+            },
+        )
+        .unwrap();
+    assert!(got >= 4);
+    for m in [&a1, &a, &root] {
+        let (anon, file) = m.lruvec(0).unwrap().costs();
+        assert_eq!(anon, 0, "memcg {}", m.id());
+        assert!(file > 0, "memcg {}: file_cost {file}", m.id());
+    }
+}
+
+#[test]
+fn reclaim_skips_min_protected_memcgs_and_takes_from_low_protected_ones_last() {
+    for mglru in [false, true] {
+        let s = setup(1, 1, mglru);
+        let root = s.tree.root();
+        let a = root.create_child().unwrap();
+        let (a1, a2, a3) = (
+            a.create_child().unwrap(),
+            a.create_child().unwrap(),
+            a.create_child().unwrap(),
+        );
+        for (m, n) in [(&a1, 10), (&a2, 10), (&a3, 40)] {
+            for _ in 0..n {
+                try_fault(&s.tree, m, 0, 0, false).unwrap();
+            }
+        }
+        s.tree.stocks().drain(0).unwrap();
+        a1.memory().set_min(1000);
+        a2.memory().set_low(1000);
+        // Subtree reclaim of a (one pass of SWAP_CLUSTER_MAX = 32 pages): a3 has enough.
+        let req = ReclaimRequest {
+            nr_pages: 5,
+            swappiness: None,
+        };
+        assert_eq!(a.memory_reclaim(0, req).unwrap(), 32);
+        assert_eq!((a1.usage(), a2.usage(), a3.usage()), (10, 10, 8));
+        // a3 runs out: the retry for untapped low reserves takes from a2; a1 is never
+        // reclaimed.
+        let got = a.memory_reclaim(0, req).unwrap();
+        assert!(got >= 5);
+        assert_eq!(a1.usage(), 10, "memory.min is never reclaimed");
+        assert_eq!(a3.usage(), 0, "the unprotected memcg goes first");
+        assert!(
+            a2.usage() < 10,
+            "memory.low gives way when nothing else is left"
+        );
+        let before = a2.usage();
+        // Nothing but the min-protected memcg is left: reclaim fails, a1 untouched.
+        let err = a
+            .memory_reclaim(
+                0,
+                ReclaimRequest {
+                    nr_pages: 10 + before,
+                    swappiness: None,
+                },
+            )
+            .unwrap_err();
+        assert!(matches!(err, MemcgError::Again { .. }), "{err:?}");
+        assert_eq!((a1.usage(), a2.usage()), (10, 0), "mglru {mglru}");
+        // Root reclaim (the memcg FIFO walk with MGLRU) honours memory.min as far as the
+        // ancestors grant it: a1's effective min is bounded by a's (none), b's is its own.
+        let b = root.create_child().unwrap();
+        for _ in 0..10 {
+            try_fault(&s.tree, &b, 0, 0, false).unwrap();
+        }
+        s.tree.stocks().drain(0).unwrap();
+        b.memory().set_min(1000);
+        let err = root
+            .memory_reclaim(0, ReclaimRequest::pages(30))
+            .unwrap_err();
+        assert!(
+            matches!(err, MemcgError::Again { reclaimed: 10, .. }),
+            "{err:?}"
+        );
+        assert_eq!((a1.usage(), b.usage()), (0, 10), "mglru {mglru}");
+        // Without protection it goes.
+        b.memory().set_min(0);
+        root.memory_reclaim(0, ReclaimRequest::pages(10)).unwrap();
+        assert_eq!(b.usage(), 0);
+    }
 }

@@ -1,53 +1,87 @@
-//! Layout of both `mem_cgroup_per_node` variants: the pairing the compile-time assertions
-//! prove, the report that prints it, and the placement of real memcgs at +0 and +64.
+//! Layout of both `mem_cgroup_per_node` variants as the kernel instantiates them: the
+//! pairing the compile-time assertions prove, the report that prints it, slab placement of
+//! real memcgs at +0 and +64 (objects back to back), and `page_counter`'s three groups.
 #![cfg(not(loom))]
 
 mod common;
 
-use lru::sync::RawSpinlock;
-use lru::{LruGenFolioBase, LruGenFolioGrouped, Lruvec};
-use memcg::pn::layout::{pn_base_fields, pn_paired_fields, read_mostly_partner, report};
+use memcg::cacheline::{line_of, pair_of};
+use memcg::pn::kernel_types::{BaseBase, BaseGrouped, PairedBase, PairedGrouped};
+use memcg::pn::layout::{pair_partner, pn_fields, report};
 use memcg::pn::{PnPlacement, assert_pn_layouts};
-use memcg::{ManualRcu, MemCgroupPerNode, MemCgroupPerNodeBase, MemcgConfig, MemcgTree, TreeLru};
+use memcg::{MemCgroupPerNode, MemcgConfig, PageCounter};
+
+fn report_text() -> String {
+    let mut out = String::new();
+    report(&mut out).unwrap();
+    out
+}
+
+fn section<'a>(out: &'a str, name: &str) -> &'a str {
+    let start = out.find(&format!("struct {name} ")).expect(name);
+    let rest = &out[start..];
+    let end = rest[1..].find("struct ").map_or(rest.len(), |e| e + 1);
+    &rest[..end]
+}
 
 #[test]
 fn report_prints_both_layouts_and_their_pairing() {
-    let mut out = String::new();
-    report(&mut out).unwrap();
-    assert!(out.contains("struct page_counter"));
-    assert!(out.contains("struct mem_cgroup_per_node (base)"));
-    assert!(out.contains("struct mem_cgroup_per_node (paired)"));
-    let base = out.split("(paired)").next().unwrap();
-    let paired = out.split("(paired)").nth(1).unwrap();
+    let out = report_text();
+    for name in [
+        "struct page_counter ",
+        "struct mem_cgroup_per_node (base) ",
+        "struct mem_cgroup_per_node (paired) ",
+        "struct mem_cgroup_per_node (base, base lrugen) ",
+        "struct mem_cgroup_per_node (paired, base lrugen) ",
+    ] {
+        assert!(
+            out.lines().any(|l| l.starts_with(name)),
+            "{name} missing:\n{out}"
+        );
+    }
+    let base = section(&out, "mem_cgroup_per_node (base)");
+    let paired = section(&out, "mem_cgroup_per_node (paired)");
+    // Seed 001: at +0 the base layout's read-mostly line pairs with the LRU list heads, the
+    // paired layout's with the cold group; at +64 both pair with the previous object's
+    // last line (write_hot in the paired layout, cold in the base one).
     assert!(
-        base.contains("at +0 : read_mostly line pairs with lists (lruvec)"),
-        "{out}"
+        base.contains("at +0 : read_mostly (line 0) pairs with line 1: lists (lruvec)"),
+        "{base}"
     );
     assert!(
-        paired.contains("at +0 : read_mostly line pairs with reparented_folios (cold)"),
-        "{out}"
+        paired.contains("at +0 : read_mostly (line 0) pairs with line 1: reparented_folios (cold)"),
+        "{paired}"
     );
-    assert!(out.contains("at +64: read_mostly line pairs with (the preceding object)"));
+    assert!(
+        paired.contains("at +64: read_mostly (line 0) pairs with the previous object's line"),
+        "{paired}"
+    );
+    assert!(paired.contains("(write_hot)"), "{paired}");
     for f in [
         "memcg",
         "lruvec_stats_percpu",
         "lru_lock",
-        "iter",
+        "lru_zone_size",
+        "pgdat",
+        "evicted",
+        "refaulted",
         "reparent_passes",
     ] {
-        assert!(out.contains(f), "{f} missing from the report");
+        assert!(base.contains(f), "{f} missing from the base report");
     }
     println!("{out}");
 }
 
 #[test]
 fn field_tables_match_the_assertions() {
-    // Compiled for both lru_gen_folio layouts (a failing pairing is a compile error).
-    const _: () = assert_pn_layouts::<Lruvec<RawSpinlock, LruGenFolioGrouped>>();
-    const _: () = assert_pn_layouts::<Lruvec<RawSpinlock, LruGenFolioBase>>();
-    let base = pn_base_fields::<RawSpinlock, LruGenFolioGrouped>();
-    let paired = pn_paired_fields::<RawSpinlock, LruGenFolioGrouped>();
-    for fields in [&base, &paired] {
+    // The compile-time pairing, for every type the kernel instantiates (a failure is a
+    // compile error).
+    const _: () = assert_pn_layouts::<BaseGrouped>();
+    const _: () = assert_pn_layouts::<PairedGrouped>();
+    const _: () = assert_pn_layouts::<BaseBase>();
+    const _: () = assert_pn_layouts::<PairedBase>();
+    fn check<P: MemCgroupPerNode>() -> Vec<lru::layout::FieldDesc> {
+        let fields = pn_fields::<P>();
         let rm: Vec<_> = fields.iter().filter(|f| f.group == "read_mostly").collect();
         assert_eq!(rm.len(), 5);
         assert!(
@@ -57,37 +91,102 @@ fn field_tables_match_the_assertions() {
         assert!(
             fields
                 .windows(2)
-                .all(|w| w[0].offset + w[0].size <= w[1].offset)
+                .all(|w| w[0].offset + w[0].size <= w[1].offset),
+            "fields overlap"
         );
+        let find = |n: &str| fields.iter().find(|f| f.name == n).copied().unwrap();
+        // lru_zone_size right after the lruvec, pgdat on the line before it.
+        assert_eq!(find("lru_zone_size").group, "write_hot");
+        assert_eq!(
+            line_of(find("pgdat").offset) + 1,
+            line_of(find("lru_zone_size").offset)
+        );
+        fields
     }
-    assert_eq!(read_mostly_partner(&base, 0).1, "lruvec");
-    assert_eq!(read_mostly_partner(&paired, 0).1, "cold");
-    assert_eq!(read_mostly_partner(&paired, 64).1, "outside");
-    type PnBase = MemCgroupPerNodeBase<Lruvec<RawSpinlock, LruGenFolioGrouped>>;
-    assert_eq!(<PnBase as MemCgroupPerNode>::LRUVEC_OFFSET, 64);
+    let base = check::<BaseGrouped>();
+    let paired = check::<PairedGrouped>();
+    check::<BaseBase>();
+    check::<PairedBase>();
+    assert_eq!(<BaseGrouped as lru::LruvecHost>::LRUVEC_OFFSET, 64);
+    assert_eq!(<PairedGrouped as lru::LruvecHost>::LRUVEC_OFFSET, 128);
+    // Base at +0: the list heads (and lru_lock, 80 bytes in) are in pair 0 with line 0.
+    let lists = base.iter().find(|f| f.name == "lists").unwrap();
+    assert_eq!(pair_of(lists.offset), 0);
     assert_eq!(
-        <common::Pn as MemCgroupPerNode>::LRUVEC_OFFSET,
-        128,
-        "paired: lruvec starts the second pair"
+        pair_of(paired.iter().find(|f| f.name == "lists").unwrap().offset),
+        1
     );
 }
 
 #[test]
-fn memcgs_place_their_per_node_info_as_configured() {
+fn pair_partners_across_objects() {
+    let fields = pn_fields::<PairedGrouped>();
+    let size = core::mem::size_of::<PairedGrouped>();
+    assert_eq!(size % 128, 0);
+    assert!(pair_partner(&fields, size, 0, 0).starts_with("line 1: reparented_folios"));
+    let prev = pair_partner(&fields, size, 0, 64);
+    assert!(
+        prev.starts_with(&format!("the previous object's line {}", size / 64 - 1)),
+        "{prev}"
+    );
+    // The last line at +64 pairs with the next object's first line.
+    assert!(pair_partner(&fields, size, size - 1, 64).starts_with("the next object's line 0"));
+}
+
+#[test]
+fn per_node_objects_sit_back_to_back_in_the_slab() {
     for placement in [PnPlacement::PairStart, PnPlacement::PairMiddle] {
         let mut cfg = MemcgConfig::new(1, 2);
         cfg.placement = placement;
-        let lru = TreeLru::new(2, lru::TailMode::Cached, true, Box::new(|_, _, _| {}));
-        let tree =
-            MemcgTree::<common::Lock, common::Pn, _>::new(cfg, ManualRcu::new(), lru).unwrap();
-        let a = tree.root().create_child().unwrap();
-        for node in 0..2 {
-            let pn = a.nodeinfo(node).unwrap();
-            assert_eq!(pn as *const _ as usize % 128, placement.offset());
-            assert_eq!(pn.read_mostly().node(), node);
-            // SAFETY: `pn.lruvec()` is the lruvec field of the live `pn`.
-            let back = unsafe { common::Pn::from_lruvec(pn.lruvec()) };
-            assert!(std::ptr::eq(back, pn));
+        let s = common::setup_with(cfg, true);
+        let a = s.tree.root().create_child().unwrap();
+        let b = s.tree.root().create_child().unwrap();
+        let size = core::mem::size_of::<common::Pn>();
+        let addr = |m: &common::Ref<'_>, n: usize| m.nodeinfo(n).unwrap() as *const _ as usize;
+        for m in [&a, &b] {
+            for node in 0..2 {
+                let pn = m.nodeinfo(node).unwrap();
+                assert_eq!(addr(m, node) % 128, placement.offset());
+                assert_eq!(pn.read_mostly().node(), node);
+                assert!(std::ptr::eq(common::Pn::from_lruvec(pn.lruvec()), pn));
+            }
         }
+        // The root took slots 0 and 1, a 2 and 3, b 4 and 5 of the first chunk: the line
+        // before each of them is the previous object's last line.
+        assert_eq!(addr(&a, 1) - addr(&a, 0), size);
+        assert_eq!(addr(&b, 0) - addr(&a, 1), size);
+        assert_eq!(addr(&b, 1) - addr(&b, 0), size);
     }
+}
+
+#[test]
+fn page_counter_groups_keep_the_read_mostly_line_clean() {
+    let f = PageCounter::layout_fields();
+    let find = |n: &str| f.iter().find(|x| x.name == n).copied().unwrap();
+    // usage and failcnt alone on line 0.
+    assert_eq!(line_of(find("usage").offset), 0);
+    assert_eq!(line_of(find("failcnt").offset), 0);
+    // watermark and the protection counters on line 1.
+    for n in [
+        "watermark",
+        "local_watermark",
+        "emin",
+        "min_usage",
+        "children_low_usage",
+    ] {
+        assert_eq!(line_of(find(n).offset), 1, "{n}");
+    }
+    // max, parent and the other read-mostly fields on line 2: a failed charge (failcnt)
+    // or a new watermark never writes the line every charge reads.
+    for n in [
+        "max",
+        "parent",
+        "min",
+        "low",
+        "protection_support",
+        "track_failcnt",
+    ] {
+        assert_eq!(line_of(find(n).offset), 2, "{n}");
+    }
+    assert_eq!(core::mem::size_of::<PageCounter>(), 192);
 }

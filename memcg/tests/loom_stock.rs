@@ -9,7 +9,7 @@ mod loom_support;
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::thread;
-use loom_support::LoomRawMutex;
+use loom_support::Loom;
 use memcg::stock::{ChargeStocks, StockTarget};
 use memcg::{MEMCG_CHARGE_BATCH, PageCounter};
 use std::ptr::NonNull;
@@ -36,7 +36,7 @@ unsafe impl StockTarget for Memcg {
 }
 
 /// `try_charge_memcg()`'s stock logic on one CPU (no limit, so no reclaim).
-fn charge(stocks: &ChargeStocks<LoomRawMutex, Memcg>, cpu: usize, m: &Memcg, nr: u64) {
+fn charge(stocks: &ChargeStocks<Loom, Memcg>, cpu: usize, m: &Memcg, nr: u64) {
     if stocks.consume(cpu, m, nr).unwrap() {
         return;
     }
@@ -54,7 +54,7 @@ fn memcg() -> Memcg {
 #[test]
 fn drain_all_against_charge_keeps_the_counter_exact() {
     loom_support::model(|| {
-        let stocks = Arc::new(ChargeStocks::<LoomRawMutex, Memcg>::new(2));
+        let stocks = Arc::new(ChargeStocks::<Loom, Memcg>::new(2));
         let m = Arc::new(memcg());
         let (s2, m2) = (stocks.clone(), m.clone());
         let drainer = thread::spawn(move || s2.drain_all(|c| std::ptr::eq(c, &*m2)));
@@ -72,7 +72,7 @@ fn drain_all_against_charge_keeps_the_counter_exact() {
 #[test]
 fn switching_memcgs_drains_the_old_one_against_a_remote_drain() {
     loom_support::model(|| {
-        let stocks = Arc::new(ChargeStocks::<LoomRawMutex, Memcg>::new(1));
+        let stocks = Arc::new(ChargeStocks::<Loom, Memcg>::new(1));
         let a = Arc::new(memcg());
         let b = Arc::new(memcg());
         charge(&stocks, 0, &a, 1);

@@ -6,16 +6,20 @@ mod loom_support;
 
 use loom::sync::Arc;
 use loom::thread;
-use loom_support::LoomRawMutex;
-use lru::{LruGenFolioGrouped, Lruvec, TailMode};
-use memcg::{ManualRcu, MemCgroupPerNodePaired, MemcgConfig, MemcgTree, TreeLru};
+use loom_support::Loom;
+use lru::{LruGenFolioGrouped, Rcu, TailMode};
+use memcg::{FolioFree, MemCgroupPerNodePaired, MemcgConfig, MemcgTree, TreeLru};
 
-type Pn = MemCgroupPerNodePaired<Lruvec<LoomRawMutex, LruGenFolioGrouped>>;
-type Tree = MemcgTree<LoomRawMutex, Pn, ManualRcu>;
+type Pn = MemCgroupPerNodePaired<Loom, LruGenFolioGrouped>;
+type Tree = MemcgTree<Pn>;
 
+/// A tree over one fresh node. The RCU domain and the node are leaked (they live as long
+/// as the system); loom's atomics exist only inside a model, so each iteration makes its
+/// own.
 fn tree() -> Tree {
-    let lru = TreeLru::new(1, TailMode::Cached, false, Box::new(|_, _, _| {}));
-    MemcgTree::new(MemcgConfig::new(2, 1), ManualRcu::new(), lru).unwrap()
+    let lru = TreeLru::new(false, Box::new(|_, _, _| FolioFree::Freed));
+    let rcu: &'static Rcu<Loom> = Box::leak(Box::new(Rcu::new(2)));
+    MemcgTree::with_new_nodes(MemcgConfig::new(2, 1), TailMode::Cached, rcu, lru).unwrap()
 }
 
 #[test]

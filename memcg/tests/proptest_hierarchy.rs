@@ -4,15 +4,17 @@
 //!
 //! "Own" pages of a memcg are the raw charges the test made, the folios it faulted that are
 //! still live (not freed by the test or reclaimed), and what the CPUs' charge stocks hold
-//! for it.
+//! for it. Reclaim sometimes finds every folio busy (the free hook declines): those stay
+//! charged and on their LRU.
 #![cfg(not(loom))]
 
 mod common;
 
 use common::*;
 use lru::Folio;
-use memcg::{ManualRcu, MemcgConfig, MemcgError, MemcgTree, TreeLru};
+use memcg::{FolioFree, MemcgConfig, MemcgError, MemcgTree, ReclaimRequest, TreeLru};
 use proptest::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// root(0) -> a(1), b(2); a -> a1(3), a2(4); b -> b1(5)
@@ -49,6 +51,8 @@ enum Op {
         m: usize,
         cpu: usize,
         n: u64,
+        swappiness: Option<u8>,
+        busy: bool,
     },
     Drain {
         cpu: usize,
@@ -69,7 +73,20 @@ fn op() -> impl Strategy<Value = Op> {
             cpu
         }),
         (m.clone(), 0..400u64).prop_map(|(m, max)| Op::SetMax { m, max }),
-        (m.clone(), cpu.clone(), 1..100u64).prop_map(|(m, cpu, n)| Op::Reclaim { m, cpu, n }),
+        (
+            m.clone(),
+            cpu.clone(),
+            1..100u64,
+            prop::option::of(prop_oneof![Just(0u8), Just(60), Just(200)]),
+            prop::bool::weighted(0.2),
+        )
+            .prop_map(|(m, cpu, n, swappiness, busy)| Op::Reclaim {
+                m,
+                cpu,
+                n,
+                swappiness,
+                busy
+            }),
         cpu.prop_map(|cpu| Op::Drain { cpu }),
     ]
 }
@@ -82,13 +99,26 @@ struct Model {
 fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     let freed: Arc<Mutex<Vec<&'static Folio>>> = Arc::default();
     let sink = freed.clone();
+    let busy = Arc::new(AtomicBool::new(false));
+    let hook_busy = busy.clone();
     let lru = TreeLru::new(
-        2,
-        lru::TailMode::Cached,
         true,
-        Box::new(move |_, f, _| sink.lock().unwrap().push(f)),
+        Box::new(move |_, f, _| {
+            if hook_busy.load(Ordering::Relaxed) {
+                FolioFree::Busy
+            } else {
+                sink.lock().unwrap().push(f);
+                FolioFree::Freed
+            }
+        }),
     );
-    let tree: Tree = MemcgTree::new(MemcgConfig::new(CPUS, 2), ManualRcu::new(), lru).unwrap();
+    let tree: Tree = MemcgTree::with_new_nodes(
+        MemcgConfig::new(CPUS, 2),
+        lru::TailMode::Cached,
+        rcu(CPUS),
+        lru,
+    )
+    .unwrap();
     let mut memcgs: Vec<Ref<'_>> = vec![tree.root()];
     for p in PARENT.iter().skip(1) {
         let child = memcgs[p.unwrap()].create_child().unwrap();
@@ -129,16 +159,31 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 Err(MemcgError::LimitBelowUsage { .. }) => {}
                 Err(e) => return Err(TestCaseError::fail(format!("set_max: {e}"))),
             },
-            Op::Reclaim { m, cpu, n } => match memcgs[m].memory_reclaim(cpu, n) {
-                Ok(got) => prop_assert!(got >= n),
-                Err(MemcgError::Again {
-                    reclaimed,
-                    requested,
-                }) => {
-                    prop_assert!(reclaimed < requested)
+            Op::Reclaim {
+                m,
+                cpu,
+                n,
+                swappiness,
+                busy: all_busy,
+            } => {
+                busy.store(all_busy, Ordering::Relaxed);
+                let req = ReclaimRequest {
+                    nr_pages: n,
+                    swappiness,
+                };
+                let r = memcgs[m].memory_reclaim(cpu, req);
+                busy.store(false, Ordering::Relaxed);
+                match r {
+                    Ok(got) => prop_assert!(got >= n && !all_busy),
+                    Err(MemcgError::Again {
+                        reclaimed,
+                        requested,
+                    }) => {
+                        prop_assert!(reclaimed < requested)
+                    }
+                    Err(e) => return Err(TestCaseError::fail(format!("reclaim: {e}"))),
                 }
-                Err(e) => return Err(TestCaseError::fail(format!("reclaim: {e}"))),
-            },
+            }
             Op::Drain { cpu } => tree.stocks().drain(cpu).unwrap(),
         }
         // Folios reclaimed during the op are gone from their memcg.

@@ -182,12 +182,58 @@ fn stats_of_freed_children_stay_in_the_parent() {
     let id = c.id();
     drop(c);
     s.tree.offline(id, 0).unwrap();
-    // SAFETY: no RCU reader runs in this test.
-    unsafe { s.tree.rcu().advance() };
+    grace_period(&s.tree);
     assert_eq!(s.tree.reap(0), 1);
     s.tree.flush_stats(&root);
     assert_eq!(p.vmstats().events(MemcgEvent::PgFault), 9);
     assert_eq!(p.vmstats().events_local(MemcgEvent::PgFault), 0);
     assert_eq!(root.vmstats().page_state(NodeStatItem::NrFilePages), 4);
     assert_eq!(p.lruvec_state(0, NodeStatItem::NrFilePages).unwrap(), 4);
+}
+
+#[test]
+fn both_paths_update_the_node_counters_too() {
+    let s = setup(2, 2, false);
+    let root = s.tree.root();
+    let a = root.create_child().unwrap();
+    let b = root.create_child().unwrap();
+    let before = [0, 1].map(|n| {
+        s.tree.node_data()[n]
+            .vmstat()
+            .state_snapshot(NodeStatItem::NrShmem)
+    });
+    // Path A (through the lruvec and lruvec->pgdat) on node 1, path B (NODE_DATA) on node 0.
+    for _ in 0..300 {
+        a.lruvec_ref(1)
+            .unwrap()
+            .mod_state(0, NodeStatItem::NrShmem, 1)
+            .unwrap();
+        b.mod_lruvec_state(1, 0, NodeStatItem::NrShmem, 2).unwrap();
+    }
+    let node = |n: usize| {
+        s.tree.node_data()[n]
+            .vmstat()
+            .state_snapshot(NodeStatItem::NrShmem)
+    };
+    assert_eq!(node(1) - before[1], 300, "path A reached node 1's counters");
+    assert_eq!(node(0) - before[0], 600, "path B reached node 0's counters");
+    // The node totals (without per-CPU deltas) lag by at most one threshold per CPU.
+    let t = i64::from(s.tree.node_data()[0].vmstat().threshold());
+    assert!(
+        (node(0) - s.tree.node_data()[0].node_page_state(NodeStatItem::NrShmem)).abs() <= 2 * t
+    );
+    // And the memcg and lruvec counters as before.
+    s.tree.flush_stats(&root);
+    assert_eq!(a.lruvec_state(1, NodeStatItem::NrShmem).unwrap(), 300);
+    assert_eq!(b.lruvec_state(0, NodeStatItem::NrShmem).unwrap(), 600);
+    assert_eq!(root.vmstats().page_state(NodeStatItem::NrShmem), 900);
+    // A bad CPU is refused before anything is counted anywhere.
+    assert!(
+        a.lruvec_ref(0)
+            .unwrap()
+            .mod_state(9, NodeStatItem::NrShmem, 1)
+            .is_err()
+    );
+    assert!(b.mod_lruvec_state(9, 0, NodeStatItem::NrShmem, 1).is_err());
+    assert_eq!(node(0) - before[0], 600);
 }

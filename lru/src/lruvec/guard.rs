@@ -3,37 +3,46 @@
 //! Models the bodies that Linux runs under `lruvec->lru_lock`: `lruvec_add_folio`,
 //! `lruvec_del_folio`, `lru_gen_add_folio`, `lru_gen_del_folio`, `folio_activate_fn`,
 //! `lru_deactivate_fn`, and `folio_lruvec_relock_irq` for runs of folios of one lruvec.
-//! A [`LruvecGuard`] exists only while the lock is held; it is the only way to reach the
-//! lists, which is what makes the `UnsafeCell` accesses below sound.
+//! A [`LruvecGuard`] exists only while the lruvec's lock is held; it is the only way to
+//! reach the lists, which is what makes the `UnsafeCell` accesses below sound. Under
+//! seed 004's node lock one hold covers every lruvec of the node: relocking to another
+//! lruvec of the same node keeps the lock and only retargets the guard.
+//!
+//! Sizes are kept as Linux keeps them: `lru_zone_size` in the host (`update_lru_size`) for
+//! classic and MGLRU lists alike, plus `lrugen->nr_pages` for generations
+//! (`lru_gen_update_size`), so both views agree under the lock.
 
 use super::{
-    LruList, LruMode, Lruvec, MGLRU_SLOT_BASE, NR_LRU_LISTS, decode_mglru_slot, mglru_slot,
+    LruList, LruMode, Lruvec, LruvecHost, MGLRU_SLOT_BASE, NR_LRU_LISTS, decode_mglru_slot,
+    mglru_slot,
 };
 use crate::error::LruError;
-use crate::folio::{Folio, FolioFlags, LRU_GEN_ANON, NO_SLOT, Zone};
+use crate::folio::{Folio, FolioFlags, LRU_GEN_ANON, LRU_GEN_FILE, NO_SLOT, Zone};
 use crate::list::FolioList;
 use crate::lru_gen::{GenFolioLists, LruGenFolio, MAX_NR_GENS, MIN_NR_GENS, lru_gen_from_seq};
-use crate::lru_gen_folio::LruGenFolioGrouped;
+use crate::sync::Lock;
 use crate::sync::atomic::Ordering;
 use core::marker::PhantomData;
 use core::ptr;
+use ksync::class::std_classes::LruLock;
 use lock_api::RawMutex;
 
-/// The lruvec's lru_lock, held. All list changes go through it.
-pub struct LruvecGuard<'a, R: RawMutex, G: LruGenFolio = LruGenFolioGrouped> {
-    pub(super) lruvec: &'a Lruvec<R, G>,
-    pub(super) _marker: PhantomData<R::GuardMarker>,
+/// The lruvec's lock, held. All list changes go through it.
+pub struct LruvecGuard<'a, H: LruvecHost> {
+    pub(super) lruvec: &'a Lruvec<H>,
+    pub(super) _marker: PhantomData<<Lock<H::Family, LruLock> as RawMutex>::GuardMarker>,
 }
 
-impl<R: RawMutex, G: LruGenFolio> Drop for LruvecGuard<'_, R, G> {
+impl<H: LruvecHost> Drop for LruvecGuard<'_, H> {
     fn drop(&mut self) {
-        // SAFETY: a guard exists only after `lru_lock.lock()`/`try_lock()` succeeded, and it
-        // is dropped exactly once.
-        unsafe { self.lruvec.lru_lock.unlock() };
+        // SAFETY: a guard exists only after the lock of its lruvec was taken (`lock`,
+        // `try_lock`), and it is retargeted only to lruvecs with the same lock
+        // (`lruvec_relock`); it is dropped exactly once.
+        unsafe { self.lruvec.raw_unlock() };
     }
 }
 
-impl<R: RawMutex, G: LruGenFolio> core::fmt::Debug for LruvecGuard<'_, R, G> {
+impl<H: LruvecHost> core::fmt::Debug for LruvecGuard<'_, H> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("LruvecGuard")
             .field("lruvec", self.lruvec)
@@ -41,10 +50,10 @@ impl<R: RawMutex, G: LruGenFolio> core::fmt::Debug for LruvecGuard<'_, R, G> {
     }
 }
 
-impl<'a, R: RawMutex, G: LruGenFolio> LruvecGuard<'a, R, G> {
+impl<'a, H: LruvecHost> LruvecGuard<'a, H> {
     /// The locked lruvec.
     #[must_use]
-    pub fn lruvec(&self) -> &'a Lruvec<R, G> {
+    pub fn lruvec(&self) -> &'a Lruvec<H> {
         self.lruvec
     }
 
@@ -116,17 +125,58 @@ impl<'a, R: RawMutex, G: LruGenFolio> LruvecGuard<'a, R, G> {
         Ok(slot)
     }
 
-    fn update_lru_size(&self, lru: LruList, zone: Zone, delta: isize) {
-        let c = &self.lruvec.lru_zone_size[lru.idx()][zone.idx()];
+    /// `update_lru_size()`: the host's `lru_zone_size[zone][lru]` (Linux's
+    /// `mem_cgroup_update_lru_size()`, reached through the host).
+    pub(crate) fn update_lru_size(&self, lru: LruList, zone: usize, delta: isize) {
+        let c = &self.lruvec.host().lru_zone_size()[zone][lru.idx()];
         c.store(
             c.load(Ordering::Relaxed).wrapping_add_signed(delta),
             Ordering::Relaxed,
         );
     }
 
-    pub(crate) fn update_gen_size(&self, r#gen: usize, ty: usize, zone: usize, delta: i64) {
+    fn update_gen_size(&self, r#gen: usize, ty: usize, zone: usize, delta: i64) {
         let c = &self.lruvec.lrugen.nr_pages()[r#gen][ty][zone];
         c.store(c.load(Ordering::Relaxed) + delta, Ordering::Relaxed);
+    }
+
+    /// `lru_gen_update_size()`: one folio of type `ty` in `zone` moves from generation
+    /// `old` to `new` (`None` = off the generation lists). Updates `nr_pages` and, for
+    /// the active/inactive view, the host's `lru_zone_size`: an addition or deletion counts
+    /// against the list its generation stands for, a promotion from an inactive to an
+    /// active generation moves it between the two.
+    pub(crate) fn lru_gen_update_size(
+        &self,
+        ty: usize,
+        zone: usize,
+        old: Option<usize>,
+        new: Option<usize>,
+    ) {
+        let (inactive, active) = gen_lists(ty);
+        let lru_of = |g: usize| {
+            if self.lru_gen_is_active(g) {
+                active
+            } else {
+                inactive
+            }
+        };
+        if let Some(o) = old {
+            self.update_gen_size(o, ty, zone, -1);
+        }
+        if let Some(n) = new {
+            self.update_gen_size(n, ty, zone, 1);
+        }
+        match (old, new) {
+            (None, Some(n)) => self.update_lru_size(lru_of(n), zone, 1),
+            (Some(o), None) => self.update_lru_size(lru_of(o), zone, -1),
+            (Some(o), Some(n)) if !self.lru_gen_is_active(o) && self.lru_gen_is_active(n) => {
+                self.update_lru_size(inactive, zone, -1);
+                self.update_lru_size(active, zone, 1);
+            }
+            // Demotion needs isolation (`lru_deactivate_fn`); moves between two inactive
+            // or two active generations leave the view unchanged.
+            _ => {}
+        }
     }
 
     /// Whether generation slot `gen` is one of the two youngest (`lru_gen_is_active`).
@@ -169,7 +219,7 @@ impl<'a, R: RawMutex, G: LruGenFolio> LruvecGuard<'a, R, G> {
         self.link(folio, mglru_slot(r#gen, ty, zone), reclaiming)?;
         folio.clear(FolioFlags::ACTIVE);
         folio.set_lru_gen(Some(r#gen));
-        self.update_gen_size(r#gen, ty, zone, 1);
+        self.lru_gen_update_size(ty, zone, None, Some(r#gen));
         Ok(true)
     }
 
@@ -187,7 +237,7 @@ impl<'a, R: RawMutex, G: LruGenFolio> LruvecGuard<'a, R, G> {
         }
         let lru = LruList::of(folio);
         self.link(folio, lru.idx() as u8, tail)?;
-        self.update_lru_size(lru, folio.zone(), 1);
+        self.update_lru_size(lru, folio.zone().idx(), 1);
         Ok(())
     }
 
@@ -209,10 +259,10 @@ impl<'a, R: RawMutex, G: LruGenFolio> LruvecGuard<'a, R, G> {
             } else {
                 folio.clear(FolioFlags::ACTIVE);
             }
-            self.update_gen_size(r#gen, ty, zone, -1);
+            self.lru_gen_update_size(ty, zone, Some(r#gen), None);
         } else {
             let lru = LruList::ALL[usize::from(slot)];
-            self.update_lru_size(lru, folio.zone(), -1);
+            self.update_lru_size(lru, folio.zone().idx(), -1);
         }
         Ok(())
     }
@@ -331,7 +381,7 @@ impl<'a, R: RawMutex, G: LruGenFolio> LruvecGuard<'a, R, G> {
     }
 }
 
-impl<R: RawMutex, G: LruGenFolio> LruvecGuard<'_, R, G> {
+impl<H: LruvecHost> LruvecGuard<'_, H> {
     /// The tail (next to reclaim) of classic list `lru`, if any.
     pub(crate) fn lru_tail(&mut self, lru: LruList) -> Option<&'static Folio> {
         self.classic_lists()[lru.idx()].back().clone_pointer()
@@ -353,14 +403,31 @@ fn for_each_static(list: &FolioList, f: &mut impl FnMut(&'static Folio)) {
     }
 }
 
+/// The inactive and active list of LRU type `ty`.
+pub(crate) fn gen_lists(ty: usize) -> (LruList, LruList) {
+    if ty == LRU_GEN_FILE {
+        (LruList::InactiveFile, LruList::ActiveFile)
+    } else {
+        (LruList::InactiveAnon, LruList::ActiveAnon)
+    }
+}
+
 /// Keep `guard` if it already locks `lruvec`, otherwise drop it and lock `lruvec`
 /// (`folio_lruvec_relock_irq`: consecutive folios of one lruvec share one lock hold).
-pub fn lruvec_relock<'a, R: RawMutex, G: LruGenFolio>(
-    guard: Option<LruvecGuard<'a, R, G>>,
-    lruvec: &'a Lruvec<R, G>,
-) -> LruvecGuard<'a, R, G> {
+/// Under seed 004's node lock, lruvecs of one node share the lock: the guard is kept and
+/// only retargeted, so a run of folios of one node is one lock hold whatever their memcgs.
+pub fn lruvec_relock<'a, H: LruvecHost>(
+    guard: Option<LruvecGuard<'a, H>>,
+    lruvec: &'a Lruvec<H>,
+) -> LruvecGuard<'a, H> {
     match guard {
         Some(g) if ptr::eq(g.lruvec, lruvec) => g,
+        Some(mut g) if g.lruvec.lock_addr() == lruvec.lock_addr() => {
+            // Same lock (the node's): keep it held; the guard now unlocks it through
+            // `lruvec`, whose `raw_unlock` releases that same lock.
+            g.lruvec = lruvec;
+            g
+        }
         other => {
             drop(other);
             lruvec.lock()
@@ -369,18 +436,69 @@ pub fn lruvec_relock<'a, R: RawMutex, G: LruGenFolio>(
 }
 
 /// How the caller finds a folio's lruvec (`folio_lruvec`: memcg from the folio, then
-/// `mem_cgroup_lruvec(memcg, folio_pgdat(folio))`). Implemented by the memcg crate.
-pub trait LruvecLookup<R: RawMutex, G: LruGenFolio = LruGenFolioGrouped> {
+/// `mem_cgroup_lruvec(memcg, folio_pgdat(folio))`). Implemented by the memcg crate, whose
+/// lookup by memcg id is lockless under RCU: the lruvecs it returns are valid while the
+/// caller holds the lookup's read guard (memcgs are freed only after a grace period), and
+/// finding them takes no lock, so the relock path (which looks up while holding the
+/// previous lruvec's lock) nests no lock under `lru_lock`.
+pub trait LruvecLookup<H: LruvecHost> {
+    /// What bounds the returned references: an RCU read-side section for memcg, `()` for
+    /// lookups whose lruvecs live forever.
+    type Guard<'a>
+    where
+        Self: 'a;
+
+    /// Enter the read side on `cpu` (`rcu_read_lock()`).
+    fn read_lock(&self, cpu: usize) -> Result<Self::Guard<'_>, LruError>;
+
     /// The lruvec of `folio`'s memcg and node, if that memcg exists.
-    fn folio_lruvec(&self, folio: &Folio) -> Option<&Lruvec<R, G>>;
+    fn folio_lruvec<'g>(
+        &'g self,
+        guard: &'g Self::Guard<'_>,
+        folio: &Folio,
+    ) -> Option<&'g Lruvec<H>>;
 }
 
 /// [`lruvec_relock`] for the lruvec of `folio` (`folio_lruvec_relock_irq`).
-pub fn folio_lruvec_relock<'a, R: RawMutex, G: LruGenFolio, L: LruvecLookup<R, G> + ?Sized>(
-    guard: Option<LruvecGuard<'a, R, G>>,
+pub fn folio_lruvec_relock<'g, H: LruvecHost, L: LruvecLookup<H> + ?Sized>(
+    guard: Option<LruvecGuard<'g, H>>,
     folio: &Folio,
-    lookup: &'a L,
-) -> Result<LruvecGuard<'a, R, G>, LruError> {
-    let lruvec = lookup.folio_lruvec(folio).ok_or(LruError::WrongLruvec)?;
+    lookup: &'g L,
+    rcu: &'g L::Guard<'_>,
+) -> Result<LruvecGuard<'g, H>, LruError> {
+    let lruvec = lookup
+        .folio_lruvec(rcu, folio)
+        .ok_or(LruError::WrongLruvec)?;
     Ok(lruvec_relock(guard, lruvec))
+}
+
+impl<H: LruvecHost> LruvecGuard<'_, H> {
+    /// One lruvec's step of `lru_note_cost()`, under its lru_lock: add `cost` to
+    /// `file_cost` (else `anon_cost`); halve both once their sum exceeds a quarter of the
+    /// evictable LRU size, so they follow recent reclaim.
+    pub(crate) fn note_cost(&mut self, file: bool, cost: u64) {
+        let lv = self.lruvec();
+        let (add, other) = if file {
+            (&lv.file_cost, &lv.anon_cost)
+        } else {
+            (&lv.anon_cost, &lv.file_cost)
+        };
+        let a = add.load(Ordering::Relaxed) + cost;
+        let o = other.load(Ordering::Relaxed);
+        let lrusize = [
+            LruList::InactiveAnon,
+            LruList::ActiveAnon,
+            LruList::InactiveFile,
+            LruList::ActiveFile,
+        ]
+        .iter()
+        .map(|&l| lv.lru_size(l) as u64)
+        .sum::<u64>();
+        if a + o > lrusize / 4 {
+            add.store(a / 2, Ordering::Relaxed);
+            other.store(o / 2, Ordering::Relaxed);
+        } else {
+            add.store(a, Ordering::Relaxed);
+        }
+    }
 }

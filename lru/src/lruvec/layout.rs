@@ -1,39 +1,49 @@
 //! The lruvec's pahole table for [`crate::layout`] and its compile-time placement checks.
 //!
-//! Generic over the lock and the `lru_gen_folio` layout, so the kernel can print the
-//! struct with its own lock type; `lrugen` can be expanded in place to show which lruvec
-//! line each MGLRU field lands on.
+//! Generic over the host, so memcg can print the lruvec at its offsets inside
+//! `mem_cgroup_per_node`; `lrugen` can be expanded in place to show which line each MGLRU
+//! field lands on. Groups follow the writers: `lists` (list heads and `lru_lock`, written
+//! under the lock), `cost` (`anon_cost`, `file_cost`, `refaults`: reclaim, under the lock),
+//! `nonresident` (the classic workingset clock, lockless atomic adds), `identity` (the
+//! flags word, immutable) and `pgdat` (the node pointer, immutable, read by every path-A
+//! stat update).
 
-use super::Lruvec;
+use super::{Lruvec, LruvecHost};
 use crate::layout::{FieldDesc, StructLayout};
 use crate::lru_gen::LruGenFolio;
-use lock_api::RawMutex;
 
-/// The pahole table of `Lruvec<R, G>`.
-pub fn lruvec_fields<R: RawMutex, G: LruGenFolio>() -> [FieldDesc; 8] {
-    type L<R, G> = Lruvec<R, G>;
+/// The pahole table of `Lruvec<H>`.
+pub fn lruvec_fields<H: LruvecHost>() -> [FieldDesc; 11] {
+    type L<H> = Lruvec<H>;
     [
-        crate::layout_field!(L<R, G>, "lists", lists),
-        crate::layout_field!(L<R, G>, "lists", lru_lock),
-        crate::layout_field!(L<R, G>, "lists", id),
-        crate::layout_field!(L<R, G>, "lists", memcg_id),
-        crate::layout_field!(L<R, G>, "lists", node),
-        crate::layout_field!(L<R, G>, "lists", lru_zone_size),
-        crate::layout_field!(L<R, G>, "lists", nonresident_age),
-        crate::layout_field!(L<R, G>, G::LAYOUT, lrugen),
+        crate::layout_field!(L<H>, "lists", lists),
+        crate::layout_field!(L<H>, "lists", lru_lock),
+        crate::layout_field!(L<H>, "cost", anon_cost),
+        crate::layout_field!(L<H>, "cost", file_cost),
+        crate::layout_field!(L<H>, "nonresident", nonresident_age),
+        crate::layout_field!(L<H>, "cost", refaults),
+        crate::layout_field!(L<H>, "identity", "flags" => flags),
+        crate::layout_field!(L<H>, "identity", "flags:memcg_id" => memcg_id),
+        crate::layout_field!(L<H>, "identity", "flags:id" => id),
+        crate::layout_field!(L<H>, <H::Gen as LruGenFolio>::LAYOUT, lrugen),
+        crate::layout_field!(L<H>, "pgdat", pgdat),
     ]
 }
 
 /// [`lruvec_fields`] with `lrugen` expanded into its own fields at their offsets inside
 /// the lruvec, so the report shows which lruvec line each MGLRU field lands on.
-pub fn lruvec_fields_expanded<R: RawMutex, G: LruGenFolio>() -> alloc::vec::Vec<FieldDesc> {
+pub fn lruvec_fields_expanded<H: LruvecHost>() -> alloc::vec::Vec<FieldDesc> {
     let mut v = alloc::vec::Vec::new();
-    for f in lruvec_fields::<R, G>() {
+    for f in lruvec_fields::<H>() {
         if f.name == "lrugen" {
-            v.extend(G::layout_fields().iter().map(|g| FieldDesc {
-                offset: f.offset + g.offset,
-                ..*g
-            }));
+            v.extend(
+                <H::Gen as LruGenFolio>::layout_fields()
+                    .iter()
+                    .map(|g| FieldDesc {
+                        offset: f.offset + g.offset,
+                        ..*g
+                    }),
+            );
         } else {
             v.push(f);
         }
@@ -42,42 +52,67 @@ pub fn lruvec_fields_expanded<R: RawMutex, G: LruGenFolio>() -> alloc::vec::Vec<
 }
 
 /// Wrap [`lruvec_fields`] as a [`StructLayout`].
-pub fn lruvec_layout<'a, R: RawMutex, G: LruGenFolio>(
+pub fn lruvec_layout<'a, H: LruvecHost>(
     name: &'a str,
     fields: &'a [FieldDesc],
 ) -> StructLayout<'a> {
     StructLayout {
         name,
-        size: core::mem::size_of::<Lruvec<R, G>>(),
-        align: core::mem::align_of::<Lruvec<R, G>>(),
+        size: core::mem::size_of::<Lruvec<H>>(),
+        align: core::mem::align_of::<Lruvec<H>>(),
         fields,
     }
 }
 
-impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
-    /// Byte offset of the memcg FIFO node inside `Lruvec<R, G>`.
-    pub const MEMCG_NODE_OFFSET: usize = core::mem::offset_of!(Self, lrugen) + G::MEMCG_NODE_OFFSET;
+impl<H: LruvecHost> Lruvec<H> {
+    /// Byte offset of the memcg FIFO node inside `Lruvec<H>`.
+    pub const MEMCG_NODE_OFFSET: usize =
+        core::mem::offset_of!(Self, lrugen) + <H::Gen as LruGenFolio>::MEMCG_NODE_OFFSET;
+    /// Byte offset of `lru_lock` inside `Lruvec<H>`.
+    pub const LRU_LOCK_OFFSET: usize = core::mem::offset_of!(Self, lru_lock);
+    /// Byte offset of `lrugen` inside `Lruvec<H>`.
+    pub const LRUGEN_OFFSET: usize = core::mem::offset_of!(Self, lrugen);
+    /// Byte offset of `pgdat` (the last field) inside `Lruvec<H>`.
+    pub const PGDAT_OFFSET: usize = core::mem::offset_of!(Self, pgdat);
 }
 
-// Placement checks with the host lock (the kernel's lock changes only `lru_lock`'s size):
-// the list heads, lock and identity share the first lines; the grouped lrugen starts on
-// its own line and its lockless counters stay off every line of the lock group.
+// Placement checks with the kernel's lock (ksync's ticket lock, used on the host too), for
+// the lruvec on its own (the embedded offsets inside `mem_cgroup_per_node` are asserted by
+// memcg): Linux's order, the lock word in the list heads' second line, `pgdat` last.
 #[cfg(not(loom))]
 mod layout_asserts {
     use super::Lruvec;
     use crate::lru_gen_folio::{LruGenFolioBase, LruGenFolioGrouped};
-    use crate::sync::RawSpinlock;
-    use core::mem::offset_of;
+    use crate::lruvec::LruvecStandalone;
+    use core::mem::{offset_of, size_of};
+    use ksync::Ticket;
 
-    type Grouped = Lruvec<RawSpinlock, LruGenFolioGrouped>;
-    type Base = Lruvec<RawSpinlock, LruGenFolioBase>;
+    type Grouped = Lruvec<LruvecStandalone<Ticket, LruGenFolioGrouped>>;
+    type Base = Lruvec<LruvecStandalone<Ticket, LruGenFolioBase>>;
 
-    crate::cacheline_assert_pair!(Grouped, lists, 0);
+    macro_rules! linux_order {
+        ($t:ty) => {
+            const _: () = {
+                assert!(offset_of!($t, lists) == 0);
+                // spinlock_t without debugging: 4 bytes right after the 80 bytes of heads.
+                assert!(offset_of!($t, lru_lock) == 80);
+                assert!(size_of::<ksync::TicketLock<ksync::class::std_classes::LruLock>>() == 4);
+                assert!(offset_of!($t, anon_cost) == 88);
+                assert!(offset_of!($t, file_cost) == 96);
+                assert!(offset_of!($t, nonresident_age) == 104);
+                assert!(offset_of!($t, refaults) == 112);
+                assert!(offset_of!($t, flags) == 128);
+                assert!(offset_of!($t, lrugen) > offset_of!($t, id));
+                assert!(offset_of!($t, pgdat) > offset_of!($t, lrugen));
+                assert!(offset_of!($t, pgdat) + 8 + 63 >= size_of::<$t>());
+            };
+        };
+    }
+    linux_order!(Grouped);
+    linux_order!(Base);
     crate::cacheline_assert_pair!(Grouped, lru_lock, 0);
-    crate::cacheline_assert_pair!(Grouped, id, 0);
-    crate::cacheline_assert_pair!(Base, lists, 0);
-    crate::cacheline_assert_pair!(Base, memcg_id, 0);
+    crate::cacheline_assert_pair!(Grouped, lists, 0);
+    // The grouped lrugen starts on its own line (its stats group is line-aligned).
     const _: () = assert!(offset_of!(Grouped, lrugen) % crate::cacheline::CACHELINE == 0);
-    crate::cacheline_assert_apart!(Grouped, lrugen; lru_zone_size);
     crate::cacheline_assert_apart!(Grouped, lru_lock; lrugen);
 }

@@ -1,34 +1,55 @@
 //! The lruvec: one per (memcg, node), its LRU lists and its lru_lock.
 //!
-//! Models `struct lruvec` and the list helpers of include/linux/mm_inline.h
-//! (`lruvec_add_folio`, `lruvec_del_folio`, `lru_gen_add_folio`, `lru_gen_del_folio`) and
-//! the locking of mm/memcontrol.c (`folio_lruvec_lock`, `folio_lruvec_relock_irq`). The
-//! lock is per memcg per node as in Alex Shi's series (seed 004); its type `R` is any
-//! [`lock_api::RawMutex`], so the kernel plugs in its statistics-counting ticket lock.
+//! Models `struct lruvec` (include/linux/mmzone.h) and the list helpers of
+//! include/linux/mm_inline.h (`lruvec_add_folio`, `lruvec_del_folio`, `lru_gen_add_folio`,
+//! `lru_gen_del_folio`, `update_lru_size`) and the locking of mm/memcontrol.c
+//! (`folio_lruvec_lock`, `folio_lruvec_relock_irq`).
 //!
-//! Isolation follows the same series: clear the folio's LRU flag with one atomic
-//! test-and-clear *first*, then take the lock, then unlink. Whoever wins the flag owns the
-//! folio's list position; nobody else may move it, so it is never isolated twice nor put
-//! on two lists. Every folio records which lruvec and which list holds it, so a buggy
-//! caller gets a typed error instead of corrupting a list.
+//! The fields are in Linux's order: the list heads, `lru_lock`, `anon_cost`, `file_cost`,
+//! `nonresident_age`, `refaults[]`, `flags`, `lrugen` and, last, `pgdat`. This model keeps
+//! two ids of its own in the 8-byte `flags` word (the memcg id, and a lruvec id each folio
+//! records so a wrong-lruvec delete is an error, not a corrupted list), so the struct has
+//! Linux's offsets. `mm_state` (the page-table walk state of `CONFIG_LRU_GEN_WALKS_MMU`)
+//! is not modelled: aging here does not walk page tables, so the struct is Linux's with
+//! that option off. The per-zone list sizes are the host's ([`LruvecHost`]), as in Linux
+//! they are `mem_cgroup_per_node::lru_zone_size`.
+//!
+//! The lock is chosen at creation ([`LruvecLock`], seed 004): a lruvec owns its
+//! `lru_lock` (per memcg per node, Alex Shi's series) or takes its node's
+//! (`pgdat->lru_lock`, one lock for every lruvec of the node, as before the series). Both
+//! kinds of lruvec have the same layout (a node-locked lruvec leaves its own lock unused)
+//! and run the same code; lock statistics keep the two classes apart.
+//!
+//! Isolation follows Alex Shi's series: clear the folio's LRU flag with one atomic
+//! test-and-clear *first*, then find and lock the lruvec (stable now: the folio cannot move
+//! to another memcg while someone owns its LRU flag), then unlink. Whoever wins the flag
+//! owns the folio's list position; nobody else may move it, so it is never isolated twice
+//! nor put on two lists.
 //!
 //! This module contains the crate's lruvec unsafe: the lists live in `UnsafeCell`s that
-//! are only reached through an [`LruvecGuard`], which exists only while `lru_lock` is held.
+//! are only reached through an [`LruvecGuard`], which exists only while the lruvec's lock
+//! is held, and the host is reached by `container_of` under [`LruvecHost`]'s contract.
 
 use crate::error::LruError;
-use crate::folio::{Folio, FolioFlags, MAX_NR_ZONES, MAX_NUMNODES, NO_SLOT, Zone};
+use crate::folio::{ANON_AND_FILE, Folio, FolioFlags, MAX_NR_ZONES, NO_SLOT, Zone};
 use crate::list::{FolioList, folio_list};
-use crate::lru_gen::{LruGenFolio, MAX_NR_GENS, lru_gen_from_seq};
-use crate::lru_gen_folio::LruGenFolioGrouped;
-use crate::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use crate::lru_gen::{LruGenFolio, MAX_NR_GENS};
+use crate::pgdat::PgData;
+use crate::sync::Lock;
+use crate::sync::atomic::{AtomicU64, Ordering};
 use core::cell::UnsafeCell;
 use core::marker::PhantomData;
+use core::ptr::NonNull;
+use ksync::class::std_classes::LruLock;
 use lock_api::RawMutex;
 
 mod guard;
+mod host;
 mod layout;
 
+pub(crate) use guard::gen_lists;
 pub use guard::{LruvecGuard, LruvecLookup, folio_lruvec_relock, lruvec_relock};
+pub use host::{LruZoneSize, LruvecHost, LruvecStandalone, new_lru_zone_size, zone_size};
 pub use layout::{lruvec_fields, lruvec_fields_expanded, lruvec_layout};
 
 /// Number of classic LRU lists (`NR_LRU_LISTS`).
@@ -106,29 +127,63 @@ pub enum LruMode {
 const MGLRU_SLOT_BASE: u8 = 8;
 
 pub(crate) fn mglru_slot(r#gen: usize, ty: usize, zone: usize) -> u8 {
-    MGLRU_SLOT_BASE + (r#gen * 8 + ty * 4 + zone) as u8
+    MGLRU_SLOT_BASE + (r#gen * 2 * MAX_NR_ZONES + ty * MAX_NR_ZONES + zone) as u8
 }
 
 pub(crate) fn decode_mglru_slot(slot: u8) -> (usize, usize, usize) {
     let s = usize::from(slot - MGLRU_SLOT_BASE);
-    (s / 8, (s / 4) % 2, s % 4)
+    (
+        s / (2 * MAX_NR_ZONES),
+        (s / MAX_NR_ZONES) % 2,
+        s % MAX_NR_ZONES,
+    )
 }
 
-/// `struct lruvec`: the lists of one (memcg, node), its lock and its MGLRU state.
+// Every slot fits below NO_SLOT.
+const _: () = assert!(MGLRU_SLOT_BASE as usize + MAX_NR_GENS * 2 * MAX_NR_ZONES < NO_SLOT as usize);
+
+/// Which lock a lruvec takes (seed 004), chosen when it is created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LruvecLock {
+    /// Its own `lruvec->lru_lock` (per memcg per node; Linux since 5.11).
+    #[default]
+    Own,
+    /// Its node's `pgdat->lru_lock`, shared by every lruvec of the node (Linux before).
+    Node,
+}
+
+/// `lruvec->flags` bits (`enum lruvec_flags`). Linux uses bits 0 and 1 for reclaim
+/// congestion, which this model does not track; bit 8 is this model's own.
+pub mod lruvec_flags {
+    /// The lruvec takes its node's `pgdat->lru_lock` ([`super::LruvecLock::Node`]).
+    pub const LRUVEC_NODE_LRU_LOCK: u16 = 1 << 8;
+}
+
+/// `struct lruvec`: the lists of one (memcg, node), its lock and its MGLRU state, inside
+/// host `H` (`mem_cgroup_per_node`, or [`LruvecStandalone`]).
 #[repr(C)]
-pub struct Lruvec<R: RawMutex, G: LruGenFolio = LruGenFolioGrouped> {
+pub struct Lruvec<H: LruvecHost> {
     lists: UnsafeCell<[FolioList; NR_LRU_LISTS]>,
-    lru_lock: R,
-    /// Unique id, recorded in each folio it holds (`Folio::owner`). The identity fields
-    /// are read on every add/isolate, mostly under the lock: they sit next to it rather
-    /// than after lrugen, whose lockless counters end the struct.
-    id: u32,
-    memcg_id: u16,
-    node: u8,
-    lru_zone_size: [[AtomicUsize; MAX_NR_ZONES]; NR_LRU_LISTS],
+    /// `lruvec->lru_lock` (unused when the lruvec takes its node's lock).
+    lru_lock: Lock<H::Family, LruLock>,
+    /// `anon_cost`: the recent cost of reclaiming anon (`lru_note_cost`), under the lock.
+    anon_cost: AtomicU64,
+    /// `file_cost`: the same for file.
+    file_cost: AtomicU64,
     /// `nonresident_age`: the classic workingset clock (evictions + activations).
     nonresident_age: AtomicU64,
-    lrugen: G,
+    /// `refaults[type]`: workingset activations at the last reclaim (`snapshot_refaults`).
+    refaults: [AtomicU64; ANON_AND_FILE],
+    /// `flags` ([`lruvec_flags`]); immutable here.
+    flags: u16,
+    /// The memcg this lruvec belongs to (in Linux, `container_of` gives the memcg).
+    memcg_id: u16,
+    /// Unique id, recorded in each folio it holds (`Folio::owner`).
+    id: u32,
+    lrugen: H::Gen,
+    /// `lruvec->pgdat`: the node, last as in Linux.
+    pgdat: NonNull<PgData<H>>,
+    _host: PhantomData<fn() -> H>,
 }
 
 /// Source of lruvec ids; 0 is never handed out. Not part of any modelled protocol, so a
@@ -136,11 +191,12 @@ pub struct Lruvec<R: RawMutex, G: LruGenFolio = LruGenFolioGrouped> {
 static NEXT_LRUVEC_ID: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(1);
 
 // SAFETY: the UnsafeCells (`lists` here, `folios` inside `lrugen`) are only accessed
-// through an `LruvecGuard`, i.e. with `lru_lock` held; everything else is atomic or
-// immutable. The lists hold `&'static Folio`, which are Send + Sync.
-unsafe impl<R: RawMutex + Sync, G: LruGenFolio> Sync for Lruvec<R, G> {}
+// through an `LruvecGuard`, i.e. with the lruvec's lock held; `pgdat` points at a
+// `&'static PgData`, which is Sync; everything else is atomic or immutable. The lists hold
+// `&'static Folio`, which are Send + Sync.
+unsafe impl<H: LruvecHost> Sync for Lruvec<H> {}
 // SAFETY: as above; moving the lruvec moves list heads, which point at folios only.
-unsafe impl<R: RawMutex + Send, G: LruGenFolio> Send for Lruvec<R, G> {}
+unsafe impl<H: LruvecHost> Send for Lruvec<H> {}
 
 /// A fresh lruvec id: never 0 (which means "on no list"), wrapping after 2^32 - 1.
 fn next_lruvec_id() -> u32 {
@@ -152,45 +208,103 @@ fn next_lruvec_id() -> u32 {
     }
 }
 
-impl<R: RawMutex, G: LruGenFolio> core::fmt::Debug for Lruvec<R, G> {
+impl<H: LruvecHost> core::fmt::Debug for Lruvec<H> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Lruvec")
             .field("memcg_id", &self.memcg_id)
-            .field("node", &self.node)
-            .field("layout", &G::LAYOUT)
+            .field("node", &self.node())
+            .field("lock", &self.lock_kind())
+            .field("layout", &<H::Gen as LruGenFolio>::LAYOUT)
             .field("nr_folios", &self.nr_folios())
             .finish()
     }
 }
 
-impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
-    /// An empty lruvec for memcg `memcg_id` on `node`; `now` stamps the first generations.
-    pub fn new(memcg_id: u16, node: u32, mode: LruMode, now: u64) -> Result<Self, LruError> {
-        if node >= MAX_NUMNODES {
-            return Err(LruError::InvalidNode(node));
-        }
-        Ok(Lruvec {
-            id: next_lruvec_id(),
-            memcg_id,
-            node: node as u8,
+impl<H: LruvecHost> Lruvec<H> {
+    /// An empty lruvec for memcg `memcg_id` on `pgdat`'s node, taking the lock `lock`;
+    /// `now` stamps the first generations.
+    ///
+    /// # Safety
+    ///
+    /// The result is moved into the lruvec field of an `H` (at [`LruvecHost::LRUVEC_OFFSET`])
+    /// before any of its methods is called, and stays there while it is used: the list code
+    /// reaches the host's zone sizes by `container_of`.
+    pub unsafe fn new(
+        memcg_id: u16,
+        pgdat: &'static PgData<H>,
+        mode: LruMode,
+        lock: LruvecLock,
+        now: u64,
+    ) -> Self {
+        let flags = match lock {
+            LruvecLock::Own => 0,
+            LruvecLock::Node => lruvec_flags::LRUVEC_NODE_LRU_LOCK,
+        };
+        Lruvec {
             lists: UnsafeCell::new(core::array::from_fn(|_| folio_list())),
-            lru_lock: R::INIT,
-            lru_zone_size: core::array::from_fn(|_| core::array::from_fn(|_| AtomicUsize::new(0))),
+            lru_lock: <Lock<H::Family, LruLock> as RawMutex>::INIT,
+            anon_cost: AtomicU64::new(0),
+            file_cost: AtomicU64::new(0),
             nonresident_age: AtomicU64::new(0),
-            lrugen: G::new(mode == LruMode::Mglru, now),
-        })
+            refaults: core::array::from_fn(|_| AtomicU64::new(0)),
+            flags,
+            memcg_id,
+            id: next_lruvec_id(),
+            lrugen: <H::Gen as LruGenFolio>::new(mode == LruMode::Mglru, now),
+            pgdat: NonNull::from(pgdat),
+            _host: PhantomData,
+        }
+    }
+
+    /// The host this lruvec is embedded in (`container_of`).
+    #[inline]
+    #[must_use]
+    pub fn host(&self) -> &H {
+        let p = core::ptr::from_ref(self).cast::<u8>();
+        // SAFETY: by `LruvecHost`'s contract (and `Lruvec::new`'s) a used lruvec is the
+        // field at `LRUVEC_OFFSET` of a live `H`; stepping back lands on that `H`, which
+        // lives at least as long as `&self`.
+        unsafe { &*p.sub(H::LRUVEC_OFFSET).cast::<H>() }
+    }
+
+    /// The node (`lruvec_pgdat()`).
+    #[inline]
+    #[must_use]
+    pub fn pgdat(&self) -> &'static PgData<H> {
+        // SAFETY: built from a `&'static PgData` in `new` and never changed.
+        unsafe { self.pgdat.as_ref() }
     }
 
     /// The memcg this lruvec belongs to.
+    #[inline]
     #[must_use]
     pub fn memcg_id(&self) -> u16 {
         self.memcg_id
     }
 
-    /// The node this lruvec belongs to.
+    /// The node this lruvec belongs to (`lruvec_pgdat(lruvec)->node_id`).
+    #[inline]
     #[must_use]
     pub fn node(&self) -> u32 {
-        u32::from(self.node)
+        self.pgdat().node_id()
+    }
+
+    /// `lruvec->flags`.
+    #[inline]
+    #[must_use]
+    pub fn flags(&self) -> u16 {
+        self.flags
+    }
+
+    /// Which lock this lruvec takes.
+    #[inline]
+    #[must_use]
+    pub fn lock_kind(&self) -> LruvecLock {
+        if self.flags & lruvec_flags::LRUVEC_NODE_LRU_LOCK != 0 {
+            LruvecLock::Node
+        } else {
+            LruvecLock::Own
+        }
     }
 
     /// Whether MGLRU runs here (`lrugen->enabled`).
@@ -205,66 +319,95 @@ impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
 
     /// The MGLRU state.
     #[must_use]
-    pub fn lrugen(&self) -> &G {
+    pub fn lrugen(&self) -> &H::Gen {
         &self.lrugen
     }
 
-    /// The lru_lock itself, e.g. to read the kernel lock's statistics.
+    /// The lruvec's own lru_lock (unused by a [`LruvecLock::Node`] lruvec).
     #[must_use]
-    pub fn raw_lock(&self) -> &R {
+    pub fn raw_lock(&self) -> &Lock<H::Family, LruLock> {
         &self.lru_lock
     }
 
-    /// Whether `folio` belongs here by memcg and node (`folio_lruvec(folio) == lruvec`).
+    /// The address of the lock this lruvec takes: lruvecs that share a lock have the same.
+    #[inline]
     #[must_use]
-    pub fn owns(&self, folio: &Folio) -> bool {
-        folio.memcg_id() == self.memcg_id && folio.node() == u32::from(self.node)
+    pub fn lock_addr(&self) -> usize {
+        match self.lock_kind() {
+            LruvecLock::Own => core::ptr::from_ref(&self.lru_lock) as usize,
+            LruvecLock::Node => core::ptr::from_ref(self.pgdat().lru_lock()) as usize,
+        }
     }
 
-    /// Take lru_lock (`spin_lock_irq(&lruvec->lru_lock)`).
-    pub fn lock(&self) -> LruvecGuard<'_, R, G> {
-        self.lru_lock.lock();
+    /// Whether `folio` belongs here by memcg and node (`folio_matches_lruvec`).
+    #[must_use]
+    pub fn owns(&self, folio: &Folio) -> bool {
+        folio.memcg_id() == self.memcg_id && folio.node() == self.node()
+    }
+
+    #[inline]
+    fn raw_lock_acquire(&self) {
+        match self.lock_kind() {
+            LruvecLock::Own => self.lru_lock.lock(),
+            LruvecLock::Node => self.pgdat().lru_lock().lock(),
+        }
+    }
+
+    #[inline]
+    fn raw_try_lock(&self) -> bool {
+        match self.lock_kind() {
+            LruvecLock::Own => self.lru_lock.try_lock(),
+            LruvecLock::Node => self.pgdat().lru_lock().try_lock(),
+        }
+    }
+
+    /// Releases the lock this lruvec takes.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds it (a guard of a lruvec with the same [`Lruvec::lock_addr`]).
+    #[inline]
+    unsafe fn raw_unlock(&self) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            match self.lock_kind() {
+                LruvecLock::Own => self.lru_lock.unlock(),
+                LruvecLock::Node => self.pgdat().lru_lock().unlock(),
+            }
+        }
+    }
+
+    /// Take the lruvec's lock (`spin_lock_irq(&lruvec->lru_lock)`, or the node's).
+    pub fn lock(&self) -> LruvecGuard<'_, H> {
+        self.raw_lock_acquire();
         LruvecGuard {
             lruvec: self,
             _marker: PhantomData,
         }
     }
 
-    /// Try to take lru_lock without spinning.
-    pub fn try_lock(&self) -> Option<LruvecGuard<'_, R, G>> {
-        self.lru_lock.try_lock().then_some(LruvecGuard {
+    /// Try to take the lock without spinning.
+    pub fn try_lock(&self) -> Option<LruvecGuard<'_, H>> {
+        // `then`, not `then_some`: a guard built for a failed attempt would unlock on drop.
+        self.raw_try_lock().then(|| LruvecGuard {
             lruvec: self,
             _marker: PhantomData,
         })
     }
 
-    /// Folios on `lru` in `zone` (`mem_cgroup_get_zone_lru_size`); for MGLRU, the two
-    /// youngest generations count as active. A lockless snapshot.
+    /// Folios on `lru` in `zone` (`mem_cgroup_get_zone_lru_size`: the host's
+    /// `lru_zone_size`; for MGLRU, the two youngest generations count as active, kept up to
+    /// date by aging as Linux does "for compatibility"). A lockless snapshot.
     #[must_use]
     pub fn zone_lru_size(&self, lru: LruList, zone: Zone) -> usize {
-        if self.mode() == LruMode::Classic || lru == LruList::Unevictable {
-            return self.lru_zone_size[lru.idx()][zone.idx()].load(Ordering::Relaxed);
-        }
-        let ty = usize::from(lru.is_file());
-        let max_seq = self.lrugen.max_seq().load(Ordering::Acquire);
-        let min_seq = self.lrugen.min_seq()[ty].load(Ordering::Acquire);
-        let mut n: i64 = 0;
-        for seq in min_seq..=max_seq {
-            let active = seq + 1 >= max_seq;
-            if active == lru.is_active() {
-                let r#gen = lru_gen_from_seq(seq);
-                n += self.lrugen.nr_pages()[r#gen][ty][zone.idx()].load(Ordering::Relaxed);
-            }
-        }
-        usize::try_from(n).unwrap_or(0)
+        zone_size(self.host().lru_zone_size(), lru, zone.idx())
     }
 
     /// Folios on `lru` over all zones (`lruvec_lru_size`).
     #[must_use]
     pub fn lru_size(&self, lru: LruList) -> usize {
-        [Zone::Dma, Zone::Dma32, Zone::Normal, Zone::Movable]
-            .iter()
-            .map(|&z| self.zone_lru_size(lru, z))
+        (0..MAX_NR_ZONES)
+            .map(|z| zone_size(self.host().lru_zone_size(), lru, z))
             .sum()
     }
 
@@ -294,14 +437,72 @@ impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
         self.nonresident_age.fetch_add(nr, Ordering::AcqRel);
     }
 
-    /// Isolate `folio` from this lruvec (`folio_isolate_lru`): test-and-clear LRU, then
-    /// lock, then unlink. Fails with [`LruError::NotOnLru`] if someone else isolated it.
-    pub fn isolate_folio(&self, folio: &'static Folio) -> Result<(), LruError> {
-        if !self.owns(folio) {
-            return Err(LruError::WrongLruvec);
+    /// `lruvec->anon_cost` and `file_cost`.
+    #[must_use]
+    pub fn costs(&self) -> (u64, u64) {
+        (
+            self.anon_cost.load(Ordering::Relaxed),
+            self.file_cost.load(Ordering::Relaxed),
+        )
+    }
+
+    /// `lru_note_cost()`: reclaim of `file` (else anon) folios cost `nr_io` pages of I/O
+    /// and `nr_rotated` folios put back; the cost, `nr_io * SWAP_CLUSTER_MAX +
+    /// nr_rotated`, is added to this lruvec's and every ancestor's (the host's
+    /// [`LruvecHost::parent_lruvec`]) `file_cost` or `anon_cost`, each under that lruvec's
+    /// lru_lock taken on its own (never nested). Nothing is done (no lock taken) for a zero
+    /// cost. Called with no lru_lock held.
+    pub fn lru_note_cost(&self, file: bool, nr_io: u64, nr_rotated: u64) {
+        let cost = nr_io * crate::vmscan::SWAP_CLUSTER_MAX as u64 + nr_rotated;
+        if cost == 0 {
+            return;
         }
+        self.lock().note_cost(file, cost);
+        self.note_cost_ancestors(file, cost);
+    }
+
+    /// The ancestors' part of [`Self::lru_note_cost`], for callers that noted the cost on
+    /// this lruvec under a lock they held (`lru_note_cost_unlock_irq()`).
+    pub(crate) fn note_cost_ancestors(&self, file: bool, cost: u64) {
+        let mut lruvec = self.host().parent_lruvec();
+        while let Some(lv) = lruvec {
+            lv.lock().note_cost(file, cost);
+            lruvec = lv.host().parent_lruvec();
+        }
+    }
+
+    /// `lru_note_cost_refault()`: a folio that was in the working set when evicted came
+    /// back; its reclaim cost one page of I/O per page.
+    pub fn lru_note_cost_refault(&self, folio: &Folio) {
+        self.lru_note_cost(folio.is_file_lru(), 1, 0);
+    }
+
+    /// `lruvec->refaults[type]`: the workingset activations at the last reclaim.
+    #[must_use]
+    pub fn refaults(&self, ty: usize) -> u64 {
+        self.refaults[ty % ANON_AND_FILE].load(Ordering::Relaxed)
+    }
+
+    /// `snapshot_refaults()`: record the workingset activations seen at the end of a
+    /// reclaim cycle (anon, file), so the next cycle can tell whether refaults happened.
+    pub fn snapshot_refaults(&self, activations: [u64; ANON_AND_FILE]) {
+        for (r, a) in self.refaults.iter().zip(activations) {
+            r.store(a, Ordering::Relaxed);
+        }
+    }
+
+    /// Isolate `folio` from this lruvec (`folio_isolate_lru`): test-and-clear LRU first,
+    /// then lock, then unlink. Fails with [`LruError::NotOnLru`] if someone else isolated
+    /// it, with [`LruError::WrongLruvec`] (and the flag restored) if it is not this
+    /// lruvec's.
+    pub fn isolate_folio(&self, folio: &'static Folio) -> Result<(), LruError> {
         if !folio.test_clear_lru() {
             return Err(LruError::NotOnLru);
+        }
+        // The LRU flag is ours: the folio's memcg and node are stable now.
+        if !self.owns(folio) {
+            folio.set(FolioFlags::LRU);
+            return Err(LruError::WrongLruvec);
         }
         let mut guard = self.lock();
         guard
@@ -315,7 +516,7 @@ impl<R: RawMutex, G: LruGenFolio> Lruvec<R, G> {
     }
 }
 
-impl<R: RawMutex, G: LruGenFolio> Drop for Lruvec<R, G> {
+impl<H: LruvecHost> Drop for Lruvec<H> {
     fn drop(&mut self) {
         // Leave no folio claiming to be on a list that no longer exists.
         let release = |list: &mut FolioList| {

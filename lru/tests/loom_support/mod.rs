@@ -1,5 +1,6 @@
-//! Loom-only helpers: a `lock_api::RawMutex` built on loom atomics, and a bounded model
-//! builder shared by the `loom_*` tests.
+//! Loom-only helpers: a `lock_api::RawMutex` built on loom atomics, the lock family made of
+//! it (every lock class gets the same loom lock), and a bounded model builder shared by
+//! the `loom_*` tests.
 #![allow(dead_code)]
 
 use loom::sync::atomic::{AtomicBool, Ordering};
@@ -51,6 +52,13 @@ unsafe impl lock_api::RawMutex for LoomRawMutex {
     unsafe fn unlock(&self) {
         self.flag().store(false, Ordering::Release);
     }
+}
+
+/// The lock family of the loom models: `Lock<C>` is [`LoomRawMutex`] for every class `C`.
+pub struct Loom;
+
+impl ksync::LockFamily for Loom {
+    type Lock<C: ksync::LockClass> = LoomRawMutex;
 }
 
 /// A loom model with a small preemption bound, so the suite runs in seconds.

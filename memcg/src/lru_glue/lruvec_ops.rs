@@ -1,32 +1,28 @@
-//! `lru::Lruvec` as memcg uses it: creation per (memcg, node), reclaim, reparenting, and
-//! adding/removing single folios ([`crate::pn::PnLruvec`]).
+//! `lru::Lruvec` as memcg uses it: reclaim, reparenting, and adding/removing single folios.
 //!
-//! Reclaim on an MGLRU lruvec is lru's own eviction (`evict_folios()`: aging when needed,
-//! tier protection, shadow entries). A classic lruvec is reclaimed here from the tails of
-//! its inactive lists, then its active lists (`shrink_inactive_list()` without the
-//! reference check; lru has no classic reclaim). Both isolate with lru's TestClearLRU
-//! protocol (clear the LRU flag, then unlink under lru_lock), so a folio another CPU is
-//! already moving is skipped, never taken twice.
+//! Reclaim is lru's own eviction (`evict_folios()`: MGLRU aging and tier protection, or
+//! the classic active/inactive lists with second chance), with shadow entries. Every
+//! isolation uses lru's TestClearLRU protocol (clear the LRU flag, then unlink under the
+//! lock), so a folio another CPU is already moving is skipped, never taken twice.
+//!
+//! Reparenting takes no lock inside another: it isolates the child's folios under the
+//! child lruvec's lock, then relocks to the parent's lruvec (`lruvec_relock`, which keeps
+//! the lock when both take their node's lock, seed 004's "before") and adds them there.
 
 use crate::error::{MemcgError, MemcgId};
-use crate::pn::PnLruvec;
 use crate::stats::NodeStatItem;
 use crate::sync::Ordering;
 use alloc::vec::Vec;
-use lock_api::RawMutex;
 use lru::lru_gen::{LruGenFolio, lru_gen_from_seq};
-use lru::{Folio, LruList, LruMode, Lruvec, LruvecGuard, Shadow, Zone};
+use lru::lruvec::lruvec_relock;
+use lru::{Folio, LruList, Lruvec, LruvecGuard, LruvecHost, Shadow, Zone};
 
-/// Every zone, for walks over all generation lists.
-const ZONES: [Zone; lru::folio::MAX_NR_ZONES] =
-    [Zone::Dma, Zone::Dma32, Zone::Normal, Zone::Movable];
+/// Every zone a folio can be in, for walks over all generation lists.
+const ZONES: [Zone; 4] = [Zone::Dma, Zone::Dma32, Zone::Normal, Zone::Movable];
 
-/// The LRU stat item of a folio on `lruvec` (MGLRU: active = one of the two youngest
-/// generations, as `lru_gen_is_active()`).
-fn lru_item<R: RawMutex, G: LruGenFolio>(
-    guard: &LruvecGuard<'_, R, G>,
-    folio: &Folio,
-) -> NodeStatItem {
+/// The LRU stat item of a folio on `guard`'s lruvec (MGLRU: active = one of the two
+/// youngest generations, as `lru_gen_is_active()`).
+pub(crate) fn lru_item<H: LruvecHost>(guard: &LruvecGuard<'_, H>, folio: &Folio) -> NodeStatItem {
     let lru = match folio.lru_gen() {
         Some(g) if !folio.test(lru::FolioFlags::UNEVICTABLE) => {
             let active = guard.lru_gen_is_active(g);
@@ -39,13 +35,7 @@ fn lru_item<R: RawMutex, G: LruGenFolio>(
         }
         _ => LruList::of(folio),
     };
-    match lru {
-        LruList::InactiveAnon => NodeStatItem::NrInactiveAnon,
-        LruList::ActiveAnon => NodeStatItem::NrActiveAnon,
-        LruList::InactiveFile => NodeStatItem::NrInactiveFile,
-        LruList::ActiveFile => NodeStatItem::NrActiveFile,
-        LruList::Unevictable => NodeStatItem::NrUnevictable,
-    }
+    NodeStatItem::lru(lru)
 }
 
 /// A folio taken off a lruvec by reclaim.
@@ -55,8 +45,8 @@ pub struct Reclaimed {
     pub folio: &'static Folio,
     /// The LRU stat item it was counted under.
     pub item: NodeStatItem,
-    /// Its shadow entry (MGLRU eviction), for refault detection.
-    pub shadow: Option<Shadow>,
+    /// Its shadow entry, for refault detection.
+    pub shadow: Shadow,
 }
 
 /// What one reclaim pass over a lruvec took.
@@ -64,8 +54,8 @@ pub struct Reclaimed {
 pub struct Isolated {
     /// The reclaimed folios.
     pub folios: Vec<Reclaimed>,
-    /// Whether the lruvec ran out of cold folios (found fewer than asked, or had to take
-    /// active ones): memcg reclaim then rotates the memcg young in the FIFO.
+    /// Whether the lruvec ran out of cold folios (found fewer than asked, or had to age):
+    /// `try_to_shrink_lruvec()`'s "rotate this lruvec" answer.
     pub out_of_cold: bool,
     /// Folios looked at.
     pub scanned: u64,
@@ -75,8 +65,8 @@ pub struct Isolated {
 pub type Moved = (&'static Folio, NodeStatItem, NodeStatItem);
 
 /// TestClearLRU + unlink; `None` if another CPU owns the folio right now.
-fn isolate<R: RawMutex, G: LruGenFolio>(
-    guard: &mut LruvecGuard<'_, R, G>,
+fn isolate<H: LruvecHost>(
+    guard: &mut LruvecGuard<'_, H>,
     folio: &'static Folio,
 ) -> Option<NodeStatItem> {
     let item = lru_item(guard, folio);
@@ -92,63 +82,11 @@ fn isolate<R: RawMutex, G: LruGenFolio>(
     }
 }
 
-impl<R: RawMutex + Send + Sync + 'static, G: LruGenFolio> PnLruvec for Lruvec<R, G> {
-    fn new_for_memcg(node: usize, memcg_id: MemcgId, mglru: bool) -> Result<Self, MemcgError> {
-        let mode = if mglru {
-            LruMode::Mglru
-        } else {
-            LruMode::Classic
-        };
-        let node32 = u32::try_from(node).unwrap_or(u32::MAX);
-        Lruvec::new(memcg_id, node32, mode, 0).map_err(|_| MemcgError::InvalidNode {
-            node,
-            nr_nodes: lru::folio::MAX_NUMNODES as usize,
-        })
-    }
-
-    #[inline]
-    fn node_id(&self) -> usize {
-        self.node() as usize
-    }
-
-    fn reclaim(&self, nr: usize, swappiness: u8, now: u64) -> Isolated {
-        match self.mode() {
-            LruMode::Mglru => evict_mglru(self, nr, swappiness, now),
-            LruMode::Classic => isolate_classic(self, nr),
-        }
-    }
-
-    fn splice_to(&self, dst: &Self, dst_memcg: MemcgId) -> Vec<Moved> {
-        splice_to(self, dst, dst_memcg)
-    }
-
-    fn add_folio(&self, folio: &'static Folio) -> Result<NodeStatItem, MemcgError> {
-        let mut guard = self.lock();
-        guard.add_folio(folio).map_err(MemcgError::Lru)?;
-        Ok(lru_item(&guard, folio))
-    }
-
-    fn del_folio(&self, folio: &'static Folio) -> Result<NodeStatItem, MemcgError> {
-        let mut guard = self.lock();
-        if !self.owns(folio) {
-            return Err(MemcgError::Lru(lru::LruError::WrongLruvec));
-        }
-        let item = lru_item(&guard, folio);
-        if !folio.test_clear_lru() {
-            return Err(MemcgError::Lru(lru::LruError::NotOnLru));
-        }
-        if let Err(e) = guard.del_folio(folio) {
-            folio.set(lru::FolioFlags::LRU);
-            return Err(MemcgError::Lru(e));
-        }
-        Ok(item)
-    }
-}
-
-/// MGLRU: lru's `evict_folios()`; evicted folios come from the oldest generation, so they
+/// Evicts up to `nr` of the coldest folios of `lruvec` (lru's `evict_folios()`, either
+/// mode); evicted folios come from the oldest generation or the inactive lists, so they
 /// were counted as inactive.
-fn evict_mglru<R: RawMutex, G: LruGenFolio>(
-    lruvec: &Lruvec<R, G>,
+pub(crate) fn reclaim<H: LruvecHost>(
+    lruvec: &Lruvec<H>,
     nr: usize,
     swappiness: u8,
     now: u64,
@@ -163,7 +101,7 @@ fn evict_mglru<R: RawMutex, G: LruGenFolio>(
         out.folios.push(Reclaimed {
             folio,
             item,
-            shadow: Some(shadow),
+            shadow,
         });
     });
     let stats = res.unwrap_or_default();
@@ -172,57 +110,54 @@ fn evict_mglru<R: RawMutex, G: LruGenFolio>(
     out
 }
 
-/// Classic LRU: tails of the inactive lists, then of the active lists, file before anon.
-fn isolate_classic<R: RawMutex, G: LruGenFolio>(lruvec: &Lruvec<R, G>, nr: usize) -> Isolated {
-    let mut out = Isolated::default();
+/// Adds a folio that is on no list; returns the stat item it is counted under.
+pub(crate) fn add_folio<H: LruvecHost>(
+    lruvec: &Lruvec<H>,
+    folio: &'static Folio,
+) -> Result<NodeStatItem, MemcgError> {
     let mut guard = lruvec.lock();
-    let mut candidates: Vec<&'static Folio> = Vec::new();
-    let mut took_active = false;
-    for (lru, active) in [
-        (LruList::InactiveFile, false),
-        (LruList::InactiveAnon, false),
-        (LruList::ActiveFile, true),
-        (LruList::ActiveAnon, true),
-    ] {
-        if out.folios.len() >= nr {
-            break;
-        }
-        candidates.clear();
-        guard.for_each_on_list(lru, |f| candidates.push(f));
-        for &folio in candidates.iter().rev() {
-            if out.folios.len() >= nr {
-                break;
-            }
-            out.scanned += 1;
-            if let Some(item) = isolate(&mut guard, folio) {
-                took_active |= active;
-                out.folios.push(Reclaimed {
-                    folio,
-                    item,
-                    shadow: None,
-                });
-            }
-        }
-    }
-    out.out_of_cold = took_active || out.folios.len() < nr;
-    out
+    guard.add_folio(folio).map_err(MemcgError::Lru)?;
+    Ok(lru_item(&guard, folio))
 }
 
-/// Moves every folio of `src` to `dst`, relabelled with `dst_memcg`.
-fn splice_to<R: RawMutex, G: LruGenFolio>(
-    src: &Lruvec<R, G>,
-    dst: &Lruvec<R, G>,
+/// Isolates and unlinks a folio (TestClearLRU first, then the lock); returns the stat item
+/// it was counted under.
+pub(crate) fn del_folio<H: LruvecHost>(
+    lruvec: &Lruvec<H>,
+    folio: &'static Folio,
+) -> Result<NodeStatItem, MemcgError> {
+    if !folio.test_clear_lru() {
+        return Err(MemcgError::Lru(lru::LruError::NotOnLru));
+    }
+    if !lruvec.owns(folio) {
+        folio.set(lru::FolioFlags::LRU);
+        return Err(MemcgError::Lru(lru::LruError::WrongLruvec));
+    }
+    let mut guard = lruvec.lock();
+    let item = lru_item(&guard, folio);
+    if let Err(e) = guard.del_folio(folio) {
+        folio.set(lru::FolioFlags::LRU);
+        return Err(MemcgError::Lru(e));
+    }
+    Ok(item)
+}
+
+/// Moves every folio of `src` to `dst`, relabelled with `dst_memcg`: isolate all under
+/// `src`'s lock, then relock to `dst` and add them there (oldest first, so the parent's
+/// lists keep their relative order).
+pub(crate) fn splice_to<H: LruvecHost>(
+    src: &Lruvec<H>,
+    dst: &Lruvec<H>,
     dst_memcg: MemcgId,
 ) -> Vec<Moved> {
     let mut moved = Vec::new();
     if core::ptr::eq(src, dst) {
         return moved;
     }
-    let mut src_guard = src.lock();
-    let mut dst_guard = dst.lock();
+    let mut guard = src.lock();
     let mut all: Vec<&'static Folio> = Vec::new();
     for lru in LruList::ALL {
-        src_guard.for_each_on_list(lru, |f| all.push(f));
+        guard.for_each_on_list(lru, |f| all.push(f));
     }
     let lrugen = src.lrugen();
     let max_seq = lrugen.max_seq().load(Ordering::Relaxed);
@@ -230,28 +165,33 @@ fn splice_to<R: RawMutex, G: LruGenFolio>(
         let min_seq = lrugen.min_seq()[ty].load(Ordering::Relaxed);
         for seq in min_seq..=max_seq {
             for zone in ZONES {
-                src_guard.for_each_in_gen(lru_gen_from_seq(seq), ty, zone, |f| all.push(f));
+                guard.for_each_in_gen(lru_gen_from_seq(seq), ty, zone, |f| all.push(f));
             }
         }
     }
-    // Oldest first, so the parent's lists keep the relative order.
+    let mut taken: Vec<(&'static Folio, NodeStatItem)> = Vec::with_capacity(all.len());
     for f in all.into_iter().rev() {
-        let Some(item) = isolate(&mut src_guard, f) else {
-            continue;
-        };
+        if let Some(item) = isolate(&mut guard, f) {
+            taken.push((f, item));
+        }
+    }
+    // The folios are isolated (LRU clear, owned by us): relabel, then add to the parent.
+    let mut guard = lruvec_relock(Some(guard), dst);
+    for (f, item) in taken {
         if f.set_memcg_id(dst_memcg).is_err() {
-            let _ = src_guard.add_folio(f);
             continue;
         }
-        match dst_guard.add_folio(f) {
+        match guard.add_folio(f) {
             Ok(()) => {
-                let new_item = lru_item(&dst_guard, f);
+                let new_item = lru_item(&guard, f);
                 moved.push((f, item, new_item));
             }
             Err(_) => {
-                // Cannot happen for an isolated folio; keep it where it was.
+                // Cannot happen for an isolated folio; put it back where it was.
                 let _ = f.set_memcg_id(src.memcg_id());
-                let _ = src_guard.add_folio(f);
+                let mut back = lruvec_relock(Some(guard), src);
+                let _ = back.add_folio(f);
+                guard = lruvec_relock(Some(back), dst);
             }
         }
     }

@@ -1,39 +1,50 @@
 //! Everything memcg does to `lru`'s shared structures: the memcg FIFO of each node
 //! (`lru_gen_online_memcg()` / `lru_gen_offline_memcg()` / `lru_gen_release_memcg()` /
-//! `lru_gen_rotate_memcg()`), memcg reclaim of one lruvec (`shrink_lruvec()` /
-//! `lru_gen_shrink_lruvec()`), and moving folios to the parent on offline (reparenting).
+//! `lru_gen_rotate_memcg()` on `pgdat->memcg_lru`), memcg reclaim of one lruvec
+//! (`shrink_lruvec()` / `lru_gen_shrink_lruvec()`), and moving folios to the parent on
+//! offline (reparenting).
 //!
-//! A reclaimed folio is uncharged from its memcg, counted (`pgscan`, `pgsteal`, its LRU
-//! list size) and handed with its shadow entry to the owner's free hook (the kernel frees
-//! the frame). The FIFO takes `&'static` entries; this module hands it lruvecs that live
-//! inside heap-allocated memcgs, which is sound because a memcg is released from every FIFO
-//! before it is unlinked and freed only after an RCU grace period (see [`crate::tree`]).
+//! A reclaimed folio is handed with its shadow entry to the owner's free hook
+//! ([`FolioFreeFn`]: the kernel unmaps it through the reverse map, freezes its refcount and
+//! frees the frame). The hook may decline (the folio is busy: mapped again, or its refcount
+//! cannot be frozen); such a folio goes back on its LRU (`folio_putback_lru()`) and is
+//! neither uncharged nor counted as reclaimed. A freed folio is uncharged from its memcg,
+//! drops the css reference its charge held, and is counted (`pgsteal`, its LRU list size).
 
 mod lruvec_ops;
 
 pub use lruvec_ops::{Isolated, Moved, Reclaimed};
+pub(crate) use lruvec_ops::{add_folio, del_folio, reclaim, splice_to};
 
 use crate::error::MemcgError;
 use crate::memcontrol::MemCgroup;
-use crate::pn::{MemCgroupPerNode, PnLruvec};
+use crate::pn::MemCgroupPerNode;
 use crate::stats::MemcgEvent;
 use crate::sync::{AtomicU64, Ordering};
 use alloc::boxed::Box;
-use lock_api::RawMutex;
-use lru::memcg_lru::TailMode;
-use lru::{Folio, LruGenMemcg, MemcgLruOp, Shadow};
+use lru::{Folio, LruMode, MemcgLruOp, Shadow};
 
 /// Linux's default `vm.swappiness`.
 pub const DEFAULT_SWAPPINESS: u8 = 60;
 
-/// Hook receiving reclaimed folios (`cpu`, folio, shadow entry if MGLRU evicted it); the
-/// kernel frees the frame and keeps the shadow for refault detection.
-pub type FolioFreeFn = Box<dyn Fn(usize, &'static Folio, Option<Shadow>) + Send + Sync>;
+/// What the free hook did with a reclaimed folio.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[must_use = "a busy folio must be put back on its LRU"]
+pub enum FolioFree {
+    /// Unmapped, frozen and freed: the frame is gone, the shadow is stored.
+    Freed,
+    /// Busy (mapped again, or a reference could not be frozen): the folio stays.
+    Busy,
+}
 
-/// memcg's view of `lru` shared by the whole tree: one memcg FIFO per node
-/// (`pgdat->memcg_lru`) and the hook that frees reclaimed folios.
-pub struct TreeLru<R: RawMutex, V: PnLruvec> {
-    memcg_lru: Box<[LruGenMemcg<R, V>]>,
+/// Hook receiving reclaimed folios (`cpu`, folio, its shadow entry); the kernel frees the
+/// frame and keeps the shadow for refault detection, or reports the folio busy.
+pub type FolioFreeFn = Box<dyn Fn(usize, &'static Folio, Shadow) -> FolioFree + Send + Sync>;
+
+/// memcg's view of `lru` shared by the whole tree: the lruvec mode, reclaim's swappiness
+/// and clock, and the hook that frees reclaimed folios. The memcg FIFOs are the nodes'
+/// (`pgdat->memcg_lru`).
+pub struct TreeLru {
     free_folio: FolioFreeFn,
     mglru: bool,
     swappiness: u8,
@@ -41,23 +52,19 @@ pub struct TreeLru<R: RawMutex, V: PnLruvec> {
     now: AtomicU64,
 }
 
-impl<R: RawMutex, V: PnLruvec> core::fmt::Debug for TreeLru<R, V> {
+impl core::fmt::Debug for TreeLru {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("TreeLru")
-            .field("nr_nodes", &self.memcg_lru.len())
             .field("mglru", &self.mglru)
+            .field("swappiness", &self.swappiness)
             .finish()
     }
 }
 
-impl<R: RawMutex, V: PnLruvec> TreeLru<R, V> {
-    /// FIFOs for `nr_nodes` nodes with seed 002's `tail_mode`; lruvecs run MGLRU if
-    /// `mglru`; reclaimed folios go to `free_folio`.
-    pub fn new(nr_nodes: usize, tail_mode: TailMode, mglru: bool, free_folio: FolioFreeFn) -> Self {
+impl TreeLru {
+    /// Lruvecs run MGLRU if `mglru`; reclaimed folios go to `free_folio`.
+    pub fn new(mglru: bool, free_folio: FolioFreeFn) -> Self {
         Self {
-            memcg_lru: (0..nr_nodes)
-                .map(|n| LruGenMemcg::new(tail_mode, n as u32 + 1))
-                .collect(),
             free_folio,
             mglru,
             swappiness: DEFAULT_SWAPPINESS,
@@ -65,11 +72,16 @@ impl<R: RawMutex, V: PnLruvec> TreeLru<R, V> {
         }
     }
 
-    /// Sets the swappiness memcg reclaim passes to MGLRU eviction (0 = file only,
-    /// 200 = anon only).
+    /// Sets the default swappiness memcg reclaim passes to eviction (0 = file only,
+    /// [`lru::MAX_SWAPPINESS`] = anon only).
     pub fn with_swappiness(mut self, swappiness: u8) -> Self {
         self.swappiness = swappiness.min(lru::MAX_SWAPPINESS);
         self
+    }
+
+    /// The default swappiness.
+    pub fn swappiness(&self) -> u8 {
+        self.swappiness
     }
 
     /// Advances the clock MGLRU aging stamps generations with.
@@ -77,129 +89,127 @@ impl<R: RawMutex, V: PnLruvec> TreeLru<R, V> {
         self.now.fetch_max(now, Ordering::Relaxed);
     }
 
+    /// The aging clock.
+    pub fn now(&self) -> u64 {
+        self.now.load(Ordering::Relaxed)
+    }
+
     /// Whether new lruvecs run MGLRU.
     pub fn mglru(&self) -> bool {
         self.mglru
     }
 
-    /// The memcg FIFO of `node` (global reclaim walks it under RCU).
-    pub fn memcg_lru(&self, node: usize) -> Option<&LruGenMemcg<R, V>> {
-        self.memcg_lru.get(node)
-    }
-
-    /// The lruvec of `m` on `node` as the `'static` entry the FIFO stores.
-    fn entry<R2: RawMutex, P: MemCgroupPerNode<Lruvec = V>>(
-        m: &MemCgroup<R2, P>,
-        node: usize,
-    ) -> Option<&'static V> {
-        let lruvec = m.lruvec(node).ok()?;
-        // SAFETY: the memcg (and with it this lruvec) is released from every FIFO in
-        // `release` before the tree unlinks it, and freed only after an RCU grace period
-        // that starts after the release; FIFO readers are RCU readers, so no reader can
-        // still hold this reference when the memory goes away.
-        Some(unsafe { &*(lruvec as *const V) })
+    /// The mode of new lruvecs.
+    pub fn mode(&self) -> LruMode {
+        if self.mglru {
+            LruMode::Mglru
+        } else {
+            LruMode::Classic
+        }
     }
 
     /// `lru_gen_online_memcg()` on every node.
-    pub(crate) fn online<R2: RawMutex, P: MemCgroupPerNode<Lruvec = V>>(
-        &self,
-        m: &MemCgroup<R2, P>,
-    ) {
+    pub(crate) fn online<P: MemCgroupPerNode>(&self, m: &MemCgroup<P>) {
         if !self.mglru {
             return;
         }
-        for (node, fifo) in self.memcg_lru.iter().enumerate() {
-            if let Some(e) = Self::entry(m, node) {
+        for node in 0..m.nr_nodes() {
+            if let Ok(lruvec) = m.lruvec(node) {
+                // SAFETY: the memcg (and with it this lruvec) is released from every FIFO
+                // in `release` before the tree unlinks it, and freed only after a grace
+                // period of the nodes' RCU domain that starts after the release (the
+                // tree's reaper, or an RCU callback when the tree is dropped).
                 // A lruvec is onlined once, at creation; an error would mean it already is.
-                let _ = fifo.online(e);
+                let _ = unsafe { lruvec.pgdat().memcg_lru().online(lruvec) };
             }
         }
     }
 
     /// `lru_gen_offline_memcg()`: move to the old generation so it is reclaimed first.
-    pub(crate) fn offline<R2: RawMutex, P: MemCgroupPerNode<Lruvec = V>>(
-        &self,
-        m: &MemCgroup<R2, P>,
-    ) {
-        for (node, fifo) in self.memcg_lru.iter().enumerate() {
-            if let Some(e) = Self::entry(m, node) {
-                let _ = fifo.offline(e);
+    pub(crate) fn offline<P: MemCgroupPerNode>(&self, m: &MemCgroup<P>) {
+        for node in 0..m.nr_nodes() {
+            if let Ok(lruvec) = m.lruvec(node) {
+                // Not on the FIFO (classic mode): nothing to do.
+                let _ = lruvec.pgdat().memcg_lru().offline(lruvec);
             }
         }
     }
 
     /// `lru_gen_release_memcg()`: take it off every FIFO before it is freed.
-    pub(crate) fn release<R2: RawMutex, P: MemCgroupPerNode<Lruvec = V>>(
-        &self,
-        m: &MemCgroup<R2, P>,
-    ) {
-        for (node, fifo) in self.memcg_lru.iter().enumerate() {
-            if let Some(e) = Self::entry(m, node) {
-                fifo.release(e);
+    pub(crate) fn release<P: MemCgroupPerNode>(&self, m: &MemCgroup<P>) {
+        for node in 0..m.nr_nodes() {
+            if let Ok(lruvec) = m.lruvec(node) {
+                lruvec.pgdat().memcg_lru().release(lruvec);
             }
         }
     }
 
-    /// `lru_gen_rotate_memcg(lruvec, MEMCG_LRU_YOUNG)`.
-    pub(crate) fn rotate_young<R2: RawMutex, P: MemCgroupPerNode<Lruvec = V>>(
+    /// `lru_gen_rotate_memcg(lruvec, op)`.
+    pub(crate) fn rotate<P: MemCgroupPerNode>(
         &self,
-        m: &MemCgroup<R2, P>,
+        m: &MemCgroup<P>,
         node: usize,
+        op: MemcgLruOp,
     ) {
-        if let (Some(fifo), Some(e)) = (self.memcg_lru.get(node), Self::entry(m, node)) {
+        if let Ok(lruvec) = m.lruvec(node) {
             // Not on the FIFO (classic mode, or released): nothing to rotate.
-            let _ = fifo.rotate(e, MemcgLruOp::Young);
+            let _ = lruvec.pgdat().memcg_lru().rotate(lruvec, op);
         }
     }
 
-    pub(crate) fn free(&self, cpu: usize, folio: &'static Folio, shadow: Option<Shadow>) {
-        (self.free_folio)(cpu, folio, shadow);
-    }
-}
-
-impl<R: RawMutex, V: PnLruvec> TreeLru<R, V> {
-    /// Evicts up to `nr` pages from `m`'s lruvec on `node`: uncharges them, counts them and
-    /// frees them through the hook; rotates the memcg young in the FIFO when the lruvec is
-    /// out of cold folios (`lru_gen_shrink_lruvec()`). Returns pages reclaimed.
-    pub(crate) fn shrink_lruvec<R2: RawMutex, P: MemCgroupPerNode<Lruvec = V>>(
+    /// Evicts up to `nr` pages from `m`'s lruvec on `node` with `swappiness`, hands them to
+    /// the free hook, and for the freed ones uncharges, drops their css references and
+    /// counts; busy ones go back on the LRU. Returns (pages reclaimed, whether the lruvec
+    /// is out of cold folios).
+    pub(crate) fn shrink_lruvec<P: MemCgroupPerNode>(
         &self,
-        m: &MemCgroup<R2, P>,
+        m: &MemCgroup<P>,
         node: usize,
         cpu: usize,
         nr: u64,
-    ) -> u64 {
-        let Ok(lruvec) = m.lruvec(node) else { return 0 };
+        swappiness: u8,
+    ) -> (u64, bool) {
+        let Ok(lruvec) = m.lruvec(node) else {
+            return (0, false);
+        };
         let nr = usize::try_from(nr).unwrap_or(usize::MAX);
-        let iso = lruvec.reclaim(nr, self.swappiness, self.now.load(Ordering::Relaxed));
-        let n = iso.folios.len() as u64;
+        let iso = reclaim(lruvec, nr, swappiness, self.now());
+        let mut freed = 0u64;
         for r in &iso.folios {
             let _ = m.mod_lruvec_state(cpu, node, r.item, -1);
-            self.free(cpu, r.folio, r.shadow);
+            match (self.free_folio)(cpu, r.folio, r.shadow) {
+                FolioFree::Freed => freed += 1,
+                FolioFree::Busy => {
+                    // folio_putback_lru(): back on the LRU, still charged.
+                    if let Ok(item) = add_folio(lruvec, r.folio) {
+                        let _ = m.mod_lruvec_state(cpu, node, item, 1);
+                    }
+                }
+            }
         }
         if let Ok(pn) = m.nodeinfo(node) {
             let wh = pn.write_hot();
             wh.nr_scanned.fetch_add(iso.scanned, Ordering::Relaxed);
-            wh.nr_reclaimed.fetch_add(n, Ordering::Relaxed);
+            wh.nr_reclaimed.fetch_add(freed, Ordering::Relaxed);
         }
-        if n > 0 {
-            // Each evicted folio carried one page of charge on this memcg.
-            let _ = m.memory.uncharge(n);
-            let _ = m.count_events(cpu, MemcgEvent::PgSteal, n);
+        if freed > 0 {
+            // Each freed folio carried one page of charge and one css reference.
+            let _ = m.memory.uncharge(freed);
+            m.css_put_many(freed as usize);
+            let _ = m.count_events(cpu, MemcgEvent::PgSteal, freed);
         }
         if iso.scanned > 0 {
             let _ = m.count_events(cpu, MemcgEvent::PgScan, iso.scanned);
         }
-        if iso.out_of_cold {
-            self.rotate_young(m, node);
-        }
-        n
+        (freed, iso.out_of_cold)
     }
 
-    /// Moves `child`'s folios on `node` to `parent`, with their charge and LRU stats.
-    pub(crate) fn reparent_node<R2: RawMutex, P: MemCgroupPerNode<Lruvec = V>>(
+    /// Moves `child`'s folios on `node` to `parent`, with their charge, their css
+    /// references and LRU stats.
+    pub(crate) fn reparent_node<P: MemCgroupPerNode>(
         &self,
-        child: &MemCgroup<R2, P>,
-        parent: &MemCgroup<R2, P>,
+        child: &MemCgroup<P>,
+        parent: &MemCgroup<P>,
         node: usize,
         cpu: usize,
     ) {
@@ -210,7 +220,7 @@ impl<R: RawMutex, V: PnLruvec> TreeLru<R, V> {
         ) else {
             return;
         };
-        let moved = src.splice_to(dst, parent.id());
+        let moved = splice_to(src, dst, parent.id());
         let n = moved.len() as u64;
         pn.cold().reparent_passes.fetch_add(1, Ordering::Relaxed);
         if n == 0 {
@@ -220,19 +230,22 @@ impl<R: RawMutex, V: PnLruvec> TreeLru<R, V> {
             let _ = child.mod_lruvec_state(cpu, node, old, -1);
             let _ = parent.mod_lruvec_state(cpu, node, new, 1);
         }
-        // The pages stay charged at the parent and above: drop only the child's level.
+        // The pages stay charged at the parent and above: drop only the child's level. The
+        // folios' css references move with them.
         let _ = child.memory.cancel_local(n);
+        parent.css_get_many(n as usize);
+        child.css_put_many(n as usize);
         pn.cold().reparented_folios.fetch_add(n, Ordering::Relaxed);
         pn.cold().reparented_pages.fetch_add(n, Ordering::Relaxed);
     }
 }
 
-impl<R: RawMutex, V: PnLruvec> TreeLru<R, V> {
+impl TreeLru {
     /// Puts a charged folio on its memcg's lruvec and counts it under its LRU list
     /// (`lru_add_fn()` + `update_lru_size()`), for callers that do not batch.
-    pub fn lru_add_folio<R2: RawMutex, P: MemCgroupPerNode<Lruvec = V>>(
+    pub fn lru_add_folio<P: MemCgroupPerNode>(
         &self,
-        m: &MemCgroup<R2, P>,
+        m: &MemCgroup<P>,
         cpu: usize,
         folio: &'static Folio,
     ) -> Result<(), MemcgError> {
@@ -242,20 +255,20 @@ impl<R: RawMutex, V: PnLruvec> TreeLru<R, V> {
                 id: folio.memcg_id(),
             });
         }
-        let item = m.lruvec(node)?.add_folio(folio)?;
+        let item = add_folio(m.lruvec(node)?, folio)?;
         m.mod_lruvec_state(cpu, node, item, 1)
     }
 
     /// Takes a folio off its memcg's lruvec (TestClearLRU, unlink) and uncounts it; the
     /// caller then uncharges it. Fails if the folio is not on `m`'s LRU.
-    pub fn lru_del_folio<R2: RawMutex, P: MemCgroupPerNode<Lruvec = V>>(
+    pub fn lru_del_folio<P: MemCgroupPerNode>(
         &self,
-        m: &MemCgroup<R2, P>,
+        m: &MemCgroup<P>,
         cpu: usize,
         folio: &'static Folio,
     ) -> Result<(), MemcgError> {
         let node = folio.node() as usize;
-        let item = m.lruvec(node)?.del_folio(folio)?;
+        let item = del_folio(m.lruvec(node)?, folio)?;
         m.mod_lruvec_state(cpu, node, item, -1)
     }
 }

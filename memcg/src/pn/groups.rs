@@ -95,18 +95,31 @@ pub struct ReclaimIter {
     pub(crate) generation: AtomicU32,
 }
 
-/// Written by reclaim (`memcg_pn_write_hot`): the reclaim iterator and what reclaim did
-/// here. Linux also keeps `lru_zone_size[][]` in this group; in this model it lives in
-/// `lru::Lruvec` (its "lists" group, next to the list heads it counts), which `lru` owns.
+/// Written on every LRU add and delete and by reclaim (`memcg_pn_write_hot`):
+/// `lru_zone_size[][]` (the lruvec's per-zone list sizes, updated by the lru_lock holder
+/// through [`lru::LruvecHost`]), the reclaim iterator and what reclaim did here.
 #[repr(C, align(64))]
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct PnWriteHot {
+    /// `lru_zone_size[MAX_NR_ZONES][NR_LRU_LISTS]`.
+    pub(crate) lru_zone_size: lru::lruvec::LruZoneSize,
     /// Reclaim iterator (`iter`).
     pub(crate) iter: ReclaimIter,
     /// Folios scanned by memcg reclaim on this node.
     pub(crate) nr_scanned: AtomicU64,
     /// Folios reclaimed by memcg reclaim on this node.
     pub(crate) nr_reclaimed: AtomicU64,
+}
+
+impl Default for PnWriteHot {
+    fn default() -> Self {
+        Self {
+            lru_zone_size: lru::lruvec::new_lru_zone_size(),
+            iter: ReclaimIter::default(),
+            nr_scanned: AtomicU64::new(0),
+            nr_reclaimed: AtomicU64::new(0),
+        }
+    }
 }
 
 impl PnWriteHot {

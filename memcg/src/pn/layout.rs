@@ -1,177 +1,226 @@
-//! The layout report for `mem_cgroup_per_node` (both layouts) and `page_counter`, in the
-//! pahole style of `lru`'s report (`lru::layout`), plus the pairing each layout gets at
-//! both placements within a 128-byte pair.
+//! The layout report for `mem_cgroup_per_node` (both layouts, the lruvec and its lrugen
+//! expanded in place) and `page_counter`, in the pahole style of `lru`'s report
+//! (`lru::layout`), plus which line each hot line is fetched with at both placements.
 //!
-//! The runner's `layout` subcommand and the kernel's console print the same text; it is
-//! how a reader checks seed 001's claim without a disassembler: in the base layout at +0
-//! the read-mostly line pairs with the LRU list heads, in the paired layout with the cold
-//! line.
+//! The runner's `layout` subcommand and the kernel's console print the same text, for the
+//! types the kernel instantiates (ksync's ticket lock). It is how a reader checks seed
+//! 001's claim without a disassembler: in the base layout at +0 the read-mostly line pairs
+//! with the LRU list heads, in the paired layout with the cold line; at +64 the read-mostly
+//! line pairs with the last line of the previous `mem_cgroup_per_node` of the slab (its
+//! write-hot or cold group: objects are carved back to back, [`super::PnCache`]).
 
-use super::{MemCgroupPerNodeBase, MemCgroupPerNodePaired, PnCold, PnReadMostly, PnWriteHot};
+use super::{MemCgroupPerNode, PnCold, PnReadMostly, PnWriteHot};
 use crate::cacheline::{CACHELINE, CACHELINE_PAIR};
 use crate::page_counter::PageCounter;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
 use core::mem::{offset_of, size_of};
-use lock_api::RawMutex;
+use lru::Lruvec;
 use lru::layout::{FieldDesc, StructLayout};
-use lru::{LruGenFolio, Lruvec};
 
-fn read_mostly_fields(base: usize) -> [FieldDesc; 5] {
+fn group_fields(
+    base: usize,
+    group: &'static str,
+    fields: &[(&'static str, usize, usize)],
+) -> impl Iterator<Item = FieldDesc> {
+    fields.iter().map(move |&(name, offset, size)| FieldDesc {
+        name,
+        offset: base + offset,
+        size,
+        group,
+    })
+}
+
+fn read_mostly_fields(base: usize) -> impl Iterator<Item = FieldDesc> {
     type T = PnReadMostly;
-    let f = |name, offset, size| FieldDesc {
-        name,
-        offset: base + offset,
-        size,
-        group: "read_mostly",
-    };
-    [
-        f("memcg", offset_of!(T, memcg), size_of::<usize>()),
-        f(
-            "lruvec_stats_percpu",
-            offset_of!(T, lruvec_stats_percpu),
-            size_of::<crate::stats::LruvecStatsPercpu>(),
-        ),
-        f(
-            "lruvec_stats",
-            offset_of!(T, lruvec_stats),
-            size_of::<usize>(),
-        ),
-        f("node", offset_of!(T, node), size_of::<u32>()),
-        f(
-            "memcg_id",
-            offset_of!(T, memcg_id),
-            size_of::<crate::MemcgId>(),
-        ),
-    ]
+    group_fields(
+        base,
+        "read_mostly",
+        &[
+            ("memcg", offset_of!(T, memcg), size_of::<usize>()),
+            (
+                "lruvec_stats_percpu",
+                offset_of!(T, lruvec_stats_percpu),
+                size_of::<crate::stats::LruvecStatsPercpu>(),
+            ),
+            (
+                "lruvec_stats",
+                offset_of!(T, lruvec_stats),
+                size_of::<usize>(),
+            ),
+            ("node", offset_of!(T, node), size_of::<u32>()),
+            (
+                "memcg_id",
+                offset_of!(T, memcg_id),
+                size_of::<crate::MemcgId>(),
+            ),
+        ],
+    )
 }
 
-fn cold_fields(base: usize) -> [FieldDesc; 3] {
+fn cold_fields(base: usize) -> impl Iterator<Item = FieldDesc> {
     type T = PnCold;
-    let f = |name, offset, size| FieldDesc {
-        name,
-        offset: base + offset,
-        size,
-        group: "cold",
-    };
-    [
-        f("reparented_folios", offset_of!(T, reparented_folios), 8),
-        f("reparented_pages", offset_of!(T, reparented_pages), 8),
-        f("reparent_passes", offset_of!(T, reparent_passes), 4),
-    ]
+    group_fields(
+        base,
+        "cold",
+        &[
+            ("reparented_folios", offset_of!(T, reparented_folios), 8),
+            ("reparented_pages", offset_of!(T, reparented_pages), 8),
+            ("reparent_passes", offset_of!(T, reparent_passes), 4),
+        ],
+    )
 }
 
-fn write_hot_fields(base: usize) -> [FieldDesc; 3] {
+fn write_hot_fields(base: usize) -> impl Iterator<Item = FieldDesc> {
     type T = PnWriteHot;
-    let f = |name, offset, size| FieldDesc {
-        name,
-        offset: base + offset,
-        size,
-        group: "write_hot",
-    };
-    [
-        f("iter", offset_of!(T, iter), size_of::<super::ReclaimIter>()),
-        f("nr_scanned", offset_of!(T, nr_scanned), 8),
-        f("nr_reclaimed", offset_of!(T, nr_reclaimed), 8),
-    ]
+    group_fields(
+        base,
+        "write_hot",
+        &[
+            (
+                "lru_zone_size",
+                offset_of!(T, lru_zone_size),
+                size_of::<lru::lruvec::LruZoneSize>(),
+            ),
+            ("iter", offset_of!(T, iter), size_of::<super::ReclaimIter>()),
+            ("nr_scanned", offset_of!(T, nr_scanned), 8),
+            ("nr_reclaimed", offset_of!(T, nr_reclaimed), 8),
+        ],
+    )
 }
 
-fn lruvec_fields<R: RawMutex, G: LruGenFolio>(base: usize) -> impl Iterator<Item = FieldDesc> {
-    lru::lruvec::lruvec_fields::<R, G>()
-        .into_iter()
-        .map(move |f| FieldDesc {
-            name: f.name,
-            offset: base + f.offset,
-            size: f.size,
-            group: "lruvec",
-        })
-}
-
-/// The fields of `mem_cgroup_per_node` (base layout) with lruvec `Lruvec<R, G>`, in offset
-/// order.
-pub fn pn_base_fields<R: RawMutex + Sync + Send + 'static, G: LruGenFolio>() -> Vec<FieldDesc> {
-    type T<R, G> = MemCgroupPerNodeBase<Lruvec<R, G>>;
+/// The fields of `mem_cgroup_per_node` layout `P` in offset order, the lruvec and its
+/// lrugen expanded (each lrugen field keeps its seed-000 group; the other lruvec fields
+/// are group `lruvec`).
+pub fn pn_fields<P: MemCgroupPerNode>() -> Vec<FieldDesc> {
     let mut v = Vec::new();
-    v.extend(read_mostly_fields(offset_of!(T<R, G>, read_mostly)));
-    v.extend(lruvec_fields::<R, G>(offset_of!(T<R, G>, lruvec)));
-    v.extend(write_hot_fields(offset_of!(T<R, G>, write_hot)));
-    v.extend(cold_fields(offset_of!(T<R, G>, cold)));
+    v.extend(read_mostly_fields(P::READ_MOSTLY_OFFSET));
+    v.extend(cold_fields(P::COLD_OFFSET));
+    let lv = P::LRUVEC_OFFSET;
+    v.extend(
+        lru::lruvec::lruvec_fields_expanded::<P>()
+            .into_iter()
+            .map(|f| FieldDesc {
+                offset: lv + f.offset,
+                group: if matches!(
+                    f.group,
+                    "lists" | "cost" | "nonresident" | "identity" | "pgdat"
+                ) {
+                    "lruvec"
+                } else {
+                    f.group
+                },
+                ..f
+            }),
+    );
+    v.extend(write_hot_fields(P::WRITE_HOT_OFFSET));
     v.sort_by_key(|f| f.offset);
     v
 }
 
-/// The fields of `mem_cgroup_per_node` (paired layout) with lruvec `Lruvec<R, G>`, in
-/// offset order.
-pub fn pn_paired_fields<R: RawMutex + Sync + Send + 'static, G: LruGenFolio>() -> Vec<FieldDesc> {
-    type T<R, G> = MemCgroupPerNodePaired<Lruvec<R, G>>;
-    let mut v = Vec::new();
-    v.extend(read_mostly_fields(offset_of!(T<R, G>, read_mostly)));
-    v.extend(cold_fields(offset_of!(T<R, G>, cold)));
-    v.extend(lruvec_fields::<R, G>(offset_of!(T<R, G>, lruvec)));
-    v.extend(write_hot_fields(offset_of!(T<R, G>, write_hot)));
-    v.sort_by_key(|f| f.offset);
-    v
-}
-
-/// What the read-mostly line (line 0 of the struct) is fetched together with when the
-/// struct starts `placement` bytes (0 or 64) into a 128-byte pair: the name and group of
-/// the first field on the partner line, or "the preceding object".
-pub fn read_mostly_partner(fields: &[FieldDesc], placement: usize) -> (&'static str, &'static str) {
-    if placement % CACHELINE_PAIR >= CACHELINE {
-        return ("(the preceding object)", "outside");
-    }
-    fields
+/// The fields on line `line` of a struct with `fields`, as "name (group)" for one field or
+/// "first (group) .. last (group)" for several; "(padding)" for none.
+fn describe_line(fields: &[FieldDesc], line: usize) -> alloc::string::String {
+    use alloc::format;
+    let (lo, hi) = (line * CACHELINE, (line + 1) * CACHELINE);
+    let mut on = fields
         .iter()
-        .find(|f| f.offset >= CACHELINE && f.offset < 2 * CACHELINE)
-        .map_or(("(padding)", "none"), |f| (f.name, f.group))
+        .filter(|f| f.offset < hi && f.offset + f.size > lo);
+    match (on.next(), on.next_back()) {
+        (None, _) => alloc::string::String::from("(padding)"),
+        (Some(f), None) => format!("{} ({})", f.name, f.group),
+        (Some(f), Some(l)) => format!("{} ({}) .. {} ({})", f.name, f.group, l.name, l.group),
+    }
 }
 
-fn print_pn(
-    w: &mut dyn Write,
-    name: &str,
-    size: usize,
-    align: usize,
+/// What the line holding byte `offset` of the struct is fetched together with (its
+/// 128-byte pair partner) when the struct starts `placement` bytes (0 or 64) into a pair
+/// and its neighbours are objects of the same type carved back to back (a slab of
+/// `size`-byte objects, `size` a multiple of 128): a description of the partner line.
+pub fn pair_partner(
     fields: &[FieldDesc],
-) -> fmt::Result {
+    size: usize,
+    offset: usize,
+    placement: usize,
+) -> alloc::string::String {
+    use alloc::format;
+    let abs = placement % CACHELINE_PAIR + offset;
+    let line = abs / CACHELINE;
+    let partner_abs_line = line ^ 1;
+    // Back to struct-relative lines; a partner before the struct is the previous object's.
+    let start_line = (placement % CACHELINE_PAIR) / CACHELINE;
+    if partner_abs_line < start_line {
+        let prev_line = size / CACHELINE - 1;
+        format!(
+            "the previous object's line {prev_line}: {}",
+            describe_line(fields, prev_line)
+        )
+    } else {
+        let rel = partner_abs_line - start_line;
+        if rel * CACHELINE >= size {
+            format!("the next object's line 0: {}", describe_line(fields, 0))
+        } else {
+            format!("line {rel}: {}", describe_line(fields, rel))
+        }
+    }
+}
+
+fn print_pn<P: MemCgroupPerNode>(w: &mut dyn Write, name: &str) -> fmt::Result {
+    let fields = pn_fields::<P>();
+    let size = size_of::<P>();
     StructLayout {
         name,
         size,
-        align,
-        fields,
+        align: core::mem::align_of::<P>(),
+        fields: &fields,
     }
     .print(w)?;
-    for placement in [0, 64] {
-        let (field, group) = read_mostly_partner(fields, placement);
-        writeln!(
-            w,
-            "    at +{placement:<2}: read_mostly line pairs with {field} ({group})"
-        )?;
+    let lv = P::LRUVEC_OFFSET;
+    let lrugen = lv + Lruvec::<P>::LRUGEN_OFFSET;
+    let hot = [
+        ("read_mostly", P::READ_MOSTLY_OFFSET),
+        ("lru_lock", lv + Lruvec::<P>::LRU_LOCK_OFFSET),
+        (
+            "refaulted",
+            lrugen + <P::Gen as lru::LruGenFolio>::REFAULTED_OFFSET,
+        ),
+        (
+            "lrugen node",
+            lrugen + <P::Gen as lru::LruGenFolio>::MEMCG_NODE_OFFSET,
+        ),
+        ("pgdat", lv + Lruvec::<P>::PGDAT_OFFSET),
+        ("lru_zone_size", P::WRITE_HOT_OFFSET),
+    ];
+    for placement in [0, CACHELINE] {
+        for (what, offset) in hot {
+            writeln!(
+                w,
+                "    at +{placement:<2}: {what} (line {}) pairs with {}",
+                offset / CACHELINE,
+                pair_partner(&fields, size, offset, placement)
+            )?;
+        }
     }
     Ok(())
 }
 
-/// `struct page_counter`'s fields.
-pub fn page_counter_fields() -> [FieldDesc; 5] {
-    let f = |name, offset, size, group| FieldDesc {
-        name,
-        offset,
-        size,
-        group,
-    };
-    let limits = PageCounter::LIMITS_OFFSET;
-    [
-        f("usage", 0, 8, "usage"),
-        f("max", limits, 8, "limits"),
-        f("watermark", limits + 8, 8, "limits"),
-        f("failcnt", limits + 16, 8, "limits"),
-        f("parent", limits + 24, 8, "limits"),
-    ]
+/// `struct page_counter`'s fields, in its three groups.
+pub fn page_counter_fields() -> Vec<FieldDesc> {
+    let mut v: Vec<FieldDesc> = PageCounter::layout_fields().to_vec();
+    v.sort_by_key(|f| f.offset);
+    v
 }
 
-/// Prints `page_counter` and both `mem_cgroup_per_node` layouts with `Lruvec<R, G>`.
-pub fn report_with<R: RawMutex + Sync + Send + 'static, G: LruGenFolio>(
-    w: &mut dyn Write,
-) -> fmt::Result {
+/// Prints `page_counter` and both `mem_cgroup_per_node` layouts `Base` and `Paired` (with
+/// the default grouped `lru_gen_folio`), then both layouts with the base `lru_gen_folio`
+/// (seed 000's "before", as embedded in the struct).
+pub fn report_with<BaseG, PairedG, BaseB, PairedB>(w: &mut dyn Write) -> fmt::Result
+where
+    BaseG: MemCgroupPerNode,
+    PairedG: MemCgroupPerNode,
+    BaseB: MemCgroupPerNode,
+    PairedB: MemCgroupPerNode,
+{
     let pc = page_counter_fields();
     StructLayout {
         name: "page_counter",
@@ -180,26 +229,15 @@ pub fn report_with<R: RawMutex + Sync + Send + 'static, G: LruGenFolio>(
         fields: &pc,
     }
     .print(w)?;
-    let base = pn_base_fields::<R, G>();
-    print_pn(
-        w,
-        "mem_cgroup_per_node (base)",
-        size_of::<MemCgroupPerNodeBase<Lruvec<R, G>>>(),
-        core::mem::align_of::<MemCgroupPerNodeBase<Lruvec<R, G>>>(),
-        &base,
-    )?;
-    let paired = pn_paired_fields::<R, G>();
-    print_pn(
-        w,
-        "mem_cgroup_per_node (paired)",
-        size_of::<MemCgroupPerNodePaired<Lruvec<R, G>>>(),
-        core::mem::align_of::<MemCgroupPerNodePaired<Lruvec<R, G>>>(),
-        &paired,
-    )
+    print_pn::<BaseG>(w, "mem_cgroup_per_node (base)")?;
+    print_pn::<PairedG>(w, "mem_cgroup_per_node (paired)")?;
+    print_pn::<BaseB>(w, "mem_cgroup_per_node (base, base lrugen)")?;
+    print_pn::<PairedB>(w, "mem_cgroup_per_node (paired, base lrugen)")
 }
 
-/// [`report_with`] for `lru`'s spinlock and the grouped `lru_gen_folio` (the default).
+/// [`report_with`] for the types the kernel instantiates (ksync's ticket lock).
 #[cfg(not(loom))]
 pub fn report(w: &mut dyn Write) -> fmt::Result {
-    report_with::<lru::sync::RawSpinlock, lru::LruGenFolioGrouped>(w)
+    use super::kernel_types::*;
+    report_with::<BaseGrouped, PairedGrouped, BaseBase, PairedBase>(w)
 }

@@ -2,8 +2,9 @@
 //!
 //! Linux groups the struct into cachelines: `memcg_pn_read_mostly` (memcg back pointer and
 //! the lruvec stats pointers, read by every stat update), the `lruvec` (LRU list heads and
-//! lru_lock, written constantly under the lock), `memcg_pn_write_hot` (lru_zone_size[] and
-//! the reclaim iterator) and `memcg_pn_cold` (touched only at reparent/free).
+//! lru_lock, written constantly under the lock), `memcg_pn_write_hot` (`lru_zone_size[][]`
+//! and the reclaim iterator; the lock holder writes `lru_zone_size` on every LRU add and
+//! delete) and `memcg_pn_cold` (touched only at reparent/free).
 //!
 //! - [`MemCgroupPerNodeBase`] is the layout before seed 001: read_mostly, lruvec, write_hot,
 //!   cold. When the struct starts on a 128-byte boundary the read-mostly line and the
@@ -12,44 +13,30 @@
 //! - [`MemCgroupPerNodePaired`] is seed 001 patch 1: cold moves right after read_mostly, so
 //!   the read-mostly line is paired with the cold line instead.
 //!
-//! Both are compiled into every build; [`PnPlacement`] puts a struct at +0 or +64 within a
-//! 128-byte pair so benchmarks show both pairings instead of leaving them to the allocator
-//! ("depending on where struct mem_cgroup_per_node lands in its slab"). The compile-time
-//! assertions below (and, per lruvec type, in [`assert_pn_layouts`]) prove each pairing.
+//! Both are compiled into every build. Each is the [`lru::LruvecHost`] of its lruvec: the
+//! lruvec's list code updates `lru_zone_size` here, in the write-hot group after the
+//! lruvec, as `mem_cgroup_update_lru_size()` does through `container_of`. The compile-time
+//! assertions below are written against the embedded offsets (lrugen inside the lruvec
+//! inside `mem_cgroup_per_node`) with the kernel's lock ([`ksync::Ticket`]), so each
+//! pairing they state holds for the kernel's build. [`PnPlacement`] puts the structs at +0
+//! or +64 of a 128-byte pair, so benchmarks show both pairings.
 
-mod alloc_box;
 mod groups;
 pub mod layout;
+mod slab;
 
-pub use alloc_box::{PnBox, PnPlacement};
 pub use groups::{PnCold, PnReadMostly, PnWriteHot, ReclaimIter};
+pub use slab::{PN_PER_CHUNK, PnCache, PnPlacement};
 
-use crate::cacheline::{CACHELINE, CacheAligned, member_in_group, pair_of};
-use crate::error::{MemcgError, MemcgId};
-use crate::lru_glue::{Isolated, Moved};
-use crate::stats::NodeStatItem;
-use alloc::vec::Vec;
+#[cfg(not(loom))]
+use crate::cacheline::member_in_group;
+use crate::cacheline::{CACHELINE, CacheAligned, pair_of};
+use crate::error::MemcgId;
 use core::mem::{offset_of, size_of};
 use core::ptr::NonNull;
-
-/// What `mem_cgroup_per_node` and memcg reclaim need from the lruvec they embed;
-/// implemented for `lru::Lruvec` in [`crate::lru_glue`].
-pub trait PnLruvec: lru::MemcgFifoEntry + Send + Sync + Sized + 'static {
-    /// A new, empty lruvec for `node`, owned by memcg `memcg_id`, running MGLRU if `mglru`.
-    fn new_for_memcg(node: usize, memcg_id: MemcgId, mglru: bool) -> Result<Self, MemcgError>;
-    /// The node of this lruvec (`lruvec_pgdat(lruvec)->node_id`). This reads the lruvec's
-    /// own line, next to lru_lock: the access seed 001 patch 2 removes from stat updates.
-    fn node_id(&self) -> usize;
-    /// Takes up to `nr` of the coldest evictable folios off the lruvec for reclaim
-    /// (TestClearLRU, then unlink under lru_lock); MGLRU ages first if it must.
-    fn reclaim(&self, nr: usize, swappiness: u8, now: u64) -> Isolated;
-    /// Moves every folio to `dst`, relabelled with `dst_memcg` (reparenting).
-    fn splice_to(&self, dst: &Self, dst_memcg: MemcgId) -> Vec<Moved>;
-    /// Adds a folio that is on no list; returns the stat item it is counted under.
-    fn add_folio(&self, folio: &'static lru::Folio) -> Result<NodeStatItem, MemcgError>;
-    /// Isolates and unlinks a folio; returns the stat item it was counted under.
-    fn del_folio(&self, folio: &'static lru::Folio) -> Result<NodeStatItem, MemcgError>;
-}
+use ksync::LockFamily;
+use lru::lruvec::LruZoneSize;
+use lru::{LruGenFolio, LruMode, Lruvec, LruvecHost, LruvecLock, PgData};
 
 /// Which order the groups are in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,86 +47,124 @@ pub enum PnLayoutKind {
     Paired,
 }
 
-/// A `mem_cgroup_per_node` layout.
-pub trait MemCgroupPerNode: Send + Sync + Sized + 'static {
-    /// The embedded lruvec type.
-    type Lruvec: PnLruvec;
+/// What a new `mem_cgroup_per_node` is built from.
+#[derive(Debug)]
+pub struct PnInit<'a, P: LruvecHost> {
+    /// Back pointer to the owning `struct mem_cgroup` (type-erased).
+    pub memcg: NonNull<()>,
+    /// The memcg's id.
+    pub memcg_id: MemcgId,
+    /// The node (its `pglist_data`).
+    pub pgdat: &'static PgData<P>,
+    /// CPUs the per-CPU stats are built for.
+    pub nr_cpus: usize,
+    /// Classic or MGLRU lruvec.
+    pub mode: LruMode,
+    /// Own or node lru_lock (seed 004).
+    pub lock: LruvecLock,
+    /// Aging clock at creation.
+    pub now: u64,
+    /// Ties the init to the caller's borrow.
+    pub _marker: core::marker::PhantomData<&'a ()>,
+}
+
+/// A `mem_cgroup_per_node` layout: the host of its lruvec.
+pub trait MemCgroupPerNode: LruvecHost {
     /// Which layout this is.
     const KIND: PnLayoutKind;
-    /// Byte offset of the lruvec inside the struct (for `container_of`).
-    const LRUVEC_OFFSET: usize;
+    /// Byte offset of `memcg_pn_read_mostly`.
+    const READ_MOSTLY_OFFSET: usize;
+    /// Byte offset of `memcg_pn_cold`.
+    const COLD_OFFSET: usize;
+    /// Byte offset of `memcg_pn_write_hot` (and so of `lru_zone_size`).
+    const WRITE_HOT_OFFSET: usize;
 
-    /// A new per-node info for `node` of the memcg at `memcg` (type-erased back pointer).
-    fn new(
-        memcg: NonNull<()>,
-        memcg_id: MemcgId,
-        node: usize,
-        nr_cpus: usize,
-        mglru: bool,
-    ) -> Result<Self, MemcgError>;
+    /// A new per-node info (built in place: the lruvec is created inside it).
+    fn new(init: PnInit<'_, Self>) -> Self;
     /// `memcg_pn_read_mostly`.
     fn read_mostly(&self) -> &PnReadMostly;
     /// `memcg_pn_cold`.
     fn cold(&self) -> &PnCold;
     /// The lruvec.
-    fn lruvec(&self) -> &Self::Lruvec;
+    fn lruvec(&self) -> &Lruvec<Self>;
     /// `memcg_pn_write_hot`.
     fn write_hot(&self) -> &PnWriteHot;
 
     /// `container_of(lruvec, struct mem_cgroup_per_node, lruvec)`.
-    ///
-    /// # Safety
-    ///
-    /// `lruvec` must be the `lruvec` field of a live `Self`.
-    unsafe fn from_lruvec(lruvec: &Self::Lruvec) -> &Self {
-        let p = (lruvec as *const Self::Lruvec).cast::<u8>();
-        // SAFETY: the caller guarantees `lruvec` sits LRUVEC_OFFSET bytes into a live
-        // `Self`, so stepping back lands on that `Self`, valid for the same lifetime.
-        unsafe { &*p.sub(Self::LRUVEC_OFFSET).cast::<Self>() }
+    #[inline]
+    fn from_lruvec(lruvec: &Lruvec<Self>) -> &Self {
+        lruvec.host()
     }
 }
 
 /// The layout before seed 001: the read-mostly line can pair with the LRU list heads.
 #[repr(C)]
-#[derive(Debug)]
-pub struct MemCgroupPerNodeBase<V> {
+pub struct MemCgroupPerNodeBase<F: LockFamily, G: LruGenFolio> {
     read_mostly: PnReadMostly,
-    lruvec: CacheAligned<V>,
+    lruvec: CacheAligned<Lruvec<MemCgroupPerNodeBase<F, G>>>,
     write_hot: PnWriteHot,
     cold: PnCold,
 }
 
 /// Seed 001 patch 1: the read-mostly line is paired with the cold line.
 #[repr(C)]
-#[derive(Debug)]
-pub struct MemCgroupPerNodePaired<V> {
+pub struct MemCgroupPerNodePaired<F: LockFamily, G: LruGenFolio> {
     read_mostly: PnReadMostly,
     cold: PnCold,
-    lruvec: CacheAligned<V>,
+    lruvec: CacheAligned<Lruvec<MemCgroupPerNodePaired<F, G>>>,
     write_hot: PnWriteHot,
 }
 
 macro_rules! impl_pn {
     ($ty:ident, $kind:expr) => {
-        impl<V: PnLruvec> MemCgroupPerNode for $ty<V> {
-            type Lruvec = V;
-            const KIND: PnLayoutKind = $kind;
-            const LRUVEC_OFFSET: usize = offset_of!($ty<V>, lruvec);
+        // SAFETY: `lruvec` is private to this module and built only in place in `new`
+        // (as a field of the struct literal), so every `Lruvec<$ty<F, G>>` is the `lruvec`
+        // field of a `$ty<F, G>`; `CacheAligned` is `repr(C)` with the value at offset 0,
+        // so the lruvec is at `offset_of!($ty<F, G>, lruvec)`.
+        unsafe impl<F: LockFamily, G: LruGenFolio> LruvecHost for $ty<F, G> {
+            type Family = F;
+            type Gen = G;
+            const LRUVEC_OFFSET: usize = offset_of!($ty<F, G>, lruvec);
 
-            fn new(
-                memcg: NonNull<()>,
-                memcg_id: MemcgId,
-                node: usize,
-                nr_cpus: usize,
-                mglru: bool,
-            ) -> Result<Self, MemcgError> {
-                const { assert_pn_layouts::<V>() };
-                Ok(Self {
-                    read_mostly: PnReadMostly::new(memcg, memcg_id, node, nr_cpus),
-                    lruvec: CacheAligned(V::new_for_memcg(node, memcg_id, mglru)?),
+            #[inline]
+            fn lru_zone_size(&self) -> &LruZoneSize {
+                &self.write_hot.lru_zone_size
+            }
+
+            /// The parent memcg's lruvec on this node (`parent_lruvec()`).
+            fn parent_lruvec(&self) -> Option<&Lruvec<Self>> {
+                // SAFETY: `memcg` is the back pointer set at allocation to the memcg that
+                // owns this `mem_cgroup_per_node`, which outlives it; a memcg holds a
+                // reference on its parent, so the parent outlives it too.
+                let memcg = unsafe {
+                    self.read_mostly
+                        .memcg
+                        .cast::<crate::MemCgroup<Self>>()
+                        .as_ref()
+                };
+                memcg.parent()?.lruvec(self.read_mostly.node as usize).ok()
+            }
+        }
+
+        impl<F: LockFamily, G: LruGenFolio> MemCgroupPerNode for $ty<F, G> {
+            const KIND: PnLayoutKind = $kind;
+            const READ_MOSTLY_OFFSET: usize = offset_of!($ty<F, G>, read_mostly);
+            const COLD_OFFSET: usize = offset_of!($ty<F, G>, cold);
+            const WRITE_HOT_OFFSET: usize = offset_of!($ty<F, G>, write_hot);
+
+            fn new(init: PnInit<'_, Self>) -> Self {
+                const { assert_pn_layouts::<$ty<F, G>>() };
+                let node = init.pgdat.node_id() as usize;
+                Self {
+                    read_mostly: PnReadMostly::new(init.memcg, init.memcg_id, node, init.nr_cpus),
+                    // SAFETY: built in place as the `lruvec` field of `Self` (see the
+                    // `LruvecHost` impl above).
+                    lruvec: CacheAligned(unsafe {
+                        Lruvec::new(init.memcg_id, init.pgdat, init.mode, init.lock, init.now)
+                    }),
                     write_hot: PnWriteHot::default(),
                     cold: PnCold::default(),
-                })
+                }
             }
 
             #[inline]
@@ -153,7 +178,7 @@ macro_rules! impl_pn {
             }
 
             #[inline]
-            fn lruvec(&self) -> &V {
+            fn lruvec(&self) -> &Lruvec<Self> {
                 &self.lruvec.0
             }
 
@@ -162,17 +187,43 @@ macro_rules! impl_pn {
                 &self.write_hot
             }
         }
+
+        impl<F: LockFamily, G: LruGenFolio> core::fmt::Debug for $ty<F, G> {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                f.debug_struct(stringify!($ty))
+                    .field("read_mostly", &self.read_mostly)
+                    .field("lruvec", &self.lruvec.0)
+                    .finish_non_exhaustive()
+            }
+        }
     };
 }
 
 impl_pn!(MemCgroupPerNodeBase, PnLayoutKind::Base);
 impl_pn!(MemCgroupPerNodePaired, PnLayoutKind::Paired);
 
-// The pairing for the lruvec type the kernel and the report use.
+/// The layouts the kernel and the reports instantiate: ksync's ticket lock, both
+/// `lru_gen_folio` layouts.
+#[cfg(not(loom))]
+pub mod kernel_types {
+    /// Base layout, grouped `lru_gen_folio`.
+    pub type BaseGrouped = super::MemCgroupPerNodeBase<ksync::Ticket, lru::LruGenFolioGrouped>;
+    /// Paired layout, grouped `lru_gen_folio`.
+    pub type PairedGrouped = super::MemCgroupPerNodePaired<ksync::Ticket, lru::LruGenFolioGrouped>;
+    /// Base layout, base `lru_gen_folio`.
+    pub type BaseBase = super::MemCgroupPerNodeBase<ksync::Ticket, lru::LruGenFolioBase>;
+    /// Paired layout, base `lru_gen_folio`.
+    pub type PairedBase = super::MemCgroupPerNodePaired<ksync::Ticket, lru::LruGenFolioBase>;
+}
+
+// The pairings, for the types the kernel instantiates (a failure is a compile error).
 #[cfg(not(loom))]
 const _: () = {
-    assert_pn_layouts::<lru::Lruvec<lru::sync::RawSpinlock, lru::LruGenFolioGrouped>>();
-    assert_pn_layouts::<lru::Lruvec<lru::sync::RawSpinlock, lru::LruGenFolioBase>>();
+    use kernel_types::*;
+    assert_pn_layouts::<BaseGrouped>();
+    assert_pn_layouts::<PairedGrouped>();
+    assert_pn_layouts::<BaseBase>();
+    assert_pn_layouts::<PairedBase>();
 };
 
 // Group membership and group sizes do not depend on the lruvec type.
@@ -193,68 +244,111 @@ const _: () = {
     assert!(offset_of!(PnReadMostly, lruvec_stats) + size_of::<usize>() <= CACHELINE);
     // memcg_pn_cold: one line.
     assert!(size_of::<PnCold>() == CACHELINE);
-    // memcg_pn_write_hot: the reclaim iterator and counters, one line.
-    assert!(size_of::<PnWriteHot>() == CACHELINE);
+    // memcg_pn_write_hot: lru_zone_size first (written by the lock holder), then the
+    // reclaim iterator and counters; four lines (lru_zone_size is 5 x 5 words).
+    assert!(offset_of!(PnWriteHot, lru_zone_size) == 0);
+    assert!(size_of::<PnWriteHot>() == 4 * CACHELINE);
 };
 
-/// The pairing each layout promises, for lruvec type `V`; a compile error if it fails.
+/// The pairing each layout promises for host `P` (a `mem_cgroup_per_node` type), checked
+/// at compile time on the embedded offsets (lrugen inside the lruvec inside `P`), with the
+/// lock type `P` is built with.
 ///
 /// Offsets are from the start of the struct, which [`PnPlacement::PairStart`] puts on a
-/// 128-byte boundary:
-/// - both: the memcg and stats pointers are members of read_mostly, read_mostly is line 0
-///   and each group starts a line;
-/// - base: read_mostly shares pair 0 with the lruvec's first line (the LRU list heads);
-/// - paired: read_mostly shares pair 0 with cold, and the lruvec starts a later pair.
-pub const fn assert_pn_layouts<V>() {
-    macro_rules! member_in {
-        ($ty:ty, $group:ident, $member:ident, $msize:expr, $gsize:expr) => {
-            assert!(member_in_group(
-                offset_of!($ty, $group.$member),
-                $msize,
-                offset_of!($ty, $group),
-                $gsize
-            ))
-        };
+/// 128-byte boundary (at +64 every line moves to the other half of its pair):
+/// - both: the struct is a whole number of 128-byte pairs, so objects carved back to back
+///   ([`PnCache`]) all keep one placement;
+/// - base at +0 (seed 001's "before"): line 0 (read_mostly) and line 1, the first line of
+///   the LRU list heads, are one pair;
+/// - paired at +0 (seed 001 patch 1): line 1 is the cold group, the lruvec starts pair 1;
+/// - both: `lruvec->pgdat`, the last field of the lruvec, which every path-A stat update
+///   reads, is on the line right before `lru_zone_size` (written under the lock on every
+///   LRU add and delete), so at one of the two placements they are one pair (the layout
+///   report says which);
+/// - seed 000: with the grouped `lru_gen_folio`, `evicted[]` and `refaulted[]` start a
+///   line and share none with the FIFO node (`enabled`/`gen`/`seg`/`bin`/`list`); with the
+///   base one, `refaulted[]` ends on the line right before the node or on the node's own
+///   line (they are one pair at one of the two placements at least).
+pub const fn assert_pn_layouts<P: MemCgroupPerNode>() {
+    use crate::cacheline::{line_of, share_line};
+    let lv = P::LRUVEC_OFFSET;
+    let lrugen = lv + Lruvec::<P>::LRUGEN_OFFSET;
+    let pgdat = lv + Lruvec::<P>::PGDAT_OFFSET;
+    assert!(size_of::<P>().is_multiple_of(crate::cacheline::CACHELINE_PAIR));
+    assert!(P::WRITE_HOT_OFFSET == lv + size_of::<CacheAligned<Lruvec<P>>>());
+    match P::KIND {
+        PnLayoutKind::Base => {
+            assert!(lv == CACHELINE);
+            assert!(pair_of(lv) == 0);
+        }
+        PnLayoutKind::Paired => {
+            assert!(P::COLD_OFFSET == CACHELINE);
+            assert!(lv == 2 * CACHELINE);
+            assert!(pair_of(lv) == 1);
+        }
     }
-    macro_rules! members {
-        ($ty:ty) => {
-            let rm = size_of::<PnReadMostly>();
-            member_in!($ty, read_mostly, memcg, size_of::<NonNull<()>>(), rm);
-            member_in!(
-                $ty,
-                read_mostly,
-                lruvec_stats_percpu,
-                size_of::<crate::stats::LruvecStatsPercpu>(),
-                rm
-            );
-            member_in!($ty, read_mostly, lruvec_stats, size_of::<usize>(), rm);
-            member_in!($ty, cold, reparented_folios, 8, size_of::<PnCold>());
-            member_in!(
-                $ty,
-                write_hot,
-                iter,
-                size_of::<ReclaimIter>(),
-                size_of::<PnWriteHot>()
-            );
-        };
+    assert!(line_of(pgdat) + 1 == line_of(P::WRITE_HOT_OFFSET));
+    let node = lrugen + <P::Gen as LruGenFolio>::MEMCG_NODE_OFFSET;
+    let node_size = size_of::<lru::LruGenMemcgNode>();
+    let tier_hist = size_of::<lru::lru_gen::TierHist>();
+    let evicted = lrugen + <P::Gen as LruGenFolio>::EVICTED_OFFSET;
+    let refaulted = lrugen + <P::Gen as LruGenFolio>::REFAULTED_OFFSET;
+    if <P::Gen as LruGenFolio>::STATS_GROUPED {
+        assert!(!share_line(evicted, tier_hist, node, node_size));
+        assert!(!share_line(refaulted, tier_hist, node, node_size));
+        assert!(evicted.is_multiple_of(CACHELINE));
+    } else {
+        let last = line_of(refaulted + tier_hist - 1);
+        assert!(last == line_of(node) || last + 1 == line_of(node));
     }
-    members!(MemCgroupPerNodeBase<V>);
-    members!(MemCgroupPerNodePaired<V>);
-    // base
-    assert!(offset_of!(MemCgroupPerNodeBase<V>, read_mostly) == 0);
-    assert!(offset_of!(MemCgroupPerNodeBase<V>, lruvec) == CACHELINE);
-    assert!(pair_of(offset_of!(MemCgroupPerNodeBase<V>, lruvec)) == 0);
-    assert!(offset_of!(MemCgroupPerNodeBase<V>, write_hot) % CACHELINE == 0);
-    assert!(offset_of!(MemCgroupPerNodeBase<V>, cold) % CACHELINE == 0);
-    assert!(
-        offset_of!(MemCgroupPerNodeBase<V>, cold)
-            == offset_of!(MemCgroupPerNodeBase<V>, write_hot) + size_of::<PnWriteHot>()
-    );
-    // paired
-    assert!(offset_of!(MemCgroupPerNodePaired<V>, read_mostly) == 0);
-    assert!(offset_of!(MemCgroupPerNodePaired<V>, cold) == CACHELINE);
-    assert!(pair_of(offset_of!(MemCgroupPerNodePaired<V>, cold)) == 0);
-    assert!(offset_of!(MemCgroupPerNodePaired<V>, lruvec) == 2 * CACHELINE);
-    assert!(pair_of(offset_of!(MemCgroupPerNodePaired<V>, lruvec)) == 1);
-    assert!(offset_of!(MemCgroupPerNodePaired<V>, write_hot) % CACHELINE == 0);
 }
+
+/// Compile-time checks that need the concrete structs (field offsets).
+#[cfg(not(loom))]
+macro_rules! assert_pn_fields {
+    ($ty:ty, $kind:ident) => {
+        const _: () = {
+            type T = $ty;
+            let rm = size_of::<PnReadMostly>();
+            assert!(member_in_group(
+                offset_of!(T, read_mostly.memcg),
+                size_of::<NonNull<()>>(),
+                offset_of!(T, read_mostly),
+                rm
+            ));
+            assert!(offset_of!(T, read_mostly) == 0);
+            assert!(offset_of!(T, cold) % CACHELINE == 0);
+            assert!(offset_of!(T, write_hot) % CACHELINE == 0);
+            // lru_zone_size follows the lruvec, in write_hot.
+            assert!(
+                offset_of!(T, write_hot)
+                    == offset_of!(T, lruvec) + size_of::<CacheAligned<Lruvec<T>>>()
+            );
+            assert!(member_in_group(
+                offset_of!(T, write_hot.lru_zone_size),
+                size_of::<LruZoneSize>(),
+                offset_of!(T, write_hot),
+                size_of::<PnWriteHot>()
+            ));
+    assert_pn_fields!(@$kind T);
+        };
+    };
+    (@Base $t:ty) => {
+        assert!(offset_of!($t, cold) == offset_of!($t, write_hot) + size_of::<PnWriteHot>());
+        assert!(pair_of(offset_of!($t, lruvec)) == 0);
+    };
+    (@Paired $t:ty) => {
+        assert!(offset_of!($t, cold) == CACHELINE);
+        assert!(pair_of(offset_of!($t, cold)) == 0);
+        assert!(pair_of(offset_of!($t, lruvec)) == 1);
+    };
+}
+
+#[cfg(not(loom))]
+assert_pn_fields!(kernel_types::BaseGrouped, Base);
+#[cfg(not(loom))]
+assert_pn_fields!(kernel_types::BaseBase, Base);
+#[cfg(not(loom))]
+assert_pn_fields!(kernel_types::PairedGrouped, Paired);
+#[cfg(not(loom))]
+assert_pn_fields!(kernel_types::PairedBase, Paired);

@@ -1,36 +1,68 @@
-//! Shared host-test setup: a memcg tree on `spin`'s lock, leaked `'static` folios, and a
-//! free hook that counts reclaimed folios.
+//! Shared host-test setup: a memcg tree on ksync's ticket locks over fresh nodes, an RCU
+//! domain whose CPUs the test thread stands in for, leaked `'static` folios, and a free
+//! hook that counts reclaimed folios.
 #![allow(dead_code)]
 
-use lru::{Folio, FolioFlags, LruGenFolioGrouped, Lruvec, Zone};
-use memcg::{ManualRcu, MemCgroupPerNodePaired, MemcgConfig, MemcgTree, TreeLru};
+use ksync::Ticket;
+use lru::{Folio, FolioFlags, LruGenFolioGrouped, Rcu, Zone};
+use memcg::{FolioFree, MemCgroupPerNodePaired, MemcgConfig, MemcgTree, TreeLru};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-pub type Lock = spin::mutex::SpinMutex<()>;
-pub type Pn = MemCgroupPerNodePaired<Lruvec<Lock, LruGenFolioGrouped>>;
-pub type Tree = MemcgTree<Lock, Pn, ManualRcu>;
-pub type Ref<'t> = memcg::MemcgRef<'t, Lock, Pn, ManualRcu>;
+pub type Lock = Ticket;
+pub type Pn = MemCgroupPerNodePaired<Ticket, LruGenFolioGrouped>;
+pub type Tree = MemcgTree<Pn>;
+pub type Ref<'t> = memcg::MemcgRef<'t, Pn>;
 
 pub struct Setup {
     pub tree: Tree,
     pub freed: Arc<AtomicU64>,
 }
 
-pub fn setup(nr_cpus: usize, nr_nodes: usize, mglru: bool) -> Setup {
-    let freed = Arc::new(AtomicU64::new(0));
-    let f = freed.clone();
-    let lru = TreeLru::new(
-        nr_nodes,
-        lru::TailMode::Cached,
+/// A leaked RCU domain of `nr_cpus` CPUs, all online (the test thread stands in for all of
+/// them; see [`grace_period`]).
+pub fn rcu(nr_cpus: usize) -> &'static Rcu<Ticket> {
+    let rcu: &'static Rcu<Ticket> = Box::leak(Box::new(Rcu::new(nr_cpus)));
+    for cpu in 0..nr_cpus {
+        rcu.online(cpu).unwrap();
+    }
+    rcu
+}
+
+/// A grace period of `tree`'s domain, driven by a test thread that holds no read guard and
+/// stands in for every CPU: all CPUs go through an extended quiescent state (offline), the
+/// grace period completes, and they come back online.
+pub fn grace_period(tree: &Tree) {
+    let rcu = tree.rcu();
+    for cpu in 0..rcu.nr_cpus() {
+        rcu.offline(cpu).unwrap();
+    }
+    rcu.synchronize(None).unwrap();
+    for cpu in 0..rcu.nr_cpus() {
+        rcu.online(cpu).unwrap();
+    }
+}
+
+pub fn tree_lru(mglru: bool, freed: Arc<AtomicU64>) -> TreeLru {
+    TreeLru::new(
         mglru,
         Box::new(move |_cpu, _folio, _shadow| {
-            f.fetch_add(1, Ordering::Relaxed);
+            freed.fetch_add(1, Ordering::Relaxed);
+            FolioFree::Freed
         }),
-    );
-    let tree = MemcgTree::new(MemcgConfig::new(nr_cpus, nr_nodes), ManualRcu::new(), lru)
+    )
+}
+
+pub fn setup_with(config: MemcgConfig, mglru: bool) -> Setup {
+    let freed = Arc::new(AtomicU64::new(0));
+    let lru = tree_lru(mglru, freed.clone());
+    let tree = MemcgTree::with_new_nodes(config, lru::TailMode::Cached, rcu(config.nr_cpus), lru)
         .expect("valid config");
     Setup { tree, freed }
+}
+
+pub fn setup(nr_cpus: usize, nr_nodes: usize, mglru: bool) -> Setup {
+    setup_with(MemcgConfig::new(nr_cpus, nr_nodes), mglru)
 }
 
 static NEXT_PFN: AtomicU64 = AtomicU64::new(1);
@@ -75,5 +107,5 @@ pub fn try_fault(
 /// The free path: off the LRU, uncharge.
 pub fn free(tree: &Tree, memcg: &Ref<'_>, cpu: usize, f: &'static Folio) {
     tree.lru().lru_del_folio(memcg, cpu, f).unwrap();
-    tree.uncharge_folio(f).unwrap();
+    tree.uncharge_folio(cpu, f).unwrap();
 }

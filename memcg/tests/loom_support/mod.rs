@@ -1,4 +1,4 @@
-//! A `lock_api::RawMutex` usable inside loom models.
+//! A `lock_api::RawMutex` usable inside loom models, and the lock family made of it.
 //!
 //! `RawMutex::INIT` must be a constant and loom's atomics cannot be built in a constant, so
 //! the lock word is a `core` atomic and a waiter yields to loom's scheduler while it spins.
@@ -32,6 +32,13 @@ unsafe impl lock_api::RawMutex for LoomRawMutex {
     unsafe fn unlock(&self) {
         self.0.store(false, Ordering::Release);
     }
+}
+
+/// The lock family of the loom models: `Lock<C>` is [`LoomRawMutex`] for every class `C`.
+pub struct Loom;
+
+impl ksync::LockFamily for Loom {
+    type Lock<C: ksync::LockClass> = LoomRawMutex;
 }
 
 /// A loom model bounded so the whole suite runs in seconds.

@@ -1,58 +1,78 @@
 //! The memcg hierarchy: creation under a parent, lookup by id, offline with reparenting,
 //! and freeing after an RCU grace period (`mem_cgroup_css_alloc()`, `mem_cgroup_from_id()`,
-//! `mem_cgroup_css_offline()`, `mem_cgroup_css_free()`; the id table is Linux's
-//! `mem_cgroup_idr`).
+//! `mem_cgroup_css_offline()`, `mem_cgroup_css_free()`).
 //!
-//! The topology (id table, children lists, the zombie and dying lists) sits behind one lock,
-//! as Linux's `cgroup_mutex`. The hot paths never take it: charging, stat updates and LRU
-//! work go through a [`MemcgRef`], a counted reference (`css_get()`/`css_put()`).
+//! The topology (children lists, the zombie and dying lists, id allocation) sits behind the
+//! tree lock (class `memcg_tree`, Linux's `cgroup_mutex`). The hot paths never take it:
+//! charging, stat updates and LRU work go through a [`MemcgRef`] (`css_get()`/`css_put()`)
+//! or look memcgs up by id in the RCU-readable id table ([`idr`]) with no lock at all;
+//! the lock order is the tree lock, then `rstat_lock`, then LRU locks (see
+//! `docs/design.md`).
 //!
 //! Lifetime of a memcg: online -> [`MemcgTree::offline`] (stocks drained, LRU folios and
 //! their charges moved to the parent, the tree's own reference dropped; the memcg becomes a
 //! zombie that keeps its id) -> [`MemcgTree::reap`] notices it is unreferenced and holds no
-//! charge, flushes its stats into the parent and unlinks it -> after an RCU grace period the
-//! next `reap` frees it and drops its reference on the parent.
+//! charge (every charged folio holds a css reference, as in Linux), flushes its stats into
+//! the parent, takes it off the memcg FIFOs and out of the id table -> once a grace period
+//! of the tree's RCU domain has passed since then
+//! (`get_state_synchronize_rcu()`/`poll_state_synchronize_rcu()`), the next `reap` frees
+//! it and drops its reference on the parent.
+
+mod handle;
+pub(crate) mod idr;
+
+pub use handle::MemcgRef;
 
 use crate::error::{MemcgError, MemcgId};
-use crate::memcontrol::MemCgroup;
-use crate::pn::{MemCgroupPerNode, PnPlacement};
-use crate::rcu::RcuPoll;
+use crate::lru_glue::TreeLru;
+use crate::memcontrol::{MemCgroup, MemcgInit, NodeData};
+use crate::pn::{MemCgroupPerNode, PnCache, PnPlacement};
 use crate::stock::ChargeStocks;
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::ptr::NonNull;
-use lock_api::{Mutex, RawMutex};
+use idr::IdTable;
+use ksync::class::std_classes::{MemcgTreeLock, RstatLock};
+use lock_api::Mutex;
+use lru::rcu::RcuReadGuard;
+use lru::sync::Lock;
+use lru::{LruvecLock, Rcu};
 
 /// Largest number of memcgs an id can name (`MEM_CGROUP_ID_MAX` + 1; ids are 16-bit, the
 /// width `lru`'s folios store).
 pub const MEM_CGROUP_ID_MAX: usize = u16::MAX as usize;
 
-/// Sizes and placement a tree is built with.
+/// Sizes, placement and lock variant a tree is built with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MemcgConfig {
     /// Number of CPUs (ids `0..nr_cpus`).
     pub nr_cpus: usize,
-    /// Number of memory nodes (ids `0..nr_nodes`).
+    /// Number of memory nodes (ids `0..nr_nodes`); the tree's `NODE_DATA` has as many.
     pub nr_nodes: usize,
     /// Most memcgs alive at once, the root and zombies included (at most
     /// [`MEM_CGROUP_ID_MAX`]).
     pub max_memcgs: usize,
     /// Where each `mem_cgroup_per_node` starts within a 128-byte pair.
     pub placement: PnPlacement,
+    /// Which lru_lock every lruvec of the tree takes (seed 004): its own (per memcg per
+    /// node) or its node's.
+    pub lru_lock: LruvecLock,
 }
 
 impl MemcgConfig {
-    /// A configuration with room for 16384 memcgs, pair-aligned `mem_cgroup_per_node`.
+    /// A configuration with room for 16384 memcgs, pair-aligned `mem_cgroup_per_node`,
+    /// and a lru_lock per lruvec.
     pub fn new(nr_cpus: usize, nr_nodes: usize) -> Self {
         Self {
             nr_cpus,
             nr_nodes,
             max_memcgs: 16384,
             placement: PnPlacement::PairStart,
+            lru_lock: LruvecLock::Own,
         }
     }
 
-    fn validate(&self) -> Result<(), MemcgError> {
+    fn validate<P: MemCgroupPerNode>(&self, node_data: NodeData<P>) -> Result<(), MemcgError> {
         if self.nr_cpus == 0 {
             return Err(MemcgError::InvalidConfig("nr_cpus must be at least 1"));
         }
@@ -62,34 +82,56 @@ impl MemcgConfig {
         if self.max_memcgs == 0 || self.max_memcgs > MEM_CGROUP_ID_MAX {
             return Err(MemcgError::InvalidConfig("max_memcgs must be in 1..=65535"));
         }
+        if node_data.len() != self.nr_nodes {
+            return Err(MemcgError::InvalidConfig(
+                "node_data must hold one pglist_data per node",
+            ));
+        }
+        for (nid, pgdat) in node_data.iter().enumerate() {
+            if pgdat.node_id() as usize != nid {
+                return Err(MemcgError::InvalidConfig("node_data[nid] must be node nid"));
+            }
+            if pgdat.rcu().domain() != node_data[0].rcu().domain() {
+                return Err(MemcgError::InvalidConfig(
+                    "all nodes must share one RCU domain",
+                ));
+            }
+            if pgdat.rcu().nr_cpus() < self.nr_cpus {
+                return Err(MemcgError::InvalidConfig(
+                    "the RCU domain must cover every CPU",
+                ));
+            }
+        }
         Ok(())
     }
 }
 
-struct Slot<R: RawMutex, P: MemCgroupPerNode> {
-    memcg: NonNull<MemCgroup<R, P>>,
+struct Slot<P: MemCgroupPerNode> {
+    memcg: NonNull<MemCgroup<P>>,
     children: Vec<MemcgId>,
 }
 
-struct TreeInner<R: RawMutex, P: MemCgroupPerNode> {
-    slots: Vec<Option<Slot<R, P>>>,
+struct TreeInner<P: MemCgroupPerNode> {
+    slots: Vec<Option<Slot<P>>>,
     free_ids: Vec<MemcgId>,
     /// Offline memcgs still linked (they keep their id until unreferenced and uncharged).
     zombies: Vec<MemcgId>,
     /// Unlinked memcgs waiting for their grace period, with its cookie.
-    dying: Vec<(NonNull<MemCgroup<R, P>>, u64)>,
+    dying: Vec<(NonNull<MemCgroup<P>>, u64)>,
     nr_linked: usize,
+    /// The `mem_cgroup_per_node` slab cache.
+    pn_cache: PnCache<P>,
 }
 
-// SAFETY: the raw pointers are owned memcgs, which are Send + Sync when R is.
-unsafe impl<R: RawMutex + Send + Sync, P: MemCgroupPerNode> Send for TreeInner<R, P> {}
+// SAFETY: the raw pointers are owned memcgs, which are Send + Sync.
+unsafe impl<P: MemCgroupPerNode> Send for TreeInner<P> {}
 
-impl<R: RawMutex, P: MemCgroupPerNode> TreeInner<R, P> {
-    fn slot(&self, id: MemcgId) -> Option<&Slot<R, P>> {
+impl<P: MemCgroupPerNode> TreeInner<P> {
+    fn slot(&self, id: MemcgId) -> Option<&Slot<P>> {
         self.slots.get(id as usize).and_then(|s| s.as_ref())
     }
 
-    fn slot_mut(&mut self, id: MemcgId) -> Option<&mut Slot<R, P>> {
+    fn slot_mut(&mut self, id: MemcgId) -> Option<&mut Slot<P>> {
         self.slots.get_mut(id as usize).and_then(|s| s.as_mut())
     }
 
@@ -108,30 +150,27 @@ impl<R: RawMutex, P: MemCgroupPerNode> TreeInner<R, P> {
 }
 
 /// The memcg hierarchy and everything shared by its memcgs (charge stocks, flush lock,
-/// grace-period source).
-pub struct MemcgTree<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> {
+/// the nodes and their RCU domain).
+pub struct MemcgTree<P: MemCgroupPerNode> {
     config: MemcgConfig,
-    inner: Mutex<R, TreeInner<R, P>>,
-    /// Serialises stat flushes (Linux's rstat lock).
-    flush_lock: Mutex<R, ()>,
-    pub(crate) stocks: ChargeStocks<R, MemCgroup<R, P>>,
-    pub(crate) lru: crate::lru_glue::TreeLru<R, P::Lruvec>,
-    rcu: G,
-    root: NonNull<MemCgroup<R, P>>,
+    node_data: NodeData<P>,
+    /// id -> memcg, read under RCU.
+    idr: IdTable<P>,
+    inner: Mutex<Lock<P::Family, MemcgTreeLock>, TreeInner<P>>,
+    /// Serialises stat flushes (Linux's rstat lock); nests inside the tree lock.
+    flush_lock: Mutex<Lock<P::Family, RstatLock>, ()>,
+    pub(crate) stocks: ChargeStocks<P::Family, MemCgroup<P>>,
+    pub(crate) lru: TreeLru,
+    rcu: &'static Rcu<P::Family>,
+    root: NonNull<MemCgroup<P>>,
 }
 
-// SAFETY: all shared state is behind `R` locks or atomic; memcgs are Send + Sync.
-unsafe impl<R: RawMutex + Send + Sync, P: MemCgroupPerNode, G: RcuPoll + Send> Send
-    for MemcgTree<R, P, G>
-{
-}
+// SAFETY: all shared state is behind the tree's locks or atomic; memcgs are Send + Sync.
+unsafe impl<P: MemCgroupPerNode> Send for MemcgTree<P> {}
 // SAFETY: as above.
-unsafe impl<R: RawMutex + Send + Sync, P: MemCgroupPerNode, G: RcuPoll> Sync
-    for MemcgTree<R, P, G>
-{
-}
+unsafe impl<P: MemCgroupPerNode> Sync for MemcgTree<P> {}
 
-impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> core::fmt::Debug for MemcgTree<R, P, G> {
+impl<P: MemCgroupPerNode> core::fmt::Debug for MemcgTree<P> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("MemcgTree")
             .field("config", &self.config)
@@ -140,25 +179,19 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> core::fmt::Debug for MemcgTre
     }
 }
 
-impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
-    /// A tree holding only the root memcg (id 0, no limit).
+impl<P: MemCgroupPerNode> MemcgTree<P> {
+    /// A tree holding only the root memcg (id 0, no limit) over the nodes `node_data`
+    /// (`NODE_DATA()`, one `PgData` per node, sharing the RCU domain memcgs are freed by).
     pub fn new(
         config: MemcgConfig,
-        rcu: G,
-        lru: crate::lru_glue::TreeLru<R, P::Lruvec>,
+        node_data: NodeData<P>,
+        lru: TreeLru,
     ) -> Result<Self, MemcgError> {
-        config.validate()?;
+        config.validate(node_data)?;
+        let init = Self::init_of(&config, node_data, &lru);
+        let mut pn_cache = PnCache::new(config.placement);
         // SAFETY: the root has no parent.
-        let root = unsafe {
-            MemCgroup::<R, P>::alloc(
-                0,
-                None,
-                config.nr_cpus,
-                config.nr_nodes,
-                config.placement,
-                lru.mglru(),
-            )
-        }?;
+        let root = unsafe { MemCgroup::<P>::alloc(0, None, init, &mut pn_cache) }?;
         let root = NonNull::from(Box::leak(root));
         let slots = alloc::vec![Some(Slot {
             memcg: root,
@@ -166,22 +199,63 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
         })];
         let tree = Self {
             config,
+            node_data,
+            idr: IdTable::new(config.max_memcgs),
             inner: Mutex::new(TreeInner {
                 slots,
                 free_ids: Vec::new(),
                 zombies: Vec::new(),
                 dying: Vec::new(),
                 nr_linked: 1,
+                pn_cache,
             }),
             flush_lock: Mutex::new(()),
             stocks: ChargeStocks::new(config.nr_cpus),
             lru,
-            rcu,
+            rcu: node_data[0].rcu(),
             root,
         };
+        tree.idr.publish(0, root.as_ptr());
         // SAFETY: the root was just allocated and is owned by the tree.
         tree.lru.online(unsafe { root.as_ref() });
         Ok(tree)
+    }
+
+    /// A tree over `config.nr_nodes` fresh nodes (each with `config.nr_cpus` CPUs, 1 GiB of
+    /// managed pages for the vmstat threshold, memcg FIFO insertion `tail_mode`) in the RCU
+    /// domain `rcu`: for hosts without a page allocator to own the nodes (tests, host
+    /// benchmarks). The nodes are leaked, as `NODE_DATA()` lives as long as the system.
+    pub fn with_new_nodes(
+        config: MemcgConfig,
+        tail_mode: lru::TailMode,
+        rcu: &'static Rcu<P::Family>,
+        lru: TreeLru,
+    ) -> Result<Self, MemcgError> {
+        let nodes = lru::pgdat::alloc_nodes::<P>(
+            config.nr_nodes.max(1),
+            config.nr_cpus,
+            1 << 18,
+            tail_mode,
+            rcu,
+        )
+        .map_err(|e| match e {
+            lru::LruError::InvalidNode(n) => MemcgError::InvalidNode {
+                node: n as usize,
+                nr_nodes: config.nr_nodes,
+            },
+            e => MemcgError::Lru(e),
+        })?;
+        Self::new(config, nodes, lru)
+    }
+
+    fn init_of(config: &MemcgConfig, node_data: NodeData<P>, lru: &TreeLru) -> MemcgInit<P> {
+        MemcgInit {
+            nr_cpus: config.nr_cpus,
+            node_data,
+            mode: lru.mode(),
+            lock: config.lru_lock,
+            now: lru.now(),
+        }
     }
 
     /// The configuration.
@@ -189,30 +263,39 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
         &self.config
     }
 
-    /// The `lru` side: memcg FIFOs, folio free hook, LRU add/del helpers.
-    pub fn lru(&self) -> &crate::lru_glue::TreeLru<R, P::Lruvec> {
+    /// `NODE_DATA()`: every node's `pglist_data`.
+    pub fn node_data(&self) -> NodeData<P> {
+        self.node_data
+    }
+
+    /// The `lru` side: folio free hook, reclaim parameters, LRU add/del helpers.
+    pub fn lru(&self) -> &TreeLru {
         &self.lru
     }
 
     /// The charge stocks (for inspection and explicit drains).
-    pub fn stocks(&self) -> &ChargeStocks<R, MemCgroup<R, P>> {
+    pub fn stocks(&self) -> &ChargeStocks<P::Family, MemCgroup<P>> {
         &self.stocks
     }
 
-    /// The grace-period source.
-    pub fn rcu(&self) -> &G {
-        &self.rcu
+    /// The RCU domain memcgs are freed by (the nodes'): lockless lookups and FIFO walks
+    /// hold its read guard, and whoever drives its grace periods lets [`Self::reap`] free.
+    pub fn rcu(&self) -> &'static Rcu<P::Family> {
+        self.rcu
     }
 
     /// The root memcg.
-    pub fn root(&self) -> MemcgRef<'_, R, P, G> {
+    pub fn root(&self) -> MemcgRef<'_, P> {
         // SAFETY: the root is never freed before the tree; the new handle takes a reference.
         let root = unsafe { self.root.as_ref() };
         root.css_get();
-        MemcgRef {
-            tree: self,
-            memcg: self.root,
-        }
+        MemcgRef::new(self, self.root)
+    }
+
+    /// The root memcg, borrowed for the tree's lifetime (no reference taken).
+    pub(crate) fn root_memcg(&self) -> &MemCgroup<P> {
+        // SAFETY: the root is never freed before the tree.
+        unsafe { self.root.as_ref() }
     }
 
     /// Memcgs linked in the tree (online and zombie).
@@ -231,15 +314,12 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
     }
 
     /// Creates a memcg under `parent` (`mkdir`).
-    pub fn create(
-        &self,
-        parent: &MemcgRef<'_, R, P, G>,
-    ) -> Result<MemcgRef<'_, R, P, G>, MemcgError> {
+    pub fn create(&self, parent: &MemcgRef<'_, P>) -> Result<MemcgRef<'_, P>, MemcgError> {
         self.create_under(parent.id())
     }
 
     /// Creates a memcg under the memcg with id `parent`.
-    pub fn create_under(&self, parent: MemcgId) -> Result<MemcgRef<'_, R, P, G>, MemcgError> {
+    pub fn create_under(&self, parent: MemcgId) -> Result<MemcgRef<'_, P>, MemcgError> {
         let mut inner = self.inner.lock();
         let pslot = inner
             .slot(parent)
@@ -261,17 +341,9 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
         };
         // The child's reference on its parent, dropped when the child is freed.
         p.css_get();
+        let init = Self::init_of(&self.config, self.node_data, &self.lru);
         // SAFETY: we just took the reference the child keeps on `pptr`.
-        let child = unsafe {
-            MemCgroup::alloc(
-                id,
-                Some(pptr),
-                self.config.nr_cpus,
-                self.config.nr_nodes,
-                self.config.placement,
-                self.lru.mglru(),
-            )
-        };
+        let child = unsafe { MemCgroup::alloc(id, Some(pptr), init, &mut inner.pn_cache) };
         let child = match child {
             Ok(c) => c,
             Err(e) => {
@@ -298,14 +370,15 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
         let c = unsafe { cptr.as_ref() };
         c.css_get();
         self.lru.online(c);
-        Ok(MemcgRef {
-            tree: self,
-            memcg: cptr,
-        })
+        // Published last, fully built: lockless readers may find it from now on.
+        self.idr.publish(id as usize, cptr.as_ptr());
+        Ok(MemcgRef::new(self, cptr))
     }
 
-    /// Looks up an online memcg by id (`mem_cgroup_from_id()` + `css_tryget_online()`).
-    pub fn lookup(&self, id: MemcgId) -> Result<MemcgRef<'_, R, P, G>, MemcgError> {
+    /// Looks up an online memcg by id under the tree lock (`mem_cgroup_from_id()` +
+    /// `css_tryget_online()` on a management path, as under `cgroup_mutex`). The hot paths
+    /// use [`Self::lookup_rcu`] / [`Self::tryget_online`] instead.
+    pub fn lookup(&self, id: MemcgId) -> Result<MemcgRef<'_, P>, MemcgError> {
         let inner = self.inner.lock();
         let slot = inner.slot(id).ok_or(MemcgError::NoSuchMemcg { id })?;
         // SAFETY: linked memcgs are alive while the tree lock is held.
@@ -314,25 +387,54 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
             return Err(MemcgError::Offline { id });
         }
         m.css_get();
-        Ok(MemcgRef {
-            tree: self,
-            memcg: slot.memcg,
-        })
+        Ok(MemcgRef::new(self, slot.memcg))
     }
 
-    /// Looks up a linked memcg by id, online or zombie (`mem_cgroup_from_id()`): what an
-    /// uncharge of a folio that names its memcg by id needs. A zombie whose count already
-    /// dropped to zero may be taken again: only the reaper acts on a zero count, and it does
-    /// so under the tree lock held here, so it cannot unlink the memcg meanwhile.
-    pub fn lookup_any(&self, id: MemcgId) -> Result<MemcgRef<'_, R, P, G>, MemcgError> {
+    /// Looks up a linked memcg by id under the tree lock, online or zombie. A zombie whose
+    /// count already dropped to zero may be taken again: only the reaper acts on a zero
+    /// count, and it does so under the tree lock held here, so it cannot unlink the memcg
+    /// meanwhile (lockless lookups never revive a zero count: they `tryget`).
+    pub fn lookup_any(&self, id: MemcgId) -> Result<MemcgRef<'_, P>, MemcgError> {
         let inner = self.inner.lock();
         let slot = inner.slot(id).ok_or(MemcgError::NoSuchMemcg { id })?;
         // SAFETY: linked memcgs are alive while the tree lock is held.
         unsafe { slot.memcg.as_ref() }.css_get();
-        Ok(MemcgRef {
-            tree: self,
-            memcg: slot.memcg,
-        })
+        Ok(MemcgRef::new(self, slot.memcg))
+    }
+
+    /// `mem_cgroup_from_id()` under RCU: the memcg with id `id`, online or zombie, borrowed
+    /// for the read-side section `guard` (which must be of [`Self::rcu`]'s domain). No lock
+    /// is taken; the memcg cannot be freed before the section ends.
+    pub fn lookup_rcu<'g>(
+        &'g self,
+        guard: &'g RcuReadGuard<'_>,
+        id: MemcgId,
+    ) -> Result<&'g MemCgroup<P>, MemcgError> {
+        if guard.domain() != self.rcu.domain() {
+            return Err(MemcgError::Lru(lru::LruError::RcuWrongDomain));
+        }
+        let p = self.idr.find(id as usize);
+        // SAFETY: a non-null slot was published (Release, pairs with `find`'s Acquire) with a
+        // fully built memcg; it is cleared before the memcg's grace period starts and the
+        // memcg freed only after it, so it is valid for the read-side section 'g.
+        unsafe { p.as_ref() }.ok_or(MemcgError::NoSuchMemcg { id })
+    }
+
+    /// `mem_cgroup_from_id()` + `css_tryget_online()` under RCU: a counted reference to the
+    /// online memcg `id`, found with no lock. Fails for unknown, offline or dying memcgs.
+    pub fn tryget_online(
+        &self,
+        guard: &RcuReadGuard<'_>,
+        id: MemcgId,
+    ) -> Result<MemcgRef<'_, P>, MemcgError> {
+        let m = self.lookup_rcu(guard, id)?;
+        if !m.is_online() {
+            return Err(MemcgError::Offline { id });
+        }
+        if !m.css_tryget() {
+            return Err(MemcgError::Offline { id });
+        }
+        Ok(MemcgRef::new(self, NonNull::from(m)))
     }
 
     /// Takes the memcg with id `id` offline (`rmdir`): drains the charge stocks caching it,
@@ -385,7 +487,7 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
     }
 
     /// Moves `m`'s LRU folios and their charges to its parent.
-    fn reparent(&self, m: &MemCgroup<R, P>, cpu: usize) {
+    fn reparent(&self, m: &MemCgroup<P>, cpu: usize) {
         if let Some(parent) = m.parent() {
             for node in 0..m.nr_nodes() {
                 self.lru.reparent_node(m, parent, node, cpu);
@@ -401,10 +503,10 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
             return 0;
         }
         let mut freed = Vec::new();
+        // Lock order: tree lock, then rstat lock (as `flush_stats`).
+        let mut inner = self.inner.lock();
         {
-            // Lock order: flush lock, then tree lock (as `flush_stats`).
             let _flush = self.flush_lock.lock();
-            let mut inner = self.inner.lock();
             let mut i = 0;
             while i < inner.zombies.len() {
                 let id = inner.zombies[i];
@@ -416,6 +518,7 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
                 let has_children = !slot.children.is_empty();
                 // SAFETY: linked memcgs are alive while the tree lock is held.
                 let m = unsafe { ptr.as_ref() };
+                // Every charged folio holds a reference: zero means none is left either.
                 if has_children || m.css_refcnt() != 0 {
                     i += 1;
                     continue;
@@ -429,6 +532,7 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
                 // Final flush: its remaining deltas go to the parent's pending totals.
                 self.flush_one(m);
                 self.lru.release(m);
+                self.idr.unpublish(id as usize);
                 inner.zombies.swap_remove(i);
                 inner.slots[id as usize] = None;
                 inner.free_ids.push(id);
@@ -439,6 +543,7 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
                         ps.children.retain(|&c| c != id);
                     }
                 }
+                // Off the FIFOs and out of the id table: the grace period starts now.
                 let cookie = self.rcu.get_state_synchronize_rcu();
                 inner.dying.push((ptr, cookie));
             }
@@ -455,12 +560,14 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
         }
         let n = freed.len();
         for ptr in freed {
-            // SAFETY: unlinked, unreferenced and past its grace period: no one can reach it.
-            let m = unsafe { Box::from_raw(ptr.as_ptr()) };
-            let parent = m.parent;
-            drop(m);
+            // SAFETY: still allocated (freed just below).
+            let parent = unsafe { ptr.as_ref() }.parent;
+            // SAFETY: unlinked, unreferenced and past its grace period: no one can reach it;
+            // it was allocated from this tree's cache.
+            unsafe { MemCgroup::free(ptr, &mut inner.pn_cache) };
             if let Some(p) = parent {
-                // SAFETY: the freed child held this reference on its parent.
+                // SAFETY: the freed child held this reference on its parent, which is still
+                // linked (a parent outlives its children's references).
                 unsafe { p.as_ref() }.css_put();
             }
         }
@@ -468,7 +575,7 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
     }
 
     /// Folds one memcg's per-CPU deltas into its totals and its parent's pending.
-    fn flush_one(&self, m: &MemCgroup<R, P>) {
+    fn flush_one(&self, m: &MemCgroup<P>) {
         let parent = m.parent();
         m.vmstats.flush(parent.map(|p| &p.vmstats));
         for node in 0..m.nr_nodes() {
@@ -485,9 +592,9 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
     /// Flushes the statistics of `memcg`'s subtree, children first
     /// (`mem_cgroup_flush_stats()` without the threshold check). Totals of `memcg` and every
     /// descendant are exact afterwards for updates that finished before the call.
-    pub fn flush_stats(&self, memcg: &MemCgroup<R, P>) {
-        let _flush = self.flush_lock.lock();
+    pub fn flush_stats(&self, memcg: &MemCgroup<P>) {
         let inner = self.inner.lock();
+        let _flush = self.flush_lock.lock();
         let mut ids = Vec::new();
         inner.subtree(memcg.id(), &mut ids);
         for &id in ids.iter().rev() {
@@ -500,7 +607,7 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
 
     /// Flushes `memcg`'s subtree only if more than `MEMCG_CHARGE_BATCH * nr_cpus` updates
     /// are pending (`mem_cgroup_flush_stats()`). Returns whether it flushed.
-    pub fn flush_stats_if_needed(&self, memcg: &MemCgroup<R, P>) -> bool {
+    pub fn flush_stats_if_needed(&self, memcg: &MemCgroup<P>) -> bool {
         if memcg.vmstats.needs_flush() {
             self.flush_stats(memcg);
             true
@@ -510,8 +617,8 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
     }
 
     /// The linked memcgs of `memcg`'s subtree (zombies included: reclaim empties them too),
-    /// pre-order, each with a reference.
-    pub(crate) fn subtree_refs(&self, memcg: &MemCgroup<R, P>) -> Vec<MemcgRef<'_, R, P, G>> {
+    /// pre-order, each with a reference (`mem_cgroup_iter()` over the subtree).
+    pub(crate) fn subtree_refs(&self, memcg: &MemCgroup<P>) -> Vec<MemcgRef<'_, P>> {
         let inner = self.inner.lock();
         let mut ids = Vec::new();
         inner.subtree(memcg.id(), &mut ids);
@@ -520,88 +627,71 @@ impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgTree<R, P, G> {
             if let Some(s) = inner.slot(id) {
                 // SAFETY: linked memcgs are alive while the tree lock is held.
                 unsafe { s.memcg.as_ref() }.css_get();
-                out.push(MemcgRef {
-                    tree: self,
-                    memcg: s.memcg,
-                });
+                out.push(MemcgRef::new(self, s.memcg));
             }
         }
         out
     }
 }
 
-impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> Drop for MemcgTree<R, P, G> {
+impl<P: MemCgroupPerNode> lru::LruvecLookup<P> for MemcgTree<P> {
+    type Guard<'a>
+        = RcuReadGuard<'a>
+    where
+        Self: 'a;
+
+    fn read_lock(&self, cpu: usize) -> Result<RcuReadGuard<'_>, lru::LruError> {
+        self.rcu.read_lock(cpu)
+    }
+
+    /// `folio_lruvec()`: the lruvec of the folio's memcg on the folio's node, found in the
+    /// id table under RCU with no lock. The folio's charge holds a reference on its memcg,
+    /// so the memcg stays linked while the folio is being moved.
+    fn folio_lruvec<'g>(
+        &'g self,
+        guard: &'g RcuReadGuard<'_>,
+        folio: &lru::Folio,
+    ) -> Option<&'g lru::Lruvec<P>> {
+        let m = self.lookup_rcu(guard, folio.memcg_id()).ok()?;
+        m.lruvec(folio.node() as usize).ok()
+    }
+}
+
+impl<P: MemCgroupPerNode> Drop for MemcgTree<P> {
     fn drop(&mut self) {
         // No handle outlives the tree (they borrow it), so only the tree's own references,
         // the stocks' and the children's remain.
         self.stocks.drain_all(|_| true);
         let inner = self.inner.get_mut();
-        let mut all: Vec<NonNull<MemCgroup<R, P>>> =
+        let mut all: Vec<NonNull<MemCgroup<P>>> =
             inner.slots.iter().flatten().map(|s| s.memcg).collect();
         all.extend(inner.dying.iter().map(|&(p, _)| p));
         for ptr in &all {
-            // SAFETY: still allocated; memcgs are freed only below.
-            self.lru.release(unsafe { ptr.as_ref() });
+            // SAFETY: still allocated; memcgs are freed only after a grace period below.
+            let m = unsafe { ptr.as_ref() };
+            self.lru.release(m);
+            self.idr.unpublish(m.id() as usize);
         }
-        for ptr in all {
-            // SAFETY: every memcg was leaked from a Box by this tree and is freed once here;
-            // children's parent pointers are not followed during the drop.
-            drop(unsafe { Box::from_raw(ptr.as_ptr()) });
-        }
+        // Readers of the nodes' FIFOs need not borrow the tree: free after a grace period,
+        // from the RCU callbacks (whoever runs them; until then the memory stays). The
+        // slab cache goes with them.
+        let cache = core::mem::replace(&mut inner.pn_cache, PnCache::new(self.config.placement));
+        let all = SendPtrs(all, cache);
+        self.rcu.call_rcu(move || {
+            let mut all = all;
+            for ptr in core::mem::take(&mut all.0) {
+                // SAFETY: every memcg was allocated by this tree from this cache and is freed
+                // once here; they are off every FIFO and out of the id table, and a grace
+                // period has passed, so no reader can reach them. Children's parent pointers
+                // are not followed during the drop.
+                unsafe { MemCgroup::free(ptr, &mut all.1) };
+            }
+        });
     }
 }
 
-/// A counted reference to a memcg (`css_get()` on creation and clone, `css_put()` on drop).
-pub struct MemcgRef<'t, R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> {
-    pub(crate) tree: &'t MemcgTree<R, P, G>,
-    pub(crate) memcg: NonNull<MemCgroup<R, P>>,
-}
+/// Memcg pointers and their slab cache, handed to an RCU callback.
+struct SendPtrs<P: MemCgroupPerNode>(Vec<NonNull<MemCgroup<P>>>, PnCache<P>);
 
-// SAFETY: a handle is a shared reference to the tree plus a counted reference to a memcg;
-// both may be used from any thread when the tree and its memcgs are Sync.
-unsafe impl<R: RawMutex + Send + Sync, P: MemCgroupPerNode, G: RcuPoll> Send
-    for MemcgRef<'_, R, P, G>
-{
-}
-// SAFETY: as above; `&MemcgRef` only gives `&MemCgroup`.
-unsafe impl<R: RawMutex + Send + Sync, P: MemCgroupPerNode, G: RcuPoll> Sync
-    for MemcgRef<'_, R, P, G>
-{
-}
-
-impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> MemcgRef<'_, R, P, G> {
-    /// The tree this memcg belongs to.
-    pub fn tree(&self) -> &MemcgTree<R, P, G> {
-        self.tree
-    }
-}
-
-impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> core::ops::Deref for MemcgRef<'_, R, P, G> {
-    type Target = MemCgroup<R, P>;
-    fn deref(&self) -> &MemCgroup<R, P> {
-        // SAFETY: the handle holds a reference, so the memcg is not freed.
-        unsafe { self.memcg.as_ref() }
-    }
-}
-
-impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> Clone for MemcgRef<'_, R, P, G> {
-    fn clone(&self) -> Self {
-        self.css_get();
-        Self {
-            tree: self.tree,
-            memcg: self.memcg,
-        }
-    }
-}
-
-impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> Drop for MemcgRef<'_, R, P, G> {
-    fn drop(&mut self) {
-        self.css_put();
-    }
-}
-
-impl<R: RawMutex, P: MemCgroupPerNode, G: RcuPoll> core::fmt::Debug for MemcgRef<'_, R, P, G> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        core::fmt::Debug::fmt(&**self, f)
-    }
-}
+// SAFETY: memcgs are Send + Sync; the vector owns the only remaining pointers to them.
+unsafe impl<P: MemCgroupPerNode> Send for SendPtrs<P> {}

@@ -1,0 +1,219 @@
+//! Slab placement of `mem_cgroup_per_node` (seed 001 depends on where each object lands).
+//!
+//! Linux allocates each `mem_cgroup_per_node` from a slab cache, so objects sit back to
+//! back in slab pages and whether an object's first line starts a 128-byte pair is up to
+//! the cache ("depending on where struct mem_cgroup_per_node lands in its slab"). Every
+//! line pairs with a neighbour: inside the object for most lines, and for the first line of
+//! an object at +64, the *last* line of the previous object (its write-hot or cold group,
+//! written under that object's lru_lock in the paired layout).
+//!
+//! [`PnCache`] is that cache for one memcg tree: it carves objects back to back out of
+//! 128-byte aligned chunks, the first object of each chunk at [`PnPlacement`]'s offset
+//! (the few bytes before it are the chunk's padding). The layouts are a whole number of
+//! 128-byte pairs (asserted in [`super::assert_pn_layouts`]), so every object of a cache has
+//! the same placement, and at +64 each one but a chunk's first is preceded by the previous
+//! object's last line. Freed objects are reused LIFO, as slab frees are; chunks are
+//! returned to the allocator when the cache is dropped.
+
+use alloc::vec::Vec;
+use core::alloc::Layout;
+use core::ptr::NonNull;
+
+/// Where a `mem_cgroup_per_node` starts relative to a 128-byte pair boundary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum PnPlacement {
+    /// On a pair boundary (+0): line 0 of the struct pairs with line 1.
+    #[default]
+    PairStart,
+    /// In the second half of a pair (+64): line 0 pairs with the previous object's last
+    /// line, line 1 with line 2.
+    PairMiddle,
+}
+
+impl PnPlacement {
+    /// Byte offset from the pair boundary.
+    pub const fn offset(self) -> usize {
+        match self {
+            Self::PairStart => 0,
+            Self::PairMiddle => 64,
+        }
+    }
+}
+
+/// Objects per chunk (a slab page of order 2 for 2 KiB objects).
+pub const PN_PER_CHUNK: usize = 8;
+
+/// A slab cache of `T`s carved back to back from 128-byte aligned chunks.
+pub struct PnCache<T> {
+    placement: PnPlacement,
+    chunks: Vec<(NonNull<u8>, Layout)>,
+    /// The current chunk and the next unused slot in it.
+    cursor: Option<(NonNull<u8>, usize)>,
+    /// Freed slots, reused last-in first-out.
+    free: Vec<NonNull<T>>,
+    live: usize,
+}
+
+// SAFETY: the cache owns its chunks and the `T`s in them like a `Vec<T>` would; it hands
+// out pointers, which the owner (the memcg tree, under its lock) uses.
+unsafe impl<T: Send> Send for PnCache<T> {}
+
+impl<T> core::fmt::Debug for PnCache<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("PnCache")
+            .field("placement", &self.placement)
+            .field("chunks", &self.chunks.len())
+            .field("live", &self.live)
+            .finish()
+    }
+}
+
+impl<T> PnCache<T> {
+    /// An empty cache whose chunks start their first object at `placement`.
+    pub const fn new(placement: PnPlacement) -> Self {
+        Self {
+            placement,
+            chunks: Vec::new(),
+            cursor: None,
+            free: Vec::new(),
+            live: 0,
+        }
+    }
+
+    /// Distance between two neighbouring objects: the size rounded up to the alignment.
+    pub const fn stride() -> usize {
+        let a = core::mem::align_of::<T>();
+        core::mem::size_of::<T>().div_ceil(a) * a
+    }
+
+    /// Offset of a chunk's first object: the placement's (0 or 64), or 0 for types aligned
+    /// to more than 64 bytes, which cannot start at +64 of a pair.
+    fn first_offset(&self) -> usize {
+        if core::mem::align_of::<T>() <= 64 {
+            self.placement.offset()
+        } else {
+            0
+        }
+    }
+
+    fn chunk_layout(&self) -> Layout {
+        let off = self.first_offset();
+        let size = (off + PN_PER_CHUNK * Self::stride()).max(1);
+        let align = core::mem::align_of::<T>().max(128);
+        match Layout::from_size_align(size, align) {
+            Ok(l) => l,
+            Err(_) => alloc::alloc::handle_alloc_error(Layout::new::<T>()),
+        }
+    }
+
+    fn slot(&mut self) -> NonNull<T> {
+        if let Some(p) = self.free.pop() {
+            return p;
+        }
+        let (base, next) = match self.cursor {
+            Some((base, next)) if next < PN_PER_CHUNK => (base, next),
+            _ => {
+                let layout = self.chunk_layout();
+                // SAFETY: `layout` has a non-zero size.
+                let raw = unsafe { alloc::alloc::alloc(layout) };
+                let Some(base) = NonNull::new(raw) else {
+                    alloc::alloc::handle_alloc_error(layout)
+                };
+                self.chunks.push((base, layout));
+                (base, 0)
+            }
+        };
+        self.cursor = Some((base, next + 1));
+        let off = self.first_offset();
+        // SAFETY: `off + (next + 1) * stride <= chunk size` (next < PN_PER_CHUNK), so the
+        // slot lies inside the chunk; the chunk is 128-aligned, `off` is 0 or 64 and used
+        // only when `T` is at most 64-aligned, and `stride` is a multiple of `T`'s
+        // alignment, so the slot is aligned for `T`.
+        unsafe { base.add(off + next * Self::stride()) }.cast::<T>()
+    }
+
+    /// Moves `value` into a free slot and returns it (`kmem_cache_alloc()` + init).
+    pub fn alloc(&mut self, value: T) -> NonNull<T> {
+        let p = self.slot();
+        // SAFETY: `slot` returns an aligned, unused slot inside a live chunk.
+        unsafe { p.as_ptr().write(value) };
+        self.live += 1;
+        p
+    }
+
+    /// Drops the object at `p` and makes its slot free (`kmem_cache_free()`).
+    ///
+    /// # Safety
+    ///
+    /// `p` came from [`PnCache::alloc`] of this cache and was not freed since; nothing
+    /// uses the object afterwards.
+    pub unsafe fn free(&mut self, p: NonNull<T>) {
+        // SAFETY: by the contract, `p` holds a live `T` that nobody uses any more.
+        unsafe { core::ptr::drop_in_place(p.as_ptr()) };
+        self.live -= 1;
+        self.free.push(p);
+    }
+
+    /// Objects allocated and not freed.
+    pub fn live(&self) -> usize {
+        self.live
+    }
+}
+
+impl<T> Drop for PnCache<T> {
+    fn drop(&mut self) {
+        // Objects still live are leaked rather than dropped behind their owners' backs;
+        // the chunks' memory then stays too.
+        if self.live != 0 {
+            return;
+        }
+        for &(base, layout) in &self.chunks {
+            // SAFETY: each chunk was allocated with exactly this layout and is freed once.
+            unsafe { alloc::alloc::dealloc(base.as_ptr(), layout) };
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[repr(C, align(64))]
+    struct Two([u64; 16]);
+
+    #[test]
+    fn objects_sit_back_to_back_at_the_placement() {
+        for placement in [PnPlacement::PairStart, PnPlacement::PairMiddle] {
+            let mut c = PnCache::<Two>::new(placement);
+            let p: Vec<_> = (0..PN_PER_CHUNK + 2)
+                .map(|i| c.alloc(Two([i as u64; 16])))
+                .collect();
+            for w in p[..PN_PER_CHUNK].windows(2) {
+                assert_eq!(w[1].as_ptr() as usize - w[0].as_ptr() as usize, 128);
+            }
+            for x in &p {
+                assert_eq!(x.as_ptr() as usize % 128, placement.offset());
+            }
+            // SAFETY: allocated above, not used again.
+            unsafe { c.free(p[3]) };
+            let again = c.alloc(Two([7; 16]));
+            assert_eq!(again, p[3], "freed slots are reused first");
+            for x in p.iter().filter(|x| **x != p[3]).chain([&again]) {
+                // SAFETY: each allocated once, freed once.
+                unsafe { c.free(*x) };
+            }
+            assert_eq!(c.live(), 0);
+        }
+    }
+
+    #[test]
+    fn drops_its_values() {
+        let rc = std::rc::Rc::new(());
+        let mut c = PnCache::new(PnPlacement::PairMiddle);
+        let p = c.alloc(rc.clone());
+        assert_eq!(std::rc::Rc::strong_count(&rc), 2);
+        // SAFETY: allocated above, not used again.
+        unsafe { c.free(p) };
+        assert_eq!(std::rc::Rc::strong_count(&rc), 1);
+    }
+}

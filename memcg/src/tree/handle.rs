@@ -1,0 +1,64 @@
+//! [`MemcgRef`]: a counted reference to a memcg (`css_get()` / `css_put()`).
+//!
+//! A handle borrows its tree, so no handle outlives the tree; the count it holds keeps
+//! the memcg from being reaped (a memcg is freed only when offline, unreferenced and
+//! uncharged, after a grace period).
+
+use super::MemcgTree;
+use crate::memcontrol::MemCgroup;
+use crate::pn::MemCgroupPerNode;
+use core::ptr::NonNull;
+
+/// A counted reference to a memcg (`css_get()` on creation and clone, `css_put()` on drop).
+pub struct MemcgRef<'t, P: MemCgroupPerNode> {
+    pub(crate) tree: &'t MemcgTree<P>,
+    pub(crate) memcg: NonNull<MemCgroup<P>>,
+}
+
+// SAFETY: a handle is a shared reference to the tree plus a counted reference to a memcg;
+// both may be used from any thread (the tree and its memcgs are Sync).
+unsafe impl<P: MemCgroupPerNode> Send for MemcgRef<'_, P> {}
+// SAFETY: as above; `&MemcgRef` only gives `&MemCgroup`.
+unsafe impl<P: MemCgroupPerNode> Sync for MemcgRef<'_, P> {}
+
+impl<'t, P: MemCgroupPerNode> MemcgRef<'t, P> {
+    /// Wraps a reference the caller has already counted on `memcg`.
+    pub(crate) fn new(tree: &'t MemcgTree<P>, memcg: NonNull<MemCgroup<P>>) -> Self {
+        Self { tree, memcg }
+    }
+
+    /// The tree this memcg belongs to.
+    pub fn tree(&self) -> &'t MemcgTree<P> {
+        self.tree
+    }
+}
+
+impl<P: MemCgroupPerNode> core::ops::Deref for MemcgRef<'_, P> {
+    type Target = MemCgroup<P>;
+    fn deref(&self) -> &MemCgroup<P> {
+        // SAFETY: the handle holds a reference, so the memcg is not freed.
+        unsafe { self.memcg.as_ref() }
+    }
+}
+
+impl<P: MemCgroupPerNode> Clone for MemcgRef<'_, P> {
+    fn clone(&self) -> Self {
+        self.css_get();
+        Self {
+            tree: self.tree,
+            memcg: self.memcg,
+        }
+    }
+}
+
+impl<P: MemCgroupPerNode> Drop for MemcgRef<'_, P> {
+    fn drop(&mut self) {
+        self.css_put();
+    }
+}
+
+impl<P: MemCgroupPerNode> core::fmt::Debug for MemcgRef<'_, P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Debug::fmt(&**self, f)
+    }
+}
