@@ -655,6 +655,15 @@ impl<P: MemCgroupPerNode> lru::LruvecLookup<P> for MemcgTree<P> {
         let m = self.lookup_rcu(guard, folio.memcg_id()).ok()?;
         m.lruvec(folio.node() as usize).ok()
     }
+
+    /// A batch's reference dropped; the last one releases the folio through its node
+    /// (`__folio_put`).
+    fn folio_put(&self, cpu: usize, folio: &'static lru::Folio) -> Result<(), lru::LruError> {
+        match self.node_data.get(folio.node() as usize) {
+            Some(pgdat) => pgdat.folio_put(cpu, folio),
+            None => folio.put().map(|_| ()),
+        }
+    }
 }
 
 impl<P: MemCgroupPerNode> Drop for MemcgTree<P> {
