@@ -168,6 +168,11 @@ impl<V: VmArea, M: Mmu> MmStruct<V, M> {
         &self.pgtable
     }
 
+    /// The page tables, exclusively (tearing down: no fault can run).
+    pub fn pgtable_mut(&mut self) -> &mut PageTable<M> {
+        &mut self.pgtable
+    }
+
     /// `mm_cpumask`.
     #[must_use]
     pub fn cpumask(&self) -> &CpuMask {

@@ -168,6 +168,19 @@ impl PageCache {
         }
     }
 
+    /// Whether slot `index` holds `folio` right now (a lockless snapshot). The fault path
+    /// asks this under the PTE lock before it maps a folio it found: truncation empties the
+    /// slot first and unmaps after (taking that same lock), so a folio still in its slot
+    /// here is one truncation will find mapped, and one no longer there must not be mapped
+    /// (Linux checks `folio->mapping` under the folio lock for the same reason).
+    #[must_use]
+    pub fn holds(&self, index: u64, folio: &'static Folio) -> bool {
+        usize::try_from(index)
+            .ok()
+            .and_then(|i| self.slots.get(i))
+            .is_some_and(|s| s.load(Ordering::Acquire) == encode_folio(folio))
+    }
+
     /// `filemap_add_folio`: put `folio` at `index`, taking over one reference the caller
     /// took for the cache. Returns the shadow the slot held, if any (the refault check needs
     /// it); fails if another folio is already there.

@@ -24,3 +24,9 @@ impl RcuDefer for Immediate {
         f();
     }
 }
+
+impl<F: ksync::LockFamily> RcuDefer for lru::Rcu<F> {
+    fn call_rcu(&self, f: Box<dyn FnOnce() + Send>) {
+        lru::Rcu::call_rcu(self, f);
+    }
+}
