@@ -59,7 +59,7 @@ fn mixed_operations_keep_every_invariant() {
             let (w, mm, a, root, file, shmem) = (&w, &*mm, &a, &root, &file, &shmem);
             s.spawn(move || {
                 ksync::cpu::set_this_thread_cpu(cpu);
-                let mut x = 0x1234_5678_9abc_def0u64 ^ (cpu as u64 + 1) * 0x9e37_79b9;
+                let mut x = 0x1234_5678_9abc_def0u64 ^ ((cpu as u64 + 1) * 0x9e37_79b9);
                 let mut rnd = move || {
                     x ^= x << 13;
                     x ^= x >> 7;
