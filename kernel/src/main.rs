@@ -27,6 +27,7 @@ pub mod rcu;
 pub mod summary;
 pub mod sync;
 pub mod tests;
+pub mod vm;
 
 use abi::{Action, ExitCode};
 use arch::x86_64::{gdt, multiboot, paging, trap};
