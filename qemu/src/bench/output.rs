@@ -130,7 +130,11 @@ pub fn write_dir(dir: &Path, results: &ResultsFile) -> Result<Written, RunError>
         page.problems(&results.problems);
     }
     page.heading("Results");
-    page.pre(&Table::new(&summary, Style::Wide).to_string());
+    page.pre(
+        &Table::new(&summary, Style::Wide)
+            .with_notes(&results.notes)
+            .to_string(),
+    );
     for (name, _) in summary.scenarios() {
         let svg = plot::svg(&summary, name).map_err(|why| RunError::BadInput {
             path: dir.join(format!("{name}.svg")),
