@@ -102,7 +102,8 @@ impl Window {
 pub struct TrapFloorInstance {
     range: Option<MmRange>,
     handle: Option<RegionHandle>,
-    windows: Vec<Window>,
+    /// Per CPU, each on its own 128-byte pair (its counters are written on every op).
+    windows: Vec<ksync::CachePadded<Window>>,
 }
 
 /// The region handler: zero the faulting CPU's frame and map it at the faulting address.
@@ -156,14 +157,14 @@ impl BenchScenario for TrapFloor {
                 recycle(frame);
                 return Err(err("page table", &e));
             }
-            inst.windows.push(Window {
+            inst.windows.push(ksync::CachePadded(Window {
                 base,
                 pt,
                 frame,
                 next: AtomicU64::new(0),
                 ops: AtomicU64::new(0),
                 at_setup: fault::stats(cpu as usize),
-            });
+            }));
         }
         let data = &*inst as *const TrapFloorInstance as usize;
         let handle =

@@ -159,11 +159,12 @@ impl Engine<'_> {
             };
             match v.provider.instantiate(&setup) {
                 Ok(inst) => {
+                    // Once per scenario, config and variant, unless it changes with the CPUs.
                     if let Some(n) = inst.note() {
-                        self.note(format!(
-                            "{} {} {} cpus={cpus}: {n}",
-                            scenario.name, config.name, v.name
-                        ));
+                        let text = format!("{} {} {}: {n}", scenario.name, config.name, v.name);
+                        if !self.notes.contains(&text) {
+                            self.note(text);
+                        }
                     }
                     instances.push((v.name, v.provider.floor_relative(), inst));
                 }

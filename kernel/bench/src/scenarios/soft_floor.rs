@@ -11,7 +11,8 @@
 //! the entry with an exchange (`ptep_get_and_clear`). There is no trap, no TLB and no
 //! `invlpg`, so this floor is far higher than the kernel's: a host run's fraction of it says
 //! how much of the software path's cost is ours, not what the hardware allows. Every CPU's
-//! table and page are its own allocations, 4 KiB aligned, so no two CPUs share a line.
+//! table and page are its own allocations, 4 KiB aligned, and its counters sit in a 128-byte
+//! pair of their own, so no two CPUs share a line (nor a prefetched pair).
 //!
 //! The invariant checked after every run: every entry is clear again and each CPU cleared
 //! exactly as many entries as it installed.
@@ -57,7 +58,8 @@ pub struct SoftFloor;
 
 /// A [`SoftFloor`] set up for some CPUs.
 pub struct SoftFloorInstance {
-    cpus: Vec<CpuFloor>,
+    /// Per CPU, each on its own 128-byte pair (the counters are written on every op).
+    cpus: Vec<ksync::CachePadded<CpuFloor>>,
 }
 
 impl BenchScenario for SoftFloor {
@@ -70,12 +72,14 @@ impl BenchScenario for SoftFloor {
         setup: &Setup<'_>,
     ) -> Result<Box<dyn Instance + 'a>, ScenarioError> {
         let cpus = (0..setup.cpus)
-            .map(|_| CpuFloor {
-                table: Page::boxed(),
-                page: Page::boxed(),
-                next: AtomicU64::new(0),
-                installed: AtomicU64::new(0),
-                cleared: AtomicU64::new(0),
+            .map(|_| {
+                ksync::CachePadded(CpuFloor {
+                    table: Page::boxed(),
+                    page: Page::boxed(),
+                    next: AtomicU64::new(0),
+                    installed: AtomicU64::new(0),
+                    cleared: AtomicU64::new(0),
+                })
             })
             .collect();
         Ok(Box::new(SoftFloorInstance { cpus }))
@@ -133,7 +137,7 @@ impl Instance for SoftFloorInstance {
         let sum = |f: fn(&CpuFloor) -> &AtomicU64| -> i64 {
             self.cpus
                 .iter()
-                .map(|c| f(c).load(Ordering::Relaxed) as i64)
+                .map(|c| f(&c.0).load(Ordering::Relaxed) as i64)
                 .sum()
         };
         alloc::vec![
@@ -201,13 +205,13 @@ mod tests {
     #[test]
     fn the_check_sees_a_leaked_entry() {
         let inst = SoftFloorInstance {
-            cpus: alloc::vec![CpuFloor {
+            cpus: alloc::vec![ksync::CachePadded(CpuFloor {
                 table: Page::boxed(),
                 page: Page::boxed(),
                 next: AtomicU64::new(0),
                 installed: AtomicU64::new(1),
                 cleared: AtomicU64::new(0),
-            }],
+            })],
         };
         inst.cpus[0].table.0[7].store(0x1000 | PRESENT, Ordering::Relaxed);
         assert_eq!(
