@@ -95,6 +95,9 @@ pub fn info_rows(r: &ResultsFile) -> Vec<(String, String)> {
         ),
     );
     row("host", format!("{} ({} cores)", h.host_cpu, h.host_cores));
+    if let Some(k) = &h.host_kernel {
+        row("host kernel", k.clone());
+    }
     if let Some(q) = &h.qemu_version {
         row("QEMU", q.clone());
     }

@@ -103,7 +103,8 @@ pub fn write_results(
     output::write_dir(&dir, &ResultsFile::new(host, c))
 }
 
-fn print_report(c: &Collected, written: &Written) {
+/// Prints the table (with the notes), the counts, the problems and where the files went.
+pub fn print_report(c: &Collected, written: &Written) {
     let results = ResultsFile::new(HostInfo::default(), c);
     println!();
     print!(
