@@ -341,7 +341,10 @@ mod tests {
                 .map(|t| t.join().unwrap())
                 .collect();
             assert_eq!(results[0], results[1], "round {round}");
-            assert!(results[0] >= 256 && results[0].is_multiple_of(256), "{results:?}");
+            assert!(
+                results[0] >= 256 && results[0].is_multiple_of(256),
+                "{results:?}"
+            );
             assert!(s.region.lock().unwrap().is_none(), "the region is unmapped");
         }
         let counted = Batch {
