@@ -9,12 +9,16 @@ use core::fmt;
 
 /// Largest CPU count `cpus=` accepts.
 pub const MAX_CPUS: u32 = 256;
+/// Largest `pcp_batch=` (frames per refill of a per-CPU page list).
+pub const MAX_PCP_BATCH: u32 = 65_536;
+/// Largest `pcp_high=` (frames a per-CPU page list may hold).
+pub const MAX_PCP_HIGH: u32 = 1 << 24;
 
 /// Every key the kernel accepts, with the values it takes (printed on a parse error).
 pub const ACCEPTED: &[(&str, &str)] = &[
     (
         "run",
-        "summary | test | bench | layout | panic | pagefault | overflow | hang",
+        "summary | test | bench | layout | pagealloc | panic | pagefault | overflow | hang",
     ),
     ("test", "all | NAME[,NAME...]   (with run=test)"),
     ("cpus", "1..=256   (bring up at most this many CPUs)"),
@@ -43,6 +47,14 @@ pub const ACCEPTED: &[(&str, &str)] = &[
         "quick",
         "0 | 1   (with run=bench; short defaults for tests and CI)",
     ),
+    (
+        "pcp_batch",
+        "1..=65536   (frames per per-CPU page list refill; default from the zone size)",
+    ),
+    (
+        "pcp_high",
+        "0..=16777216   (frames a per-CPU page list holds before it spills; default from the zone size)",
+    ),
 ];
 
 /// What the kernel does once it has booted.
@@ -56,6 +68,9 @@ pub enum Action<'a> {
     Bench,
     /// Print the cacheline layout report of the key lru/memcg structures.
     Layout,
+    /// Run the page allocator micro-benchmark (order-0 pairs through the per-CPU lists and
+    /// through the buddy lists).
+    PageAlloc,
     /// Fail on purpose, to prove that failures are reported (used by the host tests).
     Crash(Crash),
 }
@@ -124,6 +139,10 @@ pub struct Config<'a> {
     pub exit: ExitMethod,
     /// The benchmark's choices (all `None`/default unless `run=bench` set them).
     pub bench: BenchConfig<'a>,
+    /// Override of the per-CPU page lists' `batch` (`None`: from the zone size).
+    pub pcp_batch: Option<u32>,
+    /// Override of the per-CPU page lists' `high` (`None`: from the zone size).
+    pub pcp_high: Option<u32>,
 }
 
 impl Default for Config<'_> {
@@ -133,6 +152,8 @@ impl Default for Config<'_> {
             cpus: None,
             exit: ExitMethod::Auto,
             bench: BenchConfig::default(),
+            pcp_batch: None,
+            pcp_high: None,
         }
     }
 }
@@ -216,6 +237,8 @@ pub fn parse(line: &str, skip_image_path: bool) -> Result<Config<'_>, CmdlineErr
                 }
                 cfg.cpus = Some(n);
             }
+            "pcp_batch" => cfg.pcp_batch = Some(number(value, 1, MAX_PCP_BATCH).ok_or(bad)?),
+            "pcp_high" => cfg.pcp_high = Some(number(value, 0, MAX_PCP_HIGH).ok_or(bad)?),
             "exit" => {
                 cfg.exit = match value {
                     "auto" => ExitMethod::Auto,
@@ -236,6 +259,7 @@ pub fn parse(line: &str, skip_image_path: bool) -> Result<Config<'_>, CmdlineErr
         Some("test") => Action::Test(test.take().unwrap_or(TestSelection::All)),
         Some("bench") => Action::Bench,
         Some("layout") => Action::Layout,
+        Some("pagealloc") => Action::PageAlloc,
         Some("panic") => Action::Crash(Crash::Panic),
         Some("pagefault") => Action::Crash(Crash::PageFault),
         Some("overflow") => Action::Crash(Crash::StackOverflow),
@@ -251,6 +275,14 @@ pub fn parse(line: &str, skip_image_path: bool) -> Result<Config<'_>, CmdlineErr
         return Err(CmdlineError::BenchKeyWithoutRun(key));
     }
     Ok(cfg)
+}
+
+/// A decimal number in `lo..=hi` (no sign, no leading `+`).
+fn number(value: &str, lo: u32, hi: u32) -> Option<u32> {
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    value.parse::<u32>().ok().filter(|n| (lo..=hi).contains(n))
 }
 
 fn valid_name_list(list: &str) -> bool {
@@ -350,6 +382,35 @@ mod tests {
             let line = std::format!("run={v}");
             assert!(parse(&line, false).is_ok(), "{line} is listed but rejected");
         }
+    }
+
+    #[test]
+    fn pcp_overrides() {
+        let c = parse("run=pagealloc pcp_batch=7 pcp_high=0", false).unwrap();
+        assert_eq!(c.action, Action::PageAlloc);
+        assert_eq!((c.pcp_batch, c.pcp_high), (Some(7), Some(0)));
+        assert_eq!(Config::default().pcp_batch, None);
+        for bad in [
+            "pcp_batch=0",
+            "pcp_batch=65537",
+            "pcp_batch=+3",
+            "pcp_batch=",
+            "pcp_high=16777217",
+            "pcp_high=-1",
+            "pcp_high=x",
+        ] {
+            let (key, value) = bad.split_once('=').unwrap();
+            assert_eq!(
+                parse(bad, false),
+                Err(CmdlineError::BadValue { key, value }),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            parse("pcp_high=1 pcp_high=2", false),
+            Err(CmdlineError::Repeated("pcp_high"))
+        );
+        assert!(parse("pcp_batch=65536 pcp_high=16777216", false).is_ok());
     }
 
     #[test]

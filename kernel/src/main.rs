@@ -3,8 +3,9 @@
 //! Freestanding binary for the host triple on stable Rust (see DESIGN.md section 3). The boot
 //! stub (`arch::x86_64::boot`) enters [`kernel_entry`] in long mode on a static stack with the
 //! first 4 GiB identity mapped; from there: console, CPU tables, boot information, frames,
-//! own page tables, then [`kmain`] on a guarded stack: heap, framebuffer, command line, and
-//! the requested action.
+//! own page tables, then [`kmain`] on a guarded stack: heap, framebuffer, command line, SMP
+//! bring-up, NUMA discovery, the page allocator (the handover from the early frames), RCU,
+//! and the requested action.
 #![no_std]
 #![no_main]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -20,8 +21,10 @@ pub mod exit;
 pub mod ktest;
 pub mod layout;
 pub mod mm;
+pub mod pagealloc_bench;
 pub mod panic;
 pub mod percpu;
+pub mod rcu;
 pub mod summary;
 pub mod sync;
 pub mod tests;
@@ -109,6 +112,20 @@ pub extern "C" fn kmain(_: usize) -> ! {
     exit::set_method(cfg.exit);
     sync::init();
     arch::x86_64::smp::init(bi.rsdp, cfg.cpus);
+    let apic_ids: alloc::vec::Vec<u32> = (0..percpu::nr_cpu_ids())
+        .map(|c| percpu::area(c).map_or(0, percpu::CpuArea::apic_id))
+        .collect();
+    let numa = arch::x86_64::numa::init(bi, &apic_ids);
+    percpu::set_nodes(|cpu| numa.topology.cpu_to_node(cpu));
+    let pcp = ::mm::PcpConfig {
+        batch: cfg.pcp_batch,
+        high: cfg.pcp_high,
+    };
+    if let Err(e) = mm::page_alloc::init(pcp) {
+        println!("page allocator: {e}");
+        exit::exit(ExitCode::OutOfMemory);
+    }
+    rcu::init();
     arch::x86_64::start_interrupts();
 
     let code = match cfg.action {
@@ -119,6 +136,7 @@ pub extern "C" fn kmain(_: usize) -> ! {
         Action::Test(sel) => ktest::run(sel),
         Action::Bench => bench::run(&cfg.bench, bi),
         Action::Layout => layout::print(),
+        Action::PageAlloc => pagealloc_bench::run(),
         Action::Crash(c) => crash::crash(c),
     };
     exit::exit(code)

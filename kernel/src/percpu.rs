@@ -2,8 +2,8 @@
 //!
 //! Models Linux's per-CPU machinery (`include/linux/percpu-defs.h`, `smp_processor_id`,
 //! `this_cpu_ptr`, `per_cpu_ptr`). Every CPU has a [`CpuArea`] reached through GS base
-//! ([`crate::arch::x86_64::percpu`]): its id, APIC id, stack, and the mailbox of
-//! [`on_each_cpu`]. Ids are dense, 0 is the boot CPU, and they are handed out in bring-up
+//! ([`crate::arch::x86_64::percpu`]): its id, APIC id, NUMA node (`numa_node_id()`), stack,
+//! and the mailbox of [`on_each_cpu`]. Ids are dense, 0 is the boot CPU, and they are handed out in bring-up
 //! order, so `0..nr_cpu_ids()` are exactly the online CPUs once bring-up is over.
 //!
 //! [`PerCpu<T>`] is the lock-free slot array other subsystems build on (per-CPU free lists,
@@ -22,7 +22,7 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::cell::{Cell, UnsafeCell};
 use core::fmt;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicU32, AtomicUsize, Ordering};
 
 use crate::arch::x86_64::percpu as arch;
 use crate::mm::stack::KernelStack;
@@ -48,6 +48,8 @@ pub struct CpuArea {
     pub(crate) call: AtomicPtr<on_each_cpu::CallData>,
     /// Set while this CPU runs a cross-CPU call's function.
     pub(crate) in_call: AtomicBool,
+    /// The CPU's NUMA node (0 until NUMA discovery sets it).
+    node: AtomicU32,
 }
 
 const _: () = assert!(core::mem::offset_of!(CpuArea, self_ptr) == 0);
@@ -75,7 +77,14 @@ impl CpuArea {
             stack: None,
             call: AtomicPtr::new(core::ptr::null_mut()),
             in_call: AtomicBool::new(false),
+            node: AtomicU32::new(0),
         }
+    }
+
+    /// The CPU's NUMA node.
+    #[must_use]
+    pub fn node(&self) -> u32 {
+        self.node.load(Ordering::Relaxed)
     }
 
     /// The CPU id.
@@ -204,6 +213,28 @@ pub fn area(cpu: usize) -> Option<&'static CpuArea> {
     }
     // SAFETY: published areas are never written again except through their atomics.
     unsafe { (*areas.slots[cpu].get()).as_ref() }
+}
+
+/// Records the NUMA node of every online CPU (`numa_set_node()`), from `node_of(cpu)`.
+/// Runs on the boot CPU after NUMA discovery.
+pub fn set_nodes(node_of: impl Fn(usize) -> u32) {
+    for cpu in 0..nr_cpu_ids() {
+        if let Some(a) = area(cpu) {
+            a.node.store(node_of(cpu), Ordering::Relaxed);
+        }
+    }
+}
+
+/// The NUMA node of `cpu` (`cpu_to_node()`; 0 for a CPU that is not online).
+#[must_use]
+pub fn cpu_to_node(cpu: usize) -> u32 {
+    area(cpu).map_or(0, CpuArea::node)
+}
+
+/// The running CPU's NUMA node (`numa_node_id()`).
+#[must_use]
+pub fn numa_node_id() -> u32 {
+    this_area().map_or(0, CpuArea::node)
 }
 
 /// The running CPU's area (through `gs:[0]`, so it works while the CPU is still coming up).

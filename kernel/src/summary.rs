@@ -1,4 +1,5 @@
-//! The system summary (`run=summary`): boot path, memory map, CPU, framebuffer.
+//! The system summary (`run=summary`): boot path, memory map, CPUs, NUMA nodes, the page
+//! allocator's zones, framebuffer.
 //!
 //! This is what a user sees first on a real machine, so it says plainly what the kernel found.
 
@@ -78,6 +79,8 @@ pub fn print(bi: &BootInfo) {
     }
     let _ = cpu::describe(&mut ConsoleWriter);
     let _ = crate::arch::x86_64::smp::describe(&mut ConsoleWriter);
+    let _ = crate::arch::x86_64::numa::describe(&mut ConsoleWriter);
+    let _ = crate::mm::page_alloc::describe(&mut ConsoleWriter);
     println!(
         "serial console: {}",
         if crate::console::has_serial() {

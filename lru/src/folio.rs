@@ -51,6 +51,8 @@ bitflags! {
         const UNEVICTABLE = 1 << 5;
         /// Being reclaimed (`PG_reclaim`).
         const RECLAIM = 1 << 6;
+        /// The frame is free in the buddy allocator, `PageBuddy`.
+        const BUDDY = 1 << 7;
     }
 }
 

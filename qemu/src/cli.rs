@@ -33,6 +33,8 @@ options:
   --mode MODE        direct | bios | uefi | usb-bios | usb-uefi   (default: direct)
   --smp N            vCPUs, 1..=256 (default: 2; bench: every host core)
   --mem MIB          guest memory in MiB, 32..=65536 (default: 256)
+  --nodes N          NUMA nodes, 1..=64: memory split evenly (at least 16 MiB each), vCPUs
+                     round-robin, distances 10 + 10*|i-j| (default: no NUMA description)
   --timeout SECS     kill QEMU after SECS, 1..=86400 (default: 60; UEFI modes 120; bench 600)
   --append CMDLINE   kernel command line words (run, image: the whole line; others: added)
   --kernel FILE      direct mode: boot this ELF32 instead of building the kernel
@@ -104,6 +106,8 @@ pub struct Options {
     pub smp: u32,
     /// Guest memory, MiB.
     pub mem_mib: u32,
+    /// NUMA nodes (`None`: no NUMA description).
+    pub nodes: Option<u32>,
     /// Explicit timeout (`None`: the command's and mode's default).
     pub timeout: Option<Duration>,
     /// Kernel command line words.
@@ -129,6 +133,7 @@ impl Default for Options {
             mode: Mode::Direct,
             smp: 2,
             mem_mib: 256,
+            nodes: None,
             timeout: None,
             append: String::new(),
             kernel: None,
@@ -230,6 +235,13 @@ pub enum CliError {
         /// The command.
         command: &'static str,
     },
+    /// `--nodes` that the machine cannot have.
+    Nodes {
+        /// The node count asked for.
+        nodes: u32,
+        /// Why it does not fit.
+        why: NodesProblem,
+    },
     /// An option that does not fit the chosen mode.
     NotForMode {
         /// The option.
@@ -264,6 +276,20 @@ pub enum CliError {
     MissingArgument(&'static str),
 }
 
+/// Why a `--nodes` value does not fit the machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodesProblem {
+    /// More nodes than vCPUs (`--smp`): every node gets at least one CPU.
+    MoreThanCpus(u32),
+    /// Memory (`--mem`) too small: every node needs [`MIN_NODE_MIB`].
+    TooLittleMemory(u32),
+}
+
+/// Least memory per NUMA node, MiB.
+pub const MIN_NODE_MIB: u32 = 16;
+/// Most NUMA nodes (the kernel's `MAX_NUMNODES`).
+pub const MAX_NODES: u32 = 64;
+
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -294,6 +320,18 @@ impl fmt::Display for CliError {
                 "--cpus: {cpus} CPUs asked for, but the machine has --smp {smp}"
             ),
             CliError::MissingArgument(what) => f.write_str(what),
+            CliError::Nodes { nodes, why } => match why {
+                NodesProblem::MoreThanCpus(smp) => write!(
+                    f,
+                    "--nodes {nodes}: more nodes than vCPUs (--smp {smp}); every node needs a CPU"
+                ),
+                NodesProblem::TooLittleMemory(mem) => write!(
+                    f,
+                    "--nodes {nodes}: {mem} MiB of memory (--mem) gives each node {} MiB, less \
+                     than the {MIN_NODE_MIB} MiB a node needs",
+                    mem / nodes
+                ),
+            },
             CliError::NotForMode { flag, mode } => write!(
                 f,
                 "{flag} does not apply to --mode {mode} ({})",
@@ -311,6 +349,7 @@ const FLAGS_WITH_VALUE: &[&str] = &[
     "--mode",
     "--smp",
     "--mem",
+    "--nodes",
     "--timeout",
     "--append",
     "--kernel",
@@ -416,6 +455,7 @@ fn apply_value(o: &mut Options, flag: &'static str, value: String) -> Result<(),
         "--mode" => o.mode = value.parse().map_err(CliError::BadMode)?,
         "--smp" => o.smp = number(flag, &value, (1, u64::from(abi::cmdline::MAX_CPUS)))? as u32,
         "--mem" => o.mem_mib = number(flag, &value, (32, 65536))? as u32,
+        "--nodes" => o.nodes = Some(number(flag, &value, (1, u64::from(MAX_NODES)))? as u32),
         "--timeout" => o.timeout = Some(Duration::from_secs(number(flag, &value, (1, 86400))?)),
         "--append" => o.append = value,
         "--kernel" => o.kernel = Some(value.into()),
@@ -517,6 +557,7 @@ fn check_combination(cli: &mut Cli, seen: &[&'static str]) -> Result<(), CliErro
                 "--mode",
                 "--smp",
                 "--mem",
+                "--nodes",
                 "--timeout",
                 "--append",
                 "--kernel",
@@ -551,6 +592,7 @@ fn check_combination(cli: &mut Cli, seen: &[&'static str]) -> Result<(), CliErro
             "--mode",
             "--smp",
             "--mem",
+            "--nodes",
             "--timeout",
             "--kernel",
             "--image",
@@ -566,6 +608,21 @@ fn check_combination(cli: &mut Cli, seen: &[&'static str]) -> Result<(), CliErro
             flag: "--out",
             command,
         });
+    }
+    if let Some(nodes) = cli.options.nodes {
+        let (smp, mem) = (cli.options.smp, cli.options.mem_mib);
+        if nodes > smp {
+            return Err(CliError::Nodes {
+                nodes,
+                why: NodesProblem::MoreThanCpus(smp),
+            });
+        }
+        if mem / nodes < MIN_NODE_MIB {
+            return Err(CliError::Nodes {
+                nodes,
+                why: NodesProblem::TooLittleMemory(mem),
+            });
+        }
     }
     let mode = cli.options.mode;
     if cli.options.kernel.is_some() && mode.uses_image() {
@@ -834,6 +891,54 @@ mod tests {
         assert!(matches!(
             parse(["compare", "a", "--smp", "2"]),
             Err(CliError::NotForCommand { flag: "--smp", .. })
+        ));
+    }
+
+    #[test]
+    fn nodes_must_fit_the_machine() {
+        let c = parse(["test", "--smp", "4", "--nodes", "2"]).unwrap();
+        assert_eq!(c.options.nodes, Some(2));
+        assert_eq!(parse(["summary"]).unwrap().options.nodes, None);
+        assert!(matches!(
+            parse(["run", "--nodes", "0"]),
+            Err(CliError::BadNumber {
+                flag: "--nodes",
+                ..
+            })
+        ));
+        assert!(matches!(
+            parse(["run", "--nodes", "65"]),
+            Err(CliError::BadNumber {
+                flag: "--nodes",
+                ..
+            })
+        ));
+        let e = parse(["run", "--smp", "2", "--nodes", "3"]).unwrap_err();
+        assert_eq!(
+            e,
+            CliError::Nodes {
+                nodes: 3,
+                why: NodesProblem::MoreThanCpus(2)
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "--nodes 3: more nodes than vCPUs (--smp 2); every node needs a CPU"
+        );
+        let e = parse(["run", "--smp", "8", "--mem", "64", "--nodes", "8"]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--nodes 8: 64 MiB of memory (--mem) gives each node 8 MiB, less than the 16 MiB a \
+             node needs"
+        );
+        // The order of the options does not matter.
+        assert!(parse(["run", "--nodes", "4", "--smp", "4"]).is_ok());
+        assert!(matches!(
+            parse(["image", "--nodes", "2"]),
+            Err(CliError::NotForCommand {
+                flag: "--nodes",
+                ..
+            })
         ));
     }
 

@@ -71,13 +71,14 @@ fn boot_inner(
     Ok(RunOutput::from_finished(finished, timeout))
 }
 
-/// A launch with the default firmware paths.
+/// A launch with the default firmware paths; `nodes` NUMA nodes when given.
 #[must_use]
-pub fn launch(mode: Mode, smp: u32, mem_mib: u32, medium: Medium) -> Launch {
+pub fn launch(mode: Mode, smp: u32, mem_mib: u32, nodes: Option<u32>, medium: Medium) -> Launch {
     Launch {
         mode,
         smp,
         mem_mib,
+        nodes,
         medium,
         ovmf_code: OVMF_CODE.into(),
         ovmf_vars: None,
@@ -242,10 +243,14 @@ fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
         _ => o.mode.default_timeout(),
     });
     eprintln!(
-        "kx: booting ({} mode, {} vCPUs, {} MiB, timeout {} s): {}",
+        "kx: booting ({} mode, {} vCPUs, {} MiB{}, timeout {} s): {}",
         o.mode,
         o.smp,
         o.mem_mib,
+        o.nodes.map_or(String::new(), |n| format!(
+            ", {n} NUMA node{}",
+            if n == 1 { "" } else { "s" }
+        )),
         timeout.as_secs(),
         if cmdline.is_empty() {
             "(empty command line)"
@@ -253,7 +258,7 @@ fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
             &cmdline
         }
     );
-    let launch = launch(o.mode, o.smp, o.mem_mib, medium);
+    let launch = launch(o.mode, o.smp, o.mem_mib, o.nodes, medium);
     if cli.command == Command::Bench {
         return crate::bench::run::bench(&ws, o, &launch, timeout);
     }

@@ -11,6 +11,14 @@
 //!   -device usb-storage,drive=stick`;
 //! * uefi / usb-uefi: OVMF code read-only as pflash 0 and a private vars copy as pflash 1.
 //!
+//! With `nodes` (`kx --nodes N`) the machine gets N NUMA nodes, which QEMU describes to the
+//! guest in an ACPI SRAT and SLIT: memory split evenly (whole MiB, the first nodes taking
+//! the remainder) as one `memory-backend-ram` per node (`-numa node,mem=` is refused by
+//! q35 since QEMU 5.1), vCPU `i` on node `i % N` (`-numa cpu,node-id=..,socket-id=0,
+//! core-id=i,thread-id=0` with the topology made explicit as one socket of N cores, what
+//! `-smp N` means on QEMU 7.2), and distances `10 + 10 * |i - j|`, nodes on a line, so
+//! that with three or more nodes the fallback order by distance is visible.
+//!
 //! Images are opened with `snapshot=on`, so a run never writes the image and several runs can
 //! share one.
 
@@ -44,6 +52,8 @@ pub struct Launch {
     pub smp: u32,
     /// Memory in MiB (`-m`).
     pub mem_mib: u32,
+    /// NUMA nodes (`None`: no NUMA description, the guest sees one node and no SRAT).
+    pub nodes: Option<u32>,
     /// What to boot; must match the mode.
     pub medium: Medium,
     /// OVMF code (read-only pflash), for UEFI modes.
@@ -64,7 +74,16 @@ impl Launch {
         push("-m");
         push(&self.mem_mib.to_string());
         push("-smp");
-        push(&self.smp.to_string());
+        match self.nodes {
+            None => push(&self.smp.to_string()),
+            Some(_) => push(&format!(
+                "{},sockets=1,cores={},threads=1",
+                self.smp, self.smp
+            )),
+        }
+        for a in numa_args(self.nodes, self.smp, self.mem_mib) {
+            push(&a);
+        }
         for s in [
             "-display",
             "none",
@@ -126,6 +145,47 @@ impl Launch {
     }
 }
 
+/// Memory of each of `nodes` nodes sharing `mem_mib` MiB: even, the first nodes taking
+/// one MiB more each until the remainder is used up.
+#[must_use]
+pub fn node_sizes(nodes: u32, mem_mib: u32) -> Vec<u32> {
+    let n = nodes.max(1);
+    (0..n)
+        .map(|i| mem_mib / n + u32::from(i < mem_mib % n))
+        .collect()
+}
+
+/// The `-object`/`-numa` arguments of a machine with `nodes` nodes (none for `None`).
+fn numa_args(nodes: Option<u32>, smp: u32, mem_mib: u32) -> Vec<String> {
+    let Some(n) = nodes else { return Vec::new() };
+    let mut a = Vec::new();
+    for (i, size) in node_sizes(n, mem_mib).into_iter().enumerate() {
+        a.push("-object".into());
+        a.push(format!("memory-backend-ram,id=ram-node{i},size={size}M"));
+        a.push("-numa".into());
+        a.push(format!("node,nodeid={i},memdev=ram-node{i}"));
+    }
+    for cpu in 0..smp {
+        a.push("-numa".into());
+        a.push(format!(
+            "cpu,node-id={},socket-id=0,core-id={cpu},thread-id=0",
+            cpu % n
+        ));
+    }
+    for i in 0..n {
+        for j in 0..n {
+            if i != j {
+                a.push("-numa".into());
+                a.push(format!(
+                    "dist,src={i},dst={j},val={}",
+                    10 + 10 * i.abs_diff(j)
+                ));
+            }
+        }
+    }
+    a
+}
+
 /// `prefix` + path, with QEMU's option escaping (a `,` in a path is written `,,`).
 fn drive_arg(prefix: &str, path: &std::path::Path) -> OsString {
     let mut s = OsString::from(prefix);
@@ -142,6 +202,7 @@ mod tests {
             mode,
             smp: 4,
             mem_mib: 512,
+            nodes: None,
             medium,
             ovmf_code: "/fw/CODE.fd".into(),
             ovmf_vars: Some("/tmp/x/VARS.fd".into()),
@@ -174,6 +235,38 @@ mod tests {
         // The command line stays one argument.
         assert_eq!(args.last().unwrap(), "run=test test=a");
         assert_eq!(args[args.len() - 3], "/k/kernel32.elf");
+    }
+
+    #[test]
+    fn numa_nodes_split_memory_and_cpus() {
+        let mut l = launch(
+            Mode::Direct,
+            Medium::Kernel {
+                elf32: "/k".into(),
+                cmdline: String::new(),
+            },
+        );
+        l.nodes = Some(3);
+        l.mem_mib = 256;
+        let s = joined(&l);
+        assert!(s.contains("-smp 4,sockets=1,cores=4,threads=1 "));
+        for want in [
+            "-object memory-backend-ram,id=ram-node0,size=86M -numa node,nodeid=0,memdev=ram-node0",
+            "-object memory-backend-ram,id=ram-node1,size=85M",
+            "-object memory-backend-ram,id=ram-node2,size=85M -numa node,nodeid=2,memdev=ram-node2",
+            "-numa cpu,node-id=0,socket-id=0,core-id=0,thread-id=0",
+            "-numa cpu,node-id=1,socket-id=0,core-id=1,thread-id=0",
+            "-numa cpu,node-id=0,socket-id=0,core-id=3,thread-id=0",
+            "-numa dist,src=0,dst=2,val=30",
+            "-numa dist,src=2,dst=1,val=20",
+        ] {
+            assert!(s.contains(want), "no `{want}` in {s}");
+        }
+        assert!(!s.contains("dist,src=1,dst=1"));
+        assert_eq!(node_sizes(3, 256).iter().sum::<u32>(), 256);
+        assert_eq!(node_sizes(2, 256), [128, 128]);
+        l.nodes = None;
+        assert!(!joined(&l).contains("-numa"));
     }
 
     #[test]

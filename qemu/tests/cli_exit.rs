@@ -62,6 +62,18 @@ fn bad_arguments_exit_with_usage() {
             &["import", "a.log", "--smp", "2"][..],
             "--smp is not used by `kx import`",
         ),
+        (
+            &["run", "--nodes", "0"][..],
+            "--nodes: `0` is not a number in 1..=64",
+        ),
+        (
+            &["test", "--smp", "2", "--nodes", "4"][..],
+            "--nodes 4: more nodes than vCPUs (--smp 2)",
+        ),
+        (
+            &["summary", "--smp", "4", "--mem", "32", "--nodes", "4"][..],
+            "gives each node 8 MiB, less than the 16 MiB a node needs",
+        ),
     ] {
         let (code, err) = kx(args);
         assert_eq!(code, RunnerExit::Usage.status(), "{args:?}: {err}");

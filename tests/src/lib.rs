@@ -63,11 +63,22 @@ pub fn boot_direct(cmdline: &str, timeout: Duration) -> RunOutput {
 
 /// Boots `-kernel` with `cmdline` on `smp` vCPUs, killing QEMU after `timeout`.
 pub fn boot_direct_smp(smp: u32, cmdline: &str, timeout: Duration) -> RunOutput {
+    boot_direct_numa(smp, None, cmdline, timeout)
+}
+
+/// Boots `-kernel` with `cmdline` on `smp` vCPUs and `nodes` NUMA nodes (as `kx --nodes`),
+/// killing QEMU after `timeout`.
+pub fn boot_direct_numa(
+    smp: u32,
+    nodes: Option<u32>,
+    cmdline: &str,
+    timeout: Duration,
+) -> RunOutput {
     let medium = Medium::Kernel {
         elf32: kernel().elf32.clone(),
         cmdline: cmdline.to_owned(),
     };
-    run(Mode::Direct, smp, medium, timeout)
+    run(Mode::Direct, smp, nodes, medium, timeout)
 }
 
 /// Boots the GRUB image made for `cmdline` in `mode` (an image mode).
@@ -87,11 +98,11 @@ pub fn boot_image(mode: Mode, cmdline: &str, timeout: Duration) -> RunOutput {
             }
         }
     };
-    run(mode, SMP, medium, timeout)
+    run(mode, SMP, None, medium, timeout)
 }
 
-fn run(mode: Mode, smp: u32, medium: Medium, timeout: Duration) -> RunOutput {
-    let launch = launch(mode, smp, MEM_MIB, medium);
+fn run(mode: Mode, smp: u32, nodes: Option<u32>, medium: Medium, timeout: Duration) -> RunOutput {
+    let launch = launch(mode, smp, MEM_MIB, nodes, medium);
     let _one_at_a_time = qemu_lock();
     boot(workspace(), &launch, timeout, false).unwrap_or_else(|e| panic!("{mode} boot: {e}"))
 }
@@ -117,7 +128,7 @@ pub fn bench_direct(
         elf32: kernel().elf32.clone(),
         cmdline,
     };
-    let launch = launch(Mode::Direct, SMP, MEM_MIB, medium);
+    let launch = launch(Mode::Direct, SMP, MEM_MIB, None, medium);
     let _one_at_a_time = qemu_lock();
     qemu::bench::run::bench(workspace(), &options, &launch, timeout)
         .unwrap_or_else(|e| panic!("kx bench: {e}"))

@@ -1,7 +1,48 @@
-//! `mm`: the kernel's memory management, platform neutral so the same code runs in the
+//! `mm`: the kernel's memory management, platform neutral so that the same code runs in the
 //! kernel and on host threads (the host benchmark hands it a memory arena).
+//!
+//! This crate holds the physical memory layer that the fault path allocates from:
+//!
+//! - [`numa`]: nodes, their memory and CPUs, distances (built by the kernel from the ACPI
+//!   SRAT/SLIT, by host callers from a list of ranges);
+//! - [`memmap`]: the sparse memmap, one [`lru::Folio`] per frame in per-section arrays
+//!   placed on each section's node ([`storage`] says where the arrays live);
+//! - [`zone`], [`buddy`]: per node per zone buddy lists behind `zone->lock`;
+//! - [`pcp`]: per-CPU page lists in front of order 0 behind `pcp->lock`;
+//! - [`zonelist`]: node-local first, then by distance, Normal before DMA32;
+//! - [`page_alloc`]: [`PageAlloc`], the calls every CPU makes; [`init`] (the handover,
+//!   list sizes) and [`check`] (the invariant checker) extend it;
+//! - [`stats`]: per-CPU per-zone counters; [`microbench`]: the order-0 alloc/free
+//!   micro-benchmark shared by the host example and the kernel's `run=pagealloc`.
+//!
+//! CPU ids are arguments; the locks are ksync ticket locks of the classes `zone->lock` and
+//! `pcp->lock` (outer), whose statistics the benchmark reports.
 #![cfg_attr(not(test), no_std)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
 extern crate alloc;
+
+pub mod buddy;
+pub mod check;
+pub mod error;
+pub mod init;
+pub mod memmap;
+pub mod microbench;
+pub mod numa;
+pub mod page_alloc;
+pub mod pcp;
+pub mod stats;
+pub mod storage;
+pub mod zone;
+pub mod zonelist;
+
+pub use buddy::{MAX_ORDER, NR_PAGE_ORDERS};
+pub use check::Census;
+pub use error::{AllocError, CheckError, FreeError, HandoverError, InitError};
+pub use memmap::{Memmap, PAGE_SIZE};
+pub use numa::{NumaBuilder, NumaTopology, PfnRange};
+pub use page_alloc::{PageAlloc, PcpConfig, PgData};
+pub use stats::PageStats;
+pub use storage::{HeapStorage, MemmapBlock, MemmapStorage};
+pub use zone::Zone;

@@ -1,11 +1,12 @@
 //! The benchmark engine's platform in the kernel: the chosen CPUs are `0..n`, run through
 //! `on_cpus` (the boot CPU, which runs the engine, is CPU 0 and works too; the others leave
 //! their idle loop for the call) behind a sense-reversing spin barrier so they start
-//! together; time is the TSC; records go to serial alone, progress lines and messages to
+//! together; time is the TSC; the `machine` record comes from CPUID, the boot information
+//! and the NUMA layout; records go to serial alone, progress lines and messages to
 //! serial and screen, the wide table to serial and the 80-column one to the screen (a real
 //! machine without a serial cable shows its results there).
 
-use crate::arch::x86_64::{clear_page, cpu, tsc};
+use crate::arch::x86_64::{clear_page, cpu, numa, tsc};
 use crate::boot_info::{BootInfo, BootProtocol};
 use crate::console::{self, Sink};
 use crate::percpu::{self, CpuSet};
@@ -25,9 +26,11 @@ pub struct KernelPlatform {
 }
 
 /// The quiescent point a CPU passes between two benchmark batches: it holds no reference
-/// into any RCU-protected structure there. Empty until the kernel has RCU; then it reports
-/// the quiescent state (`rcu::quiescent()`), which is what lets grace periods end while
-/// every CPU runs benchmark workers.
+/// into any RCU-protected structure there. Not wired yet: it is to report the quiescent
+/// state (`crate::rcu::quiescent()`, which also runs due `call_rcu` callbacks), and the
+/// barrier wait in [`KernelPlatform::on_cpus`] is to be an extended quiescent state
+/// (`crate::rcu::extended_qs`), which is what lets grace periods end while every CPU runs
+/// benchmark workers. No scenario built so far waits for a grace period.
 fn rcu_quiescent() {}
 
 impl KernelPlatform {
@@ -52,7 +55,7 @@ impl KernelPlatform {
                 cpu_model: cpu::brand_string().unwrap_or_else(|| "unknown".into()),
                 vcpus: online,
                 memory_mib: bi.usable_bytes() >> 20,
-                nodes: 1,
+                nodes: numa::info().map_or(1, |n| n.topology.nr_nodes() as u32),
                 platform,
                 hypervisor: hypervisor.unwrap_or_default(),
                 tsc_hz: tsc::hz(),

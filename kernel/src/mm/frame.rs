@@ -4,10 +4,13 @@
 //! trampoline), the kernel image and the boot information carved out. Allocation takes the
 //! lowest free frames first, so the page tables built while only the boot stub's 4 GiB
 //! identity map exists are reachable. It never frees: what it hands out (page tables, stacks,
-//! the heap) lives as long as the kernel; the page allocator of the fault path takes over the
-//! ranges that remain ([`take_free_ranges`]).
+//! the heap, the memmap) lives as long as the kernel and stays reserved. The page allocator
+//! takes over the ranges that remain ([`take_free_ranges`], the handover); from then on
+//! [`alloc`] hands out frames of the page allocator instead ([`hand_over`]), which stay
+//! allocated (counted, not reserved).
 
 use crate::boot_info::{BootInfo, MemKind};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use spin::Mutex;
 use x86_64::PhysAddr;
 use x86_64::structures::paging::{FrameAllocator, PhysFrame, Size4KiB};
@@ -89,13 +92,14 @@ impl EarlyFrames {
         }
     }
 
-    /// Allocates `count` contiguous frames aligned to `align` bytes, lowest address first.
-    fn alloc_contiguous(&mut self, count: u64, align: u64) -> Option<PhysAddr> {
+    /// Allocates `count` contiguous frames aligned to `align` bytes inside `[lo, hi)`,
+    /// lowest address first.
+    fn alloc_contiguous(&mut self, count: u64, align: u64, lo: u64, hi: u64) -> Option<PhysAddr> {
         let bytes = count.checked_mul(FRAME_SIZE)?;
         for i in 0..self.n {
             let r = self.ranges[i];
-            let start = r.start.div_ceil(align) * align;
-            if start.checked_add(bytes)? <= r.end {
+            let start = r.start.max(lo).div_ceil(align) * align;
+            if start.checked_add(bytes)? <= r.end.min(hi) {
                 self.carve(start, start + bytes);
                 self.allocated += count;
                 return Some(PhysAddr::new(start));
@@ -112,6 +116,11 @@ impl EarlyFrames {
 }
 
 static FRAMES: Mutex<EarlyFrames> = Mutex::new(EarlyFrames::empty());
+
+/// Set once the page allocator owns the free frames.
+static HANDED_OVER: AtomicBool = AtomicBool::new(false);
+/// Frames [`alloc`] took from the page allocator since the handover.
+static LATE_FRAMES: AtomicU64 = AtomicU64::new(0);
 
 /// Fills the allocator from the memory map, minus `reserved` physical ranges.
 pub fn init(info: &BootInfo, reserved: &[(u64, u64)]) {
@@ -138,16 +147,55 @@ pub fn init(info: &BootInfo, reserved: &[(u64, u64)]) {
     }
 }
 
-/// Allocates one frame.
+/// Allocates one frame: from the free ranges until the handover, then from the page
+/// allocator (this CPU's node first).
 #[must_use]
 pub fn alloc() -> Option<PhysFrame> {
+    if HANDED_OVER.load(Ordering::Acquire) {
+        let f = crate::mm::page_alloc::alloc_kernel_frame()?;
+        LATE_FRAMES.fetch_add(1, Ordering::Relaxed);
+        return Some(PhysFrame::containing_address(PhysAddr::new(
+            f.pfn() * FRAME_SIZE,
+        )));
+    }
     alloc_contiguous(1, FRAME_SIZE).map(PhysFrame::containing_address)
 }
 
-/// Allocates `count` physically contiguous frames aligned to `align` bytes.
+/// Allocates `count` physically contiguous frames aligned to `align` bytes (before the
+/// handover only; `None` after it).
 #[must_use]
 pub fn alloc_contiguous(count: u64, align: u64) -> Option<PhysAddr> {
-    FRAMES.lock().alloc_contiguous(count, align.max(FRAME_SIZE))
+    alloc_contiguous_in(count, align, 0, u64::MAX)
+}
+
+/// [`alloc_contiguous`] inside the physical range `[lo, hi)` (the memmap of a node is
+/// placed in that node's memory this way).
+#[must_use]
+pub fn alloc_contiguous_in(count: u64, align: u64, lo: u64, hi: u64) -> Option<PhysAddr> {
+    if HANDED_OVER.load(Ordering::Acquire) {
+        return None;
+    }
+    FRAMES
+        .lock()
+        .alloc_contiguous(count, align.max(FRAME_SIZE), lo, hi)
+}
+
+/// Marks the handover done: [`alloc`] now takes frames from the page allocator.
+pub fn hand_over() {
+    HANDED_OVER.store(true, Ordering::Release);
+}
+
+/// Whether the page allocator owns the free frames.
+#[must_use]
+pub fn handed_over() -> bool {
+    HANDED_OVER.load(Ordering::Acquire)
+}
+
+/// Frames [`alloc`] has taken from the page allocator since the handover (page tables and
+/// stacks made later; they are never freed).
+#[must_use]
+pub fn late_frames() -> u64 {
+    LATE_FRAMES.load(Ordering::Relaxed)
 }
 
 /// Frames handed out so far and frames still free.

@@ -1,10 +1,13 @@
-//! Memory management: physical frames, the kernel's address space, stacks and heap.
+//! Memory management: physical frames, the kernel's address space, stacks, heap, and the
+//! page allocator.
 //!
 //! Boot order: `frame::init` (from the memory map) -> `arch::x86_64::paging::init` (own page
-//! tables, direct map) -> `stack` (guarded stacks) -> `heap`.
+//! tables, direct map) -> `stack` (guarded stacks) -> `heap` -> (SMP, NUMA) ->
+//! `page_alloc::init` (memmap, handover of the free frames to the buddy allocator).
 
 pub mod frame;
 pub mod heap;
+pub mod page_alloc;
 pub mod stack;
 
 pub use crate::arch::x86_64::paging::phys_to_virt;

@@ -185,9 +185,13 @@ pub fn on_cpus(set: &CpuSet, f: &(dyn Fn(usize) + Sync)) -> Result<(), CallError
     if result.is_ok() && set.contains(me) {
         run(mine, func, me);
     }
-    while data.remaining.load(Ordering::Acquire) != 0 {
-        core::hint::spin_loop();
-    }
+    // Waiting on the targets is an extended quiescent state: a target may wait for a grace
+    // period (synchronize_rcu in the called function).
+    crate::rcu::extended_qs(|| {
+        while data.remaining.load(Ordering::Acquire) != 0 {
+            core::hint::spin_loop();
+        }
+    });
     CALL_LOCK.store(false, Ordering::Release);
     result
 }
@@ -214,6 +218,8 @@ pub fn poll_mailbox() -> bool {
     let data = unsafe { &*p };
     run(Some(a), data.func, a.cpu());
     data.remaining.fetch_sub(1, Ordering::Release);
+    // A quiescent point: the function has returned (refused inside a read section).
+    crate::rcu::after_call();
     true
 }
 
@@ -223,15 +229,19 @@ pub fn call_ipi_handler(_frame: &mut crate::arch::x86_64::trap::TrapFrame) {
 }
 
 /// Where an AP spends its life once it is up: sleep until a call arrives, run it, repeat.
+/// Asleep, the CPU is in an RCU extended quiescent state (offline); it comes online before
+/// it runs a call.
 pub fn idle_loop() -> ! {
     use x86_64::instructions::interrupts;
     loop {
         interrupts::disable();
         if this_area().is_some_and(|a| !a.call.load(Ordering::Acquire).is_null()) {
             interrupts::enable();
+            crate::rcu::idle_exit();
             poll_mailbox();
             continue;
         }
+        crate::rcu::idle_enter();
         // `sti; hlt`: an IPI that arrived while interrupts were off is taken right after the
         // `sti` shadow, ending the `hlt`, so no wake-up is lost.
         interrupts::enable_and_hlt();

@@ -3,6 +3,8 @@
 mod boot;
 mod fault_arch;
 mod mm;
+mod page_alloc;
+mod rcu;
 mod smp;
 mod traps;
 
@@ -15,4 +17,6 @@ pub static SUITES: &[&[Test]] = &[
     traps::TESTS,
     smp::TESTS,
     fault_arch::TESTS,
+    rcu::TESTS,
+    page_alloc::TESTS,
 ];

@@ -121,8 +121,10 @@ impl MadtCpus {
     }
 }
 
-/// Finds the RSDP and lists the processors of the MADT.
-pub fn discover(bootloader_rsdp: Option<u64>) -> Result<(RsdpSource, MadtCpus), AcpiError> {
+/// Finds the RSDP: the bootloader's copy when there is one, else the BIOS area search.
+pub fn tables(
+    bootloader_rsdp: Option<u64>,
+) -> Result<(RsdpSource, AcpiTables<DirectMap>), AcpiError> {
     let (source, tables) = match bootloader_rsdp {
         Some(addr) => {
             // SAFETY: the address is the RSDP copy inside the bootloader's information, which
@@ -141,6 +143,12 @@ pub fn discover(bootloader_rsdp: Option<u64>) -> Result<(RsdpSource, MadtCpus), 
         acpi::AcpiError::NoValidRsdp => AcpiError::NoRsdp,
         e => AcpiError::Tables(alloc::format!("{e:?}")),
     })?;
+    Ok((source, tables))
+}
+
+/// Finds the RSDP and lists the processors of the MADT.
+pub fn discover(bootloader_rsdp: Option<u64>) -> Result<(RsdpSource, MadtCpus), AcpiError> {
+    let (source, tables) = tables(bootloader_rsdp)?;
     let madt = tables.find_table::<Madt>().map_err(|e| match e {
         acpi::AcpiError::TableMissing(_) => AcpiError::NoMadt,
         e => AcpiError::Tables(alloc::format!("{e:?}")),

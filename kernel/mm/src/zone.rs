@@ -1,0 +1,282 @@
+//! A zone: one node's frames of one kind, with its buddy lists behind `zone->lock`, its
+//! free-page counter, watermarks and per-CPU page lists.
+//!
+//! Models `struct zone` (include/linux/mmzone.h) for the two zones a 64-bit machine without
+//! ISA DMA needs: `ZONE_DMA32` for frames below 4 GiB and `ZONE_NORMAL` above
+//! ([`zone_for_pfn`]; Linux's 16 MiB `ZONE_DMA` and `ZONE_MOVABLE` stay empty). As in
+//! Linux, `spanned` is the pfn range from the zone's first to its last frame, `present`
+//! the frames of RAM in it, `managed` the frames the buddy allocator owns (what the
+//! handover freed); the difference `present - managed` is reserved (kernel image, boot
+//! structures, memmap, heap, page tables, stacks).
+//!
+//! `zone->lock` is a [`TicketLock`](ksync::TicketLock) of class [`ZoneLock`]: it guards
+//! the free lists and `NR_FREE_PAGES`, and its statistics appear in every benchmark report.
+//! The lock, the lists and the free counter share one 128-byte-aligned group, apart from
+//! the read-mostly fields, as Linux pads `zone->lock` onto its own lines.
+//!
+//! Watermarks are computed as `__setup_per_zone_wmarks()` does (the allocator itself does
+//! not check them yet: with no reclaim a zone is used until empty); the per-CPU lists'
+//! `high` is derived from the low watermark ([`crate::pcp`]).
+
+use crate::buddy::FreeArea;
+use crate::memmap::{Memmap, PAGE_SHIFT};
+use crate::numa::PfnRange;
+use crate::pcp::Pcp;
+use crate::stats::PcpStats;
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use ksync::class::std_classes::ZoneLock;
+use ksync::{CachePadded, PerCpu, SpinMutex};
+use lru::Folio;
+use lru::Zone as ZoneType;
+
+/// First frame above `ZONE_DMA32` (4 GiB).
+pub const DMA32_END_PFN: u64 = 1 << (32 - PAGE_SHIFT);
+
+/// The zone a frame belongs to: `ZONE_DMA32` below 4 GiB, `ZONE_NORMAL` above.
+#[must_use]
+pub const fn zone_for_pfn(pfn: u64) -> ZoneType {
+    if pfn < DMA32_END_PFN {
+        ZoneType::Dma32
+    } else {
+        ZoneType::Normal
+    }
+}
+
+/// The frames a zone type may hold.
+#[must_use]
+pub const fn zone_pfn_limits(kind: ZoneType) -> PfnRange {
+    match kind {
+        ZoneType::Dma => PfnRange::new(0, 0),
+        ZoneType::Dma32 => PfnRange::new(0, DMA32_END_PFN),
+        ZoneType::Normal => PfnRange::new(DMA32_END_PFN, lru::folio::MAX_PFN),
+        ZoneType::Movable => PfnRange::new(0, 0),
+    }
+}
+
+/// Linux's short zone names (`zone_names[]`).
+#[must_use]
+pub const fn zone_name(kind: ZoneType) -> &'static str {
+    match kind {
+        ZoneType::Dma => "DMA",
+        ZoneType::Dma32 => "DMA32",
+        ZoneType::Normal => "Normal",
+        ZoneType::Movable => "Movable",
+    }
+}
+
+/// The watermarks (`zone->_watermark[]`), in frames.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Watermarks {
+    /// `WMARK_MIN`.
+    pub min: u64,
+    /// `WMARK_LOW`.
+    pub low: u64,
+    /// `WMARK_HIGH`.
+    pub high: u64,
+}
+
+/// What `zone->lock` guards, plus the counter readers may load without it.
+#[derive(Debug)]
+pub(crate) struct ZoneFree {
+    /// The buddy lists under `zone->lock`.
+    pub(crate) area: SpinMutex<ZoneLock, FreeArea>,
+    /// `NR_FREE_PAGES`: frames on the buddy lists (pages on per-CPU lists are not free,
+    /// as in Linux). Written under `zone->lock`.
+    pub(crate) nr_free: AtomicU64,
+}
+
+/// One zone of one node.
+pub struct Zone {
+    node: u32,
+    kind: ZoneType,
+    span: PfnRange,
+    present: u64,
+    managed: AtomicU64,
+    watermark_min: AtomicU64,
+    watermark_low: AtomicU64,
+    watermark_high: AtomicU64,
+    /// `zone->lock`, the free lists and `NR_FREE_PAGES`, on their own 128-byte pair.
+    pub(crate) free: CachePadded<ZoneFree>,
+    /// `zone->per_cpu_pageset`: one slot per CPU, each on its own pair.
+    pub(crate) pcp: PerCpu<Pcp>,
+}
+
+impl core::fmt::Debug for Zone {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Zone")
+            .field("node", &self.node)
+            .field("kind", &zone_name(self.kind))
+            .field("span", &self.span)
+            .field("present", &self.present)
+            .field("managed", &self.managed())
+            .field("free", &self.nr_free())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Zone {
+    /// A zone of `node` spanning `span` with `present` frames of RAM, nothing managed yet,
+    /// and per-CPU lists for `nr_cpus` CPUs.
+    pub(crate) fn new(
+        node: u32,
+        kind: ZoneType,
+        span: PfnRange,
+        present: u64,
+        nr_cpus: usize,
+    ) -> Self {
+        Zone {
+            node,
+            kind,
+            span,
+            present,
+            managed: AtomicU64::new(0),
+            watermark_min: AtomicU64::new(0),
+            watermark_low: AtomicU64::new(0),
+            watermark_high: AtomicU64::new(0),
+            free: CachePadded(ZoneFree {
+                area: SpinMutex::new(FreeArea::new()),
+                nr_free: AtomicU64::new(0),
+            }),
+            pcp: PerCpu::new(nr_cpus, |_| Pcp::new()),
+        }
+    }
+
+    /// The node (`zone_to_nid()`).
+    #[must_use]
+    pub fn node(&self) -> u32 {
+        self.node
+    }
+
+    /// The zone type (`zone_idx()`).
+    #[must_use]
+    pub fn kind(&self) -> ZoneType {
+        self.kind
+    }
+
+    /// `zone->name`.
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        zone_name(self.kind)
+    }
+
+    /// `[zone_start_pfn, zone_end_pfn)`: `spanned_pages` frames.
+    #[must_use]
+    pub fn span(&self) -> PfnRange {
+        self.span
+    }
+
+    /// `present_pages`: frames of RAM in the span.
+    #[must_use]
+    pub fn present_pages(&self) -> u64 {
+        self.present
+    }
+
+    /// `managed_pages`: frames the buddy allocator owns.
+    #[must_use]
+    pub fn managed(&self) -> u64 {
+        self.managed.load(Relaxed)
+    }
+
+    /// Frames present but never given to the allocator.
+    #[must_use]
+    pub fn reserved(&self) -> u64 {
+        self.present.saturating_sub(self.managed())
+    }
+
+    /// `NR_FREE_PAGES`: frames on the buddy lists.
+    #[must_use]
+    pub fn nr_free(&self) -> u64 {
+        self.free.nr_free.load(Relaxed)
+    }
+
+    /// The watermarks.
+    #[must_use]
+    pub fn watermarks(&self) -> Watermarks {
+        Watermarks {
+            min: self.watermark_min.load(Relaxed),
+            low: self.watermark_low.load(Relaxed),
+            high: self.watermark_high.load(Relaxed),
+        }
+    }
+
+    pub(crate) fn set_watermarks(&self, w: Watermarks) {
+        self.watermark_min.store(w.min, Relaxed);
+        self.watermark_low.store(w.low, Relaxed);
+        self.watermark_high.store(w.high, Relaxed);
+    }
+
+    pub(crate) fn add_managed(&self, pages: u64) {
+        self.managed.fetch_add(pages, Relaxed);
+    }
+
+    /// Frames on `cpu`'s list of this zone (takes its `pcp->lock`).
+    #[must_use]
+    pub fn pcp_count(&self, cpu: usize) -> Option<u32> {
+        self.pcp.get(cpu).map(Pcp::count)
+    }
+
+    /// `(batch, high)` of `cpu`'s list of this zone (takes its `pcp->lock`).
+    #[must_use]
+    pub fn pcp_batch_high(&self, cpu: usize) -> Option<(u32, u32)> {
+        self.pcp.get(cpu).map(Pcp::batch_high)
+    }
+
+    /// `cpu`'s counters for this zone.
+    #[must_use]
+    pub fn pcp_stats(&self, cpu: usize) -> Option<crate::stats::PageStats> {
+        self.pcp.get(cpu).map(|p| p.stats.snapshot())
+    }
+
+    /// The per-CPU slot of `cpu`.
+    pub(crate) fn pcp(&self, cpu: usize) -> Option<&Pcp> {
+        self.pcp.get(cpu)
+    }
+
+    /// Frees a block straight to the buddy lists under `zone->lock`, counting it for `cpu`
+    /// when given.
+    pub(crate) fn free_block(
+        &self,
+        memmap: &Memmap,
+        folio: &'static Folio,
+        order: u32,
+        stats: Option<&PcpStats>,
+    ) {
+        let mut area = self.free.area.lock();
+        area.free_one(memmap, folio, order);
+        self.add_free(1 << order);
+        if let Some(s) = stats {
+            s.buddy_free.add(1);
+            s.buddy_free_pages.add(1 << order);
+        }
+        drop(area);
+    }
+
+    /// Allocates a block straight from the buddy lists under `zone->lock`
+    /// (`rmqueue_buddy()`).
+    pub(crate) fn rmqueue_buddy(
+        &self,
+        memmap: &Memmap,
+        order: u32,
+        stats: &PcpStats,
+    ) -> Option<&'static Folio> {
+        let mut area = self.free.area.lock();
+        let folio = area.rmqueue_smallest(memmap, order)?;
+        self.sub_free(1 << order);
+        stats.buddy_alloc.add(1);
+        stats.buddy_alloc_pages.add(1 << order);
+        drop(area);
+        Some(folio)
+    }
+
+    /// `NR_FREE_PAGES += n`; the caller holds `zone->lock`.
+    pub(crate) fn add_free(&self, n: u64) {
+        let c = &self.free.nr_free;
+        c.store(c.load(Relaxed) + n, Relaxed);
+    }
+
+    /// `NR_FREE_PAGES -= n`; the caller holds `zone->lock`.
+    pub(crate) fn sub_free(&self, n: u64) {
+        let c = &self.free.nr_free;
+        c.store(c.load(Relaxed) - n, Relaxed);
+    }
+}
