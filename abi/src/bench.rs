@@ -17,8 +17,10 @@ pub const DEFAULT_ROUNDS: u32 = 5;
 pub const QUICK_ROUNDS: u32 = 2;
 /// Largest `rounds=`.
 pub const MAX_ROUNDS: u32 = 100;
-/// Seconds per run without `seconds=`.
-pub const DEFAULT_SECONDS: Seconds = Seconds { micros: 1_000_000 };
+/// Seconds per run without `seconds=`. With every scenario, the default run on two CPUs is
+/// 27 (scenario, config, variant) triples x 2 CPU counts x (1 warm-up + 5 rounds) = 324
+/// runs of 0.5 s: 162 s of measurement, leaving most of `kx bench`'s 10 minutes to setup.
+pub const DEFAULT_SECONDS: Seconds = Seconds { micros: 500_000 };
 /// Seconds per run with `quick=1` and without `seconds=`.
 pub const QUICK_SECONDS: Seconds = Seconds { micros: 100_000 };
 /// Smallest `seconds=`.
@@ -31,6 +33,9 @@ pub const MAX_SECONDS: Seconds = Seconds {
 pub const MAX_MEMCGS: u32 = 16_384;
 /// seed002's memcg counts with `quick=1` and without `memcgs=` (the seed's 1500 included).
 pub const QUICK_MEMCGS: &str = "10,1500";
+/// The largest CPU count `quick=1` runs without `bench_cpus=`: it runs 1 and 2 (one CPU
+/// alone and the smallest contention), whatever the machine.
+pub const QUICK_MAX_CPUS: u32 = 2;
 
 /// A run's duration, exact to the microsecond (parsed from decimal text, never a float).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -212,13 +217,20 @@ impl<'a> BenchConfig<'a> {
         })
     }
 
-    /// The CPU counts to run on, given how many CPUs are online.
+    /// The CPU counts to run on, given how many CPUs are online: `bench_cpus=` as given
+    /// (the caller checks them against `online`), else [`default_cpu_counts`] of `online`
+    /// (with `quick=1`, of at most [`QUICK_MAX_CPUS`]).
     pub fn cpu_counts(&self, online: u32) -> impl Iterator<Item = u32> + 'a {
         let explicit = self.cpus;
+        let upto = if self.quick {
+            online.min(QUICK_MAX_CPUS)
+        } else {
+            online
+        };
         explicit
             .into_iter()
             .flat_map(|l| l.iter())
-            .chain(default_cpu_counts(online).filter(move |_| explicit.is_none()))
+            .chain(default_cpu_counts(upto).filter(move |_| explicit.is_none()))
     }
 
     /// seed002's memcg counts, as config names (the catalog's unless `memcgs=` or `quick=1`).
@@ -358,6 +370,8 @@ mod tests {
         assert_eq!(c.scenarios.scenarios().count(), catalog::SCENARIOS.len());
         let q = parse("run=bench quick=1", false).unwrap().bench;
         assert_eq!((q.rounds(), q.seconds()), (QUICK_ROUNDS, QUICK_SECONDS));
+        assert_eq!(q.cpu_counts(16).collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(q.cpu_counts(1).collect::<Vec<_>>(), [1]);
         assert_eq!(q.memcg_configs().collect::<Vec<_>>(), ["10", "1500"]);
         let s = catalog::scenario("seed002-reclaim").unwrap();
         assert_eq!(q.configs(s).collect::<Vec<_>>(), ["10", "1500"]);

@@ -13,6 +13,7 @@
 extern crate alloc;
 
 pub mod arch;
+pub mod bench;
 pub mod boot_info;
 pub mod console;
 pub mod crash;
@@ -134,10 +135,7 @@ pub extern "C" fn kmain(_: usize) -> ! {
             ExitCode::Success
         }
         Action::Test(sel) => ktest::run(sel),
-        Action::Bench => {
-            println!("run=bench: the benchmark scenarios are not built yet");
-            ExitCode::BadCmdline
-        }
+        Action::Bench => bench::run(&cfg.bench, bi),
         Action::Layout => layout::print(),
         Action::PageAlloc => pagealloc_bench::run(),
         Action::Crash(c) => crash::crash(c),

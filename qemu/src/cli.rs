@@ -5,7 +5,8 @@
 //! checked when the command runs ([`crate::RunnerExit::NotFound`]). The benchmark's options
 //! become kernel command-line keys and are validated by the kernel's own parser
 //! (`abi::cmdline`), so the runner accepts exactly what the kernel does; `--cpus` must also
-//! fit in `--smp`, whose default for `bench` is every host core.
+//! fit in `--smp`, whose default for `bench` is every host core (with `--host`: in the cores
+//! this process may run on; QEMU's options do not apply there).
 
 use crate::mode::{Mode, UnknownMode};
 use boot::Profile;
@@ -45,12 +46,14 @@ options:
   --quiet            do not echo the serial console (results are still printed)
 
 bench options (kernel keys in parentheses; defaults are the kernel's):
-  --quick            short run for tests and CI (quick=1)
+  --host             run the scenarios on pinned host threads instead of booting, with
+                     Linux's own fault path as the `linux` reference (no QEMU needed)
+  --quick            short run for tests and CI (quick=1: 2 rounds of 0.1 s, CPUs 1 and 2)
   --scenarios LIST   all | NAME[,NAME...] (scenarios=)
   --cpus LIST        CPU counts, e.g. 1,2,4, increasing, each <= --smp (bench_cpus=;
                      default 1, 2, 4, ... up to --smp)
   --rounds N         measured rounds per variant, 1..=100 (rounds=; default 5, quick 2)
-  --seconds S        seconds per run, 0.01..=3600, e.g. 0.5 (seconds=; default 1, quick 0.1)
+  --seconds S        seconds per run, 0.01..=3600, e.g. 0.5 (seconds=; default 0.5, quick 0.1)
   --memcgs LIST      seed002's memcg counts, e.g. 10,1500 (memcgs=; default 10,1500,10000)";
 
 /// What to do.
@@ -146,6 +149,8 @@ impl Default for Options {
 /// `kx bench`'s choices, as validated kernel key values (`None`: the kernel's default).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BenchOptions {
+    /// `--host`: on host threads instead of in QEMU (no kernel key).
+    pub host: bool,
     /// `--quick` (`quick=1`).
     pub quick: bool,
     /// `--scenarios` (`scenarios=`).
@@ -253,6 +258,13 @@ pub enum CliError {
         /// What the kernel accepts.
         accepted: &'static str,
     },
+    /// A `--cpus` entry larger than the cores `kx bench --host` may use.
+    CpusAboveHost {
+        /// The largest entry.
+        cpus: u32,
+        /// The cores.
+        cores: u32,
+    },
     /// A `--cpus` entry larger than `--smp`.
     CpusAboveSmp {
         /// The largest entry.
@@ -299,6 +311,10 @@ impl fmt::Display for CliError {
                 value,
                 accepted,
             } => write!(f, "{flag}: `{value}` is not accepted (expected {accepted})"),
+            CliError::CpusAboveHost { cpus, cores } => write!(
+                f,
+                "--cpus: {cpus} CPUs asked for, but this process may run on {cores} host cores"
+            ),
             CliError::CpusAboveSmp { cpus, smp } => write!(
                 f,
                 "--cpus: {cpus} CPUs asked for, but the machine has --smp {smp}"
@@ -411,6 +427,10 @@ where
                     seen.push("--quick");
                     cli.options.bench.quick = true;
                 }
+                ("--host", None) => {
+                    seen.push("--host");
+                    cli.options.bench.host = true;
+                }
                 _ => return Err(CliError::UnknownFlag(arg)),
             }
         }
@@ -482,10 +502,17 @@ pub fn host_cores() -> u32 {
         .min(abi::cmdline::MAX_CPUS)
 }
 
+fn largest_cpus(b: &BenchOptions) -> Option<u32> {
+    b.cpus
+        .as_deref()
+        .and_then(|l| l.split(',').filter_map(|n| n.parse::<u32>().ok()).max())
+}
+
 fn check_combination(cli: &mut Cli, seen: &[&'static str]) -> Result<(), CliError> {
     let command = cli.command.name();
     if cli.command != Command::Bench && cli.command != Command::Help {
         for flag in [
+            "--host",
             "--quick",
             "--scenarios",
             "--cpus",
@@ -525,18 +552,36 @@ fn check_combination(cli: &mut Cli, seen: &[&'static str]) -> Result<(), CliErro
             }
             return Ok(());
         }
+        Command::Bench if cli.options.bench.host => {
+            for flag in [
+                "--mode",
+                "--smp",
+                "--mem",
+                "--nodes",
+                "--timeout",
+                "--append",
+                "--kernel",
+                "--image",
+            ] {
+                if seen.contains(&flag) {
+                    return Err(CliError::NotForCommand {
+                        flag,
+                        command: "bench --host",
+                    });
+                }
+            }
+            let cores = host_cores();
+            if let Some(cpus) = largest_cpus(&cli.options.bench).filter(|c| *c > cores) {
+                return Err(CliError::CpusAboveHost { cpus, cores });
+            }
+            return Ok(());
+        }
         Command::Bench => {
             if !seen.contains(&"--smp") {
                 cli.options.smp = host_cores();
             }
             let smp = cli.options.smp;
-            let largest = cli
-                .options
-                .bench
-                .cpus
-                .as_deref()
-                .and_then(|l| l.split(',').filter_map(|n| n.parse::<u32>().ok()).max());
-            if let Some(cpus) = largest.filter(|c| *c > smp) {
+            if let Some(cpus) = largest_cpus(&cli.options.bench).filter(|c| *c > smp) {
                 return Err(CliError::CpusAboveSmp { cpus, smp });
             }
         }
@@ -745,6 +790,41 @@ mod tests {
         // Without --smp, bench gets every host core.
         assert_eq!(parse(["bench"]).unwrap().options.smp, host_cores());
         assert_eq!(parse(["run"]).unwrap().options.smp, 2);
+    }
+
+    #[test]
+    fn host_mode_takes_the_bench_options_but_not_qemus() {
+        let c = parse(["bench", "--host", "--quick", "--rounds", "3", "--out", "x"]).unwrap();
+        assert!(c.options.bench.host && c.options.bench.quick);
+        assert_eq!(c.options.bench.kernel_keys(), ["rounds=3", "quick=1"]);
+        for flag in ["--smp", "--mem", "--timeout"] {
+            assert_eq!(
+                parse(["bench", "--host", flag, "64"]),
+                Err(CliError::NotForCommand {
+                    flag,
+                    command: "bench --host"
+                })
+            );
+        }
+        assert!(matches!(
+            parse(["bench", "--host", "--cpus", "1,100000"]),
+            Err(CliError::BadBenchValue { .. })
+        ));
+        let too_many = (host_cores() + 1).to_string();
+        assert_eq!(
+            parse(["bench", "--host", "--cpus", &too_many]),
+            Err(CliError::CpusAboveHost {
+                cpus: host_cores() + 1,
+                cores: host_cores()
+            })
+        );
+        assert_eq!(
+            parse(["run", "--host"]),
+            Err(CliError::NotForCommand {
+                flag: "--host",
+                command: "run"
+            })
+        );
     }
 
     #[test]

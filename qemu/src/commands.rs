@@ -186,6 +186,9 @@ fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
     if let Command::Compare(dirs) = &cli.command {
         return crate::bench::run::compare(dirs, o.out.as_deref());
     }
+    if cli.command == Command::Bench && o.bench.host {
+        return crate::bench::threads::bench(o);
+    }
     for f in [&o.kernel, &o.image].into_iter().flatten() {
         if !f.is_file() {
             return Err(RunError::NotFound(f.clone()));

@@ -3,7 +3,12 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let exit = match qemu::cli::parse(std::env::args().skip(1)) {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    // The Linux reference's worker process of `kx bench --host` (not a user command).
+    if args.first().map(String::as_str) == Some(qemu::bench::threads::linux_ref::worker::COMMAND) {
+        return ExitCode::from(qemu::bench::threads::linux_ref::worker::main(&args[1..]) as u8);
+    }
+    let exit = match qemu::cli::parse(args) {
         Ok(cli) => qemu::commands::execute(&cli),
         Err(e) => {
             eprintln!("kx: {e}\n\n{}", qemu::cli::USAGE);

@@ -5,12 +5,15 @@
 //! profile named by `KX_TEST_PROFILE` (`release`, the default, or `debug`). QEMU runs are
 //! serialised by [`boot_direct`] / [`boot_image`] through one global lock: the CI machines
 //! have two cores, and TCG with two vCPUs already uses both. Images are built once per
-//! command line and cached for the process.
+//! command line and cached for the process. [`bench_direct`] runs `kx bench` itself (boot,
+//! progress, results directory) and [`results_dir`] checks what it wrote.
 #![warn(missing_docs)]
+
+pub mod results_dir;
 
 use boot::{BuildOptions, Kernel, Profile, Workspace};
 use qemu::commands::{boot, launch, medium_for};
-use qemu::{Medium, Mode, RunOutput};
+use qemu::{Medium, Mode, RunOutput, RunnerExit};
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
@@ -102,6 +105,33 @@ fn run(mode: Mode, smp: u32, nodes: Option<u32>, medium: Medium, timeout: Durati
     let launch = launch(mode, smp, MEM_MIB, nodes, medium);
     let _one_at_a_time = qemu_lock();
     boot(workspace(), &launch, timeout, false).unwrap_or_else(|e| panic!("{mode} boot: {e}"))
+}
+
+/// Runs `kx bench` as the runner does (direct mode, [`SMP`] vCPUs, the test kernel) with
+/// the benchmark options `bench`, writing the results directory to `out`; the runner's exit.
+pub fn bench_direct(
+    bench: qemu::cli::BenchOptions,
+    out: &std::path::Path,
+    timeout: Duration,
+) -> RunnerExit {
+    let cmdline =
+        qemu::commands::cmdline_for(&qemu::cli::Command::Bench, &bench.kernel_keys().join(" "));
+    let options = qemu::cli::Options {
+        smp: SMP,
+        mem_mib: MEM_MIB,
+        out: Some(out.to_owned()),
+        quiet: true,
+        bench,
+        ..qemu::cli::Options::default()
+    };
+    let medium = Medium::Kernel {
+        elf32: kernel().elf32.clone(),
+        cmdline,
+    };
+    let launch = launch(Mode::Direct, SMP, MEM_MIB, None, medium);
+    let _one_at_a_time = qemu_lock();
+    qemu::bench::run::bench(workspace(), &options, &launch, timeout)
+        .unwrap_or_else(|e| panic!("kx bench: {e}"))
 }
 
 /// A readable dump of a run for assertion messages.

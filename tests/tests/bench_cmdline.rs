@@ -1,7 +1,8 @@
 //! The kernel reads the benchmark's command-line keys with the same strict parser as every
 //! other key: a benchmark key without `run=bench`, or a value it does not accept, stops the
 //! kernel with the bad-command-line code and a message naming the key (the runner's `kx
-//! bench` validates through the same parser before it boots).
+//! bench` validates through the same parser before it boots); so does a CPU count above the
+//! CPUs that came online.
 
 use abi::ExitCode;
 use std::time::Duration;
@@ -36,4 +37,16 @@ fn bad_bench_values_name_the_key() {
         assert_exit(&out, ExitCode::BadCmdline);
         assert!(out.serial.contains(msg), "{line}: {}", describe(&out));
     }
+}
+
+#[test]
+fn more_cpus_than_online_is_a_bad_command_line() {
+    let out = boot_direct("run=bench scenarios=limit bench_cpus=1,4 quick=1", TIMEOUT);
+    assert_exit(&out, ExitCode::BadCmdline);
+    assert!(
+        out.serial
+            .contains("bad command line: bench_cpus asks for 4 CPUs, but only 2 are online"),
+        "{}",
+        describe(&out)
+    );
 }

@@ -6,13 +6,17 @@
 //!
 //! - [`stats`]: harmonic means, coefficient of variation, the ratio B/A with its 95%
 //!   interval (Welch's t on the log ratio) and mmtests' significance mark;
-//! - [`record`]: the `KRESULT {json}` records (`machine`, `plan`, `run`, `comparison`,
+//! - [`record`]: the `KRESULT {json}` records (`machine`, `plan`, `run`, `comparison`, `note`,
 //!   `end`), their hand-written one-line JSON ([`json`]) and, on the host (feature `serde`),
 //!   their parser;
 //! - [`progress`]: the human-readable `KPROGRESS` line;
 //! - [`summary`]: runs grouped per scenario, config and CPU count, with comparisons
 //!   (recomputed where a log lost them);
-//! - [`table`]: the results table in 100 or 80 columns with each seed's figure beside ours.
+//! - [`table`]: the results table in 100 or 80 columns with each seed's figure beside ours;
+//! - [`engine`]: the benchmark engine (platform and scenario traits, plan, interleaved
+//!   rounds, measurement, invariant checks, records), run by the kernel on its CPUs and by
+//!   `kx bench --host` on pinned host threads;
+//! - [`scenarios`]: the scenarios and the one table they are registered in.
 //!
 //! Data flows `kernel -> bench -> mm -> memcg -> lru -> ksync`; `abi` is the leaf everything
 //! may use.
@@ -24,17 +28,19 @@ extern crate alloc;
 
 pub use abi::catalog;
 
+pub mod engine;
 pub mod json;
 pub mod progress;
 pub mod record;
+pub mod scenarios;
 pub mod stats;
 pub mod summary;
 pub mod table;
 
 pub use progress::Progress;
 pub use record::{
-    Comparison, CpuShare, End, KResult, LockStat, Machine, Plan, PlanScenario, Platform, Record,
-    Run,
+    Comparison, CpuShare, End, KResult, LockStat, Machine, Note, Plan, PlanScenario, Platform,
+    Record, Run,
 };
 pub use summary::Summary;
 pub use table::{Style, Table};

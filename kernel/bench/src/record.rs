@@ -6,11 +6,12 @@
 //!
 //! | `type` | keys (REQUIRED ones first) |
 //! |---|---|
-//! | `machine` | `cpu_model`, `vcpus`, `memory_mib`, `nodes`, `platform` (`qemu-tcg` \| `qemu-kvm` \| `real-hardware` \| `host-threads`), `hypervisor` (CPUID vendor, `""` on bare metal), `tsc_hz`, `boot_protocol`, `cmdline` |
-//! | `plan` | `scenarios` [{`name`, `configs` [..], `variants` [..]}], `cpus` [..], `rounds`, `warmup_rounds`, `seconds` (per run, or `null`), `ops` (per run, or `null`), `total_runs` |
+//! | `machine` | `cpu_model`, `vcpus`, `memory_mib`, `nodes`, `platform` (`qemu-tcg` \| `qemu-kvm` \| `other-hypervisor` \| `real-hardware` \| `host-threads`), `hypervisor` (CPUID vendor, `""` on bare metal), `tsc_hz`, `boot_protocol`, `cmdline` |
+//! | `plan` | `scenarios` [{`name`, `configs` [..], `variants` [..]}], `cpus` [..], `rounds`, `warmup_rounds`, `seconds` (per run, or `null`), `ops` (per run, or `null`), `total_runs`; then `skipped` [..] (requested scenarios this build cannot run) |
+//! | `note` | `text`: a sentence for the reader of the results (a skipped scenario, how a scenario was set up, what a platform's numbers mean) |
 //! | `run` | `scenario`, `config`, `variant`, `cpus`, `round`, `warmup`, `ops`, `ns`, `ops_per_s`; then `per_cpu` [{`cpu`, `ops`, `ns`}], `locks` {class -> {`acquisitions`, `contended`, `wait_total_cycles`, `wait_max_cycles`}}, `counters` {name -> integer}, `floor_fraction` (number or `null`) |
 //! | `comparison` | `scenario`, `config`, `cpus`, `a`, `b`, `ratio`, `ci_low`, `ci_high` (numbers, or `null` with fewer than two rounds), `significant`; then `a_hmean`, `b_hmean`, `rounds`, `method` |
-//! | `end` | `runs`, `comparisons`, `invariants_ok`, `failures` [..], `elapsed_ns` |
+//! | `end` | `runs`, `comparisons`, `invariants_ok`, `failures` [..] (failed invariants, and the error that stopped a run early), `elapsed_ns` |
 //!
 //! A `run` is one variant on one CPU count for one round; `round` counts the measured rounds
 //! from 1 and is 0 for the warm-up round (`warmup: true`), which no statistic uses.
@@ -46,6 +47,8 @@ pub enum Platform {
     QemuTcg,
     /// QEMU with KVM.
     QemuKvm,
+    /// A virtual machine under some other hypervisor (CPUID says which, in `hypervisor`).
+    OtherHypervisor,
     /// A real machine booted from the USB stick.
     RealHardware,
     /// Host threads (`kx bench --host`).
@@ -59,6 +62,7 @@ impl Platform {
         match self {
             Platform::QemuTcg => "qemu-tcg",
             Platform::QemuKvm => "qemu-kvm",
+            Platform::OtherHypervisor => "other-hypervisor",
             Platform::RealHardware => "real-hardware",
             Platform::HostThreads => "host-threads",
         }
@@ -121,6 +125,9 @@ pub struct Plan {
     pub ops: Option<u64>,
     /// `run` records to expect.
     pub total_runs: u32,
+    /// Requested scenarios that this build cannot run yet (reported, not run).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub skipped: Vec<String>,
 }
 
 impl Plan {
@@ -149,6 +156,7 @@ impl Plan {
             seconds,
             ops,
             total_runs,
+            skipped: Vec::new(),
         }
     }
 
@@ -457,6 +465,23 @@ impl Comparison {
     }
 }
 
+/// The `note` record: one sentence for whoever reads the results (printed under the table
+/// and kept in `results.json`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+pub struct Note {
+    /// The sentence (ASCII is safest on a serial console; anything is escaped).
+    pub text: String,
+}
+
+impl Note {
+    /// A note saying `text`.
+    #[must_use]
+    pub fn new(text: impl Into<String>) -> Note {
+        Note { text: text.into() }
+    }
+}
+
 /// The `end` record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
@@ -467,7 +492,9 @@ pub struct End {
     pub comparisons: u32,
     /// Whether every invariant check after every run held.
     pub invariants_ok: bool,
-    /// What failed, one line each (empty when `invariants_ok`).
+    /// What failed, one line each: every invariant violation, and the error that stopped
+    /// the benchmark early (a scenario that could not be set up, a batch that failed).
+    /// Empty when the run completed with its invariants holding.
     #[cfg_attr(feature = "serde", serde(default))]
     pub failures: Vec<String>,
     /// From the plan to the end, ns.
@@ -487,6 +514,8 @@ pub enum Record {
     Run(Run),
     /// `comparison`.
     Comparison(Comparison),
+    /// `note`.
+    Note(Note),
     /// `end`.
     End(End),
 }
@@ -497,7 +526,7 @@ impl Record {
         match self {
             Record::Run(r) => r.check(),
             Record::Comparison(c) => c.check(),
-            Record::Machine(_) | Record::Plan(_) | Record::End(_) => Ok(()),
+            Record::Machine(_) | Record::Plan(_) | Record::Note(_) | Record::End(_) => Ok(()),
         }
     }
 }
@@ -591,7 +620,8 @@ impl KResult for Plan {
             Some(n) => w.uint(n)?,
             None => w.null()?,
         }
-        w.field_uint("total_runs", self.total_runs.into())
+        w.field_uint("total_runs", self.total_runs.into())?;
+        str_array(w, "skipped", &self.skipped)
     }
 }
 
@@ -661,6 +691,14 @@ impl KResult for Comparison {
     }
 }
 
+impl KResult for Note {
+    const TYPE: &'static str = "note";
+
+    fn write_fields<W: Write + ?Sized>(&self, w: &mut JsonWriter<'_, W>) -> fmt::Result {
+        w.field_str("text", &self.text)
+    }
+}
+
 impl KResult for End {
     const TYPE: &'static str = "end";
 
@@ -681,6 +719,7 @@ impl fmt::Display for Record {
             Record::Plan(r) => r.line().fmt(f),
             Record::Run(r) => r.line().fmt(f),
             Record::Comparison(r) => r.line().fmt(f),
+            Record::Note(r) => r.line().fmt(f),
             Record::End(r) => r.line().fmt(f),
         }
     }
@@ -922,6 +961,9 @@ mod tests {
                 Record::Plan(Plan::from_config(&cfg, 4, 1)),
                 Record::Run(full_run()),
                 Record::Comparison(cmp),
+                Record::Note(Note::new(
+                    "linux reference: no cgroup2 at /sys/fs/cgroup \"x\"",
+                )),
                 Record::End(End {
                     runs: 4,
                     comparisons: 1,

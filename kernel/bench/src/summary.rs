@@ -7,7 +7,8 @@
 //! recomputed from the runs with [`crate::stats`] and listed in [`Summary::recomputed`], and
 //! a printed one that disagrees with its runs is listed in [`Summary::disagreeing`]. Variants
 //! and scenarios the catalog does not know (e.g. a host run's `linux` reference) are kept,
-//! after the known ones, in the order they first appear.
+//! after the known ones, in the order they first appear; only the catalog's own variants get
+//! a floor fraction (a reference takes its faults some other way than the floor measures).
 
 use crate::catalog::{self, Scenario};
 use crate::record::{Comparison, Run};
@@ -162,12 +163,20 @@ impl Summary {
             .filter_map(|p| Some((p.cpus, p.variants.first()?.stats.hmean)))
             .collect();
         for p in &mut self.points {
-            let fault = catalog::scenario(&p.scenario).is_some_and(|s| s.fault_path);
-            let floor = floors.iter().find(|(c, _)| *c == p.cpus).map(|f| f.1);
-            if let (true, Some(floor)) = (fault, floor) {
-                for v in &mut p.variants {
-                    v.floor_fraction = Some(v.stats.hmean / floor);
-                }
+            let Some(s) = catalog::scenario(&p.scenario).filter(|s| s.fault_path) else {
+                continue;
+            };
+            let Some(floor) = floors.iter().find(|(c, _)| *c == p.cpus).map(|f| f.1) else {
+                continue;
+            };
+            // Only our own variants run on the platform the floor measures; a reference
+            // (the host run's `linux`) takes its faults some other way.
+            for v in p
+                .variants
+                .iter_mut()
+                .filter(|v| s.variant(&v.variant).is_some())
+            {
+                v.floor_fraction = Some(v.stats.hmean / floor);
             }
         }
     }
@@ -296,6 +305,7 @@ mod tests {
                 .filter(|p| p.scenario != "seed003-pft")
                 .all(|p| p.variants[0].floor_fraction.is_none())
         );
+        assert_eq!(p.variant("linux").unwrap().floor_fraction, None);
     }
 
     #[test]

@@ -10,12 +10,14 @@
 //! console, the runner); [`Style::Compact`] fits 80 (an 80x25 screen): it drops min/max and
 //! the interval, and abbreviates.
 //!
-//! The kernel prints it at the end of a run with `println!("{}", Table::new(&summary,
-//! Style::Compact))`; the runner prints the wide form and puts it in `index.html`.
+//! The run's `note` records follow the table ([`Table::with_notes`]). The benchmark engine
+//! prints it at the end of a run in both styles (the platform shows each where it fits); the
+//! runner prints the wide form and puts it in `index.html`.
 
 use crate::catalog::{self, Scenario};
 use crate::record::Comparison;
 use crate::summary::{Point, Summary};
+use alloc::string::String;
 use core::fmt::{self, Write};
 
 /// The table's width class.
@@ -42,13 +44,24 @@ impl Style {
 pub struct Table<'a> {
     summary: &'a Summary,
     style: Style,
+    notes: &'a [String],
 }
 
 impl<'a> Table<'a> {
     /// The table of `summary` in `style`.
     #[must_use]
     pub fn new(summary: &'a Summary, style: Style) -> Self {
-        Table { summary, style }
+        Table {
+            summary,
+            style,
+            notes: &[],
+        }
+    }
+
+    /// The same table with the run's `note` records printed under it.
+    #[must_use]
+    pub fn with_notes(self, notes: &'a [String]) -> Self {
+        Table { notes, ..self }
     }
 }
 
@@ -282,7 +295,7 @@ impl fmt::Display for Table<'_> {
             width,
         )?;
         if self.summary.points.is_empty() {
-            return writeln!(f, "\n(no measured runs)");
+            writeln!(f, "\n(no measured runs)")?;
         }
         for (name, s) in self.summary.scenarios() {
             self.heading(f, name, s)?;
@@ -291,6 +304,12 @@ impl fmt::Display for Table<'_> {
                 let first = last_config != Some(p.config.as_str());
                 last_config = Some(&p.config);
                 self.point(f, p, s, first)?;
+            }
+        }
+        if !self.notes.is_empty() {
+            writeln!(f, "\nnotes:")?;
+            for n in self.notes {
+                wrap(f, "  ", "- ", n, width)?;
             }
         }
         Ok(())
@@ -405,5 +424,28 @@ mod tests {
     fn empty_summary_says_so() {
         let t = Table::new(&Summary::default(), Style::Compact).to_string();
         assert!(t.contains("(no measured runs)"));
+    }
+
+    #[test]
+    fn notes_follow_the_table_wrapped() {
+        let notes = [
+            "linux reference: without a memcg, because /sys/fs/cgroup is not a cgroup2 mount \
+             on this host (cgroup v1 controllers are mounted there instead)"
+                .to_string(),
+            "second".to_string(),
+        ];
+        let summary = Summary::new(&runs(), &[]);
+        let t = Table::new(&summary, Style::Compact)
+            .with_notes(&notes)
+            .to_string();
+        let tail = &t[t.find("\nnotes:\n").expect("a notes section")..];
+        assert!(
+            tail.contains("  - linux reference: without a memcg,"),
+            "{tail}"
+        );
+        assert!(tail.contains("\n  - second\n"), "{tail}");
+        assert!(t.lines().all(|l| l.len() <= 80), "{t}");
+        let none = Table::new(&Summary::default(), Style::Wide).to_string();
+        assert!(!none.contains("notes:"));
     }
 }

@@ -4,6 +4,8 @@
 //! is never interleaved with another's. The panic and exception paths must not wait on that
 //! lock (the CPU that panics may already hold it, inside a `println!`): they use
 //! [`emergency_write`], which tries the lock and otherwise writes to a fresh UART handle.
+//! [`print_to`] writes to one of the two only (the benchmark's machine-readable records go
+//! to serial alone, its 80-column table to the screen alone).
 
 pub mod framebuffer;
 
@@ -21,6 +23,25 @@ struct Console {
     fb: Option<FbConsole>,
     early: [u8; EARLY_LOG],
     early_len: usize,
+}
+
+/// One of the console's outputs, for [`print_to`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sink {
+    /// COM1 only.
+    Serial,
+    /// The framebuffer only (nothing while there is none).
+    Screen,
+}
+
+impl Console {
+    fn write_to(&mut self, sink: Sink, s: &str) {
+        match (sink, self.serial.as_mut(), self.fb.as_mut()) {
+            (Sink::Serial, Some(serial), _) => serial.write_bytes(s.as_bytes()),
+            (Sink::Screen, _, Some(fb)) => fb.write_bytes(s.as_bytes()),
+            _ => {}
+        }
+    }
 }
 
 impl Write for Console {
@@ -74,6 +95,21 @@ pub fn attach_framebuffer(mut fb: FbConsole) -> (usize, usize) {
 pub fn _print(args: fmt::Arguments<'_>) {
     crate::arch::x86_64::without_interrupts(|| {
         let _ = CONSOLE.lock().write_fmt(args);
+    });
+}
+
+/// Prints to one output only, under the console lock like [`_print`].
+pub fn print_to(sink: Sink, args: fmt::Arguments<'_>) {
+    struct To<'a>(&'a mut Console, Sink);
+    impl Write for To<'_> {
+        fn write_str(&mut self, s: &str) -> fmt::Result {
+            self.0.write_to(self.1, s);
+            Ok(())
+        }
+    }
+    crate::arch::x86_64::without_interrupts(|| {
+        let mut c = CONSOLE.lock();
+        let _ = To(&mut c, sink).write_fmt(args);
     });
 }
 

@@ -13,7 +13,11 @@
 //! - no `end` record ([`Problem::NoEnd`]), fewer runs than the plan announced, `end`'s counts
 //!   disagreeing with the records;
 //! - comparisons missing (recomputed from the runs, and listed) or contradicting their runs;
-//! - `end` saying the invariant checks failed ([`Problem::InvariantsFailed`]).
+//! - `end` saying the invariant checks failed ([`Problem::InvariantsFailed`]), or that the
+//!   benchmark stopped early on a scenario's error ([`Problem::Stopped`]).
+//!
+//! `note` records (a skipped scenario, how the Linux reference was set up, what a platform's
+//! numbers mean) are kept in order in [`Collected::notes`]; they are no problem.
 //!
 //! [`Problem::severity`] sorts them into incomplete-or-malformed results
 //! ([`crate::RunnerExit::BadResults`]) and failed invariants
@@ -90,6 +94,9 @@ pub enum Problem {
     },
     /// `end` says the invariant checks failed.
     InvariantsFailed(Vec<String>),
+    /// `end` says the benchmark stopped early (a scenario's setup, batch or teardown
+    /// failed), with its invariants holding.
+    Stopped(Vec<String>),
 }
 
 impl Problem {
@@ -148,6 +155,13 @@ impl fmt::Display for Problem {
                 }
                 Ok(())
             }
+            Problem::Stopped(failures) => {
+                f.write_str("the benchmark stopped early")?;
+                for x in failures {
+                    write!(f, "; {x}")?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -165,6 +179,8 @@ pub struct Collected {
     pub comparisons: Vec<Comparison>,
     /// The `end` record.
     pub end: Option<End>,
+    /// The `note` records' text, in log order.
+    pub notes: Vec<String>,
     /// `KPROGRESS` lines seen.
     pub progress_lines: usize,
     /// Everything wrong.
@@ -223,6 +239,7 @@ impl Collected {
             Record::Plan(_) => self.problems.push(dup("plan")),
             Record::Run(r) => self.runs.push(r),
             Record::Comparison(cmp) => self.comparisons.push(cmp),
+            Record::Note(n) => self.notes.push(n.text),
             Record::End(e) => self.end = Some(e),
         }
     }
@@ -270,11 +287,13 @@ impl Collected {
                 recomputed: own.ratio,
             });
         }
-        if let Some(end) = &self.end
-            && !end.invariants_ok
-        {
-            self.problems
-                .push(Problem::InvariantsFailed(end.failures.clone()));
+        if let Some(end) = &self.end {
+            if !end.invariants_ok {
+                self.problems
+                    .push(Problem::InvariantsFailed(end.failures.clone()));
+            } else if !end.failures.is_empty() {
+                self.problems.push(Problem::Stopped(end.failures.clone()));
+            }
         }
     }
 
@@ -285,6 +304,7 @@ impl Collected {
             && self.plan.is_none()
             && self.runs.is_empty()
             && self.comparisons.is_empty()
+            && self.notes.is_empty()
             && self.end.is_none()
     }
 

@@ -26,6 +26,9 @@ pub struct HostInfo {
     pub host_cpu: String,
     /// The host's cores.
     pub host_cores: u32,
+    /// The host's kernel (`uname -srv`; host-thread runs).
+    #[serde(default)]
+    pub host_kernel: Option<String>,
     /// `qemu-system-x86_64 --version`'s first line (`None`: QEMU did not run).
     pub qemu_version: Option<String>,
     /// When, UTC, RFC 3339.
@@ -62,6 +65,7 @@ impl HostInfo {
             git_revision: revision.unwrap_or_else(|| "unknown".into()),
             host_cpu: host_cpu().unwrap_or_else(|| "unknown".into()),
             host_cores: crate::cli::host_cores(),
+            host_kernel: None,
             qemu_version: None,
             timestamp: rfc3339(now),
             log: None,
@@ -78,7 +82,8 @@ pub fn qemu_version(qemu: &Path) -> Option<String> {
     text.lines().next().map(|l| l.trim().to_owned())
 }
 
-fn host_cpu() -> Option<String> {
+/// The host's CPU model, from `/proc/cpuinfo`.
+pub(crate) fn host_cpu() -> Option<String> {
     let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
     info.lines()
         .find(|l| l.starts_with("model name"))

@@ -6,7 +6,9 @@
 //! - [`results_file`]: `results.json`; [`csv`]: `results.csv`; [`plot`]: one SVG per
 //!   scenario (plotters); [`html`]: `index.html`; [`output`]: writes the directory;
 //! - [`host`]: git revision, host CPU, command line, QEMU version, timestamps;
-//! - [`run`]: `kx bench` and `kx import`; [`compare`]: `kx compare`.
+//! - [`run`]: `kx bench` and `kx import`; [`compare`]: `kx compare`;
+//! - [`threads`]: `kx bench --host`, the engine on pinned host threads, with the Linux
+//!   reference.
 
 pub mod collect;
 pub mod compare;
@@ -17,3 +19,4 @@ pub mod output;
 pub mod plot;
 pub mod results_file;
 pub mod run;
+pub mod threads;

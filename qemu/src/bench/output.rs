@@ -95,6 +95,9 @@ pub fn info_rows(r: &ResultsFile) -> Vec<(String, String)> {
         ),
     );
     row("host", format!("{} ({} cores)", h.host_cpu, h.host_cores));
+    if let Some(k) = &h.host_kernel {
+        row("host kernel", k.clone());
+    }
     if let Some(q) = &h.qemu_version {
         row("QEMU", q.clone());
     }
@@ -130,7 +133,11 @@ pub fn write_dir(dir: &Path, results: &ResultsFile) -> Result<Written, RunError>
         page.problems(&results.problems);
     }
     page.heading("Results");
-    page.pre(&Table::new(&summary, Style::Wide).to_string());
+    page.pre(
+        &Table::new(&summary, Style::Wide)
+            .with_notes(&results.notes)
+            .to_string(),
+    );
     for (name, _) in summary.scenarios() {
         let svg = plot::svg(&summary, name).map_err(|why| RunError::BadInput {
             path: dir.join(format!("{name}.svg")),

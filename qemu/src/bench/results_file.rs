@@ -4,13 +4,14 @@
 //! { "format": 1, "host": {tool, command_line, git_revision, git_dirty, host_cpu, host_cores,
 //!                         qemu_version, timestamp, log, outcome},
 //!   "machine": {...} | null, "plan": {...} | null, "runs": [...], "comparisons": [...],
-//!   "recomputed_comparisons": [...], "end": {...} | null,
+//!   "recomputed_comparisons": [...], "notes": ["...", ...], "end": {...} | null,
 //!   "complete": bool, "problems": ["...", ...] }
 //! ```
 //!
 //! `machine`, `plan`, `runs`, `comparisons` and `end` are the `KRESULT` records exactly as
 //! printed (their keys are `bench::record`'s, without `type`); `recomputed_comparisons` are
-//! the ones the runner computed from the runs because the log lacked them; `problems` are
+//! the ones the runner computed from the runs because the log lacked them; `notes` are the
+//! `note` records' sentences (absent in files written before notes existed); `problems` are
 //! the [`super::collect::Problem`]s in words. `kx compare` reads this file back.
 
 use super::collect::Collected;
@@ -40,6 +41,9 @@ pub struct ResultsFile {
     pub comparisons: Vec<Comparison>,
     /// Comparisons computed by the runner where the log had none.
     pub recomputed_comparisons: Vec<Comparison>,
+    /// The `note` records' text.
+    #[serde(default)]
+    pub notes: Vec<String>,
     /// The `end` record.
     pub end: Option<End>,
     /// Whether the records were complete and consistent.
@@ -60,6 +64,7 @@ impl ResultsFile {
             runs: c.runs.clone(),
             comparisons: c.comparisons.clone(),
             recomputed_comparisons: c.summary.recomputed.clone(),
+            notes: c.notes.clone(),
             end: c.end.clone(),
             complete: c.complete(),
             problems: c.problems.iter().map(ToString::to_string).collect(),

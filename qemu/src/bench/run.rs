@@ -103,10 +103,14 @@ pub fn write_results(
     output::write_dir(&dir, &ResultsFile::new(host, c))
 }
 
-fn print_report(c: &Collected, written: &Written) {
+/// Prints the table (with the notes), the counts, the problems and where the files went.
+pub fn print_report(c: &Collected, written: &Written) {
     let results = ResultsFile::new(HostInfo::default(), c);
     println!();
-    print!("{}", Table::new(&results.summary(), Style::Wide));
+    print!(
+        "{}",
+        Table::new(&results.summary(), Style::Wide).with_notes(&c.notes)
+    );
     let measured = c.runs.iter().filter(|r| r.measured()).count();
     println!(
         "\n{} runs ({} measured, {} warm-up), {} comparisons printed, {} recomputed",
@@ -272,6 +276,10 @@ mod tests {
     use super::*;
 
     fn log(end: bool, invariants_ok: bool) -> Collected {
+        log_with(end, invariants_ok, vec![])
+    }
+
+    fn log_with(end: bool, invariants_ok: bool, failures: Vec<String>) -> Collected {
         let mut runs = Vec::new();
         for round in 1..=2 {
             for v in ["A", "B"] {
@@ -301,7 +309,7 @@ mod tests {
                 runs: 4,
                 comparisons: 1,
                 invariants_ok,
-                failures: vec![],
+                failures,
                 elapsed_ns: 1,
             };
             text.push_str(&format!("{}\n", bench::KResult::line(&e)));
@@ -334,6 +342,19 @@ mod tests {
             bench_exit(panic, &log(false, true)),
             RunnerExit::Kernel(ExitCode::Panic)
         );
+    }
+
+    #[test]
+    fn a_run_stopped_by_a_scenario_error_is_bad_results() {
+        let ok = Outcome::Kernel(ExitCode::TestFailure);
+        let stopped = log_with(true, true, vec!["seed003-pft anon A: setup failed".into()]);
+        assert_eq!(bench_exit(ok, &stopped), RunnerExit::BadResults);
+        assert!(
+            stopped.problems.iter().any(|p| p.to_string()
+                == "the benchmark stopped early; seed003-pft anon A: setup failed")
+        );
+        let violated = log_with(true, false, vec!["lost a folio".into()]);
+        assert_eq!(bench_exit(ok, &violated), RunnerExit::InvariantsFailed);
     }
 
     #[test]

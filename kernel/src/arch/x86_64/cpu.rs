@@ -1,7 +1,8 @@
 //! CPU identification and the few instructions the portable kernel needs by name.
 //!
 //! CPUID through `raw-cpuid`: vendor, brand, the features the summary prints, and the
-//! hypervisor vendor that tells QEMU (whose exit device we may write) from a real machine.
+//! hypervisor vendor that tells QEMU (whose exit device we may write) from a real machine
+//! (the benchmark's `machine` record reports the brand and the vendor string as well).
 
 use raw_cpuid::{CpuId, Hypervisor};
 
@@ -49,6 +50,42 @@ pub fn platform() -> Platform {
         Some(Hypervisor::QEMU) => Platform::QemuTcg,
         Some(Hypervisor::KVM) => Platform::Kvm,
         _ => Platform::OtherHypervisor,
+    }
+}
+
+/// The CPU's brand string (CPUID 0x80000002..4), trimmed; `None` when the CPU has none.
+#[must_use]
+pub fn brand_string() -> Option<alloc::string::String> {
+    let b = CpuId::new().get_processor_brand_string()?;
+    Some(b.as_str().trim().into())
+}
+
+/// The hypervisor's vendor string (CPUID 0x40000000: `TCGTCGTCGTCG`, `KVMKVMKVM`, ...), or
+/// `None` when the hypervisor bit is clear (a real machine).
+#[must_use]
+pub fn hypervisor_vendor() -> Option<alloc::string::String> {
+    let cpuid = CpuId::new();
+    if !cpuid.get_feature_info().is_some_and(|f| f.has_hypervisor()) {
+        return None;
+    }
+    let known = |s: &str| Some(alloc::string::String::from(s));
+    match cpuid.get_hypervisor_info()?.identify() {
+        Hypervisor::QEMU => known("TCGTCGTCGTCG"),
+        Hypervisor::KVM => known("KVMKVMKVM"),
+        Hypervisor::VMware => known("VMwareVMware"),
+        Hypervisor::HyperV => known("Microsoft Hv"),
+        Hypervisor::Xen => known("XenVMMXenVMM"),
+        Hypervisor::Bhyve => known("bhyve bhyve "),
+        Hypervisor::QNX => known("QNXQVMBSQG"),
+        Hypervisor::ACRN => known("ACRNACRNACRN"),
+        Hypervisor::Unknown(b, c, d) => {
+            let bytes: alloc::vec::Vec<u8> = [b, c, d]
+                .iter()
+                .flat_map(|w| w.to_le_bytes())
+                .filter(|&x| x.is_ascii_graphic() || x == b' ')
+                .collect();
+            Some(alloc::string::String::from_utf8_lossy(&bytes).into_owned())
+        }
     }
 }
 

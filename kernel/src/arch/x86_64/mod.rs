@@ -6,6 +6,7 @@ pub mod acpi;
 pub mod apic;
 pub mod aspace;
 pub mod boot;
+pub mod clear_page;
 pub mod cpu;
 pub mod extable;
 pub mod fault;

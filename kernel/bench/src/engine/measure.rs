@@ -1,0 +1,208 @@
+//! One run: every chosen CPU loops batches of one instance until the deadline (or its
+//! operation count), and the run's per-CPU operations and times, lock-statistics deltas and
+//! counter deltas are collected.
+//!
+//! The loop is will-it-scale's worker loop with mmtests' timing: the platform lines the CPUs
+//! up at a barrier, then each CPU reads the clock itself, runs batches, reads the clock after
+//! each, and stops at the first reading past its deadline; its time is from its own start
+//! to that reading, and the run's time is the slowest CPU's (so `ops / ns` is the rate all of
+//! them sustained together). Between batches a CPU passes a quiescent point
+//! ([`super::BenchPlatform::quiescent`]), as a Linux CPU does between two trips into the
+//! kernel. A failing batch stops its CPU and tells the others to stop after their current
+//! batch; its error is kept (the first one) and the run fails.
+//!
+//! Lock statistics are zeroed before the run (the engine owns them while it runs; every CPU
+//! is idle) and read after it, so a run's numbers, the longest wait included, are its own.
+
+use super::platform::BenchPlatform;
+use super::request::RunLength;
+use super::scenario::{BatchCtx, Instance, ScenarioError};
+use crate::record::{CpuShare, LockStat};
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+ksync::lock_class!(
+    /// The first error of a run (taken only when a batch fails).
+    pub RunErrorLock, "bench.run_error"
+);
+
+/// What one run measured.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Measured {
+    /// Per CPU: operations and ns.
+    pub per_cpu: Vec<CpuShare>,
+    /// Lock classes whose statistics changed, with their numbers over the run.
+    pub locks: BTreeMap<String, LockStat>,
+    /// Counter changes over the run.
+    pub counters: BTreeMap<String, i64>,
+}
+
+impl Measured {
+    /// Operations on every CPU.
+    #[must_use]
+    pub fn ops(&self) -> u64 {
+        self.per_cpu.iter().map(|c| c.ops).sum()
+    }
+
+    /// The slowest CPU's time.
+    #[must_use]
+    pub fn ns(&self) -> u64 {
+        self.per_cpu.iter().map(|c| c.ns).max().unwrap_or(0)
+    }
+}
+
+/// Why a run failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunFailure {
+    /// The platform could not run the CPUs.
+    Platform(String),
+    /// A batch failed on this CPU.
+    Batch {
+        /// The CPU.
+        cpu: u32,
+        /// What it said.
+        error: ScenarioError,
+    },
+}
+
+impl core::fmt::Display for RunFailure {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            RunFailure::Platform(e) => write!(f, "the platform could not run the CPUs: {e}"),
+            RunFailure::Batch { cpu, error } => write!(f, "a batch on cpu {cpu} failed: {error}"),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Slot {
+    ops: AtomicU64,
+    ns: AtomicU64,
+}
+
+fn counter_deltas(before: Vec<(String, i64)>, after: Vec<(String, i64)>) -> BTreeMap<String, i64> {
+    let mut out: BTreeMap<String, i64> = BTreeMap::new();
+    for (name, v) in after {
+        let e = out.entry(name).or_insert(0);
+        *e = e.wrapping_add(v);
+    }
+    for (name, v) in before {
+        let e = out.entry(name).or_insert(0);
+        *e = e.wrapping_sub(v);
+    }
+    out
+}
+
+fn locks_after() -> BTreeMap<String, LockStat> {
+    ksync::classes()
+        .filter(|c| c.name() != <RunErrorLock as ksync::LockClass>::NAME)
+        .filter_map(|c| {
+            let s = c.snapshot();
+            (s.acquisitions != 0 || s.contended != 0).then(|| (c.name().into(), s.into()))
+        })
+        .collect()
+}
+
+/// Runs `inst` on CPUs `0..cpus` for `length`.
+pub fn measure(
+    platform: &dyn BenchPlatform,
+    inst: &dyn Instance,
+    cpus: u32,
+    length: RunLength,
+) -> Result<Measured, RunFailure> {
+    let slots: Vec<Slot> = (0..cpus).map(|_| Slot::default()).collect();
+    let stop = AtomicBool::new(false);
+    let first_error: ksync::SpinMutex<RunErrorLock, Option<(u32, ScenarioError)>> =
+        ksync::SpinMutex::new(None);
+    let (span_ns, target) = match length {
+        RunLength::Timed { ns } => (Some(ns), u64::MAX),
+        RunLength::Counted { ops } => (None, ops),
+    };
+    let counters_before = inst.counters();
+    for c in ksync::classes() {
+        c.reset();
+    }
+    let worker = |cpu: u32| {
+        let start = platform.now_ns();
+        let deadline = span_ns.map_or(u64::MAX, |ns| start.saturating_add(ns));
+        let mut done: u64 = 0;
+        let mut end = start;
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let ctx = BatchCtx {
+                cpu,
+                index: cpu,
+                max_ops: target - done,
+                deadline_ns: deadline,
+            };
+            let failed = match inst.run_batch(&ctx) {
+                Ok(0) => Some(ScenarioError::new("a batch completed no operation")),
+                Ok(n) if n > ctx.max_ops => Some(ScenarioError::new(alloc::format!(
+                    "a batch did {n} operations, {} were asked for",
+                    ctx.max_ops
+                ))),
+                Ok(n) => {
+                    done += n;
+                    None
+                }
+                Err(e) => Some(e),
+            };
+            end = platform.now_ns();
+            if let Some(e) = failed {
+                first_error.lock().get_or_insert((cpu, e));
+                stop.store(true, Ordering::Relaxed);
+                break;
+            }
+            if end >= deadline || done >= target {
+                break;
+            }
+            platform.quiescent(cpu);
+        }
+        let slot = &slots[cpu as usize];
+        slot.ops.store(done, Ordering::Relaxed);
+        slot.ns.store(end.saturating_sub(start), Ordering::Relaxed);
+    };
+    let ran = platform.on_cpus(cpus, &worker);
+    let locks = locks_after();
+    if let Err(e) = ran {
+        return Err(RunFailure::Platform(e.0));
+    }
+    if let Some((cpu, error)) = first_error.lock().take() {
+        return Err(RunFailure::Batch { cpu, error });
+    }
+    let per_cpu = slots
+        .iter()
+        .enumerate()
+        .map(|(cpu, s)| CpuShare {
+            cpu: cpu as u32,
+            ops: s.ops.load(Ordering::Relaxed),
+            ns: s.ns.load(Ordering::Relaxed),
+        })
+        .collect();
+    Ok(Measured {
+        per_cpu,
+        locks,
+        counters: counter_deltas(counters_before, inst.counters()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counter_deltas_cover_both_sides() {
+        let d = counter_deltas(
+            alloc::vec![("a".into(), 10), ("gone".into(), 3)],
+            alloc::vec![("a".into(), 25), ("new".into(), -4)],
+        );
+        assert_eq!(d["a"], 15);
+        assert_eq!(d["gone"], -3);
+        assert_eq!(d["new"], -4);
+        assert_eq!(d.len(), 3);
+    }
+}

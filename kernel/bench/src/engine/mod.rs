@@ -1,0 +1,37 @@
+//! The benchmark engine: the catalog's scenarios run on a platform's CPUs with mmtests'
+//! method, printing the `KRESULT` records, the progress lines and the results table.
+//!
+//! - [`platform`]: what the machine must provide ([`BenchPlatform`]: CPU count, running a
+//!   closure on CPUs `0..n` together, a ns clock, a per-CPU quiescent point between batches,
+//!   output channels, the `machine` record).
+//! - [`scenario`]: what a scenario provides ([`BenchScenario`] builds an [`Instance`] per
+//!   (config, variant, CPU count); the instance runs batches, reports counters, checks its
+//!   invariants and tears down).
+//! - [`registry`]: the table of scenarios a platform can run and the plan made from it;
+//!   [`request`]: what was asked (from `abi::BenchConfig`).
+//! - [`measure`]: one run on the chosen CPUs; [`mod@run`]: the whole benchmark.
+//!
+//! The method (issue 11's, after mmtests): every variant of a (scenario, config, CPU count)
+//! is set up before any timing and they run interleaved, A B A B ..., for `rounds` measured
+//! rounds after one warm-up round, on the same CPUs of the same boot, so that drift (caches
+//! warming, the emulator's translation cache filling, frequency changes) lands on both sides
+//! of every ratio. Invariants are checked after every run. Per variant and CPU count the
+//! table shows the harmonic mean of the rounds' rates; per comparison the ratio B/A with the
+//! 95% interval of [`crate::stats`]. Fault scenarios are also shown as a fraction of the
+//! `limit` floor at the same CPU count, which is why `limit` runs first.
+
+pub mod measure;
+pub mod platform;
+pub mod registry;
+pub mod request;
+pub mod run;
+pub mod scenario;
+
+#[cfg(test)]
+mod tests;
+
+pub use platform::{BenchPlatform, Output, PlatformError};
+pub use registry::Registry;
+pub use request::{Request, RequestError, RunLength, WARMUP_ROUNDS};
+pub use run::{Report, run};
+pub use scenario::{BatchCtx, BenchScenario, Instance, ScenarioError, Setup};

@@ -1,0 +1,100 @@
+//! What a benchmark run is asked for: scenarios with their configs, CPU counts, rounds and
+//! how long a run lasts, from the command line's [`abi::BenchConfig`] (the kernel's
+//! `run=bench` keys; `kx bench --host` parses the same keys with the same parser).
+
+use crate::catalog::Scenario;
+use abi::BenchConfig;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+
+/// Warm-up rounds before the measured ones (their runs are recorded with round 0 and are in
+/// no statistic).
+pub const WARMUP_ROUNDS: u32 = 1;
+
+/// How long one run lasts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunLength {
+    /// Every CPU runs batches until this many ns have passed on its clock.
+    Timed {
+        /// Duration, ns.
+        ns: u64,
+    },
+    /// Every CPU runs batches until it completed this many operations.
+    Counted {
+        /// Operations per CPU.
+        ops: u64,
+    },
+}
+
+impl RunLength {
+    /// The `plan` record's `seconds` and `ops` (per CPU).
+    #[must_use]
+    pub fn for_plan(self) -> (Option<f64>, Option<u64>) {
+        match self {
+            RunLength::Timed { ns } => (Some(ns as f64 / 1e9), None),
+            RunLength::Counted { ops } => (None, Some(ops)),
+        }
+    }
+}
+
+/// A request the machine cannot satisfy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RequestError {
+    /// A CPU count above the CPUs the benchmark may use.
+    TooManyCpus {
+        /// The count asked for.
+        asked: u32,
+        /// CPUs available.
+        online: u32,
+    },
+}
+
+impl fmt::Display for RequestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestError::TooManyCpus { asked, online } => write!(
+                f,
+                "bench_cpus asks for {asked} CPUs, but only {online} are online"
+            ),
+        }
+    }
+}
+
+/// What to run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Request {
+    /// Scenarios in the order asked for, each with its configs.
+    pub scenarios: Vec<(&'static Scenario, Vec<String>)>,
+    /// CPU counts, increasing.
+    pub cpus: Vec<u32>,
+    /// Measured rounds per variant, config and CPU count.
+    pub rounds: u32,
+    /// Warm-up rounds before them.
+    pub warmup_rounds: u32,
+    /// How long a run lasts.
+    pub length: RunLength,
+}
+
+impl Request {
+    /// The request of `cfg` on a machine with `online` CPUs for the benchmark.
+    pub fn from_config(cfg: &BenchConfig<'_>, online: u32) -> Result<Request, RequestError> {
+        let cpus: Vec<u32> = cfg.cpu_counts(online).collect();
+        if let Some(&asked) = cpus.iter().find(|&&c| c > online) {
+            return Err(RequestError::TooManyCpus { asked, online });
+        }
+        Ok(Request {
+            scenarios: cfg
+                .scenarios
+                .scenarios()
+                .map(|s| (s, cfg.configs(s).map(String::from).collect()))
+                .collect(),
+            cpus,
+            rounds: cfg.rounds(),
+            warmup_rounds: WARMUP_ROUNDS,
+            length: RunLength::Timed {
+                ns: cfg.seconds().as_nanos(),
+            },
+        })
+    }
+}

@@ -1,0 +1,319 @@
+//! The benchmark run: plan, points, rounds, records, table, end.
+//!
+//! In the order it prints: the `machine` record; the `plan`; a `note` per skipped scenario
+//! and per platform remark; then per scenario (the `limit` floor first when a fault scenario
+//! runs), config and CPU count — a *point* — every variant's instance is built, a warm-up
+//! round runs each variant once (round 0), then `rounds` measured rounds run each variant in
+//! turn (A B A B ..., mmtests' way of keeping drift out of the ratio), each run followed by
+//! its invariant check, its `run` record and a `KPROGRESS` line; after the rounds, the
+//! point's `comparison` records (per the catalog) and the instances' teardown. At the end the
+//! results table (both styles) and the `end` record.
+//!
+//! Nothing a scenario does can panic the engine: a setup, batch, check or teardown failure
+//! becomes a line in `end.failures` (an invariant violation also clears `invariants_ok`),
+//! the benchmark stops there, what was measured is still tabulated, and [`Report::passed`]
+//! is false (the kernel exits with the test-failure code).
+
+use super::measure::measure;
+use super::platform::{BenchPlatform, Output};
+use super::registry::{PlannedConfig, Registry};
+use super::request::Request;
+use super::scenario::{Instance, Setup};
+use crate::catalog::{self, Scenario};
+use crate::progress::Progress;
+use crate::record::{Comparison, End, KResult, Note, Run};
+use crate::stats;
+use crate::summary::Summary;
+use crate::table::{Style, Table};
+use alloc::boxed::Box;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+/// What a benchmark run printed, for its caller.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report {
+    /// Every `run` record, in order.
+    pub runs: Vec<Run>,
+    /// Every `comparison` record, in order.
+    pub comparisons: Vec<Comparison>,
+    /// Every `note` record's text, in order.
+    pub notes: Vec<String>,
+    /// The `end` record.
+    pub end: End,
+}
+
+impl Report {
+    /// Whether the benchmark completed with every invariant holding.
+    #[must_use]
+    pub fn passed(&self) -> bool {
+        self.end.invariants_ok && self.end.failures.is_empty()
+    }
+}
+
+/// A failure that ended the benchmark (already recorded).
+struct Stopped;
+
+struct Engine<'p> {
+    platform: &'p dyn BenchPlatform,
+    request: &'p Request,
+    runs: Vec<Run>,
+    comparisons: Vec<Comparison>,
+    notes: Vec<String>,
+    failures: Vec<String>,
+    invariants_ok: bool,
+    step: u32,
+    total: u32,
+    /// `limit`'s measured rates per CPU count.
+    floor: Vec<(u32, Vec<f64>)>,
+}
+
+/// Runs `request` with the scenarios of `registry` on `platform` and prints everything (see
+/// the module doc). Never panics on a scenario's failure.
+pub fn run(platform: &dyn BenchPlatform, registry: &Registry<'_>, request: &Request) -> Report {
+    let t0 = platform.now_ns();
+    platform.output(Output::Record, &platform.machine().line());
+    let planned = registry.plan(request);
+    platform.output(Output::Record, &planned.record.line());
+    let mut e = Engine {
+        platform,
+        request,
+        runs: Vec::new(),
+        comparisons: Vec::new(),
+        notes: Vec::new(),
+        failures: Vec::new(),
+        invariants_ok: true,
+        step: 0,
+        total: planned.record.total_runs,
+        floor: Vec::new(),
+    };
+    for name in &planned.skipped {
+        e.note(format!(
+            "scenario {name} is not built into this benchmark yet: skipped"
+        ));
+    }
+    for n in platform.notes() {
+        e.note(n);
+    }
+    ksync::stat::set_enabled(true);
+    'all: for p in &planned.scenarios {
+        for config in &p.configs {
+            for &cpus in &request.cpus {
+                if e.point(p.scenario, config, cpus).is_err() {
+                    break 'all;
+                }
+            }
+        }
+    }
+    ksync::stat::set_enabled(false);
+    let summary = Summary::new(&e.runs, &e.comparisons);
+    for style in [Style::Wide, Style::Compact] {
+        let table = Table::new(&summary, style).with_notes(&e.notes);
+        platform.output(Output::Table(style), &table);
+    }
+    let end = End {
+        runs: e.runs.len() as u32,
+        comparisons: e.comparisons.len() as u32,
+        invariants_ok: e.invariants_ok,
+        failures: e.failures.clone(),
+        elapsed_ns: platform.now_ns().saturating_sub(t0),
+    };
+    platform.output(Output::Record, &end.line());
+    Report {
+        runs: e.runs,
+        comparisons: e.comparisons,
+        notes: e.notes,
+        end,
+    }
+}
+
+impl Engine<'_> {
+    fn note(&mut self, text: String) {
+        let note = Note::new(text);
+        self.platform.output(Output::Record, &note.line());
+        self.platform.output(Output::Message, &note.text);
+        self.notes.push(note.text);
+    }
+
+    fn fail(&mut self, what: String) -> Stopped {
+        self.platform
+            .output(Output::Message, &format_args!("benchmark stopped: {what}"));
+        self.failures.push(what);
+        Stopped
+    }
+
+    /// One (scenario, config, CPU count): build, warm up, measure, compare, tear down.
+    fn point(
+        &mut self,
+        scenario: &'static Scenario,
+        config: &PlannedConfig<'_>,
+        cpus: u32,
+    ) -> Result<(), Stopped> {
+        let mut instances: Vec<(&'static str, bool, Box<dyn Instance + '_>)> = Vec::new();
+        let mut result = Ok(());
+        for v in &config.variants {
+            let setup = Setup {
+                config: &config.name,
+                variant: v.name,
+                cpus,
+            };
+            match v.provider.instantiate(&setup) {
+                Ok(inst) => {
+                    // Once per scenario, config and variant, unless it changes with the CPUs.
+                    if let Some(n) = inst.note() {
+                        let text = format!("{} {} {}: {n}", scenario.name, config.name, v.name);
+                        if !self.notes.contains(&text) {
+                            self.note(text);
+                        }
+                    }
+                    instances.push((v.name, v.provider.floor_relative(), inst));
+                }
+                Err(err) => {
+                    result = Err(self.fail(format!(
+                        "{} {} {} cpus={cpus}: setup failed: {err}",
+                        scenario.name, config.name, v.name
+                    )));
+                    break;
+                }
+            }
+        }
+        if result.is_ok() {
+            result = self.rounds(scenario, &config.name, cpus, &instances);
+        }
+        if result.is_ok() {
+            self.compare(scenario, &config.name, cpus);
+        }
+        for (variant, _, inst) in instances {
+            if let Err(err) = inst.teardown() {
+                let s = self.fail(format!(
+                    "{} {} {variant} cpus={cpus}: teardown failed: {err}",
+                    scenario.name, config.name
+                ));
+                result = result.and(Err(s));
+            }
+        }
+        result
+    }
+
+    fn rounds(
+        &mut self,
+        scenario: &'static Scenario,
+        config: &str,
+        cpus: u32,
+        instances: &[(&'static str, bool, Box<dyn Instance + '_>)],
+    ) -> Result<(), Stopped> {
+        let warmups = self.request.warmup_rounds;
+        for i in 0..warmups + self.request.rounds {
+            let (round, warmup) = if i < warmups {
+                (0, true)
+            } else {
+                (i - warmups + 1, false)
+            };
+            for (variant, floor_relative, inst) in instances {
+                let mut run =
+                    self.one_run(scenario, config, variant, cpus, round, warmup, &**inst)?;
+                if *floor_relative {
+                    run.floor_fraction = self.floor_fraction(cpus, run.ops_per_s);
+                }
+                if scenario.name == catalog::LIMIT && !warmup {
+                    match self.floor.iter_mut().find(|(c, _)| *c == cpus) {
+                        Some((_, rates)) => rates.push(run.ops_per_s),
+                        None => self.floor.push((cpus, alloc::vec![run.ops_per_s])),
+                    }
+                }
+                self.step += 1;
+                self.platform.output(Output::Record, &run.line());
+                let progress = Progress {
+                    step: self.step,
+                    total: self.total,
+                    scenario: scenario.name,
+                    config,
+                    variant,
+                    cpus,
+                    round,
+                    rounds: self.request.rounds,
+                    ops_per_s: run.ops_per_s,
+                };
+                self.platform.output(Output::Progress, &progress);
+                self.runs.push(run);
+            }
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn one_run(
+        &mut self,
+        scenario: &'static Scenario,
+        config: &str,
+        variant: &str,
+        cpus: u32,
+        round: u32,
+        warmup: bool,
+        inst: &dyn Instance,
+    ) -> Result<Run, Stopped> {
+        let at = format!(
+            "{} {config} {variant} cpus={cpus} round={round}",
+            scenario.name
+        );
+        let m = match measure(self.platform, inst, cpus, self.request.length) {
+            Ok(m) => m,
+            Err(f) => return Err(self.fail(format!("{at}: {f}"))),
+        };
+        if let Err(why) = inst.check() {
+            self.invariants_ok = false;
+            return Err(self.fail(format!("{at}: invariant violated: {why}")));
+        }
+        let mut run = match Run::new(
+            scenario.name,
+            config,
+            variant,
+            cpus,
+            round,
+            warmup,
+            m.ops(),
+            m.ns(),
+        ) {
+            Ok(r) => r,
+            Err(why) => return Err(self.fail(format!("{at}: cannot record the run: {why}"))),
+        };
+        run.per_cpu = m.per_cpu;
+        run.locks = m.locks;
+        run.counters = m.counters;
+        Ok(run)
+    }
+
+    fn floor_fraction(&self, cpus: u32, rate: f64) -> Option<f64> {
+        let (_, rates) = self.floor.iter().find(|(c, _)| *c == cpus)?;
+        let floor = stats::hmean(rates).ok()?;
+        Some(rate / floor)
+    }
+
+    fn compare(&mut self, scenario: &'static Scenario, config: &str, cpus: u32) {
+        let present = |v: &str| {
+            self.runs.iter().any(|r| {
+                r.scenario == scenario.name
+                    && r.config == config
+                    && r.cpus == cpus
+                    && r.variant == v
+            })
+        };
+        let defs: Vec<_> = scenario
+            .comparisons
+            .iter()
+            .filter(|d| present(d.a) && present(d.b))
+            .collect();
+        for d in defs {
+            match Comparison::from_runs(scenario.name, config, cpus, d.a, d.b, &self.runs) {
+                Ok(c) => {
+                    self.platform.output(Output::Record, &c.line());
+                    self.comparisons.push(c);
+                }
+                Err(why) => self.note(format!(
+                    "{} {config} cpus={cpus}: no comparison {}/{}: {why}",
+                    scenario.name, d.b, d.a
+                )),
+            }
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! What a scenario is to the engine: a factory of *instances* (one per variant of a config
+//! at a CPU count), each of which runs batches of operations on the chosen CPUs, reports its
+//! counters, checks its invariants and tears itself down.
+//!
+//! The split follows how a Linux benchmark is run by mmtests or will-it-scale: setup (create
+//! the memcgs, set the limits, map the regions, fill the objects) is done once before any
+//! timing; the timed part is a per-CPU loop of a small unit of work (will-it-scale's
+//! `testcase()` iteration, here a *batch*); teardown comes after. The engine keeps the
+//! instances of every variant of a (scenario, config, CPU count) alive at once, so that it
+//! can interleave them round by round (A B A B ...) without rebuilding anything between A and
+//! B, and checks each instance's invariants after every run, with every CPU quiesced.
+//!
+//! Adding a scenario is implementing [`BenchScenario`] (and its [`Instance`]) and adding it
+//! to the platform-neutral table ([`crate::scenarios::registry`]); the catalog
+//! ([`crate::catalog`]) already names its configs, variants and comparisons.
+
+use crate::catalog;
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+
+/// What an instance is built for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Setup<'a> {
+    /// The config (`anon`, `1500`, ...).
+    pub config: &'a str,
+    /// The variant (`A`, `base@+64`, ...).
+    pub variant: &'a str,
+    /// How many CPUs will run batches: ids `0..cpus`.
+    pub cpus: u32,
+}
+
+/// What one batch is asked to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BatchCtx {
+    /// The CPU running it (the platform's id, also ksync's).
+    pub cpu: u32,
+    /// Its index among the run's CPUs, `0..cpus` (equal to `cpu` while the chosen CPUs are
+    /// `0..cpus`, as on both platforms today).
+    pub index: u32,
+    /// Operations this CPU still owes a counted run (`u64::MAX` in a timed run): a batch
+    /// should not do more than this.
+    pub max_ops: u64,
+    /// When a timed run ends, on the platform clock (`u64::MAX` in a counted run). A batch
+    /// is normally far shorter and need not look at it; one that runs a whole run in one
+    /// go (the Linux reference's child-process workers) stops at it.
+    pub deadline_ns: u64,
+}
+
+/// A scenario's failure: setup, a batch or teardown could not be done. The engine adds
+/// where it happened and ends the benchmark cleanly.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScenarioError(pub String);
+
+impl ScenarioError {
+    /// An error saying `msg`.
+    #[must_use]
+    pub fn new(msg: impl Into<String>) -> ScenarioError {
+        ScenarioError(msg.into())
+    }
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<String> for ScenarioError {
+    fn from(s: String) -> Self {
+        ScenarioError(s)
+    }
+}
+
+impl From<&str> for ScenarioError {
+    fn from(s: &str) -> Self {
+        ScenarioError(s.into())
+    }
+}
+
+/// A scenario, or part of one: the variants of one catalog scenario that this code can run.
+///
+/// Several providers may serve one catalog name (the host run adds the Linux reference's
+/// `linux` variant to seed001 and seed003 beside ours); the engine runs the union of their
+/// variants, interleaved.
+pub trait BenchScenario: Sync {
+    /// The catalog name ([`catalog::Scenario::name`]).
+    fn name(&self) -> &'static str;
+
+    /// The variants this provider runs, in interleaving order. Default: every variant the
+    /// catalog lists.
+    fn variants(&self) -> Vec<&'static str> {
+        catalog::scenario(self.name())
+            .map(|s| s.variants.iter().map(|v| v.name).collect())
+            .unwrap_or_default()
+    }
+
+    /// Whether this provider runs `config` (default: every config it is asked for).
+    fn supports(&self, config: &str) -> bool {
+        let _ = config;
+        true
+    }
+
+    /// Whether its runs' rates are reported as a fraction of the `limit` floor at the same
+    /// CPU count. Default: when the catalog marks the scenario as a fault path.
+    fn floor_relative(&self) -> bool {
+        catalog::scenario(self.name()).is_some_and(|s| s.fault_path)
+    }
+
+    /// Builds the instance for `setup` (memcgs, limits, regions, objects): everything that
+    /// must exist before timing. Called with every CPU idle; may fail with a message.
+    fn instantiate<'a>(
+        &'a self,
+        setup: &Setup<'_>,
+    ) -> Result<Box<dyn Instance + 'a>, ScenarioError>;
+}
+
+/// One variant of one config, set up for a CPU count.
+///
+/// `run_batch` is called concurrently on every CPU of a run, the rest with every CPU idle.
+pub trait Instance: Sync {
+    /// Does one batch of operations on `ctx.cpu` and returns how many it completed (at least
+    /// one, at most `ctx.max_ops`). Short: the engine checks the clock and passes a
+    /// quiescent point between batches.
+    fn run_batch(&self, ctx: &BatchCtx) -> Result<u64, ScenarioError>;
+
+    /// Counters (memcg and lruvec stats, fault counts, ...) as absolute values, in a fixed
+    /// order of names; the engine records each run's change of them.
+    fn counters(&self) -> Vec<(String, i64)> {
+        Vec::new()
+    }
+
+    /// Checks the instance's invariants (every CPU is idle). Runs after every run; an `Err`
+    /// ends the benchmark with `invariants_ok: false`.
+    fn check(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// A sentence about how this instance was set up that belongs with the results (e.g.
+    /// whether the Linux reference found a memcg to run in); printed once as a `note`.
+    fn note(&self) -> Option<String> {
+        None
+    }
+
+    /// Releases everything `instantiate` built (every CPU idle).
+    fn teardown(self: Box<Self>) -> Result<(), ScenarioError>;
+}

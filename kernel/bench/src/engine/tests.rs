@@ -1,0 +1,663 @@
+//! The engine's orchestration on host threads with synthetic scenarios: a per-CPU counter
+//! that can be told to fail its setup, a batch or its invariant check, and the software
+//! floor as `limit`. No assertion on speed: only on what runs, in which order, and what is
+//! printed.
+
+use super::*;
+use crate::record::{Machine, Platform};
+use crate::scenarios::soft_floor::SoftFloor;
+use crate::table::Style;
+use std::fmt;
+use std::string::{String, ToString};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+use std::vec::Vec;
+use std::{boxed::Box, format, vec};
+
+/// The engine owns ksync's lock statistics while it runs: one engine test at a time.
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Host threads as CPUs: one scoped thread per CPU, declared to ksync, lined up at a
+/// barrier; every output kept.
+struct Threads {
+    cpus: u32,
+    epoch: Instant,
+    out: Mutex<Vec<(Output, String)>>,
+    quiescent: AtomicU64,
+}
+
+impl Threads {
+    fn new(cpus: u32) -> Self {
+        Threads {
+            cpus,
+            epoch: Instant::now(),
+            out: Mutex::new(Vec::new()),
+            quiescent: AtomicU64::new(0),
+        }
+    }
+
+    fn lines(&self, kind: Output) -> Vec<String> {
+        let out = self.out.lock().unwrap();
+        out.iter()
+            .filter(|(k, _)| *k == kind)
+            .map(|(_, l)| l.clone())
+            .collect()
+    }
+
+    /// Every record as JSON, in order.
+    fn records(&self) -> Vec<serde_json::Value> {
+        self.lines(Output::Record)
+            .iter()
+            .map(|l| {
+                let json = l.strip_prefix("KRESULT ").expect("a KRESULT line");
+                serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {l}"))
+            })
+            .collect()
+    }
+
+    fn of_type(&self, t: &str) -> Vec<serde_json::Value> {
+        self.records()
+            .into_iter()
+            .filter(|r| r["type"] == t)
+            .collect()
+    }
+}
+
+impl BenchPlatform for Threads {
+    fn cpus(&self) -> u32 {
+        self.cpus
+    }
+
+    fn on_cpus(&self, n: u32, f: &(dyn Fn(u32) + Sync)) -> Result<(), PlatformError> {
+        if n == 0 || n > self.cpus {
+            return Err(PlatformError(format!(
+                "{n} CPUs asked, {} exist",
+                self.cpus
+            )));
+        }
+        let barrier = std::sync::Barrier::new(n as usize);
+        std::thread::scope(|s| {
+            for cpu in 0..n {
+                let barrier = &barrier;
+                s.spawn(move || {
+                    ksync::cpu::set_this_thread_cpu(cpu as usize);
+                    barrier.wait();
+                    f(cpu);
+                });
+            }
+        });
+        Ok(())
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    fn quiescent(&self, _cpu: u32) {
+        self.quiescent.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn output(&self, kind: Output, text: &dyn fmt::Display) {
+        self.out.lock().unwrap().push((kind, text.to_string()));
+    }
+
+    fn machine(&self) -> Machine {
+        Machine {
+            cpu_model: "test threads".into(),
+            vcpus: self.cpus,
+            memory_mib: 1,
+            nodes: 1,
+            platform: Platform::HostThreads,
+            hypervisor: String::new(),
+            tsc_hz: 0,
+            boot_protocol: "none".into(),
+            cmdline: "run=bench".into(),
+        }
+    }
+
+    fn notes(&self) -> Vec<String> {
+        vec!["synthetic platform".into()]
+    }
+}
+
+ksync::lock_class!(
+    /// The synthetic scenario's per-instance lock, taken once per batch.
+    CounterLock, "test.counter"
+);
+
+/// What a [`Counter`] should get wrong, and when.
+#[derive(Clone, Copy, Default)]
+struct Faults {
+    /// Fail the setup of this variant.
+    setup: Option<&'static str>,
+    /// Fail a batch on this CPU in this (1-based) run of an instance.
+    batch: Option<(u32, u32)>,
+    /// Fail the check after this (1-based) run of an instance.
+    check: Option<u32>,
+}
+
+/// A synthetic scenario: each CPU increments its own counter, ten per batch.
+struct Counter {
+    name: &'static str,
+    variants: Option<Vec<&'static str>>,
+    only_config: Option<&'static str>,
+    floor_relative: Option<bool>,
+    faults: Faults,
+    torn_down: AtomicU32,
+    built: AtomicU32,
+}
+
+impl Counter {
+    fn new(name: &'static str) -> Self {
+        Counter {
+            name,
+            variants: None,
+            only_config: None,
+            floor_relative: None,
+            faults: Faults::default(),
+            torn_down: AtomicU32::new(0),
+            built: AtomicU32::new(0),
+        }
+    }
+}
+
+struct CounterInstance<'a> {
+    scenario: &'a Counter,
+    per_cpu: Vec<AtomicU64>,
+    runs: AtomicU32,
+    lock: ksync::SpinMutex<CounterLock, u64>,
+}
+
+impl BenchScenario for Counter {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn variants(&self) -> Vec<&'static str> {
+        self.variants.clone().unwrap_or_else(|| {
+            crate::catalog::scenario(self.name)
+                .unwrap()
+                .variants
+                .iter()
+                .map(|v| v.name)
+                .collect()
+        })
+    }
+
+    fn supports(&self, config: &str) -> bool {
+        self.only_config.is_none_or(|c| c == config)
+    }
+
+    fn floor_relative(&self) -> bool {
+        self.floor_relative
+            .unwrap_or_else(|| crate::catalog::scenario(self.name).is_some_and(|s| s.fault_path))
+    }
+
+    fn instantiate<'a>(
+        &'a self,
+        setup: &Setup<'_>,
+    ) -> Result<Box<dyn Instance + 'a>, ScenarioError> {
+        if self.faults.setup == Some(setup.variant) {
+            return Err(ScenarioError::new("no memcg for you"));
+        }
+        self.built.fetch_add(1, Ordering::Relaxed);
+        Ok(Box::new(CounterInstance {
+            scenario: self,
+            per_cpu: (0..setup.cpus).map(|_| AtomicU64::new(0)).collect(),
+            runs: AtomicU32::new(0),
+            lock: ksync::SpinMutex::new(0),
+        }))
+    }
+}
+
+impl Instance for CounterInstance<'_> {
+    fn run_batch(&self, ctx: &BatchCtx) -> Result<u64, ScenarioError> {
+        let run = self.runs.load(Ordering::Relaxed) + 1;
+        if self.scenario.faults.batch == Some((ctx.cpu, run)) {
+            return Err(ScenarioError::new("the counter fell over"));
+        }
+        assert_eq!(ksync::this_cpu(), ctx.cpu as usize, "platform cpu id");
+        *self.lock.lock() += 1;
+        let n = 10.min(ctx.max_ops);
+        self.per_cpu[ctx.index as usize].fetch_add(n, Ordering::Relaxed);
+        Ok(n)
+    }
+
+    fn counters(&self) -> Vec<(String, i64)> {
+        let total: u64 = self.per_cpu.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+        vec![("increments".into(), total as i64)]
+    }
+
+    fn check(&self) -> Result<(), String> {
+        let run = self.runs.fetch_add(1, Ordering::Relaxed) + 1;
+        if self.scenario.faults.check == Some(run) {
+            return Err(format!("counter lost an increment after run {run}"));
+        }
+        Ok(())
+    }
+
+    fn teardown(self: Box<Self>) -> Result<(), ScenarioError> {
+        self.scenario.torn_down.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// A leaked counter the test can still look at after the registry took a handle to it.
+struct Shared(&'static Counter);
+
+impl BenchScenario for Shared {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+    fn instantiate<'a>(
+        &'a self,
+        setup: &Setup<'_>,
+    ) -> Result<Box<dyn Instance + 'a>, ScenarioError> {
+        self.0.instantiate(setup)
+    }
+}
+
+fn shared(c: Counter) -> (&'static Counter, Shared) {
+    let c: &'static Counter = Box::leak(Box::new(c));
+    (c, Shared(c))
+}
+
+fn request(names: &[&str], cpus: &[u32], rounds: u32, length: RunLength) -> Request {
+    Request {
+        scenarios: names
+            .iter()
+            .map(|n| {
+                let s = crate::catalog::scenario(n).unwrap();
+                (s, s.configs.iter().map(|c| String::from(*c)).collect())
+            })
+            .collect(),
+        cpus: cpus.to_vec(),
+        rounds,
+        warmup_rounds: 1,
+        length,
+    }
+}
+
+const COUNTED: RunLength = RunLength::Counted { ops: 95 };
+
+/// (scenario, variant, cpus, round) of every run record, in order.
+fn run_order(p: &Threads) -> Vec<(String, String, u64, u64)> {
+    p.of_type("run")
+        .iter()
+        .map(|r| {
+            (
+                r["scenario"].as_str().unwrap().to_string(),
+                r["variant"].as_str().unwrap().to_string(),
+                r["cpus"].as_u64().unwrap(),
+                r["round"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn limit_first_then_every_point_interleaved_after_a_warmup() {
+    let _g = serial();
+    let p = Threads::new(2);
+    let mut reg = crate::scenarios::registry(Box::new(SoftFloor));
+    reg.add(Counter::new("seed003-pft"));
+    let report = run(&p, &reg, &request(&["seed003-pft"], &[1, 2], 2, COUNTED));
+    assert!(report.passed(), "{:?}", report.end);
+
+    let types: Vec<String> = p
+        .records()
+        .iter()
+        .map(|r| r["type"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(types[..2], ["machine", "plan"]);
+    assert_eq!(types.last().unwrap(), "end");
+    let plan = &p.of_type("plan")[0];
+    assert_eq!(plan["scenarios"][0]["name"], "limit");
+    assert_eq!(
+        plan["scenarios"][1]["variants"],
+        serde_json::json!(["A", "B"])
+    );
+    assert_eq!(plan["total_runs"], (1 + 2) * 2 * 3);
+    assert_eq!(plan["ops"], 95);
+    assert!(plan["seconds"].is_null());
+
+    let mut expect = Vec::new();
+    for cpus in [1u64, 2] {
+        for round in 0..=2u64 {
+            expect.push(("limit".to_string(), "floor".to_string(), cpus, round));
+        }
+    }
+    for cpus in [1u64, 2] {
+        for round in 0..=2u64 {
+            for v in ["A", "B"] {
+                expect.push(("seed003-pft".into(), v.into(), cpus, round));
+            }
+        }
+    }
+    assert_eq!(run_order(&p), expect);
+    assert_eq!(report.runs.len(), expect.len());
+
+    for r in p.of_type("run") {
+        let cpus = r["cpus"].as_u64().unwrap();
+        assert_eq!(r["warmup"], r["round"] == 0);
+        assert_eq!(r["per_cpu"].as_array().unwrap().len() as u64, cpus);
+        for c in r["per_cpu"].as_array().unwrap() {
+            assert_eq!(c["ops"], 95, "{r}");
+        }
+        assert_eq!(r["ops"].as_u64().unwrap(), 95 * cpus);
+        if r["scenario"] == "seed003-pft" {
+            let f = r["floor_fraction"]
+                .as_f64()
+                .expect("a fault scenario's floor");
+            assert!(f > 0.0);
+            // Ten increments per batch: ten batches of 95 ops per CPU, each under the lock.
+            assert_eq!(r["locks"]["test.counter"]["acquisitions"], 10 * cpus, "{r}");
+            assert_eq!(r["counters"]["increments"], 95 * cpus);
+            assert!(r["locks"].get("bench.run_error").is_none());
+        } else {
+            assert!(r["floor_fraction"].is_null());
+            assert!(r["locks"].get("test.counter").is_none(), "{r}");
+            assert_eq!(r["counters"]["soft_pte_installs"], 95 * cpus);
+        }
+    }
+    let cmps = p.of_type("comparison");
+    assert_eq!(cmps.len(), 2);
+    for (c, cpus) in cmps.iter().zip([1, 2]) {
+        assert_eq!((c["a"].as_str(), c["b"].as_str()), (Some("A"), Some("B")));
+        assert_eq!(c["cpus"], cpus);
+        assert_eq!(c["rounds"], 2);
+    }
+    let end = &p.of_type("end")[0];
+    assert_eq!(end["runs"], 18);
+    assert_eq!(end["comparisons"], 2);
+    assert_eq!(end["invariants_ok"], true);
+    assert!(end["failures"].as_array().unwrap().is_empty());
+
+    // Progress after every run, numbered against the plan.
+    let progress = p.lines(Output::Progress);
+    assert_eq!(progress.len(), 18);
+    let last = crate::Progress::parse(&progress[17]).unwrap();
+    assert_eq!((last.step, last.total, last.variant), (18, 18, "B"));
+    // Both tables, with the platform's note under them.
+    for style in [Style::Wide, Style::Compact] {
+        let t = p.lines(Output::Table(style));
+        assert_eq!(t.len(), 1);
+        assert!(t[0].contains("seed003-pft") && t[0].contains("synthetic platform"));
+    }
+    // Quiescent points between batches, none after the last: the counter's batches of 10
+    // make 9 per CPU and run of 95 ops, the floor's batches of 64 make 1.
+    let cpu_runs = |variants: u64| -> u64 { [1u64, 2].iter().map(|c| c * 3 * variants).sum() };
+    assert_eq!(
+        p.quiescent.load(Ordering::Relaxed),
+        9 * cpu_runs(2) + cpu_runs(1)
+    );
+}
+
+#[cfg(feature = "serde")]
+#[test]
+fn every_line_parses_as_a_record() {
+    let _g = serial();
+    let p = Threads::new(2);
+    let mut reg = crate::scenarios::registry(Box::new(SoftFloor));
+    reg.add(Counter::new("seed003-pft"));
+    let report = run(&p, &reg, &request(&["seed003-pft"], &[2], 2, COUNTED));
+    assert!(report.passed());
+    for l in p.lines(Output::Record) {
+        crate::record::parse_line(&l).unwrap().unwrap();
+    }
+}
+
+#[test]
+fn not_built_is_skipped_and_said() {
+    let _g = serial();
+    let p = Threads::new(1);
+    let reg = crate::scenarios::registry(Box::new(SoftFloor));
+    let report = run(
+        &p,
+        &reg,
+        &request(&["seed001-faultfree", "seed002-reclaim"], &[1], 1, COUNTED),
+    );
+    assert!(report.passed());
+    assert!(
+        report.runs.is_empty(),
+        "no fault scenario runs, so no floor"
+    );
+    let plan = &p.of_type("plan")[0];
+    assert_eq!(
+        plan["skipped"],
+        serde_json::json!(["seed001-faultfree", "seed002-reclaim"])
+    );
+    assert_eq!(plan["total_runs"], 0);
+    let notes: Vec<String> = p
+        .of_type("note")
+        .iter()
+        .map(|n| n["text"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            "scenario seed001-faultfree is not built into this benchmark yet: skipped",
+            "scenario seed002-reclaim is not built into this benchmark yet: skipped",
+            "synthetic platform",
+        ]
+    );
+    assert_eq!(report.notes, notes);
+    assert_eq!(p.lines(Output::Message).len(), 3);
+}
+
+#[test]
+fn a_scenario_off_the_fault_path_runs_without_the_floor() {
+    let _g = serial();
+    let p = Threads::new(2);
+    let mut reg = crate::scenarios::registry(Box::new(SoftFloor));
+    reg.add(Counter::new("seed002-reclaim"));
+    let mut req = request(&["seed002-reclaim"], &[2], 1, COUNTED);
+    req.scenarios[0].1 = vec!["10".into()];
+    let report = run(&p, &reg, &req);
+    assert!(report.passed());
+    let order = run_order(&p);
+    assert!(order.iter().all(|r| r.0 == "seed002-reclaim"), "{order:?}");
+    assert_eq!(order.len(), 4);
+    assert!(
+        p.of_type("run")
+            .iter()
+            .all(|r| r["floor_fraction"].is_null())
+    );
+}
+
+#[test]
+fn extra_variants_join_the_interleaving_for_their_configs_only() {
+    let _g = serial();
+    let p = Threads::new(1);
+    let mut reg = crate::scenarios::registry(Box::new(SoftFloor));
+    reg.add(Counter::new("seed001-faultfree"));
+    let mut linux = Counter::new("seed001-faultfree");
+    linux.variants = Some(vec!["linux"]);
+    linux.only_config = Some("anon");
+    linux.floor_relative = Some(false);
+    reg.add(linux);
+    let report = run(&p, &reg, &request(&["seed001-faultfree"], &[1], 1, COUNTED));
+    assert!(report.passed(), "{:?}", report.end);
+    let plan = &p.of_type("plan")[0];
+    let variants = &plan["scenarios"][1]["variants"];
+    assert_eq!(variants.as_array().unwrap().len(), 7);
+    assert_eq!(variants[6], "linux");
+    // limit 1 + anon 7 + shmem 6 variants, one CPU count, warm-up + 1 round.
+    assert_eq!(plan["total_runs"], (1 + 7 + 6) * 2);
+    assert_eq!(report.runs.len(), (1 + 7 + 6) * 2);
+    let anon: Vec<String> = run_order(&p)
+        .into_iter()
+        .filter(|r| r.0 == "seed001-faultfree" && r.3 == 1)
+        .map(|r| r.1)
+        .take(7)
+        .collect();
+    assert_eq!(
+        anon,
+        [
+            "base@+0",
+            "base@+64",
+            "patch1@+0",
+            "patch1@+64",
+            "patch1+2@+0",
+            "patch1+2@+64",
+            "linux"
+        ]
+    );
+    for r in p.of_type("run").iter().filter(|r| r["variant"] == "linux") {
+        assert_eq!(r["config"], "anon");
+        assert!(r["floor_fraction"].is_null());
+    }
+    assert!(
+        p.of_type("comparison")
+            .iter()
+            .all(|c| c["a"] != "linux" && c["b"] != "linux")
+    );
+    assert_eq!(p.of_type("comparison").len(), 8);
+}
+
+#[test]
+fn an_invariant_violation_ends_the_benchmark() {
+    let _g = serial();
+    let p = Threads::new(2);
+    let mut reg = crate::scenarios::registry(Box::new(SoftFloor));
+    let mut c = Counter::new("seed003-pft");
+    c.faults.check = Some(2);
+    let (c, handle) = shared(c);
+    reg.add(handle);
+    let report = run(&p, &reg, &request(&["seed003-pft"], &[1, 2], 2, COUNTED));
+    assert!(!report.passed());
+    assert!(!report.end.invariants_ok);
+    assert_eq!(report.end.failures.len(), 1, "{:?}", report.end.failures);
+    assert!(
+        report.end.failures[0]
+            .starts_with("seed003-pft anon A cpus=1 round=1: invariant violated: counter lost"),
+        "{}",
+        report.end.failures[0]
+    );
+    // limit at 1 and 2 CPUs (3 runs each), then seed003 A0 B0: A's second run fails its check.
+    assert_eq!(report.runs.len(), 6 + 2);
+    let end = &p.of_type("end")[0];
+    assert_eq!(end["invariants_ok"], false);
+    assert_eq!(end["runs"], 8);
+    assert!(p.of_type("comparison").is_empty());
+    // Both instances of the point were torn down, and no later point was built.
+    assert_eq!(c.built.load(Ordering::Relaxed), 2);
+    assert_eq!(c.torn_down.load(Ordering::Relaxed), 2);
+    assert!(
+        p.lines(Output::Message)
+            .iter()
+            .any(|m| m.starts_with("benchmark stopped: seed003-pft"))
+    );
+}
+
+#[test]
+fn a_failing_batch_stops_every_cpu_and_ends_cleanly() {
+    let _g = serial();
+    let p = Threads::new(2);
+    let mut c = Counter::new("seed003-pft");
+    c.faults.batch = Some((1, 3));
+    let (c, handle) = shared(c);
+    let mut reg = Registry::new();
+    reg.add(handle);
+    let report = run(&p, &reg, &request(&["seed003-pft"], &[2], 3, COUNTED));
+    assert!(!report.passed());
+    assert!(
+        report.end.invariants_ok,
+        "a batch error is not an invariant"
+    );
+    assert_eq!(
+        report.end.failures,
+        ["seed003-pft anon A cpus=2 round=2: a batch on cpu 1 failed: the counter fell over"]
+    );
+    assert_eq!(report.runs.len(), 4);
+    assert_eq!(c.torn_down.load(Ordering::Relaxed), 2);
+    assert_eq!(p.of_type("end")[0]["runs"], 4);
+}
+
+#[test]
+fn a_failing_setup_tears_down_what_was_built() {
+    let _g = serial();
+    let p = Threads::new(1);
+    let mut c = Counter::new("seed003-pft");
+    c.faults.setup = Some("B");
+    let (c, handle) = shared(c);
+    let mut reg = Registry::new();
+    reg.add(handle);
+    let report = run(&p, &reg, &request(&["seed003-pft"], &[1], 1, COUNTED));
+    assert_eq!(
+        report.end.failures,
+        ["seed003-pft anon B cpus=1: setup failed: no memcg for you"]
+    );
+    assert!(report.runs.is_empty());
+    assert_eq!(c.built.load(Ordering::Relaxed), 1);
+    assert_eq!(c.torn_down.load(Ordering::Relaxed), 1);
+}
+
+#[test]
+fn a_timed_run_lasts_its_duration() {
+    let _g = serial();
+    let p = Threads::new(2);
+    let reg = crate::scenarios::registry(Box::new(SoftFloor));
+    let ns = 3_000_000;
+    let report = run(
+        &p,
+        &reg,
+        &request(&["limit"], &[1, 2], 1, RunLength::Timed { ns }),
+    );
+    assert!(report.passed());
+    assert_eq!(report.runs.len(), 4);
+    for r in &report.runs {
+        assert!(r.ns >= ns, "{r:?}");
+        assert!(r.per_cpu.iter().all(|c| c.ns >= ns && c.ops > 0), "{r:?}");
+    }
+    let plan = &p.of_type("plan")[0];
+    assert_eq!(plan["seconds"], 0.003);
+}
+
+#[test]
+fn platform_failure_is_reported_not_panicked() {
+    let _g = serial();
+    let p = Threads::new(1);
+    let reg = crate::scenarios::registry(Box::new(SoftFloor));
+    let report = run(&p, &reg, &request(&["limit"], &[2], 1, COUNTED));
+    assert_eq!(
+        report.end.failures,
+        [
+            "limit anon floor cpus=2 round=0: the platform could not run the CPUs: 2 CPUs asked, 1 exist"
+        ]
+    );
+}
+
+#[test]
+fn the_request_follows_the_command_line() {
+    let cfg = abi::cmdline::parse(
+        "run=bench scenarios=seed002-reclaim,limit bench_cpus=1,2 rounds=4 seconds=0.25 memcgs=7",
+        false,
+    )
+    .unwrap()
+    .bench;
+    let r = Request::from_config(&cfg, 2).unwrap();
+    assert_eq!(r.cpus, [1, 2]);
+    assert_eq!(r.rounds, 4);
+    assert_eq!(r.warmup_rounds, WARMUP_ROUNDS);
+    assert_eq!(r.length, RunLength::Timed { ns: 250_000_000 });
+    assert_eq!(r.scenarios[0].0.name, "seed002-reclaim");
+    assert_eq!(r.scenarios[0].1, ["7"]);
+    assert_eq!(r.scenarios[1].1, ["anon"]);
+    assert_eq!(
+        Request::from_config(&cfg, 1),
+        Err(RequestError::TooManyCpus {
+            asked: 2,
+            online: 1
+        })
+    );
+    let quick = abi::cmdline::parse("run=bench quick=1", false)
+        .unwrap()
+        .bench;
+    let r = Request::from_config(&quick, 16).unwrap();
+    assert_eq!(r.cpus, [1, 2]);
+}

@@ -1,0 +1,304 @@
+//! The `limit` scenario in the kernel: the floor under every fault scenario, with a real
+//! page fault per operation and nothing else.
+//!
+//! One operation on a CPU: a write (a touch routine, as a benchmark worker's) to a
+//! not-present page of the CPU's own 2 MiB window raises #PF; the region's handler zeroes a
+//! 4 KiB frame of the CPU's own through the direct map (with the kernel's `clear_page`) and
+//! installs a PTE to it (Linux's
+//! `do_anonymous_page` without the allocator, the memcg charge or the LRU: no
+//! `alloc_page`, no `mem_cgroup_charge`, no `folio_add_lru`); the write is retried and
+//! succeeds; the worker clears the PTE (`ptep_get_and_clear`) and drops its translation
+//! with `invlpg` (`flush_tlb_page` of one local CPU). What is left is what the hardware (or
+//! the emulator) charges for a trap, a 4 KiB clear, two PTE writes and an `invlpg`: every
+//! fault scenario's row is shown as a fraction of this rate at the same CPU count.
+//!
+//! Each CPU owns a 2 MiB window of one address-space range, a private PTE table linked for
+//! that window (so no two CPUs share a table, a table lock or a PTE cache line) and one
+//! private frame; the page faulted rotates through the window's 512 entries, as a
+//! `page_fault1` worker walks its mapping. The invariant checked after every run: every
+//! entry is clear, and each CPU resolved exactly as many page faults as it did operations
+//! since setup (so each operation really trapped: a translation `invlpg` failed to drop
+//! would let a write through without a fault) with no fault ending at a fixup.
+
+use crate::arch::x86_64::aspace::{self, MmRange, TableFrames};
+use crate::arch::x86_64::clear_page::clear_page;
+use crate::arch::x86_64::fault::{self, FaultError, FaultInfo, FaultStats, RegionHandle};
+use crate::arch::x86_64::pte::{PMD_SIZE, PTRS_PER_PTE, Pte, PteProt, pte_index};
+use crate::arch::x86_64::{tlb, touch};
+use crate::mm::{frame, phys_to_virt};
+use crate::percpu::CpuSet;
+use crate::sync::{KernelLock, SpinMutex};
+use alloc::boxed::Box;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use bench::engine::{BatchCtx, BenchScenario, Instance, ScenarioError, Setup};
+use core::sync::atomic::{AtomicU64, Ordering};
+use x86_64::PhysAddr;
+
+/// Operations per batch (at most).
+const BATCH: u64 = 32;
+
+/// Frames the floor has used, kept for the next instance (the early allocator never frees).
+static POOL: SpinMutex<KernelLock, Vec<u64>> = SpinMutex::new(Vec::new());
+
+fn zeroed_frame() -> Option<PhysAddr> {
+    let f = POOL
+        .lock()
+        .pop()
+        .map(PhysAddr::new)
+        .or_else(|| frame::alloc().map(|f| f.start_address()))?;
+    // SAFETY: a free frame (from the pool or the allocator) that the floor owns from now
+    // on, written through the always-mapped direct map.
+    unsafe { core::ptr::write_bytes(phys_to_virt(f).as_mut_ptr::<u8>(), 0, 4096) };
+    Some(f)
+}
+
+fn recycle(f: PhysAddr) {
+    POOL.lock().push(f.as_u64());
+}
+
+/// Frames for the slot's upper-level tables.
+struct PoolFrames;
+
+impl TableFrames for PoolFrames {
+    fn alloc(&mut self) -> Option<PhysAddr> {
+        zeroed_frame()
+    }
+    fn free(&mut self, frame: PhysAddr) {
+        recycle(frame);
+    }
+}
+
+/// The kernel's `limit` floor (variant `floor`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TrapFloor;
+
+/// One CPU's window, table and frame.
+struct Window {
+    /// First address of the CPU's 2 MiB.
+    base: u64,
+    /// Its private page table.
+    pt: PhysAddr,
+    /// The frame every fault maps.
+    frame: PhysAddr,
+    /// The next entry to fault.
+    next: AtomicU64,
+    /// Operations done since setup.
+    ops: AtomicU64,
+    /// The CPU's fault counts at setup.
+    at_setup: FaultStats,
+}
+
+impl Window {
+    fn entries(&self) -> &[AtomicU64; PTRS_PER_PTE] {
+        // SAFETY: `pt` is this window's own page table, linked at setup and unlinked only by
+        // `release`, which runs after every use of the instance's windows.
+        unsafe { aspace::pte_entries(self.pt) }
+    }
+}
+
+/// A [`TrapFloor`] set up for some CPUs.
+pub struct TrapFloorInstance {
+    range: Option<MmRange>,
+    handle: Option<RegionHandle>,
+    /// Per CPU, each on its own 128-byte pair (its counters are written on every op).
+    windows: Vec<ksync::CachePadded<Window>>,
+}
+
+/// The region handler: zero the faulting CPU's frame and map it at the faulting address.
+fn floor_fault(info: &FaultInfo) -> Result<(), FaultError> {
+    // SAFETY: the region's data word is the address of the boxed instance that registered
+    // it; `release` clears the registration before the instance is dropped, and only the
+    // instance's own batches touch the region, so the instance outlives every fault on it.
+    let inst = unsafe { &*(info.region.data as *const TrapFloorInstance) };
+    let w = inst.windows.get(info.cpu).ok_or(FaultError::AccessDenied)?;
+    if info.addr & !(PMD_SIZE - 1) != w.base || info.protection || info.instruction_fetch {
+        return Err(FaultError::AccessDenied);
+    }
+    // SAFETY: the frame belongs to this window, whose entries are all clear now (the entry
+    // is cleared after every op and this fault is for a not-present entry), so no mapping
+    // of it is live: the direct map is its only alias while it is zeroed.
+    unsafe { clear_page(phys_to_virt(w.frame).as_mut_ptr::<u8>()) };
+    let pte = Pte::new(w.frame, PteProt::read_write()).map_err(|_| FaultError::NoMemory)?;
+    w.entries()[pte_index(info.addr)]
+        .compare_exchange(0, pte.raw(), Ordering::Release, Ordering::Relaxed)
+        .map_err(|_| FaultError::AccessDenied)?;
+    Ok(())
+}
+
+impl BenchScenario for TrapFloor {
+    fn name(&self) -> &'static str {
+        bench::catalog::LIMIT
+    }
+
+    fn instantiate<'a>(
+        &'a self,
+        setup: &Setup<'_>,
+    ) -> Result<Box<dyn Instance + 'a>, ScenarioError> {
+        let err = |what: &str, e: &dyn core::fmt::Display| ScenarioError(format!("{what}: {e}"));
+        let cpus = u64::from(setup.cpus);
+        let range =
+            aspace::mm_range_alloc(cpus * PMD_SIZE).map_err(|e| err("address range", &e))?;
+        let start = range.start();
+        let mut inst = Box::new(TrapFloorInstance {
+            range: Some(range),
+            handle: None,
+            windows: Vec::new(),
+        });
+        for cpu in 0..setup.cpus {
+            let base = start + u64::from(cpu) * PMD_SIZE;
+            let (Some(pt), Some(frame)) = (zeroed_frame(), zeroed_frame()) else {
+                return Err(ScenarioError::new("out of frames for the floor's tables"));
+            };
+            // SAFETY: `pt` is a zeroed frame the instance owns until `release` unlinks it.
+            if let Err(e) = unsafe { aspace::link_pte_table(base, pt, &mut PoolFrames) } {
+                recycle(pt);
+                recycle(frame);
+                return Err(err("page table", &e));
+            }
+            inst.windows.push(ksync::CachePadded(Window {
+                base,
+                pt,
+                frame,
+                next: AtomicU64::new(0),
+                ops: AtomicU64::new(0),
+                at_setup: fault::stats(cpu as usize),
+            }));
+        }
+        let data = &*inst as *const TrapFloorInstance as usize;
+        let handle =
+            fault::set_region_fault_handler(start..start + cpus * PMD_SIZE, floor_fault, data)
+                .map_err(|e| err("region", &e))?;
+        inst.handle = Some(handle);
+        Ok(inst)
+    }
+}
+
+impl TrapFloorInstance {
+    /// Unregisters the region, clears what is left, unlinks the tables and frees the range.
+    fn release(&mut self) -> Result<(), String> {
+        let mut first_error: Option<String> = None;
+        let mut note = |e: String| {
+            first_error.get_or_insert(e);
+        };
+        if let Some(h) = self.handle.take()
+            && let Err(e) = fault::clear_region_fault_handler(h)
+        {
+            note(format!("region: {e}"));
+        }
+        let mut cpus = CpuSet::new();
+        for c in 0..self.windows.len() {
+            cpus.insert(c);
+        }
+        for (cpu, w) in self.windows.drain(..).enumerate() {
+            let leaked = w
+                .entries()
+                .iter()
+                .filter(|e| e.swap(0, Ordering::AcqRel) != 0)
+                .count();
+            if leaked != 0 {
+                note(format!("cpu {cpu}: {leaked} PTEs still set at teardown"));
+            }
+            match aspace::unlink_pte_table(w.base, &cpus) {
+                Ok(Some(t)) if t == w.pt => {
+                    recycle(t);
+                    recycle(w.frame);
+                }
+                // A table that may still be cached, or not ours: leak it and its frame.
+                other => note(format!("unlink at {:#x}: {other:?}", w.base)),
+            }
+        }
+        if let Some(r) = self.range.take()
+            && let Err((r, e)) = aspace::mm_range_free(r)
+        {
+            // The range stays reserved: better lost than reused with a table still in it.
+            note(format!("range {:#x}: {e}", r.start()));
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+impl Drop for TrapFloorInstance {
+    fn drop(&mut self) {
+        // After `teardown` there is nothing left; otherwise free what can be freed.
+        let _ = self.release();
+    }
+}
+
+impl Instance for TrapFloorInstance {
+    fn run_batch(&self, ctx: &BatchCtx) -> Result<u64, ScenarioError> {
+        let w = self
+            .windows
+            .get(ctx.index as usize)
+            .ok_or_else(|| ScenarioError(format!("no window for cpu {}", ctx.cpu)))?;
+        let n = BATCH.min(ctx.max_ops);
+        for _ in 0..n {
+            let k = w.next.fetch_add(1, Ordering::Relaxed);
+            let addr = w.base + (k % PTRS_PER_PTE as u64) * 4096;
+            touch::touch_write_u64(addr, k)
+                .map_err(|e| ScenarioError(format!("touch {addr:#x}: {e}")))?;
+            let old = Pte::from_raw(w.entries()[pte_index(addr)].swap(0, Ordering::AcqRel));
+            if !old.present() || old.frame() != w.frame {
+                return Err(ScenarioError(format!(
+                    "{addr:#x}: the write went through {old:?}, not the floor's frame"
+                )));
+            }
+            tlb::flush_tlb_local(addr);
+            w.ops.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(n)
+    }
+
+    fn counters(&self) -> Vec<(String, i64)> {
+        let total = self
+            .windows
+            .iter()
+            .enumerate()
+            .fold(FaultStats::default(), |a, (cpu, _)| {
+                let s = fault::stats(cpu);
+                FaultStats {
+                    faults: a.faults + s.faults,
+                    resolved: a.resolved + s.resolved,
+                    fixups: a.fixups + s.fixups,
+                }
+            });
+        let invlpg: u64 = (0..self.windows.len())
+            .map(|c| tlb::stats(c).page_flushes)
+            .sum();
+        alloc::vec![
+            ("page_faults".into(), total.faults as i64),
+            ("page_faults_resolved".into(), total.resolved as i64),
+            ("page_fault_fixups".into(), total.fixups as i64),
+            ("invlpg".into(), invlpg as i64),
+        ]
+    }
+
+    fn check(&self) -> Result<(), String> {
+        for (cpu, w) in self.windows.iter().enumerate() {
+            if let Some(i) = w
+                .entries()
+                .iter()
+                .position(|e| e.load(Ordering::Acquire) != 0)
+            {
+                return Err(format!("cpu {cpu}: PTE {i} of its window is still set"));
+            }
+            let now = fault::stats(cpu);
+            let ops = w.ops.load(Ordering::Relaxed);
+            let resolved = now.resolved - w.at_setup.resolved;
+            if resolved != ops {
+                return Err(format!(
+                    "cpu {cpu}: {ops} operations but {resolved} resolved page faults"
+                ));
+            }
+            if now.fixups != w.at_setup.fixups {
+                return Err(format!("cpu {cpu}: a fault ended at a fixup"));
+            }
+        }
+        Ok(())
+    }
+
+    fn teardown(mut self: Box<Self>) -> Result<(), ScenarioError> {
+        self.release().map_err(ScenarioError)
+    }
+}

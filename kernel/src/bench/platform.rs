@@ -1,0 +1,133 @@
+//! The benchmark engine's platform in the kernel: the chosen CPUs are `0..n`, run through
+//! `on_cpus` (the boot CPU, which runs the engine, is CPU 0 and works too; the others leave
+//! their idle loop for the call) behind a sense-reversing spin barrier so they start
+//! together; time is the TSC; the `machine` record comes from CPUID, the boot information
+//! and the NUMA layout; records go to serial alone, progress lines and messages to
+//! serial and screen, the wide table to serial and the 80-column one to the screen (a real
+//! machine without a serial cable shows its results there).
+
+use crate::arch::x86_64::{clear_page, cpu, numa, tsc};
+use crate::boot_info::{BootInfo, BootProtocol};
+use crate::console::{self, Sink};
+use crate::percpu::{self, CpuSet};
+use crate::sync::Barrier;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use bench::engine::{BenchPlatform, Output, PlatformError};
+use bench::{Machine, Platform};
+use core::fmt;
+use core::num::NonZeroU32;
+
+/// This kernel as a benchmark platform.
+pub struct KernelPlatform {
+    cpus: u32,
+    machine: Machine,
+}
+
+/// The quiescent point a CPU passes between two benchmark batches: it holds no reference
+/// into any RCU-protected structure there, so it reports a quiescent state (and runs the
+/// `call_rcu` callbacks whose grace period completed, see [`crate::rcu::quiescent`]). The
+/// barrier wait in [`KernelPlatform::on_cpus`] is an extended quiescent state
+/// ([`crate::rcu::extended_qs`]), so a grace period driven by the boot CPU never waits for
+/// a CPU that is itself waiting at the barrier.
+fn rcu_quiescent() {
+    crate::rcu::quiescent();
+}
+
+impl KernelPlatform {
+    /// The platform for this boot, with `online` CPUs.
+    #[must_use]
+    pub fn new(bi: &BootInfo, online: u32) -> Self {
+        let hypervisor = cpu::hypervisor_vendor();
+        let platform = match cpu::platform() {
+            cpu::Platform::QemuTcg => Platform::QemuTcg,
+            cpu::Platform::Kvm => Platform::QemuKvm,
+            cpu::Platform::OtherHypervisor => Platform::OtherHypervisor,
+            cpu::Platform::BareMetal => Platform::RealHardware,
+        };
+        let boot_protocol = match bi.protocol {
+            BootProtocol::Multiboot1 => "multiboot1",
+            BootProtocol::Multiboot2 { uefi: false } => "multiboot2-bios",
+            BootProtocol::Multiboot2 { uefi: true } => "multiboot2-uefi",
+        };
+        KernelPlatform {
+            cpus: online,
+            machine: Machine {
+                cpu_model: cpu::brand_string().unwrap_or_else(|| "unknown".into()),
+                vcpus: online,
+                memory_mib: bi.usable_bytes() >> 20,
+                nodes: numa::info().map_or(1, |n| n.topology.nr_nodes() as u32),
+                platform,
+                hypervisor: hypervisor.unwrap_or_default(),
+                tsc_hz: tsc::hz(),
+                boot_protocol: boot_protocol.into(),
+                cmdline: bi.cmdline().into(),
+            },
+        }
+    }
+}
+
+impl BenchPlatform for KernelPlatform {
+    fn cpus(&self) -> u32 {
+        self.cpus
+    }
+
+    fn on_cpus(&self, n: u32, f: &(dyn Fn(u32) + Sync)) -> Result<(), PlatformError> {
+        let parties = NonZeroU32::new(n).ok_or_else(|| PlatformError("no CPUs".into()))?;
+        if n > self.cpus {
+            return Err(PlatformError(format!(
+                "{n} CPUs asked for, {} online",
+                self.cpus
+            )));
+        }
+        let mut set = CpuSet::new();
+        for c in 0..n {
+            set.insert(c as usize);
+        }
+        let barrier = Barrier::new(parties);
+        percpu::on_cpus(&set, &|c| {
+            crate::rcu::extended_qs(|| barrier.wait());
+            f(c as u32);
+        })
+        .map_err(|e| PlatformError(format!("{e}")))
+    }
+
+    fn now_ns(&self) -> u64 {
+        tsc::now_ns()
+    }
+
+    fn quiescent(&self, _cpu: u32) {
+        rcu_quiescent();
+    }
+
+    fn output(&self, kind: Output, text: &dyn fmt::Display) {
+        let line = format_args!("{text}\n");
+        match kind {
+            Output::Record | Output::Table(bench::Style::Wide) => {
+                console::print_to(Sink::Serial, line)
+            }
+            Output::Table(bench::Style::Compact) => console::print_to(Sink::Screen, line),
+            Output::Progress | Output::Message => crate::print!("{line}"),
+        }
+    }
+
+    fn machine(&self) -> Machine {
+        self.machine.clone()
+    }
+
+    fn notes(&self) -> Vec<String> {
+        let mut notes = alloc::vec![format!(
+            "limit: one #PF per op, its frame zeroed with {} (the kernel's clear_page here)",
+            clear_page::chosen().name()
+        )];
+        if self.machine.platform == Platform::QemuTcg {
+            notes.push(String::from(
+                "qemu-tcg: timings are the emulator's; compare variants as ratios within this \
+                 boot, never absolute rates across runs; same-line sharing and lock contention \
+                 show under TCG, the 128-byte pair effect does not",
+            ));
+        }
+        notes
+    }
+}

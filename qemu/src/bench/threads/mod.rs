@@ -1,0 +1,141 @@
+//! `kx bench --host`: the benchmark engine on host threads, with a Linux reference.
+//!
+//! The same engine and scenario code as the kernel run (`bench::engine`,
+//! `bench::scenarios::registry`), the same `run=bench` keys parsed by the same parser, the
+//! same records, progress bar, table and results directory; only the platform differs
+//! ([`platform::HostPlatform`]: one pinned thread per chosen core). The CPU counts default
+//! to 1, 2, 4, ... up to the cores this process may run on. `limit` is the software floor
+//! (`bench::scenarios::soft_floor`: a function call, not a trap), and the run adds
+//! [`linux_ref`]: Linux's own fault path as the variant `linux` of seed001 and seed003, in a
+//! fresh memcg where the host allows it. `results.json` says `"platform": "host-threads"`,
+//! with the host's CPU model, cores and kernel version.
+
+pub mod linux_ref;
+pub mod machine;
+pub mod platform;
+pub mod sys;
+
+use super::collect::{Collected, Severity};
+use super::host::HostInfo;
+use super::run::{print_report, write_results};
+use crate::cli::Options;
+use crate::{RunError, RunnerExit};
+use bench::engine::{self, Request};
+use bench::scenarios::soft_floor::SoftFloor;
+use linux_ref::LinuxRef;
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+/// Whether the Linux reference's worker can be started from `exe` on `core`: `Err(why)`
+/// when not (then the reference is reported as not run, and the rest runs).
+pub fn probe_worker(exe: &std::path::Path, core: usize) -> Result<(), String> {
+    use std::io::BufRead;
+    let args = linux_ref::worker::Args {
+        kind: linux_ref::worker::Kind::PageFault1,
+        cores: vec![core],
+        mib: 1,
+        cgroup: None,
+    };
+    let mut child = std::process::Command::new(exe)
+        .arg(linux_ref::worker::COMMAND)
+        .args(args.to_words())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+    let mut line = String::new();
+    let read = child
+        .stdout
+        .take()
+        .map(|o| std::io::BufReader::new(o).read_line(&mut line));
+    drop(child.stdin.take());
+    let _ = child.wait();
+    match (read, linux_ref::protocol::Reply::parse(&line)) {
+        (Some(Ok(_)), Some(linux_ref::protocol::Reply::Ready(_))) => Ok(()),
+        _ => Err(format!(
+            "{} is not a kx binary that can run the worker",
+            exe.display()
+        )),
+    }
+}
+
+/// `kx bench --host`.
+pub fn bench(o: &Options) -> Result<RunnerExit, RunError> {
+    let started = SystemTime::now();
+    let allowed = sys::allowed_cpus().map_err(|e| RunError::BadInput {
+        path: PathBuf::from("/proc/self/status"),
+        why: format!("cannot read this process's CPU affinity: {e}"),
+    })?;
+    let keys = o.bench.kernel_keys();
+    let cmdline = std::iter::once("run=bench".to_owned())
+        .chain(keys)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let cfg = abi::cmdline::parse(&cmdline, false).map_err(|e| RunError::BadInput {
+        path: PathBuf::from("--host"),
+        why: format!("`{cmdline}`: {e}"),
+    })?;
+    let request =
+        Request::from_config(&cfg.bench, allowed.len() as u32).map_err(|e| RunError::BadInput {
+            path: PathBuf::from("--cpus"),
+            why: e.to_string(),
+        })?;
+    let max = request.cpus.iter().copied().max().unwrap_or(1) as usize;
+    let cores: Vec<usize> = allowed[..max.min(allowed.len())].to_vec();
+    let mapping: Vec<String> = cores
+        .iter()
+        .enumerate()
+        .map(|(i, c)| format!("{i}->{c}"))
+        .collect();
+    let mut notes = vec![
+        format!(
+            "host-threads: engine CPU i is a thread pinned to host core (i->core) {}",
+            mapping.join(" ")
+        ),
+        "host-threads: our faults here are function calls, not traps: `limit` is the \
+         software floor (a software PTE installed to a page of the CPU's own, 4 KiB zeroed, \
+         the entry cleared; no #PF, no TLB, no invlpg), and the seeds' scenarios fault \
+         through the same software page tables; the honest comparison with Linux's own \
+         fault path (`linux`) is the kernel on real hardware"
+            .to_owned(),
+    ];
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("kx"));
+    let worker = probe_worker(&exe, cores[0]);
+    if let Err(why) = &worker {
+        notes.push(format!("linux reference: not run: {why}"));
+    }
+    let machine = machine::machine(allowed.len() as u32, &cmdline);
+    let platform = platform::HostPlatform::new(cores.clone(), machine, notes, o.quiet);
+    let mut registry = bench::scenarios::registry(Box::new(SoftFloor));
+    if worker.is_ok() {
+        registry.add(LinuxRef::seed001(exe.clone(), cores.clone()));
+        registry.add(LinuxRef::seed003(exe, cores));
+    }
+    eprintln!(
+        "kx: host-thread benchmark on {} of {} cores: {cmdline}",
+        max,
+        allowed.len()
+    );
+    let report = engine::run(&platform, &registry, &request);
+    platform.finish();
+    let c = Collected::from_log(&platform.log());
+    let root = boot::Workspace::locate()
+        .map(|w| w.root().to_owned())
+        .or_else(|_| std::env::current_dir())
+        .unwrap_or_else(|_| PathBuf::from("."));
+    let mut host = HostInfo::gather("kx bench --host", &root, started);
+    host.host_kernel = machine::kernel_version();
+    host.outcome = Some(if report.passed() {
+        "host threads: the benchmark completed".into()
+    } else {
+        format!("host threads: stopped: {}", report.end.failures.join("; "))
+    });
+    let written = write_results(&root, o.out.as_deref(), host, &c, started)?;
+    print_report(&c, &written);
+    Ok(match c.worst() {
+        Some(Severity::InvariantsFailed) => RunnerExit::InvariantsFailed,
+        Some(Severity::BadResults) => RunnerExit::BadResults,
+        None => RunnerExit::Success,
+    })
+}

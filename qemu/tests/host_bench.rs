@@ -1,0 +1,132 @@
+//! `kx bench --host --quick` end to end, through the `kx` binary: the engine on pinned host
+//! threads writes the same complete, well-formed results directory as a kernel run (checked
+//! by the same code, `tests/src/results_dir.rs`), says it ran on host threads, and the Linux
+//! reference either ran as the `linux` variant of seed001 and seed003 (with or without a
+//! memcg, which the notes say) or a note says why it did not.
+
+mod common;
+
+#[path = "../../tests/src/results_dir.rs"]
+mod results_dir;
+
+use common::{kx, temp_dir};
+use results_dir::{Expect, check};
+
+#[test]
+fn host_quick_benchmark_writes_a_complete_results_directory() {
+    let dir = temp_dir("host-quick");
+    let out = dir.join("r");
+    let (code, stdout, stderr) = kx(&[
+        "bench",
+        "--host",
+        "--quick",
+        "--quiet",
+        "--out",
+        &out.to_string_lossy(),
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let cores = qemu::cli::host_cores();
+    let r = check(
+        &out,
+        &Expect {
+            platform: "host-threads",
+            cpus: if cores >= 2 { vec![1, 2] } else { vec![1] },
+            rounds: abi::bench::QUICK_ROUNDS.into(),
+        },
+    );
+    assert_eq!(r["host"]["tool"], "kx bench --host");
+    assert!(
+        r["host"]["host_kernel"]
+            .as_str()
+            .is_some_and(|k| k.starts_with("Linux "))
+    );
+    assert_eq!(r["machine"]["vcpus"], cores);
+    assert!(
+        r["machine"]["cpu_model"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty())
+    );
+    let notes: Vec<&str> = r["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("function calls, not traps")),
+        "{notes:?}"
+    );
+    let plan = &r["plan"]["scenarios"];
+    let names: Vec<&str> = plan
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names[0], "limit");
+    let linux_ran = r["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|run| run["variant"] == "linux")
+        .map(|run| run["scenario"].as_str().unwrap())
+        .collect::<std::collections::BTreeSet<_>>();
+    if linux_ran.is_empty() {
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.starts_with("linux reference: not run: ")),
+            "no linux runs and no reason: {notes:?}"
+        );
+    } else {
+        assert_eq!(
+            linux_ran.into_iter().collect::<Vec<_>>(),
+            ["seed001-faultfree", "seed003-pft"]
+        );
+        for s in ["seed001-faultfree", "seed003-pft"] {
+            let note = notes
+                .iter()
+                .find(|n| n.starts_with(&format!("{s} anon linux: Linux's own fault path")))
+                .unwrap_or_else(|| panic!("{s}: no note on the memcg: {notes:?}"));
+            assert!(
+                note.contains("in a fresh cgroup v2 memcg") || note.contains("WITHOUT a memcg"),
+                "{note}"
+            );
+        }
+        for run in r["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|run| run["variant"] == "linux")
+        {
+            assert!(run["floor_fraction"].is_null(), "{run}");
+            let minflt = run["counters"]["linux_minor_faults"].as_i64().unwrap();
+            assert!(minflt >= run["ops"].as_i64().unwrap(), "{run}");
+        }
+    }
+    for run in r["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|run| run["scenario"] == "limit")
+    {
+        assert_eq!(run["counters"]["soft_pte_installs"], run["ops"], "{run}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn host_mode_rejects_qemu_options_and_too_many_cpus() {
+    let (code, _, stderr) = kx(&["bench", "--host", "--smp", "4"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("--smp is not used by `kx bench --host`"),
+        "{stderr}"
+    );
+    let many = (qemu::cli::host_cores() + 1).to_string();
+    let (code, _, stderr) = kx(&["bench", "--host", "--cpus", &many]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("host cores"), "{stderr}");
+}

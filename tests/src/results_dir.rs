@@ -1,0 +1,190 @@
+//! Checks a benchmark results directory the way a reader would rely on it: `results.json`
+//! complete and consistent, every run the plan promised present (every scenario it lists,
+//! every variant of it at every CPU count, warm-up and every measured round), the catalog's
+//! comparisons at every point where both variants ran, `results.csv` with one row per run,
+//! one SVG per scenario (XML, one series per config and variant, each in the legend) and
+//! `index.html` (XML, every plot inlined). Shared by the kernel's `kx bench` test and the
+//! runner's `kx bench --host` test (which includes this file).
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// What the run was asked for.
+pub struct Expect {
+    /// `machine.platform`.
+    pub platform: &'static str,
+    /// CPU counts.
+    pub cpus: Vec<u64>,
+    /// Measured rounds.
+    pub rounds: u64,
+}
+
+fn xml(text: &str) -> roxmltree::Document<'_> {
+    let opt = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..roxmltree::ParsingOptions::default()
+    };
+    roxmltree::Document::parse_with_options(text, opt).unwrap_or_else(|e| panic!("not XML: {e}"))
+}
+
+fn str_of(v: &serde_json::Value) -> String {
+    v.as_str()
+        .unwrap_or_else(|| panic!("not a string: {v}"))
+        .to_owned()
+}
+
+/// Checks `dir` (see the module doc) and returns `results.json`.
+pub fn check(dir: &Path, expect: &Expect) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join("results.json")).expect("results.json");
+    let r: serde_json::Value = serde_json::from_str(&text).expect("results.json is JSON");
+    assert_eq!(r["complete"], true, "problems: {}", r["problems"]);
+    assert!(
+        r["problems"].as_array().unwrap().is_empty(),
+        "{}",
+        r["problems"]
+    );
+    assert_eq!(r["end"]["invariants_ok"], true);
+    assert_eq!(r["machine"]["platform"], expect.platform);
+    let plan = &r["plan"];
+    let cpus: Vec<u64> = plan["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_u64().unwrap())
+        .collect();
+    assert_eq!(cpus, expect.cpus);
+    assert_eq!(plan["rounds"], expect.rounds);
+    let runs = r["runs"].as_array().unwrap();
+    assert_eq!(runs.len() as u64, plan["total_runs"].as_u64().unwrap());
+
+    // (scenario, config, variant) -> (cpus, round) of its runs.
+    let mut seen: BTreeMap<(String, String, String), Vec<(u64, u64)>> = BTreeMap::new();
+    for run in runs {
+        for key in ["ops", "ns", "ops_per_s", "per_cpu", "locks", "counters"] {
+            assert!(run.get(key).is_some(), "run without {key}: {run}");
+        }
+        assert!(run["ops"].as_u64().unwrap() > 0);
+        seen.entry((
+            str_of(&run["scenario"]),
+            str_of(&run["config"]),
+            str_of(&run["variant"]),
+        ))
+        .or_default()
+        .push((
+            run["cpus"].as_u64().unwrap(),
+            run["round"].as_u64().unwrap(),
+        ));
+    }
+    let all_rounds: BTreeSet<(u64, u64)> = expect
+        .cpus
+        .iter()
+        .flat_map(|&c| (0..=expect.rounds).map(move |r| (c, r)))
+        .collect();
+    for scenario in plan["scenarios"].as_array().unwrap() {
+        let name = str_of(&scenario["name"]);
+        let configs: Vec<String> = scenario["configs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(str_of)
+            .collect();
+        let variants: Vec<String> = scenario["variants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(str_of)
+            .collect();
+        assert!(!configs.is_empty() && !variants.is_empty(), "{scenario}");
+        for v in &variants {
+            assert!(
+                configs
+                    .iter()
+                    .any(|c| seen.contains_key(&(name.clone(), c.clone(), v.clone()))),
+                "{name}: variant {v} never ran"
+            );
+        }
+        for c in &configs {
+            let ran: Vec<&String> = variants
+                .iter()
+                .filter(|v| seen.contains_key(&(name.clone(), c.clone(), (*v).clone())))
+                .collect();
+            assert!(!ran.is_empty(), "{name} {c}: no variant ran");
+            for v in ran {
+                let mut points = seen[&(name.clone(), c.clone(), v.clone())].clone();
+                points.sort_unstable();
+                let set: BTreeSet<(u64, u64)> = points.iter().copied().collect();
+                assert_eq!(set.len(), points.len(), "{name} {c} {v}: a run twice");
+                assert_eq!(set, all_rounds, "{name} {c} {v}: runs at (cpus, round)");
+            }
+            // The catalog's comparisons wherever both sides ran.
+            if let Some(cat) = abi::catalog::scenario(&name) {
+                for d in cat.comparisons {
+                    let has = |v: &str| seen.contains_key(&(name.clone(), c.clone(), v.to_owned()));
+                    if !(has(d.a) && has(d.b)) {
+                        continue;
+                    }
+                    for &cpus in &expect.cpus {
+                        let found = r["comparisons"].as_array().unwrap().iter().any(|x| {
+                            x["scenario"] == name.as_str()
+                                && x["config"] == c.as_str()
+                                && x["cpus"] == cpus
+                                && x["a"] == d.a
+                                && x["b"] == d.b
+                        });
+                        assert!(
+                            found,
+                            "{name} {c} cpus={cpus}: no comparison {}/{}",
+                            d.b, d.a
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    let mut csv = csv::Reader::from_path(dir.join("results.csv")).expect("results.csv");
+    let header = csv.headers().expect("a CSV header").len();
+    let mut rows = 0;
+    for row in csv.records() {
+        assert_eq!(row.expect("a CSV row").len(), header);
+        rows += 1;
+    }
+    assert_eq!(rows, runs.len());
+
+    let names: BTreeSet<String> = seen.keys().map(|k| k.0.clone()).collect();
+    for name in &names {
+        let svg = std::fs::read_to_string(dir.join(format!("{name}.svg")))
+            .unwrap_or_else(|e| panic!("{name}.svg: {e}"));
+        let doc = xml(&svg);
+        let colors: BTreeSet<&str> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("polyline"))
+            .filter_map(|n| n.attribute("stroke"))
+            .filter(|c| *c != "#000000" && !c.eq_ignore_ascii_case("black"))
+            .collect();
+        let series: Vec<&(String, String, String)> = seen.keys().filter(|k| &k.0 == name).collect();
+        assert_eq!(colors.len(), series.len(), "{name}: one colour per series");
+        let texts: Vec<String> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("text"))
+            .filter_map(|n| n.text())
+            .map(|t| t.trim().to_owned())
+            .collect();
+        for (_, _, v) in series {
+            assert!(
+                texts
+                    .iter()
+                    .any(|t| t == v || t.ends_with(&format!(" {v}"))),
+                "{name}: no legend entry for {v}: {texts:?}"
+            );
+        }
+    }
+    let html = std::fs::read_to_string(dir.join("index.html")).expect("index.html");
+    let doc = xml(&html);
+    assert_eq!(
+        doc.descendants().filter(|n| n.has_tag_name("svg")).count(),
+        names.len()
+    );
+    r
+}
