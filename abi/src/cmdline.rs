@@ -55,6 +55,14 @@ pub const ACCEPTED: &[(&str, &str)] = &[
         "pcp_high",
         "0..=16777216   (frames a per-CPU page list holds before it spills; default from the zone size)",
     ),
+    (
+        "fail_page_alloc",
+        "every:N | prob:P[,seed:S]   (fail the fault path's frame allocations: every Nth, or P percent)",
+    ),
+    (
+        "fail_charge",
+        "every:N | prob:P[,seed:S]   (fail the fault path's memcg charges: every Nth, or P percent)",
+    ),
 ];
 
 /// What the kernel does once it has booted.
@@ -143,6 +151,10 @@ pub struct Config<'a> {
     pub pcp_batch: Option<u32>,
     /// Override of the per-CPU page lists' `high` (`None`: from the zone size).
     pub pcp_high: Option<u32>,
+    /// `fail_page_alloc=`: injected failures of the fault path's frame allocations.
+    pub fail_page_alloc: Option<crate::fault_spec::FaultSpec>,
+    /// `fail_charge=`: injected failures of the fault path's memcg charges.
+    pub fail_charge: Option<crate::fault_spec::FaultSpec>,
 }
 
 impl Default for Config<'_> {
@@ -154,6 +166,8 @@ impl Default for Config<'_> {
             bench: BenchConfig::default(),
             pcp_batch: None,
             pcp_high: None,
+            fail_page_alloc: None,
+            fail_charge: None,
         }
     }
 }
@@ -239,6 +253,12 @@ pub fn parse(line: &str, skip_image_path: bool) -> Result<Config<'_>, CmdlineErr
             }
             "pcp_batch" => cfg.pcp_batch = Some(number(value, 1, MAX_PCP_BATCH).ok_or(bad)?),
             "pcp_high" => cfg.pcp_high = Some(number(value, 0, MAX_PCP_HIGH).ok_or(bad)?),
+            "fail_page_alloc" => {
+                cfg.fail_page_alloc = Some(crate::fault_spec::parse(value).ok_or(bad)?);
+            }
+            "fail_charge" => {
+                cfg.fail_charge = Some(crate::fault_spec::parse(value).ok_or(bad)?);
+            }
             "exit" => {
                 cfg.exit = match value {
                     "auto" => ExitMethod::Auto,
