@@ -74,8 +74,19 @@ mod tests {
         );
         assert_eq!(parse("prob:2.5").unwrap().percent(), 2.5);
         for bad in [
-            "", "every:0", "every:", "every:x", "prob:0", "prob:101", "prob:-1", "prob:nan",
-            "prob:0.00001", "prob:1,seed:", "prob:1,seed:x", "7", "sometimes",
+            "",
+            "every:0",
+            "every:",
+            "every:x",
+            "prob:0",
+            "prob:101",
+            "prob:-1",
+            "prob:nan",
+            "prob:0.00001",
+            "prob:1,seed:",
+            "prob:1,seed:x",
+            "7",
+            "sometimes",
         ] {
             assert_eq!(parse(bad), None, "{bad}");
         }

@@ -9,6 +9,10 @@
 //! dispatcher re-enables them, so the CPU keeps answering shootdown IPIs while it waits for
 //! a lock); its error goes back to the touch routine through the exception table.
 //!
+//! Every CPU that accesses the range calls [`KernelMm::use_mm`] first (Linux's
+//! `kthread_use_mm`): it puts the CPU in the address space's `mm_cpumask`, which unmaps
+//! shoot down.
+//!
 //! Dropping a `KernelMm` unregisters the range first (so no fault can reach the target any
 //! more), then unmaps every region, frees the page tables and gives the range back.
 
@@ -70,6 +74,26 @@ pub struct KernelMm<'v, P: MemCgroupPerNode, V: VmArea> {
     range: Option<MmRange>,
 }
 
+// SAFETY: the raw `target` is only read by the fault handler (through the registration)
+// and freed by `drop`, which takes `&mut self`; everything else a `KernelMm` hands out is
+// the context and the `MmStruct`, which are shared between CPUs by design (their own locks
+// and RCU make that safe). So sharing or moving a `KernelMm` between CPUs is as safe as
+// sharing those.
+unsafe impl<P: MemCgroupPerNode, V: VmArea> Sync for KernelMm<'_, P, V>
+where
+    KernelVm<P>: Sync,
+    MmStruct<V, KernelMmu>: Sync,
+{
+}
+
+// SAFETY: as for `Sync`: the target pointer is owned by the `KernelMm` wherever it lives.
+unsafe impl<P: MemCgroupPerNode, V: VmArea> Send for KernelMm<'_, P, V>
+where
+    KernelVm<P>: Sync,
+    MmStruct<V, KernelMmu>: Send + Sync,
+{
+}
+
 impl<P: MemCgroupPerNode, V: VmArea> core::fmt::Debug for KernelMm<'_, P, V> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("KernelMm").field("mm", &self.mm).finish()
@@ -92,16 +116,19 @@ impl<'v, P: MemCgroupPerNode, V: VmArea> KernelMm<'v, P, V> {
             vm: core::ptr::from_ref(vm),
             mm: core::ptr::from_ref(&*mm),
         }));
-        let handle =
-            match fault::set_region_fault_handler(start..end, region_fault::<P, V>, target as usize) {
-                Ok(h) => h,
-                Err(e) => {
-                    // SAFETY: `target` came from `Box::into_raw` above and was not published.
-                    drop(unsafe { Box::from_raw(target) });
-                    let _ = aspace::mm_range_free(range);
-                    return Err(KernelMmError::Region(e));
-                }
-            };
+        let handle = match fault::set_region_fault_handler(
+            start..end,
+            region_fault::<P, V>,
+            target as usize,
+        ) {
+            Ok(h) => h,
+            Err(e) => {
+                // SAFETY: `target` came from `Box::into_raw` above and was not published.
+                drop(unsafe { Box::from_raw(target) });
+                let _ = aspace::mm_range_free(range);
+                return Err(KernelMmError::Region(e));
+            }
+        };
         Ok(KernelMm {
             vm,
             mm: Some(mm),
@@ -121,6 +148,15 @@ impl<'v, P: MemCgroupPerNode, V: VmArea> KernelMm<'v, P, V> {
     #[must_use]
     pub fn base(&self) -> u64 {
         self.mm().range().0
+    }
+
+    /// The running CPU is about to access this address space
+    /// ([`MmStruct::use_mm`], Linux's `kthread_use_mm`): from now on every unmap's
+    /// shootdown includes it. Every CPU that loads or stores in the range must call this
+    /// first: the slot is mapped on every CPU at once, so a CPU can cache a translation
+    /// another CPU's fault installed without ever faulting itself.
+    pub fn use_mm(&self) {
+        self.mm().use_mm(crate::percpu::cpu_id());
     }
 }
 

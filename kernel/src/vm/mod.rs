@@ -15,9 +15,38 @@ pub mod aspace;
 
 use crate::arch::x86_64::mmu::{KERNEL_MMU, KernelMmu};
 use alloc::boxed::Box;
-use mm::vm::context::{Vm, VmConfig, VmError};
-use mm::vm::rcu::RcuDefer;
 use memcg::MemCgroupPerNode;
+use mm::vm::context::{Vm, VmConfig, VmError};
+use mm::vm::fault_inject::FaultSpec;
+use mm::vm::rcu::RcuDefer;
+use spin::Once;
+
+/// `fail_page_alloc=` and `fail_charge=` from the command line.
+static CMDLINE_FAULTS: Once<(Option<FaultSpec>, Option<FaultSpec>)> = Once::new();
+
+fn fault_spec(s: abi::fault_spec::FaultSpec) -> FaultSpec {
+    match s {
+        abi::fault_spec::FaultSpec::Every(n) => FaultSpec::Every(n),
+        abi::fault_spec::FaultSpec::Probability { seed, .. } => FaultSpec::Probability {
+            percent: s.percent(),
+            seed,
+        },
+    }
+}
+
+/// Records the command line's fault-injection specs (once, at boot).
+pub fn set_cmdline_faults(
+    page_alloc: Option<abi::fault_spec::FaultSpec>,
+    charge: Option<abi::fault_spec::FaultSpec>,
+) {
+    CMDLINE_FAULTS.call_once(|| (page_alloc.map(fault_spec), charge.map(fault_spec)));
+}
+
+/// The command line's `(fail_page_alloc, fail_charge)` specs, `None` where not given.
+#[must_use]
+pub fn cmdline_faults() -> (Option<FaultSpec>, Option<FaultSpec>) {
+    CMDLINE_FAULTS.get().copied().unwrap_or((None, None))
+}
 
 /// The kernel's `call_rcu`, for the fault core's regions and region tables.
 #[derive(Debug)]

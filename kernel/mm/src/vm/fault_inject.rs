@@ -8,6 +8,7 @@
 //! failure takes exactly the path a real one takes (the fault fails cleanly through the
 //! exception-table fixup), and is counted here as well as where it surfaces.
 
+use alloc::boxed::Box;
 use core::sync::atomic::{AtomicU64, Ordering};
 use ksync::{CachePadded, MAX_CPUS};
 
@@ -36,7 +37,8 @@ pub struct FaultAttr {
     threshold: u64,
     calls: AtomicU64,
     injected: AtomicU64,
-    rng: [CachePadded<AtomicU64>; MAX_CPUS],
+    /// One stream per CPU, on the heap (`MAX_CPUS` cache lines would not fit a stack).
+    rng: Box<[CachePadded<AtomicU64>]>,
 }
 
 fn xorshift(mut x: u64) -> u64 {
@@ -63,12 +65,14 @@ impl FaultAttr {
             threshold,
             calls: AtomicU64::new(0),
             injected: AtomicU64::new(0),
-            rng: core::array::from_fn(|cpu| {
-                // Distinct non-zero streams per CPU.
-                CachePadded(AtomicU64::new(
-                    xorshift(seed ^ (cpu as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)) | 1,
-                ))
-            }),
+            rng: (0..MAX_CPUS)
+                .map(|cpu| {
+                    // Distinct non-zero streams per CPU.
+                    CachePadded(AtomicU64::new(
+                        xorshift(seed ^ (cpu as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)) | 1,
+                    ))
+                })
+                .collect(),
         }
     }
 

@@ -179,6 +179,17 @@ impl<V: VmArea, M: Mmu> MmStruct<V, M> {
         &self.cpumask
     }
 
+    /// `kthread_use_mm` / `switch_mm`: `cpu` is about to access this address space, so it
+    /// joins `mm_cpumask` and every later unmap's shootdown reaches it.
+    ///
+    /// A CPU can fill its TLB from a PTE another CPU installed without ever faulting (the
+    /// fault handler adds the faulting CPU too, but a load of a page that is already mapped
+    /// does not fault), so whoever accesses an address space calls this first. Bits are
+    /// never cleared (a CPU that stopped using it only receives shootdowns it did not need).
+    pub fn use_mm(&self, cpu: usize) {
+        self.cpumask.set(cpu);
+    }
+
     /// The range this address space owns.
     #[must_use]
     pub fn range(&self) -> (u64, u64) {

@@ -237,6 +237,9 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         addr: u64,
         write: bool,
     ) -> Result<(), FaultError> {
+        // The accessing CPU uses the address space (a present PTE is a TLB fill on a
+        // real MMU, without a fault).
+        mm.use_mm(self.cpu(cpu));
         if self.pte_present(mm, addr) {
             return Ok(());
         }

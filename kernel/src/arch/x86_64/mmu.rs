@@ -13,6 +13,7 @@ use super::paging::phys_to_virt;
 use super::pte::{Pte, PteProt};
 use super::tlb::{self, TlbFlush};
 use crate::percpu::CpuSet;
+use core::sync::atomic::{AtomicU64, Ordering};
 use mm::vm::cpumask::CpuMask;
 use mm::vm::pgtable::{Mmu, PtError};
 use x86_64::PhysAddr;
@@ -27,9 +28,21 @@ pub static KERNEL_MMU: KernelMmu = KernelMmu;
 /// Upper-level table frames from the page allocator (never freed while the slot is used).
 struct AllocatorFrames;
 
+/// Upper-level table frames the slot holds (see [`upper_table_frames`]).
+static UPPER_TABLES: AtomicU64 = AtomicU64::new(0);
+
+/// Frames the address-space slot holds as upper-level tables (PDPT, page directories).
+/// They stay linked once made, so a test that counts free frames adds these back.
+#[must_use]
+pub fn upper_table_frames() -> u64 {
+    UPPER_TABLES.load(Ordering::Relaxed)
+}
+
 impl TableFrames for AllocatorFrames {
     fn alloc(&mut self) -> Option<PhysAddr> {
-        crate::mm::page_alloc::alloc_kernel_frame().map(|f| PhysAddr::new(f.pfn() << 12))
+        let f = crate::mm::page_alloc::alloc_kernel_frame()?;
+        UPPER_TABLES.fetch_add(1, Ordering::Relaxed);
+        Some(PhysAddr::new(f.pfn() << 12))
     }
 
     fn free(&mut self, frame: PhysAddr) {
@@ -37,6 +50,7 @@ impl TableFrames for AllocatorFrames {
             crate::mm::page_alloc::get(),
             crate::mm::page_alloc::get().and_then(|pa| pa.pfn_to_folio(frame.as_u64() >> 12)),
         ) {
+            UPPER_TABLES.fetch_sub(1, Ordering::Relaxed);
             let _ = pa.free_page(crate::percpu::cpu_id(), f);
         }
     }
