@@ -55,6 +55,14 @@ pub const ACCEPTED: &[(&str, &str)] = &[
         "pcp_high",
         "0..=16777216   (frames a per-CPU page list holds before it spills; default from the zone size)",
     ),
+    (
+        "fail_page_alloc",
+        "every:N | prob:P[,seed:S]   (with run=test; fail the fault path's frame allocations: every Nth, or P percent)",
+    ),
+    (
+        "fail_charge",
+        "every:N | prob:P[,seed:S]   (with run=test; fail the fault path's memcg charges: every Nth, or P percent)",
+    ),
 ];
 
 /// What the kernel does once it has booted.
@@ -143,6 +151,10 @@ pub struct Config<'a> {
     pub pcp_batch: Option<u32>,
     /// Override of the per-CPU page lists' `high` (`None`: from the zone size).
     pub pcp_high: Option<u32>,
+    /// `fail_page_alloc=`: injected failures of the fault path's frame allocations.
+    pub fail_page_alloc: Option<crate::fault_spec::FaultSpec>,
+    /// `fail_charge=`: injected failures of the fault path's memcg charges.
+    pub fail_charge: Option<crate::fault_spec::FaultSpec>,
 }
 
 impl Default for Config<'_> {
@@ -154,6 +166,8 @@ impl Default for Config<'_> {
             bench: BenchConfig::default(),
             pcp_batch: None,
             pcp_high: None,
+            fail_page_alloc: None,
+            fail_charge: None,
         }
     }
 }
@@ -178,6 +192,8 @@ pub enum CmdlineError<'a> {
     TestWithoutRun,
     /// A benchmark key (`scenarios=`, `rounds=`, ...) given without `run=bench`.
     BenchKeyWithoutRun(&'a str),
+    /// A fault-injection key (`fail_page_alloc=`, `fail_charge=`) given without `run=test`.
+    FaultKeyWithoutTest(&'a str),
 }
 
 impl fmt::Display for CmdlineError<'_> {
@@ -191,6 +207,7 @@ impl fmt::Display for CmdlineError<'_> {
             }
             CmdlineError::TestWithoutRun => write!(f, "`test=` needs `run=test`"),
             CmdlineError::BenchKeyWithoutRun(k) => write!(f, "`{k}=` needs `run=bench`"),
+            CmdlineError::FaultKeyWithoutTest(k) => write!(f, "`{k}=` needs `run=test`"),
         }
     }
 }
@@ -209,6 +226,7 @@ pub fn parse(line: &str, skip_image_path: bool) -> Result<Config<'_>, CmdlineErr
     let mut run: Option<&str> = None;
     let mut test: Option<TestSelection<'_>> = None;
     let mut bench_key: Option<&str> = None;
+    let mut fault_key: Option<&str> = None;
     for word in words {
         let (key, value) = word
             .split_once('=')
@@ -239,6 +257,14 @@ pub fn parse(line: &str, skip_image_path: bool) -> Result<Config<'_>, CmdlineErr
             }
             "pcp_batch" => cfg.pcp_batch = Some(number(value, 1, MAX_PCP_BATCH).ok_or(bad)?),
             "pcp_high" => cfg.pcp_high = Some(number(value, 0, MAX_PCP_HIGH).ok_or(bad)?),
+            "fail_page_alloc" => {
+                fault_key.get_or_insert(key);
+                cfg.fail_page_alloc = Some(crate::fault_spec::parse(value).ok_or(bad)?);
+            }
+            "fail_charge" => {
+                fault_key.get_or_insert(key);
+                cfg.fail_charge = Some(crate::fault_spec::parse(value).ok_or(bad)?);
+            }
             "exit" => {
                 cfg.exit = match value {
                     "auto" => ExitMethod::Auto,
@@ -273,6 +299,11 @@ pub fn parse(line: &str, skip_image_path: bool) -> Result<Config<'_>, CmdlineErr
         && cfg.action != Action::Bench
     {
         return Err(CmdlineError::BenchKeyWithoutRun(key));
+    }
+    if let Some(key) = fault_key
+        && !matches!(cfg.action, Action::Test(_))
+    {
+        return Err(CmdlineError::FaultKeyWithoutTest(key));
     }
     Ok(cfg)
 }
@@ -423,6 +454,51 @@ mod tests {
         ] {
             let line = std::format!("run={w}");
             assert_eq!(parse(&line, false).unwrap().action, Action::Crash(c));
+        }
+    }
+
+    #[test]
+    fn fault_injection_keys_need_run_test() {
+        use crate::fault_spec::FaultSpec;
+        let cfg = parse(
+            "run=test fail_page_alloc=every:7 fail_charge=prob:2.5,seed:9",
+            false,
+        )
+        .unwrap();
+        assert_eq!(cfg.fail_page_alloc, Some(FaultSpec::Every(7)));
+        assert_eq!(
+            cfg.fail_charge,
+            Some(FaultSpec::Probability {
+                ppm: 25_000,
+                seed: 9
+            })
+        );
+        assert_eq!(
+            parse("fail_charge=every:3", false),
+            Err(CmdlineError::FaultKeyWithoutTest("fail_charge"))
+        );
+        assert_eq!(
+            parse("run=bench fail_page_alloc=every:3", false),
+            Err(CmdlineError::FaultKeyWithoutTest("fail_page_alloc"))
+        );
+        for bad in [
+            "every:0",
+            "every:",
+            "prob:0",
+            "prob:101",
+            "prob:x",
+            "prob:5,seed:-1",
+            "sometimes",
+        ] {
+            let line = std::format!("run=test fail_charge={bad}");
+            assert_eq!(
+                parse(&line, false),
+                Err(CmdlineError::BadValue {
+                    key: "fail_charge",
+                    value: bad
+                }),
+                "{bad}"
+            );
         }
     }
 }

@@ -4,7 +4,9 @@
 //! per-subsystem tables ([`crate::tests::SUITES`]). Each prints one `KTEST <name> ok` or
 //! `KTEST <name> FAILED: <reason>` line (abi::report), the run ends with a `KTEST-SUMMARY`
 //! line, and the exit code says whether everything passed. A selection naming a test that
-//! does not exist is a bad command line, not an empty pass.
+//! does not exist is a bad command line, not an empty pass. Slow tests
+//! ([`crate::tests::SLOW_SUITES`], a long soak) run only when named: `test=all` leaves them
+//! out.
 
 use abi::{ExitCode, TestSelection};
 use alloc::string::String;
@@ -20,24 +22,33 @@ pub struct Test {
     pub run: fn() -> TestResult,
 }
 
-/// Every registered test.
+/// Every registered test that `test=all` runs.
 pub fn all() -> impl Iterator<Item = &'static Test> {
     crate::tests::SUITES.iter().flat_map(|s| s.iter())
+}
+
+/// Every registered test, the slow ones (run only when named) last.
+pub fn registered() -> impl Iterator<Item = &'static Test> {
+    all().chain(crate::tests::SLOW_SUITES.iter().flat_map(|s| s.iter()))
 }
 
 /// Runs the selected tests and returns the exit code.
 pub fn run(sel: TestSelection<'_>) -> ExitCode {
     for name in sel.names() {
-        if !all().any(|t| t.name == name) {
+        if !registered().any(|t| t.name == name) {
             crate::println!("bad command line: no test named `{name}`. Tests:");
-            for t in all() {
+            for t in registered() {
                 crate::println!("  {}", t.name);
             }
             return ExitCode::BadCmdline;
         }
     }
     let (mut passed, mut failed) = (0u32, 0u32);
-    for t in all().filter(|t| sel.includes(t.name)) {
+    let selected: alloc::vec::Vec<&Test> = match sel {
+        TestSelection::All => all().collect(),
+        TestSelection::Named(_) => registered().filter(|t| sel.includes(t.name)).collect(),
+    };
+    for t in selected {
         // A lock-order inversion found while the test ran fails it (lockdep, debug builds).
         let result = (t.run)().and_then(|()| match ksync::lockdep::take_inversion() {
             None => Ok(()),

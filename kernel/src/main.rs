@@ -28,6 +28,7 @@ pub mod rcu;
 pub mod summary;
 pub mod sync;
 pub mod tests;
+pub mod vm;
 
 use abi::{Action, ExitCode};
 use arch::x86_64::{gdt, multiboot, paging, trap};
@@ -110,6 +111,7 @@ pub extern "C" fn kmain(_: usize) -> ! {
         Err(e) => bad_cmdline(format_args!("{e}")),
     };
     exit::set_method(cfg.exit);
+    vm::set_cmdline_faults(cfg.fail_page_alloc, cfg.fail_charge);
     sync::init();
     arch::x86_64::smp::init(bi.rsdp, cfg.cpus);
     let apic_ids: alloc::vec::Vec<u32> = (0..percpu::nr_cpu_ids())

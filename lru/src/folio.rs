@@ -240,6 +240,14 @@ impl Folio {
         self.private.load(Ordering::Acquire)
     }
 
+    /// The `private` word itself, for owners that keep an atomic object there: a
+    /// page-table page keeps its split PTE lock in it, as Linux keeps `ptl` in the page
+    /// table's `struct ptdesc`.
+    #[must_use]
+    pub fn private_word(&self) -> &AtomicU32 {
+        &self.private
+    }
+
     /// Set `folio->private` (the buddy allocator keeps the order here).
     pub fn set_private(&self, v: u32) {
         self.private.store(v, Ordering::Release);

@@ -153,7 +153,7 @@ where
             stats.error = Some(e);
             // Nothing was moved; the batch's references are still dropped.
             for folio in batch.iter() {
-                let _ = folio.put();
+                let _ = lookup.folio_put(cpu, folio);
             }
             return stats;
         }
@@ -196,7 +196,7 @@ where
     drop(guard);
     drop(rcu);
     for folio in batch.iter() {
-        if let Err(e) = folio.put() {
+        if let Err(e) = lookup.folio_put(cpu, folio) {
             stats.error.get_or_insert(e);
         }
     }

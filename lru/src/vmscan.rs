@@ -74,6 +74,30 @@ struct Isolated {
     folios: [Option<&'static Folio>; EVICT_BATCH],
     nr: usize,
     limit: usize,
+    /// Folios pinned by `isolate_folio` that someone else isolated first: their references
+    /// are dropped after the lock (a drop may be the last one and release the folio).
+    deferred: [Option<&'static Folio>; 2 * EVICT_BATCH],
+    nr_deferred: usize,
+}
+
+impl Isolated {
+    fn new(limit: usize) -> Self {
+        Isolated {
+            folios: [None; EVICT_BATCH],
+            nr: 0,
+            limit,
+            deferred: [None; 2 * EVICT_BATCH],
+            nr_deferred: 0,
+        }
+    }
+
+    fn defer_put(&mut self, folio: &'static Folio) {
+        // At most one per scanned folio, and a lock hold scans at most 2 * EVICT_BATCH.
+        if let Some(slot) = self.deferred.get_mut(self.nr_deferred) {
+            *slot = Some(folio);
+            self.nr_deferred += 1;
+        }
+    }
 }
 
 impl<H: LruvecHost> LruvecGuard<'_, H> {
@@ -324,10 +348,22 @@ impl<H: LruvecHost> LruvecGuard<'_, H> {
         Ok(false)
     }
 
-    /// `isolate_folio` under the lock: TestClearLRU, then unlink. False if someone else
-    /// owns the folio (it is moved to the list head so the scan goes on).
-    fn isolate_folio(&mut self, folio: &'static Folio) -> Result<bool, LruError> {
+    /// `isolate_folio` under the lock: pin the folio (`folio_try_get`: a folio whose last
+    /// reference is being dropped is left to its releaser), TestClearLRU, then unlink. False
+    /// if the folio is being freed or someone else owns it (it is moved to the list head so
+    /// the scan goes on). An isolated folio carries the reference taken here.
+    fn isolate_folio(
+        &mut self,
+        folio: &'static Folio,
+        out: &mut Isolated,
+    ) -> Result<bool, LruError> {
+        if !folio.try_get() {
+            let slot = self.unlink(folio)?;
+            self.link(folio, slot, false)?;
+            return Ok(false);
+        }
         if !folio.test_clear_lru() {
+            out.defer_put(folio);
             let slot = self.unlink(folio)?;
             self.link(folio, slot, false)?;
             return Ok(false);
@@ -361,7 +397,7 @@ impl<H: LruvecHost> LruvecGuard<'_, H> {
                 scanned += 1;
                 if self.sort_folio(folio, tier_idx)? {
                     stats.protected += 1;
-                } else if self.isolate_folio(folio)? {
+                } else if self.isolate_folio(folio, out)? {
                     out.folios[out.nr] = Some(folio);
                     out.nr += 1;
                     isolated += 1;
@@ -427,6 +463,9 @@ impl<H: LruvecHost> Lruvec<H> {
 
     /// Evict up to `nr_to_evict` folios from the oldest generations (`evict_folios`,
     /// looped as `try_to_shrink_lruvec` does), aging when only `MIN_NR_GENS` are left.
+    /// Each folio reaches `sink` with a reference reclaim took when it isolated it (Linux's
+    /// `folio_try_get` in `isolate_folio`), which the caller drops when it is done with the
+    /// folio (its free hook freezes it away, or a putback drops it).
     /// On a classic lruvec this runs the active/inactive path instead
     /// ([`crate::vmscan_classic`]), with classic shadows.
     /// `swappiness` 0 = file only, [`SWAPPINESS_ANON_ONLY`] = anon only, in between a weight
@@ -453,11 +492,7 @@ impl<H: LruvecHost> Lruvec<H> {
             if self.eligible_pages(swappiness) <= 0 {
                 break;
             }
-            let mut out = Isolated {
-                folios: [None; EVICT_BATCH],
-                nr: 0,
-                limit: (nr_to_evict - stats.evicted).min(EVICT_BATCH),
-            };
+            let mut out = Isolated::new((nr_to_evict - stats.evicted).min(EVICT_BATCH));
             let mut aged = false;
             let (scanned, retired) = {
                 let mut g = self.lock();
@@ -469,6 +504,10 @@ impl<H: LruvecHost> Lruvec<H> {
                 let scanned = g.isolate_folios(swappiness, &mut out, &mut stats)?;
                 (scanned, g.try_to_inc_min_seq())
             };
+            let cpu = ksync::this_cpu();
+            for folio in out.deferred[..out.nr_deferred].iter().flatten() {
+                self.pgdat().folio_put(cpu, folio)?;
+            }
             for folio in out.folios[..out.nr].iter().flatten() {
                 let shadow = self.lru_gen_eviction(folio);
                 folio.clear(FolioFlags::ACTIVE | FolioFlags::REFERENCED);

@@ -61,6 +61,7 @@ impl<H: LruvecHost> LruvecGuard<'_, H> {
         ty: usize,
         want: usize,
         out: &mut alloc::vec::Vec<&'static Folio>,
+        deferred: &mut alloc::vec::Vec<&'static Folio>,
         stats: &mut EvictStats,
     ) -> Result<u64, LruError> {
         let scanned = stats.scanned;
@@ -73,7 +74,14 @@ impl<H: LruvecHost> LruvecGuard<'_, H> {
                 break;
             };
             stats.scanned += 1;
+            // Pin first (a folio being freed is its releaser's), then TestClearLRU.
+            if !folio.try_get() {
+                self.move_to_list_head(folio)?;
+                stats.skipped += 1;
+                continue;
+            }
             if !folio.test_clear_lru() {
+                deferred.push(folio);
                 self.move_to_list_head(folio)?;
                 stats.skipped += 1;
                 continue;
@@ -81,6 +89,7 @@ impl<H: LruvecHost> LruvecGuard<'_, H> {
             if folio.test_and_clear(FolioFlags::REFERENCED) {
                 let res = self.move_to_list_head(folio);
                 folio.set(FolioFlags::LRU);
+                deferred.push(folio);
                 res?;
                 stats.protected += 1;
                 continue;
@@ -120,6 +129,7 @@ impl<H: LruvecHost> Lruvec<H> {
             .sum();
         let max_rounds = 8 + 4 * (total / SWAP_CLUSTER_MAX + 1) + nr_to_reclaim;
         let mut out = alloc::vec::Vec::with_capacity(SWAP_CLUSTER_MAX);
+        let mut deferred = alloc::vec::Vec::new();
         for _ in 0..max_rounds {
             if stats.evicted >= nr_to_reclaim {
                 break;
@@ -140,7 +150,8 @@ impl<H: LruvecHost> Lruvec<H> {
                         let nr = (na - ni).div_ceil(2).min(SWAP_CLUSTER_MAX);
                         g.shrink_active_list(ty, nr, &mut stats)?;
                     }
-                    rotated[ty] = g.shrink_inactive_list(ty, want, &mut out, &mut stats)?;
+                    rotated[ty] =
+                        g.shrink_inactive_list(ty, want, &mut out, &mut deferred, &mut stats)?;
                 }
                 for ty in [LRU_GEN_ANON, LRU_GEN_FILE] {
                     if rotated[ty] > 0 {
@@ -152,6 +163,10 @@ impl<H: LruvecHost> Lruvec<H> {
                 if rotated[ty] > 0 {
                     self.note_cost_ancestors(ty == LRU_GEN_FILE, rotated[ty]);
                 }
+            }
+            let cpu = ksync::this_cpu();
+            for folio in deferred.drain(..) {
+                self.pgdat().folio_put(cpu, folio)?;
             }
             for folio in out.drain(..) {
                 let shadow = self.workingset_eviction(folio);

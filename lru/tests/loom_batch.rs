@@ -46,6 +46,7 @@ fn lruvec() -> &'static Lv {
 
 fn folio(pfn: u64) -> &'static Folio {
     let f: &'static Folio = Box::leak(Box::new(Folio::new(pfn, 0, Zone::Normal).unwrap()));
+    f.get(); // the owner's reference
     f.set_memcg_id(1).unwrap();
     f
 }
@@ -77,7 +78,7 @@ fn drain_all_against_add() {
         adder.join().unwrap();
         batches.drain_all(0, &*lookup).unwrap();
         assert_eq!(lv.nr_folios(), 2);
-        assert!(f.iter().all(|x| x.test_lru() && x.refcount() == 0));
+        assert!(f.iter().all(|x| x.test_lru() && x.refcount() == 1));
         assert_eq!(batches.pending(0), Ok(0));
     });
 }

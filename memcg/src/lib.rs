@@ -58,4 +58,4 @@ pub use pn::{MemCgroupPerNode, MemCgroupPerNodeBase, MemCgroupPerNodePaired, PnP
 pub use reclaim_req::{ReclaimParseError, ReclaimRequest};
 pub use stats::{MemcgEvent, NodeStatItem};
 pub use stock::MEMCG_CHARGE_BATCH;
-pub use tree::{MemcgConfig, MemcgRef, MemcgTree};
+pub use tree::{MemcgConfig, MemcgRef, MemcgTree, ROOT_ID};

@@ -14,7 +14,8 @@ fn create_lookup_and_nesting() {
     let root = s.tree.root();
     let a = root.create_child().unwrap();
     let b = a.create_child().unwrap();
-    assert_eq!(root.id(), 0);
+    assert_eq!(root.id(), memcg::ROOT_ID);
+    assert_ne!(a.id(), 0, "0 means uncharged: no memcg has it");
     assert_ne!(a.id(), b.id());
     assert!(b.is_descendant(&a) && b.is_descendant(&root));
     assert!(!a.is_descendant(&b));
@@ -36,7 +37,14 @@ fn bad_input_gets_typed_errors() {
         s.tree.create_under(77).unwrap_err(),
         MemcgError::NoSuchMemcg { id: 77 }
     );
-    assert_eq!(s.tree.offline(0, 0).unwrap_err(), MemcgError::RootOffline);
+    assert_eq!(
+        s.tree.offline(memcg::ROOT_ID, 0).unwrap_err(),
+        MemcgError::RootOffline
+    );
+    assert_eq!(
+        s.tree.offline(0, 0).unwrap_err(),
+        MemcgError::NoSuchMemcg { id: 0 }
+    );
     assert_eq!(
         s.tree.offline(9, 0).unwrap_err(),
         MemcgError::NoSuchMemcg { id: 9 }
@@ -397,4 +405,24 @@ fn charged_folios_hold_their_memcg() {
     s.tree.reap(0);
     grace_period(&s.tree);
     assert_eq!(s.tree.reap(0), 1);
+}
+
+/// Folios reparented to the root stay charged to it: the root's id is not 0 (which a
+/// folio reads when uncharged), so uncharging them takes the charge off the root.
+#[test]
+fn folios_reparented_to_the_root_stay_charged_and_uncharge_from_it() {
+    let s = setup(1, 1, false);
+    let root = s.tree.root();
+    let a = root.create_child().unwrap();
+    let f = try_fault(&s.tree, &a, 0, 0, false).unwrap();
+    let id = a.id();
+    drop(a);
+    s.tree.offline(id, 0).unwrap();
+    assert_ne!(memcg::ROOT_ID, 0, "0 reads as uncharged");
+    assert_eq!(f.memcg_id(), memcg::ROOT_ID);
+    s.tree.stocks().drain_all(|_| true);
+    assert_eq!(root.usage(), 1);
+    s.tree.lru().lru_del_folio(&root, 0, f).unwrap();
+    s.tree.uncharge_folio(0, f).unwrap();
+    assert_eq!(root.usage(), 0);
 }

@@ -237,3 +237,54 @@ fn both_paths_update_the_node_counters_too() {
     assert!(b.mod_lruvec_state(9, 0, NodeStatItem::NrShmem, 1).is_err());
     assert_eq!(node(0) - before[0], 600);
 }
+
+/// The LRU size statistics are the list code's (`update_lru_size` under lru_lock, through
+/// the lruvec): folios moved by per-CPU folio batches, and MGLRU aging turning the two
+/// youngest generations' folios from active to inactive as new generations open, keep
+/// `memory.stat`'s active/inactive counts equal to the lists' sizes.
+#[test]
+fn lru_statistics_follow_batches_and_aging() {
+    let s = setup(2, 1, true);
+    let root = s.tree.root();
+    let m = root.create_child().unwrap();
+    let batches = lru::LruBatches::<ksync::Ticket>::new(2);
+    let folios: Vec<_> = (0..100).map(|i| folio(0, i % 2 == 0)).collect();
+    for (i, &f) in folios.iter().enumerate() {
+        s.tree.charge_folio(&m, 0, f).unwrap();
+        if i % 3 == 0 {
+            // Faulted folios start in the youngest generation (lru_gen_in_fault).
+            f.set(lru::FolioFlags::ACTIVE);
+        }
+        batches.folio_add_lru(i % 2, f, &s.tree).unwrap();
+    }
+    batches.drain_all(0, &s.tree).unwrap();
+    let lruvec = m.lruvec(0).unwrap();
+    let check = |what: &str| {
+        m.flush_stats();
+        for (item, list) in [
+            (NodeStatItem::NrInactiveAnon, lru::LruList::InactiveAnon),
+            (NodeStatItem::NrActiveAnon, lru::LruList::ActiveAnon),
+            (NodeStatItem::NrInactiveFile, lru::LruList::InactiveFile),
+            (NodeStatItem::NrActiveFile, lru::LruList::ActiveFile),
+        ] {
+            assert_eq!(
+                m.memory_stat(item),
+                lruvec.lru_size(list) as i64,
+                "{what}: {} differs from the list",
+                item.name()
+            );
+        }
+    };
+    check("after the batches");
+    assert_eq!(lruvec.nr_folios(), 100);
+    assert!(lruvec.lru_size(lru::LruList::ActiveAnon) > 0);
+    for now in 1..=3 {
+        lruvec.age(now).unwrap();
+        check("after aging");
+    }
+    assert_eq!(
+        lruvec.lru_size(lru::LruList::ActiveAnon) + lruvec.lru_size(lru::LruList::ActiveFile),
+        0,
+        "three new generations make every folio inactive"
+    );
+}

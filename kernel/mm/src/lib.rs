@@ -34,6 +34,7 @@ pub mod page_alloc;
 pub mod pcp;
 pub mod stats;
 pub mod storage;
+pub mod vm;
 pub mod zone;
 pub mod zonelist;
 

@@ -328,6 +328,32 @@ impl PageAlloc {
         self.free_inner(cpu, folio, order, false)
     }
 
+    /// Gives back an order-0 frame whose reference count the caller already dropped to
+    /// zero itself (`free_frozen_pages()`): it froze the count to prove nobody else holds
+    /// the frame (reclaim removing a page-cache folio), or its `put` was the last one and
+    /// it released the folio (off the LRU, uncharged). To `cpu`'s per-CPU list.
+    pub fn free_frozen_page(&self, cpu: usize, folio: &'static Folio) -> Result<(), FreeError> {
+        let pfn = folio.pfn();
+        if cpu >= self.nr_cpus() {
+            return Err(FreeError::BadCpu(cpu));
+        }
+        if !self.memmap.owns(folio) || !self.memmap.is_present(pfn) {
+            return Err(FreeError::Foreign(pfn));
+        }
+        if folio.refcount() != 0 {
+            return Err(FreeError::NotAllocated(pfn));
+        }
+        let zone = self.folio_zone(folio).ok_or(FreeError::Foreign(pfn))?;
+        if let Some(why) = bad_state(folio) {
+            self.bad_pages.fetch_add(1, Relaxed);
+            return Err(FreeError::BadState(pfn, why));
+        }
+        let _ = folio.reset_lru_state();
+        folio.set_private(0);
+        pcp::free_unref_page(zone, &self.memmap, cpu, folio);
+        Ok(())
+    }
+
     fn free_inner(
         &self,
         cpu: usize,

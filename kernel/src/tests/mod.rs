@@ -7,6 +7,7 @@ mod page_alloc;
 mod rcu;
 mod smp;
 mod traps;
+mod vm;
 
 use crate::ktest::Test;
 
@@ -19,4 +20,8 @@ pub static SUITES: &[&[Test]] = &[
     fault_arch::TESTS,
     rcu::TESTS,
     page_alloc::TESTS,
+    vm::TESTS,
 ];
+
+/// Tests too slow for `test=all`, run only when named.
+pub static SLOW_SUITES: &[&[Test]] = &[vm::SLOW_TESTS];

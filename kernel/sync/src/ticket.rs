@@ -85,6 +85,24 @@ impl<C: LockClass> TicketLock<C> {
         }
     }
 
+    /// Views a 32-bit word that lives elsewhere as a ticket lock of class `C` (Linux's
+    /// split PTE lock lives in the page-table page's `struct page`; here in its folio's
+    /// `private` word).
+    ///
+    /// # Safety
+    ///
+    /// For as long as the returned reference is used, `word` must be used by nobody as
+    /// anything but this lock (so it starts at an unlocked value, e.g. 0, and is released
+    /// before it is reused for something else).
+    #[cfg(not(loom))]
+    #[must_use]
+    pub unsafe fn from_word(word: &AtomicU32) -> &TicketLock<C> {
+        // SAFETY: `TicketLock<C>` is `repr(transparent)` over an `AtomicU32` (its other
+        // field is a zero-sized `PhantomData`), so the cast preserves size, alignment and
+        // validity; the caller guarantees exclusive use of the word as this lock.
+        unsafe { &*core::ptr::from_ref(word).cast::<TicketLock<C>>() }
+    }
+
     /// How many CPUs are queued behind the holder (0 when unlocked or uncontended). A racy
     /// hint, exact only while the queue does not change.
     #[must_use]

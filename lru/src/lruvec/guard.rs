@@ -133,6 +133,7 @@ impl<'a, H: LruvecHost> LruvecGuard<'a, H> {
             c.load(Ordering::Relaxed).wrapping_add_signed(delta),
             Ordering::Relaxed,
         );
+        H::lru_size_changed(self.lruvec, lru, zone, delta);
     }
 
     fn update_gen_size(&self, r#gen: usize, ty: usize, zone: usize, delta: i64) {
@@ -457,6 +458,13 @@ pub trait LruvecLookup<H: LruvecHost> {
         guard: &'g Self::Guard<'_>,
         folio: &Folio,
     ) -> Option<&'g Lruvec<H>>;
+
+    /// Drops a reference a folio batch held (`folios_put`); the last one releases the folio
+    /// through its node ([`crate::PgData::folio_put`]). By default the reference is just
+    /// dropped: lookups whose folios are not frames (tests) have nothing to release.
+    fn folio_put(&self, _cpu: usize, folio: &'static Folio) -> Result<(), LruError> {
+        folio.put().map(|_| ())
+    }
 }
 
 /// [`lruvec_relock`] for the lruvec of `folio` (`folio_lruvec_relock_irq`).

@@ -58,6 +58,12 @@ pub unsafe trait LruvecHost: Sized + Send + Sync + 'static {
     /// The lruvec's per-zone list sizes (`mem_cgroup_per_node::lru_zone_size`).
     fn lru_zone_size(&self) -> &LruZoneSize;
 
+    /// `__update_lru_size()`'s statistics: `lruvec`'s list `lru` in zone `zone` changed by
+    /// `delta` folios, under its lru_lock (Linux updates `NR_LRU_BASE + lru` through
+    /// `__mod_lruvec_state(lruvec, ...)` there, for classic lists and for MGLRU's
+    /// active/inactive view alike). Nothing by default.
+    fn lru_size_changed(_lruvec: &Lruvec<Self>, _lru: LruList, _zone: usize, _delta: isize) {}
+
     /// `parent_lruvec()`: the lruvec of the parent memcg on the same node, if any (costs
     /// noted by [`Lruvec::lru_note_cost`] go up the hierarchy). None by default.
     fn parent_lruvec(&self) -> Option<&Lruvec<Self>> {

@@ -57,12 +57,15 @@ impl LockFamily for Counting {
     type Lock<C: LockClass> = CountingLock<C>;
 }
 
-/// `n` leaked folios charged to `memcg`, on node 0; `anon` selects the LRU type.
+/// `n` leaked folios charged to `memcg`, on node 0; `anon` selects the LRU type. Each holds
+/// the one reference its owner has (as an allocated frame does): reclaim pins a folio
+/// with `try_get` before it isolates it, and never takes an unreferenced one.
 pub fn folios(n: usize, memcg: u16, anon: bool) -> Vec<&'static Folio> {
     (0..n)
         .map(|i| {
             let f: &'static Folio =
                 Box::leak(Box::new(Folio::new(i as u64, 0, Zone::Normal).unwrap()));
+            f.get();
             f.set_memcg_id(memcg).unwrap();
             if anon {
                 f.set(FolioFlags::SWAPBACKED);

@@ -38,7 +38,9 @@ pub enum FolioFree {
 }
 
 /// Hook receiving reclaimed folios (`cpu`, folio, its shadow entry); the kernel frees the
-/// frame and keeps the shadow for refault detection, or reports the folio busy.
+/// frame and keeps the shadow for refault detection, or reports the folio busy. A folio
+/// arrives holding the reference reclaim took to isolate it: `Freed` means the hook
+/// consumed it (froze the count and freed the frame); after `Busy` memcg drops it.
 pub type FolioFreeFn = Box<dyn Fn(usize, &'static Folio, Shadow) -> FolioFree + Send + Sync>;
 
 /// memcg's view of `lru` shared by the whole tree: the lruvec mode, reclaim's swappiness
@@ -176,14 +178,14 @@ impl TreeLru {
         let iso = reclaim(lruvec, nr, swappiness, self.now());
         let mut freed = 0u64;
         for r in &iso.folios {
-            let _ = m.mod_lruvec_state(cpu, node, r.item, -1);
             match (self.free_folio)(cpu, r.folio, r.shadow) {
                 FolioFree::Freed => freed += 1,
                 FolioFree::Busy => {
-                    // folio_putback_lru(): back on the LRU, still charged.
-                    if let Ok(item) = add_folio(lruvec, r.folio) {
-                        let _ = m.mod_lruvec_state(cpu, node, item, 1);
-                    }
+                    // folio_putback_lru(): back on the LRU, still charged, and the
+                    // reference reclaim took to isolate it dropped (maybe the last one:
+                    // truncation may have raced; then the node releases it).
+                    let _ = add_folio(lruvec, r.folio);
+                    let _ = lruvec.pgdat().folio_put(cpu, r.folio);
                 }
             }
         }
@@ -226,10 +228,8 @@ impl TreeLru {
         if n == 0 {
             return;
         }
-        for &(_, old, new) in &moved {
-            let _ = child.mod_lruvec_state(cpu, node, old, -1);
-            let _ = parent.mod_lruvec_state(cpu, node, new, 1);
-        }
+        // The LRU size statistics moved with the list operations themselves.
+        let _ = cpu;
         // The pages stay charged at the parent and above: drop only the child's level. The
         // folios' css references move with them.
         let _ = child.memory.cancel_local(n);
@@ -255,8 +255,10 @@ impl TreeLru {
                 id: folio.memcg_id(),
             });
         }
-        let item = add_folio(m.lruvec(node)?, folio)?;
-        m.mod_lruvec_state(cpu, node, item, 1)
+        // The LRU size statistics are the list code's (`update_lru_size`, through the
+        // lruvec host), as in Linux.
+        let _ = cpu;
+        add_folio(m.lruvec(node)?, folio).map(|_| ())
     }
 
     /// Takes a folio off its memcg's lruvec (TestClearLRU, unlink) and uncounts it; the
@@ -268,7 +270,7 @@ impl TreeLru {
         folio: &'static Folio,
     ) -> Result<(), MemcgError> {
         let node = folio.node() as usize;
-        let item = del_folio(m.lruvec(node)?, folio)?;
-        m.mod_lruvec_state(cpu, node, item, -1)
+        let _ = cpu;
+        del_folio(m.lruvec(node)?, folio).map(|_| ())
     }
 }

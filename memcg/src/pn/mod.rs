@@ -131,6 +131,27 @@ macro_rules! impl_pn {
                 &self.write_hot.lru_zone_size
             }
 
+            /// `__update_lru_size()`'s `__mod_lruvec_state(lruvec, NR_LRU_BASE + lru, nr)`:
+            /// the lruvec, memcg and node counters, through the lruvec (stat path A: this
+            /// runs under lru_lock, where Linux always goes through the lruvec). On the
+            /// running CPU, folded into the tree's CPU range.
+            #[inline]
+            fn lru_size_changed(
+                lruvec: &Lruvec<Self>,
+                lru: lru::LruList,
+                _zone: usize,
+                delta: isize,
+            ) {
+                let pn = <Self as MemCgroupPerNode>::from_lruvec(lruvec);
+                let nr_cpus = pn.read_mostly().lruvec_stats_percpu.nr_cpus().max(1);
+                let _ = crate::memcontrol::mod_lruvec_state(
+                    lruvec,
+                    ksync::this_cpu() % nr_cpus,
+                    crate::stats::NodeStatItem::lru(lru),
+                    delta as i64,
+                );
+            }
+
             /// The parent memcg's lruvec on this node (`parent_lruvec()`).
             fn parent_lruvec(&self) -> Option<&Lruvec<Self>> {
                 // SAFETY: `memcg` is the back pointer set at allocation to the memcg that

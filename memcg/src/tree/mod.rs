@@ -42,6 +42,11 @@ use lru::{LruvecLock, Rcu};
 /// width `lru`'s folios store).
 pub const MEM_CGROUP_ID_MAX: usize = u16::MAX as usize;
 
+/// The root memcg's id. Ids start at 1, as Linux's (`mem_cgroup_alloc_id()` allocates from
+/// 1): 0 is what a folio's memcg id reads when it is not charged, so no memcg may have it
+/// (a folio reparented to the root would look uncharged).
+pub const ROOT_ID: MemcgId = 1;
+
 /// Sizes, placement and lock variant a tree is built with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MemcgConfig {
@@ -180,7 +185,7 @@ impl<P: MemCgroupPerNode> core::fmt::Debug for MemcgTree<P> {
 }
 
 impl<P: MemCgroupPerNode> MemcgTree<P> {
-    /// A tree holding only the root memcg (id 0, no limit) over the nodes `node_data`
+    /// A tree holding only the root memcg (id [`ROOT_ID`], no limit) over the nodes `node_data`
     /// (`NODE_DATA()`, one `PgData` per node, sharing the RCU domain memcgs are freed by).
     pub fn new(
         config: MemcgConfig,
@@ -191,16 +196,20 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         let init = Self::init_of(&config, node_data, &lru);
         let mut pn_cache = PnCache::new(config.placement);
         // SAFETY: the root has no parent.
-        let root = unsafe { MemCgroup::<P>::alloc(0, None, init, &mut pn_cache) }?;
+        let root = unsafe { MemCgroup::<P>::alloc(ROOT_ID, None, init, &mut pn_cache) }?;
         let root = NonNull::from(Box::leak(root));
-        let slots = alloc::vec![Some(Slot {
-            memcg: root,
-            children: Vec::new(),
-        })];
+        // Slot 0 is never used: id 0 means "not charged" in a folio.
+        let slots = alloc::vec![
+            None,
+            Some(Slot {
+                memcg: root,
+                children: Vec::new(),
+            })
+        ];
         let tree = Self {
             config,
             node_data,
-            idr: IdTable::new(config.max_memcgs),
+            idr: IdTable::new(config.max_memcgs + 1),
             inner: Mutex::new(TreeInner {
                 slots,
                 free_ids: Vec::new(),
@@ -215,7 +224,7 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
             rcu: node_data[0].rcu(),
             root,
         };
-        tree.idr.publish(0, root.as_ptr());
+        tree.idr.publish(ROOT_ID as usize, root.as_ptr());
         // SAFETY: the root was just allocated and is owned by the tree.
         tree.lru.online(unsafe { root.as_ref() });
         Ok(tree)
@@ -332,7 +341,7 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         }
         let id = match inner.free_ids.pop() {
             Some(id) => id,
-            None if inner.slots.len() < self.config.max_memcgs => inner.slots.len() as MemcgId,
+            None if inner.slots.len() <= self.config.max_memcgs => inner.slots.len() as MemcgId,
             None => {
                 return Err(MemcgError::TooManyMemcgs {
                     max: self.config.max_memcgs,
@@ -452,7 +461,7 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         let ptr = {
             let inner = self.inner.lock();
             let slot = inner.slot(id).ok_or(MemcgError::NoSuchMemcg { id })?;
-            if id == 0 {
+            if id == ROOT_ID {
                 return Err(MemcgError::RootOffline);
             }
             // SAFETY: linked memcgs are alive while the tree lock is held.
@@ -616,6 +625,13 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         }
     }
 
+    /// Every linked memcg (online and zombie), parents before children, each with a
+    /// reference (for invariant checkers and reports).
+    pub fn all_memcgs(&self) -> Vec<MemcgRef<'_, P>> {
+        // SAFETY: the root is never freed before the tree.
+        self.subtree_refs(unsafe { self.root.as_ref() })
+    }
+
     /// The linked memcgs of `memcg`'s subtree (zombies included: reclaim empties them too),
     /// pre-order, each with a reference (`mem_cgroup_iter()` over the subtree).
     pub(crate) fn subtree_refs(&self, memcg: &MemCgroup<P>) -> Vec<MemcgRef<'_, P>> {
@@ -654,6 +670,15 @@ impl<P: MemCgroupPerNode> lru::LruvecLookup<P> for MemcgTree<P> {
     ) -> Option<&'g lru::Lruvec<P>> {
         let m = self.lookup_rcu(guard, folio.memcg_id()).ok()?;
         m.lruvec(folio.node() as usize).ok()
+    }
+
+    /// A batch's reference dropped; the last one releases the folio through its node
+    /// (`__folio_put`).
+    fn folio_put(&self, cpu: usize, folio: &'static lru::Folio) -> Result<(), lru::LruError> {
+        match self.node_data.get(folio.node() as usize) {
+            Some(pgdat) => pgdat.folio_put(cpu, folio),
+            None => folio.put().map(|_| ()),
+        }
     }
 }
 

@@ -67,10 +67,12 @@ pub fn setup(nr_cpus: usize, nr_nodes: usize, mglru: bool) -> Setup {
 
 static NEXT_PFN: AtomicU64 = AtomicU64::new(1);
 
-/// A leaked folio on `node` (anon if `anon`).
+/// A leaked folio on `node` (anon if `anon`), holding its owner's one reference (as an
+/// allocated frame does; reclaim pins folios with `try_get` and skips unreferenced ones).
 pub fn folio(node: u32, anon: bool) -> &'static Folio {
     let pfn = NEXT_PFN.fetch_add(1, Ordering::Relaxed);
     let f: &'static Folio = Box::leak(Box::new(Folio::new(pfn, node, Zone::Normal).unwrap()));
+    f.get();
     if anon {
         f.set(FolioFlags::SWAPBACKED);
     }

@@ -12,6 +12,7 @@ pub mod extable;
 pub mod fault;
 pub mod gdt;
 pub mod intrinsics;
+pub mod mmu;
 pub mod multiboot;
 pub mod numa;
 pub mod paging;

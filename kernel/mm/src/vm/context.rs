@@ -1,0 +1,343 @@
+//! The memory-management context the fault path runs in: frames, memcgs, LRUs, RCU, MMU.
+//!
+//! One [`Vm`] ties together what a fault touches, as Linux's global state does: the page
+//! allocator (frames from the faulting CPU's per-CPU list on its node), a memcg hierarchy
+//! ([`memcg::MemcgTree`]) over the nodes' LRU state (`pglist_data`'s LRU part, one per
+//! node, built here), the per-CPU folio batches (`cpu_fbatches`), the platform's MMU and
+//! RCU, the two fault-injection knobs and the event counters. The benchmark builds one
+//! `Vm` per variant that changes a type (the `mem_cgroup_per_node` layout, the
+//! `lru_gen_folio` layout) or the hierarchy's configuration (the lru_lock variant, the
+//! memcg FIFO's tail mode), all over the one page allocator of the machine.
+//!
+//! The memcg crate and the LRU code call back into the `Vm` through two hooks, installed
+//! here: the free hook of memcg reclaim ([`Vm::evict_folio`], in `vm/reclaim.rs`) and the
+//! nodes' release hook (`__folio_put`, [`Vm::release_folio`]), which runs wherever a
+//! folio's last reference drops. Both reach the `Vm` through a pointer published after the
+//! `Vm` is boxed and withdrawn before it is dropped.
+//!
+//! Statistics: folio stats (`NR_ANON_MAPPED`, `NR_FILE_PAGES`, `NR_SHMEM`) go through the
+//! lruvec or with the memcg and node known ([`StatPath`]: seed 001's patch 2), chosen at run
+//! time; the LRU size statistics are the list code's and always go through the lruvec.
+
+use crate::page_alloc::PageAlloc;
+use crate::vm::counters::{VmCounters, VmEvent};
+use crate::vm::fault_inject::{FaultAttr, FaultSpec};
+use crate::vm::pgtable::Mmu;
+use crate::vm::rcu::RcuDefer;
+use alloc::boxed::Box;
+use alloc::sync::Arc;
+use core::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
+use ksync::LockFamily;
+use lru::{Folio, LruvecLock, NodeStatItem, TailMode};
+use memcg::{FolioFree, MemCgroup, MemCgroupPerNode, MemcgConfig, MemcgTree, PnPlacement, TreeLru};
+
+/// How folio statistics reach the memcg (seed 001 patch 2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum StatPath {
+    /// Through the lruvec (`__lruvec_stat_mod_folio` before the patch): the node is
+    /// `lruvec->pgdat`, the memcg `container_of(lruvec)->memcg`.
+    ThroughLruvec = 0,
+    /// With the memcg and node the caller knows (after the patch).
+    Direct = 1,
+}
+
+/// What a [`Vm`] is built with.
+#[derive(Debug, Clone, Copy)]
+pub struct VmConfig {
+    /// CPUs (ids `0..nr_cpus`).
+    pub nr_cpus: usize,
+    /// MGLRU (true) or the classic active/inactive lists.
+    pub mglru: bool,
+    /// Seed 004: each lruvec's own lru_lock, or its node's.
+    pub lru_lock: LruvecLock,
+    /// Seed 002: the memcg FIFO's tail insertion.
+    pub tail_mode: TailMode,
+    /// Seed 001: where each `mem_cgroup_per_node` starts in its 128-byte pair.
+    pub placement: PnPlacement,
+    /// Most memcgs alive at once (root and zombies included).
+    pub max_memcgs: usize,
+    /// Seed 001 patch 2.
+    pub stat_path: StatPath,
+    /// `fail_page_alloc`.
+    pub fail_page_alloc: FaultSpec,
+    /// `fail_charge`.
+    pub fail_charge: FaultSpec,
+}
+
+impl VmConfig {
+    /// MGLRU, own lru_locks, cached FIFO tails, pair-aligned per-node info, direct stats,
+    /// no fault injection, room for 16384 memcgs.
+    #[must_use]
+    pub fn new(nr_cpus: usize) -> Self {
+        VmConfig {
+            nr_cpus,
+            mglru: true,
+            lru_lock: LruvecLock::Own,
+            tail_mode: TailMode::Cached,
+            placement: PnPlacement::PairStart,
+            max_memcgs: 16384,
+            stat_path: StatPath::Direct,
+            fail_page_alloc: FaultSpec::Off,
+            fail_charge: FaultSpec::Off,
+        }
+    }
+}
+
+/// Why a `Vm` could not be built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VmError {
+    /// The memcg hierarchy refused the configuration.
+    Memcg(memcg::MemcgError),
+    /// The nodes' LRU state could not be built.
+    Lru(lru::LruError),
+    /// More CPUs than the page allocator serves.
+    TooManyCpus,
+}
+
+/// The memory-management context; see the module documentation.
+pub struct Vm<P: MemCgroupPerNode, M: Mmu> {
+    pub(crate) alloc: &'static PageAlloc,
+    pub(crate) tree: MemcgTree<P>,
+    pub(crate) batches: lru::LruBatches<P::Family>,
+    pub(crate) mmu: &'static M,
+    pub(crate) rcu: &'static dyn RcuDefer,
+    stat_path: AtomicU8,
+    pub(crate) fail_page_alloc: FaultAttr,
+    pub(crate) fail_charge: FaultAttr,
+    pub(crate) counters: VmCounters,
+    /// Where the hooks find this `Vm` (null while it is being built or dropped).
+    hooks: Arc<AtomicPtr<()>>,
+    nr_cpus: usize,
+}
+
+// SAFETY: every field is Sync (the hooks' pointer is an atomic); the raw pointer inside
+// `hooks` is only ever turned back into a shared `&Vm`.
+unsafe impl<P: MemCgroupPerNode, M: Mmu> Sync for Vm<P, M> {}
+// SAFETY: as above.
+unsafe impl<P: MemCgroupPerNode, M: Mmu> Send for Vm<P, M> {}
+
+impl<P: MemCgroupPerNode, M: Mmu> core::fmt::Debug for Vm<P, M> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Vm")
+            .field("tree", &self.tree)
+            .field("stat_path", &self.stat_path())
+            .finish()
+    }
+}
+
+/// Turns the hooks' pointer back into the `Vm`, if it is still there.
+///
+/// # Safety
+///
+/// `p` is null or was published by [`Vm::new`] for a `Vm<P, M>` that is still alive (the
+/// `Vm` clears it before it is dropped, and hooks only run while it lives).
+unsafe fn vm_of<'a, P: MemCgroupPerNode, M: Mmu>(p: *mut ()) -> Option<&'a Vm<P, M>> {
+    // SAFETY: per the contract.
+    unsafe { p.cast::<Vm<P, M>>().as_ref() }
+}
+
+impl<P: MemCgroupPerNode<Family = F>, F: LockFamily, M: Mmu> Vm<P, M> {
+    /// Builds a context over `alloc`'s nodes, with memcgs freed after grace periods of
+    /// `lru_rcu` (the one lru's FIFO readers and memcg use) and regions after grace periods
+    /// of `rcu` (the platform's `call_rcu`; the same domain in the kernel).
+    pub fn new(
+        alloc: &'static PageAlloc,
+        mmu: &'static M,
+        lru_rcu: &'static lru::Rcu<F>,
+        rcu: &'static dyn RcuDefer,
+        cfg: VmConfig,
+    ) -> Result<Box<Self>, VmError> {
+        if cfg.nr_cpus == 0 || cfg.nr_cpus > alloc.nr_cpus() {
+            return Err(VmError::TooManyCpus);
+        }
+        let hooks: Arc<AtomicPtr<()>> = Arc::new(AtomicPtr::new(core::ptr::null_mut()));
+        let nr_nodes = alloc.nodes().len().max(1);
+        let managed: u64 = alloc.zones().map(crate::Zone::managed).sum::<u64>() / nr_nodes as u64;
+        let nodes = lru::pgdat::alloc_nodes::<P>(
+            nr_nodes,
+            cfg.nr_cpus,
+            managed.max(1),
+            cfg.tail_mode,
+            lru_rcu,
+        )
+        .map_err(VmError::Lru)?;
+        for pgdat in nodes {
+            let h = hooks.clone();
+            let hook: lru::pgdat::FolioReleaseFn = Box::new(move |cpu, folio| {
+                // SAFETY: `h` holds null or the address of the live `Vm<P, M>` (see `vm_of`).
+                // Null means the Vm is gone and nothing owns the frame any more (never while
+                // a Vm has folios: its owner frees them all before dropping it).
+                if let Some(vm) = unsafe { vm_of::<P, M>(h.load(Ordering::Acquire)) } {
+                    vm.release_folio(cpu, folio);
+                }
+            });
+            // Fresh nodes: the hook slot is empty.
+            let _ = pgdat.set_folio_release(hook);
+        }
+        let h = hooks.clone();
+        let free_hook: memcg::FolioFreeFn = Box::new(move |cpu, folio, shadow| {
+            // SAFETY: as above.
+            match unsafe { vm_of::<P, M>(h.load(Ordering::Acquire)) } {
+                Some(vm) => vm.evict_folio(cpu, folio, shadow),
+                None => FolioFree::Busy,
+            }
+        });
+        // No swap device: reclaim takes file pages only (anonymous and shmem-like memory is
+        // not reclaimable, as on a machine without swap).
+        let tree_lru = TreeLru::new(cfg.mglru, free_hook).with_swappiness(0);
+        let mconf = MemcgConfig {
+            nr_cpus: cfg.nr_cpus,
+            nr_nodes,
+            max_memcgs: cfg.max_memcgs,
+            placement: cfg.placement,
+            lru_lock: cfg.lru_lock,
+        };
+        let tree = MemcgTree::new(mconf, nodes, tree_lru).map_err(VmError::Memcg)?;
+        let vm = Box::new(Vm {
+            alloc,
+            tree,
+            batches: lru::LruBatches::new(cfg.nr_cpus),
+            mmu,
+            rcu,
+            stat_path: AtomicU8::new(cfg.stat_path as u8),
+            fail_page_alloc: FaultAttr::new("fail_page_alloc", cfg.fail_page_alloc),
+            fail_charge: FaultAttr::new("fail_charge", cfg.fail_charge),
+            counters: VmCounters::new(cfg.nr_cpus),
+            hooks,
+            nr_cpus: cfg.nr_cpus,
+        });
+        vm.hooks.store(
+            core::ptr::from_ref(&*vm).cast_mut().cast(),
+            Ordering::Release,
+        );
+        Ok(vm)
+    }
+
+    /// A new address space over `[base, base + len)` whose regions are freed after grace
+    /// periods of this context's RCU.
+    pub fn new_mm<V: crate::vm::vma::VmArea>(
+        &self,
+        base: u64,
+        len: u64,
+    ) -> Result<Box<crate::vm::mm_struct::MmStruct<V, M>>, crate::vm::mm_struct::MmError> {
+        crate::vm::mm_struct::MmStruct::new(base, len, self.mmu, self.rcu)
+    }
+
+    /// The memcg hierarchy.
+    #[must_use]
+    pub fn tree(&self) -> &MemcgTree<P> {
+        &self.tree
+    }
+
+    /// The page allocator.
+    #[must_use]
+    pub fn alloc(&self) -> &'static PageAlloc {
+        self.alloc
+    }
+
+    /// The MMU.
+    #[must_use]
+    pub fn mmu(&self) -> &'static M {
+        self.mmu
+    }
+
+    /// The per-CPU folio batches.
+    #[must_use]
+    pub fn batches(&self) -> &lru::LruBatches<F> {
+        &self.batches
+    }
+
+    /// CPUs this context serves.
+    #[must_use]
+    pub fn nr_cpus(&self) -> usize {
+        self.nr_cpus
+    }
+
+    /// The event counters.
+    #[must_use]
+    pub fn counters(&self) -> &VmCounters {
+        &self.counters
+    }
+
+    /// The fault-injection knobs `(fail_page_alloc, fail_charge)`.
+    #[must_use]
+    pub fn fault_attrs(&self) -> (&FaultAttr, &FaultAttr) {
+        (&self.fail_page_alloc, &self.fail_charge)
+    }
+
+    /// The stat path folio statistics take now.
+    #[must_use]
+    pub fn stat_path(&self) -> StatPath {
+        if self.stat_path.load(Ordering::Relaxed) == StatPath::Direct as u8 {
+            StatPath::Direct
+        } else {
+            StatPath::ThroughLruvec
+        }
+    }
+
+    /// Switches the stat path (between runs).
+    pub fn set_stat_path(&self, p: StatPath) {
+        self.stat_path.store(p as u8, Ordering::Relaxed);
+    }
+
+    /// `cpu` folded into this context's CPU range (hooks may run on a CPU id the caller
+    /// did not pass, e.g. `ksync::this_cpu()` on a host thread).
+    pub(crate) fn cpu(&self, cpu: usize) -> usize {
+        cpu % self.nr_cpus.max(1)
+    }
+
+    /// Counts an event.
+    #[inline]
+    pub(crate) fn count(&self, cpu: usize, ev: VmEvent) {
+        self.counters.add(cpu, ev, 1);
+    }
+
+    /// A folio statistic of `memcg` on `node`, by the current [`StatPath`]
+    /// (`__lruvec_stat_mod_folio` / `mod_memcg_lruvec_state`).
+    #[inline]
+    pub(crate) fn mod_folio_stat(
+        &self,
+        memcg: &MemCgroup<P>,
+        cpu: usize,
+        node: usize,
+        item: NodeStatItem,
+        delta: i64,
+    ) {
+        let _ = match self.stat_path() {
+            StatPath::ThroughLruvec => memcg
+                .lruvec_ref(node)
+                .and_then(|l| l.mod_state(cpu, item, delta)),
+            StatPath::Direct => memcg.mod_lruvec_state(cpu, node, item, delta),
+        };
+    }
+
+    /// A folio statistic of the memcg `folio` is charged to (found under RCU).
+    pub(crate) fn mod_folio_stat_of(
+        &self,
+        cpu: usize,
+        folio: &Folio,
+        item: NodeStatItem,
+        delta: i64,
+    ) {
+        let Ok(guard) = self.tree.rcu().read_lock(cpu) else {
+            return;
+        };
+        if let Ok(m) = self.tree.lookup_rcu(&guard, folio.memcg_id()) {
+            self.mod_folio_stat(m, cpu, folio.node() as usize, item, delta);
+        }
+    }
+
+    /// Moves every CPU's folio batches to the LRUs (`lru_add_drain_all`).
+    pub fn lru_add_drain_all(&self) {
+        let _ = self.batches.drain_all(0, &self.tree);
+    }
+}
+
+impl<P: MemCgroupPerNode, M: Mmu> Drop for Vm<P, M> {
+    fn drop(&mut self) {
+        // The hooks stop reaching this Vm; anything they would still be asked to do has no
+        // owner any more.
+        self.hooks.store(core::ptr::null_mut(), Ordering::Release);
+    }
+}

@@ -1,0 +1,156 @@
+//! The fault path's own event counters, per CPU (`vm_event_states`: PGFAULT, ...).
+//!
+//! Each CPU counts into its own 128-byte slot with a relaxed load and store (it is the
+//! only writer), so counting adds no shared-line traffic to the path being measured;
+//! readers sum the slots. The benchmark records the change of every counter across a run.
+
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use ksync::PerCpu;
+
+/// What the fault path counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(usize)]
+pub enum VmEvent {
+    /// Faults handled (resolved or failed).
+    Fault,
+    /// Faults that took the slow path (the region was write-locked).
+    FaultSlowPath,
+    /// Faults that failed: memcg over its limit after reclaim.
+    FaultFailMemcg,
+    /// Faults that failed: no free frame.
+    FaultFailNoMemory,
+    /// Faults that failed by fault injection (either knob).
+    FaultFailInjected,
+    /// Faults that found the PTE already installed (another CPU won the race).
+    FaultRaced,
+    /// Page-cache hits (mapped or read).
+    CacheHit,
+    /// Page-cache misses that read from the backing store or zero-filled.
+    CacheMiss,
+    /// Misses that found a shadow entry (refaults).
+    Refault,
+    /// Refaults that were recent enough to activate.
+    RefaultActivate,
+    /// Folios evicted by reclaim (frame freed, shadow stored).
+    Evicted,
+    /// Folios reclaim found busy and put back.
+    EvictBusy,
+    /// Folios released after their last reference (freed frames).
+    Released,
+    /// Pages unmapped by zap_page_range.
+    Unmapped,
+    /// TLB shootdowns sent by unmaps and evictions.
+    Shootdown,
+    /// Pages read by filemap_read.
+    FileRead,
+    /// Pages whose contents were verified against the backing store.
+    Verified,
+}
+
+/// Number of [`VmEvent`]s.
+pub const NR_VM_EVENTS: usize = 17;
+
+impl VmEvent {
+    /// Every event, in index order.
+    pub const ALL: [VmEvent; NR_VM_EVENTS] = [
+        Self::Fault,
+        Self::FaultSlowPath,
+        Self::FaultFailMemcg,
+        Self::FaultFailNoMemory,
+        Self::FaultFailInjected,
+        Self::FaultRaced,
+        Self::CacheHit,
+        Self::CacheMiss,
+        Self::Refault,
+        Self::RefaultActivate,
+        Self::Evicted,
+        Self::EvictBusy,
+        Self::Released,
+        Self::Unmapped,
+        Self::Shootdown,
+        Self::FileRead,
+        Self::Verified,
+    ];
+
+    /// The name in reports.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Fault => "faults",
+            Self::FaultSlowPath => "faults_slow_path",
+            Self::FaultFailMemcg => "faults_failed_memcg",
+            Self::FaultFailNoMemory => "faults_failed_nomem",
+            Self::FaultFailInjected => "faults_failed_injected",
+            Self::FaultRaced => "faults_raced",
+            Self::CacheHit => "cache_hits",
+            Self::CacheMiss => "cache_misses",
+            Self::Refault => "refaults",
+            Self::RefaultActivate => "refaults_activated",
+            Self::Evicted => "evicted",
+            Self::EvictBusy => "evict_busy",
+            Self::Released => "released",
+            Self::Unmapped => "unmapped",
+            Self::Shootdown => "shootdowns",
+            Self::FileRead => "file_reads",
+            Self::Verified => "verified",
+        }
+    }
+}
+
+/// Per-CPU event counters.
+#[derive(Debug)]
+pub struct VmCounters {
+    cpus: PerCpu<[AtomicU64; NR_VM_EVENTS]>,
+}
+
+impl VmCounters {
+    /// Zeroed counters for `nr_cpus` CPUs.
+    #[must_use]
+    pub fn new(nr_cpus: usize) -> Self {
+        VmCounters {
+            cpus: PerCpu::new(nr_cpus, |_| core::array::from_fn(|_| AtomicU64::new(0))),
+        }
+    }
+
+    /// Counts `n` events on `cpu` (folded into range).
+    #[inline]
+    pub fn add(&self, cpu: usize, ev: VmEvent, n: u64) {
+        let nr = self.cpus.nr_cpus().max(1);
+        if let Some(c) = self.cpus.get(cpu % nr) {
+            let c = &c[ev as usize];
+            c.store(c.load(Relaxed).wrapping_add(n), Relaxed);
+        }
+    }
+
+    /// The total of `ev` over every CPU.
+    #[must_use]
+    pub fn total(&self, ev: VmEvent) -> u64 {
+        self.cpus
+            .iter()
+            .map(|(_, c)| c[ev as usize].load(Relaxed))
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_per_cpu_and_sums() {
+        let c = VmCounters::new(2);
+        c.add(0, VmEvent::Fault, 3);
+        c.add(1, VmEvent::Fault, 4);
+        c.add(5, VmEvent::Refault, 1);
+        assert_eq!(c.total(VmEvent::Fault), 7);
+        assert_eq!(c.total(VmEvent::Refault), 1);
+        assert_eq!(c.total(VmEvent::Evicted), 0);
+        assert_eq!(VmEvent::ALL.len(), NR_VM_EVENTS);
+        assert!(
+            VmEvent::ALL
+                .iter()
+                .enumerate()
+                .all(|(i, e)| *e as usize == i)
+        );
+    }
+}

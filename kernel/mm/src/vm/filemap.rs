@@ -1,0 +1,129 @@
+//! Reading an object without mapping it, and truncating it.
+//!
+//! Models mm/filemap.c's `filemap_read` (`filemap_get_pages` -> `filemap_get_folio`, or on
+//! a miss `page_cache_sync_readahead` of one page; then `folio_mark_accessed` and the copy
+//! out) and mm/truncate.c's `truncate_inode_pages`.
+//!
+//! A hit marks the folio accessed (`folio_mark_accessed`): under MGLRU that climbs its
+//! reference count (its tier); on classic lists a second access of a referenced inactive
+//! folio activates it through this CPU's `activate` batch. So a stream read twice, as
+//! seed 004's readtwice does, activates its pages the second time. A miss reads the page
+//! from the backing store into a new folio charged to the reader's memcg (reclaiming from
+//! it first when it is at `memory.max`) and puts it on the inactive list / an old
+//! generation; a shadow in the slot makes it a refault, counted, but never activated here
+//! (only refaults in the fault path activate). The copy out is a pass over the page; with
+//! `verify` the contents are checked against the backing store.
+
+use crate::vm::backing;
+use crate::vm::context::Vm;
+use crate::vm::counters::VmEvent;
+use crate::vm::fault::FaultError;
+use crate::vm::object::{Object, ObjectKind};
+use crate::vm::pgtable::Mmu;
+use alloc::vec::Vec;
+use lru::{FolioFlags, NodeStatItem};
+use memcg::{MemCgroup, MemCgroupPerNode};
+
+/// A page's contents did not match the backing store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Corrupt {
+    /// The object.
+    pub object: u64,
+    /// The page.
+    pub index: u64,
+    /// The first wrong word.
+    pub word: usize,
+}
+
+/// Why a read failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadError {
+    /// The page could not be brought in.
+    Fault(FaultError),
+    /// It was brought in, but its contents are wrong.
+    Corrupt(Corrupt),
+}
+
+impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
+    /// `filemap_read` of page `index` of `obj` by a reader charging `memcg`, on `cpu`,
+    /// allocating from `node` on a miss. Returns the page's checksum (the copy out), after
+    /// checking it against the backing store when `verify`.
+    pub fn filemap_read(
+        &self,
+        obj: &Object,
+        memcg: &MemCgroup<P>,
+        cpu: usize,
+        node: u32,
+        index: u64,
+        verify: bool,
+    ) -> Result<u64, ReadError> {
+        let cpu = self.cpu(cpu);
+        let folio = self
+            .find_or_read_page(obj, memcg, cpu, node, index, false)
+            .map_err(ReadError::Fault)?;
+        self.count(cpu, VmEvent::FileRead);
+        self.mark_accessed(cpu, folio);
+        let words = self.frame_words(folio);
+        let sum = words.iter().fold(0u64, |a, &w| a.wrapping_add(w));
+        let res = if verify && obj.kind() == ObjectKind::File {
+            self.count(cpu, VmEvent::Verified);
+            backing::verify(obj.id(), index, words).map_err(|word| {
+                ReadError::Corrupt(Corrupt {
+                    object: obj.id(),
+                    index,
+                    word,
+                })
+            })
+        } else {
+            Ok(())
+        };
+        self.folio_put(cpu, folio);
+        res.map(|()| sum)
+    }
+
+    /// `folio_mark_accessed`.
+    fn mark_accessed(&self, cpu: usize, folio: &'static lru::Folio) {
+        if self.tree.lru().mglru() {
+            // lru_gen_inc_refs: the tier climbs; aging and eviction act on it later.
+            folio.mark_accessed();
+        } else if !folio.test(FolioFlags::ACTIVE) && folio.test(FolioFlags::REFERENCED) {
+            // Second access of a referenced inactive folio: activate it.
+            folio.clear(FolioFlags::REFERENCED);
+            let _ = self.batches.folio_activate(cpu, folio, &self.tree);
+        } else {
+            folio.set(FolioFlags::REFERENCED);
+        }
+    }
+
+    /// `truncate_inode_pages`: removes every page of `obj` from its page cache (shadows
+    /// included), unmapping it from every region first, and frees the folios no one else
+    /// holds. Returns the pages removed.
+    pub fn truncate(&self, obj: &Object, cpu: usize) -> usize {
+        let cpu = self.cpu(cpu);
+        // Pages still queued in batches must be on their LRU before we take them off.
+        self.lru_add_drain_all();
+        let removed = obj.cache().truncate(0);
+        let mut last = Vec::new();
+        for &(index, folio) in &removed {
+            if folio.mapcount() > 0 {
+                let cleared = obj.unmap_page(index, folio.pfn());
+                for _ in 0..cleared {
+                    let _ = folio.dec_mapcount();
+                    if let Ok(true) = folio.put() {
+                        last.push(folio);
+                    }
+                }
+            }
+            self.mod_folio_stat_of(cpu, folio, NodeStatItem::NrFilePages, -1);
+            if obj.kind() == ObjectKind::Shmem {
+                self.mod_folio_stat_of(cpu, folio, NodeStatItem::NrShmem, -1);
+            }
+            // The cache's reference.
+            if let Ok(true) = folio.put() {
+                last.push(folio);
+            }
+        }
+        self.release_folios(cpu, &last);
+        removed.len()
+    }
+}

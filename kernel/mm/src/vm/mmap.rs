@@ -1,0 +1,248 @@
+//! Making and unmaking regions: `mmap`, `munmap`, `zap_page_range`, tearing an address
+//! space down.
+//!
+//! Models mm/mmap.c (`mmap_region`, `do_vmi_munmap`), mm/memory.c (`zap_page_range_single`
+//! -> `zap_pte_range`) and mm/mmu_gather.c. Unmapping clears PTEs under each table's lock
+//! and hands the pages to an [`MmuGather`]; before any page can be freed the gather flushes
+//! the TLB (`invlpg`, or a shootdown IPI to every CPU in the address space's cpumask,
+//! waiting for each to acknowledge). Then every page's mapping reference is dropped in a
+//! batch: anonymous folios reach zero and are released (off their lruvecs with TestClearLRU
+//! first and one lock hold per run of folios of one lruvec, `folios_put_refs`; uncharged;
+//! frames back to this CPU's per-CPU list); object folios stay in their object's page cache,
+//! charged and on the LRU, until evicted or truncated.
+
+use crate::vm::context::Vm;
+use crate::vm::counters::VmEvent;
+use crate::vm::fault::{FaultError, RegionMemcg};
+use crate::vm::mm_struct::{MmError, MmStruct};
+use crate::vm::mmu_gather::MmuGather;
+use crate::vm::object::{Mapping, Object};
+use crate::vm::pgtable::{Mmu, PTE_TABLE_SPAN, pte_index};
+use crate::vm::reclaim::unmap_one;
+use crate::vm::vma::{VmArea, VmFlags, VmaDesc};
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use lru::lruvec::folio_lruvec_relock;
+use lru::{Folio, LruvecGuard, NodeStatItem};
+use memcg::{MemCgroupPerNode, MemcgRef};
+
+/// What a new region maps.
+#[derive(Debug, Clone, Copy)]
+pub struct MapRequest<'a> {
+    /// First byte (page aligned, inside the address space's range).
+    pub start: u64,
+    /// Length in bytes (a multiple of 4 KiB).
+    pub len: u64,
+    /// Writable?
+    pub write: bool,
+    /// The object mapped at page `pgoff`, or `None` for anonymous memory.
+    pub object: Option<(&'a Object, u64)>,
+    /// Node to allocate from first.
+    pub node: u32,
+}
+
+impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
+    /// `mmap`: a region of `mm` charging `memcg` for its pages. The region keeps its own
+    /// reference on the memcg until it is unmapped. An object must outlive the region.
+    pub fn mmap<'t, V: VmArea>(
+        &'t self,
+        mm: &MmStruct<V, M>,
+        req: &MapRequest<'_>,
+        memcg: &MemcgRef<'t, P>,
+    ) -> Result<&'static V, MmError> {
+        let flags = if req.write {
+            VmFlags::READ | VmFlags::WRITE
+        } else {
+            VmFlags::READ
+        };
+        let held: Box<RegionMemcg<'t, P>> = Box::new(memcg.clone());
+        let held = Box::into_raw(held);
+        let desc = VmaDesc {
+            start: req.start,
+            end: req.start.saturating_add(req.len),
+            flags,
+            object: req.object.map(|(o, _)| o),
+            pgoff: req.object.map_or(0, |(_, p)| p),
+            memcg: held.cast_const().cast(),
+            node: req.node,
+            anon_id: 0,
+            mm: core::ptr::null(),
+        };
+        let w = mm.mmap_write_lock();
+        match w.insert(&desc) {
+            Ok(vma) => {
+                if let Some((obj, pgoff)) = req.object {
+                    obj.map(Mapping {
+                        mm: mm.as_vm_mm(),
+                        start: vma.vm_start(),
+                        end: vma.vm_end(),
+                        pgoff,
+                        unmap_one: unmap_one::<V, M>,
+                    });
+                }
+                Ok(vma)
+            }
+            Err(e) => {
+                // SAFETY: `held` came from `Box::into_raw` above and was not published.
+                drop(unsafe { Box::from_raw(held) });
+                Err(e)
+            }
+        }
+    }
+
+    /// `munmap` of the region at exactly `[start, start + len)`: write-lock it (new faults
+    /// wait, readers in flight finish), zap its pages, unpublish it (freed after a grace
+    /// period), drop its memcg reference.
+    pub fn munmap<V: VmArea>(
+        &self,
+        mm: &MmStruct<V, M>,
+        cpu: usize,
+        start: u64,
+        len: u64,
+    ) -> Result<(), MmError> {
+        let w = mm.mmap_write_lock();
+        let vma = w.write_lock(start, start.saturating_add(len))?;
+        self.zap_page_range(mm, cpu, vma.vm_start(), vma.vm_end());
+        if let Some(obj) = vma.vm_file() {
+            obj.unmap(mm.as_vm_mm(), vma.vm_start());
+        }
+        let held = vma.memcg().cast::<RegionMemcg<'_, P>>().cast_mut();
+        w.remove(vma)?;
+        // SAFETY: `held` is the handle `mmap` boxed for this region; the region is detached
+        // and no fault can reach it any more (faults that found it before it was
+        // write-locked have finished: `write_lock` waited for them).
+        drop(unsafe { Box::from_raw(held) });
+        Ok(())
+    }
+
+    /// Unmaps every region of `mm` and frees its page tables (`exit_mmap`). The address
+    /// space may then be dropped.
+    pub fn destroy_mm<V: VmArea>(&self, mm: &mut MmStruct<V, M>, cpu: usize) {
+        let regions: Vec<(u64, u64)> = {
+            let w = mm.mmap_write_lock();
+            w.regions().map(|v| (v.vm_start(), v.vm_end())).collect()
+        };
+        for (s, e) in regions {
+            let _ = self.munmap(mm, cpu, s, e - s);
+        }
+        let cpumask = core::ptr::from_ref(mm.cpumask());
+        // SAFETY: `cpumask` points into `mm`, which outlives this call; `free_tables` does
+        // not touch the cpumask field through `&mut`.
+        let cpus = unsafe { &*cpumask };
+        let cpu = self.cpu(cpu);
+        mm.pgtable_mut().free_tables(cpus, cpu, |f| {
+            let _ = self.alloc.free_page(cpu, f);
+        });
+    }
+
+    /// `zap_page_range`: clear every PTE in `[start, end)` of `mm` and release what they
+    /// mapped (see the module documentation). The caller holds the region (write-locked by
+    /// `munmap`, or read-locked / known quiet for a partial zap).
+    pub fn zap_page_range<V: VmArea>(&self, mm: &MmStruct<V, M>, cpu: usize, start: u64, end: u64) {
+        let cpu = self.cpu(cpu);
+        // The pages this CPU just faulted may still sit in its own lru_add batch:
+        // lru_add_drain() first, as the unmap path does.
+        let _ = self.batches.drain_cpu(cpu, &self.tree);
+        let mut tlb = MmuGather::new(self.mmu, mm.cpumask(), cpu);
+        let mut va = start & !0xfff;
+        while va < end {
+            let span_end = ((va / PTE_TABLE_SPAN) + 1) * PTE_TABLE_SPAN;
+            let stop = span_end.min(end);
+            let Some(table) = mm.pgtable().table(va) else {
+                va = stop;
+                continue;
+            };
+            let mut pte = table.lock();
+            while va < stop {
+                if tlb.is_full() {
+                    drop(pte);
+                    self.tlb_flush(&mut tlb, cpu);
+                    pte = table.lock();
+                }
+                if let Some(pfn) = pte.clear(pte_index(va))
+                    && let Some(folio) = self.alloc.pfn_to_folio(pfn)
+                {
+                    // folio_remove_rmap_pte, under the PTE lock.
+                    let _ = folio.dec_mapcount();
+                    if folio.mapping() & crate::vm::fault::MAPPING_ANON != 0 {
+                        self.mod_folio_stat_of(cpu, folio, NodeStatItem::NrAnonMapped, -1);
+                    }
+                    let _ = tlb.remove_page(va, folio);
+                    self.count(cpu, VmEvent::Unmapped);
+                }
+                va += 4096;
+            }
+            drop(pte);
+        }
+        self.tlb_flush(&mut tlb, cpu);
+    }
+
+    /// `tlb_flush_mmu`: flush, then drop every gathered page's mapping reference, releasing
+    /// the folios that reach zero in one pass (`folios_put_refs`).
+    fn tlb_flush(&self, tlb: &mut MmuGather<'_, M>, cpu: usize) {
+        let before = tlb.flush_counts().1;
+        let mut last: Vec<&'static Folio> = Vec::new();
+        tlb.flush(|_, folio| {
+            if let Ok(true) = folio.put() {
+                last.push(folio);
+            }
+        });
+        if tlb.flush_counts().1 > before {
+            self.count(cpu, VmEvent::Shootdown);
+        }
+        self.release_folios(cpu, &last);
+    }
+
+    /// `folios_put_refs` for folios whose last reference is gone: off their lruvecs in one
+    /// pass (TestClearLRU first, the lock relocked only when the lruvec changes), then
+    /// uncharged and freed.
+    pub(crate) fn release_folios(&self, cpu: usize, folios: &[&'static Folio]) {
+        if folios.is_empty() {
+            return;
+        }
+        if let Ok(rcu) = self.tree.rcu().read_lock(cpu) {
+            let mut guard: Option<LruvecGuard<'_, P>> = None;
+            for &f in folios {
+                if !f.test_clear_lru() {
+                    continue;
+                }
+                match folio_lruvec_relock(guard.take(), f, &self.tree, &rcu) {
+                    Ok(mut g) => {
+                        let _ = g.del_folio(f);
+                        guard = Some(g);
+                    }
+                    Err(_) => f.set(lru::FolioFlags::LRU),
+                }
+            }
+        }
+        for &f in folios {
+            // Off the LRU now: release does the rest.
+            self.release_folio(cpu, f);
+        }
+    }
+
+    /// Whether the PTE of `addr` in `mm` is present (a software walk: the host platform's
+    /// "touch" and the tests use it).
+    #[must_use]
+    pub fn pte_present<V: VmArea>(&self, mm: &MmStruct<V, M>, addr: u64) -> bool {
+        self.mmu.pte_pfn(mm.pgtable().read_pte(addr)).is_some()
+    }
+
+    /// A touch done in software (the host's stand-in for a load or store that may fault):
+    /// a present PTE is a hit, anything else goes through [`Vm::handle_mm_fault`].
+    pub fn touch<V: VmArea>(
+        &self,
+        mm: &MmStruct<V, M>,
+        cpu: usize,
+        addr: u64,
+        write: bool,
+    ) -> Result<(), FaultError> {
+        // The accessing CPU uses the address space (a present PTE is a TLB fill on a
+        // real MMU, without a fault).
+        mm.use_mm(self.cpu(cpu));
+        if self.pte_present(mm, addr) {
+            return Ok(());
+        }
+        self.handle_mm_fault(mm, cpu, addr, write)
+    }
+}

@@ -1,0 +1,182 @@
+//! Page-cache objects: file-like (over the RAM-disk backing store) and shmem-like.
+//!
+//! Models the parts of `struct address_space` / `struct inode` the LRU experiments touch:
+//! the page cache ([`crate::vm::page_cache::PageCache`]), the list of regions that map the
+//! object (`i_mmap`, walked by the reverse map to find every PTE of a page) and what backs
+//! its pages:
+//!
+//! - [`ObjectKind::File`]: pages come from [`crate::vm::backing`] on a miss, are clean,
+//!   evictable (their slot keeps a shadow entry) and refault;
+//! - [`ObjectKind::Shmem`]: pages are zero-filled on first touch, not evictable (there is no
+//!   swap device, as on a machine without swap) and freed only by truncation.
+//!
+//! An object has a fixed size in pages and an id (in every folio's `mapping` while cached).
+
+use crate::vm::page_cache::PageCache;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, Ordering};
+use ksync::SpinMutex;
+
+ksync::lock_class!(
+    /// An object's list of mapping regions (`mapping->i_mmap_rwsem`).
+    pub IMmapLock, "i_mmap_rwsem"
+);
+
+/// What an object's pages are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ObjectKind {
+    /// File-like: read from the backing store, evictable, refaults.
+    File,
+    /// shmem-like: zero-filled, unevictable, freed on truncate.
+    Shmem,
+}
+
+/// One region that maps an object, as the reverse map needs it (type-erased: the address
+/// space's owner registers a function that knows the types).
+#[derive(Debug, Clone, Copy)]
+pub struct Mapping {
+    /// The address space (type-erased).
+    pub mm: *const (),
+    /// First virtual address of the region.
+    pub start: u64,
+    /// One past its last byte.
+    pub end: u64,
+    /// Object page mapped at `start`.
+    pub pgoff: u64,
+    /// Clears the PTE at `va` if it maps `pfn`; returns whether it did (`try_to_unmap_one`).
+    pub unmap_one: fn(mm: *const (), va: u64, pfn: u64) -> bool,
+}
+
+impl Mapping {
+    /// The address at which this mapping maps object page `index`, if it does.
+    #[must_use]
+    pub fn address_of(&self, index: u64) -> Option<u64> {
+        let off = index.checked_sub(self.pgoff)?;
+        let va = self.start.checked_add(off.checked_mul(4096)?)?;
+        (va < self.end).then_some(va)
+    }
+}
+
+// SAFETY: `mm` is only passed back to `unmap_one`, whose owner guarantees the address space
+// outlives its registration (it unregisters before the address space goes away).
+unsafe impl Send for Mapping {}
+
+/// Source of object ids; 0 means "no mapping" in a folio. A plain counter.
+static NEXT_OBJECT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A page-cache object.
+#[derive(Debug)]
+pub struct Object {
+    id: u64,
+    kind: ObjectKind,
+    cache: PageCache,
+    i_mmap: SpinMutex<IMmapLock, Vec<Mapping>>,
+}
+
+impl Object {
+    /// A new, empty object of `nr_pages` pages.
+    #[must_use]
+    pub fn new(kind: ObjectKind, nr_pages: usize) -> Self {
+        Object {
+            id: NEXT_OBJECT_ID.fetch_add(1, Ordering::Relaxed),
+            kind,
+            cache: PageCache::new(nr_pages),
+            i_mmap: SpinMutex::new(Vec::new()),
+        }
+    }
+
+    /// The object's id (the `mapping` of its folios).
+    #[must_use]
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// File-like or shmem-like.
+    #[must_use]
+    pub fn kind(&self) -> ObjectKind {
+        self.kind
+    }
+
+    /// Size in pages.
+    #[must_use]
+    pub fn nr_pages(&self) -> u64 {
+        self.cache.nr_pages() as u64
+    }
+
+    /// The page cache.
+    #[must_use]
+    pub fn cache(&self) -> &PageCache {
+        &self.cache
+    }
+
+    /// Registers a region that maps the object (`vma_interval_tree_insert`).
+    pub fn map(&self, m: Mapping) {
+        self.i_mmap.lock().push(m);
+    }
+
+    /// Unregisters the region of `mm` starting at `start`.
+    pub fn unmap(&self, mm: *const (), start: u64) {
+        self.i_mmap
+            .lock()
+            .retain(|m| !(core::ptr::eq(m.mm, mm) && m.start == start));
+    }
+
+    /// `rmap_walk_file`: clears every PTE that maps page `index` as frame `pfn`; returns how
+    /// many it cleared. The callers flush TLBs (each `unmap_one` does, for its address
+    /// space).
+    pub fn unmap_page(&self, index: u64, pfn: u64) -> usize {
+        let maps = self.i_mmap.lock();
+        maps.iter()
+            .filter_map(|m| m.address_of(index).map(|va| (m, va)))
+            .filter(|(m, va)| (m.unmap_one)(m.mm, *va, pfn))
+            .count()
+    }
+
+    /// Regions mapping the object now.
+    #[must_use]
+    pub fn nr_mappings(&self) -> usize {
+        self.i_mmap.lock().len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn never(_: *const (), _: u64, _: u64) -> bool {
+        false
+    }
+    fn always(_: *const (), _: u64, _: u64) -> bool {
+        true
+    }
+
+    #[test]
+    fn mapping_addresses_and_rmap_walk() {
+        let o = Object::new(ObjectKind::File, 64);
+        assert!(o.id() > 0);
+        assert_eq!(o.nr_pages(), 64);
+        let m = Mapping {
+            mm: 0x10 as *const (),
+            start: 0x10_0000,
+            end: 0x10_0000 + 8 * 4096,
+            pgoff: 4,
+            unmap_one: always,
+        };
+        assert_eq!(m.address_of(3), None);
+        assert_eq!(m.address_of(4), Some(0x10_0000));
+        assert_eq!(m.address_of(11), Some(0x10_0000 + 7 * 4096));
+        assert_eq!(m.address_of(12), None);
+        o.map(m);
+        o.map(Mapping {
+            unmap_one: never,
+            start: 0x20_0000,
+            end: 0x20_0000 + 64 * 4096,
+            pgoff: 0,
+            ..m
+        });
+        assert_eq!(o.unmap_page(5, 1), 1, "only the mapping that clears counts");
+        assert_eq!(o.unmap_page(40, 1), 0, "outside the first mapping");
+        o.unmap(m.mm, 0x10_0000);
+        assert_eq!(o.nr_mappings(), 1);
+    }
+}

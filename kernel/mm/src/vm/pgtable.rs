@@ -1,0 +1,465 @@
+//! Page tables of an address space: the PTE level, split PTE locks, and the platform's MMU.
+//!
+//! Models the last level of Linux's page tables with split PTE locks
+//! (`pte_offset_map_lock`, `pte_alloc`, `ptlock_init`, `free_pgtables`): every 2 MiB of an
+//! address space's range has at most one PTE table, a 4 KiB frame of 512 64-bit entries from
+//! the page allocator, and each table has its own lock, kept in the table frame's folio (its
+//! `private` word, as Linux keeps `ptl` in the table's `struct ptdesc`). So CPUs faulting in
+//! different 2 MiB of ONE region never share a lock, and CPUs in the same 2 MiB serialise
+//! only their PTE writes, never on a region- or address-space-wide lock (mmtests' pft).
+//!
+//! The directory above the PTE level is this module's own array (one word per 2 MiB, the
+//! table frame's folio), filled under the address space's `page_table_lock` when a table
+//! is first needed. What is platform-specific sits behind [`Mmu`]: reaching a frame's bytes,
+//! linking a table into the hardware hierarchy, the PTE format and TLB flushes. The kernel
+//! implements it on the x86 page tables (a table frame becomes a page-directory entry,
+//! `invlpg`, shootdown IPIs); the host-thread benchmark implements it in software (the
+//! tables are only what this module writes; "flushes" are no-ops), so the same fault core
+//! runs on both.
+//!
+//! PTE writes happen only under the table's lock; reads may be lockless (the hardware
+//! walker reads concurrently anyway), so every entry is an `AtomicU64`.
+
+use crate::vm::cpumask::CpuMask;
+use alloc::boxed::Box;
+use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use ksync::class::std_classes::PteLock;
+use ksync::{SpinMutex, TicketLock};
+use lru::Folio;
+
+/// Bytes one PTE table maps.
+pub const PTE_TABLE_SPAN: u64 = 2 << 20;
+/// Entries in a PTE table.
+pub const PTRS_PER_PTE: usize = 512;
+
+ksync::lock_class!(
+    /// An address space's lock for filling its page directory (`mm->page_table_lock`).
+    pub PageTableLock, "page_table_lock"
+);
+
+/// What the fault core needs from the platform's MMU.
+pub trait Mmu: Send + Sync + 'static {
+    /// Where the bytes of frame `pfn` can be read and written (the kernel's direct map, or
+    /// the host arena).
+    fn frame_ptr(&self, pfn: u64) -> *mut u8;
+    /// Makes the (zeroed) PTE table in frame `pt_pfn` the one that maps the 2 MiB at `va`.
+    fn link_pte_table(&self, va: u64, pt_pfn: u64) -> Result<(), PtError>;
+    /// Undoes [`Mmu::link_pte_table`] for the 2 MiB at `va` (all its PTEs are clear), and
+    /// flushes whatever the CPUs of `cpus` may have cached of the table (paging-structure
+    /// caches) before returning.
+    fn unlink_pte_table(&self, va: u64, cpus: &CpuMask, me: usize);
+    /// The PTE mapping frame `pfn`, present, writable if `writable`, never executable.
+    fn mk_pte(&self, pfn: u64, writable: bool) -> u64;
+    /// The frame a PTE maps, if it is present.
+    fn pte_pfn(&self, pte: u64) -> Option<u64>;
+    /// Drops this CPU's translations of `vas` (`invlpg`).
+    fn flush_tlb_local(&self, vas: &[u64]);
+    /// Drops the translations of `vas` on every CPU of `cpus` except `me`, and waits until
+    /// each has (a TLB shootdown).
+    fn flush_tlb_others(&self, cpus: &CpuMask, me: usize, vas: &[u64]);
+}
+
+/// Why a page-table operation failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PtError {
+    /// No frame for a table.
+    NoMemory,
+    /// The address is outside the address space's range.
+    OutOfRange,
+    /// The platform could not link the table.
+    Platform,
+}
+
+/// The PTE tables of one address space.
+pub struct PageTable<M: Mmu> {
+    base: u64,
+    len: u64,
+    /// Per 2 MiB: the table frame's folio, null = no table.
+    pmd: Box<[AtomicPtr<Folio>]>,
+    page_table_lock: SpinMutex<PageTableLock, ()>,
+    mmu: &'static M,
+}
+
+impl<M: Mmu> core::fmt::Debug for PageTable<M> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("PageTable")
+            .field("base", &format_args!("{:#x}", self.base))
+            .field("len", &self.len)
+            .field("tables", &self.nr_tables())
+            .finish()
+    }
+}
+
+/// One PTE table.
+pub struct PteTable<'a, M: Mmu> {
+    folio: &'static Folio,
+    entries: &'a [AtomicU64; PTRS_PER_PTE],
+    mmu: &'a M,
+}
+
+impl<M: Mmu> Clone for PteTable<'_, M> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<M: Mmu> Copy for PteTable<'_, M> {}
+
+impl<M: Mmu> core::fmt::Debug for PteTable<'_, M> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("PteTable")
+            .field("pfn", &self.folio.pfn())
+            .finish()
+    }
+}
+
+/// A PTE table with its lock held (`pte_offset_map_lock`).
+pub struct PteGuard<'a, M: Mmu> {
+    table: PteTable<'a, M>,
+}
+
+impl<M: Mmu> core::fmt::Debug for PteGuard<'_, M> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("PteGuard")
+            .field("table", &self.table)
+            .finish()
+    }
+}
+
+/// Index of `va`'s entry in its PTE table.
+#[must_use]
+pub const fn pte_index(va: u64) -> usize {
+    ((va >> 12) as usize) % PTRS_PER_PTE
+}
+
+impl<'a, M: Mmu> PteTable<'a, M> {
+    fn ptl(&self) -> &'a TicketLock<PteLock> {
+        // SAFETY: while a frame is a PTE table its folio's `private` word is used only as
+        // this lock: `table_or_alloc` zeroes it before publishing the table, and
+        // `free_tables` hands the frame back only after the table is unpublished and
+        // unlocked.
+        unsafe { TicketLock::from_word(self.folio.private_word()) }
+    }
+
+    /// Takes the table's lock.
+    #[must_use]
+    pub fn lock(self) -> PteGuard<'a, M> {
+        self.ptl().acquire();
+        PteGuard { table: self }
+    }
+
+    /// Reads entry `idx` without the lock (a racy snapshot).
+    #[must_use]
+    pub fn read(&self, idx: usize) -> u64 {
+        self.entries[idx % PTRS_PER_PTE].load(Ordering::Acquire)
+    }
+
+    /// The table frame's folio.
+    #[must_use]
+    pub fn folio(&self) -> &'static Folio {
+        self.folio
+    }
+}
+
+impl<M: Mmu> PteGuard<'_, M> {
+    /// Entry `idx`.
+    #[must_use]
+    pub fn get(&self, idx: usize) -> u64 {
+        self.table.read(idx)
+    }
+
+    /// The frame entry `idx` maps, if present.
+    #[must_use]
+    pub fn pfn(&self, idx: usize) -> Option<u64> {
+        self.table.mmu.pte_pfn(self.get(idx))
+    }
+
+    /// Sets entry `idx` to map `pfn` (`set_pte_at`); the entry must be clear (a present
+    /// entry is only ever replaced by clearing it first and flushing).
+    pub fn set(&mut self, idx: usize, pfn: u64, writable: bool) {
+        let pte = self.table.mmu.mk_pte(pfn, writable);
+        self.table.entries[idx % PTRS_PER_PTE].store(pte, Ordering::Release);
+    }
+
+    /// Clears entry `idx` (`ptep_get_and_clear`), returning the frame it mapped. The caller
+    /// flushes the TLB before the frame is reused.
+    #[must_use]
+    pub fn clear(&mut self, idx: usize) -> Option<u64> {
+        let old = self.table.entries[idx % PTRS_PER_PTE].swap(0, Ordering::AcqRel);
+        self.table.mmu.pte_pfn(old)
+    }
+}
+
+impl<M: Mmu> Drop for PteGuard<'_, M> {
+    fn drop(&mut self) {
+        // SAFETY: a guard exists only after `lock` acquired the table's lock on this CPU.
+        unsafe { self.table.ptl().release() };
+    }
+}
+
+impl<M: Mmu> PageTable<M> {
+    /// Empty tables for `[base, base + len)` (both 2 MiB aligned).
+    pub fn new(base: u64, len: u64, mmu: &'static M) -> Result<Self, PtError> {
+        if !base.is_multiple_of(PTE_TABLE_SPAN) || !len.is_multiple_of(PTE_TABLE_SPAN) || len == 0 {
+            return Err(PtError::OutOfRange);
+        }
+        Ok(PageTable {
+            base,
+            len,
+            pmd: (0..len / PTE_TABLE_SPAN)
+                .map(|_| AtomicPtr::new(core::ptr::null_mut()))
+                .collect(),
+            page_table_lock: SpinMutex::new(()),
+            mmu,
+        })
+    }
+
+    /// The platform MMU.
+    #[must_use]
+    pub fn mmu(&self) -> &'static M {
+        self.mmu
+    }
+
+    /// The covered range.
+    #[must_use]
+    pub fn range(&self) -> (u64, u64) {
+        (self.base, self.base + self.len)
+    }
+
+    fn slot(&self, va: u64) -> Option<&AtomicPtr<Folio>> {
+        let off = va.checked_sub(self.base)?;
+        (off < self.len).then(|| &self.pmd[(off / PTE_TABLE_SPAN) as usize])
+    }
+
+    fn table_at(&self, folio: &'static Folio) -> PteTable<'_, M> {
+        let ptr = self
+            .mmu
+            .frame_ptr(folio.pfn())
+            .cast::<[AtomicU64; PTRS_PER_PTE]>();
+        PteTable {
+            folio,
+            // SAFETY: the frame is a live PTE table of this address space (published in
+            // `pmd`), 4 KiB aligned, and only ever accessed as 512 atomics.
+            entries: unsafe { &*ptr },
+            mmu: self.mmu,
+        }
+    }
+
+    fn load(slot: &AtomicPtr<Folio>) -> Option<&'static Folio> {
+        // SAFETY: `pmd` holds null or the address of a `'static` memmap folio.
+        unsafe { slot.load(Ordering::Acquire).as_ref() }
+    }
+
+    /// The PTE table covering `va`, if there is one.
+    #[must_use]
+    pub fn table(&self, va: u64) -> Option<PteTable<'_, M>> {
+        Self::load(self.slot(va)?).map(|f| self.table_at(f))
+    }
+
+    /// The PTE table covering `va`, creating it with a frame from `alloc` if there is none
+    /// (`__pte_alloc`). A frame that lost the race is handed to `free`.
+    pub fn table_or_alloc(
+        &self,
+        va: u64,
+        alloc: impl FnOnce() -> Option<&'static Folio>,
+        free: impl FnOnce(&'static Folio),
+    ) -> Result<PteTable<'_, M>, PtError> {
+        let slot = self.slot(va).ok_or(PtError::OutOfRange)?;
+        if let Some(t) = self.table(va) {
+            return Ok(t);
+        }
+        let folio = alloc().ok_or(PtError::NoMemory)?;
+        let pfn = folio.pfn();
+        // SAFETY: the frame was just allocated for us; nothing else uses its bytes.
+        unsafe { core::ptr::write_bytes(self.mmu.frame_ptr(pfn), 0, 4096) };
+        folio.private_word().store(0, Ordering::Release);
+        let _g = self.page_table_lock.lock();
+        if let Some(won) = Self::load(slot) {
+            drop(_g);
+            free(folio);
+            return Ok(self.table_at(won));
+        }
+        let span_base = va - (va - self.base) % PTE_TABLE_SPAN;
+        if let Err(e) = self.mmu.link_pte_table(span_base, pfn) {
+            drop(_g);
+            free(folio);
+            return Err(e);
+        }
+        slot.store(core::ptr::from_ref(folio).cast_mut(), Ordering::Release);
+        Ok(self.table_at(folio))
+    }
+
+    /// Lockless read of the PTE mapping `va` (0 when there is no table or no entry).
+    #[must_use]
+    pub fn read_pte(&self, va: u64) -> u64 {
+        self.table(va).map_or(0, |t| t.read(pte_index(va)))
+    }
+
+    /// PTE tables now.
+    #[must_use]
+    pub fn nr_tables(&self) -> usize {
+        self.pmd.iter().filter(|e| Self::load(e).is_some()).count()
+    }
+
+    /// Every table with the address of its first entry (for unmap and the checker).
+    pub fn for_each_table(&self, mut f: impl FnMut(u64, PteTable<'_, M>)) {
+        for (i, e) in self.pmd.iter().enumerate() {
+            if let Some(folio) = Self::load(e) {
+                f(self.base + i as u64 * PTE_TABLE_SPAN, self.table_at(folio));
+            }
+        }
+    }
+
+    /// `free_pgtables`: unlinks and hands every table frame to `free`. The caller has
+    /// cleared every PTE and flushed (it holds `&mut self`: no fault can run); `cpus` are
+    /// the CPUs that may cache the tables and `me` the calling CPU.
+    pub fn free_tables(&mut self, cpus: &CpuMask, me: usize, mut free: impl FnMut(&'static Folio)) {
+        for i in 0..self.pmd.len() {
+            let p = self.pmd[i].swap(core::ptr::null_mut(), Ordering::AcqRel);
+            // SAFETY: as in `load`: null or a `'static` memmap folio.
+            if let Some(folio) = unsafe { p.as_ref() } {
+                self.mmu
+                    .unlink_pte_table(self.base + i as u64 * PTE_TABLE_SPAN, cpus, me);
+                free(folio);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use alloc::vec::Vec;
+    use core::sync::atomic::AtomicUsize;
+    use lru::Zone;
+
+    /// A software MMU over leaked host memory: frame `pfn` lives at `base + pfn * 4096`.
+    pub(crate) struct SoftMmu {
+        pub(crate) base: usize,
+        pub(crate) frames: usize,
+        pub(crate) linked: AtomicUsize,
+        pub(crate) local_flushes: AtomicUsize,
+        pub(crate) remote_flushes: AtomicUsize,
+    }
+
+    impl SoftMmu {
+        pub(crate) fn new(frames: usize) -> &'static SoftMmu {
+            let mem: &'static mut [u8] = Vec::leak(alloc::vec![0u8; (frames + 1) * 4096]);
+            let base = (mem.as_mut_ptr() as usize).next_multiple_of(4096);
+            Box::leak(Box::new(SoftMmu {
+                base,
+                frames,
+                linked: AtomicUsize::new(0),
+                local_flushes: AtomicUsize::new(0),
+                remote_flushes: AtomicUsize::new(0),
+            }))
+        }
+    }
+
+    impl Mmu for SoftMmu {
+        fn frame_ptr(&self, pfn: u64) -> *mut u8 {
+            assert!((pfn as usize) < self.frames);
+            (self.base + pfn as usize * 4096) as *mut u8
+        }
+        fn link_pte_table(&self, _va: u64, _pt_pfn: u64) -> Result<(), PtError> {
+            self.linked.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        }
+        fn unlink_pte_table(&self, _va: u64, _cpus: &CpuMask, _me: usize) {
+            self.linked.fetch_sub(1, Ordering::Relaxed);
+        }
+        fn mk_pte(&self, pfn: u64, writable: bool) -> u64 {
+            (pfn << 12) | 1 | (u64::from(writable) << 1)
+        }
+        fn pte_pfn(&self, pte: u64) -> Option<u64> {
+            (pte & 1 == 1).then_some(pte >> 12)
+        }
+        fn flush_tlb_local(&self, vas: &[u64]) {
+            self.local_flushes.fetch_add(vas.len(), Ordering::Relaxed);
+        }
+        fn flush_tlb_others(&self, cpus: &CpuMask, me: usize, vas: &[u64]) {
+            let n = cpus.iter().filter(|&c| c != me).count();
+            self.remote_flushes
+                .fetch_add(n * vas.len(), Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn frame(pfn: u64) -> &'static Folio {
+        Box::leak(Box::new(Folio::new(pfn, 0, Zone::Normal).unwrap()))
+    }
+
+    #[test]
+    fn tables_are_created_once_locked_and_freed() {
+        let mmu = SoftMmu::new(8);
+        let base = 0x4000_0000;
+        assert!(PageTable::new(base + 4096, PTE_TABLE_SPAN, mmu).is_err());
+        let mut pt = PageTable::new(base, 4 * PTE_TABLE_SPAN, mmu).unwrap();
+        assert!(pt.table(base).is_none());
+        assert_eq!(pt.read_pte(base + 8192), 0);
+        let va = base + PTE_TABLE_SPAN + 3 * 4096;
+        let t = pt
+            .table_or_alloc(va, || Some(frame(1)), |_| panic!("no race"))
+            .unwrap();
+        assert_eq!(t.folio().pfn(), 1);
+        // A second allocation for the same 2 MiB finds the table; its frame is not used.
+        let t2 = pt
+            .table_or_alloc(va + 4096, || panic!("already there"), |_| {})
+            .unwrap();
+        assert!(core::ptr::eq(t.folio(), t2.folio()));
+        assert_eq!(
+            pt.table_or_alloc(base + 4 * PTE_TABLE_SPAN, || Some(frame(2)), |_| {})
+                .unwrap_err(),
+            PtError::OutOfRange
+        );
+        {
+            let mut g = t.lock();
+            assert_eq!(g.pfn(pte_index(va)), None);
+            g.set(pte_index(va), 5, true);
+            assert_eq!(g.pfn(pte_index(va)), Some(5));
+        }
+        assert_eq!(pt.read_pte(va), (5 << 12) | 3);
+        assert!(!t.ptl().is_held(), "guard released the lock");
+        {
+            let mut g = t.lock();
+            assert!(t.ptl().is_held());
+            assert_eq!(g.clear(pte_index(va)), Some(5));
+            assert_eq!(g.clear(pte_index(va)), None);
+        }
+        assert_eq!((pt.nr_tables(), mmu.linked.load(Ordering::Relaxed)), (1, 1));
+        let mut freed = Vec::new();
+        pt.free_tables(&CpuMask::new(), 0, |f| freed.push(f.pfn()));
+        assert_eq!(freed, [1]);
+        assert_eq!((pt.nr_tables(), mmu.linked.load(Ordering::Relaxed)), (0, 0));
+    }
+
+    /// Threads racing to create the same table end up with one, and the losers' frames come
+    /// back through `free`.
+    #[test]
+    fn racing_table_creation_keeps_one() {
+        let mmu = SoftMmu::new(16);
+        let pt = std::sync::Arc::new(PageTable::new(0, PTE_TABLE_SPAN, mmu).unwrap());
+        let freed = std::sync::Arc::new(AtomicUsize::new(0));
+        let ts: Vec<_> = (0..4u64)
+            .map(|i| {
+                let (pt, freed) = (pt.clone(), freed.clone());
+                std::thread::spawn(move || {
+                    pt.table_or_alloc(
+                        i * 4096,
+                        || Some(frame(i + 1)),
+                        |_| {
+                            freed.fetch_add(1, Ordering::Relaxed);
+                        },
+                    )
+                    .unwrap()
+                    .folio()
+                    .pfn()
+                })
+            })
+            .collect();
+        let pfns: Vec<u64> = ts.into_iter().map(|t| t.join().unwrap()).collect();
+        assert!(pfns.windows(2).all(|w| w[0] == w[1]));
+        assert_eq!(pt.nr_tables(), 1);
+        // Every thread that did not win either freed its frame or found the table first.
+        assert!(freed.load(Ordering::Relaxed) <= 3);
+    }
+}

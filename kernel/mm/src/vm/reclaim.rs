@@ -1,0 +1,130 @@
+//! Eviction through the reverse map, and releasing folios whose last reference dropped.
+//!
+//! Models mm/vmscan.c's `shrink_folio_list` for clean page-cache folios (`try_to_unmap`,
+//! `__remove_mapping` with `folio_ref_freeze`, `workingset_eviction`), mm/rmap.c's
+//! `try_to_unmap_one` for object pages, and mm/swap.c's `__folio_put`.
+//!
+//! **Eviction** ([`Vm::evict_folio`], memcg reclaim's free hook). The folio comes isolated
+//! (off the LRU) and pinned by reclaim. Anonymous and shmem-like folios are refused: there is
+//! no swap device. For a file page: every PTE that maps it is cleared through the object's
+//! list of mapping regions, each under its table's lock and with a TLB flush (a shootdown
+//! when other CPUs may hold the translation), dropping the mapping's reference; then the
+//! count is frozen at exactly the cache's reference plus reclaim's pin (`folio_ref_freeze`:
+//! anyone who looked the page up meanwhile makes this fail, and the folio goes back); the
+//! page-cache slot gets the shadow entry; the frame is freed. memcg uncharges it and counts
+//! it reclaimed.
+//!
+//! **Release** ([`Vm::release_folio`], the nodes' `__folio_put`): whoever drops a folio's
+//! last reference (an unmap, a truncation, a folio batch, reclaim's putback) ends here: the
+//! folio leaves its LRU (TestClearLRU first, then its lruvec's lock), is uncharged, and its
+//! frame goes back to the running CPU's per-CPU list.
+
+use crate::vm::context::Vm;
+use crate::vm::counters::VmEvent;
+use crate::vm::fault::object_of;
+use crate::vm::mm_struct::MmStruct;
+use crate::vm::pgtable::{Mmu, pte_index};
+use crate::vm::vma::VmArea;
+use lru::{Folio, FolioFlags, NodeStatItem, Shadow};
+use memcg::{FolioFree, MemCgroupPerNode};
+
+/// `try_to_unmap_one` for an object page mapped by the address space at `mm` (type-erased:
+/// the object's mapping list stores this function, monomorphised for the address space's
+/// types, next to the address space): clears the PTE at `va` if it maps `pfn`, flushes the
+/// translation everywhere it may be cached, and drops the mapping's reference.
+pub(crate) fn unmap_one<V: VmArea, M: Mmu>(mm: *const (), va: u64, pfn: u64) -> bool {
+    // SAFETY: `Vm::mmap` registered `mm` (the address of a live `MmStruct<V, M>`) together
+    // with this function, and unregisters it before the address space goes away.
+    let mm = unsafe { &*mm.cast::<MmStruct<V, M>>() };
+    let Some(table) = mm.pgtable().table(va) else {
+        return false;
+    };
+    let idx = pte_index(va);
+    let mut pte = table.lock();
+    if pte.pfn(idx) != Some(pfn) {
+        return false;
+    }
+    let _ = pte.clear(idx);
+    drop(pte);
+    let mmu = mm.pgtable().mmu();
+    let me = ksync::this_cpu();
+    mmu.flush_tlb_local(&[va]);
+    if mm.cpumask().any_other_than(me) {
+        mmu.flush_tlb_others(mm.cpumask(), me, &[va]);
+    }
+    true
+}
+
+impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
+    /// Drops a reference to `folio`; the last one releases it (`folio_put`).
+    pub fn folio_put(&self, cpu: usize, folio: &'static Folio) {
+        if let Ok(true) = folio.put() {
+            self.release_folio(cpu, folio);
+        }
+    }
+
+    /// `__folio_put`: `folio`'s last reference is gone. Takes it off its LRU, uncharges it
+    /// and frees its frame to `cpu`'s per-CPU list.
+    pub fn release_folio(&self, cpu: usize, folio: &'static Folio) {
+        let cpu = self.cpu(cpu);
+        if folio.test_clear_lru() {
+            // Nobody else can isolate it (isolation pins first, and the count is zero):
+            // ours to unlink, under its lruvec's lock.
+            if let Ok(guard) = self.tree.rcu().read_lock(cpu)
+                && let Ok(m) = self.tree.lookup_rcu(&guard, folio.memcg_id())
+                && let Ok(lruvec) = m.lruvec(folio.node() as usize)
+            {
+                let _ = lruvec.lock().del_folio(folio);
+            }
+        }
+        if folio.memcg_id() != 0 {
+            let _ = self.tree.uncharge_folio(cpu, folio);
+        }
+        let _ = folio.reset_lru_state();
+        if self.alloc.free_frozen_page(cpu, folio).is_ok() {
+            self.count(cpu, VmEvent::Released);
+        }
+    }
+
+    /// memcg reclaim's free hook: evict the isolated, pinned `folio` with `shadow`, or say
+    /// it is busy. See the module documentation.
+    pub fn evict_folio(&self, cpu: usize, folio: &'static Folio, shadow: Shadow) -> FolioFree {
+        let cpu = self.cpu(cpu);
+        if folio.test(FolioFlags::SWAPBACKED) {
+            // Anonymous or shmem-like: nowhere to write it (no swap).
+            self.count(cpu, VmEvent::EvictBusy);
+            return FolioFree::Busy;
+        }
+        // SAFETY: a file folio's mapping is its object, alive while it has cached folios.
+        let Some(obj) = (unsafe { object_of(folio) }) else {
+            self.count(cpu, VmEvent::EvictBusy);
+            return FolioFree::Busy;
+        };
+        let index = folio.index();
+        if folio.mapcount() > 0 {
+            let cleared = obj.unmap_page(index, folio.pfn());
+            for _ in 0..cleared {
+                let _ = folio.dec_mapcount();
+                // The mapping's reference; reclaim's pin keeps it from being the last.
+                let _ = folio.put();
+                self.count(cpu, VmEvent::Shootdown);
+            }
+        }
+        // The cache's reference and reclaim's pin, nothing else.
+        if folio.mapcount() != 0 || !folio.ref_freeze(2) {
+            self.count(cpu, VmEvent::EvictBusy);
+            return FolioFree::Busy;
+        }
+        if !obj.cache().replace_with_shadow(index, folio, Some(shadow)) {
+            folio.ref_unfreeze(2);
+            self.count(cpu, VmEvent::EvictBusy);
+            return FolioFree::Busy;
+        }
+        self.mod_folio_stat_of(cpu, folio, NodeStatItem::NrFilePages, -1);
+        // memcg uncharges the page and drops the charge's reference for a freed folio.
+        let _ = folio.reset_lru_state();
+        let _ = self.alloc.free_frozen_page(cpu, folio);
+        self.count(cpu, VmEvent::Evicted);
+        FolioFree::Freed
+    }
+}

@@ -1,0 +1,112 @@
+//! The software side of the fault core's MMU: page tables that only software walks.
+//!
+//! The host benchmark and the host tests run the very same fault core on host threads; a
+//! "touch" there is a function call ([`crate::vm::context::Vm::touch`]) that walks the PTE
+//! tables in software and faults when the entry is not present, not a trap. Physical memory
+//! is an arena of host memory standing for frames `base_pfn .. base_pfn + nr_frames` (the
+//! same frames the page allocator manages), so zeroing, reading the backing store into a
+//! page, checking contents and the PTE tables' 512 entries all touch real memory.
+//!
+//! Linking a PTE table needs nothing beyond the fault core's own directory, and there is no
+//! TLB: flushes are counted (so tests can check that unmaps flush before freeing, and how
+//! many shootdowns there would be) but do nothing. The PTE format is x86's (present,
+//! writable, NX, frame number in bits 12..52), so the two sides differ in nothing but the
+//! hardware.
+
+use crate::vm::cpumask::CpuMask;
+use crate::vm::pgtable::{Mmu, PtError};
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+const PRESENT: u64 = 1;
+const WRITABLE: u64 = 1 << 1;
+const NX: u64 = 1 << 63;
+const FRAME: u64 = 0x000f_ffff_ffff_f000;
+
+/// A software MMU over an arena of host memory.
+#[derive(Debug)]
+pub struct SoftMmu {
+    base: usize,
+    base_pfn: u64,
+    nr_frames: u64,
+    linked: AtomicU64,
+    local_flushes: AtomicU64,
+    shootdowns: AtomicU64,
+}
+
+impl SoftMmu {
+    /// An arena for frames `base_pfn .. base_pfn + nr_frames`, zeroed, leaked (it lives as
+    /// long as the allocator whose frames it backs).
+    #[must_use]
+    pub fn new(base_pfn: u64, nr_frames: u64) -> &'static SoftMmu {
+        let bytes = usize::try_from(nr_frames + 1).unwrap_or(usize::MAX / 4096) * 4096;
+        let mem: &'static mut [u8] = Vec::leak(alloc::vec![0u8; bytes]);
+        let base = (mem.as_mut_ptr() as usize).next_multiple_of(4096);
+        alloc::boxed::Box::leak(alloc::boxed::Box::new(SoftMmu {
+            base,
+            base_pfn,
+            nr_frames,
+            linked: AtomicU64::new(0),
+            local_flushes: AtomicU64::new(0),
+            shootdowns: AtomicU64::new(0),
+        }))
+    }
+
+    /// PTE tables linked now.
+    #[must_use]
+    pub fn linked_tables(&self) -> u64 {
+        self.linked.load(Relaxed)
+    }
+
+    /// Addresses flushed on the flushing CPU.
+    #[must_use]
+    pub fn local_flushes(&self) -> u64 {
+        self.local_flushes.load(Relaxed)
+    }
+
+    /// Shootdowns that would have been sent.
+    #[must_use]
+    pub fn shootdowns(&self) -> u64 {
+        self.shootdowns.load(Relaxed)
+    }
+}
+
+impl Mmu for SoftMmu {
+    fn frame_ptr(&self, pfn: u64) -> *mut u8 {
+        let off = pfn
+            .checked_sub(self.base_pfn)
+            .filter(|&o| o < self.nr_frames)
+            .unwrap_or_else(|| panic!("pfn {pfn:#x} outside the arena"));
+        (self.base + off as usize * 4096) as *mut u8
+    }
+
+    fn link_pte_table(&self, _va: u64, pt_pfn: u64) -> Result<(), PtError> {
+        if pt_pfn < self.base_pfn || pt_pfn >= self.base_pfn + self.nr_frames {
+            return Err(PtError::Platform);
+        }
+        self.linked.fetch_add(1, Relaxed);
+        Ok(())
+    }
+
+    fn unlink_pte_table(&self, _va: u64, _cpus: &CpuMask, _me: usize) {
+        self.linked.fetch_sub(1, Relaxed);
+    }
+
+    fn mk_pte(&self, pfn: u64, writable: bool) -> u64 {
+        (pfn << 12) & FRAME | PRESENT | NX | if writable { WRITABLE } else { 0 }
+    }
+
+    fn pte_pfn(&self, pte: u64) -> Option<u64> {
+        (pte & PRESENT != 0).then_some((pte & FRAME) >> 12)
+    }
+
+    fn flush_tlb_local(&self, vas: &[u64]) {
+        self.local_flushes.fetch_add(vas.len() as u64, Relaxed);
+    }
+
+    fn flush_tlb_others(&self, cpus: &CpuMask, me: usize, _vas: &[u64]) {
+        if cpus.any_other_than(me) {
+            self.shootdowns.fetch_add(1, Relaxed);
+        }
+    }
+}

@@ -1,0 +1,300 @@
+//! The fault path on the host: anonymous fault-in and unmap with every frame back, many
+//! threads faulting slices of ONE region in both `vm_area_struct` layouts, memory.max with
+//! file-like pages (reclaim through the reverse map, refaults, contents checked), readtwice
+//! activation, a memcg full of anonymous pages failing cleanly, fault injection, and a
+//! soak mixing everything, each ending with the invariant checker.
+
+mod vm_common;
+
+use mm::vm::counters::VmEvent;
+use mm::vm::fault::FaultError;
+use mm::vm::fault_inject::FaultSpec;
+use mm::vm::mmap::MapRequest;
+use mm::vm::object::{Object, ObjectKind};
+use mm::vm::vma::{VmArea, VmAreaA, VmAreaB};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use vm_common::*;
+
+fn anon(start: u64, pages: u64) -> MapRequest<'static> {
+    MapRequest {
+        start,
+        len: pages * 4096,
+        write: true,
+        object: None,
+        node: 0,
+    }
+}
+
+#[test]
+fn anonymous_fault_in_and_unmap_give_every_frame_back() {
+    let w = world(1, 4096, |_| {});
+    let free0 = w.free_frames();
+    let root = w.vm.tree().root();
+    let m = root.create_child().unwrap();
+    let mut mm = w.vm.new_mm::<VmAreaA>(VA, VA_LEN).unwrap();
+    w.vm.mmap(&mm, &anon(VA, 600), &m).unwrap();
+    for p in 0..600 {
+        w.vm.touch(&mm, 0, VA + p * 4096, true).unwrap();
+        assert!(w.vm.pte_present(&mm, VA + p * 4096));
+    }
+    // A second touch is a hit.
+    w.vm.touch(&mm, 0, VA, true).unwrap();
+    assert_eq!(w.vm.counters().total(VmEvent::Fault), 600);
+    let c = w.vm.check(0, &[&*mm], &[]).unwrap();
+    assert_eq!((c.lru_folios, c.mapped_ptes, c.charged), (600, 600, 600));
+    assert_eq!(c.pte_tables, 2, "600 pages span two 2 MiB tables");
+    assert_eq!(m.usage(), 600);
+    assert!(w.free_frames() <= free0 - 600 - 2);
+    // Outside the region: no fault is resolved.
+    assert_eq!(
+        w.vm.touch(&mm, 0, VA + 600 * 4096, true),
+        Err(FaultError::NoRegion)
+    );
+    w.vm.munmap(&mm, 0, VA, 600 * 4096).unwrap();
+    w.grace_period();
+    let c = w.vm.check(0, &[&*mm], &[]).unwrap();
+    assert_eq!((c.lru_folios, c.mapped_ptes, c.charged), (0, 0, 0));
+    assert_eq!(w.vm.counters().total(VmEvent::Released), 600);
+    w.vm.destroy_mm(&mut mm, 0);
+    assert_eq!(
+        w.free_frames(),
+        free0,
+        "every frame is back, page tables too"
+    );
+    assert!(
+        w.mmu.local_flushes() >= 600,
+        "unmapped translations were flushed"
+    );
+}
+
+/// mmtests pft: every thread faults its own slice of ONE region, concurrently.
+fn pft<V: VmArea>() {
+    const CPUS: usize = 4;
+    const PER: u64 = 700;
+    let w = world(CPUS, 8192, |_| {});
+    let free0 = w.free_frames();
+    let root = w.vm.tree().root();
+    let m = root.create_child().unwrap();
+    let mut mm = w.vm.new_mm::<V>(VA, VA_LEN).unwrap();
+    w.vm.mmap(&mm, &anon(VA, PER * CPUS as u64), &m).unwrap();
+    for round in 0..3 {
+        std::thread::scope(|s| {
+            for cpu in 0..CPUS {
+                let (vm, mm) = (&w.vm, &mm);
+                s.spawn(move || {
+                    ksync::cpu::set_this_thread_cpu(cpu);
+                    for p in 0..PER {
+                        let va = VA + (cpu as u64 * PER + p) * 4096;
+                        vm.touch(mm, cpu, va, true).unwrap();
+                    }
+                });
+            }
+        });
+        let c = w.vm.check(0, &[&*mm], &[]).unwrap();
+        assert_eq!(c.mapped_ptes, PER * CPUS as u64, "round {round}");
+        assert_eq!(c.lru_folios, PER * CPUS as u64);
+        // Every CPU that faulted is in the cpumask: an unmap must shoot down.
+        assert!((0..CPUS).all(|c| mm.cpumask().contains(c)));
+        let before = w.mmu.shootdowns();
+        w.vm.zap_page_range(&mm, 0, VA, VA + PER * CPUS as u64 * 4096);
+        assert!(w.mmu.shootdowns() > before, "other CPUs held translations");
+        let c = w.vm.check(0, &[&*mm], &[]).unwrap();
+        assert_eq!((c.mapped_ptes, c.lru_folios, c.charged), (0, 0, 0));
+        // A fresh fault on every page after the zap.
+        let faults = w.vm.counters().total(VmEvent::Fault);
+        w.vm.touch(&mm, 0, VA, true).unwrap();
+        assert_eq!(w.vm.counters().total(VmEvent::Fault), faults + 1);
+        w.vm.zap_page_range(&mm, 0, VA, VA + 4096);
+    }
+    w.vm.munmap(&mm, 0, VA, PER * CPUS as u64 * 4096).unwrap();
+    w.vm.destroy_mm(&mut mm, 0);
+    w.grace_period();
+    assert_eq!(w.free_frames(), free0);
+}
+
+#[test]
+fn pft_threads_fault_slices_of_one_region_layout_a() {
+    pft::<VmAreaA>();
+}
+
+#[test]
+fn pft_threads_fault_slices_of_one_region_layout_b() {
+    pft::<VmAreaB>();
+}
+
+/// Several CPUs read file-like pages into one memcg whose memory.max is well below the
+/// working set: usage never passes max, reclaim evicts through the reverse map (some pages
+/// are also mapped), pages refault and every page read has the right contents.
+#[test]
+fn memory_max_holds_while_cpus_read_and_map_file_pages() {
+    const CPUS: usize = 3;
+    const PAGES: u64 = 512;
+    const MAX: u64 = 160;
+    let w = world(CPUS, 4096, |_| {});
+    let root = w.vm.tree().root();
+    let m = root.create_child().unwrap();
+    m.set_max(0, MAX).unwrap();
+    let obj: &'static Object = Box::leak(Box::new(Object::new(ObjectKind::File, PAGES as usize)));
+    let mut mm = w.vm.new_mm::<VmAreaA>(VA, VA_LEN).unwrap();
+    // The first 64 pages are also mapped, read-only.
+    w.vm.mmap(
+        &mm,
+        &MapRequest {
+            start: VA,
+            len: 64 * 4096,
+            write: false,
+            object: Some((obj, 0)),
+            node: 0,
+        },
+        &m,
+    )
+    .unwrap();
+    let stop = AtomicBool::new(false);
+    let over = AtomicU64::new(0);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                if m.usage() > MAX {
+                    over.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        });
+        let workers: Vec<_> = (0..CPUS)
+            .map(|cpu| {
+                let (vm, mm, m) = (&w.vm, &mm, &m);
+                s.spawn(move || {
+                    ksync::cpu::set_this_thread_cpu(cpu);
+                    let mut x = 0x9e37_79b9u64 ^ cpu as u64;
+                    for i in 0..3000u64 {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        let index = x % PAGES;
+                        if i % 5 == 0 && index < 64 {
+                            vm.touch(mm, cpu, VA + index * 4096, false).unwrap();
+                        } else {
+                            vm.filemap_read(obj, m, cpu, 0, index, true)
+                                .unwrap_or_else(|e| panic!("read {index}: {e:?}"));
+                        }
+                    }
+                })
+            })
+            .collect();
+        let results: Vec<_> = workers.into_iter().map(|t| t.join()).collect();
+        stop.store(true, Ordering::Relaxed);
+        for r in results {
+            if let Err(e) = r {
+                std::panic::resume_unwind(e);
+            }
+        }
+    });
+    assert_eq!(
+        over.load(Ordering::Relaxed),
+        0,
+        "usage went above memory.max"
+    );
+    let c = w.vm.counters();
+    assert!(c.total(VmEvent::Evicted) > 100, "reclaim ran");
+    assert!(c.total(VmEvent::Refault) > 100, "pages refaulted");
+    assert!(c.total(VmEvent::Verified) > 5000, "contents were checked");
+    m.flush_stats();
+    assert!(m.memory_stat(lru::NodeStatItem::WorkingsetRefaultFile) > 0);
+    let census = w.vm.check(0, &[&*mm], &[obj]).unwrap();
+    assert!(census.charged <= MAX);
+    assert!(census.shadows > 0);
+    w.vm.munmap(&mm, 0, VA, 64 * 4096).unwrap();
+    w.vm.truncate(obj, 0);
+    w.vm.destroy_mm(&mut mm, 0);
+    w.grace_period();
+    let census = w.vm.check::<VmAreaA>(0, &[], &[obj]).unwrap();
+    assert_eq!((census.cached_folios, census.charged), (0, 0));
+}
+
+/// readtwice: the second pass over a file object activates its pages (classic lists).
+#[test]
+fn the_second_read_activates() {
+    let w = world(1, 2048, |c| c.mglru = false);
+    let root = w.vm.tree().root();
+    let m = root.create_child().unwrap();
+    let obj = Object::new(ObjectKind::File, 256);
+    for pass in 0..2 {
+        for i in 0..256 {
+            w.vm.filemap_read(&obj, &m, 0, 0, i, pass == 1).unwrap();
+        }
+        w.vm.lru_add_drain_all();
+        let lv = m.lruvec(0).unwrap();
+        let active = lv.lru_size(lru::LruList::ActiveFile);
+        if pass == 0 {
+            assert_eq!(active, 0, "one read activates nothing");
+        } else {
+            assert_eq!(active, 256, "the second read activates every page");
+        }
+    }
+    w.vm.check::<VmAreaA>(0, &[], &[&obj]).unwrap();
+    w.vm.truncate(&obj, 0);
+}
+
+/// A memcg full of anonymous pages: the next fault fails cleanly, nothing changes, and the
+/// pages already there stay.
+#[test]
+fn a_memcg_full_of_anonymous_pages_fails_the_next_fault() {
+    let w = world(1, 2048, |_| {});
+    let root = w.vm.tree().root();
+    let m = root.create_child().unwrap();
+    m.set_max(0, 40).unwrap();
+    let mut mm = w.vm.new_mm::<VmAreaB>(VA, VA_LEN).unwrap();
+    w.vm.mmap(&mm, &anon(VA, 64), &m).unwrap();
+    for p in 0..40 {
+        w.vm.touch(&mm, 0, VA + p * 4096, true).unwrap();
+    }
+    let free = w.free_frames();
+    assert_eq!(
+        w.vm.touch(&mm, 0, VA + 40 * 4096, true),
+        Err(FaultError::MemcgOom)
+    );
+    assert!(!w.vm.pte_present(&mm, VA + 40 * 4096));
+    assert_eq!(w.vm.counters().total(VmEvent::FaultFailMemcg), 1);
+    assert_eq!(w.free_frames(), free, "the failed fault kept nothing");
+    let c = w.vm.check(0, &[&*mm], &[]).unwrap();
+    assert_eq!((c.lru_folios, c.charged), (40, 40));
+    w.vm.destroy_mm(&mut mm, 0);
+}
+
+/// Both fault-injection knobs: the affected faults fail, are counted, nothing leaks.
+#[test]
+fn injected_failures_are_clean() {
+    let w = world(1, 4096, |c| {
+        c.fail_page_alloc = FaultSpec::Every(7);
+        c.fail_charge = FaultSpec::Probability {
+            percent: 10.0,
+            seed: 3,
+        };
+    });
+    let free0 = w.free_frames();
+    let root = w.vm.tree().root();
+    let m = root.create_child().unwrap();
+    let mut mm = w.vm.new_mm::<VmAreaA>(VA, VA_LEN).unwrap();
+    w.vm.mmap(&mm, &anon(VA, 500), &m).unwrap();
+    let mut failed = 0;
+    for p in 0..500 {
+        match w.vm.touch(&mm, 0, VA + p * 4096, true) {
+            Ok(()) => {}
+            Err(FaultError::Injected) => failed += 1,
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    let (pa, ch) = w.vm.fault_attrs();
+    assert!(
+        pa.injected() > 50 && ch.injected() > 20,
+        "{} {}",
+        pa.injected(),
+        ch.injected()
+    );
+    assert_eq!(failed, pa.injected() + ch.injected());
+    assert_eq!(w.vm.counters().total(VmEvent::FaultFailInjected), failed);
+    let c = w.vm.check(0, &[&*mm], &[]).unwrap();
+    assert_eq!(c.mapped_ptes, 500 - failed);
+    w.vm.destroy_mm(&mut mm, 0);
+    w.grace_period();
+    assert_eq!(w.free_frames(), free0);
+}

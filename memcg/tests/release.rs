@@ -1,0 +1,101 @@
+//! Who drops the last reference of a folio releases it (`__folio_put`), wherever that
+//! happens: a per-CPU folio batch that outlived its folio's owner, or reclaim putting back
+//! a folio it had isolated when truncation raced with it. Both go to the node's release
+//! hook, exactly once, with no reference left.
+#![cfg(not(loom))]
+
+mod common;
+
+use common::*;
+use lru::{Folio, FolioFlags, Shadow};
+use memcg::{FolioFree, MemcgTree, TreeLru};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+fn counting_release(s: &Setup, node: usize) -> Arc<AtomicU64> {
+    let released = Arc::new(AtomicU64::new(0));
+    let r = released.clone();
+    s.tree
+        .root()
+        .pgdat(node)
+        .unwrap()
+        .set_folio_release(Box::new(move |_cpu, f: &'static Folio| {
+            // Released with no reference left; it may still be on its LRU list (the real
+            // hook takes it off, as `__page_cache_release` does).
+            assert_eq!(f.refcount(), 0, "released with a reference left");
+            r.fetch_add(1, Ordering::Relaxed);
+        }))
+        .ok()
+        .expect("the first hook");
+    released
+}
+
+#[test]
+fn a_batch_dropping_the_last_reference_releases_the_folio() {
+    let s = setup(1, 1, true);
+    let released = counting_release(&s, 0);
+    let m = s.tree.root().create_child().unwrap();
+    let batches = lru::LruBatches::<ksync::Ticket>::new(1);
+    let f = folio(0, true);
+    s.tree.charge_folio(&m, 0, f).unwrap();
+    batches.folio_add_lru(0, f, &s.tree).unwrap();
+    // The owner unmaps and drops its reference while the folio still waits in the batch:
+    // not the last one.
+    assert_eq!(f.put(), Ok(false));
+    assert_eq!(released.load(Ordering::Relaxed), 0);
+    // Draining adds it to the LRU and drops the batch's reference: the last one.
+    batches.drain_all(0, &s.tree).unwrap();
+    // The release hook here only counts (it leaves the folio where it is: a real one
+    // takes it off the LRU); the folio reached it exactly once.
+    assert_eq!(released.load(Ordering::Relaxed), 1);
+    assert_eq!(s.tree.root().pgdat(0).unwrap().leaked(), 0);
+}
+
+/// Reclaim isolates a folio (pinning it), the free hook finds it busy because its last
+/// other reference went away meanwhile (truncation took it out of the cache), and the
+/// putback drops the pin: that is the last reference, so the folio is released.
+#[test]
+fn a_putback_dropping_the_last_reference_releases_the_folio() {
+    let racing: Arc<std::sync::Mutex<Option<&'static Folio>>> = Arc::default();
+    let r2 = racing.clone();
+    let lru = TreeLru::new(
+        true,
+        Box::new(move |_cpu, f: &'static Folio, _shadow: Shadow| {
+            // Reclaim's pin plus the owner's.
+            assert_eq!(f.refcount(), 2);
+            // Truncation races: the owner's reference goes.
+            assert_eq!(f.put(), Ok(false));
+            *r2.lock().unwrap() = Some(f);
+            FolioFree::Busy
+        }),
+    )
+    .with_swappiness(0);
+    let tree = MemcgTree::with_new_nodes(
+        memcg::MemcgConfig::new(1, 1),
+        lru::TailMode::Cached,
+        rcu(1),
+        lru,
+    )
+    .unwrap();
+    let s = Setup {
+        tree,
+        freed: Arc::default(),
+    };
+    let released = counting_release(&s, 0);
+    let m = s.tree.root().create_child().unwrap();
+    let f = folio(0, false);
+    s.tree.charge_folio(&m, 0, f).unwrap();
+    s.tree.lru().lru_add_folio(&m, 0, f).unwrap();
+    let got = m.memory_reclaim(0, memcg::ReclaimRequest::pages(1));
+    assert!(got.is_err(), "nothing could be freed: {got:?}");
+    assert!(core::ptr::eq(racing.lock().unwrap().unwrap(), f));
+    assert_eq!(
+        released.load(Ordering::Relaxed),
+        1,
+        "released once, by the putback"
+    );
+    assert!(
+        f.test(FolioFlags::LRU),
+        "the putback put it on the LRU before the put"
+    );
+}
