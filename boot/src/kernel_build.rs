@@ -1,4 +1,4 @@
-//! Builds the kernel with the recipe of DESIGN.md section 3 and makes the ELF32 for
+//! Builds the kernel with its recipe (README, "Workspace layout") and makes the ELF32 for
 //! `qemu -kernel`.
 //!
 //! `RUSTFLAGS="-C relocation-model=static -C no-redzone=yes" cargo build -p kernel
@@ -15,7 +15,7 @@ use crate::{BootError, Workspace};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The host triple the kernel is built for (freestanding; see DESIGN.md section 3).
+/// The host triple the kernel is built for (freestanding: no rust-src or extra target needed).
 pub const KERNEL_TARGET: &str = "x86_64-unknown-linux-gnu";
 /// The code-generation flags the kernel needs.
 pub const KERNEL_RUSTFLAGS: &str = "-C relocation-model=static -C no-redzone=yes";

@@ -1,6 +1,6 @@
 //! Host-side builder for the bootable kernel: everything between `cargo` and a bootable file.
 //!
-//! The kernel is a freestanding binary for the host triple (DESIGN.md section 3), so it needs
+//! The kernel is a freestanding binary for the host triple (stable Rust, no extra target), so it needs
 //! its own RUSTFLAGS and its own target dir, and it must be built with a clean environment
 //! even when this code runs inside `cargo test` or `cargo run`. From the ELF64 that cargo
 //! links this crate makes the two things that boot:

@@ -1,6 +1,6 @@
 //! A bootable x86_64 kernel that models Linux's memcg/LRU machinery.
 //!
-//! Freestanding binary for the host triple on stable Rust (see DESIGN.md section 3). The boot
+//! Freestanding binary for the host triple on stable Rust (no rust-src, no extra target). The boot
 //! stub (`arch::x86_64::boot`) enters [`kernel_entry`] in long mode on a static stack with the
 //! first 4 GiB identity mapped; from there: console, CPU tables, boot information, frames,
 //! own page tables, then [`kmain`] on a guarded stack: heap, framebuffer, command line, SMP

@@ -13,7 +13,7 @@
 //! from the same CPU ([`PerCpu::try_with`] returns [`PerCpuError::Reentered`]; `with` treats it
 //! as a kernel bug and panics) instead of handing out a second `&mut`. Slots are 128
 //! bytes apart so that two CPUs' slots never share a cache line nor the adjacent-line
-//! prefetch pair (DESIGN.md section 7). Data that other CPUs must read while the owner writes
+//! prefetch pair (the 128-byte spatial prefetcher). Data that other CPUs must read while the owner writes
 //! (counters summed by a reader) goes in a [`PerCpuShared<T>`] of `Sync` cells instead.
 
 pub mod on_each_cpu;

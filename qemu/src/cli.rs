@@ -14,15 +14,20 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// `bench`'s guest memory without `--mem`: a heap (a quarter of it) with room for both of
+/// seed002's variants at 10,000 memcgs each (about 4.3 KiB a memcg at 2 vCPUs).
+pub const BENCH_MEM_MIB: u32 = 1024;
+
 /// Usage text.
 pub const USAGE: &str = "\
 usage: kx [COMMAND] [OPTIONS]
 
 commands:
-  summary            boot and print the system summary (default)
+  bench              run the benchmark scenarios (run=bench); table + results directory
+                     (default)
+  summary            boot and print the system summary
   test [NAME...]     run the in-kernel tests: all, or the named ones
   run                boot with the command line given by --append (default: empty)
-  bench              run the benchmark scenarios (run=bench); table + results directory
   compare DIR DIR... compare benchmark result directories (hmeans, ratios, significance)
   import LOG         turn a serial log from a real machine into a results directory
   layout             print the cacheline layout report of the key structs (run=layout)
@@ -31,11 +36,11 @@ commands:
 
 options:
   --mode MODE        direct | bios | uefi | usb-bios | usb-uefi   (default: direct)
-  --smp N            vCPUs, 1..=256 (default: 2; bench: every host core)
-  --mem MIB          guest memory in MiB, 32..=65536 (default: 256)
+  --smp N            vCPUs, 1..=256 (default: bench every host core, others 2)
+  --mem MIB          guest memory in MiB, 32..=65536 (default: bench 1024, others 256)
   --nodes N          NUMA nodes, 1..=64: memory split evenly (at least 16 MiB each), vCPUs
                      round-robin, distances 10 + 10*|i-j| (default: no NUMA description)
-  --timeout SECS     kill QEMU after SECS, 1..=86400 (default: 60; UEFI modes 120; bench 600)
+  --timeout SECS     kill QEMU after SECS, 1..=86400 (default: 60; UEFI modes 120; bench 1800)
   --append CMDLINE   kernel command line words (run, image: the whole line; others: added)
   --kernel FILE      direct mode: boot this ELF32 instead of building the kernel
   --image FILE       image modes: boot this GRUB image instead of building one
@@ -370,8 +375,8 @@ where
 {
     let mut args = args.into_iter().map(Into::into).peekable();
     let command = match args.peek().map(String::as_str) {
-        None => Command::Summary,
-        Some(a) if a.starts_with('-') && a != "-h" && a != "--help" => Command::Summary,
+        None => Command::Bench,
+        Some(a) if a.starts_with('-') && a != "-h" && a != "--help" => Command::Bench,
         Some(_) => {
             let word = args.next().unwrap_or_default();
             match word.as_str() {
@@ -580,6 +585,9 @@ fn check_combination(cli: &mut Cli, seen: &[&'static str]) -> Result<(), CliErro
             if !seen.contains(&"--smp") {
                 cli.options.smp = host_cores();
             }
+            if !seen.contains(&"--mem") {
+                cli.options.mem_mib = BENCH_MEM_MIB;
+            }
             let smp = cli.options.smp;
             if let Some(cpus) = largest_cpus(&cli.options.bench).filter(|c| *c > smp) {
                 return Err(CliError::CpusAboveSmp { cpus, smp });
@@ -645,13 +653,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn default_is_summary() {
-        assert_eq!(
-            parse(Vec::<String>::new()).unwrap().command,
-            Command::Summary
-        );
+    fn default_is_the_benchmark() {
+        assert_eq!(parse(Vec::<String>::new()).unwrap().command, Command::Bench);
         let c = parse(["--smp", "4"]).unwrap();
-        assert_eq!((c.command, c.options.smp), (Command::Summary, 4));
+        assert_eq!((c.command, c.options.smp), (Command::Bench, 4));
+        let c = parse(["--host", "--quick"]).unwrap();
+        assert_eq!(c.command, Command::Bench);
     }
 
     #[test]
@@ -790,6 +797,13 @@ mod tests {
         // Without --smp, bench gets every host core.
         assert_eq!(parse(["bench"]).unwrap().options.smp, host_cores());
         assert_eq!(parse(["run"]).unwrap().options.smp, 2);
+        // ... and room for seed002's memcgs; an explicit --mem wins.
+        assert_eq!(parse(["bench"]).unwrap().options.mem_mib, BENCH_MEM_MIB);
+        assert_eq!(
+            parse(["bench", "--mem", "512"]).unwrap().options.mem_mib,
+            512
+        );
+        assert_eq!(parse(["summary"]).unwrap().options.mem_mib, 256);
     }
 
     #[test]

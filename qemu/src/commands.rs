@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Timeout of `kx bench` when none is given: the scenarios run for minutes under TCG.
-pub const BENCH_TIMEOUT: Duration = Duration::from_secs(600);
+pub const BENCH_TIMEOUT: Duration = Duration::from_secs(1800);
 
 /// Runs `launch` under `timeout`, echoing serial when `echo`.
 ///

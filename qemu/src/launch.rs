@@ -3,7 +3,7 @@
 //!
 //! Every mode shares: `-machine q35 -cpu max -m M -smp N -display none -serial stdio
 //! -monitor none -nic none -no-reboot -device isa-debug-exit,iobase=0xf4,iosize=0x04`
-//! (TCG only: KVM does not work on these machines, DESIGN.md section 4; `-no-reboot` turns a
+//! (TCG only: the development and CI machines have no KVM; `-no-reboot` turns a
 //! triple fault into an exit instead of a boot loop). Then per mode:
 //!
 //! * direct: `-kernel kernel32.elf -append "<cmdline>"`;
@@ -26,7 +26,7 @@ use crate::mode::{Firmware, Mode};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-/// The exit device QEMU's status comes from (DESIGN.md section 4).
+/// The exit device QEMU's status comes from (`isa-debug-exit`: status = value * 2 + 1).
 pub const EXIT_DEVICE: &str = "isa-debug-exit,iobase=0xf4,iosize=0x04";
 
 /// What the machine boots.

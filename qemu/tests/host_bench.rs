@@ -10,7 +10,7 @@ mod common;
 mod results_dir;
 
 use common::{kx, temp_dir};
-use results_dir::{Expect, check};
+use results_dir::{Expect, check, check_seed_scenarios};
 
 #[test]
 fn host_quick_benchmark_writes_a_complete_results_directory() {
@@ -66,6 +66,7 @@ fn host_quick_benchmark_writes_a_complete_results_directory() {
         .map(|s| s["name"].as_str().unwrap())
         .collect();
     assert_eq!(names[0], "limit");
+    check_seed_scenarios(&r, &["linux"]);
     let linux_ran = r["runs"]
         .as_array()
         .unwrap()

@@ -188,3 +188,78 @@ pub fn check(dir: &Path, expect: &Expect) -> serde_json::Value {
     );
     r
 }
+
+/// The acquisitions of lock class `class` in `run` (0 when it is not listed).
+fn acquisitions(run: &serde_json::Value, class: &str) -> u64 {
+    run["locks"][class]["acquisitions"].as_u64().unwrap_or(0)
+}
+
+/// Checks that every catalog scenario ran (none skipped) and that each seed scenario's runs
+/// did what the scenario says, as the fault core's counters and the lock statistics show:
+/// the faults and frees behind seed001 and seed003, the EAGAIN requests and FIFO rotations of
+/// seed002, the refaults of seed000, and for seed004 which lru_lock each variant took (A:
+/// the node's shared one, B: each memcg's own). `skip` names the variants that are not the
+/// fault core's (the host's `linux` reference).
+pub fn check_seed_scenarios(r: &serde_json::Value, skip: &[&str]) {
+    let planned: BTreeSet<&str> = r["plan"]["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    for s in abi::catalog::SCENARIOS {
+        assert!(
+            planned.contains(s.name),
+            "{} not planned: {planned:?}",
+            s.name
+        );
+    }
+    assert!(
+        r["plan"]["skipped"].as_array().unwrap().is_empty(),
+        "{}",
+        r["plan"]["skipped"]
+    );
+    for run in r["runs"].as_array().unwrap() {
+        let variant = run["variant"].as_str().unwrap();
+        if skip.contains(&variant) {
+            continue;
+        }
+        let ops = run["ops"].as_i64().unwrap();
+        let c = |k: &str| run["counters"][k].as_i64().unwrap_or(0);
+        match run["scenario"].as_str().unwrap() {
+            "seed001-faultfree" => {
+                assert!(c("faults") + c("cache_misses") >= ops, "{run}");
+                assert!(c("released") > 0, "{run}");
+                assert!(acquisitions(run, "lruvec->lru_lock") > 0, "{run}");
+                assert_eq!(acquisitions(run, "pgdat->lru_lock"), 0, "{run}");
+            }
+            "seed003-pft" => {
+                assert_eq!(c("faults"), ops, "{run}");
+                assert!(c("unmapped") > 0 && acquisitions(run, "ptl") > 0, "{run}");
+            }
+            "seed002-reclaim" => {
+                assert_eq!(c("reclaim_eagain"), ops, "{run}");
+                assert!(acquisitions(run, "memcg_lru.lock") > 0, "{run}");
+            }
+            "seed000-refault" => {
+                assert_eq!(c("file_reads"), ops, "{run}");
+                assert_eq!(c("verified"), ops, "{run}");
+                assert!(c("refaults") > 0, "{run}");
+            }
+            "seed004-readtwice" => {
+                assert_eq!(c("file_reads"), ops, "{run}");
+                assert!(c("evicted") > 0, "{run}");
+                let (node, own) = (
+                    acquisitions(run, "pgdat->lru_lock"),
+                    acquisitions(run, "lruvec->lru_lock"),
+                );
+                match variant {
+                    "A" => assert!(node > 0 && own == 0, "{run}"),
+                    "B" => assert!(own > 0 && node == 0, "{run}"),
+                    v => panic!("seed004: unknown variant {v}"),
+                }
+            }
+            _ => {}
+        }
+    }
+}

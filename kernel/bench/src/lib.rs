@@ -16,7 +16,9 @@
 //! - [`engine`]: the benchmark engine (platform and scenario traits, plan, interleaved
 //!   rounds, measurement, invariant checks, records), run by the kernel on its CPUs and by
 //!   `kx bench --host` on pinned host threads;
-//! - [`scenarios`]: the scenarios and the one table they are registered in.
+//! - [`scenarios`]: the scenarios and the one table they are registered in;
+//! - [`vm`]: what the seeds' scenarios need from a platform's fault core ([`vm::VmHost`]),
+//!   and its host-thread implementation ([`vm::soft::SoftHost`]).
 //!
 //! Data flows `kernel -> bench -> mm -> memcg -> lru -> ksync`; `abi` is the leaf everything
 //! may use.
@@ -36,6 +38,7 @@ pub mod scenarios;
 pub mod stats;
 pub mod summary;
 pub mod table;
+pub mod vm;
 
 pub use progress::Progress;
 pub use record::{

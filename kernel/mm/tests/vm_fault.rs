@@ -221,7 +221,7 @@ fn the_second_read_activates() {
         for i in 0..256 {
             w.vm.filemap_read(&obj, &m, 0, 0, i, pass == 1).unwrap();
         }
-        w.vm.lru_add_drain_all();
+        w.vm.lru_add_drain_all(0);
         let lv = m.lruvec(0).unwrap();
         let active = lv.lru_size(lru::LruList::ActiveFile);
         if pass == 0 {

@@ -3,8 +3,9 @@
 //! The kernel side is small: a [`platform::KernelPlatform`] (the chosen CPUs through
 //! `on_cpus` behind a spin barrier, the TSC, serial and framebuffer, the `machine` record
 //! from CPUID and the boot information), the `limit` floor that needs real page faults
-//! ([`limit::TrapFloor`]), and the table of scenarios ([`bench::scenarios::registry`], the same
-//! one the host runs). The command line's `run=bench` keys become a request; a CPU count
+//! ([`limit::TrapFloor`]), the fault core the seeds' scenarios run on
+//! ([`vmhost::KernelVmHost`]: real page faults in the address-space slot), and the table of
+//! scenarios ([`bench::scenarios::registry`], the same one the host runs). The command line's `run=bench` keys become a request; a CPU count
 //! above the online CPUs is a bad command line. Scenarios that are not built yet are
 //! reported and skipped by the engine. The exit is success when the benchmark completed
 //! with every invariant holding, the test-failure code otherwise (a violated invariant, or a
@@ -12,6 +13,7 @@
 
 pub mod limit;
 pub mod platform;
+pub mod vmhost;
 
 use crate::boot_info::BootInfo;
 use crate::percpu;
@@ -31,7 +33,8 @@ pub fn run(cfg: &BenchConfig<'_>, bi: &BootInfo) -> ExitCode {
         }
     };
     let platform = platform::KernelPlatform::new(bi, online);
-    let registry = bench::scenarios::registry(Box::new(limit::TrapFloor));
+    let host = vmhost::KernelVmHost;
+    let registry = bench::scenarios::registry(Box::new(limit::TrapFloor), &host);
     let report = engine::run(&platform, &registry, &request);
     if report.passed() {
         ExitCode::Success

@@ -1,7 +1,7 @@
 //! The kernel heap: `linked_list_allocator` over one physically contiguous block.
 //!
 //! The block is taken from the early frame allocator and reached through the direct map;
-//! its size is a quarter of usable RAM, capped at 128 MiB and at least 4 MiB (halved until
+//! its size is a quarter of usable RAM, capped at 1 GiB and at least 4 MiB (halved until
 //! a contiguous range that large exists).
 
 use linked_list_allocator::LockedHeap;
@@ -10,7 +10,7 @@ use linked_list_allocator::LockedHeap;
 static HEAP: LockedHeap = LockedHeap::empty();
 
 /// Largest heap.
-const MAX_HEAP: u64 = 128 << 20;
+const MAX_HEAP: u64 = 1 << 30;
 /// Smallest heap worth booting with.
 const MIN_HEAP: u64 = 4 << 20;
 

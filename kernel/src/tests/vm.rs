@@ -438,7 +438,7 @@ fn readtwice_activates() -> TestResult {
             vm.filemap_read(&obj, &m, cpu, 0, i, pass == 1)
                 .map_err(|e| format!("read {i}: {e:?}"))?;
         }
-        vm.lru_add_drain_all();
+        vm.lru_add_drain_all(cpu);
         let lv = m.lruvec(0).map_err(|e| format!("lruvec: {e:?}"))?;
         let active = lv.lru_size(lru::LruList::ActiveFile);
         let want = if pass == 0 { 0 } else { 256 };

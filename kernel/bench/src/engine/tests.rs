@@ -28,6 +28,8 @@ struct Threads {
     epoch: Instant,
     out: Mutex<Vec<(Output, String)>>,
     quiescent: AtomicU64,
+    /// The fault core the seeds' scenarios run on, told of every quiescent point.
+    soft: Option<&'static crate::vm::soft::SoftHost>,
 }
 
 impl Threads {
@@ -37,6 +39,7 @@ impl Threads {
             epoch: Instant::now(),
             out: Mutex::new(Vec::new()),
             quiescent: AtomicU64::new(0),
+            soft: None,
         }
     }
 
@@ -97,8 +100,11 @@ impl BenchPlatform for Threads {
         self.epoch.elapsed().as_nanos() as u64
     }
 
-    fn quiescent(&self, _cpu: u32) {
+    fn quiescent(&self, cpu: u32) {
         self.quiescent.fetch_add(1, Ordering::Relaxed);
+        if let Some(s) = self.soft {
+            s.quiescent(cpu as usize);
+        }
     }
 
     fn output(&self, kind: Output, text: &dyn fmt::Display) {
@@ -303,7 +309,7 @@ fn run_order(p: &Threads) -> Vec<(String, String, u64, u64)> {
 fn limit_first_then_every_point_interleaved_after_a_warmup() {
     let _g = serial();
     let p = Threads::new(2);
-    let mut reg = crate::scenarios::registry(Box::new(SoftFloor));
+    let mut reg = crate::scenarios::floor_only(Box::new(SoftFloor));
     reg.add(Counter::new("seed003-pft"));
     let report = run(&p, &reg, &request(&["seed003-pft"], &[1, 2], 2, COUNTED));
     assert!(report.passed(), "{:?}", report.end);
@@ -402,7 +408,7 @@ fn limit_first_then_every_point_interleaved_after_a_warmup() {
 fn every_line_parses_as_a_record() {
     let _g = serial();
     let p = Threads::new(2);
-    let mut reg = crate::scenarios::registry(Box::new(SoftFloor));
+    let mut reg = crate::scenarios::floor_only(Box::new(SoftFloor));
     reg.add(Counter::new("seed003-pft"));
     let report = run(&p, &reg, &request(&["seed003-pft"], &[2], 2, COUNTED));
     assert!(report.passed());
@@ -415,7 +421,7 @@ fn every_line_parses_as_a_record() {
 fn not_built_is_skipped_and_said() {
     let _g = serial();
     let p = Threads::new(1);
-    let reg = crate::scenarios::registry(Box::new(SoftFloor));
+    let reg = crate::scenarios::floor_only(Box::new(SoftFloor));
     let report = run(
         &p,
         &reg,
@@ -453,7 +459,7 @@ fn not_built_is_skipped_and_said() {
 fn a_scenario_off_the_fault_path_runs_without_the_floor() {
     let _g = serial();
     let p = Threads::new(2);
-    let mut reg = crate::scenarios::registry(Box::new(SoftFloor));
+    let mut reg = crate::scenarios::floor_only(Box::new(SoftFloor));
     reg.add(Counter::new("seed002-reclaim"));
     let mut req = request(&["seed002-reclaim"], &[2], 1, COUNTED);
     req.scenarios[0].1 = vec!["10".into()];
@@ -473,7 +479,7 @@ fn a_scenario_off_the_fault_path_runs_without_the_floor() {
 fn extra_variants_join_the_interleaving_for_their_configs_only() {
     let _g = serial();
     let p = Threads::new(1);
-    let mut reg = crate::scenarios::registry(Box::new(SoftFloor));
+    let mut reg = crate::scenarios::floor_only(Box::new(SoftFloor));
     reg.add(Counter::new("seed001-faultfree"));
     let mut linux = Counter::new("seed001-faultfree");
     linux.variants = Some(vec!["linux"]);
@@ -523,7 +529,7 @@ fn extra_variants_join_the_interleaving_for_their_configs_only() {
 fn an_invariant_violation_ends_the_benchmark() {
     let _g = serial();
     let p = Threads::new(2);
-    let mut reg = crate::scenarios::registry(Box::new(SoftFloor));
+    let mut reg = crate::scenarios::floor_only(Box::new(SoftFloor));
     let mut c = Counter::new("seed003-pft");
     c.faults.check = Some(2);
     let (c, handle) = shared(c);
@@ -601,7 +607,7 @@ fn a_failing_setup_tears_down_what_was_built() {
 fn a_timed_run_lasts_its_duration() {
     let _g = serial();
     let p = Threads::new(2);
-    let reg = crate::scenarios::registry(Box::new(SoftFloor));
+    let reg = crate::scenarios::floor_only(Box::new(SoftFloor));
     let ns = 3_000_000;
     let report = run(
         &p,
@@ -622,7 +628,7 @@ fn a_timed_run_lasts_its_duration() {
 fn platform_failure_is_reported_not_panicked() {
     let _g = serial();
     let p = Threads::new(1);
-    let reg = crate::scenarios::registry(Box::new(SoftFloor));
+    let reg = crate::scenarios::floor_only(Box::new(SoftFloor));
     let report = run(&p, &reg, &request(&["limit"], &[2], 1, COUNTED));
     assert_eq!(
         report.end.failures,
@@ -660,4 +666,89 @@ fn the_request_follows_the_command_line() {
         .bench;
     let r = Request::from_config(&quick, 16).unwrap();
     assert_eq!(r.cpus, [1, 2]);
+}
+
+/// Every seed scenario, every config and variant, at 1 and 2 CPUs, on the host's fault
+/// core: each run does its operations and passes its invariant check, every comparison the
+/// catalog defines is made, and everything is torn down (the context's census at teardown).
+#[test]
+fn every_seed_scenario_runs_on_the_soft_fault_core() {
+    let _g = serial();
+    let soft: &'static crate::vm::soft::SoftHost =
+        Box::leak(Box::new(crate::vm::soft::SoftHost::new(2, 256).unwrap()));
+    let free0 = soft.free_frames();
+    let mut p = Threads::new(2);
+    p.soft = Some(soft);
+    let reg = crate::scenarios::registry(Box::new(SoftFloor), soft);
+    let names = [
+        "seed001-faultfree",
+        "seed004-readtwice",
+        "seed002-reclaim",
+        "seed000-refault",
+        "seed003-pft",
+    ];
+    let mut req = request(&names, &[1, 2], 1, RunLength::Timed { ns: 20_000_000 });
+    // seed002 at 10 and 150 memcgs (the catalog's counts are for the real run).
+    req.scenarios[2].1 = vec!["10".into(), "150".into()];
+    let report = run(&p, &reg, &req);
+    assert!(report.passed(), "{:?}", report.end);
+    for name in names {
+        let s = crate::catalog::scenario(name).unwrap();
+        let configs: Vec<String> = if name == "seed002-reclaim" {
+            vec!["10".into(), "150".into()]
+        } else {
+            s.configs.iter().map(|c| String::from(*c)).collect()
+        };
+        for config in &configs {
+            for v in s.variants {
+                for cpus in [1, 2] {
+                    let runs: Vec<_> = report
+                        .runs
+                        .iter()
+                        .filter(|r| {
+                            r.scenario == name
+                                && &r.config == config
+                                && r.variant == v.name
+                                && r.cpus == cpus
+                        })
+                        .collect();
+                    assert_eq!(runs.len(), 2, "{name} {config} {} {cpus}", v.name);
+                    assert!(
+                        runs.iter().all(|r| r.per_cpu.len() == cpus as usize
+                            && r.per_cpu.iter().all(|c| c.ops > 0)),
+                        "{runs:?}"
+                    );
+                }
+            }
+            for c in s.comparisons {
+                assert!(
+                    report.comparisons.iter().any(|x| x.scenario == name
+                        && &x.config == config
+                        && x.a == c.a
+                        && x.b == c.b),
+                    "{name} {config}: no {}/{}",
+                    c.b,
+                    c.a
+                );
+            }
+        }
+    }
+    // What the scenarios did, in the records' counters.
+    let counter = |scenario: &str, name: &str| -> i64 {
+        report
+            .runs
+            .iter()
+            .filter(|r| r.scenario == scenario)
+            .map(|r| r.counters.get(name).copied().unwrap_or(0))
+            .sum()
+    };
+    assert!(counter("seed001-faultfree", "faults") > 0);
+    assert!(
+        counter("seed004-readtwice", "evicted") > 0,
+        "readtwice reclaims"
+    );
+    assert!(counter("seed000-refault", "refaults") > 0, "refaults");
+    assert!(counter("seed002-reclaim", "reclaim_eagain") > 0);
+    assert!(counter("seed003-pft", "faults") > 0);
+    assert_eq!(soft.free_frames(), free0, "every frame came back");
 }

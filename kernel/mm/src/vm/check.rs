@@ -78,7 +78,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         objects: &[&Object],
     ) -> Result<VmCensus, VmCheckError> {
         let cpu = self.cpu(cpu);
-        self.lru_add_drain_all();
+        self.lru_add_drain_all(cpu);
         self.tree.stocks().drain_all(|_| true);
         let mut census = VmCensus::default();
         let alloc = self

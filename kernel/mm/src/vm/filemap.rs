@@ -100,8 +100,11 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
     /// holds. Returns the pages removed.
     pub fn truncate(&self, obj: &Object, cpu: usize) -> usize {
         let cpu = self.cpu(cpu);
-        // Pages still queued in batches must be on their LRU before we take them off.
-        self.lru_add_drain_all();
+        // The pages this CPU just added may still sit in its own lru_add batch:
+        // lru_add_drain() first, as the unmap path does. A page in another CPU's batch
+        // holds that batch's reference, so it is released (and taken off its LRU) by the
+        // drain that moves it, never here.
+        let _ = self.batches.drain_cpu(cpu, &self.tree);
         let removed = obj.cache().truncate(0);
         let mut last = Vec::new();
         for &(index, folio) in &removed {

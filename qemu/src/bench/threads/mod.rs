@@ -22,9 +22,13 @@ use crate::cli::Options;
 use crate::{RunError, RunnerExit};
 use bench::engine::{self, Request};
 use bench::scenarios::soft_floor::SoftFloor;
+use bench::vm::soft::SoftHost;
 use linux_ref::LinuxRef;
 use std::path::PathBuf;
 use std::time::SystemTime;
+
+/// Host memory handed to the fault core's page allocator (touched only as it is used).
+const ARENA_MIB: u64 = 1024;
 
 /// Whether the Linux reference's worker can be started from `exe` on `core`: `Err(why)`
 /// when not (then the reference is reported as not run, and the rest runs).
@@ -106,8 +110,15 @@ pub fn bench(o: &Options) -> Result<RunnerExit, RunError> {
         notes.push(format!("linux reference: not run: {why}"));
     }
     let machine = machine::machine(allowed.len() as u32, &cmdline);
-    let platform = platform::HostPlatform::new(cores.clone(), machine, notes, o.quiet);
-    let mut registry = bench::scenarios::registry(Box::new(SoftFloor));
+    let soft: &'static SoftHost = Box::leak(Box::new(
+        SoftHost::new(cores.len(), ARENA_MIB).map_err(|why| RunError::BadInput {
+            path: PathBuf::from("--host"),
+            why: format!("cannot build the host fault core: {why}"),
+        })?,
+    ));
+    let platform =
+        platform::HostPlatform::new(cores.clone(), machine, notes, o.quiet).with_soft_host(soft);
+    let mut registry = bench::scenarios::registry(Box::new(SoftFloor), soft);
     if worker.is_ok() {
         registry.add(LinuxRef::seed001(exe.clone(), cores.clone()));
         registry.add(LinuxRef::seed003(exe, cores));

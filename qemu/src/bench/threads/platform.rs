@@ -8,12 +8,15 @@
 //! the barrier). The clock is `CLOCK_MONOTONIC`, one clock for every thread and for the
 //! Linux reference's worker processes. Records and progress lines are kept in a log, from
 //! which the results directory is made exactly as from a kernel's serial log, and drive the
-//! same progress bar as `kx bench`; the table is printed from the results at the end.
+//! same progress bar as `kx bench`; the table is printed from the results at the end. Each
+//! thread's quiescent points go to the RCU of the fault core the seeds' scenarios run on
+//! ([`SoftHost`]).
 
 use super::sys;
 use crate::bench::run::ProgressView;
 use bench::Machine;
 use bench::engine::{BenchPlatform, Output, PlatformError};
+use bench::vm::soft::SoftHost;
 use std::fmt;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -25,11 +28,9 @@ pub struct HostPlatform {
     notes: Vec<String>,
     log: Mutex<String>,
     view: Mutex<ProgressView>,
+    /// The fault core the seeds' scenarios run on: told of each thread's quiescent points.
+    soft: Option<&'static SoftHost>,
 }
-
-/// Quiescent point between batches; see the kernel's `rcu_quiescent`. Empty until the
-/// platform-neutral code has RCU; then host threads report their quiescent state here.
-fn rcu_quiescent() {}
 
 impl HostPlatform {
     /// The platform over `cores` (engine CPU `i` on `cores[i]`).
@@ -41,7 +42,15 @@ impl HostPlatform {
             notes,
             log: Mutex::new(String::new()),
             view: Mutex::new(ProgressView::new(quiet)),
+            soft: None,
         }
+    }
+
+    /// Reports every thread's quiescent points to `soft`'s RCU.
+    #[must_use]
+    pub fn with_soft_host(mut self, soft: &'static SoftHost) -> Self {
+        self.soft = Some(soft);
+        self
     }
 
     /// Every record and progress line printed so far, one per line.
@@ -101,8 +110,10 @@ impl BenchPlatform for HostPlatform {
         sys::monotonic_ns()
     }
 
-    fn quiescent(&self, _cpu: u32) {
-        rcu_quiescent();
+    fn quiescent(&self, cpu: u32) {
+        if let Some(s) = self.soft {
+            s.quiescent(cpu as usize);
+        }
     }
 
     fn output(&self, kind: Output, text: &dyn fmt::Display) {

@@ -1,0 +1,186 @@
+//! `seed001-faultfree`: every CPU faults pages in and frees them, all charged to ONE memcg
+//! (seed 001: "threads faulting in and freeing memory in a single memcg").
+//!
+//! Each CPU has an address space of its own (a process of the seed's benchmark), all of
+//! them charging the same memcg, so the only shared state is what the seed is about: the
+//! memcg's `mem_cgroup_per_node` and its lruvec (lru_lock, the LRU heads, `lru_zone_size`,
+//! the per-CPU stat pointers), the page counter and the node. One batch, on one CPU:
+//!
+//! - `anon`: store to [`BATCH`] fresh pages of an anonymous region (a page fault each:
+//!   allocate, zero, charge, lru_add batch, stats, PTE), then `zap_page_range` them
+//!   (mmu_gather, `invlpg`, off the LRU, uncharge, stats, free);
+//! - `shmem`: store to every page of a [`BATCH`]-page shmem-like object mapped in the
+//!   region (a page-cache miss each: allocate, zero, charge, insert, LRU, map), then truncate
+//!   it (unmap through the reverse map, off the page cache and the LRU, uncharge, free).
+//!
+//! One operation is one page faulted and freed. The variants differ in nothing but the
+//! `mem_cgroup_per_node` layout (Linux's, or patch 1's pairing of the read-mostly line with
+//! the cold group), where it starts in its 128-byte pair (+0 or +64, which decides what the
+//! read-mostly line is prefetched with), and how the fault path updates the per-node stats
+//! (through the lruvec, or patch 2's memcg + node): six contexts built side by side.
+//!
+//! The invariant after every run: nothing is mapped, on an LRU or charged (every batch
+//! frees what it faulted), plus the checker's.
+
+use crate::engine::{BatchCtx, BenchScenario, Instance, ScenarioError, Setup};
+use crate::vm::{Ctx, Pn, PnBase, PnPaired, VmHost};
+use alloc::boxed::Box;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, Ordering};
+use ksync::CachePadded;
+use memcg::PnPlacement;
+use mm::vm::context::{StatPath, VmConfig};
+use mm::vm::object::ObjectKind;
+use mm::vm::vma::VmAreaA;
+
+/// Pages faulted and freed per batch.
+pub const BATCH: u64 = 32;
+/// Pages in each CPU's anonymous region (one PTE table); batches walk it round robin.
+const WINDOW: u64 = 512;
+
+/// The scenario on platform `H`.
+pub struct Seed001<'h, H: VmHost> {
+    host: &'h H,
+}
+
+impl<'h, H: VmHost> Seed001<'h, H> {
+    /// The scenario over `host`'s fault core.
+    #[must_use]
+    pub fn new(host: &'h H) -> Self {
+        Seed001 { host }
+    }
+}
+
+/// One variant set up for some CPUs.
+struct FaultFree<'h, H: VmHost, P: Pn> {
+    ctx: Ctx<'h, H, P, VmAreaA>,
+    shmem: bool,
+    /// Per CPU: the next page of its window (anon).
+    next: Vec<CachePadded<AtomicU64>>,
+}
+
+fn config_of(variant: &str) -> Option<(bool, PnPlacement, StatPath)> {
+    let (layout, at) = variant.split_once('@')?;
+    let placement = match at {
+        "+0" => PnPlacement::PairStart,
+        "+64" => PnPlacement::PairMiddle,
+        _ => return None,
+    };
+    let (paired, path) = match layout {
+        "base" => (false, StatPath::ThroughLruvec),
+        "patch1" => (true, StatPath::ThroughLruvec),
+        "patch1+2" => (true, StatPath::Direct),
+        _ => return None,
+    };
+    Some((paired, placement, path))
+}
+
+impl<'h, H: VmHost, P: Pn> FaultFree<'h, H, P> {
+    fn build(
+        host: &'h H,
+        setup: &Setup<'_>,
+        placement: PnPlacement,
+        path: StatPath,
+    ) -> Result<Self, String> {
+        let shmem = match setup.config {
+            "anon" => false,
+            "shmem" => true,
+            c => return Err(format!("no config `{c}`")),
+        };
+        let mut cfg = VmConfig::new(host.nr_cpus());
+        cfg.placement = placement;
+        cfg.stat_path = path;
+        cfg.max_memcgs = 64;
+        let mut ctx = Ctx::new(host, cfg)?;
+        let m = ctx.add_memcg(None, None)?;
+        for cpu in 0..setup.cpus as usize {
+            let s = ctx.add_space(WINDOW * 4096)?;
+            let base = ctx.space(s).base();
+            let node = host.node_of(cpu);
+            if shmem {
+                let o = ctx.add_object(ObjectKind::Shmem, BATCH as usize);
+                ctx.map(s, base, BATCH, Some(o), m, node)?;
+            } else {
+                ctx.map(s, base, WINDOW, None, m, node)?;
+            }
+        }
+        let next = (0..setup.cpus)
+            .map(|_| CachePadded(AtomicU64::new(0)))
+            .collect();
+        Ok(FaultFree { ctx, shmem, next })
+    }
+}
+
+impl<H: VmHost, P: Pn> Instance for FaultFree<'_, H, P> {
+    fn run_batch(&self, ctx: &BatchCtx) -> Result<u64, ScenarioError> {
+        let (cpu, i) = (ctx.cpu as usize, ctx.index as usize);
+        let space = self.ctx.space(i);
+        space.use_mm(cpu);
+        let base = space.base();
+        let vm = self.ctx.vm();
+        let n = BATCH.min(ctx.max_ops);
+        if self.shmem {
+            for p in 0..n {
+                space
+                    .write(cpu, base + p * 4096, p)
+                    .map_err(|e| format!("shmem fault: {e:?}"))?;
+            }
+            vm.truncate(self.ctx.object(i), cpu);
+            return Ok(n);
+        }
+        let first = self.next[i].0.load(Ordering::Relaxed);
+        let start = base + first * 4096;
+        for p in 0..n {
+            space
+                .write(cpu, start + p * 4096, p)
+                .map_err(|e| format!("anonymous fault: {e:?}"))?;
+        }
+        vm.zap_page_range(space.mm(), cpu, start, start + n * 4096);
+        self.next[i]
+            .0
+            .store((first + n) % (WINDOW - BATCH + 1), Ordering::Relaxed);
+        Ok(n)
+    }
+
+    fn counters(&self) -> Vec<(String, i64)> {
+        self.ctx.counters()
+    }
+
+    fn check(&self) -> Result<(), String> {
+        let c = self.ctx.check()?;
+        if c.mapped_ptes != 0 || c.lru_folios != 0 || c.charged != 0 {
+            return Err(format!("pages left after the batches: {c:?}"));
+        }
+        Ok(())
+    }
+
+    fn teardown(mut self: Box<Self>) -> Result<(), ScenarioError> {
+        self.ctx.shutdown().map_err(ScenarioError::from)
+    }
+}
+
+impl<H: VmHost> BenchScenario for Seed001<'_, H> {
+    fn name(&self) -> &'static str {
+        "seed001-faultfree"
+    }
+
+    fn instantiate<'a>(
+        &'a self,
+        setup: &Setup<'_>,
+    ) -> Result<Box<dyn Instance + 'a>, ScenarioError> {
+        let (paired, placement, path) = config_of(setup.variant)
+            .ok_or_else(|| ScenarioError::new(format!("no variant `{}`", setup.variant)))?;
+        let inst: Box<dyn Instance + 'a> = if paired {
+            Box::new(FaultFree::<H, PnPaired>::build(
+                self.host, setup, placement, path,
+            )?)
+        } else {
+            Box::new(FaultFree::<H, PnBase>::build(
+                self.host, setup, placement, path,
+            )?)
+        };
+        Ok(inst)
+    }
+}

@@ -1,0 +1,317 @@
+//! What the seeds' scenarios need from a platform beyond CPUs and a clock: the fault core
+//! (`mm::vm`) over the platform's memory, and address spaces whose loads and stores fault.
+//!
+//! The kernel provides contexts over its page allocator and RCU, and address spaces in its
+//! address-space slot, where a store is a real store that traps into `handle_mm_fault`
+//! ([`VmHost`] in `kernel/src/bench/vmhost.rs`). The host runner provides contexts over an
+//! arena of host memory handed to the same buddy allocator, with the software MMU, where a
+//! store is [`mm::vm::context::Vm::touch`] and a write through the software PTE (a function
+//! call, not a trap). The scenarios are written once against [`VmHost`] and [`Space`].
+//!
+//! [`Ctx`] is what every scenario instance holds: one context, its memcgs, its objects and
+//! its address spaces, torn down in the one order that is safe (address spaces first, then
+//! the objects' page caches, the memcgs, pending RCU callbacks, and the context last), and
+//! checked by the fault core's invariant checker after every run.
+
+pub mod soft;
+
+use alloc::boxed::Box;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use ksync::Ticket;
+use memcg::{MemCgroupPerNode, MemcgRef, MemcgTree};
+use mm::vm::check::VmCensus;
+use mm::vm::context::{Vm, VmConfig};
+use mm::vm::counters::VmEvent;
+use mm::vm::fault::FaultError;
+use mm::vm::mm_struct::MmStruct;
+use mm::vm::mmap::MapRequest;
+use mm::vm::object::{Object, ObjectKind};
+use mm::vm::pgtable::Mmu;
+use mm::vm::vma::VmArea;
+
+/// `mem_cgroup_per_node` layouts the scenarios instantiate (all on the ticket lock).
+pub trait Pn: MemCgroupPerNode<Family = Ticket> + 'static {}
+impl<T: MemCgroupPerNode<Family = Ticket> + 'static> Pn for T {}
+
+/// Seed 001's "before": the per-node info as Linux had it, grouped MGLRU folio.
+pub type PnBase = memcg::MemCgroupPerNodeBase<Ticket, lru::LruGenFolioGrouped>;
+/// Seed 001's patch 1: the read-mostly line paired with the cold group.
+pub type PnPaired = memcg::MemCgroupPerNodePaired<Ticket, lru::LruGenFolioGrouped>;
+/// Seed 000's "before": `lru_gen_folio` with its atomics among the hot fields.
+pub type PnGenBase = memcg::MemCgroupPerNodePaired<Ticket, lru::LruGenFolioBase>;
+
+/// An address space of a [`VmHost`], live for accesses.
+pub trait Space<V: VmArea, M: Mmu>: Send + Sync {
+    /// The fault core's address space.
+    fn mm(&self) -> &MmStruct<V, M>;
+    /// First address of its range.
+    fn base(&self) -> u64;
+    /// CPU `cpu` (the running one) is about to access it (`kthread_use_mm`).
+    fn use_mm(&self, cpu: usize);
+    /// Stores `value` at `va` (8-aligned) on the running CPU `cpu`, faulting the page in.
+    fn write(&self, cpu: usize, va: u64, value: u64) -> Result<(), FaultError>;
+    /// Loads the word at `va` (8-aligned) on the running CPU `cpu`, faulting the page in.
+    fn read(&self, cpu: usize, va: u64) -> Result<u64, FaultError>;
+}
+
+/// The fault core on a platform.
+pub trait VmHost: Sync {
+    /// The platform's side of the page tables.
+    type Mmu: Mmu + 'static;
+
+    /// CPUs a context serves (every CPU the benchmark may use).
+    fn nr_cpus(&self) -> usize;
+
+    /// Bytes the heap has left, where the platform's heap is bounded and an allocation
+    /// failure would stop the machine (the kernel's); `None` where it grows on demand.
+    /// Setup checks it before each memcg, so a configuration too large for the machine
+    /// fails with a message instead of an allocation failure.
+    fn heap_free(&self) -> Option<usize> {
+        None
+    }
+
+    /// The NUMA node of CPU `cpu` (where its regions allocate first).
+    fn node_of(&self, cpu: usize) -> u32 {
+        let _ = cpu;
+        0
+    }
+
+    /// A context with `cfg` (its `nr_cpus` is set to [`Self::nr_cpus`]).
+    fn new_vm<P: Pn>(&self, cfg: VmConfig) -> Result<Box<Vm<P, Self::Mmu>>, String>;
+
+    /// An address space of at least `size` bytes in `vm`.
+    fn new_space<'v, P: Pn, V: VmArea + 'static>(
+        &self,
+        vm: &'v Vm<P, Self::Mmu>,
+        size: u64,
+    ) -> Result<Box<dyn Space<V, Self::Mmu> + 'v>, String>;
+
+    /// With every CPU idle: waits for a grace period and runs every queued RCU callback
+    /// (regions and region tables freed by unmaps, memcgs freed after offline). An error
+    /// (a CPU still inside a read-side section: a leaked guard) instead of a wait forever.
+    fn rcu_barrier(&self) -> Result<(), String>;
+}
+
+/// Heap a memcg may not eat into: what the rest of the setup, the runs and the output
+/// still allocate (see [`VmHost::heap_free`]).
+const HEAP_RESERVE: usize = 8 << 20;
+
+/// Extends a borrow of a heap object to `'static`.
+///
+/// # Safety
+///
+/// The caller keeps `r`'s referent alive, at the same address, for as long as the result
+/// is used (here: [`Ctx`] drops every borrower before the boxed context they borrow).
+unsafe fn extend<T: ?Sized>(r: &T) -> &'static T {
+    // SAFETY: per the contract.
+    unsafe { &*core::ptr::from_ref(r) }
+}
+
+/// One context with what a scenario instance built in it.
+///
+/// The borrowers (address spaces, memcg references) borrow the boxed context as `'static`;
+/// the fields are declared in the order they must go, and [`Ctx::shutdown`] (run by
+/// `teardown` and by `Drop`) releases them in that order before the context itself.
+pub struct Ctx<'h, H: VmHost, P: Pn, V: VmArea + 'static> {
+    host: &'h H,
+    spaces: Vec<Box<dyn Space<V, H::Mmu> + 'static>>,
+    memcgs: Vec<MemcgRef<'static, P>>,
+    /// Boxed: regions and page-cache folios point at their object, so it must not move
+    /// when the vector grows.
+    #[allow(clippy::vec_box)]
+    objects: Vec<Box<Object>>,
+    vm: Option<Box<Vm<P, H::Mmu>>>,
+}
+
+// SAFETY: every field is Sync: the spaces by their trait bound, memcg references and
+// objects are shared between CPUs by design, the context is Sync; `host` is Sync.
+unsafe impl<H: VmHost, P: Pn, V: VmArea + 'static> Sync for Ctx<'_, H, P, V> {}
+
+impl<'h, H: VmHost, P: Pn, V: VmArea + 'static> Ctx<'h, H, P, V> {
+    /// A context with `cfg` on `host`.
+    pub fn new(host: &'h H, cfg: VmConfig) -> Result<Self, String> {
+        let vm = host.new_vm::<P>(cfg)?;
+        Ok(Ctx {
+            host,
+            spaces: Vec::new(),
+            memcgs: Vec::new(),
+            objects: Vec::new(),
+            vm: Some(vm),
+        })
+    }
+
+    /// The context.
+    #[must_use]
+    pub fn vm(&self) -> &Vm<P, H::Mmu> {
+        self.vm.as_deref().expect("present until shutdown")
+    }
+
+    fn vm_static(&self) -> &'static Vm<P, H::Mmu> {
+        // SAFETY: the context is boxed (stable address) and dropped only by `shutdown`,
+        // after every borrower made from this reference is gone.
+        unsafe { extend(self.vm()) }
+    }
+
+    /// The hierarchy, for as long as the context lives.
+    #[must_use]
+    pub fn tree(&self) -> &'static MemcgTree<P> {
+        self.vm_static().tree()
+    }
+
+    /// A new memcg under `parent` (`None`: the root) with memory.max `max` pages (`None`:
+    /// no limit); returns its index.
+    pub fn add_memcg(&mut self, parent: Option<usize>, max: Option<u64>) -> Result<usize, String> {
+        if let Some(free) = self.host.heap_free()
+            && free < HEAP_RESERVE
+        {
+            return Err(format!(
+                "the heap is nearly exhausted after {} memcgs ({} KiB left): boot with more \
+                 memory (kx --mem) or ask for fewer memcgs",
+                self.memcgs.len(),
+                free / 1024
+            ));
+        }
+        let tree = self.tree();
+        let m = match parent {
+            None => tree.root().create_child(),
+            Some(i) => self.memcg(i).create_child(),
+        }
+        .map_err(|e| format!("memcg: {e:?}"))?;
+        if let Some(max) = max {
+            m.set_max(0, max)
+                .map_err(|e| format!("memory.max {max}: {e:?}"))?;
+        }
+        self.memcgs.push(m);
+        Ok(self.memcgs.len() - 1)
+    }
+
+    /// Memcg `i`.
+    #[must_use]
+    pub fn memcg(&self, i: usize) -> &MemcgRef<'static, P> {
+        &self.memcgs[i]
+    }
+
+    /// How many memcgs were added.
+    #[must_use]
+    pub fn nr_memcgs(&self) -> usize {
+        self.memcgs.len()
+    }
+
+    /// A new object of `pages` pages; returns its index.
+    pub fn add_object(&mut self, kind: ObjectKind, pages: usize) -> usize {
+        self.objects.push(Box::new(Object::new(kind, pages)));
+        self.objects.len() - 1
+    }
+
+    /// Object `i`.
+    #[must_use]
+    pub fn object(&self, i: usize) -> &Object {
+        &self.objects[i]
+    }
+
+    /// A new address space of at least `size` bytes; returns its index.
+    pub fn add_space(&mut self, size: u64) -> Result<usize, String> {
+        let s = self.host.new_space::<P, V>(self.vm_static(), size)?;
+        self.spaces.push(s);
+        Ok(self.spaces.len() - 1)
+    }
+
+    /// Address space `i`.
+    #[must_use]
+    pub fn space(&self, i: usize) -> &dyn Space<V, H::Mmu> {
+        &*self.spaces[i]
+    }
+
+    /// Maps `pages` pages at `start` of space `space`, charged to memcg `memcg`: anonymous,
+    /// or object `object` from its first page, allocating from `node` first.
+    pub fn map(
+        &self,
+        space: usize,
+        start: u64,
+        pages: u64,
+        object: Option<usize>,
+        memcg: usize,
+        node: u32,
+    ) -> Result<(), String> {
+        let obj: Option<&'static Object> = object.map(|i| {
+            // SAFETY: objects are boxed and outlive the address spaces (`shutdown` drops
+            // the spaces, which unmaps every region, before it truncates the objects).
+            unsafe { extend(&*self.objects[i]) }
+        });
+        let req = MapRequest {
+            start,
+            len: pages * 4096,
+            write: true,
+            object: obj.map(|o| (o, 0)),
+            node,
+        };
+        self.vm_static()
+            .mmap(self.spaces[space].mm(), &req, &self.memcgs[memcg])
+            .map(|_| ())
+            .map_err(|e| format!("mmap: {e:?}"))
+    }
+
+    /// The invariant checker over every address space and object, from CPU 0 with every
+    /// CPU idle.
+    pub fn check(&self) -> Result<VmCensus, String> {
+        let mms: Vec<&MmStruct<V, H::Mmu>> = self.spaces.iter().map(|s| s.mm()).collect();
+        let objs: Vec<&Object> = self.objects.iter().map(|o| &**o).collect();
+        self.vm()
+            .check(0, &mms, &objs)
+            .map_err(|e| format!("invariant: {e}"))
+    }
+
+    /// The fault core's event counts, by name, for the run records.
+    #[must_use]
+    pub fn counters(&self) -> Vec<(String, i64)> {
+        let c = self.vm().counters();
+        VmEvent::ALL
+            .iter()
+            .map(|&e| (String::from(e.name()), c.total(e) as i64))
+            .collect()
+    }
+
+    /// Releases everything in order; afterwards the context is gone. Returns the census
+    /// taken before the context was dropped (nothing charged, nothing on an LRU) or what
+    /// went wrong. Safe to call twice.
+    pub fn shutdown(&mut self) -> Result<(), String> {
+        let Some(vm) = self.vm.as_deref() else {
+            return Ok(());
+        };
+        // Address spaces: every region unmapped, page tables freed.
+        self.spaces.clear();
+        for o in &self.objects {
+            vm.truncate(o, 0);
+        }
+        self.host.rcu_barrier()?;
+        let offline: Vec<_> = self.memcgs.iter().map(|m| m.id()).collect();
+        self.memcgs.clear();
+        for id in offline.into_iter().rev() {
+            let _ = vm.tree().offline(id, 0);
+        }
+        self.host.rcu_barrier()?;
+        vm.tree().reap(0);
+        let objs: Vec<&Object> = self.objects.iter().map(|o| &**o).collect();
+        let result = vm
+            .check::<V>(0, &[], &objs)
+            .map_err(|e| format!("invariant at teardown: {e}"))
+            .and_then(|c| {
+                if c.lru_folios != 0 || c.charged != 0 || c.cached_folios != 0 {
+                    Err(format!("left behind at teardown: {c:?}"))
+                } else {
+                    Ok(())
+                }
+            });
+        self.objects.clear();
+        self.vm = None;
+        result
+    }
+}
+
+impl<H: VmHost, P: Pn, V: VmArea + 'static> Drop for Ctx<'_, H, P, V> {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}
