@@ -19,9 +19,9 @@ use std::time::Duration;
 pub const BENCH_MEM_MIB: u32 = 1024;
 
 /// seed002's memcg counts of a `kx bench` in QEMU without `--memcgs`: the kernel's default
-/// leaves out 10,000, whose tail-walk requests take minutes each at 2 vCPUs under TCG (the
-/// 10-minute budget of the default run); `--memcgs 10,1500,10000` adds it, and host runs and
-/// real machines run it by default.
+/// leaves out 10,000 (under TCG its setup takes about a minute per variant and CPU count and
+/// a tail-walk request 10-30 s: past the 10-minute budget of the default run);
+/// `--memcgs 10,1500,10000` adds it, and host runs and real machines run it by default.
 pub const TCG_MEMCGS: &str = "10,1500";
 
 /// Usage text.
