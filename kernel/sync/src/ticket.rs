@@ -115,12 +115,18 @@ impl<C: LockClass> TicketLock<C> {
     #[inline]
     pub fn acquire(&self) {
         let timed = crate::stat::enabled();
-        let start = if timed { crate::stat::cycles() } else { 0 };
         let old = self.word.fetch_add(NEXT_ONE, Ordering::Acquire);
         let ticket = next(old);
         let mut contended = false;
+        // The wait is timed from the moment the lock is found taken, as lock_stat's
+        // `lock_contended()` does: an uncontended acquisition reads no clock at all (a
+        // `rdtsc` per acquisition would cost more than the lock under an emulator).
+        let mut start = 0;
         if owner(old) != ticket {
             contended = true;
+            if timed {
+                start = crate::stat::cycles();
+            }
             let mut spins = 0u32;
             while owner(self.word.load(Ordering::Acquire)) != ticket {
                 spin_loop(&mut spins);
