@@ -95,15 +95,18 @@ pub fn extended_qs<R>(wait: impl FnOnce() -> R) -> R {
 }
 
 /// Reports a quiescent state for the running CPU and runs the callbacks whose grace
-/// period has completed; on the boot CPU, completes a grace period first when callbacks
-/// are waiting for one. Returns how many callbacks ran.
+/// period has completed; on the boot CPU, completes a grace period first when callbacks or
+/// a polled cookie (`start_poll_synchronize_rcu`) are waiting for one. Returns how many
+/// callbacks ran.
 pub fn quiescent() -> usize {
     let Some(rcu) = get() else { return 0 };
     let cpu = percpu::cpu_id();
     if rcu.quiescent_state(cpu).is_err() {
         return 0;
     }
-    if QUEUED.load(Ordering::Acquire) == 0 {
+    // Nothing waits for a grace period: neither a callback nor a polled cookie (the memcg
+    // reaper's, `start_poll_synchronize_rcu`).
+    if QUEUED.load(Ordering::Acquire) == 0 && !rcu.gp_needed() {
         return 0;
     }
     if cpu == 0 {

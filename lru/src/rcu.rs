@@ -54,6 +54,9 @@ type Callback = Box<dyn FnOnce() + Send>;
 pub struct Rcu<F: LockFamily> {
     gp_seq: CachePadded<AtomicU64>,
     completed: CachePadded<AtomicU64>,
+    /// The newest cookie handed out by `start_poll_synchronize_rcu` (a grace period someone
+    /// waits for without a callback).
+    requested: CachePadded<AtomicU64>,
     cpus: PerCpu<RcuCpu>,
     callbacks: lock_api::Mutex<Lock<F, RcuCallbackLock>, VecDeque<(u64, Callback)>>,
 }
@@ -101,6 +104,7 @@ impl<F: LockFamily> Rcu<F> {
         Rcu {
             gp_seq: CachePadded(AtomicU64::new(GP_START)),
             completed: CachePadded(AtomicU64::new(GP_START)),
+            requested: CachePadded(AtomicU64::new(0)),
             cpus: PerCpu::new(nr_cpus, |_| RcuCpu {
                 ctr: AtomicU64::new(OFFLINE),
                 nesting: AtomicU32::new(0),
@@ -177,6 +181,24 @@ impl<F: LockFamily> Rcu<F> {
         // An RMW reads the latest counter (see `call_rcu`): every grace period numbered
         // above it starts after the caller's unpublish.
         self.gp_seq.fetch_add(0, Ordering::AcqRel) + 1
+    }
+
+    /// `start_poll_synchronize_rcu()`: as [`Rcu::get_state_synchronize_rcu`], and makes sure
+    /// that grace period is started: whoever drives grace periods (the kernel's quiescent
+    /// point) sees [`Rcu::gp_needed`] until it has completed. Without it a cookie only
+    /// completes when something else (a callback, a `synchronize`) starts a grace period.
+    #[must_use]
+    pub fn start_poll_synchronize_rcu(&self) -> u64 {
+        let cookie = self.get_state_synchronize_rcu();
+        self.requested.fetch_max(cookie, Ordering::AcqRel);
+        cookie
+    }
+
+    /// Whether a grace period asked for with [`Rcu::start_poll_synchronize_rcu`] has not
+    /// completed yet.
+    #[must_use]
+    pub fn gp_needed(&self) -> bool {
+        self.requested.load(Ordering::Acquire) > self.completed()
     }
 
     /// `poll_state_synchronize_rcu()`: whether the grace period of `cookie` has completed,
@@ -286,6 +308,22 @@ mod tests {
     use super::*;
     use alloc::sync::Arc;
     use core::sync::atomic::{AtomicBool, AtomicUsize};
+
+    #[test]
+    fn a_started_poll_asks_for_a_grace_period_until_one_completes() {
+        let rcu: Rcu<ksync::Ticket> = Rcu::new(2);
+        rcu.online(0).unwrap();
+        rcu.online(1).unwrap();
+        let plain = rcu.get_state_synchronize_rcu();
+        assert!(!rcu.gp_needed(), "a plain cookie asks for nothing");
+        let cookie = rcu.start_poll_synchronize_rcu();
+        assert_eq!(cookie, plain);
+        assert!(rcu.gp_needed() && !rcu.poll_state_synchronize_rcu(cookie));
+        // CPU 1 leaves (an extended quiescent state), CPU 0 completes the grace period.
+        rcu.offline(1).unwrap();
+        rcu.synchronize(Some(0)).unwrap();
+        assert!(rcu.poll_state_synchronize_rcu(cookie) && !rcu.gp_needed());
+    }
 
     type R = Rcu<ksync::Ticket>;
 

@@ -25,7 +25,58 @@ pub static TESTS: &[Test] = &[
         name: "rcu_synchronize_inside_a_call",
         run: synchronize_inside_a_call,
     },
+    Test {
+        name: "rcu_polled_cookie_completes_without_callbacks",
+        run: polled_cookie_completes_without_callbacks,
+    },
 ];
+
+/// A cookie from `start_poll_synchronize_rcu` (the memcg reaper's way of waiting) completes
+/// at the CPUs' quiescent points alone, with no callback queued to drive a grace period: a
+/// plain `get_state_synchronize_rcu` cookie would wait for someone else's. Every CPU reports
+/// in a loop until the cookie completes; a bounded number of rounds, so a cookie that never
+/// completes fails the test instead of hanging it.
+fn polled_cookie_completes_without_callbacks() -> TestResult {
+    let r = rcu::get().ok_or("RCU is not running")?;
+    ensure!(
+        rcu::pending() == 0,
+        "callbacks already queued: {}",
+        rcu::pending()
+    );
+    let cookie = r.start_poll_synchronize_rcu();
+    ensure!(
+        r.gp_needed(),
+        "a started poll is not reported as needing a grace period"
+    );
+    let n = percpu::nr_cpu_ids();
+    let b = Barrier::new(NonZeroU32::new(n as u32).unwrap_or(NonZeroU32::MIN));
+    let done = AtomicBool::new(false);
+    on_each_cpu(&|_| {
+        b.wait();
+        for _ in 0..100_000 {
+            rcu::quiescent();
+            if r.poll_state_synchronize_rcu(cookie) {
+                done.store(true, Ordering::Release);
+            }
+            if done.load(Ordering::Acquire) {
+                break;
+            }
+            core::hint::spin_loop();
+        }
+        b.wait();
+    })
+    .map_err(|e| format!("on_each_cpu: {e}"))?;
+    ensure!(
+        r.poll_state_synchronize_rcu(cookie),
+        "cookie {cookie} never completed (completed {})",
+        r.completed()
+    );
+    ensure!(
+        !r.gp_needed(),
+        "still needing a grace period after it completed"
+    );
+    Ok(())
+}
 
 /// The boot CPU queues a callback and then asks for it at its quiescent point, which drives
 /// a grace period; each AP, one at a time, checks that the callback has not run, counts

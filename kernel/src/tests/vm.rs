@@ -649,6 +649,10 @@ fn soak(ops: u64) -> TestResult {
                         let id = c.id();
                         drop(c);
                         let _ = vm.tree().offline(id, cpu);
+                        // Free the zombies nothing pins any more, as Linux's css release
+                        // work does in the background (those still charged for cached
+                        // file pages stay, as Linux's zombie memcgs do).
+                        let _ = vm.tree().reap(cpu);
                     }
                 }
                 _ => {}

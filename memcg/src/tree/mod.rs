@@ -15,7 +15,7 @@
 //! charge (every charged folio holds a css reference, as in Linux), flushes its stats into
 //! the parent, takes it off the memcg FIFOs and out of the id table -> once a grace period
 //! of the tree's RCU domain has passed since then
-//! (`get_state_synchronize_rcu()`/`poll_state_synchronize_rcu()`), the next `reap` frees
+//! (`start_poll_synchronize_rcu()`/`poll_state_synchronize_rcu()`), the next `reap` frees
 //! it and drops its reference on the parent.
 
 mod handle;
@@ -553,7 +553,9 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
                     }
                 }
                 // Off the FIFOs and out of the id table: the grace period starts now.
-                let cookie = self.rcu.get_state_synchronize_rcu();
+                // start_poll: the grace period must happen even if nothing else in the
+                // system asks for one (no callbacks queued), or the memcg is never freed.
+                let cookie = self.rcu.start_poll_synchronize_rcu();
                 inner.dying.push((ptr, cookie));
             }
             let mut j = 0;
