@@ -456,3 +456,100 @@ fn a_fifo_refuses_another_fifos_node() {
     online(&b, e[0]).unwrap();
     assert_eq!((a.check(), b.check()), (Ok(1), Ok(1)));
 }
+
+/// The entries of `fifo[gen][bin]` as indexes into `es`, in walk order.
+fn order_of(
+    fifo: &Fifo,
+    r#gen: usize,
+    bin: usize,
+    es: &[&'static LruGenFolioGrouped],
+) -> Vec<usize> {
+    bin_order(fifo, r#gen, bin)
+        .iter()
+        .map(|a| es.iter().position(|e| addr(*e) == *a).unwrap())
+        .collect()
+}
+
+#[test]
+fn rotations_place_entries_where_the_walk_finds_them() {
+    for mode in [TailMode::Walk, TailMode::Cached] {
+        let fifo = fifo(mode, 21);
+        let e = entries(4);
+        for &x in &e {
+            online(&fifo, x).unwrap();
+            fifo.rotate_to_bin(x, MemcgLruOp::Tail, 2).unwrap();
+        }
+        assert_eq!(
+            order_of(&fifo, 0, 2, &e),
+            [0, 1, 2, 3],
+            "{mode:?}: tail appends"
+        );
+        for b in (0..MEMCG_NR_BINS).filter(|&b| b != 2) {
+            assert!(order_of(&fifo, 0, b, &e).is_empty(), "{mode:?}: bin {b}");
+        }
+        fifo.rotate_to_bin(e[2], MemcgLruOp::Head, 2).unwrap();
+        assert_eq!(order_of(&fifo, 0, 2, &e), [2, 0, 1, 3], "{mode:?}: head");
+        fifo.rotate_to_bin(e[0], MemcgLruOp::Tail, 2).unwrap();
+        assert_eq!(order_of(&fifo, 0, 2, &e), [2, 1, 3, 0], "{mode:?}: tail");
+        // A bin index wraps; the entry moves to that bin of the same generation.
+        fifo.rotate_to_bin(e[1], MemcgLruOp::Tail, 5 + MEMCG_NR_BINS)
+            .unwrap();
+        assert_eq!(order_of(&fifo, 0, 2, &e), [2, 3, 0]);
+        assert_eq!(order_of(&fifo, 0, 5, &e), [1]);
+        assert_eq!(e[1].node().bin.load(Ordering::Relaxed), 5);
+        // Young: the next generation; Old: the head of the current one.
+        fifo.rotate_to_bin(e[3], MemcgLruOp::Young, 5).unwrap();
+        assert_eq!(order_of(&fifo, 1, 5, &e), [3]);
+        assert_eq!((fifo.nr_memcgs(0), fifo.nr_memcgs(1)), (3, 1));
+        fifo.rotate_to_bin(e[3], MemcgLruOp::Old, 5).unwrap();
+        assert_eq!(
+            order_of(&fifo, 0, 5, &e),
+            [3, 1],
+            "{mode:?}: old goes first"
+        );
+        assert!(order_of(&fifo, 1, 5, &e).is_empty());
+        assert_eq!((fifo.nr_memcgs(0), fifo.nr_memcgs(1)), (4, 0));
+        assert_eq!(fifo.seq(), 0, "generation 0 never drained");
+        assert_eq!(fifo.check(), Ok(4));
+    }
+}
+
+#[test]
+fn offline_moves_a_young_entry_to_the_head_of_the_old_generation() {
+    let fifo = fifo(TailMode::Cached, 4);
+    let e = entries(3);
+    for &x in &e {
+        online(&fifo, x).unwrap();
+        fifo.rotate_to_bin(x, MemcgLruOp::Tail, 0).unwrap();
+    }
+    // e[2] was reclaimed successfully: young, skipped by this round's walk.
+    fifo.rotate_to_bin(e[2], MemcgLruOp::Young, 0).unwrap();
+    assert_eq!(e[2].node().r#gen.load(Ordering::Relaxed), 1);
+    let g = reader(&fifo);
+    let visit = |fifo: &Fifo| {
+        let mut v = Vec::new();
+        fifo.shrink_many(&g, 0, |x| {
+            v.push(e.iter().position(|y| addr(*y) == addr(x)).unwrap());
+            Some(ShrinkStep {
+                op: MemcgLruOp::Nop,
+                abort: false,
+            })
+        })
+        .unwrap();
+        v
+    };
+    assert_eq!(visit(&fifo), [0, 1]);
+    // Offlined, it is reclaimed in this very round, first in its (random) bin.
+    fifo.offline(e[2]).unwrap();
+    assert_eq!(e[2].node().r#gen.load(Ordering::Relaxed), 0);
+    let bin = usize::from(e[2].node().bin.load(Ordering::Relaxed));
+    assert_eq!(order_of(&fifo, 0, bin, &e)[0], 2);
+    let mut v = visit(&fifo);
+    v.sort_unstable();
+    assert_eq!(v, [0, 1, 2]);
+    assert_eq!((fifo.nr_memcgs(0), fifo.nr_memcgs(1)), (3, 0));
+    assert_eq!(fifo.check(), Ok(3));
+    // Offlining an entry of no FIFO is an error.
+    fifo.release(e[0]);
+    assert_eq!(fifo.offline(e[0]), Err(LruError::NotOnFifo));
+}
