@@ -564,3 +564,44 @@ fn offline_moves_a_young_entry_to_the_head_of_the_old_generation() {
     fifo.release(e[0]);
     assert_eq!(fifo.offline(e[0]), Err(LruError::NotOnFifo));
 }
+
+#[test]
+fn random_bins_spread_the_memcgs() {
+    // Seed 002: memcgs come online (and rotate) into random bins so that reclaimers
+    // starting at random bins do not all walk the same list. Whatever the seed, 64
+    // memcgs use most bins and no bin holds most of them.
+    for seed in [0, 1, 2, 7, 0x8000_0000, u32::MAX] {
+        for mode in [TailMode::Walk, TailMode::Cached] {
+            let fifo = fifo(mode, seed);
+            let e = entries(64);
+            let mut per_bin = [0usize; MEMCG_NR_BINS];
+            for &x in &e {
+                online(&fifo, x).unwrap();
+                per_bin[usize::from(x.node().bin.load(Ordering::Relaxed))] += 1;
+            }
+            let used = per_bin.iter().filter(|&&n| n > 0).count();
+            assert!(used >= MEMCG_NR_BINS - 2, "seed {seed}: {per_bin:?}");
+            assert!(per_bin.iter().all(|&n| n <= 24), "seed {seed}: {per_bin:?}");
+            for (bin, &n) in per_bin.iter().enumerate() {
+                assert_eq!(bin_order(&fifo, 0, bin).len(), n);
+            }
+            // Random rotations keep spreading them.
+            let mut per_bin = [0usize; MEMCG_NR_BINS];
+            for &x in &e {
+                fifo.rotate(x, MemcgLruOp::Young).unwrap();
+                per_bin[usize::from(x.node().bin.load(Ordering::Relaxed))] += 1;
+            }
+            let used = per_bin.iter().filter(|&&n| n > 0).count();
+            assert!(used >= MEMCG_NR_BINS - 2, "seed {seed}: {per_bin:?}");
+            assert_eq!(fifo.check(), Ok(64));
+            // And so does the reclaimers' first bin.
+            let mut first = [0usize; MEMCG_NR_BINS];
+            for _ in 0..64 {
+                first[fifo.next_random_bin()] += 1;
+            }
+            let used = first.iter().filter(|&&n| n > 0).count();
+            assert!(used >= MEMCG_NR_BINS - 2, "seed {seed}: {first:?}");
+            assert!(first.iter().all(|&n| n <= 24), "seed {seed}: {first:?}");
+        }
+    }
+}

@@ -1,0 +1,379 @@
+//! MGLRU's tiers and the refault controller as reclaim shows them: which folios a scan of
+//! the oldest generation protects (`sort_folio`), what the controller remembers across a
+//! generation change (`reset_ctrl_pos`), what a refault restores, where the "recent"
+//! window ends, and how generations map onto the active/inactive view.
+
+mod common;
+
+use common::{folios, lruvec};
+use ksync::Ticket;
+use lru::lru_gen::{MAX_NR_GENS, MAX_NR_TIERS, lru_gen_from_seq};
+use lru::{Folio, FolioFlags, LruGenFolio, LruGenFolioGrouped, LruList, LruMode, Shadow, Zone};
+use std::sync::atomic::Ordering;
+
+type Lv = lru::Lruvec<common::Sa<Ticket, LruGenFolioGrouped>>;
+
+const FILE: usize = 1;
+
+fn new_lv() -> &'static Lv {
+    lruvec::<Ticket, LruGenFolioGrouped>(1, LruMode::Mglru)
+}
+
+fn evict(lv: &Lv, n: usize) -> (Vec<(&'static Folio, Shadow)>, lru::EvictStats) {
+    let mut out = Vec::new();
+    let stats = lv.evict_folios(n, 0, 7, |f, s| out.push((f, s))).unwrap();
+    (out, stats)
+}
+
+/// `[tier]` of one of the lrugen's `[hist][type][tier]` counters, file type.
+fn file_tiers(h: &lru::lru_gen::TierHist) -> [u64; MAX_NR_TIERS] {
+    core::array::from_fn(|t| h[0][FILE][t].load(Ordering::Relaxed))
+}
+
+fn max_seq(lv: &Lv) -> u64 {
+    lv.lrugen().max_seq().load(Ordering::Relaxed)
+}
+
+fn min_seq(lv: &Lv, ty: usize) -> u64 {
+    lv.lrugen().min_seq()[ty].load(Ordering::Relaxed)
+}
+
+/// Makes an evicted folio ready to refault into `lv` (memcg 1).
+fn ready(f: &Folio) {
+    f.reset_lru_state().unwrap();
+    f.set_memcg_id(1).unwrap();
+}
+
+#[test]
+fn without_refaults_every_tier_is_evicted_even_the_top_one() {
+    // No refault history: the controller protects no tier, so a folio in the top tier
+    // (WORKINGSET, not yet accessed again) is evicted like any other.
+    let lv = new_lv();
+    let f = folios(3, 1, false);
+    f[0].set(FolioFlags::WORKINGSET);
+    for _ in 0..3 {
+        f[1].mark_accessed(); // refs 3: tier 2
+    }
+    for &x in &f {
+        lv.lock().add_folio(x).unwrap();
+    }
+    let (out, stats) = evict(lv, 3);
+    assert_eq!(out.len(), 3);
+    assert_eq!(stats.protected, 0, "{stats:?}");
+    assert_eq!(file_tiers(lv.lrugen().protected()), [0; MAX_NR_TIERS]);
+    assert_eq!(file_tiers(lv.lrugen().evicted()), [1, 0, 1, 1]);
+}
+
+#[test]
+fn the_lazily_promoted_working_set_moves_up_uncounted() {
+    // Every refs bit and WORKINGSET: moved one generation up without counting it as
+    // protected; it loses its refs, so the next scan finds it in the top tier only and
+    // evicts it.
+    let lv = new_lv();
+    let f = folios(1, 1, false);
+    lv.lock().add_folio(f[0]).unwrap();
+    for _ in 0..5 {
+        f[0].mark_accessed();
+    }
+    assert_eq!(f[0].lru_refs_total(), 4);
+    assert!(f[0].test(FolioFlags::WORKINGSET));
+    let (out, stats) = evict(lv, 1);
+    assert_eq!(out.len(), 1);
+    assert_eq!(stats.protected, 1, "{stats:?}");
+    assert_eq!(file_tiers(lv.lrugen().protected()), [0; MAX_NR_TIERS]);
+    assert_eq!(file_tiers(lv.lrugen().evicted()), [0, 0, 0, 1]);
+    // One access short of it (refs 4, no WORKINGSET): tier 2, evicted at once.
+    let lv = new_lv();
+    let g = folios(1, 1, false);
+    lv.lock().add_folio(g[0]).unwrap();
+    for _ in 0..4 {
+        g[0].mark_accessed();
+    }
+    let (out, stats) = evict(lv, 1);
+    assert_eq!((out.len(), stats.protected), (1, 0));
+    assert_eq!(file_tiers(lv.lrugen().evicted()), [0, 0, 1, 0]);
+}
+
+#[test]
+fn an_unevictable_folio_found_on_a_generation_goes_to_its_list() {
+    let lv = new_lv();
+    let f = folios(2, 1, false);
+    for &x in &f {
+        lv.lock().add_folio(x).unwrap();
+    }
+    // mlocked after it was added: the scan finds it on its generation list.
+    f[0].set(FolioFlags::UNEVICTABLE);
+    let (out, stats) = evict(lv, 2);
+    assert_eq!(out.len(), 1);
+    assert!(std::ptr::eq(out[0].0, f[1]));
+    assert_eq!(stats.protected, 1, "{stats:?}");
+    assert_eq!(f[0].lru_gen(), None);
+    assert!(f[0].test_lru());
+    assert_eq!(lv.lru_size(LruList::Unevictable), 1);
+    let mut on = Vec::new();
+    lv.lock()
+        .for_each_on_list(LruList::Unevictable, |x| on.push(x.pfn()));
+    assert_eq!(on, [f[0].pfn()]);
+    assert_eq!(file_tiers(lv.lrugen().protected()), [0; MAX_NR_TIERS]);
+}
+
+#[test]
+fn a_protected_tier_is_moved_up_and_counted_in_its_tier() {
+    // Tier 1 (two accesses) refaults heavily, tier 0 not at all: tier 1 and above are
+    // protected, tier 0 goes.
+    let lv = new_lv();
+    let hot = folios(128, 1, false);
+    for &h in &hot {
+        lv.lock().add_folio(h).unwrap();
+        h.mark_accessed();
+        h.mark_accessed();
+    }
+    let cold = folios(128, 1, false);
+    for &c in &cold {
+        lv.lock().add_folio(c).unwrap();
+    }
+    let (out, _) = evict(lv, 256);
+    assert_eq!(out.len(), 256);
+    for (f, s) in out {
+        if hot.iter().any(|h| std::ptr::eq(*h, f)) {
+            ready(f);
+            let r = lv.lru_gen_refault(f, s, false).unwrap();
+            assert!(r.recent);
+            assert_eq!(r.tier, 1);
+        }
+    }
+    assert_eq!(file_tiers(lv.lrugen().refaulted())[1], 128);
+    let (hot2, cold2) = (folios(64, 1, false), folios(64, 1, false));
+    for (&h, &c) in hot2.iter().zip(&cold2) {
+        lv.lock().add_folio(h).unwrap();
+        lv.lock().add_folio(c).unwrap();
+        h.mark_accessed();
+        h.mark_accessed();
+    }
+    let before = file_tiers(lv.lrugen().protected());
+    let mut evicted_hot = 0;
+    let stats = lv
+        .evict_folios(32, 0, 9, |f, _| {
+            evicted_hot += usize::from(hot2.iter().any(|h| std::ptr::eq(*h, f)));
+        })
+        .unwrap();
+    assert_eq!(stats.evicted, 32);
+    assert_eq!(evicted_hot, 0, "{stats:?}");
+    let after = file_tiers(lv.lrugen().protected());
+    assert!(stats.protected > 0, "{stats:?}");
+    assert_eq!(
+        after[1] - before[1],
+        stats.protected as u64,
+        "counted in tier 1"
+    );
+    assert_eq!(
+        (after[0], after[2], after[3]),
+        (before[0], before[2], before[3])
+    );
+    // The protected folios lost their access count on the way up.
+    let reset = hot2.iter().filter(|h| h.lru_refs_total() == 0).count();
+    assert!(reset >= stats.protected, "{reset} of {stats:?}");
+    assert!(reset < hot2.len(), "only the scanned ones");
+}
+
+#[test]
+fn a_generation_change_folds_the_history_into_the_averages() {
+    let lv = new_lv();
+    let f = folios(100, 1, false);
+    for &x in &f {
+        lv.lock().add_folio(x).unwrap();
+    }
+    let (out, _) = evict(lv, 100);
+    for &(x, s) in &out[..40] {
+        ready(x);
+        assert!(lv.lru_gen_refault(x, s, false).unwrap().recent);
+    }
+    let g = lv.lrugen();
+    let snap = |_: ()| {
+        (
+            g.avg_refaulted()[FILE][0].load(Ordering::Relaxed),
+            g.avg_total()[FILE][0].load(Ordering::Relaxed),
+            file_tiers(g.refaulted())[0],
+            file_tiers(g.evicted())[0] + file_tiers(g.protected())[0],
+        )
+    };
+    let (avg_r, avg_t, refaulted, total) = snap(());
+    assert_eq!(refaulted, 40);
+    // Part of the evictions may already be folded: eviction retires empty generations.
+    assert!(avg_t > 0 && total > 0, "{avg_t} + {total}");
+    // Aging alone (no generation retired) keeps the history.
+    let min = min_seq(lv, FILE);
+    let mut ages = 0;
+    while min_seq(lv, FILE) == min {
+        assert_eq!(
+            snap(()),
+            (avg_r, avg_t, refaulted, total),
+            "after {ages} ages"
+        );
+        lv.age(20 + ages).unwrap();
+        ages += 1;
+        assert!(
+            ages <= MAX_NR_GENS as u64,
+            "the oldest generation never retired"
+        );
+    }
+    // The oldest generation retired: the averages take half of old plus new, and the
+    // history slot starts over.
+    assert_eq!(
+        snap(()),
+        ((avg_r + refaulted) / 2, (avg_t + total) / 2, 0, 0)
+    );
+    // And once more: the averages halve again.
+    let min = min_seq(lv, FILE);
+    while min_seq(lv, FILE) == min {
+        lv.age(40 + ages).unwrap();
+        ages += 1;
+    }
+    assert_eq!(
+        snap(()),
+        ((avg_r + refaulted) / 4, (avg_t + total) / 4, 0, 0)
+    );
+}
+
+#[test]
+fn a_refault_restores_the_access_count_into_the_same_tier() {
+    for (accesses, tier) in [(0, 0), (1, 0), (2, 1), (3, 2), (4, 2)] {
+        let lv = new_lv();
+        let f = folios(1, 1, false);
+        lv.lock().add_folio(f[0]).unwrap();
+        for _ in 0..accesses {
+            f[0].mark_accessed();
+        }
+        let (out, _) = evict(lv, 1);
+        let (x, s) = out[0];
+        ready(x);
+        let r = lv.lru_gen_refault(x, s, false).unwrap();
+        assert_eq!((r.tier, r.workingset), (tier, false), "{accesses} accesses");
+        // `refs - 1` in the refs bits, no REFERENCED: evicted again, same tier.
+        assert_eq!(x.lru_refs(), s.refs() - 1, "{accesses} accesses");
+        assert!(!x.test(FolioFlags::REFERENCED | FolioFlags::WORKINGSET));
+        lv.lock().add_folio(x).unwrap();
+        x.mark_accessed();
+        let (again, _) = evict(lv, 1);
+        assert_eq!(again.len(), 1);
+        // The restored count plus the new access (REFERENCED) is the count it had: its
+        // shadow says so, and so does the tier of both.
+        let s2 = again[0].1;
+        assert_eq!(s2.refs(), s.refs(), "{accesses} accesses");
+        assert_eq!(lru::lru_gen::lru_tier_from_refs(s2.refs(), false), tier);
+    }
+}
+
+#[test]
+fn a_refault_is_recent_for_exactly_max_nr_gens_generations() {
+    let lv = new_lv();
+    let f = folios(1, 1, false);
+    lv.lock().add_folio(f[0]).unwrap();
+    let (out, _) = evict(lv, 1);
+    let (x, s) = out[0];
+    let mut recent = Vec::new();
+    for t in 0..6 {
+        recent.push((max_seq(lv) - s.seq(), lv.lru_gen_test_recent(s).unwrap()));
+        lv.age(100 + t).unwrap();
+    }
+    let distance0 = recent[0].0;
+    let expect: Vec<(u64, bool)> = (0..6)
+        .map(|i| (distance0 + i, distance0 + i < MAX_NR_GENS as u64))
+        .collect();
+    assert_eq!(recent, expect);
+    assert!(recent.iter().any(|r| r.1) && recent.iter().any(|r| !r.1));
+    // The first distance that is not recent any more: the refault counts nothing.
+    ready(x);
+    let r = lv.lru_gen_refault(x, s, true).unwrap();
+    assert!(!r.recent && !r.activated);
+    assert_eq!(file_tiers(lv.lrugen().refaulted()), [0; MAX_NR_TIERS]);
+    assert_eq!(x.lru_refs(), 0);
+    // A shadow from the future (a sequence past max_seq) within the window counts too:
+    // the distance is absolute.
+    let ahead = Shadow::pack(1, 0, (max_seq(lv) + 3) << lru::folio::LRU_REFS_WIDTH, false);
+    assert_eq!(lv.lru_gen_test_recent(ahead), Some(true));
+    let ahead = Shadow::pack(1, 0, (max_seq(lv) + 4) << lru::folio::LRU_REFS_WIDTH, false);
+    assert_eq!(lv.lru_gen_test_recent(ahead), Some(false));
+    // Another node of the same memcg is another lruvec.
+    let other_node = Shadow::pack(1, 1, s.token(), false);
+    assert_eq!(lv.lru_gen_test_recent(other_node), None);
+}
+
+#[test]
+fn generations_map_onto_the_active_and_inactive_view() {
+    let lv = new_lv();
+    let max = max_seq(lv);
+    {
+        let g = lv.lock();
+        let active: Vec<bool> = (0..MAX_NR_GENS).map(|r| g.lru_gen_is_active(r)).collect();
+        let expect: Vec<bool> = (0..MAX_NR_GENS)
+            .map(|r| r == lru_gen_from_seq(max) || r == lru_gen_from_seq(max - 1))
+            .collect();
+        assert_eq!(active, expect);
+        assert_eq!(active.iter().filter(|a| **a).count(), 2);
+    }
+    let file = folios(3, 1, false);
+    let anon = folios(2, 1, true);
+    file[0].set(FolioFlags::ACTIVE);
+    for &x in file.iter().chain(&anon) {
+        lv.lock().add_folio(x).unwrap();
+    }
+    // Active file joins the youngest generation; anon the second youngest (both active);
+    // inactive file an older one.
+    let sizes = |lv: &Lv| LruList::ALL.map(|l| lv.lru_size(l));
+    assert_eq!(sizes(lv), [0, 2, 2, 1, 0]);
+    assert_eq!(file[0].lru_gen(), Some(lru_gen_from_seq(max)));
+    assert_eq!(anon[0].lru_gen(), Some(lru_gen_from_seq(max - 1)));
+    // Deactivating a folio of an active generation moves it to an inactive one; a folio
+    // already in an inactive generation stays.
+    assert!(lv.lock().deactivate(file[0]).unwrap());
+    assert!(!lv.lock().deactivate(file[1]).unwrap());
+    assert_eq!(sizes(lv), [0, 2, 3, 0, 0]);
+    // Activating one moves it to the youngest (active) generation.
+    assert!(lv.lock().activate(file[1]).unwrap());
+    assert_eq!(file[1].lru_gen(), Some(lru_gen_from_seq(max)));
+    assert_eq!(sizes(lv), [0, 2, 2, 1, 0]);
+    // Aging turns the generation behind the new max_seq inactive: the anon folios there
+    // count as inactive now.
+    lv.age(3).unwrap();
+    assert_eq!(sizes(lv), [2, 0, 2, 1, 0]);
+    // Taking a folio off a young generation keeps ACTIVE for its next add; off an old
+    // one it does not.
+    assert!(file[1].test_clear_lru());
+    lv.lock().del_folio(file[1]).unwrap();
+    assert!(file[1].test(FolioFlags::ACTIVE));
+    assert!(file[2].test_clear_lru());
+    lv.lock().del_folio(file[2]).unwrap();
+    assert!(!file[2].test(FolioFlags::ACTIVE));
+    assert_eq!(sizes(lv), [2, 0, 1, 0, 0]);
+    assert_eq!(lv.nr_gen_pages(lru_gen_from_seq(max), FILE), 0);
+    assert_eq!(
+        lv.zone_lru_size(LruList::InactiveAnon, Zone::Normal),
+        2,
+        "per zone too"
+    );
+}
+
+#[test]
+fn classic_shadows_keep_the_age_modulo_the_token_width() {
+    let lv = lruvec::<Ticket, LruGenFolioGrouped>(1, LruMode::Classic);
+    let f = folios(2, 1, false);
+    lv.lock().add_folio(f[1]).unwrap();
+    // Far beyond what a shadow token holds (64 - 24 bits).
+    let width = 64 - 24;
+    lv.workingset_age_nonresident((1 << width) + 5);
+    let s = lv.workingset_eviction(f[0]);
+    assert_eq!(s.token(), 5, "the age wraps at the token width");
+    assert_eq!(
+        lv.nonresident_age(),
+        (1 << width) + 6,
+        "an eviction ages the clock"
+    );
+    assert_eq!((s.memcg_id(), s.node(), s.workingset()), (1, 0, false));
+    // The distance is taken modulo the width too: one eviction ago, within the one
+    // inactive file folio an anon refault could have displaced.
+    assert_eq!(lv.workingset_test_recent(s, false), Some(true));
+    assert_eq!(lv.workingset_test_recent(s, true), Some(false));
+    let old = Shadow::pack(1, 0, 4, true);
+    assert_eq!(lv.workingset_test_recent(old, false), Some(false));
+}
