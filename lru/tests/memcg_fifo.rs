@@ -62,6 +62,7 @@ fn bin_order(fifo: &Fifo, r#gen: usize, bin: usize) -> Vec<usize> {
     let end = fifo
         .walk_bin(&g, r#gen, bin, |e| {
             v.push(addr(e));
+            assert!(v.len() <= 10_000, "the walk loops");
             ControlFlow::Continue(())
         })
         .unwrap();
@@ -206,6 +207,7 @@ fn shrink_many_visits_the_old_generation_and_applies_each_op() {
     let stats = fifo
         .shrink_many(&g, 3, |x| {
             seen.push(addr(x));
+            assert!(seen.len() <= 100, "the walk loops");
             Some(ShrinkStep {
                 op: MemcgLruOp::Young,
                 abort: false,
@@ -243,6 +245,7 @@ fn shrink_many_skips_rotated_entries_counts_failed_trygets_and_aborts() {
     let stats = fifo
         .shrink_many(&g, 0, |x| {
             visited.push(addr(x));
+            assert!(visited.len() <= 100, "the walk loops");
             if addr(x) == addr(e[0]) && !moved {
                 moved = true;
                 fifo.rotate_to_bin(e[1], MemcgLruOp::Young, 5).unwrap();
@@ -268,6 +271,7 @@ fn shrink_many_skips_rotated_entries_counts_failed_trygets_and_aborts() {
     let stats = fifo
         .shrink_many(&g, 0, |_| {
             n += 1;
+            assert!(n <= 100, "the walk loops");
             Some(ShrinkStep {
                 op: MemcgLruOp::Tail,
                 abort: n == 3,
@@ -311,12 +315,13 @@ fn readers_survive_concurrent_rotation() {
         for t in 0..2 {
             let (fifo, moving, done) = (&fifo, moving, &done);
             s.spawn(move || {
+                // Also when a rotation fails: the reader stops instead of waiting forever.
+                let _done = SetOnDrop(done);
                 for i in 0..20_000usize {
                     let x = moving[(i * 7 + t) % moving.len()];
                     let bin = (i * 13 + t) % STABLE_BIN;
                     fifo.rotate_to_bin(x, ops[(i + t) % 4], bin).unwrap();
                 }
-                done.store(true, Ordering::Release);
             });
         }
         s.spawn(|| {
@@ -345,7 +350,7 @@ fn readers_survive_concurrent_rotation() {
                     .walk_bin(&g, i % 2, i % STABLE_BIN, |x| {
                         assert!(known(addr(x)), "visited a foreign address");
                         n += 1;
-                        assert!(n < 1_000_000, "walk does not loop forever");
+                        assert!(n < 10_000, "walk does not loop forever");
                         ControlFlow::Continue(())
                     })
                     .unwrap();
@@ -378,6 +383,15 @@ unsafe impl MemcgFifoEntry for Poisonable {
         + <LruGenFolioGrouped as LruGenFolio>::MEMCG_NODE_OFFSET;
     fn memcg_node(&self) -> &LruGenMemcgNode {
         LruGenFolio::memcg_node(&self.lrugen)
+    }
+}
+
+/// Sets a flag when dropped, also while its thread unwinds from a failed check.
+struct SetOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
     }
 }
 
@@ -419,7 +433,10 @@ fn a_reader_never_touches_an_entry_freed_after_a_grace_period() {
             started.store(true, Ordering::Release);
             while !done.load(Ordering::Acquire) {
                 let g = rcu.read_lock(0).unwrap();
+                let mut n = 0;
                 fifo.walk_bin(&g, 0, 0, |x| {
+                    n += 1;
+                    assert!(n <= e.len(), "the walk loops");
                     assert!(x.alive.load(Ordering::Acquire), "reader saw a freed entry");
                     for _ in 0..2_000 {
                         std::hint::spin_loop();
@@ -440,13 +457,13 @@ fn a_reader_never_touches_an_entry_freed_after_a_grace_period() {
         }
         // The writer (not a reader) releases entries one by one while the reader walks,
         // waits for a grace period and only then frees (poisons) each.
+        let _done = SetOnDrop(&done);
         for &x in &e {
             std::thread::sleep(std::time::Duration::from_micros(200));
             fifo.release(x);
             rcu.synchronize(None).unwrap();
             x.alive.store(false, Ordering::Release);
         }
-        done.store(true, Ordering::Release);
     });
     assert_eq!(fifo.check(), Ok(0));
 }
@@ -541,6 +558,7 @@ fn offline_moves_a_young_entry_to_the_head_of_the_old_generation() {
         let mut v = Vec::new();
         fifo.shrink_many(&g, 0, |x| {
             v.push(e.iter().position(|y| addr(*y) == addr(x)).unwrap());
+            assert!(v.len() <= 100, "the walk loops");
             Some(ShrinkStep {
                 op: MemcgLruOp::Nop,
                 abort: false,
