@@ -552,4 +552,26 @@ mod tests {
                 && !eligible(SWAPPINESS_ANON_ONLY, LRU_GEN_FILE)
         );
     }
+
+    #[test]
+    fn ctrl_err_at_its_boundaries() {
+        let pos = |refaulted, total, gain| CtrlPos {
+            refaulted,
+            total,
+            gain,
+        };
+        // Fewer than MIN_LRU_BATCH refaults: never judged worse, whatever the rate.
+        assert!(positive_ctrl_err(pos(0, 0, 1), pos(63, 63, 1)));
+        assert!(!positive_ctrl_err(pos(0, 0, 1), pos(64, 64, 1)));
+        // Equal rates once smoothed (sp.total + MIN_LRU_BATCH, sp.refaulted + 1):
+        // 100 * (36 + 64) == (99 + 1) * 100 is still positive, one refault less is not.
+        assert!(positive_ctrl_err(pos(99, 36, 1), pos(100, 100, 1)));
+        assert!(!positive_ctrl_err(pos(98, 36, 1), pos(100, 100, 1)));
+        // 64 * 164 = 10496 <= 11 * 1000.
+        assert!(positive_ctrl_err(pos(10, 100, 1), pos(64, 1000, 1)));
+        // The gains weigh each side: 64 * 164 * 3 > 11 * 1000 * 2, and
+        // 64 * 164 * 2 <= 11 * 1000 * 3.
+        assert!(!positive_ctrl_err(pos(10, 100, 3), pos(64, 1000, 2)));
+        assert!(positive_ctrl_err(pos(10, 100, 2), pos(64, 1000, 3)));
+    }
 }
