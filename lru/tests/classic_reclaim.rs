@@ -160,3 +160,27 @@ fn rotations_and_working_set_refaults_are_noted_as_cost() {
     lv.refault(b, shadow, true).unwrap();
     assert_eq!(lv.costs(), (16, 1));
 }
+
+#[test]
+fn reclaim_costs_halve_once_they_pass_a_quarter_of_the_lru() {
+    let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
+    for &x in &folios(40, 1, false) {
+        lv.lock().add_folio(x).unwrap();
+    }
+    // A quarter of the 40 folios on the lists is 10: reaching it is fine.
+    lv.lru_note_cost(true, 0, 10);
+    assert_eq!(lv.costs(), (0, 10));
+    // Passing it halves both costs.
+    lv.lru_note_cost(true, 0, 1);
+    assert_eq!(lv.costs(), (0, 5));
+    lv.lru_note_cost(false, 0, 4);
+    assert_eq!(lv.costs(), (4, 5));
+    lv.lru_note_cost(false, 0, 2);
+    assert_eq!(lv.costs(), (3, 2));
+    // One page of I/O weighs SWAP_CLUSTER_MAX rotations.
+    lv.lru_note_cost(false, 1, 0);
+    assert_eq!(lv.costs(), ((3 + 32) / 2, 1));
+    // Nothing noted for nothing.
+    lv.lru_note_cost(true, 0, 0);
+    assert_eq!(lv.costs(), (17, 1));
+}
