@@ -143,14 +143,10 @@ impl<H: LruvecHost> LruvecGuard<'_, H> {
     /// 2:3 gain leaves a margin for fluctuations.
     fn get_tier_idx(&self, ty: usize) -> usize {
         let sp = self.read_ctrl_pos(ty, 0, 2);
-        let mut tier = 1;
-        while tier < MAX_NR_TIERS {
-            if !positive_ctrl_err(sp, self.read_ctrl_pos(ty, tier, 3)) {
-                break;
-            }
-            tier += 1;
-        }
-        tier - 1
+        let first_negative = (1..MAX_NR_TIERS)
+            .find(|&tier| !positive_ctrl_err(sp, self.read_ctrl_pos(ty, tier, 3)))
+            .unwrap_or(MAX_NR_TIERS);
+        first_negative - 1
     }
 
     /// `get_type_to_scan`: file at swappiness 0 or 1, anon at 200 and above; otherwise
