@@ -216,7 +216,7 @@ impl<H: LruvecHost> LruvecGuard<'_, H> {
     /// Move a folio of the oldest generation one generation up, to the tail (oldest end)
     /// of that list, dropping its access count (`folio_inc_gen` clears `LRU_REFS_FLAGS`,
     /// the refs bits and `REFERENCED`, + `list_move_tail`).
-    fn folio_inc_gen(&mut self, folio: &'static Folio) -> Result<usize, LruError> {
+    fn folio_inc_gen(&mut self, folio: &'static Folio) -> Result<(), LruError> {
         let slot = self.unlink(folio)?;
         let (old_gen, ty, zone) = decode_mglru_slot(slot);
         let new_gen = (old_gen + 1) % MAX_NR_GENS;
@@ -225,12 +225,12 @@ impl<H: LruvecHost> LruvecGuard<'_, H> {
         folio.set_lru_gen(Some(new_gen));
         self.link(folio, mglru_slot(new_gen, ty, zone), true)?;
         self.lru_gen_update_size(ty, zone, Some(old_gen), Some(new_gen));
-        Ok(new_gen)
+        Ok(())
     }
 
-    /// `inc_min_seq`: fold the oldest generation of `ty` into the next one, counting the
-    /// folios that had been accessed as protected in their tier (but not the working set
-    /// being lazily promoted: all refs bits and `WORKINGSET`).
+    /// `inc_min_seq`: fold the oldest generation of `ty` into the next one, counting its
+    /// folios as protected in their tier, as Linux does (but not the working set being
+    /// lazily promoted: all refs bits and `WORKINGSET`).
     fn inc_min_seq(&mut self, ty: usize) -> Result<(), LruError> {
         let old_gen = lru_gen_from_seq(self.min_seq(ty));
         for zone in 0..MAX_NR_ZONES {
@@ -238,6 +238,10 @@ impl<H: LruvecHost> LruvecGuard<'_, H> {
                 let refs = folio.lru_refs_total();
                 let workingset = folio.test(FolioFlags::WORKINGSET);
                 self.folio_inc_gen(folio)?;
+                // Each round moves one folio off the list, or the loop would never end.
+                if folio.lru_gen() == Some(old_gen) {
+                    return Err(LruError::CorruptList);
+                }
                 if !lazily_promoted(refs, workingset) {
                     self.count_protected(ty, lru_tier_from_refs(refs, workingset));
                 }
