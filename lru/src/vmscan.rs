@@ -296,15 +296,17 @@ impl<H: LruvecHost> LruvecGuard<'_, H> {
         let max_seq = self.max_seq();
         let mut moved = false;
         for ty in 0..ANON_AND_FILE {
-            let mut seq = self.min_seq(ty);
-            while seq + MIN_NR_GENS <= max_seq {
-                let r#gen = lru_gen_from_seq(seq);
-                if self.gen_lists()[r#gen][ty].iter().any(|l| !l.is_empty()) {
-                    break;
-                }
-                seq += 1;
-            }
-            if seq > self.min_seq(ty) {
+            let min_seq = self.min_seq(ty);
+            // The first sequence that is not empty or must stay (`seq + MIN_NR_GENS >
+            // max_seq`), searched over a bounded range.
+            let keep = (max_seq + 1).saturating_sub(MIN_NR_GENS).max(min_seq);
+            let seq = (min_seq..keep)
+                .find(|&seq| {
+                    let r#gen = lru_gen_from_seq(seq);
+                    self.gen_lists()[r#gen][ty].iter().any(|l| !l.is_empty())
+                })
+                .unwrap_or(keep);
+            if seq > min_seq {
                 self.reset_ctrl_pos(ty, true);
                 self.lrugen().min_seq()[ty].store(seq, Ordering::Release);
                 moved = true;
