@@ -549,3 +549,34 @@ fn folding_the_oldest_generation_protects_its_accessed_folios() {
     assert_eq!(lv.nr_gen_pages(next, FILE), 12);
     assert_eq!(lv.lru_size(LruList::InactiveFile), 12);
 }
+
+#[test]
+fn aging_is_due_when_the_oldest_eligible_type_is_down_to_min_nr_gens() {
+    let lv = new_lv();
+    const ANON: usize = 0;
+    let state = |lv: &Lv| {
+        let g = lv.lock();
+        (
+            (min_seq(lv, ANON), min_seq(lv, FILE), max_seq(lv)),
+            [0, 100, lru::SWAPPINESS_ANON_ONLY].map(|sw| g.should_run_aging(sw)),
+        )
+    };
+    assert_eq!(state(lv), ((0, 0, 3), [false; 3]));
+    // An anon folio in generation 2 (the second youngest) keeps anon's oldest there.
+    lv.lock().add_folio(folios(1, 1, true)[0]).unwrap();
+    let retire = |lv: &Lv| {
+        let _ = lv.lock().try_to_inc_min_seq();
+    };
+    retire(lv);
+    assert_eq!(state(lv), ((2, 2, 3), [true; 3]));
+    lv.age(1).unwrap();
+    assert_eq!(state(lv), ((2, 2, 4), [false; 3]));
+    // File retires to 3 (two generations left), anon stays at 2 (three left): due for
+    // file-only reclaim, not for reclaim that may take anon.
+    retire(lv);
+    assert_eq!(state(lv), ((2, 3, 4), [true, false, false]));
+    lv.age(2).unwrap();
+    assert_eq!(state(lv), ((2, 3, 5), [false; 3]));
+    retire(lv);
+    assert_eq!(state(lv), ((2, 4, 5), [true, false, false]));
+}
