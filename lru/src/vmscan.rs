@@ -378,7 +378,8 @@ impl<H: LruvecHost> LruvecGuard<'_, H> {
         Ok(true)
     }
 
-    /// `scan_folios`: walk the oldest generation of `ty` from its tail.
+    /// `scan_folios`: walk the oldest generation of `ty` from its tail, looking at each folio
+    /// at most once and at most `2 * MIN_LRU_BATCH` folios per lock hold.
     fn scan_folios(
         &mut self,
         ty: usize,
@@ -391,10 +392,15 @@ impl<H: LruvecHost> LruvecGuard<'_, H> {
         let mut scanned = 0;
         let mut isolated = 0;
         for zone in (0..MAX_NR_ZONES).rev() {
-            while out.nr < out.limit && remaining > 0 {
+            // Each folio is looked at once per scan: a skipped one goes back to the head of
+            // the list it came from (Linux collects them on a private list and splices it
+            // back afterwards), so the scan stops after the folios the list held.
+            let mut left = self.lrugen().nr_pages()[r#gen][ty][zone].load(Ordering::Relaxed);
+            while out.nr < out.limit && remaining > 0 && left > 0 {
                 let Some(folio) = self.gen_lists()[r#gen][ty][zone].back().clone_pointer() else {
                     break;
                 };
+                left -= 1;
                 remaining -= 1;
                 scanned += 1;
                 if self.sort_folio(folio, tier_idx)? {
