@@ -580,3 +580,34 @@ fn aging_is_due_when_the_oldest_eligible_type_is_down_to_min_nr_gens() {
     retire(lv);
     assert_eq!(state(lv), ((2, 4, 5), [true, false, false]));
 }
+
+#[test]
+fn a_scan_looks_at_each_folio_once_and_at_most_two_batches_per_lock_hold() {
+    // Only folios someone else isolated: the scan skips each once and gives up (nothing to
+    // evict), instead of going round the list.
+    let lv = new_lv();
+    let f = folios(10, 1, false);
+    for &x in &f {
+        lv.lock().add_folio(x).unwrap();
+        assert!(x.test_clear_lru());
+    }
+    let (out, stats) = evict(lv, 5);
+    assert!(out.is_empty());
+    assert_eq!((stats.scanned, stats.skipped), (10, 10), "{stats:?}");
+    // 130 skipped ahead of 2 evictable: one lock hold scans 2 * 64 of them, the next
+    // goes on from there and reaches the evictable ones.
+    let lv = new_lv();
+    let busy = folios(130, 1, false);
+    for &x in &busy {
+        lv.lock().add_folio(x).unwrap();
+        assert!(x.test_clear_lru());
+    }
+    let ok = folios(2, 1, false);
+    for &x in &ok {
+        lv.lock().add_folio(x).unwrap();
+    }
+    let (out, stats) = evict(lv, 2);
+    assert_eq!(out.len(), 2, "{stats:?}");
+    assert_eq!((stats.scanned, stats.skipped), (132, 130), "{stats:?}");
+    assert!(busy.iter().all(|x| x.refcount() == 1), "pins dropped");
+}
