@@ -18,7 +18,8 @@
 #              `RUSTFLAGS="--cfg loom"`, release profile, only the crate's loom_* suites;
 #              reports under target/mutants/CRATE-loom/.
 #   --iterate  skip mutants caught by the previous run into the same output directory.
-# Environment: MUTANTS_TIMEOUT (seconds per test run, default 120), MUTANTS_JOBS (default 1),
+# Environment: MUTANTS_TIMEOUT (seconds per test run, default 60; the suites take seconds, so
+#   only a mutant that hangs runs into it), MUTANTS_JOBS (default 1),
 #   VM_SOAK_OPS (kernel/mm's soak test length, default here 1500).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -118,7 +119,7 @@ for f in "${files[@]}"; do
 done
 
 export VM_SOAK_OPS=${VM_SOAK_OPS:-1500}
-timeout=${MUTANTS_TIMEOUT:-120}
+timeout=${MUTANTS_TIMEOUT:-60}
 jobs=${MUTANTS_JOBS:-1}
 mkdir -p target/mutants
 status=0

@@ -335,7 +335,7 @@ fn generations_map_onto_the_active_and_inactive_view() {
     assert_eq!(sizes(lv), [0, 2, 2, 1, 0]);
     // Aging turns the generation behind the new max_seq inactive: the anon folios there
     // count as inactive now.
-    lv.age(3).unwrap();
+    assert_eq!(lv.age(3), Ok(max + 1), "the new max_seq");
     assert_eq!(sizes(lv), [2, 0, 2, 1, 0]);
     // Taking a folio off a young generation keeps ACTIVE for its next add; off an old
     // one it does not.
