@@ -251,7 +251,10 @@ fn a_refault_restores_the_access_count_into_the_same_tier() {
         assert_eq!((r.tier, r.workingset), (tier, false), "{accesses} accesses");
         // `refs - 1` in the refs bits, no REFERENCED: evicted again, same tier.
         assert_eq!(x.lru_refs(), s.refs() - 1, "{accesses} accesses");
-        assert!(!x.test(FolioFlags::REFERENCED | FolioFlags::WORKINGSET));
+        assert!(
+            !x.flags()
+                .intersects(FolioFlags::REFERENCED | FolioFlags::WORKINGSET)
+        );
         lv.lock().add_folio(x).unwrap();
         x.mark_accessed();
         let (again, _) = evict(lv, 1);
@@ -426,7 +429,8 @@ fn an_evicted_folio_leaves_with_its_lru_state_cleared() {
         assert!(!x.test_lru());
         assert_eq!(x.lru_gen(), None);
         assert!(
-            !x.test(FolioFlags::ACTIVE | FolioFlags::REFERENCED | FolioFlags::RECLAIM),
+            !x.flags()
+                .intersects(FolioFlags::ACTIVE | FolioFlags::REFERENCED | FolioFlags::RECLAIM),
             "{:?}",
             x.flags()
         );
