@@ -615,3 +615,79 @@ fn a_scan_looks_at_each_folio_once_and_at_most_two_batches_per_lock_hold() {
     assert_eq!((stats.scanned, stats.skipped), (132, 130), "{stats:?}");
     assert!(busy.iter().all(|x| x.refcount() == 1), "pins dropped");
 }
+
+#[test]
+fn with_three_generations_protection_promotes_into_an_active_one() {
+    let lv = new_lv();
+    let f = folios(4, 1, false);
+    for &x in &f[..3] {
+        lv.lock().add_folio(x).unwrap();
+    }
+    assert!(f[..3].iter().all(|x| x.lru_gen() == Some(1)));
+    let _ = lv.lock().try_to_inc_min_seq();
+    assert_eq!((min_seq(lv, FILE), max_seq(lv)), (1, 3));
+    // Generations 1..=3: the oldest (1) inactive, 2 and 3 active. A new inactive file folio
+    // joins the oldest when only MIN_NR_GENS + 1 are left.
+    lv.lock().add_folio(f[3]).unwrap();
+    assert_eq!(f[3].lru_gen(), Some(1));
+    assert_eq!(lv.lru_size(LruList::InactiveFile), 4);
+    // The tail folio is the working set being promoted lazily: moved to generation 2,
+    // which is active, so it moves to the active list of the active/inactive view.
+    for _ in 0..5 {
+        f[0].mark_accessed();
+    }
+    let (out, stats) = evict(lv, 1);
+    assert_eq!((out.len(), stats.protected), (1, 1), "{stats:?}");
+    assert_eq!(f[0].lru_gen(), Some(2));
+    assert_eq!(
+        LruList::ALL.map(|l| lv.lru_size(l)),
+        [0, 0, 2, 1, 0],
+        "(inactive anon, active anon, inactive file, active file, unevictable)"
+    );
+}
+
+#[test]
+fn every_zone_has_its_own_generation_lists() {
+    let lv = new_lv();
+    let zones = [Zone::Dma, Zone::Dma32, Zone::Normal, Zone::Movable];
+    let f: Vec<&'static Folio> = zones
+        .iter()
+        .flat_map(|&z| {
+            [true, false].map(|anon| {
+                let x: &'static Folio = Box::leak(Box::new(Folio::new(1, 0, z).unwrap()));
+                x.get();
+                x.set_memcg_id(1).unwrap();
+                if anon {
+                    x.set(FolioFlags::SWAPBACKED);
+                }
+                x
+            })
+        })
+        .collect();
+    for &x in &f {
+        x.set(FolioFlags::ACTIVE);
+        lv.lock().add_folio(x).unwrap();
+    }
+    let youngest = lru_gen_from_seq(max_seq(lv));
+    for (i, &z) in zones.iter().enumerate() {
+        for ty in 0..2 {
+            let mut on = Vec::new();
+            lv.lock()
+                .for_each_in_gen(youngest, ty, z, |x| on.push(x as *const Folio));
+            let expect = f[2 * i + ty] as *const Folio;
+            assert_eq!(on, [expect], "zone {z:?} type {ty}");
+        }
+        assert_eq!(lv.zone_lru_size(LruList::ActiveAnon, z), 1);
+        assert_eq!(lv.zone_lru_size(LruList::ActiveFile, z), 1);
+    }
+    // Everything, the DMA zone's anon folio included, comes off its own list.
+    let (out, _) = lru_evict_all(lv);
+    assert_eq!(out, f.len());
+    assert_eq!(lv.nr_folios(), 0);
+}
+
+fn lru_evict_all(lv: &Lv) -> (usize, lru::EvictStats) {
+    let mut n = 0;
+    let stats = lv.evict_folios(100, 100, 5, |_, _| n += 1).unwrap();
+    (n, stats)
+}
