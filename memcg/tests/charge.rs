@@ -633,3 +633,28 @@ fn large_charges_go_straight_to_the_counter() {
     assert_eq!(a.usage(), 5000 + MEMCG_CHARGE_BATCH);
     assert_eq!(s.tree.stocks().stocked(0, &a).unwrap(), 0);
 }
+
+#[test]
+fn a_charge_of_a_batch_or_more_leaves_the_stock_alone() {
+    let s = setup(1, 1, false);
+    let root = s.tree.root();
+    let a = root.create_child().unwrap();
+    let b = root.create_child().unwrap();
+    b.try_charge(0, 1).unwrap();
+    assert_eq!(
+        s.tree.stocks().stocked(0, &b).unwrap(),
+        MEMCG_CHARGE_BATCH - 1
+    );
+    // Nothing left over for a's stock: b's stays cached on the CPU, untouched.
+    for nr in [MEMCG_CHARGE_BATCH, MEMCG_CHARGE_BATCH + 1, 5000] {
+        a.try_charge(0, nr).unwrap();
+        assert_eq!(
+            s.tree.stocks().stocked(0, &b).unwrap(),
+            MEMCG_CHARGE_BATCH - 1,
+            "{nr} pages"
+        );
+        assert_eq!(s.tree.stocks().stocked(0, &a).unwrap(), 0);
+    }
+    assert_eq!(a.usage(), 2 * MEMCG_CHARGE_BATCH + 1 + 5000);
+    assert_eq!(b.usage(), MEMCG_CHARGE_BATCH);
+}
