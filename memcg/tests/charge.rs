@@ -658,3 +658,76 @@ fn a_charge_of_a_batch_or_more_leaves_the_stock_alone() {
     assert_eq!(a.usage(), 2 * MEMCG_CHARGE_BATCH + 1 + 5000);
     assert_eq!(b.usage(), MEMCG_CHARGE_BATCH);
 }
+
+#[test]
+fn a_charge_of_exactly_the_limit_reclaims_everything_else() {
+    let s = setup(1, 1, false);
+    let root = s.tree.root();
+    let a = root.create_child().unwrap();
+    a.set_max(0, 100).unwrap();
+    for _ in 0..50 {
+        try_fault(&s.tree, &a, 0, 0, false).unwrap();
+    }
+    s.tree.stocks().drain(0).unwrap();
+    assert_eq!(a.usage(), 50);
+    a.try_charge(0, 100).unwrap();
+    assert_eq!(a.usage(), 100);
+    assert_eq!(s.freed.load(Ordering::Relaxed), 50);
+    // One page more than the limit never fits: refused without reclaim.
+    a.uncharge(100).unwrap();
+    assert!(matches!(
+        a.try_charge(0, 101),
+        Err(MemcgError::OutOfMemory { nr_pages: 101, .. })
+    ));
+    assert_eq!(s.freed.load(Ordering::Relaxed), 50);
+}
+
+#[test]
+fn a_charge_retries_reclaim_that_made_no_progress() {
+    use std::sync::atomic::AtomicU64;
+    // The first `busy` folios reclaim finds are busy (mapped again): rounds without
+    // progress, which the charge retries up to MAX_RECLAIM_RETRIES times.
+    let run = |busy: u64| {
+        let seen = std::sync::Arc::new(AtomicU64::new(0));
+        let s2 = seen.clone();
+        let lru = memcg::TreeLru::new(
+            false,
+            Box::new(move |_, _, _| {
+                if s2.fetch_add(1, Ordering::Relaxed) < busy {
+                    FolioFree::Busy
+                } else {
+                    FolioFree::Freed
+                }
+            }),
+        );
+        let tree = memcg::MemcgTree::with_new_nodes(
+            memcg::MemcgConfig::new(1, 1),
+            lru::TailMode::Cached,
+            rcu(1),
+            lru,
+        )
+        .unwrap();
+        let a = tree.root().create_child().unwrap();
+        a.set_max(0, 8).unwrap();
+        for _ in 0..8 {
+            try_fault(&tree, &a, 0, 0, false).unwrap();
+        }
+        tree.stocks().drain(0).unwrap();
+        let res = a.try_charge(0, 1);
+        (res, seen.load(Ordering::Relaxed))
+    };
+    // Busy for the first round's folios (8 looked at, none freed): the retry frees one.
+    let (res, seen) = run(8);
+    assert_eq!(res, Ok(()), "after {seen} folios looked at");
+    assert!(seen > 8);
+    // Busy for good: the charge gives up after its retries, having tried every round.
+    let (res, seen) = run(u64::MAX);
+    assert!(
+        matches!(res, Err(MemcgError::OutOfMemory { .. })),
+        "{res:?}"
+    );
+    assert!(
+        seen >= 8 * u64::from(memcg::MAX_RECLAIM_RETRIES),
+        "{seen} folios looked at"
+    );
+}
