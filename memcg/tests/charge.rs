@@ -731,3 +731,24 @@ fn a_charge_retries_reclaim_that_made_no_progress() {
         "{seen} folios looked at"
     );
 }
+
+#[test]
+fn lowering_the_limit_reclaims_what_is_over_it_not_everything() {
+    let s = setup(1, 1, false);
+    let root = s.tree.root();
+    let a = root.create_child().unwrap();
+    for _ in 0..200 {
+        try_fault(&s.tree, &a, 0, 0, false).unwrap();
+    }
+    s.tree.stocks().drain(0).unwrap();
+    assert_eq!(a.usage(), 200);
+    // 100 over the new limit: reclaim takes about that (in SWAP_CLUSTER_MAX batches), not
+    // the whole memcg.
+    a.set_max(0, 100).unwrap();
+    let freed = s.freed.load(Ordering::Relaxed);
+    assert_eq!(a.usage(), 200 - freed);
+    assert!(
+        (100..100 + memcg::charge::SWAP_CLUSTER_MAX).contains(&freed),
+        "{freed}"
+    );
+}
