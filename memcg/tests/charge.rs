@@ -687,7 +687,7 @@ fn a_charge_retries_reclaim_that_made_no_progress() {
     use std::sync::atomic::AtomicU64;
     // The first `busy` folios reclaim finds are busy (mapped again): rounds without
     // progress, which the charge retries up to MAX_RECLAIM_RETRIES times.
-    let run = |busy: u64| {
+    let run = |busy: u64, limit: bool| {
         let seen = std::sync::Arc::new(AtomicU64::new(0));
         let s2 = seen.clone();
         let lru = memcg::TreeLru::new(
@@ -713,23 +713,37 @@ fn a_charge_retries_reclaim_that_made_no_progress() {
             try_fault(&tree, &a, 0, 0, false).unwrap();
         }
         tree.stocks().drain(0).unwrap();
-        let res = a.try_charge(0, 1);
+        let res = if limit {
+            a.set_max(0, 7)
+        } else {
+            a.try_charge(0, 1)
+        };
         (res, seen.load(Ordering::Relaxed))
     };
     // Busy for the first round's folios (8 looked at, none freed): the retry frees one.
-    let (res, seen) = run(8);
-    assert_eq!(res, Ok(()), "after {seen} folios looked at");
-    assert!(seen > 8);
-    // Busy for good: the charge gives up after its retries, having tried every round.
-    let (res, seen) = run(u64::MAX);
-    assert!(
-        matches!(res, Err(MemcgError::OutOfMemory { .. })),
-        "{res:?}"
-    );
-    assert!(
-        seen >= 8 * u64::from(memcg::MAX_RECLAIM_RETRIES),
-        "{seen} folios looked at"
-    );
+    // Lowering memory.max below the usage retries the same way.
+    for limit in [false, true] {
+        let (res, seen) = run(8, limit);
+        assert_eq!(res, Ok(()), "after {seen} folios looked at");
+        assert!(seen > 8);
+        // Busy for good: it gives up after its retries, having tried every round.
+        let (res, seen) = run(u64::MAX, limit);
+        if limit {
+            assert!(
+                matches!(res, Err(MemcgError::LimitBelowUsage { .. })),
+                "{res:?}"
+            );
+        } else {
+            assert!(
+                matches!(res, Err(MemcgError::OutOfMemory { .. })),
+                "{res:?}"
+            );
+        }
+        assert!(
+            seen >= 8 * u64::from(memcg::MAX_RECLAIM_RETRIES),
+            "{seen} folios looked at"
+        );
+    }
 }
 
 #[test]
