@@ -726,8 +726,8 @@ mod tests {
         p.try_charge(10).unwrap();
         a.set_min(120);
         b.set_min(40);
-        a.set_low(20);
-        b.set_low(20);
+        a.set_low(100);
+        b.set_low(100);
         idle.set_min(500);
         a.try_charge(120).unwrap();
         b.try_charge(80).unwrap();
@@ -738,8 +738,9 @@ mod tests {
         assert_eq!((p.emin(), p.elow()), (100, 50));
         // The children claim 120 + 40 = 160 of p's 100: in proportion.
         assert_eq!((a.emin(), b.emin()), (75, 25));
-        // Low: 20 + 20 = 40 fits within p's 50, kept whole.
-        assert_eq!((a.elow(), b.elow()), (20, 20));
+        // Low: they claim min(120, 100) + min(80, 100) = 180 of p's 50: 100 * 50 / 180 and
+        // 80 * 50 / 180.
+        assert_eq!((a.elow(), b.elow()), (27, 22));
         // No usage: untouched (reclaim skips it anyway).
         assert_eq!((idle.emin(), idle.elow()), (0, 0));
         // Seen from p itself, the children's settings apply as they are, and p keeps its
@@ -747,7 +748,7 @@ mod tests {
         for c in [&p, &a, &b] {
             c.calculate_protection(&p);
         }
-        assert_eq!((a.emin(), b.emin(), a.elow()), (120, 40, 20));
+        assert_eq!((a.emin(), b.emin(), a.elow()), (120, 40, 100));
         assert_eq!((p.emin(), p.elow()), (100, 50));
         // A root without a parent keeps its values whoever reclaims.
         root.calculate_protection(&p);
