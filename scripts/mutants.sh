@@ -20,7 +20,9 @@
 #   --iterate  skip mutants caught by the previous run into the same output directory.
 # Environment: MUTANTS_TIMEOUT (seconds per test run, default 60; the suites take seconds, so
 #   only a mutant that hangs runs into it), MUTANTS_JOBS (default 1),
-#   VM_SOAK_OPS (kernel/mm's soak test length, default here 1500).
+#   VM_SOAK_OPS (kernel/mm's soak test length, default here 1500), MUTANTS_OUT (where the
+#   reports go, default target/mutants; use another one for a run over other files, so
+#   that --iterate over the default list keeps its ledger).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -121,7 +123,8 @@ done
 export VM_SOAK_OPS=${VM_SOAK_OPS:-1500}
 timeout=${MUTANTS_TIMEOUT:-60}
 jobs=${MUTANTS_JOBS:-1}
-mkdir -p target/mutants
+base=${MUTANTS_OUT:-target/mutants}
+mkdir -p "$base"
 status=0
 for c in "${crates[@]}"; do
     read -r -a fs <<<"${crate_files[$c]}"
@@ -129,7 +132,7 @@ for c in "${crates[@]}"; do
     for f in "${fs[@]}"; do sel+=(--file "$f"); done
     args=("${sel[@]}" --jobs "$jobs" --timeout "$timeout" --build-timeout 600 --no-shuffle
         "${iterate[@]}")
-    out=target/mutants/$c
+    out=$base/$c
     test_args=()
     flags=${RUSTFLAGS-}
     if ((loom)); then
@@ -162,16 +165,16 @@ done
 # score: caught over viable (caught + missed + timeout; a timeout is not counted as caught, a
 # loop that spins forever should fail a bounded test instead).
 summary() {
-    local d kind base
-    for d in target/mutants/*/mutants.out; do
-        base=${d%/mutants.out}
+    local d kind rep
+    for d in "$base"/*/mutants.out; do
+        rep=${d%/mutants.out}
         for kind in caught missed unviable timeout; do
             {
                 [[ -f $d/$kind.txt ]] && cat "$d/$kind.txt"
-                if [[ -f $base/ledger-$kind.txt && -f $base/all.txt ]]; then
-                    grep -Fxf "$base/all.txt" "$base/ledger-$kind.txt" || true
+                if [[ -f $rep/ledger-$kind.txt && -f $rep/all.txt ]]; then
+                    grep -Fxf "$rep/all.txt" "$rep/ledger-$kind.txt" || true
                 fi
-            } | sort -u | sed -n "s|^\([^:]*\):.*|${base} \1 $kind|p"
+            } | sort -u | sed -n "s|^\([^:]*\):.*|${rep##*/} \1 $kind|p"
         done
     done | awk '
         { key = $1 " " $2; n[key, $3]++; if (!(key in seen)) { seen[key] = 1; order[++k] = key } }
@@ -181,7 +184,6 @@ summary() {
                 key = order[i]; split(key, p, " ")
                 c = n[key, "caught"] + 0; m = n[key, "missed"] + 0
                 u = n[key, "unviable"] + 0; t = n[key, "timeout"] + 0
-                sub("target/mutants/", "", p[1])
                 v = c + m + t
                 printf "%-44s %6d %6d %6d %6d %6.1f%%\n", p[1] ":" p[2], c, m, u, t, v ? 100 * c / v : 100
                 C += c; M += m; U += u; T += t
@@ -190,5 +192,5 @@ summary() {
             printf "%-44s %6d %6d %6d %6d %6.1f%%\n", "total", C, M, U, T, v ? 100 * C / v : 100
         }'
 }
-summary | tee target/mutants/summary.txt
+summary | tee "$base/summary.txt"
 exit "$status"
