@@ -691,3 +691,32 @@ fn lru_evict_all(lv: &Lv) -> (usize, lru::EvictStats) {
     let stats = lv.evict_folios(100, 100, 5, |_, _| n += 1).unwrap();
     (n, stats)
 }
+
+#[test]
+fn the_preferred_type_keeps_being_scanned_while_it_has_folios() {
+    // File is preferred (no refault history, swappiness 100). Its oldest generation runs
+    // out after 5 folios: the next round goes on with file's next generation rather than
+    // filling up with anon.
+    let lv = new_lv();
+    let oldest = folios(5, 1, false);
+    for &x in &oldest {
+        lv.lock().add_folio(x).unwrap();
+    }
+    // Anon's oldest generation has folios too.
+    for &x in &folios(50, 1, true) {
+        lv.lock().add_folio(x).unwrap();
+    }
+    let _ = lv.lock().try_to_inc_min_seq();
+    lv.age(1).unwrap();
+    let newer = folios(50, 1, false);
+    for &x in &newer {
+        lv.lock().add_folio(x).unwrap();
+    }
+    assert_ne!(oldest[0].lru_gen(), newer[0].lru_gen());
+    let mut file = 0;
+    let stats = lv
+        .evict_folios(20, 100, 2, |x, _| file += usize::from(x.is_file_lru()))
+        .unwrap();
+    assert_eq!((stats.evicted, file), (20, 20), "{stats:?}");
+    assert!(oldest.iter().all(|x| !x.test_lru()));
+}
