@@ -720,3 +720,46 @@ fn the_preferred_type_keeps_being_scanned_while_it_has_folios() {
     assert_eq!((stats.evicted, file), (20, 20), "{stats:?}");
     assert!(oldest.iter().all(|x| !x.test_lru()));
 }
+
+/// Tier 1's refault history as the controller reads it: `(avg_refaulted, refaulted,
+/// avg_total, protected, evicted)`, against tier 0's 100 refaults of 1000 evictions.
+/// Returns whether a scan protects a folio of tier 1 (two accesses) and evicts a cold one.
+fn tier1_protected(h: (u64, u64, u64, u64, u64)) -> bool {
+    let lv = new_lv();
+    let f = folios(2, 1, false);
+    for &x in &f {
+        lv.lock().add_folio(x).unwrap();
+    }
+    f[0].mark_accessed();
+    f[0].mark_accessed();
+    // The folios' generation is the oldest: nothing retires (and folds the history) first.
+    let _ = lv.lock().try_to_inc_min_seq();
+    assert_eq!(f[0].lru_gen(), Some(lru_gen_from_seq(min_seq(lv, FILE))));
+    let g = lv.lrugen();
+    g.evicted()[0][FILE][0].store(1000, Ordering::Relaxed);
+    g.refaulted()[0][FILE][0].store(100, Ordering::Relaxed);
+    g.avg_refaulted()[FILE][1].store(h.0, Ordering::Relaxed);
+    g.refaulted()[0][FILE][1].store(h.1, Ordering::Relaxed);
+    g.avg_total()[FILE][1].store(h.2, Ordering::Relaxed);
+    g.protected()[0][FILE][1].store(h.3, Ordering::Relaxed);
+    g.evicted()[0][FILE][1].store(h.4, Ordering::Relaxed);
+    let (out, stats) = evict(lv, 1);
+    assert_eq!(out.len(), 1);
+    let protected = stats.protected == 1;
+    assert_eq!(std::ptr::eq(out[0].0, f[1]), protected, "{stats:?}");
+    protected
+}
+
+#[test]
+fn the_controller_weighs_refaults_against_evictions_and_protections() {
+    // 70 refaults of 100 evictions, against tier 0's 10%: protected.
+    assert!(tier1_protected((0, 70, 0, 0, 100)));
+    // The same refaults over 1100 folios, counted as protected or in the average: not.
+    assert!(!tier1_protected((0, 70, 0, 1000, 100)));
+    assert!(!tier1_protected((0, 70, 1000, 0, 100)));
+    assert!(!tier1_protected((0, 70, 0, 1100, 0)));
+    // Refaults in the average count as much as recent ones.
+    assert!(tier1_protected((35, 35, 0, 0, 100)));
+    // Fewer than MIN_LRU_BATCH refaults in all: never protected.
+    assert!(!tier1_protected((10, 10, 0, 0, 100)));
+}
