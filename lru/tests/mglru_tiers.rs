@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{folios, lruvec};
+use common::{Counting, folios, lruvec};
 use ksync::Ticket;
 use lru::lru_gen::{MAX_NR_GENS, MAX_NR_TIERS, lru_gen_from_seq};
 use lru::{Folio, FolioFlags, LruGenFolio, LruGenFolioGrouped, LruList, LruMode, Shadow, Zone};
@@ -762,4 +762,36 @@ fn the_controller_weighs_refaults_against_evictions_and_protections() {
     assert!(tier1_protected((35, 35, 0, 0, 100)));
     // Fewer than MIN_LRU_BATCH refaults in all: never protected.
     assert!(!tier1_protected((10, 10, 0, 0, 100)));
+}
+
+#[test]
+fn a_lock_hold_scans_at_most_two_batches() {
+    // 200 busy folios ahead of 2 evictable ones: 128 of them in the first lock hold, the
+    // other 72 and the 2 evictable in the second.
+    let lv = lruvec::<Counting, LruGenFolioGrouped>(1, LruMode::Mglru);
+    let busy = folios(200, 1, false);
+    for &x in &busy {
+        lv.lock().add_folio(x).unwrap();
+        assert!(x.test_clear_lru());
+    }
+    for &x in &folios(2, 1, false) {
+        lv.lock().add_folio(x).unwrap();
+    }
+    // Their generation is the oldest: no round is spent retiring empty ones.
+    let _ = lv.lock().try_to_inc_min_seq();
+    assert_eq!(
+        busy[0].lru_gen(),
+        Some(lru_gen_from_seq(
+            lv.lrugen().min_seq()[FILE].load(Ordering::Relaxed)
+        ))
+    );
+    let before = lv.raw_lock().acquisitions();
+    let mut n = 0;
+    let stats = lv.evict_folios(2, 0, 1, |_, _| n += 1).unwrap();
+    assert_eq!(
+        (n, stats.scanned, stats.skipped),
+        (2, 202, 200),
+        "{stats:?}"
+    );
+    assert_eq!(lv.raw_lock().acquisitions() - before, 2, "lock holds");
 }
