@@ -649,6 +649,10 @@ fn with_three_generations_protection_promotes_into_an_active_one() {
 #[test]
 fn every_zone_has_its_own_generation_lists() {
     let lv = new_lv();
+    // Generation 0 becomes the youngest: the folios below go to its lists, the first of
+    // which (anon, DMA) is the first MGLRU list slot.
+    lv.age(1).unwrap();
+    assert_eq!(lru_gen_from_seq(max_seq(lv)), 0);
     let zones = [Zone::Dma, Zone::Dma32, Zone::Normal, Zone::Movable];
     let f: Vec<&'static Folio> = zones
         .iter()
