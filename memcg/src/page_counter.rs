@@ -741,6 +741,13 @@ mod tests {
         // Low: they claim min(120, 100) + min(80, 100) = 180 of p's 50: 100 * 50 / 180 and
         // 80 * 50 / 180.
         assert_eq!((a.elow(), b.elow()), (27, 22));
+        // b grows: its protected usage follows (80 -> 90) and the shares shrink to
+        // 100 * 50 / 190 and 90 * 50 / 190.
+        b.try_charge(10).unwrap();
+        for c in [&a, &b] {
+            c.calculate_protection(&root);
+        }
+        assert_eq!((a.elow(), b.elow()), (26, 23));
         // No usage: untouched (reclaim skips it anyway).
         assert_eq!((idle.emin(), idle.elow()), (0, 0));
         // Seen from p itself, the children's settings apply as they are, and p keeps its
