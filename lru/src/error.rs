@@ -41,6 +41,9 @@ pub enum LruError {
     RcuWrongDomain,
     /// An MGLRU operation (aging, generation eviction) on a lruvec in classic mode.
     MglruDisabled,
+    /// A folio stayed on a generation list it was just moved off: the list or the folio's
+    /// generation bits are corrupt.
+    CorruptList,
 }
 
 impl fmt::Display for LruError {
@@ -66,6 +69,7 @@ impl fmt::Display for LruError {
                 f.write_str("quiescent state inside an RCU read-side section")
             }
             LruError::MglruDisabled => f.write_str("MGLRU is disabled on this lruvec"),
+            LruError::CorruptList => f.write_str("a folio stayed on the list it left"),
         }
     }
 }

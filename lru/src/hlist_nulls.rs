@@ -309,7 +309,15 @@ mod tests {
         }
         let order = |idx: &[usize]| idx.iter().map(|&i| n[i].addr()).collect::<Vec<_>>();
         assert_eq!(collect(&h), (order(&[1, 3, 0, 2]), Some(3)));
+        assert!(!h.is_empty());
+        // The raw links: the head points at the first node, each node at the next, the
+        // last one at the list's end marker.
+        assert_eq!(h.first_link(), n[1].addr());
+        assert_eq!(n[1].next_link(), n[3].addr());
+        assert_eq!(n[0].next_link(), n[2].addr());
+        assert_eq!(n[2].next_link(), make_nulls(3));
         assert!(n[1].is_first_of(&h));
+        assert!(!n[3].is_first_of(&h) && !n[0].is_unhashed());
         // SAFETY: n[0] is linked into h, single-threaded.
         let prev = unsafe { n[0].prev(&h) };
         assert_eq!(prev.map(HlistNullsNode::addr), Some(n[3].addr()));
@@ -331,6 +339,7 @@ mod tests {
         // SAFETY: single-threaded.
         unsafe { del_init_rcu(&n[3]) };
         assert!(h.is_empty());
+        assert_eq!(h.first_link(), make_nulls(3));
         assert_eq!(collect(&h), (Vec::new(), Some(3)));
     }
 

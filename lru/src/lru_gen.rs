@@ -182,6 +182,14 @@ mod tests {
         let tiers: [usize; 5] = core::array::from_fn(|r| lru_tier_from_refs(r as u32, false));
         assert_eq!(tiers, [0, 0, 1, 2, 2]);
         assert_eq!(lru_tier_from_refs(0, true), MAX_NR_TIERS - 1);
+        // Counts beyond the top tier stay in it.
+        for refs in [8, 9, 1000, u32::MAX] {
+            assert_eq!(
+                lru_tier_from_refs(refs, false),
+                MAX_NR_TIERS - 1,
+                "refs {refs}"
+            );
+        }
         assert_eq!(order_base_2(4), 2);
         assert_eq!(order_base_2(5), 3);
     }

@@ -602,6 +602,10 @@ impl<F: LockFamily, E: MemcgFifoEntry> LruGenMemcg<F, E> {
                     }
                     last = node.addr();
                     count += 1;
+                    if count > self.nr_memcgs[r#gen].load(Ordering::Relaxed) {
+                        // Also what ends the walk of a list corrupted into a cycle.
+                        return Err("more nodes than nr_memcgs");
+                    }
                 }
                 if cursor.end_nulls() != Some(r#gen) {
                     return Err("list ends on a foreign nulls value");

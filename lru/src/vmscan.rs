@@ -143,14 +143,10 @@ impl<H: LruvecHost> LruvecGuard<'_, H> {
     /// 2:3 gain leaves a margin for fluctuations.
     fn get_tier_idx(&self, ty: usize) -> usize {
         let sp = self.read_ctrl_pos(ty, 0, 2);
-        let mut tier = 1;
-        while tier < MAX_NR_TIERS {
-            if !positive_ctrl_err(sp, self.read_ctrl_pos(ty, tier, 3)) {
-                break;
-            }
-            tier += 1;
-        }
-        tier - 1
+        let first_negative = (1..MAX_NR_TIERS)
+            .find(|&tier| !positive_ctrl_err(sp, self.read_ctrl_pos(ty, tier, 3)))
+            .unwrap_or(MAX_NR_TIERS);
+        first_negative - 1
     }
 
     /// `get_type_to_scan`: file at swappiness 0 or 1, anon at 200 and above; otherwise
@@ -220,7 +216,7 @@ impl<H: LruvecHost> LruvecGuard<'_, H> {
     /// Move a folio of the oldest generation one generation up, to the tail (oldest end)
     /// of that list, dropping its access count (`folio_inc_gen` clears `LRU_REFS_FLAGS`,
     /// the refs bits and `REFERENCED`, + `list_move_tail`).
-    fn folio_inc_gen(&mut self, folio: &'static Folio) -> Result<usize, LruError> {
+    fn folio_inc_gen(&mut self, folio: &'static Folio) -> Result<(), LruError> {
         let slot = self.unlink(folio)?;
         let (old_gen, ty, zone) = decode_mglru_slot(slot);
         let new_gen = (old_gen + 1) % MAX_NR_GENS;
@@ -229,12 +225,12 @@ impl<H: LruvecHost> LruvecGuard<'_, H> {
         folio.set_lru_gen(Some(new_gen));
         self.link(folio, mglru_slot(new_gen, ty, zone), true)?;
         self.lru_gen_update_size(ty, zone, Some(old_gen), Some(new_gen));
-        Ok(new_gen)
+        Ok(())
     }
 
-    /// `inc_min_seq`: fold the oldest generation of `ty` into the next one, counting the
-    /// folios that had been accessed as protected in their tier (but not the working set
-    /// being lazily promoted: all refs bits and `WORKINGSET`).
+    /// `inc_min_seq`: fold the oldest generation of `ty` into the next one, counting its
+    /// folios as protected in their tier, as Linux does (but not the working set being
+    /// lazily promoted: all refs bits and `WORKINGSET`).
     fn inc_min_seq(&mut self, ty: usize) -> Result<(), LruError> {
         let old_gen = lru_gen_from_seq(self.min_seq(ty));
         for zone in 0..MAX_NR_ZONES {
@@ -242,6 +238,10 @@ impl<H: LruvecHost> LruvecGuard<'_, H> {
                 let refs = folio.lru_refs_total();
                 let workingset = folio.test(FolioFlags::WORKINGSET);
                 self.folio_inc_gen(folio)?;
+                // Each round moves one folio off the list, or the loop would never end.
+                if folio.lru_gen() == Some(old_gen) {
+                    return Err(LruError::CorruptList);
+                }
                 if !lazily_promoted(refs, workingset) {
                     self.count_protected(ty, lru_tier_from_refs(refs, workingset));
                 }
@@ -296,15 +296,17 @@ impl<H: LruvecHost> LruvecGuard<'_, H> {
         let max_seq = self.max_seq();
         let mut moved = false;
         for ty in 0..ANON_AND_FILE {
-            let mut seq = self.min_seq(ty);
-            while seq + MIN_NR_GENS <= max_seq {
-                let r#gen = lru_gen_from_seq(seq);
-                if self.gen_lists()[r#gen][ty].iter().any(|l| !l.is_empty()) {
-                    break;
-                }
-                seq += 1;
-            }
-            if seq > self.min_seq(ty) {
+            let min_seq = self.min_seq(ty);
+            // The first sequence that is not empty or must stay (`seq + MIN_NR_GENS >
+            // max_seq`), searched over a bounded range.
+            let keep = (max_seq + 1).saturating_sub(MIN_NR_GENS).max(min_seq);
+            let seq = (min_seq..keep)
+                .find(|&seq| {
+                    let r#gen = lru_gen_from_seq(seq);
+                    self.gen_lists()[r#gen][ty].iter().any(|l| !l.is_empty())
+                })
+                .unwrap_or(keep);
+            if seq > min_seq {
                 self.reset_ctrl_pos(ty, true);
                 self.lrugen().min_seq()[ty].store(seq, Ordering::Release);
                 moved = true;
@@ -376,7 +378,8 @@ impl<H: LruvecHost> LruvecGuard<'_, H> {
         Ok(true)
     }
 
-    /// `scan_folios`: walk the oldest generation of `ty` from its tail.
+    /// `scan_folios`: walk the oldest generation of `ty` from its tail, looking at each folio
+    /// at most once and at most `2 * MIN_LRU_BATCH` folios per lock hold.
     fn scan_folios(
         &mut self,
         ty: usize,
@@ -389,10 +392,15 @@ impl<H: LruvecHost> LruvecGuard<'_, H> {
         let mut scanned = 0;
         let mut isolated = 0;
         for zone in (0..MAX_NR_ZONES).rev() {
-            while out.nr < out.limit && remaining > 0 {
+            // Each folio is looked at once per scan: a skipped one goes back to the head of
+            // the list it came from (Linux collects them on a private list and splices it
+            // back afterwards), so the scan stops after the folios the list held.
+            let mut left = self.lrugen().nr_pages()[r#gen][ty][zone].load(Ordering::Relaxed);
+            while out.nr < out.limit && remaining > 0 && left > 0 {
                 let Some(folio) = self.gen_lists()[r#gen][ty][zone].back().clone_pointer() else {
                     break;
                 };
+                left -= 1;
                 remaining -= 1;
                 scanned += 1;
                 if self.sort_folio(folio, tier_idx)? {
@@ -551,5 +559,27 @@ mod tests {
             eligible(SWAPPINESS_ANON_ONLY, LRU_GEN_ANON)
                 && !eligible(SWAPPINESS_ANON_ONLY, LRU_GEN_FILE)
         );
+    }
+
+    #[test]
+    fn ctrl_err_at_its_boundaries() {
+        let pos = |refaulted, total, gain| CtrlPos {
+            refaulted,
+            total,
+            gain,
+        };
+        // Fewer than MIN_LRU_BATCH refaults: never judged worse, whatever the rate.
+        assert!(positive_ctrl_err(pos(0, 0, 1), pos(63, 63, 1)));
+        assert!(!positive_ctrl_err(pos(0, 0, 1), pos(64, 64, 1)));
+        // Equal rates once smoothed (sp.total + MIN_LRU_BATCH, sp.refaulted + 1):
+        // 100 * (36 + 64) == (99 + 1) * 100 is still positive, one refault less is not.
+        assert!(positive_ctrl_err(pos(99, 36, 1), pos(100, 100, 1)));
+        assert!(!positive_ctrl_err(pos(98, 36, 1), pos(100, 100, 1)));
+        // 64 * 164 = 10496 <= 11 * 1000.
+        assert!(positive_ctrl_err(pos(10, 100, 1), pos(64, 1000, 1)));
+        // The gains weigh each side: 64 * 164 * 3 > 11 * 1000 * 2, and
+        // 64 * 164 * 2 <= 11 * 1000 * 3.
+        assert!(!positive_ctrl_err(pos(10, 100, 3), pos(64, 1000, 2)));
+        assert!(positive_ctrl_err(pos(10, 100, 2), pos(64, 1000, 3)));
     }
 }

@@ -301,6 +301,28 @@ mod tests {
     }
 
     #[test]
+    fn shadow_layout_is_linuxs() {
+        // pack_shadow(): token | memcg id (16 bits) | node (6 bits) | workingset | 1.
+        let s = Shadow::pack(0x1234, 2, 3, true);
+        assert_eq!(s.raw(), (3 << 24) | (0x1234 << 8) | (2 << 2) | (1 << 1) | 1);
+        assert_eq!(Shadow::pack(0, 0, 0, false).raw(), 1);
+        // The token keeps 64 - 24 bits.
+        assert_eq!(Shadow::pack(0, 0, u64::MAX, false).token(), (1 << 40) - 1);
+        assert_eq!(Shadow::pack(0, 0, 1 << 40, false).token(), 0);
+        // A node beyond MAX_NUMNODES wraps instead of spilling into the memcg id.
+        let s = Shadow::pack(0x1234, 64 + 5, 7, false);
+        assert_eq!((s.memcg_id(), s.node(), s.token()), (0x1234, 5, 7));
+        let s = Shadow::pack(0xffff, 63, 0, false);
+        assert_eq!(
+            (s.memcg_id(), s.node(), s.workingset()),
+            (0xffff, 63, false)
+        );
+        // Only values with the low tag bit are shadows.
+        assert_eq!(Shadow::from_raw(7), Ok(Shadow(7)));
+        assert_eq!(Shadow::from_raw(6), Err(LruError::InvalidShadow(6)));
+    }
+
+    #[test]
     fn token_is_masked_not_overflowing() {
         let s = Shadow::pack(1, 1, u64::MAX, false);
         assert_eq!(s.memcg_id(), 1);

@@ -160,3 +160,67 @@ fn rotations_and_working_set_refaults_are_noted_as_cost() {
     lv.refault(b, shadow, true).unwrap();
     assert_eq!(lv.costs(), (16, 1));
 }
+
+#[test]
+fn reclaim_costs_halve_once_they_pass_a_quarter_of_the_lru() {
+    let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
+    for &x in &folios(40, 1, false) {
+        lv.lock().add_folio(x).unwrap();
+    }
+    // A quarter of the 40 folios on the lists is 10: reaching it is fine.
+    lv.lru_note_cost(true, 0, 10);
+    assert_eq!(lv.costs(), (0, 10));
+    // Passing it halves both costs.
+    lv.lru_note_cost(true, 0, 1);
+    assert_eq!(lv.costs(), (0, 5));
+    lv.lru_note_cost(false, 0, 4);
+    assert_eq!(lv.costs(), (4, 5));
+    lv.lru_note_cost(false, 0, 2);
+    assert_eq!(lv.costs(), (3, 2));
+    // One page of I/O weighs SWAP_CLUSTER_MAX rotations.
+    lv.lru_note_cost(false, 1, 0);
+    assert_eq!(lv.costs(), ((3 + 32) / 2, 1));
+    // Nothing noted for nothing.
+    lv.lru_note_cost(true, 0, 0);
+    assert_eq!(lv.costs(), (17, 1));
+}
+
+#[test]
+fn the_refault_distance_is_weighed_against_the_lists_a_refault_competes_with() {
+    let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
+    let add = |n: usize, anon: bool, active: bool| {
+        for &x in &folios(n, 1, anon) {
+            if active {
+                x.set(FolioFlags::ACTIVE);
+            }
+            lv.lock().add_folio(x).unwrap();
+        }
+    };
+    add(2, false, true);
+    add(3, true, true);
+    add(5, false, false);
+    add(7, true, false);
+    let sizes = LruList::ALL.map(|l| lv.lru_size(l));
+    assert_eq!(sizes, [7, 3, 5, 2, 0]);
+    // A file refault competes with the active lists and inactive anon (2 + 3 + 7 = 12),
+    // an anon refault with the active lists and inactive file (2 + 3 + 5 = 10).
+    lv.workingset_age_nonresident(100);
+    let now = lv.nonresident_age();
+    let recent = |distance: u64, file: bool| {
+        let shadow = lru::Shadow::pack(1, 0, now - distance, false);
+        lv.workingset_test_recent(shadow, file).unwrap()
+    };
+    let file: Vec<bool> = (9..=13).map(|d| recent(d, true)).collect();
+    let anon: Vec<bool> = (9..=13).map(|d| recent(d, false)).collect();
+    assert_eq!(file, [true, true, true, true, false]);
+    assert_eq!(anon, [true, true, false, false, false]);
+    // Another memcg's or node's shadow is not this lruvec's.
+    assert_eq!(
+        lv.workingset_test_recent(lru::Shadow::pack(2, 0, now, false), true),
+        None
+    );
+    assert_eq!(
+        lv.workingset_test_recent(lru::Shadow::pack(1, 3, now, false), true),
+        None
+    );
+}

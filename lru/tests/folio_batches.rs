@@ -254,3 +254,98 @@ fn node_lock_batches_one_hold_per_node_and_counts_its_own_class() {
     }
     assert_eq!(last.unwrap().lock_holds, FOLIO_BATCH_SIZE);
 }
+
+#[test]
+fn pending_counts_all_three_batches() {
+    let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
+    let lookup = Lookup(vec![lv]);
+    let batches = LruBatches::<Ticket>::new(3);
+    assert_eq!(batches.nr_cpus(), 3);
+    let on_lru = folios(3, 1, false);
+    for &x in &on_lru {
+        lv.lock().add_folio(x).unwrap();
+    }
+    on_lru[2].set(FolioFlags::ACTIVE);
+    let new = folios(4, 1, false);
+    for &x in &new {
+        batches.folio_add_lru(1, x, &lookup).unwrap();
+    }
+    batches.folio_activate(1, on_lru[0], &lookup).unwrap();
+    batches.folio_activate(1, on_lru[1], &lookup).unwrap();
+    batches.folio_deactivate(1, on_lru[2], &lookup).unwrap();
+    // 4 to add, 2 to activate, 1 to deactivate.
+    assert_eq!(batches.pending(1), Ok(7));
+    assert_eq!((batches.pending(0), batches.pending(2)), (Ok(0), Ok(0)));
+    let s = batches.drain_cpu(1, &lookup).unwrap();
+    assert_eq!((s.moved, s.skipped), (7, 0));
+    assert_eq!(batches.pending(1), Ok(0));
+}
+
+#[test]
+fn queued_folios_that_need_nothing_by_move_time_are_skipped() {
+    let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
+    let lookup = Lookup(vec![lv]);
+    let batches = LruBatches::<Ticket>::new(1);
+    let f = folios(3, 1, false);
+    for &x in &f {
+        lv.lock().add_folio(x).unwrap();
+    }
+    // Queued while inactive, activated directly before the batch moves: nothing to do.
+    batches.folio_activate(0, f[0], &lookup).unwrap();
+    assert!(lv.lock().activate(f[0]).unwrap());
+    batches.folio_activate(0, f[1], &lookup).unwrap();
+    let s = batches.drain_cpu(0, &lookup).unwrap();
+    assert_eq!((s.moved, s.skipped, s.error), (1, 1, None));
+    assert_eq!(lv.lru_size(LruList::ActiveFile), 2);
+    assert!(f.iter().all(|x| x.test_lru() && x.refcount() == 1));
+}
+
+#[test]
+fn deactivation_ignores_folios_off_the_lru_or_unevictable() {
+    let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
+    let lookup = Lookup(vec![lv]);
+    let batches = LruBatches::<Ticket>::new(1);
+    let f = folios(3, 1, false);
+    for &x in &f[..2] {
+        x.set(FolioFlags::ACTIVE);
+        lv.lock().add_folio(x).unwrap();
+    }
+    f[1].set(FolioFlags::UNEVICTABLE);
+    // f[2] is on no LRU; f[1] is unevictable: neither is queued; f[0] is.
+    for &x in &f {
+        assert_eq!(
+            batches.folio_deactivate(0, x, &lookup),
+            Ok(Default::default())
+        );
+    }
+    assert_eq!(batches.pending(0), Ok(1));
+    // Activation likewise ignores unevictable folios and folios off the LRU.
+    f[0].clear(FolioFlags::ACTIVE);
+    f[1].clear(FolioFlags::ACTIVE);
+    batches.folio_activate(0, f[1], &lookup).unwrap();
+    batches.folio_activate(0, f[2], &lookup).unwrap();
+    assert_eq!(batches.pending(0), Ok(1));
+    assert_eq!(
+        batches.folio_deactivate(1, f[0], &lookup),
+        Err(LruError::InvalidCpu(1))
+    );
+    assert_eq!(
+        batches.folio_activate(1, f[0], &lookup),
+        Err(LruError::InvalidCpu(1))
+    );
+}
+
+#[test]
+fn each_full_drain_bumps_the_generation_once() {
+    let lv = lruvec::<Ticket, G>(1, LruMode::Mglru);
+    let lookup = Lookup(vec![lv]);
+    let batches = LruBatches::<Ticket>::new(2);
+    assert_eq!(batches.drain_gen(), 0);
+    for round in 1..=3 {
+        assert!(batches.drain_all(1, &lookup).unwrap().is_some());
+        assert_eq!(batches.drain_gen(), round);
+    }
+    assert_eq!(batches.drain_all(2, &lookup), Err(LruError::InvalidCpu(2)));
+    assert_eq!(batches.drain_gen(), 3);
+    assert!(format!("{batches:?}").contains("drain_gen: 3"));
+}

@@ -62,6 +62,7 @@ fn bin_order(fifo: &Fifo, r#gen: usize, bin: usize) -> Vec<usize> {
     let end = fifo
         .walk_bin(&g, r#gen, bin, |e| {
             v.push(addr(e));
+            assert!(v.len() <= 10_000, "the walk loops");
             ControlFlow::Continue(())
         })
         .unwrap();
@@ -206,6 +207,7 @@ fn shrink_many_visits_the_old_generation_and_applies_each_op() {
     let stats = fifo
         .shrink_many(&g, 3, |x| {
             seen.push(addr(x));
+            assert!(seen.len() <= 100, "the walk loops");
             Some(ShrinkStep {
                 op: MemcgLruOp::Young,
                 abort: false,
@@ -243,6 +245,7 @@ fn shrink_many_skips_rotated_entries_counts_failed_trygets_and_aborts() {
     let stats = fifo
         .shrink_many(&g, 0, |x| {
             visited.push(addr(x));
+            assert!(visited.len() <= 100, "the walk loops");
             if addr(x) == addr(e[0]) && !moved {
                 moved = true;
                 fifo.rotate_to_bin(e[1], MemcgLruOp::Young, 5).unwrap();
@@ -268,6 +271,7 @@ fn shrink_many_skips_rotated_entries_counts_failed_trygets_and_aborts() {
     let stats = fifo
         .shrink_many(&g, 0, |_| {
             n += 1;
+            assert!(n <= 100, "the walk loops");
             Some(ShrinkStep {
                 op: MemcgLruOp::Tail,
                 abort: n == 3,
@@ -311,12 +315,13 @@ fn readers_survive_concurrent_rotation() {
         for t in 0..2 {
             let (fifo, moving, done) = (&fifo, moving, &done);
             s.spawn(move || {
+                // Also when a rotation fails: the reader stops instead of waiting forever.
+                let _done = SetOnDrop(done);
                 for i in 0..20_000usize {
                     let x = moving[(i * 7 + t) % moving.len()];
                     let bin = (i * 13 + t) % STABLE_BIN;
                     fifo.rotate_to_bin(x, ops[(i + t) % 4], bin).unwrap();
                 }
-                done.store(true, Ordering::Release);
             });
         }
         s.spawn(|| {
@@ -345,7 +350,7 @@ fn readers_survive_concurrent_rotation() {
                     .walk_bin(&g, i % 2, i % STABLE_BIN, |x| {
                         assert!(known(addr(x)), "visited a foreign address");
                         n += 1;
-                        assert!(n < 1_000_000, "walk does not loop forever");
+                        assert!(n < 10_000, "walk does not loop forever");
                         ControlFlow::Continue(())
                     })
                     .unwrap();
@@ -381,6 +386,24 @@ unsafe impl MemcgFifoEntry for Poisonable {
     }
 }
 
+/// Sets a flag when dropped, also while its thread unwinds from a failed check.
+struct SetOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
+/// Takes a CPU offline when dropped, also while its thread unwinds from a failed check.
+struct OfflineOnDrop(&'static Rcu<Ticket>, usize);
+
+impl Drop for OfflineOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.offline(self.1);
+    }
+}
+
 #[test]
 fn a_reader_never_touches_an_entry_freed_after_a_grace_period() {
     let rcu: &'static Rcu<Ticket> = Box::leak(Box::new(Rcu::new(2)));
@@ -404,10 +427,16 @@ fn a_reader_never_touches_an_entry_freed_after_a_grace_period() {
         // walks, never inside one.
         s.spawn(|| {
             rcu.online(0).unwrap();
+            // A reader that fails goes offline while unwinding, so the writer's grace
+            // periods end and the test fails instead of hanging.
+            let _offline = OfflineOnDrop(rcu, 0);
             started.store(true, Ordering::Release);
             while !done.load(Ordering::Acquire) {
                 let g = rcu.read_lock(0).unwrap();
+                let mut n = 0;
                 fifo.walk_bin(&g, 0, 0, |x| {
+                    n += 1;
+                    assert!(n <= e.len(), "the walk loops");
                     assert!(x.alive.load(Ordering::Acquire), "reader saw a freed entry");
                     for _ in 0..2_000 {
                         std::hint::spin_loop();
@@ -422,20 +451,19 @@ fn a_reader_never_touches_an_entry_freed_after_a_grace_period() {
                 drop(g);
                 rcu.quiescent_state(0).unwrap();
             }
-            rcu.offline(0).unwrap();
         });
         while !started.load(Ordering::Acquire) {
             std::thread::yield_now();
         }
         // The writer (not a reader) releases entries one by one while the reader walks,
         // waits for a grace period and only then frees (poisons) each.
+        let _done = SetOnDrop(&done);
         for &x in &e {
             std::thread::sleep(std::time::Duration::from_micros(200));
             fifo.release(x);
             rcu.synchronize(None).unwrap();
             x.alive.store(false, Ordering::Release);
         }
-        done.store(true, Ordering::Release);
     });
     assert_eq!(fifo.check(), Ok(0));
 }
@@ -455,4 +483,143 @@ fn a_fifo_refuses_another_fifos_node() {
     a.release(e[0]);
     online(&b, e[0]).unwrap();
     assert_eq!((a.check(), b.check()), (Ok(1), Ok(1)));
+}
+
+/// The entries of `fifo[gen][bin]` as indexes into `es`, in walk order.
+fn order_of(
+    fifo: &Fifo,
+    r#gen: usize,
+    bin: usize,
+    es: &[&'static LruGenFolioGrouped],
+) -> Vec<usize> {
+    bin_order(fifo, r#gen, bin)
+        .iter()
+        .map(|a| es.iter().position(|e| addr(*e) == *a).unwrap())
+        .collect()
+}
+
+#[test]
+fn rotations_place_entries_where_the_walk_finds_them() {
+    for mode in [TailMode::Walk, TailMode::Cached] {
+        let fifo = fifo(mode, 21);
+        let e = entries(4);
+        for &x in &e {
+            online(&fifo, x).unwrap();
+            fifo.rotate_to_bin(x, MemcgLruOp::Tail, 2).unwrap();
+        }
+        assert_eq!(
+            order_of(&fifo, 0, 2, &e),
+            [0, 1, 2, 3],
+            "{mode:?}: tail appends"
+        );
+        for b in (0..MEMCG_NR_BINS).filter(|&b| b != 2) {
+            assert!(order_of(&fifo, 0, b, &e).is_empty(), "{mode:?}: bin {b}");
+        }
+        fifo.rotate_to_bin(e[2], MemcgLruOp::Head, 2).unwrap();
+        assert_eq!(order_of(&fifo, 0, 2, &e), [2, 0, 1, 3], "{mode:?}: head");
+        fifo.rotate_to_bin(e[0], MemcgLruOp::Tail, 2).unwrap();
+        assert_eq!(order_of(&fifo, 0, 2, &e), [2, 1, 3, 0], "{mode:?}: tail");
+        // A bin index wraps; the entry moves to that bin of the same generation.
+        fifo.rotate_to_bin(e[1], MemcgLruOp::Tail, 5 + MEMCG_NR_BINS)
+            .unwrap();
+        assert_eq!(order_of(&fifo, 0, 2, &e), [2, 3, 0]);
+        assert_eq!(order_of(&fifo, 0, 5, &e), [1]);
+        assert_eq!(e[1].node().bin.load(Ordering::Relaxed), 5);
+        // Young: the next generation; Old: the head of the current one.
+        fifo.rotate_to_bin(e[3], MemcgLruOp::Young, 5).unwrap();
+        assert_eq!(order_of(&fifo, 1, 5, &e), [3]);
+        assert_eq!((fifo.nr_memcgs(0), fifo.nr_memcgs(1)), (3, 1));
+        fifo.rotate_to_bin(e[3], MemcgLruOp::Old, 5).unwrap();
+        assert_eq!(
+            order_of(&fifo, 0, 5, &e),
+            [3, 1],
+            "{mode:?}: old goes first"
+        );
+        assert!(order_of(&fifo, 1, 5, &e).is_empty());
+        assert_eq!((fifo.nr_memcgs(0), fifo.nr_memcgs(1)), (4, 0));
+        assert_eq!(fifo.seq(), 0, "generation 0 never drained");
+        assert_eq!(fifo.check(), Ok(4));
+    }
+}
+
+#[test]
+fn offline_moves_a_young_entry_to_the_head_of_the_old_generation() {
+    let fifo = fifo(TailMode::Cached, 4);
+    let e = entries(3);
+    for &x in &e {
+        online(&fifo, x).unwrap();
+        fifo.rotate_to_bin(x, MemcgLruOp::Tail, 0).unwrap();
+    }
+    // e[2] was reclaimed successfully: young, skipped by this round's walk.
+    fifo.rotate_to_bin(e[2], MemcgLruOp::Young, 0).unwrap();
+    assert_eq!(e[2].node().r#gen.load(Ordering::Relaxed), 1);
+    let g = reader(&fifo);
+    let visit = |fifo: &Fifo| {
+        let mut v = Vec::new();
+        fifo.shrink_many(&g, 0, |x| {
+            v.push(e.iter().position(|y| addr(*y) == addr(x)).unwrap());
+            assert!(v.len() <= 100, "the walk loops");
+            Some(ShrinkStep {
+                op: MemcgLruOp::Nop,
+                abort: false,
+            })
+        })
+        .unwrap();
+        v
+    };
+    assert_eq!(visit(&fifo), [0, 1]);
+    // Offlined, it is reclaimed in this very round, first in its (random) bin.
+    fifo.offline(e[2]).unwrap();
+    assert_eq!(e[2].node().r#gen.load(Ordering::Relaxed), 0);
+    let bin = usize::from(e[2].node().bin.load(Ordering::Relaxed));
+    assert_eq!(order_of(&fifo, 0, bin, &e)[0], 2);
+    let mut v = visit(&fifo);
+    v.sort_unstable();
+    assert_eq!(v, [0, 1, 2]);
+    assert_eq!((fifo.nr_memcgs(0), fifo.nr_memcgs(1)), (3, 0));
+    assert_eq!(fifo.check(), Ok(3));
+    // Offlining an entry of no FIFO is an error.
+    fifo.release(e[0]);
+    assert_eq!(fifo.offline(e[0]), Err(LruError::NotOnFifo));
+}
+
+#[test]
+fn random_bins_spread_the_memcgs() {
+    // Seed 002: memcgs come online (and rotate) into random bins so that reclaimers
+    // starting at random bins do not all walk the same list. Whatever the seed, 64
+    // memcgs use most bins and no bin holds most of them.
+    for seed in [0, 1, 2, 7, 0x8000_0000, u32::MAX] {
+        for mode in [TailMode::Walk, TailMode::Cached] {
+            let fifo = fifo(mode, seed);
+            let e = entries(64);
+            let mut per_bin = [0usize; MEMCG_NR_BINS];
+            for &x in &e {
+                online(&fifo, x).unwrap();
+                per_bin[usize::from(x.node().bin.load(Ordering::Relaxed))] += 1;
+            }
+            let used = per_bin.iter().filter(|&&n| n > 0).count();
+            assert!(used >= MEMCG_NR_BINS - 2, "seed {seed}: {per_bin:?}");
+            assert!(per_bin.iter().all(|&n| n <= 24), "seed {seed}: {per_bin:?}");
+            for (bin, &n) in per_bin.iter().enumerate() {
+                assert_eq!(bin_order(&fifo, 0, bin).len(), n);
+            }
+            // Random rotations keep spreading them.
+            let mut per_bin = [0usize; MEMCG_NR_BINS];
+            for &x in &e {
+                fifo.rotate(x, MemcgLruOp::Young).unwrap();
+                per_bin[usize::from(x.node().bin.load(Ordering::Relaxed))] += 1;
+            }
+            let used = per_bin.iter().filter(|&&n| n > 0).count();
+            assert!(used >= MEMCG_NR_BINS - 2, "seed {seed}: {per_bin:?}");
+            assert_eq!(fifo.check(), Ok(64));
+            // And so does the reclaimers' first bin.
+            let mut first = [0usize; MEMCG_NR_BINS];
+            for _ in 0..64 {
+                first[fifo.next_random_bin()] += 1;
+            }
+            let used = first.iter().filter(|&&n| n > 0).count();
+            assert!(used >= MEMCG_NR_BINS - 2, "seed {seed}: {first:?}");
+            assert!(first.iter().all(|&n| n <= 24), "seed {seed}: {first:?}");
+        }
+    }
 }

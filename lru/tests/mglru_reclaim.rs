@@ -313,3 +313,87 @@ fn only_fault_path_refaults_are_activated() {
         assert_eq!(folio.lru_gen() == Some(youngest), r.activated);
     }
 }
+
+/// A lruvec with a refault history: `n` anon and `n` file folios were evicted, and the
+/// first `anon_refaults` anon and `file_refaults` file ones refaulted (buffered, not
+/// re-added). Then 16 fresh folios of each type are added, the empty oldest generations
+/// retired, and 8 folios evicted at `swappiness`; returns how many of them were file.
+fn file_share_at(n: usize, anon_refaults: usize, file_refaults: usize, swappiness: u8) -> usize {
+    let lv = lruvec::<Ticket, LruGenFolioGrouped>(1, LruMode::Mglru);
+    for (anon, refaults, sw) in [
+        (true, anon_refaults, SWAPPINESS_ANON_ONLY),
+        (false, file_refaults, 0),
+    ] {
+        let f = folios(n, 1, anon);
+        for &x in &f {
+            lv.lock().add_folio(x).unwrap();
+        }
+        let out = evict_all(lv, n, sw);
+        assert_eq!(out.len(), n);
+        for &(folio, shadow) in &out[..refaults] {
+            folio.reset_lru_state().unwrap();
+            folio.set_memcg_id(1).unwrap();
+            if anon {
+                folio.set(FolioFlags::SWAPBACKED);
+            }
+            assert!(lv.lru_gen_refault(folio, shadow, false).unwrap().recent);
+        }
+    }
+    for anon in [true, false] {
+        for &x in &folios(16, 1, anon) {
+            lv.lock().add_folio(x).unwrap();
+        }
+    }
+    let _ = lv.lock().try_to_inc_min_seq();
+    let out = evict_all(lv, 8, swappiness);
+    assert_eq!(out.len(), 8);
+    out.iter().filter(|(f, _)| f.is_file_lru()).count()
+}
+
+#[test]
+fn swappiness_weighs_anon_against_file_refaults() {
+    // No refaults anywhere: file is scanned first at every swappiness below 200, anon at 200.
+    for s in [1, 2, 100, 199] {
+        assert_eq!(file_share_at(400, 0, 0, s), 8, "no history, swappiness {s}");
+    }
+    assert_eq!(
+        file_share_at(400, 0, 0, 200),
+        0,
+        "swappiness 200 scans anon"
+    );
+    // File refaults, anon does not: anon is scanned at any swappiness above 1.
+    assert_eq!(
+        file_share_at(400, 0, 400, 1),
+        8,
+        "swappiness 1 is file only"
+    );
+    for s in [2, 100, 199] {
+        assert_eq!(
+            file_share_at(400, 0, 400, s),
+            0,
+            "file refaults, swappiness {s}"
+        );
+    }
+    // Anon refaults, file does not: file is scanned.
+    for s in [100, 199] {
+        assert_eq!(
+            file_share_at(400, 400, 0, s),
+            8,
+            "anon refaults, swappiness {s}"
+        );
+    }
+    // Both refault alike: swappiness decides.
+    assert_eq!(file_share_at(400, 400, 400, 10), 8);
+    assert_eq!(file_share_at(400, 400, 400, 190), 0);
+    // At one swappiness the type refaulting less is the one scanned.
+    assert_eq!(
+        file_share_at(400, 100, 400, 60),
+        0,
+        "file refaults more: anon"
+    );
+    assert_eq!(
+        file_share_at(400, 400, 100, 60),
+        8,
+        "anon refaults more: file"
+    );
+}

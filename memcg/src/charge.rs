@@ -44,23 +44,20 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         if self.stocks.consume(cpu, memcg, nr_pages)? {
             return Ok(());
         }
-        let mut batch = nr_pages.max(MEMCG_CHARGE_BATCH);
+        // A whole batch first, the surplus to the stock; when that does not fit, only what
+        // was asked for (Linux's `batch = nr_pages; goto retry`), reclaiming as needed.
+        let batch = nr_pages.max(MEMCG_CHARGE_BATCH);
+        if batch > nr_pages && memcg.memory.try_charge(batch).is_ok() {
+            self.stocks.refill(cpu, memcg, batch - nr_pages)?;
+            return Ok(());
+        }
         let mut retries = MAX_RECLAIM_RETRIES;
         let mut drained = false;
         loop {
-            let over = match memcg.memory.try_charge(batch) {
-                Ok(()) => {
-                    if batch > nr_pages {
-                        self.stocks.refill(cpu, memcg, batch - nr_pages)?;
-                    }
-                    return Ok(());
-                }
+            let over = match memcg.memory.try_charge(nr_pages) {
+                Ok(()) => return Ok(()),
                 Err(fail) => fail.over_limit,
             };
-            if batch > nr_pages {
-                batch = nr_pages;
-                continue;
-            }
             // The refusing counter is `memcg`'s or an ancestor's.
             let mut over_memcg = Some(memcg);
             while let Some(m) = over_memcg {

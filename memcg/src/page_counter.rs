@@ -630,6 +630,164 @@ mod tests {
     }
 
     #[test]
+    fn no_limit_is_linuxs_page_counter_max() {
+        // LONG_MAX / PAGE_SIZE on 64-bit.
+        assert_eq!(PAGE_COUNTER_MAX, 2_251_799_813_685_247);
+        let c = PageCounter::new_root(u64::MAX);
+        assert_eq!(c.max(), PAGE_COUNTER_MAX);
+        // Far more than a batch, or a 4 KiB page's worth of pages, fits under no limit.
+        c.try_charge(1 << 40).unwrap();
+        c.try_charge(4097).unwrap();
+        assert_eq!(c.usage(), (1 << 40) + 4097);
+        assert_eq!(c.margin(), PAGE_COUNTER_MAX - c.usage());
+        assert!(c.try_charge(PAGE_COUNTER_MAX).is_err());
+        c.set_min(u64::MAX);
+        c.set_low(u64::MAX);
+        assert_eq!((c.min(), c.low()), (PAGE_COUNTER_MAX, PAGE_COUNTER_MAX));
+    }
+
+    #[test]
+    fn watermarks_follow_the_highest_usage_until_reset() {
+        let (root, mid, leaf) = three_levels([1000, 1000, 1000]);
+        leaf.try_charge(50).unwrap();
+        assert_eq!(leaf.uncharge(40), Ok(()));
+        leaf.try_charge(5).unwrap();
+        assert_eq!(leaf.usage(), 15);
+        assert_eq!((leaf.watermark(), leaf.local_watermark()), (50, 50));
+        assert_eq!((root.watermark(), root.local_watermark()), (50, 50));
+        // memory.peak's reset: the local watermark only.
+        leaf.reset_local_watermark();
+        assert_eq!((leaf.watermark(), leaf.local_watermark()), (50, 15));
+        leaf.try_charge(5).unwrap();
+        assert_eq!((leaf.watermark(), leaf.local_watermark()), (50, 20));
+        // Both, to the current usage.
+        leaf.reset_watermark();
+        assert_eq!((leaf.watermark(), leaf.local_watermark()), (20, 20));
+        assert_eq!(mid.watermark(), 50, "a level's reset leaves the others");
+        leaf.try_charge(1).unwrap();
+        assert_eq!((leaf.watermark(), leaf.local_watermark()), (21, 21));
+        // A refused charge is no new high.
+        assert!(leaf.try_charge(2000).is_err());
+        assert_eq!((leaf.watermark(), leaf.local_watermark()), (21, 21));
+        drop(leaf);
+        drop(mid);
+    }
+
+    #[test]
+    fn protected_usage_reaches_the_parent() {
+        let (root, mid, leaf) = three_levels([1000, 1000, 1000]);
+        leaf.set_min(30);
+        leaf.set_low(60);
+        assert_eq!(
+            mid.children_min_usage(),
+            0,
+            "nothing charged, nothing protected"
+        );
+        leaf.try_charge(20).unwrap();
+        assert_eq!(mid.children_min_usage(), 20);
+        leaf.try_charge(20).unwrap();
+        assert_eq!(mid.children_min_usage(), 30, "capped at memory.min");
+        assert_eq!(leaf.uncharge(25), Ok(()));
+        assert_eq!(mid.children_min_usage(), 15);
+        // Lowering the setting republishes it at once.
+        leaf.set_min(10);
+        assert_eq!(mid.children_min_usage(), 10);
+        leaf.set_min(100);
+        assert_eq!(mid.children_min_usage(), 15);
+        // A level's own protected usage is published to its parent.
+        mid.set_min(5);
+        assert_eq!(root.children_min_usage(), 5);
+        // Through the effective protection: mid affords min 5 and low 100; leaf claims
+        // 15 of each (its usage), so min is cut to mid's 5 and low kept whole.
+        mid.set_low(100);
+        mid.calculate_protection(&root);
+        leaf.calculate_protection(&root);
+        assert_eq!((mid.emin(), mid.elow()), (5, 100));
+        assert_eq!((leaf.emin(), leaf.elow()), (5, 15));
+        leaf.set_low(10);
+        leaf.calculate_protection(&root);
+        assert_eq!(leaf.elow(), 10);
+        drop(leaf);
+        drop(mid);
+    }
+
+    #[test]
+    fn effective_protection_is_shared_by_usage() {
+        let root = Box::new(PageCounter::new_root(PAGE_COUNTER_MAX));
+        // SAFETY: `root` is boxed and outlives every child below (dropped last).
+        let p = Box::new(unsafe { PageCounter::new_child(NonNull::from(&*root), u64::MAX) });
+        let child = |max| {
+            // SAFETY: as above; the children are dropped before `p`.
+            Box::new(unsafe { PageCounter::new_child(NonNull::from(&*p), max) })
+        };
+        let (a, b, idle) = (child(u64::MAX), child(u64::MAX), child(u64::MAX));
+        p.set_min(100);
+        p.set_low(50);
+        p.try_charge(10).unwrap();
+        a.set_min(120);
+        b.set_min(40);
+        a.set_low(100);
+        b.set_low(100);
+        idle.set_min(500);
+        a.try_charge(120).unwrap();
+        b.try_charge(80).unwrap();
+        for c in [&p, &a, &b, &idle] {
+            c.calculate_protection(&root);
+        }
+        // p is a child of the root: its settings as they are.
+        assert_eq!((p.emin(), p.elow()), (100, 50));
+        // The children claim 120 + 40 = 160 of p's 100: in proportion.
+        assert_eq!((a.emin(), b.emin()), (75, 25));
+        // Low: they claim min(120, 100) + min(80, 100) = 180 of p's 50: 100 * 50 / 180 and
+        // 80 * 50 / 180.
+        assert_eq!((a.elow(), b.elow()), (27, 22));
+        // b grows: its protected usage follows (80 -> 90) and the shares shrink to
+        // 100 * 50 / 190 and 90 * 50 / 190.
+        b.try_charge(10).unwrap();
+        for c in [&a, &b] {
+            c.calculate_protection(&root);
+        }
+        assert_eq!((a.elow(), b.elow()), (26, 23));
+        // No usage: untouched (reclaim skips it anyway).
+        assert_eq!((idle.emin(), idle.elow()), (0, 0));
+        // Seen from p itself, the children's settings apply as they are, and p keeps its
+        // old values.
+        for c in [&p, &a, &b] {
+            c.calculate_protection(&p);
+        }
+        assert_eq!((a.emin(), b.emin(), a.elow()), (120, 40, 100));
+        assert_eq!((p.emin(), p.elow()), (100, 50));
+        // A root without a parent keeps its values whoever reclaims.
+        root.calculate_protection(&p);
+        assert_eq!((root.emin(), root.elow()), (0, 0));
+        drop((a, b, idle));
+        drop(p);
+    }
+
+    #[test]
+    fn effective_protection_splits_in_proportion() {
+        assert_eq!(effective_protection(50, 100, 60, 40), 50, "siblings fit");
+        assert_eq!(effective_protection(50, 100, 60, 60), 50, "exactly fit");
+        assert_eq!(effective_protection(50, 30, 60, 120), 15);
+        assert_eq!(effective_protection(80, 100, 60, 120), 40);
+        // Pages times pages beyond 64 bits.
+        let big = PAGE_COUNTER_MAX;
+        assert_eq!(effective_protection(big, big, big / 2, big), big / 2);
+    }
+
+    #[test]
+    fn raising_or_lowering_max_above_usage() {
+        let c = PageCounter::new_root(10);
+        c.try_charge(8).unwrap();
+        assert_eq!(c.set_max(100), Ok(()));
+        assert_eq!((c.max(), c.margin()), (100, 92));
+        assert_eq!(c.set_max(8), Ok(()));
+        assert_eq!((c.max(), c.margin()), (8, 0));
+        assert!(c.try_charge(1).is_err());
+        assert_eq!(c.failcnt(), 1);
+    }
+
+    #[test]
     fn concurrent_charges_never_exceed_max() {
         let c = PageCounter::new_root(1000);
         std::thread::scope(|s| {

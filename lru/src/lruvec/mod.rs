@@ -534,3 +534,46 @@ impl<H: LruvecHost> Drop for Lruvec<H> {
         gens.iter_mut().flatten().flatten().for_each(release);
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_kinds() {
+        let kinds: [(bool, bool); NR_LRU_LISTS] =
+            LruList::ALL.map(|l| (l.is_active(), l.is_file()));
+        assert_eq!(
+            kinds,
+            [
+                (false, false),
+                (true, false),
+                (false, true),
+                (true, true),
+                (false, false)
+            ]
+        );
+        for (i, l) in LruList::ALL.iter().enumerate() {
+            assert_eq!(l.idx(), i);
+        }
+    }
+
+    #[test]
+    fn mglru_slots_are_distinct_and_decode_back() {
+        let mut seen = alloc::vec::Vec::new();
+        for r#gen in 0..MAX_NR_GENS {
+            for ty in 0..ANON_AND_FILE {
+                for zone in 0..MAX_NR_ZONES {
+                    let slot = mglru_slot(r#gen, ty, zone);
+                    assert!((MGLRU_SLOT_BASE..NO_SLOT).contains(&slot));
+                    assert_eq!(decode_mglru_slot(slot), (r#gen, ty, zone));
+                    seen.push(slot);
+                }
+            }
+        }
+        let n = seen.len();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), n, "two lists share a slot");
+    }
+}

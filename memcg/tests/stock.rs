@@ -1,0 +1,163 @@
+//! The per-CPU charge stock on its own (`consume_stock()`, `refill_stock()`,
+//! `drain_stock()`, `drain_all_stock()`): what each CPU holds, when it is handed out, when
+//! it is uncharged, and that every reference a stock takes on its memcg is dropped once,
+//! including when the stocks themselves go away.
+#![cfg(not(loom))]
+
+use ksync::Ticket;
+use memcg::stock::{ChargeStocks, StockTarget};
+use memcg::{MEMCG_CHARGE_BATCH, MemcgError, PAGE_COUNTER_MAX, PageCounter};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+struct Memcg {
+    memory: PageCounter,
+    refcnt: AtomicUsize,
+}
+
+// SAFETY: every `Memcg` of these tests outlives the stocks that cache it.
+unsafe impl StockTarget for Memcg {
+    fn page_counter(&self) -> &PageCounter {
+        &self.memory
+    }
+    fn css_get(&self) {
+        self.refcnt.fetch_add(1, Ordering::Relaxed);
+    }
+    unsafe fn css_put(this: NonNull<Self>) {
+        // SAFETY: the stock passes back a pointer it took a reference through.
+        unsafe { this.as_ref() }
+            .refcnt
+            .fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+fn memcg() -> Memcg {
+    Memcg {
+        memory: PageCounter::new_root(PAGE_COUNTER_MAX),
+        refcnt: AtomicUsize::new(1),
+    }
+}
+
+type Stocks = ChargeStocks<Ticket, Memcg>;
+
+/// Charges `nr` pages to `m`'s counter and puts them into `cpu`'s stock.
+fn stock(stocks: &Stocks, cpu: usize, m: &Memcg, nr: u64) {
+    m.memory.try_charge(nr).unwrap();
+    stocks.refill(cpu, m, nr).unwrap();
+}
+
+fn refs(m: &Memcg) -> usize {
+    m.refcnt.load(Ordering::Relaxed)
+}
+
+#[test]
+fn consume_takes_exactly_what_the_stock_holds_of_that_memcg() {
+    let stocks = Stocks::new(2);
+    let (a, b) = (memcg(), memcg());
+    assert!(!stocks.consume(0, &a, 1).unwrap(), "empty stock");
+    stock(&stocks, 0, &a, 10);
+    assert_eq!(refs(&a), 2, "the stock holds a reference");
+    assert!(!stocks.consume(0, &b, 1).unwrap(), "another memcg's stock");
+    assert!(!stocks.consume(1, &a, 1).unwrap(), "another CPU's stock");
+    assert!(!stocks.consume(0, &a, 11).unwrap(), "more than stocked");
+    assert_eq!(stocks.stocked(0, &a).unwrap(), 10);
+    assert!(stocks.consume(0, &a, 4).unwrap());
+    assert_eq!(stocks.stocked(0, &a).unwrap(), 6);
+    // The last pages too: `>=`, not `>`.
+    assert!(stocks.consume(0, &a, 6).unwrap());
+    assert_eq!(stocks.stocked(0, &a).unwrap(), 0);
+    assert!(!stocks.consume(0, &a, 1).unwrap());
+    // Consuming never touches the counter: the pages were charged when stocked.
+    assert_eq!(a.memory.usage(), 10);
+    assert_eq!(stocks.stocked(0, &b).unwrap(), 0);
+}
+
+#[test]
+fn requests_above_the_batch_never_use_the_stock() {
+    let stocks = Stocks::new(1);
+    let a = memcg();
+    stock(&stocks, 0, &a, MEMCG_CHARGE_BATCH);
+    assert_eq!(stocks.stocked(0, &a).unwrap(), MEMCG_CHARGE_BATCH);
+    assert!(!stocks.consume(0, &a, MEMCG_CHARGE_BATCH + 1).unwrap());
+    assert!(stocks.consume(0, &a, MEMCG_CHARGE_BATCH).unwrap());
+}
+
+#[test]
+fn refill_drains_another_memcg_and_an_overfull_stock() {
+    let stocks = Stocks::new(1);
+    let (a, b) = (memcg(), memcg());
+    stock(&stocks, 0, &a, 30);
+    stock(&stocks, 0, &a, 34);
+    // Exactly the batch: kept.
+    assert_eq!(stocks.stocked(0, &a).unwrap(), MEMCG_CHARGE_BATCH);
+    assert_eq!(
+        (a.memory.usage(), refs(&a)),
+        (64, 2),
+        "one reference per stock"
+    );
+    // Switching to b uncharges a's stocked pages and drops a's reference.
+    stock(&stocks, 0, &b, 5);
+    assert_eq!((a.memory.usage(), refs(&a)), (0, 1));
+    assert_eq!(stocks.stocked(0, &a).unwrap(), 0);
+    assert_eq!((stocks.stocked(0, &b).unwrap(), refs(&b)), (5, 2));
+    // Above the batch: everything is uncharged and the reference dropped.
+    stock(&stocks, 0, &b, MEMCG_CHARGE_BATCH);
+    assert_eq!(stocks.stocked(0, &b).unwrap(), 0);
+    assert_eq!((b.memory.usage(), refs(&b)), (0, 1));
+}
+
+#[test]
+fn drains_uncharge_and_drop_the_reference_once() {
+    let stocks = Stocks::new(3);
+    let (a, b) = (memcg(), memcg());
+    stock(&stocks, 0, &a, 7);
+    stock(&stocks, 1, &a, 8);
+    stock(&stocks, 2, &b, 9);
+    assert_eq!((refs(&a), refs(&b)), (3, 2));
+    stocks.drain(1).unwrap();
+    assert_eq!((a.memory.usage(), refs(&a)), (7, 2));
+    stocks.drain(1).unwrap();
+    assert_eq!(
+        (a.memory.usage(), refs(&a)),
+        (7, 2),
+        "an empty stock drains nothing"
+    );
+    // Only the stocks whose memcg matches, counted.
+    assert_eq!(stocks.drain_all(|m| std::ptr::eq(m, &a)), 1);
+    assert_eq!((a.memory.usage(), refs(&a)), (0, 1));
+    assert_eq!((b.memory.usage(), refs(&b)), (9, 2));
+    assert_eq!(stocks.drain_all(|m| std::ptr::eq(m, &a)), 0);
+    assert_eq!(stocks.drain_all(|_| true), 1);
+    assert_eq!((b.memory.usage(), refs(&b)), (0, 1));
+}
+
+#[test]
+fn dropping_the_stocks_drains_them() {
+    let (a, b) = (memcg(), memcg());
+    a.memory.try_charge(1).unwrap();
+    {
+        let stocks = Stocks::new(2);
+        stock(&stocks, 0, &a, 63);
+        stock(&stocks, 1, &b, 10);
+        assert_eq!((refs(&a), refs(&b)), (2, 2));
+    }
+    assert_eq!((a.memory.usage(), refs(&a)), (1, 1));
+    assert_eq!((b.memory.usage(), refs(&b)), (0, 1));
+}
+
+#[test]
+fn cpu_ids_are_checked() {
+    let stocks = Stocks::new(2);
+    let a = memcg();
+    assert_eq!(stocks.nr_cpus(), 2);
+    let bad = MemcgError::InvalidCpu { cpu: 2, nr_cpus: 2 };
+    assert_eq!(stocks.consume(2, &a, 1), Err(bad));
+    assert_eq!(stocks.consume(2, &a, MEMCG_CHARGE_BATCH + 1), Err(bad));
+    assert_eq!(stocks.refill(2, &a, 1), Err(bad));
+    assert_eq!(stocks.drain(2), Err(bad));
+    assert_eq!(stocks.stocked(2, &a), Err(bad));
+    assert_eq!(refs(&a), 1, "a refused refill takes no reference");
+    stocks.refill(1, &a, 0).unwrap();
+    assert_eq!(refs(&a), 2);
+    assert!(format!("{stocks:?}").contains("nr_cpus: 2"));
+}
