@@ -133,10 +133,11 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                 self.count(cpu, VmEvent::FaultSlowPath);
                 let r = mm.mmap_read_lock();
                 let vma: *const V = r.find(addr).ok_or(FaultError::NoRegion)?;
-                // SAFETY: the region stays in the table while the mmap lock is held, and the
-                // guard holding it lives as long as this borrow (moved in together).
                 Locked::Mmap {
                     _lock: r,
+                    // SAFETY: the region stays in the table while the mmap lock is held,
+                    // and the guard holding it lives as long as this borrow (moved in
+                    // together).
                     vma: unsafe { &*vma },
                 }
             }
@@ -377,8 +378,8 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
             self.count(cpu, VmEvent::CacheMiss);
             let folio = self.alloc_frame(cpu, node)?;
             match obj.kind() {
-                // SAFETY: the frame was just allocated and is not yet in the cache.
                 ObjectKind::File => {
+                    // SAFETY: the frame was just allocated and is not yet in the cache.
                     backing::fill(obj.id(), index, unsafe { self.frame_words_mut(folio) });
                 }
                 ObjectKind::Shmem => self.zero_frame(folio),

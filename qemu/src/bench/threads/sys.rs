@@ -21,8 +21,8 @@ pub fn allowed_cpus() -> io::Result<Vec<usize>> {
         set
     };
     let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
-    // SAFETY: CPU_ISSET only reads the set, for indices below its capacity.
     Ok((0..max)
+        // SAFETY: CPU_ISSET only reads the set, for indices below its capacity.
         .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
         .collect())
 }
