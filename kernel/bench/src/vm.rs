@@ -273,9 +273,10 @@ impl<'h, H: VmHost, P: Pn, V: VmArea + 'static> Ctx<'h, H, P, V> {
             .collect()
     }
 
-    /// Releases everything in order; afterwards the context is gone. Returns the census
-    /// taken before the context was dropped (nothing charged, nothing on an LRU) or what
-    /// went wrong. Safe to call twice.
+    /// Releases everything in order; afterwards the context is gone. Fails when the
+    /// invariant checker's last census (taken just before the context is dropped) finds
+    /// anything still charged, cached or on an LRU, or when a grace period cannot complete.
+    /// Safe to call twice.
     pub fn shutdown(&mut self) -> Result<(), String> {
         let Some(vm) = self.vm.as_deref() else {
             return Ok(());

@@ -126,15 +126,14 @@ impl<P: Pn, V: VmArea> Space<V, SoftMmu> for SoftSpace<'_, P, V> {
     }
 
     fn write(&self, cpu: usize, va: u64, value: u64) -> Result<(), FaultError> {
-        self.vm.touch(self.mm_ref(), cpu, va, true)?;
-        // The owner of the page is the only one who unmaps it in the scenarios; a page
-        // evicted meanwhile (an object page) is simply faulted again.
+        // A page evicted between the touch and the store (an object page) is simply
+        // faulted again.
         loop {
+            self.vm.touch(self.mm_ref(), cpu, va, true)?;
             if let Some(w) = self.word(va) {
                 w.store(value, Ordering::Relaxed);
                 return Ok(());
             }
-            self.vm.touch(self.mm_ref(), cpu, va, true)?;
         }
     }
 
