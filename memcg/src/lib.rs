@@ -54,7 +54,9 @@ pub use error::{MemcgError, MemcgId};
 pub use lru_glue::{FolioFree, FolioFreeFn, TreeLru};
 pub use memcontrol::{MemCgroup, NodeData};
 pub use page_counter::{PAGE_COUNTER_MAX, PageCounter};
-pub use pn::{MemCgroupPerNode, MemCgroupPerNodeBase, MemCgroupPerNodePaired, PnPlacement};
+pub use pn::{
+    MemCgroupPerNode, MemCgroupPerNodeBase, MemCgroupPerNodePaired, MemCgroupPerNodeV1, PnPlacement,
+};
 pub use reclaim_req::{ReclaimParseError, ReclaimRequest};
 pub use stats::{MemcgEvent, NodeStatItem};
 pub use stock::MEMCG_CHARGE_BATCH;

@@ -6,7 +6,9 @@
 mod common;
 
 use memcg::cacheline::{line_of, pair_of};
-use memcg::pn::kernel_types::{BaseBase, BaseGrouped, PairedBase, PairedGrouped};
+use memcg::pn::kernel_types::{
+    BaseBase, BaseGrouped, PairedBase, PairedGrouped, V1Base, V1Grouped,
+};
 use memcg::pn::layout::{pair_partner, pn_fields, report};
 use memcg::pn::{PnPlacement, assert_pn_layouts};
 use memcg::{MemCgroupPerNode, MemcgConfig, PageCounter};
@@ -33,6 +35,8 @@ fn report_prints_both_layouts_and_their_pairing() {
         "struct mem_cgroup_per_node (paired) ",
         "struct mem_cgroup_per_node (base, base lrugen) ",
         "struct mem_cgroup_per_node (paired, base lrugen) ",
+        "struct mem_cgroup_per_node (v1, base lrugen) ",
+        "struct mem_cgroup_per_node (v1) ",
     ] {
         assert!(
             out.lines().any(|l| l.starts_with(name)),
@@ -80,6 +84,8 @@ fn field_tables_match_the_assertions() {
     const _: () = assert_pn_layouts::<PairedGrouped>();
     const _: () = assert_pn_layouts::<BaseBase>();
     const _: () = assert_pn_layouts::<PairedBase>();
+    const _: () = assert_pn_layouts::<V1Base>();
+    const _: () = assert_pn_layouts::<V1Grouped>();
     fn check<P: MemCgroupPerNode>() -> Vec<lru::layout::FieldDesc> {
         let fields = pn_fields::<P>();
         let rm: Vec<_> = fields.iter().filter(|f| f.group == "read_mostly").collect();
@@ -107,6 +113,8 @@ fn field_tables_match_the_assertions() {
     let paired = check::<PairedGrouped>();
     check::<BaseBase>();
     check::<PairedBase>();
+    check::<V1Base>();
+    check::<V1Grouped>();
     assert_eq!(<BaseGrouped as lru::LruvecHost>::LRUVEC_OFFSET, 64);
     assert_eq!(<PairedGrouped as lru::LruvecHost>::LRUVEC_OFFSET, 128);
     // Base at +0: the list heads (and lru_lock, 80 bytes in) are in pair 0 with line 0.
@@ -116,6 +124,56 @@ fn field_tables_match_the_assertions() {
         pair_of(paired.iter().find(|f| f.name == "lists").unwrap().offset),
         1
     );
+}
+
+/// The byte range of `refaulted[0][file][*]` and the FIFO node (`enabled` .. `list`) in
+/// layout `P`, from the report's field table.
+fn refaulted_file_and_node<P: MemCgroupPerNode>() -> ((usize, usize), (usize, usize)) {
+    let fields = pn_fields::<P>();
+    let find = |n: &str| fields.iter().find(|f| f.name == n).copied().unwrap();
+    let refaulted = find("refaulted");
+    // [NR_HIST_GENS = 1][ANON_AND_FILE][MAX_NR_TIERS] of 8 bytes: the file half is the
+    // second half.
+    let file = (
+        refaulted.offset + refaulted.size / 2,
+        refaulted.offset + refaulted.size,
+    );
+    let (enabled, list) = (find("enabled"), find("list"));
+    (file, (enabled.offset, list.offset + list.size))
+}
+
+#[test]
+fn seed000_before_shares_the_fifo_nodes_line_with_file_refaults() {
+    // Mainline's layout (the lruvec after the v1 soft-limit fields, unaligned): the file
+    // type's workingset-tier counter sits on the node's line, in the kernel's build.
+    let ((file_lo, file_hi), (node_lo, node_hi)) = refaulted_file_and_node::<V1Base>();
+    let lv = <V1Base as lru::LruvecHost>::LRUVEC_OFFSET;
+    assert_ne!(lv % 64, 0, "mainline's lruvec is not cacheline aligned");
+    assert_eq!(
+        line_of(file_hi - 1),
+        line_of(node_lo),
+        "last file tier on the node's line"
+    );
+    assert_eq!(line_of(node_lo), line_of(node_hi - 1));
+    assert!(line_of(file_lo) < line_of(node_lo));
+    // The patch: the stats group starts a line and shares none with the node.
+    let ((_, file_hi), (node_lo, node_hi)) = refaulted_file_and_node::<V1Grouped>();
+    assert!(
+        line_of(file_hi - 1) != line_of(node_lo) && line_of(file_hi - 1) != line_of(node_hi - 1)
+    );
+    assert_eq!(<V1Grouped as lru::LruvecHost>::LRUVEC_OFFSET % 64, 0);
+    // One line more per memcg per node, as the seed's 2176 -> 2240 bytes.
+    assert!(core::mem::size_of::<V1Grouped>() > core::mem::size_of::<V1Base>());
+    // seed 001's layouts keep the lruvec line-aligned: no sharing there (this is why seed
+    // 000 measures on mainline's layout).
+    let ((_, file_hi), (node_lo, _)) = refaulted_file_and_node::<PairedBase>();
+    assert_ne!(line_of(file_hi - 1), line_of(node_lo));
+    let out = report_text();
+    let v1 = section(&out, "mem_cgroup_per_node (v1, base lrugen)");
+    assert!(v1.contains("tiers sharing its line: [2, 3]"), "{v1}");
+    assert!(v1.contains("tree_node") && v1.contains("on_tree"), "{v1}");
+    let v1g = section(&out, "mem_cgroup_per_node (v1)");
+    assert!(v1g.contains("tiers sharing its line: none"), "{v1g}");
 }
 
 #[test]

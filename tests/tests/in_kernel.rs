@@ -69,6 +69,8 @@ fn layout_report_lists_every_key_struct_with_both_variants() {
         "struct page_counter ",
         "struct mem_cgroup_per_node (base) ",
         "struct mem_cgroup_per_node (paired) ",
+        "struct mem_cgroup_per_node (v1, base lrugen) ",
+        "struct mem_cgroup_per_node (v1) ",
     ] {
         assert!(
             out.lines().any(|l| l.starts_with(name)),
@@ -76,6 +78,18 @@ fn layout_report_lists_every_key_struct_with_both_variants() {
             describe(&out)
         );
     }
+    // Seed 000's "before" as the kernel builds it: the file type's upper refault tiers on
+    // the FIFO node's line in mainline's layout; none with the grouped lru_gen_folio.
+    let v1 = out
+        .serial
+        .split("struct mem_cgroup_per_node (v1, base lrugen) ")
+        .nth(1)
+        .and_then(|s| s.lines().find(|l| l.contains("tiers sharing its line")));
+    assert!(
+        v1.is_some_and(|l| l.ends_with("tiers sharing its line: [2, 3]")),
+        "{v1:?}\n{}",
+        describe(&out)
+    );
     // The kernel's lru_lock is its own ticket lock, and the report shows where it sits.
     assert!(
         out.lines().any(|l| l.trim_start().starts_with("lru_lock ")),

@@ -39,8 +39,11 @@ impl<T: MemCgroupPerNode<Family = Ticket> + 'static> Pn for T {}
 pub type PnBase = memcg::MemCgroupPerNodeBase<Ticket, lru::LruGenFolioGrouped>;
 /// Seed 001's patch 1: the read-mostly line paired with the cold group.
 pub type PnPaired = memcg::MemCgroupPerNodePaired<Ticket, lru::LruGenFolioGrouped>;
-/// Seed 000's "before": `lru_gen_folio` with its atomics among the hot fields.
-pub type PnGenBase = memcg::MemCgroupPerNodePaired<Ticket, lru::LruGenFolioBase>;
+/// Seed 000's "before": mainline's per-node info (the lruvec after the memcg-v1 fields, not
+/// line-aligned) with the `lru_gen_folio` whose atomics sit among the hot fields.
+pub type PnGenBase = memcg::MemCgroupPerNodeV1<Ticket, lru::LruGenFolioBase>;
+/// Seed 000's patch: the same per-node info with the grouped `lru_gen_folio`.
+pub type PnGenGrouped = memcg::MemCgroupPerNodeV1<Ticket, lru::LruGenFolioGrouped>;
 
 /// An address space of a [`VmHost`], live for accesses.
 pub trait Space<V: VmArea, M: Mmu>: Send + Sync {

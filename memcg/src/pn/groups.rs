@@ -1,18 +1,22 @@
 //! The cacheline groups of `struct mem_cgroup_per_node`: `memcg_pn_read_mostly`,
 //! `memcg_pn_cold` and `memcg_pn_write_hot` (include/linux/memcontrol.h, seed 001).
 //!
-//! Each group is a `#[repr(C, align(64))]` struct, so it starts a line and no other group
-//! shares its lines; which 128-byte pair a group falls in is decided by the layout that
-//! orders them ([`super::MemCgroupPerNodeBase`] or [`super::MemCgroupPerNodePaired`]).
+//! `memcg_pn_cold` and `memcg_pn_write_hot` are `#[repr(C, align(64))]` structs, so each
+//! starts a line and no other group shares its lines. `memcg_pn_read_mostly` is laid out at
+//! its natural alignment: seed 001's layouts ([`super::MemCgroupPerNodeBase`],
+//! [`super::MemCgroupPerNodePaired`]) wrap it in a line of its own, while Linux's mainline
+//! struct ([`super::MemCgroupPerNodeV1`], seed 000's kernel) follows it directly with the
+//! memcg-v1 soft-limit fields ([`PnSoftLimit`]). Which 128-byte pair a group falls in is
+//! decided by the layout that orders them.
 
 use crate::error::MemcgId;
 use crate::stats::{LruvecStats, LruvecStatsPercpu};
-use crate::sync::{AtomicU32, AtomicU64, Ordering};
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use alloc::boxed::Box;
 use core::ptr::NonNull;
 
 /// Read by every stat update, written only at creation (`memcg_pn_read_mostly`).
-#[repr(C, align(64))]
+#[repr(C)]
 #[derive(Debug)]
 pub struct PnReadMostly {
     /// Back pointer to the owning `struct mem_cgroup` (type-erased; see
@@ -54,6 +58,25 @@ impl PnReadMostly {
     pub fn node(&self) -> usize {
         self.node as usize
     }
+}
+
+/// The memcg-v1 soft-limit fields of mainline's `mem_cgroup_per_node` (`tree_node`,
+/// `usage_in_excess`, `on_tree`; CONFIG_MEMCG_V1, the distributions' default).
+///
+/// Linux keeps them between the read-mostly pointers and the lruvec "as buffer between read
+/// mostly fields and update often fields to avoid false sharing". This kernel has no
+/// cgroup-v1 soft limit, so nothing links the node into a tree and the fields stay zero;
+/// they are here for their size, which decides where the lruvec (and so seed 000's
+/// `refaulted[]` counters) falls in its cache lines.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct PnSoftLimit {
+    /// `struct rb_node tree_node`: `__rb_parent_color`, `rb_right`, `rb_left`.
+    pub(crate) tree_node: [AtomicU64; 3],
+    /// `usage_in_excess`: pages by which usage exceeds the soft limit.
+    pub(crate) usage_in_excess: AtomicU64,
+    /// `on_tree`: whether `tree_node` is linked into the per-node soft-limit tree.
+    pub(crate) on_tree: AtomicBool,
 }
 
 /// Touched only when the memcg is reparented or freed (`memcg_pn_cold`; Linux keeps

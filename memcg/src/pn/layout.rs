@@ -9,7 +9,7 @@
 //! line pairs with the last line of the previous `mem_cgroup_per_node` of the slab (its
 //! write-hot or cold group: objects are carved back to back, [`super::PnCache`]).
 
-use super::{MemCgroupPerNode, PnCold, PnReadMostly, PnWriteHot};
+use super::{MemCgroupPerNode, PnCold, PnReadMostly, PnSoftLimit, PnWriteHot};
 use crate::cacheline::{CACHELINE, CACHELINE_PAIR};
 use crate::page_counter::PageCounter;
 use alloc::vec::Vec;
@@ -71,6 +71,19 @@ fn cold_fields(base: usize) -> impl Iterator<Item = FieldDesc> {
     )
 }
 
+fn soft_limit_fields(base: usize) -> impl Iterator<Item = FieldDesc> {
+    type T = PnSoftLimit;
+    group_fields(
+        base,
+        "memcg_v1",
+        &[
+            ("tree_node", offset_of!(T, tree_node), 24),
+            ("usage_in_excess", offset_of!(T, usage_in_excess), 8),
+            ("on_tree", offset_of!(T, on_tree), 1),
+        ],
+    )
+}
+
 fn write_hot_fields(base: usize) -> impl Iterator<Item = FieldDesc> {
     type T = PnWriteHot;
     group_fields(
@@ -96,6 +109,9 @@ pub fn pn_fields<P: MemCgroupPerNode>() -> Vec<FieldDesc> {
     let mut v = Vec::new();
     v.extend(read_mostly_fields(P::READ_MOSTLY_OFFSET));
     v.extend(cold_fields(P::COLD_OFFSET));
+    if let Some(soft_limit) = P::SOFT_LIMIT_OFFSET {
+        v.extend(soft_limit_fields(soft_limit));
+    }
     let lv = P::LRUVEC_OFFSET;
     v.extend(
         lru::lruvec::lruvec_fields_expanded::<P>()
@@ -191,6 +207,27 @@ fn print_pn<P: MemCgroupPerNode>(w: &mut dyn Write, name: &str) -> fmt::Result {
         ("pgdat", lv + Lruvec::<P>::PGDAT_OFFSET),
         ("lru_zone_size", P::WRITE_HOT_OFFSET),
     ];
+    // Seed 000: which of the file type's refault counters share the FIFO node's line.
+    let refaulted = lrugen + <P::Gen as lru::LruGenFolio>::REFAULTED_OFFSET;
+    let node_line = (lrugen + <P::Gen as lru::LruGenFolio>::MEMCG_NODE_OFFSET) / CACHELINE;
+    write!(w, "    refaulted[0][file][tier] lines:")?;
+    let mut shared = Vec::new();
+    for tier in 0..lru::lru_gen::MAX_NR_TIERS {
+        let line = (refaulted + super::refaulted_index(lru::folio::LRU_GEN_FILE, tier)) / CACHELINE;
+        write!(w, " {line}")?;
+        if line == node_line {
+            shared.push(tier);
+        }
+    }
+    writeln!(
+        w,
+        "; lrugen node line {node_line}: tiers sharing its line: {}",
+        if shared.is_empty() {
+            "none".into()
+        } else {
+            alloc::format!("{shared:?}")
+        }
+    )?;
     for placement in [0, CACHELINE] {
         for (what, offset) in hot {
             writeln!(
@@ -212,14 +249,17 @@ pub fn page_counter_fields() -> Vec<FieldDesc> {
 }
 
 /// Prints `page_counter` and both `mem_cgroup_per_node` layouts `Base` and `Paired` (with
-/// the default grouped `lru_gen_folio`), then both layouts with the base `lru_gen_folio`
-/// (seed 000's "before", as embedded in the struct).
-pub fn report_with<BaseG, PairedG, BaseB, PairedB>(w: &mut dyn Write) -> fmt::Result
+/// the default grouped `lru_gen_folio`), then both layouts with the base `lru_gen_folio`,
+/// then mainline's layout (`V1`) with the base `lru_gen_folio` and the grouped one: seed
+/// 000's "before" and patch, as embedded in the struct.
+pub fn report_with<BaseG, PairedG, BaseB, PairedB, V1B, V1G>(w: &mut dyn Write) -> fmt::Result
 where
     BaseG: MemCgroupPerNode,
     PairedG: MemCgroupPerNode,
     BaseB: MemCgroupPerNode,
     PairedB: MemCgroupPerNode,
+    V1B: MemCgroupPerNode,
+    V1G: MemCgroupPerNode,
 {
     let pc = page_counter_fields();
     StructLayout {
@@ -232,12 +272,14 @@ where
     print_pn::<BaseG>(w, "mem_cgroup_per_node (base)")?;
     print_pn::<PairedG>(w, "mem_cgroup_per_node (paired)")?;
     print_pn::<BaseB>(w, "mem_cgroup_per_node (base, base lrugen)")?;
-    print_pn::<PairedB>(w, "mem_cgroup_per_node (paired, base lrugen)")
+    print_pn::<PairedB>(w, "mem_cgroup_per_node (paired, base lrugen)")?;
+    print_pn::<V1B>(w, "mem_cgroup_per_node (v1, base lrugen)")?;
+    print_pn::<V1G>(w, "mem_cgroup_per_node (v1)")
 }
 
 /// [`report_with`] for the types the kernel instantiates (ksync's ticket lock).
 #[cfg(not(loom))]
 pub fn report(w: &mut dyn Write) -> fmt::Result {
     use super::kernel_types::*;
-    report_with::<BaseGrouped, PairedGrouped, BaseBase, PairedBase>(w)
+    report_with::<BaseGrouped, PairedGrouped, BaseBase, PairedBase, V1Base, V1Grouped>(w)
 }

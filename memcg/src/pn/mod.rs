@@ -1,4 +1,4 @@
-//! `struct mem_cgroup_per_node` in the two layouts of seed 001, and their placement.
+//! `struct mem_cgroup_per_node` in the layouts of seeds 001 and 000, and their placement.
 //!
 //! Linux groups the struct into cachelines: `memcg_pn_read_mostly` (memcg back pointer and
 //! the lruvec stats pointers, read by every stat update), the `lruvec` (LRU list heads and
@@ -12,9 +12,18 @@
 //!   prefetcher drags the lock holder's line into every stat update.
 //! - [`MemCgroupPerNodePaired`] is seed 001 patch 1: cold moves right after read_mostly, so
 //!   the read-mostly line is paired with the cold line instead.
+//! - [`MemCgroupPerNodeV1`] is the struct as mainline builds it with CONFIG_MEMCG_V1, the
+//!   kernel seed 000 measured: the read-mostly fields, then the memcg-v1 soft-limit fields
+//!   as a buffer ([`PnSoftLimit`]), then the lruvec at its natural alignment (Linux's
+//!   `struct lruvec` is not cacheline aligned), then `lru_zone_size` on a new line. The
+//!   lruvec starts 16 bytes into line 1, which puts the file half of the base
+//!   `lru_gen_folio`'s `refaulted[]` (the workingset tier among it) on the line of
+//!   `enabled`/`gen`/`seg`/`list`: the sharing seed 000 removes. With the grouped
+//!   `lru_gen_folio` (the patch) the lruvec becomes 64-byte aligned, as in Linux, and the
+//!   struct grows.
 //!
-//! Both are compiled into every build. Each is the [`lru::LruvecHost`] of its lruvec: the
-//! lruvec's list code updates `lru_zone_size` here, in the write-hot group after the
+//! All three are compiled into every build. Each is the [`lru::LruvecHost`] of its lruvec:
+//! the lruvec's list code updates `lru_zone_size` here, in the write-hot group after the
 //! lruvec, as `mem_cgroup_update_lru_size()` does through `container_of`. The compile-time
 //! assertions below are written against the embedded offsets (lrugen inside the lruvec
 //! inside `mem_cgroup_per_node`) with the kernel's lock ([`ksync::Ticket`]), so each
@@ -25,7 +34,7 @@ mod groups;
 pub mod layout;
 mod slab;
 
-pub use groups::{PnCold, PnReadMostly, PnWriteHot, ReclaimIter};
+pub use groups::{PnCold, PnReadMostly, PnSoftLimit, PnWriteHot, ReclaimIter};
 pub use slab::{PN_PER_CHUNK, PnCache, PnPlacement};
 
 #[cfg(not(loom))]
@@ -45,6 +54,9 @@ pub enum PnLayoutKind {
     Base,
     /// After seed 001 patch 1: read_mostly, cold, lruvec, write_hot.
     Paired,
+    /// Mainline with CONFIG_MEMCG_V1 (seed 000's kernel): read_mostly, the v1 soft-limit
+    /// fields, the lruvec at its natural alignment, write_hot, cold.
+    V1,
 }
 
 /// What a new `mem_cgroup_per_node` is built from.
@@ -78,6 +90,8 @@ pub trait MemCgroupPerNode: LruvecHost {
     const COLD_OFFSET: usize;
     /// Byte offset of `memcg_pn_write_hot` (and so of `lru_zone_size`).
     const WRITE_HOT_OFFSET: usize;
+    /// Byte offset of the memcg-v1 soft-limit fields, in the layout that has them.
+    const SOFT_LIMIT_OFFSET: Option<usize>;
 
     /// A new per-node info (built in place: the lruvec is created inside it).
     fn new(init: PnInit<'_, Self>) -> Self;
@@ -97,10 +111,16 @@ pub trait MemCgroupPerNode: LruvecHost {
     }
 }
 
+/// A field at its natural alignment: the counterpart of [`CacheAligned`] for the layout
+/// that keeps Linux's unaligned `struct lruvec` and read-mostly fields.
+#[repr(transparent)]
+#[derive(Debug)]
+struct Natural<T>(T);
+
 /// The layout before seed 001: the read-mostly line can pair with the LRU list heads.
 #[repr(C)]
 pub struct MemCgroupPerNodeBase<F: LockFamily, G: LruGenFolio> {
-    read_mostly: PnReadMostly,
+    read_mostly: CacheAligned<PnReadMostly>,
     lruvec: CacheAligned<Lruvec<MemCgroupPerNodeBase<F, G>>>,
     write_hot: PnWriteHot,
     cold: PnCold,
@@ -109,18 +129,33 @@ pub struct MemCgroupPerNodeBase<F: LockFamily, G: LruGenFolio> {
 /// Seed 001 patch 1: the read-mostly line is paired with the cold line.
 #[repr(C)]
 pub struct MemCgroupPerNodePaired<F: LockFamily, G: LruGenFolio> {
-    read_mostly: PnReadMostly,
+    read_mostly: CacheAligned<PnReadMostly>,
     cold: PnCold,
     lruvec: CacheAligned<Lruvec<MemCgroupPerNodePaired<F, G>>>,
     write_hot: PnWriteHot,
 }
 
+/// Mainline's struct with CONFIG_MEMCG_V1 (seed 000's kernel): the soft-limit fields
+/// between the read-mostly fields and the lruvec, the lruvec unaligned.
+#[repr(C)]
+pub struct MemCgroupPerNodeV1<F: LockFamily, G: LruGenFolio> {
+    read_mostly: Natural<PnReadMostly>,
+    soft_limit: PnSoftLimit,
+    lruvec: Natural<Lruvec<MemCgroupPerNodeV1<F, G>>>,
+    write_hot: PnWriteHot,
+    cold: PnCold,
+}
+
 macro_rules! impl_pn {
-    ($ty:ident, $kind:expr) => {
+    ($ty:ident, $kind:expr, $wrap:ident, { $($extra:ident: $init:expr),* }) => {
+        impl_pn!($ty, $kind, $wrap, { $($extra: $init),* }, None);
+    };
+    ($ty:ident, $kind:expr, $wrap:ident, { $($extra:ident: $init:expr),* }, $soft:expr) => {
         // SAFETY: `lruvec` is private to this module and built only in place in `new`
         // (as a field of the struct literal), so every `Lruvec<$ty<F, G>>` is the `lruvec`
-        // field of a `$ty<F, G>`; `CacheAligned` is `repr(C)` with the value at offset 0,
-        // so the lruvec is at `offset_of!($ty<F, G>, lruvec)`.
+        // field of a `$ty<F, G>`; `CacheAligned` is `repr(C)` and `Natural` is
+        // `repr(transparent)`, both with the value at offset 0, so the lruvec is at
+        // `offset_of!($ty<F, G>, lruvec)`.
         unsafe impl<F: LockFamily, G: LruGenFolio> LruvecHost for $ty<F, G> {
             type Family = F;
             type Gen = G;
@@ -159,11 +194,12 @@ macro_rules! impl_pn {
                 // reference on its parent, so the parent outlives it too.
                 let memcg = unsafe {
                     self.read_mostly
+                        .0
                         .memcg
                         .cast::<crate::MemCgroup<Self>>()
                         .as_ref()
                 };
-                memcg.parent()?.lruvec(self.read_mostly.node as usize).ok()
+                memcg.parent()?.lruvec(self.read_mostly.0.node as usize).ok()
             }
         }
 
@@ -172,15 +208,22 @@ macro_rules! impl_pn {
             const READ_MOSTLY_OFFSET: usize = offset_of!($ty<F, G>, read_mostly);
             const COLD_OFFSET: usize = offset_of!($ty<F, G>, cold);
             const WRITE_HOT_OFFSET: usize = offset_of!($ty<F, G>, write_hot);
+            const SOFT_LIMIT_OFFSET: Option<usize> = $soft;
 
             fn new(init: PnInit<'_, Self>) -> Self {
                 const { assert_pn_layouts::<$ty<F, G>>() };
                 let node = init.pgdat.node_id() as usize;
                 Self {
-                    read_mostly: PnReadMostly::new(init.memcg, init.memcg_id, node, init.nr_cpus),
+                    read_mostly: $wrap(PnReadMostly::new(
+                        init.memcg,
+                        init.memcg_id,
+                        node,
+                        init.nr_cpus,
+                    )),
+                    $($extra: $init,)*
                     // SAFETY: built in place as the `lruvec` field of `Self` (see the
                     // `LruvecHost` impl above).
-                    lruvec: CacheAligned(unsafe {
+                    lruvec: $wrap(unsafe {
                         Lruvec::new(init.memcg_id, init.pgdat, init.mode, init.lock, init.now)
                     }),
                     write_hot: PnWriteHot::default(),
@@ -190,7 +233,7 @@ macro_rules! impl_pn {
 
             #[inline]
             fn read_mostly(&self) -> &PnReadMostly {
-                &self.read_mostly
+                &self.read_mostly.0
             }
 
             #[inline]
@@ -212,7 +255,7 @@ macro_rules! impl_pn {
         impl<F: LockFamily, G: LruGenFolio> core::fmt::Debug for $ty<F, G> {
             fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
                 f.debug_struct(stringify!($ty))
-                    .field("read_mostly", &self.read_mostly)
+                    .field("read_mostly", &self.read_mostly.0)
                     .field("lruvec", &self.lruvec.0)
                     .finish_non_exhaustive()
             }
@@ -220,8 +263,20 @@ macro_rules! impl_pn {
     };
 }
 
-impl_pn!(MemCgroupPerNodeBase, PnLayoutKind::Base);
-impl_pn!(MemCgroupPerNodePaired, PnLayoutKind::Paired);
+impl_pn!(MemCgroupPerNodeBase, PnLayoutKind::Base, CacheAligned, {});
+impl_pn!(
+    MemCgroupPerNodePaired,
+    PnLayoutKind::Paired,
+    CacheAligned,
+    {}
+);
+impl_pn!(
+    MemCgroupPerNodeV1,
+    PnLayoutKind::V1,
+    Natural,
+    { soft_limit: PnSoftLimit::default() },
+    Some(offset_of!(MemCgroupPerNodeV1<F, G>, soft_limit))
+);
 
 /// The layouts the kernel and the reports instantiate: ksync's ticket lock, both
 /// `lru_gen_folio` layouts.
@@ -235,6 +290,10 @@ pub mod kernel_types {
     pub type BaseBase = super::MemCgroupPerNodeBase<ksync::Ticket, lru::LruGenFolioBase>;
     /// Paired layout, base `lru_gen_folio`.
     pub type PairedBase = super::MemCgroupPerNodePaired<ksync::Ticket, lru::LruGenFolioBase>;
+    /// Mainline (CONFIG_MEMCG_V1), base `lru_gen_folio`: seed 000's "before".
+    pub type V1Base = super::MemCgroupPerNodeV1<ksync::Ticket, lru::LruGenFolioBase>;
+    /// Mainline (CONFIG_MEMCG_V1), grouped `lru_gen_folio`: seed 000's patch.
+    pub type V1Grouped = super::MemCgroupPerNodeV1<ksync::Ticket, lru::LruGenFolioGrouped>;
 }
 
 // The pairings, for the types the kernel instantiates (a failure is a compile error).
@@ -245,14 +304,18 @@ const _: () = {
     assert_pn_layouts::<PairedGrouped>();
     assert_pn_layouts::<BaseBase>();
     assert_pn_layouts::<PairedBase>();
+    assert_pn_layouts::<V1Base>();
+    assert_pn_layouts::<V1Grouped>();
 };
 
 // Group membership and group sizes do not depend on the lruvec type.
 #[cfg(not(loom))]
 const _: () = {
     use crate::cacheline::within_one_line;
-    // memcg_pn_read_mostly: the back pointer and both stats pointers in one line.
-    assert!(size_of::<PnReadMostly>() == CACHELINE);
+    // memcg_pn_read_mostly: the back pointer and both stats pointers in one line (seed 001's
+    // layouts give it the whole line).
+    assert!(size_of::<PnReadMostly>() <= CACHELINE);
+    assert!(size_of::<CacheAligned<PnReadMostly>>() == CACHELINE);
     assert!(within_one_line(
         offset_of!(PnReadMostly, memcg),
         size_of::<NonNull<()>>()
@@ -277,26 +340,38 @@ const _: () = {
 ///
 /// Offsets are from the start of the struct, which [`PnPlacement::PairStart`] puts on a
 /// 128-byte boundary (at +64 every line moves to the other half of its pair):
-/// - both: the struct is a whole number of 128-byte pairs, so objects carved back to back
-///   ([`PnCache`]) all keep one placement;
+/// - base and paired: the struct is a whole number of 128-byte pairs, so objects carved
+///   back to back ([`PnCache`]) all keep one placement (v1: a whole number of lines, as
+///   Linux's); all: `lru_zone_size` starts the first line after the lruvec;
 /// - base at +0 (seed 001's "before"): line 0 (read_mostly) and line 1, the first line of
 ///   the LRU list heads, are one pair;
 /// - paired at +0 (seed 001 patch 1): line 1 is the cold group, the lruvec starts pair 1;
-/// - both: `lruvec->pgdat`, the last field of the lruvec, which every path-A stat update
+/// - v1 (mainline, seed 000's kernel): the soft-limit fields follow the read-mostly fields
+///   directly and the lruvec follows them at its own alignment;
+/// - all: `lruvec->pgdat`, the last field of the lruvec, which every path-A stat update
 ///   reads, is on the line right before `lru_zone_size` (written under the lock on every
 ///   LRU add and delete), so at one of the two placements they are one pair (the layout
 ///   report says which);
 /// - seed 000: with the grouped `lru_gen_folio`, `evicted[]` and `refaulted[]` start a
 ///   line and share none with the FIFO node (`enabled`/`gen`/`seg`/`bin`/`list`); with the
 ///   base one, `refaulted[]` ends on the line right before the node or on the node's own
-///   line (they are one pair at one of the two placements at least).
+///   line (they are one pair at one of the two placements at least), and in the v1 layout
+///   (the seed's "before" as measured) the file type's counters of the workingset tier,
+///   where every refault of a folio that had refaulted before is counted, share the node's
+///   line.
 pub const fn assert_pn_layouts<P: MemCgroupPerNode>() {
     use crate::cacheline::{line_of, share_line};
     let lv = P::LRUVEC_OFFSET;
     let lrugen = lv + Lruvec::<P>::LRUGEN_OFFSET;
     let pgdat = lv + Lruvec::<P>::PGDAT_OFFSET;
-    assert!(size_of::<P>().is_multiple_of(crate::cacheline::CACHELINE_PAIR));
-    assert!(P::WRITE_HOT_OFFSET == lv + size_of::<CacheAligned<Lruvec<P>>>());
+    // Seed 001's placements need every object of a slab at the same offset in its pair;
+    // mainline's struct is only a whole number of lines (2240 bytes in the seed 000 patch).
+    assert!(match P::KIND {
+        PnLayoutKind::Base | PnLayoutKind::Paired =>
+            size_of::<P>().is_multiple_of(crate::cacheline::CACHELINE_PAIR),
+        PnLayoutKind::V1 => size_of::<P>().is_multiple_of(CACHELINE),
+    });
+    assert!(P::WRITE_HOT_OFFSET == (lv + size_of::<Lruvec<P>>()).next_multiple_of(CACHELINE));
     match P::KIND {
         PnLayoutKind::Base => {
             assert!(lv == CACHELINE);
@@ -306,6 +381,15 @@ pub const fn assert_pn_layouts<P: MemCgroupPerNode>() {
             assert!(P::COLD_OFFSET == CACHELINE);
             assert!(lv == 2 * CACHELINE);
             assert!(pair_of(lv) == 1);
+        }
+        PnLayoutKind::V1 => {
+            let soft_limit_end = (size_of::<PnReadMostly>()
+                .next_multiple_of(core::mem::align_of::<PnSoftLimit>())
+                + size_of::<PnSoftLimit>())
+            .next_multiple_of(core::mem::align_of::<Lruvec<P>>());
+            assert!(P::READ_MOSTLY_OFFSET == 0);
+            assert!(lv == soft_limit_end);
+            assert!(P::COLD_OFFSET == P::WRITE_HOT_OFFSET + size_of::<PnWriteHot>());
         }
     }
     assert!(line_of(pgdat) + 1 == line_of(P::WRITE_HOT_OFFSET));
@@ -321,7 +405,18 @@ pub const fn assert_pn_layouts<P: MemCgroupPerNode>() {
     } else {
         let last = line_of(refaulted + tier_hist - 1);
         assert!(last == line_of(node) || last + 1 == line_of(node));
+        if matches!(P::KIND, PnLayoutKind::V1) {
+            let workingset = refaulted
+                + refaulted_index(lru::folio::LRU_GEN_FILE, lru::lru_gen::MAX_NR_TIERS - 1);
+            assert!(share_line(workingset, 8, node, node_size));
+        }
     }
+}
+
+/// Byte offset of `refaulted[0][type][tier]` (`evicted[]` alike) inside its array: the
+/// history generation, then the type, then the tier, eight bytes each.
+pub const fn refaulted_index(ty: usize, tier: usize) -> usize {
+    (ty * lru::lru_gen::MAX_NR_TIERS + tier) * size_of::<u64>()
 }
 
 /// Compile-time checks that need the concrete structs (field offsets).
@@ -332,7 +427,7 @@ macro_rules! assert_pn_fields {
             type T = $ty;
             let rm = size_of::<PnReadMostly>();
             assert!(member_in_group(
-                offset_of!(T, read_mostly.memcg),
+                offset_of!(T, read_mostly.0.memcg),
                 size_of::<NonNull<()>>(),
                 offset_of!(T, read_mostly),
                 rm
@@ -340,10 +435,10 @@ macro_rules! assert_pn_fields {
             assert!(offset_of!(T, read_mostly) == 0);
             assert!(offset_of!(T, cold) % CACHELINE == 0);
             assert!(offset_of!(T, write_hot) % CACHELINE == 0);
-            // lru_zone_size follows the lruvec, in write_hot.
+            // lru_zone_size follows the lruvec, in write_hot, on the next line.
             assert!(
                 offset_of!(T, write_hot)
-                    == offset_of!(T, lruvec) + size_of::<CacheAligned<Lruvec<T>>>()
+                    == (offset_of!(T, lruvec) + size_of::<Lruvec<T>>()).next_multiple_of(CACHELINE)
             );
             assert!(member_in_group(
                 offset_of!(T, write_hot.lru_zone_size),
@@ -363,6 +458,12 @@ macro_rules! assert_pn_fields {
         assert!(pair_of(offset_of!($t, cold)) == 0);
         assert!(pair_of(offset_of!($t, lruvec)) == 1);
     };
+    (@V1 $t:ty) => {
+        // Linux's order: read-mostly fields, the soft-limit buffer, the lruvec.
+        assert!(offset_of!($t, soft_limit) == size_of::<PnReadMostly>());
+        assert!(offset_of!($t, lruvec) >= offset_of!($t, soft_limit) + size_of::<PnSoftLimit>());
+        assert!(offset_of!($t, cold) == offset_of!($t, write_hot) + size_of::<PnWriteHot>());
+    };
 }
 
 #[cfg(not(loom))]
@@ -373,3 +474,7 @@ assert_pn_fields!(kernel_types::BaseBase, Base);
 assert_pn_fields!(kernel_types::PairedGrouped, Paired);
 #[cfg(not(loom))]
 assert_pn_fields!(kernel_types::PairedBase, Paired);
+#[cfg(not(loom))]
+assert_pn_fields!(kernel_types::V1Base, V1);
+#[cfg(not(loom))]
+assert_pn_fields!(kernel_types::V1Grouped, V1);

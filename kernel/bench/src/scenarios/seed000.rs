@@ -5,15 +5,18 @@
 //! A read that misses finds the page's shadow entry: `workingset_refault` reads the
 //! lruvec's `lru_gen_folio` (its `evicted`/`refaulted` counters, `min_seq`, the tiers'
 //! averages) while other CPUs hold the lru_lock to add, age and evict, writing the same
-//! struct's generation lists, `nr_pages` and `seg`. In layout A (Linux before the seed's
-//! patch) the refault atomics share lines with those hot fields; in B they sit in a group of
-//! their own. MGLRU is on; the backing store's contents are checked on every read, as brd
+//! struct's generation lists, `nr_pages` and `seg`. Both variants use mainline's
+//! `mem_cgroup_per_node` (the lruvec after the memcg-v1 fields, not line-aligned). In
+//! layout A (Linux before the seed's patch) the refault atomics share lines with those hot
+//! fields: the file type's upper tiers, where refaults of folios that had refaulted before
+//! are counted, sit on the line of `enabled`/`gen`/`seg`/`list`; in B they sit in a group
+//! of their own. MGLRU is on; the backing store's contents are checked on every read, as brd
 //! copies the page. One operation is one page read.
 //!
 //! The invariant after every run: the memcg is within its limit, plus the checker's.
 
 use crate::engine::{BatchCtx, BenchScenario, Instance, ScenarioError, Setup};
-use crate::vm::{Ctx, Pn, PnGenBase, PnPaired, VmHost};
+use crate::vm::{Ctx, Pn, PnGenBase, PnGenGrouped, VmHost};
 use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::String;
@@ -135,7 +138,7 @@ impl<H: VmHost> BenchScenario for Seed000<'_, H> {
         }
         Ok(match setup.variant {
             "A" => Box::new(Refault::<H, PnGenBase>::build(self.host, setup.cpus)?),
-            "B" => Box::new(Refault::<H, PnPaired>::build(self.host, setup.cpus)?),
+            "B" => Box::new(Refault::<H, PnGenGrouped>::build(self.host, setup.cpus)?),
             v => return Err(ScenarioError::new(format!("no variant `{v}`"))),
         })
     }
