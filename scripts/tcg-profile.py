@@ -1,0 +1,253 @@
+#!/usr/bin/env python3
+"""Where emulated time goes: a sampling profile of the kernel under QEMU's TCG.
+
+Boots the release kernel (the one `cargo run --release -p qemu` builds) directly in QEMU,
+the machine `kx` uses, with the HMP monitor on a private Unix socket, and samples every
+vCPU's instruction pointer (`info registers -a`) at a fixed rate while the kernel runs its
+command line (by default one CPU faulting and freeing anonymous pages: the benchmark's
+seed001 `anon` config). Each sample is charged to the kernel function whose symbol
+(`nm -n` of the 64-bit kernel ELF) covers it; the table lists the hottest functions with
+their share of the samples.
+
+Each sample stops the VM (`stop`), reads the registers and continues (`cont`): stopped,
+every vCPU has left TCG's translation loop at a block boundary with its RIP written back,
+so a sample names the translation block the vCPU was about to run (a function profile, not
+an instruction one). Samples of a vCPU that is idle (`hlt`) or spinning for work are
+charged to those functions like any other, so read the table for the busy CPU's share.
+The stops slow the guest; the shares, not the run's rates, are the result.
+
+Usage: scripts/tcg-profile.py [--smp N] [--mem MIB] [--hz HZ] [--top K]
+                              [--timeout SECS] [--append CMDLINE] [--kernel DIR]
+Exit status: 0 done; 2 bad arguments; 3 kernel not built (the message says how); 4 QEMU
+or nm missing; 6 QEMU failed; 7 timeout (the partial profile is still printed).
+"""
+
+import argparse
+import bisect
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+
+DEFAULT_APPEND = (
+    "run=bench scenarios=seed001-faultfree bench_cpus=1 rounds=1 seconds=1"
+)
+RIP = re.compile(rb"RIP=([0-9a-f]{16})")
+
+
+def die(code, msg):
+    print(f"tcg-profile: {msg}", file=sys.stderr)
+    sys.exit(code)
+
+
+def parse_args():
+    p = argparse.ArgumentParser(
+        description="Sampling profile of the kernel under QEMU TCG (see the module doc)."
+    )
+    p.add_argument("--smp", type=int, default=1, help="vCPUs (default 1)")
+    p.add_argument("--mem", type=int, default=1024, help="guest MiB (default 1024)")
+    p.add_argument("--hz", type=float, default=500.0, help="samples/s (default 500)")
+    p.add_argument("--top", type=int, default=40, help="functions listed (default 40)")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds (default 600)")
+    p.add_argument("--append", default=DEFAULT_APPEND, help="kernel command line")
+    p.add_argument(
+        "--callers",
+        default="memset,memcpy,trap_stubs_start",
+        help="functions whose callers are counted too (comma list; from the return "
+        "address at [rsp], right for leaf functions such as memset; for the trap stubs, "
+        "the interrupted RIP the CPU pushed above the error code)",
+    )
+    p.add_argument(
+        "--exact",
+        default="trap_stubs_start",
+        help="functions whose samples are also listed by offset (comma list)",
+    )
+    p.add_argument(
+        "--kernel",
+        default="target-kernel/x86_64-unknown-linux-gnu/release",
+        help="directory with `kernel` (ELF64) and `kernel32.elf`",
+    )
+    try:
+        a = p.parse_args()
+    except SystemExit as e:
+        sys.exit(0 if e.code == 0 else 2)
+    if not 1 <= a.smp <= 256:
+        die(2, f"--smp {a.smp}: expected 1..=256")
+    if not 32 <= a.mem <= 65536:
+        die(2, f"--mem {a.mem}: expected 32..=65536")
+    if not 1 <= a.hz <= 10000:
+        die(2, f"--hz {a.hz}: expected 1..=10000")
+    if a.top < 1:
+        die(2, f"--top {a.top}: expected at least 1")
+    if not 1 <= a.timeout <= 86400:
+        die(2, f"--timeout {a.timeout}: expected 1..=86400")
+    return a
+
+
+def symbols(elf):
+    """Sorted (address, name) of the ELF's text symbols."""
+    out = subprocess.run(
+        ["nm", "-C", "--defined-only", "-n", elf], capture_output=True, check=True
+    ).stdout.decode(errors="replace")
+    addrs, names = [], []
+    for line in out.splitlines():
+        parts = line.split(" ", 2)
+        if len(parts) == 3 and parts[1] in "tTwW":
+            addrs.append(int(parts[0], 16))
+            names.append(parts[2])
+    return addrs, names
+
+
+def short(name):
+    """A Rust symbol without its hash and generic arguments, for the table."""
+    name = re.sub(r"::h[0-9a-f]{16}$", "", name)
+    out, depth = [], 0
+    for ch in name:
+        if ch == "<":
+            depth += 1
+            if depth == 1:
+                out.append("<..>")
+        elif ch == ">":
+            depth = max(depth - 1, 0)
+        elif depth == 0:
+            out.append(ch)
+    s = "".join(out).replace("<..><..>", "<..>")
+    return s if len(s) <= 100 else s[:97] + "..."
+
+
+def monitor(sock, cmd):
+    sock.sendall(cmd + b"\n")
+    buf = b""
+    while not buf.endswith(b"(qemu) "):
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("monitor closed")
+        buf += chunk
+    return buf
+
+
+def main():
+    a = parse_args()
+    elf64 = os.path.join(a.kernel, "kernel")
+    elf32 = os.path.join(a.kernel, "kernel32.elf")
+    for f in (elf64, elf32):
+        if not os.path.isfile(f):
+            die(3, f"{f} not found: build it with `cargo run --release -p qemu -- summary`")
+    for tool in ("qemu-system-x86_64", "nm"):
+        if shutil.which(tool) is None:
+            die(4, f"{tool} not found (Debian: apt-get install qemu-system-x86 binutils)")
+    addrs, names = symbols(elf64)
+    if not addrs:
+        die(3, f"{elf64} has no text symbols")
+
+    tmp = tempfile.mkdtemp(prefix="tcg-profile.")
+    sock_path = os.path.join(tmp, "mon.sock")
+    serial = os.path.join(tmp, "serial.log")
+    args = [
+        "qemu-system-x86_64", "-machine", "q35", "-cpu", "max", "-m", str(a.mem),
+        "-smp", str(a.smp), "-display", "none", "-serial", f"file:{serial}",
+        "-monitor", f"unix:{sock_path},server=on,wait=off", "-nic", "none",
+        "-no-reboot", "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
+        "-kernel", elf32, "-append", a.append,
+    ]
+    qemu = subprocess.Popen(args, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    start = time.monotonic()
+    sock = None
+    while sock is None and time.monotonic() - start < 10 and qemu.poll() is None:
+        try:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(sock_path)
+            sock = s
+        except OSError:
+            time.sleep(0.02)
+    if sock is None:
+        qemu.kill()
+        die(6, f"QEMU did not open its monitor: {qemu.stderr.read().decode(errors='replace')}")
+    monitor(sock, b"")  # the banner and first prompt
+
+    callers_of = {c for c in a.callers.split(",") if c}
+    callers = Counter()
+    exact_of = {c for c in a.exact.split(",") if c}
+    exact = Counter()
+    per_cpu = {}
+    samples = Counter()
+    period = 1.0 / a.hz
+    timed_out = False
+    next_t = time.monotonic()
+    while qemu.poll() is None:
+        if time.monotonic() - start > a.timeout:
+            timed_out = True
+            qemu.kill()
+            break
+        try:
+            # Stopping the VM makes every vCPU leave its translation loop at a block
+            # boundary with its RIP written back; without it `info registers` reads the RIP
+            # of the vCPU's last exception or indirect jump, which chained blocks leave
+            # stale.
+            monitor(sock, b"stop")
+            out = monitor(sock, b"info registers -a")
+            for cpu, m in enumerate(RIP.finditer(out)):
+                rip = int(m.group(1), 16)
+                i = bisect.bisect_right(addrs, rip) - 1
+                name = short(names[i]) if i >= 0 else f"?{rip:#x}"
+                samples[name] += 1
+                per_cpu.setdefault(cpu, Counter())[name] += 1
+                if name in exact_of:
+                    exact[(name, rip - addrs[i])] += 1
+                if name in callers_of:
+                    monitor(sock, f"cpu {cpu}".encode())
+                    at = b"x /1gx $esp+8" if name == "trap_stubs_start" else b"x /1gx $esp"
+                    word = re.search(rb": 0x([0-9a-f]+)", monitor(sock, at))
+                    if word:
+                        ret = int(word.group(1), 16)
+                        j = bisect.bisect_right(addrs, ret) - 1
+                        caller = short(names[j]) if j >= 0 else f"?{ret:#x}"
+                        callers[(name, caller)] += 1
+            monitor(sock, b"cont")
+        except (ConnectionError, OSError):
+            break
+        next_t += period
+        delay = next_t - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        else:
+            next_t = time.monotonic()
+    qemu.wait()
+    status = qemu.returncode
+
+    total = sum(samples.values())
+    print(f"tcg-profile: {total} samples over {len(per_cpu)} vCPU(s), "
+          f"{time.monotonic() - start:.1f} s, QEMU status {status}; command line: {a.append}")
+    for cpu in sorted(per_cpu):
+        c = per_cpu[cpu]
+        n = sum(c.values())
+        print(f"\nvCPU {cpu}: {n} samples")
+        print(f"  {'share':>6}  {'samples':>7}  function")
+        for name, k in c.most_common(a.top):
+            print(f"  {100.0 * k / n:5.1f}%  {k:7d}  {name}")
+    for callee in sorted(callers_of):
+        rows = [(c, k) for (f, c), k in callers.items() if f == callee]
+        if not rows:
+            continue
+        n = sum(k for _, k in rows)
+        print(f"\ncallers of {callee} (return address at [rsp]): {n} samples")
+        for c, k in sorted(rows, key=lambda r: -r[1])[: a.top]:
+            print(f"  {100.0 * k / n:5.1f}%  {k:7d}  {c}")
+    for fn in sorted(exact_of):
+        rows = sorted(((o, k) for (f, o), k in exact.items() if f == fn), key=lambda r: -r[1])
+        if rows:
+            print(f"\n{fn} by offset: " + ", ".join(f"+{o:#x}: {k}" for o, k in rows[: a.top]))
+    print(f"\nserial log: {serial}")
+    if timed_out:
+        sys.exit(7)
+    # isa-debug-exit: status = code * 2 + 1; the kernel's success is 0x10 (status 33).
+    sys.exit(0 if status == 33 else 6)
+
+
+if __name__ == "__main__":
+    main()
