@@ -231,9 +231,8 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
 
     /// Zeroes a frame (`clear_page`).
     pub(crate) fn zero_frame(&self, folio: &Folio) {
-        // SAFETY: the frame was just allocated by us; nobody else can see it yet, and the
-        // MMU's pointer covers its 4 KiB.
-        unsafe { core::ptr::write_bytes(self.mmu.frame_ptr(folio.pfn()), 0, 4096) };
+        // SAFETY: the frame was just allocated by us; nobody else can see it yet.
+        unsafe { self.mmu.clear_page(folio.pfn()) };
     }
 
     /// The 512 words of a frame.

@@ -42,6 +42,16 @@ pub trait Mmu: Send + Sync + 'static {
     /// Where the bytes of frame `pfn` can be read and written (the kernel's direct map, or
     /// the host arena).
     fn frame_ptr(&self, pfn: u64) -> *mut u8;
+    /// Zeroes frame `pfn` (`clear_page`): every new anonymous or shmem page and every new
+    /// page table. The default writes zeroes through [`Mmu::frame_ptr`]; a platform with a
+    /// faster way (the kernel's `clear_page`, chosen per CPU as Linux does) overrides it.
+    ///
+    /// # Safety
+    /// The caller owns frame `pfn` exclusively (just allocated, not yet visible to anyone).
+    unsafe fn clear_page(&self, pfn: u64) {
+        // SAFETY: the caller owns the frame; `frame_ptr` covers its 4 KiB.
+        unsafe { core::ptr::write_bytes(self.frame_ptr(pfn), 0, 4096) };
+    }
     /// Makes the (zeroed) PTE table in frame `pt_pfn` the one that maps the 2 MiB at `va`.
     fn link_pte_table(&self, va: u64, pt_pfn: u64) -> Result<(), PtError>;
     /// Undoes [`Mmu::link_pte_table`] for the 2 MiB at `va` (all its PTEs are clear), and
@@ -271,7 +281,7 @@ impl<M: Mmu> PageTable<M> {
         let folio = alloc().ok_or(PtError::NoMemory)?;
         let pfn = folio.pfn();
         // SAFETY: the frame was just allocated for us; nothing else uses its bytes.
-        unsafe { core::ptr::write_bytes(self.mmu.frame_ptr(pfn), 0, 4096) };
+        unsafe { self.mmu.clear_page(pfn) };
         folio.private_word().store(0, Ordering::Release);
         let _g = self.page_table_lock.lock();
         if let Some(won) = Self::load(slot) {

@@ -69,6 +69,14 @@ impl Mmu for KernelMmu {
         phys_to_virt(PhysAddr::new(pfn << 12)).as_mut_ptr()
     }
 
+    /// The kernel's `clear_page` (the version Linux would pick here; `clear_page_orig`
+    /// under TCG, where `rep stos` runs one element per loop trip).
+    unsafe fn clear_page(&self, pfn: u64) {
+        // SAFETY: the caller owns the frame exclusively; the direct map covers its 4 KiB,
+        // which are 4 KiB aligned.
+        unsafe { super::clear_page::clear_page(self.frame_ptr(pfn)) };
+    }
+
     fn link_pte_table(&self, va: u64, pt_pfn: u64) -> Result<(), PtError> {
         // SAFETY: the caller (mm's page-table code) passes a zeroed frame it allocated for
         // this table and owns until it unlinks it; `va` is inside an address-space range of

@@ -259,21 +259,29 @@ impl Work {
     fn is_empty(&self) -> bool {
         self.n == 0
     }
+}
 
-    fn run(&self) {
-        if self.n == FULL {
-            flush_tlb_local_all();
-        } else {
-            for &a in &self.addrs[..self.n] {
+/// Carries out `flush` on this CPU only: what [`Work`] would run, without building one
+/// (the fault path calls this for every unmapped batch).
+pub fn flush_tlb_local_request(flush: &TlbFlush<'_>) {
+    match *flush {
+        TlbFlush::Pages(p) if p.len() <= TLB_SINGLE_PAGE_FLUSH_CEILING => {
+            for &a in p {
                 flush_tlb_local(a);
             }
         }
+        TlbFlush::Range { start, end } if end <= start => {}
+        TlbFlush::Range { start, end }
+            if (end - (start & !0xfff)).div_ceil(4096) <= TLB_SINGLE_PAGE_FLUSH_CEILING as u64 =>
+        {
+            let mut a = start & !0xfff;
+            while a < end {
+                flush_tlb_local(a);
+                a += 4096;
+            }
+        }
+        _ => flush_tlb_local_all(),
     }
-}
-
-/// Carries out `flush` on this CPU only.
-pub fn flush_tlb_local_request(flush: &TlbFlush<'_>) {
-    Work::of(flush).run();
 }
 
 /// Carries out `flush` on every CPU in `cpus`: this one directly if it is in the set, the
