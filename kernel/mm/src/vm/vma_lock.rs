@@ -131,7 +131,7 @@ mod tests {
     use super::*;
     use crate::vm::vma::{VmAreaA, VmAreaB, VmFlags, VmaDesc};
     use std::sync::Arc;
-    use std::sync::atomic::AtomicBool;
+    use std::sync::atomic::{AtomicBool, AtomicU64};
 
     fn region<V: VmArea>() -> V {
         V::new(&VmaDesc {
@@ -193,14 +193,16 @@ mod tests {
         let inside = Arc::new(AtomicU32::new(0));
         let writer_in = Arc::new(AtomicBool::new(false));
         let stop = Arc::new(AtomicBool::new(false));
+        let total = Arc::new(AtomicU64::new(0));
         let readers: Vec<_> = (0..3)
             .map(|_| {
-                let (seq, v, inside, writer_in, stop) = (
+                let (seq, v, inside, writer_in, stop, total) = (
                     seq.clone(),
                     v.clone(),
                     inside.clone(),
                     writer_in.clone(),
                     stop.clone(),
+                    total.clone(),
                 );
                 std::thread::spawn(move || {
                     let mut got = 0u64;
@@ -211,12 +213,17 @@ mod tests {
                             inside.fetch_sub(1, Ordering::SeqCst);
                             vma_end_read(&*v);
                             got += 1;
+                            total.fetch_add(1, Ordering::Relaxed);
                         }
                     }
                     got
                 })
             })
             .collect();
+        // After each round the writer waits until a reader got in, so the rounds interleave
+        // with reads however the threads are scheduled (on a loaded machine the writer
+        // could otherwise finish all its rounds before any reader ran).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         for round in 0..200u32 {
             seq.store(2 * round + 1, Ordering::Relaxed); // mmap_write_lock
             vma_start_write(&seq, &*v);
@@ -228,7 +235,14 @@ mod tests {
             );
             writer_in.store(false, Ordering::SeqCst);
             seq.store(2 * round + 2, Ordering::Release); // mmap_write_unlock
-            std::thread::yield_now();
+            let seen = total.load(Ordering::Relaxed);
+            while total.load(Ordering::Relaxed) == seen {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "no reader got in after round {round}"
+                );
+                std::thread::yield_now();
+            }
         }
         stop.store(true, Ordering::Relaxed);
         let reads: u64 = readers.into_iter().map(|r| r.join().unwrap()).sum();
