@@ -106,7 +106,8 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         // drain that moves it, never here.
         let _ = self.batches.drain_cpu(cpu, &self.tree);
         let removed = obj.cache().truncate(0);
-        let mut last = Vec::new();
+        // Each folio's last reference goes once: no growth (and no realloc) on the way.
+        let mut last = Vec::with_capacity(removed.len());
         for &(index, folio) in &removed {
             if folio.mapcount() > 0 {
                 let cleared = obj.unmap_page(index, folio.pfn());

@@ -15,13 +15,14 @@ use crate::vm::context::Vm;
 use crate::vm::counters::VmEvent;
 use crate::vm::fault::{FaultError, RegionMemcg};
 use crate::vm::mm_struct::{MmError, MmStruct};
-use crate::vm::mmu_gather::MmuGather;
+use crate::vm::mmu_gather::{MAX_GATHER_BATCH, MmuGather};
 use crate::vm::object::{Mapping, Object};
 use crate::vm::pgtable::{Mmu, PTE_TABLE_SPAN, pte_index};
 use crate::vm::reclaim::unmap_one;
 use crate::vm::vma::{VmArea, VmFlags, VmaDesc};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
+use arrayvec::ArrayVec;
 use lru::lruvec::folio_lruvec_relock;
 use lru::{Folio, LruvecGuard, NodeStatItem};
 use memcg::{MemCgroupPerNode, MemcgRef};
@@ -181,7 +182,8 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
     /// the folios that reach zero in one pass (`folios_put_refs`).
     fn tlb_flush(&self, tlb: &mut MmuGather<'_, M>, cpu: usize) {
         let before = tlb.flush_counts().1;
-        let mut last: Vec<&'static Folio> = Vec::new();
+        // At most a gather's worth, on the stack: no heap allocation per unmap.
+        let mut last: ArrayVec<&'static Folio, MAX_GATHER_BATCH> = ArrayVec::new();
         tlb.flush(|_, folio| {
             if let Ok(true) = folio.put() {
                 last.push(folio);

@@ -14,6 +14,7 @@
 
 use crate::vm::cpumask::CpuMask;
 use crate::vm::pgtable::Mmu;
+use arrayvec::ArrayVec;
 use lru::Folio;
 
 /// Pages gathered before the gather must be flushed (`MAX_GATHER_BATCH` on x86_64).
@@ -24,9 +25,10 @@ pub struct MmuGather<'a, M: Mmu> {
     mmu: &'a M,
     cpumask: &'a CpuMask,
     cpu: usize,
-    vas: [u64; MAX_GATHER_BATCH],
-    folios: [Option<&'static Folio>; MAX_GATHER_BATCH],
-    nr: usize,
+    /// Left uninitialised beyond what is gathered: a gather lives for one unmap, often of
+    /// a few pages, and zeroing 8 KiB for each would cost more than the pages' own work.
+    vas: ArrayVec<u64, MAX_GATHER_BATCH>,
+    folios: ArrayVec<&'static Folio, MAX_GATHER_BATCH>,
     /// Flushes done (local or shootdown), for the statistics.
     flushes: u64,
     /// Of those, shootdowns to other CPUs.
@@ -37,7 +39,7 @@ impl<M: Mmu> core::fmt::Debug for MmuGather<'_, M> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("MmuGather")
             .field("cpu", &self.cpu)
-            .field("nr", &self.nr)
+            .field("nr", &self.vas.len())
             .field("flushes", &self.flushes)
             .finish()
     }
@@ -52,9 +54,8 @@ impl<'a, M: Mmu> MmuGather<'a, M> {
             mmu,
             cpumask,
             cpu,
-            vas: [0; MAX_GATHER_BATCH],
-            folios: [None; MAX_GATHER_BATCH],
-            nr: 0,
+            vas: ArrayVec::new(),
+            folios: ArrayVec::new(),
             flushes: 0,
             shootdowns: 0,
         }
@@ -64,7 +65,7 @@ impl<'a, M: Mmu> MmuGather<'a, M> {
     /// lock first) before gathering more.
     #[must_use]
     pub fn is_full(&self) -> bool {
-        self.nr == MAX_GATHER_BATCH
+        self.vas.is_full()
     }
 
     /// `tlb_remove_page`: `folio` was mapped at `va` and its PTE is now clear. Returns false
@@ -74,43 +75,39 @@ impl<'a, M: Mmu> MmuGather<'a, M> {
         if self.is_full() {
             return false;
         }
-        self.vas[self.nr] = va;
-        self.folios[self.nr] = Some(folio);
-        self.nr += 1;
+        self.vas.push(va);
+        self.folios.push(folio);
         true
     }
 
     /// Pages gathered and not yet flushed.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.nr
+        self.vas.len()
     }
 
     /// Whether nothing is gathered.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.nr == 0
+        self.vas.is_empty()
     }
 
     /// `tlb_flush_mmu`: flushes every gathered address (locally, or by shootdown when other
     /// CPUs may hold them), then hands each gathered page to `release`, in order.
     pub fn flush(&mut self, mut release: impl FnMut(u64, &'static Folio)) {
-        if self.nr == 0 {
+        if self.vas.is_empty() {
             return;
         }
-        let vas = &self.vas[..self.nr];
+        let vas = &self.vas[..];
         self.mmu.flush_tlb_local(vas);
         if self.cpumask.any_other_than(self.cpu) {
             self.mmu.flush_tlb_others(self.cpumask, self.cpu, vas);
             self.shootdowns += 1;
         }
         self.flushes += 1;
-        for i in 0..self.nr {
-            if let Some(f) = self.folios[i].take() {
-                release(self.vas[i], f);
-            }
+        for (va, f) in self.vas.drain(..).zip(self.folios.drain(..)) {
+            release(va, f);
         }
-        self.nr = 0;
     }
 
     /// `(flushes, shootdowns)` so far.
@@ -124,7 +121,11 @@ impl<M: Mmu> Drop for MmuGather<'_, M> {
     fn drop(&mut self) {
         // Pages must never be freed without a flush, nor forgotten: a gather dropped with
         // pages in it is a bug in its user.
-        debug_assert!(self.nr == 0, "mmu_gather dropped with {} pages", self.nr);
+        debug_assert!(
+            self.vas.is_empty(),
+            "mmu_gather dropped with {} pages",
+            self.vas.len()
+        );
     }
 }
 

@@ -236,8 +236,10 @@ impl PageCache {
     /// `truncate_inode_pages_range` from `start`: empties every slot at or after it and
     /// returns the folios removed, each with the cache's reference now the caller's.
     pub fn truncate(&self, start: u64) -> Vec<(u64, &'static Folio)> {
-        let mut out = Vec::new();
         let _g = self.lock.lock();
+        // Sized once from the folio count, so the loop does not reallocate as it goes.
+        let nr = usize::try_from(self.nr_folios.load(Ordering::Relaxed)).unwrap_or(0);
+        let mut out = Vec::with_capacity(nr.min(self.slots.len()));
         let start = usize::try_from(start).unwrap_or(usize::MAX);
         for (i, slot) in self.slots.iter().enumerate().skip(start) {
             let raw = slot.swap(0, Ordering::AcqRel);
