@@ -3,9 +3,14 @@
 //! `abi_x86_interrupt` is nightly-only, so entry is hand-written: each vector's stub (16
 //! bytes, generated with `.rept`) pushes a zero error code when the CPU does not push one and
 //! its vector number, then jumps to `trap_common`, a naked function that saves the general
-//! registers and the FPU/SSE state (`fxsave64`: libcore uses SSE, and an interrupted SSE
-//! computation must not see its registers change), calls [`trap_dispatch`] with a pointer
-//! to the [`TrapFrame`], restores and `iretq`s. Stubs are installed with the `x86_64` crate's
+//! registers and the sixteen XMM registers (the compiler uses SSE for floats and for moving
+//! data, and an interrupted computation must not see its registers change), calls
+//! [`trap_dispatch`] with a pointer to the [`TrapFrame`], restores and `iretq`s. Only the
+//! XMM registers are saved, not the whole `fxsave64` image: the kernel is built for the
+//! x86_64 baseline (SSE2, no AVX, so no upper YMM halves), never executes x87 instructions
+//! (Rust's `f32`/`f64` are SSE) and never changes MXCSR, so the rest of the FPU state cannot
+//! differ between the interrupted code and the handler. Under TCG `fxsave64`/`fxrstor64`
+//! are helpers that copy 512 bytes each, on every page fault. Stubs are installed with the `x86_64` crate's
 //! `set_handler_addr`.
 //!
 //! A vector with a registered handler ([`register`]) returns to the interrupted code; any
@@ -161,13 +166,43 @@ unsafe extern "C" fn trap_common() {
         "push r14",
         "push r15",
         "mov rbx, rsp",
-        "sub rsp, 512",
-        "and rsp, -64",
-        "fxsave64 [rsp]",
+        "sub rsp, 256",
+        "and rsp, -16",
+        "movdqa [rsp + 0], xmm0",
+        "movdqa [rsp + 16], xmm1",
+        "movdqa [rsp + 32], xmm2",
+        "movdqa [rsp + 48], xmm3",
+        "movdqa [rsp + 64], xmm4",
+        "movdqa [rsp + 80], xmm5",
+        "movdqa [rsp + 96], xmm6",
+        "movdqa [rsp + 112], xmm7",
+        "movdqa [rsp + 128], xmm8",
+        "movdqa [rsp + 144], xmm9",
+        "movdqa [rsp + 160], xmm10",
+        "movdqa [rsp + 176], xmm11",
+        "movdqa [rsp + 192], xmm12",
+        "movdqa [rsp + 208], xmm13",
+        "movdqa [rsp + 224], xmm14",
+        "movdqa [rsp + 240], xmm15",
         "mov rdi, rbx",
         "cld",
         "call {dispatch}",
-        "fxrstor64 [rsp]",
+        "movdqa xmm0, [rsp + 0]",
+        "movdqa xmm1, [rsp + 16]",
+        "movdqa xmm2, [rsp + 32]",
+        "movdqa xmm3, [rsp + 48]",
+        "movdqa xmm4, [rsp + 64]",
+        "movdqa xmm5, [rsp + 80]",
+        "movdqa xmm6, [rsp + 96]",
+        "movdqa xmm7, [rsp + 112]",
+        "movdqa xmm8, [rsp + 128]",
+        "movdqa xmm9, [rsp + 144]",
+        "movdqa xmm10, [rsp + 160]",
+        "movdqa xmm11, [rsp + 176]",
+        "movdqa xmm12, [rsp + 192]",
+        "movdqa xmm13, [rsp + 208]",
+        "movdqa xmm14, [rsp + 224]",
+        "movdqa xmm15, [rsp + 240]",
         "mov rsp, rbx",
         "pop r15",
         "pop r14",
