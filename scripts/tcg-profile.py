@@ -16,6 +16,14 @@ an instruction one). Samples of a vCPU that is idle (`hlt`) or spinning for work
 charged to those functions like any other, so read the table for the busy CPU's share.
 The stops slow the guest; the shares, not the run's rates, are the result.
 
+Known limit: a sample is charged to the block that runs after the stop took effect, and
+QEMU does not always take it at the next block. In a loop of page faults it may take it
+only at the next exception delivery, and then nearly every sample lands on the #PF entry
+stub (`trap_stubs_start`; the tool says so when one stub holds most samples). The shares
+are then shares of stops, not of time. Use the tool to find a hot leaf function (it found
+the byte-wise page zeroing that once cost half of every fault), and confirm every finding
+with the benchmark's rates.
+
 Usage: scripts/tcg-profile.py [--smp N] [--mem MIB] [--hz HZ] [--top K]
                               [--timeout SECS] [--append CMDLINE] [--kernel DIR]
 Exit status: 0 done; 2 bad arguments; 3 kernel not built (the message says how); 4 QEMU
@@ -230,6 +238,13 @@ def main():
         print(f"  {'share':>6}  {'samples':>7}  function")
         for name, k in c.most_common(a.top):
             print(f"  {100.0 * k / n:5.1f}%  {k:7d}  {name}")
+    stub = samples.get("trap_stubs_start", 0)
+    if total and stub * 2 > total:
+        print(
+            f"\nwarning: {100.0 * stub / total:.0f}% of the samples are at the trap entry stubs: "
+            "QEMU took most stops at exception delivery, so these shares are not time "
+            "(see the module doc)"
+        )
     for callee in sorted(callers_of):
         rows = [(c, k) for (f, c), k in callers.items() if f == callee]
         if not rows:
