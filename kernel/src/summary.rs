@@ -69,7 +69,12 @@ pub fn print(bi: &BootInfo) {
     let (used, free) = frame::stats();
     println!("early frames: {used} allocated, {free} free");
     let (hu, hf) = heap::usage();
-    println!("heap: {} KiB used, {} KiB free", hu >> 10, hf >> 10);
+    println!(
+        "heap: {} KiB used, {} KiB free, {} KiB cached in size classes",
+        hu >> 10,
+        hf >> 10,
+        heap::cached() >> 10
+    );
     match bi.framebuffer {
         Some(fb) => println!(
             "framebuffer: {:#x} {}x{} {}bpp pitch {} {:?}",

@@ -12,6 +12,7 @@
 //! - [`zonelist`]: node-local first, then by distance, Normal before DMA32;
 //! - [`page_alloc`]: [`PageAlloc`], the calls every CPU makes; [`init`] (the handover,
 //!   list sizes) and [`check`] (the invariant checker) extend it;
+//! - [`kmalloc`]: the kernel heap's size classes in front of its first-fit heap;
 //! - [`stats`]: per-CPU per-zone counters; [`microbench`]: the order-0 alloc/free
 //!   micro-benchmark shared by the host example and the kernel's `run=pagealloc`.
 //!
@@ -27,6 +28,7 @@ pub mod buddy;
 pub mod check;
 pub mod error;
 pub mod init;
+pub mod kmalloc;
 pub mod memmap;
 pub mod microbench;
 pub mod numa;

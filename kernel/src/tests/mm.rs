@@ -168,7 +168,21 @@ fn heap_alloc_free() -> TestResult {
         }
         let s = alloc::format!("{}-{}", "heap", 42);
         ensure!(s == "heap-42", "format gave {s}");
+        // Small objects come from the size classes: thousands of them, each keeping its
+        // contents, none overlapping (each holds its own index).
+        let small: Vec<Box<[u64; 6]>> = (0..20_000u64).map(|i| Box::new([i; 6])).collect();
+        for (i, b) in small.iter().enumerate() {
+            ensure!(b.iter().all(|&x| x == i as u64), "small box {i} corrupted");
+        }
+        ensure!(
+            heap::usage().0 >= used0 + 20_000 * 64,
+            "20,000 small boxes not counted as used"
+        );
     }
+    ensure!(
+        heap::cached() >= 20_000 * 64,
+        "freed small boxes not kept in their class"
+    );
     let (used1, _) = heap::usage();
     ensure!(used1 == used0, "heap leaked: {used0} -> {used1} bytes used");
     Ok(())
