@@ -95,22 +95,26 @@ pub fn extended_qs<R>(wait: impl FnOnce() -> R) -> R {
 }
 
 /// Reports a quiescent state for the running CPU and runs the callbacks whose grace
-/// period has completed; on the boot CPU, completes a grace period first when callbacks or
-/// a polled cookie (`start_poll_synchronize_rcu`) are waiting for one. Returns how many
-/// callbacks ran.
+/// period has completed. When callbacks or a polled cookie (`start_poll_synchronize_rcu`)
+/// wait for a grace period, drives one a step without waiting ([`lru::Rcu::advance`]):
+/// completes the one in flight if every CPU has reported since it started, else starts
+/// one. Any CPU may drive, and none waits here for another: a CPU that waited (as the boot
+/// CPU once did, with `synchronize_rcu`) would stall until the slowest CPU's next
+/// quiescent point on every call. Returns how many callbacks ran.
 pub fn quiescent() -> usize {
     let Some(rcu) = get() else { return 0 };
     let cpu = percpu::cpu_id();
     if rcu.quiescent_state(cpu).is_err() {
         return 0;
     }
-    // Nothing waits for a grace period: neither a callback nor a polled cookie (the memcg
-    // reaper's, `start_poll_synchronize_rcu`).
     if QUEUED.load(Ordering::Acquire) == 0 && !rcu.gp_needed() {
         return 0;
     }
-    if cpu == 0 {
-        let _ = synchronize_rcu();
+    rcu.advance(true);
+    // This CPU holds no references after the start either: reporting again lets a grace
+    // period that no other CPU holds up (one CPU online) complete in this call.
+    if rcu.quiescent_state(cpu).is_ok() {
+        rcu.advance(false);
     }
     run_callbacks(rcu)
 }

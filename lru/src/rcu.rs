@@ -254,6 +254,33 @@ impl<F: LockFamily> Rcu<F> {
         Ok(target)
     }
 
+    /// Drives grace periods without waiting (`rcu_gp_kthread`'s work, done a step at a
+    /// time from a quiescent point): completes the grace period in flight once every
+    /// online CPU has reported a quiescent state since it started, then starts the next one
+    /// if `needed` and none is in flight. Returns the newest completed grace period. The
+    /// caller reports its own quiescent state first, so that it does not hold up the grace
+    /// period it drives.
+    pub fn advance(&self, needed: bool) -> u64 {
+        let cur = self.gp_seq.load(Ordering::Acquire);
+        let done = self.completed();
+        if cur > done {
+            let all_reported = self.cpus.iter().all(|(_, c)| {
+                let v = c.ctr.load(Ordering::Acquire);
+                v == OFFLINE || v >= cur
+            });
+            if !all_reported {
+                return done;
+            }
+            self.completed.fetch_max(cur, Ordering::AcqRel);
+        }
+        if needed && self.gp_seq.load(Ordering::Acquire) == self.completed() {
+            // Start the next one; a concurrent start or `synchronize` makes this one
+            // later, never lost (every grace period from here on covers the caller).
+            self.gp_seq.fetch_add(1, Ordering::AcqRel);
+        }
+        self.completed()
+    }
+
     /// The newest grace period known to have completed.
     #[must_use]
     pub fn completed(&self) -> u64 {
@@ -323,6 +350,36 @@ mod tests {
         rcu.offline(1).unwrap();
         rcu.synchronize(Some(0)).unwrap();
         assert!(rcu.poll_state_synchronize_rcu(cookie) && !rcu.gp_needed());
+    }
+
+    #[test]
+    fn advance_never_waits_and_completes_only_after_every_cpu_reported() {
+        let rcu: Rcu<ksync::Ticket> = Rcu::new(3);
+        for c in 0..3 {
+            rcu.online(c).unwrap();
+        }
+        let done = rcu.completed();
+        rcu.call_rcu(|| {});
+        // Starts a grace period, cannot complete it: CPUs 1 and 2 have not reported.
+        rcu.quiescent_state(0).unwrap();
+        assert_eq!(rcu.advance(true), done);
+        rcu.quiescent_state(0).unwrap();
+        assert_eq!(
+            rcu.advance(true),
+            done,
+            "no new start while one is in flight"
+        );
+        assert_eq!(rcu.run_callbacks(), 0);
+        rcu.quiescent_state(1).unwrap();
+        assert_eq!(rcu.advance(true), done, "CPU 2 still holds it up");
+        // CPU 2 going offline is an extended quiescent state.
+        rcu.offline(2).unwrap();
+        let gp = rcu.advance(false);
+        assert_eq!(gp, done + 1);
+        assert_eq!(rcu.run_callbacks(), 1);
+        // Nothing needed: no grace period starts.
+        assert_eq!(rcu.advance(false), gp);
+        assert_eq!(rcu.get_state_synchronize_rcu(), gp + 1);
     }
 
     type R = Rcu<ksync::Ticket>;
