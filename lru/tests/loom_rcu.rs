@@ -124,3 +124,46 @@ fn polled_grace_period_gates_the_free() {
         reader.join().unwrap();
     });
 }
+
+#[test]
+fn advance_completes_only_after_the_reader_reported() {
+    // The writer drives grace periods with `advance` (never waiting) and frees once the
+    // cookie's grace period completed; the reader is inside a section, reports, and reads
+    // again. The free must never be visible to a read before the reader's report.
+    model(3, || {
+        let rcu = Arc::new(Rcu::<Loom>::new(1));
+        let ptr = Arc::new(AtomicPtr::new(obj()));
+        let _ = rcu.pending_callbacks(); // create the lazily built loom lock before spawning
+        rcu.online(0).unwrap();
+        let (r, p) = (rcu.clone(), ptr.clone());
+        let reader = loom::thread::spawn(move || {
+            read_once(&r, &p);
+            r.quiescent_state(0).unwrap();
+            read_once(&r, &p);
+            r.offline(0).unwrap();
+        });
+        let old = ptr.swap(obj(), Ordering::AcqRel);
+        let cookie = rcu.start_poll_synchronize_rcu();
+        let mut freed = false;
+        for _ in 0..3 {
+            rcu.advance(rcu.gp_needed());
+            if rcu.poll_state_synchronize_rcu(cookie) {
+                // SAFETY: `old` came from Box::into_raw and is never freed.
+                unsafe { &*old }.alive.store(false, Ordering::Relaxed);
+                freed = true;
+                break;
+            }
+            loom::thread::yield_now();
+        }
+        reader.join().unwrap();
+        if !freed {
+            // The reader is offline now: one more step completes it.
+            rcu.advance(false);
+            rcu.advance(rcu.gp_needed());
+            assert!(
+                rcu.poll_state_synchronize_rcu(cookie),
+                "advance never completed"
+            );
+        }
+    });
+}
