@@ -55,22 +55,29 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         self.check_cpu(cpu)?;
         let mut reclaimed = 0;
         let mut retries = MAX_RECLAIM_RETRIES;
-        while reclaimed < req.nr_pages {
+        // Every pass reclaims a page or uses up a retry, so the request is met or given up
+        // within this many passes: the bound never ends the loop early, it only keeps a
+        // broken progress count from spinning.
+        let passes = req.nr_pages.saturating_add(u64::from(MAX_RECLAIM_RETRIES));
+        for _ in 0..=passes {
+            if reclaimed >= req.nr_pages {
+                return Ok(reclaimed);
+            }
             // Converges on zero, but reclaim enforces a minimum (SWAP_CLUSTER_MAX).
             let batch = (req.nr_pages - reclaimed) / 4;
             let got = self.try_to_free_mem_cgroup_pages(memcg, cpu, batch, req.swappiness)?;
             if got == 0 {
                 if retries == 0 {
-                    return Err(MemcgError::Again {
-                        requested: req.nr_pages,
-                        reclaimed,
-                    });
+                    break;
                 }
                 retries -= 1;
             }
             reclaimed += got;
         }
-        Ok(reclaimed)
+        Err(MemcgError::Again {
+            requested: req.nr_pages,
+            reclaimed,
+        })
     }
 
     /// A write of `buf` to `memory.reclaim` (`"1024M swappiness=0"`): parses it

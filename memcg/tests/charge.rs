@@ -195,6 +195,28 @@ fn memory_reclaim_reports_progress_or_eagain_and_rotates() {
 }
 
 #[test]
+fn memory_reclaim_takes_about_what_was_asked_in_shrinking_batches() {
+    for mglru in [false, true] {
+        let s = setup(1, 1, mglru);
+        let root = s.tree.root();
+        let a = root.create_child().unwrap();
+        for i in 0..3000 {
+            try_fault(&s.tree, &a, 0, 0, i % 2 == 0).unwrap();
+        }
+        s.tree.stocks().drain(0).unwrap();
+        // Batches of a quarter of what is left (at least SWAP_CLUSTER_MAX): the request is
+        // overshot by less than the last batch, not by a multiple of what was asked.
+        let got = a.memory_reclaim(0, ReclaimRequest::pages(1000)).unwrap();
+        assert!(
+            (1000..1000 + memcg::charge::SWAP_CLUSTER_MAX).contains(&got),
+            "mglru {mglru}: {got} reclaimed"
+        );
+        assert_eq!(s.freed.load(Ordering::Relaxed), got);
+        assert_eq!(a.usage(), 3000 - got);
+    }
+}
+
+#[test]
 fn uncharge_and_free_path() {
     let s = setup(2, 1, true);
     let root = s.tree.root();
@@ -682,12 +704,23 @@ fn a_charge_of_exactly_the_limit_reclaims_everything_else() {
     assert_eq!(s.freed.load(Ordering::Relaxed), 50);
 }
 
+/// What [`a_charge_retries_reclaim_that_made_no_progress`] asks of a memcg at its limit.
+#[derive(Clone, Copy, Debug)]
+enum Retrying {
+    /// One more page (`try_charge_memcg()`).
+    Charge,
+    /// A `memory.max` one page below the usage.
+    Limit,
+    /// `memory.reclaim` of one page.
+    Reclaim,
+}
+
 #[test]
 fn a_charge_retries_reclaim_that_made_no_progress() {
     use std::sync::atomic::AtomicU64;
     // The first `busy` folios reclaim finds are busy (mapped again): rounds without
     // progress, which the charge retries up to MAX_RECLAIM_RETRIES times.
-    let run = |busy: u64, limit: bool| {
+    let run = |busy: u64, what: Retrying| {
         let seen = std::sync::Arc::new(AtomicU64::new(0));
         let s2 = seen.clone();
         let lru = memcg::TreeLru::new(
@@ -713,36 +746,54 @@ fn a_charge_retries_reclaim_that_made_no_progress() {
             try_fault(&tree, &a, 0, 0, false).unwrap();
         }
         tree.stocks().drain(0).unwrap();
-        let res = if limit {
-            a.set_max(0, 7)
-        } else {
-            a.try_charge(0, 1)
+        let res = match what {
+            Retrying::Charge => a.try_charge(0, 1),
+            Retrying::Limit => a.set_max(0, 7),
+            Retrying::Reclaim => a.memory_reclaim(0, ReclaimRequest::pages(1)).map(|n| {
+                assert!(n >= 1, "{n} reclaimed");
+            }),
         };
         (res, seen.load(Ordering::Relaxed))
     };
     // Busy for the first round's folios (8 looked at, none freed): the retry frees one.
-    // Lowering memory.max below the usage retries the same way.
-    for limit in [false, true] {
-        let (res, seen) = run(8, limit);
-        assert_eq!(res, Ok(()), "after {seen} folios looked at");
+    // Lowering memory.max below the usage, and memory.reclaim, retry the same way.
+    for what in [Retrying::Charge, Retrying::Limit, Retrying::Reclaim] {
+        let (res, seen) = run(8, what);
+        assert_eq!(res, Ok(()), "{what:?} after {seen} folios looked at");
         assert!(seen > 8);
         // Busy for good: it gives up after its retries, having tried every round.
-        let (res, seen) = run(u64::MAX, limit);
-        if limit {
-            assert!(
-                matches!(res, Err(MemcgError::LimitBelowUsage { .. })),
-                "{res:?}"
-            );
-        } else {
-            assert!(
-                matches!(res, Err(MemcgError::OutOfMemory { .. })),
-                "{res:?}"
-            );
-        }
-        assert!(
-            seen >= 8 * u64::from(memcg::MAX_RECLAIM_RETRIES),
-            "{seen} folios looked at"
-        );
+        let (res, seen) = run(u64::MAX, what);
+        // Each reclaim pass looks at all 8 folios. A charge: one pass, one more after
+        // draining the stocks, then one per retry (Linux's `nr_retries--`). A limit write:
+        // `memory_max_write()`'s MAX_RECLAIM_RETRIES reclaims without progress.
+        // memory.reclaim: one pass, then one per retry (`user_proactive_reclaim()`).
+        let passes = match what {
+            Retrying::Charge => {
+                assert!(
+                    matches!(res, Err(MemcgError::OutOfMemory { .. })),
+                    "{res:?}"
+                );
+                memcg::MAX_RECLAIM_RETRIES + 2
+            }
+            Retrying::Limit => {
+                assert!(
+                    matches!(res, Err(MemcgError::LimitBelowUsage { .. })),
+                    "{res:?}"
+                );
+                memcg::MAX_RECLAIM_RETRIES
+            }
+            Retrying::Reclaim => {
+                assert_eq!(
+                    res,
+                    Err(MemcgError::Again {
+                        requested: 1,
+                        reclaimed: 0
+                    })
+                );
+                memcg::MAX_RECLAIM_RETRIES + 1
+            }
+        };
+        assert_eq!(seen, 8 * u64::from(passes), "{what:?}: folios looked at");
     }
 }
 
