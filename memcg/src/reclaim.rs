@@ -269,7 +269,14 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
                 continue;
             };
             let iter = &pn.write_hot().iter;
-            let start = iter.position.load(Ordering::Relaxed) as usize % subtree.len();
+            // Resume after the memcg the last walk stopped at (`iter->position`), from the
+            // start if there is none or it has left the subtree since (Linux's
+            // `invalidate_reclaim_iterators()`). Id 0 is never a memcg's.
+            let last = iter.position.load(Ordering::Relaxed);
+            let start = subtree
+                .iter()
+                .position(|m| u32::from(m.id()) == last)
+                .map_or(0, |i| i + 1);
             for k in 0..subtree.len() {
                 let idx = (start + k) % subtree.len();
                 if skip[idx] {
@@ -284,8 +291,9 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
                     self.lru.rotate(victim, node, MemcgLruOp::Young);
                 }
                 if reclaimed >= target {
+                    // `mem_cgroup_iter_break()`: the next walk starts after this one.
                     iter.position
-                        .store(((idx + 1) % subtree.len()) as u32, Ordering::Relaxed);
+                        .store(u32::from(victim.id()), Ordering::Relaxed);
                     return (reclaimed, low_skipped);
                 }
             }

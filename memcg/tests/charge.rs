@@ -817,3 +817,69 @@ fn lowering_the_limit_reclaims_what_is_over_it_not_everything() {
         "{freed}"
     );
 }
+
+#[test]
+fn successive_reclaims_of_a_parent_resume_at_the_next_child() {
+    for mglru in [false, true] {
+        let s = setup(1, 1, mglru);
+        let root = s.tree.root();
+        let p = root.create_child().unwrap();
+        let k0 = p.create_child().unwrap();
+        let k1 = p.create_child().unwrap();
+        let k2 = p.create_child().unwrap();
+        let g = k0.create_child().unwrap();
+        // In the walk's order (pre-order: a memcg, then its children's subtrees).
+        let ms = [&k0, &g, &k1, &k2];
+        for m in ms {
+            for i in 0..200 {
+                try_fault(&s.tree, m, 0, 0, i % 2 == 0).unwrap();
+            }
+        }
+        s.tree.stocks().drain(0).unwrap();
+        // Pages charged to a memcg itself, not to its children.
+        let own = |m: &memcg::MemcgRef<'_, _>| {
+            let children: u64 = ms
+                .iter()
+                .filter(|c| c.parent().is_some_and(|q| q.id() == m.id()))
+                .map(|c| c.usage())
+                .sum();
+            m.usage() - children
+        };
+        // Each reclaim of p meets its target in the first memcg with pages and stops there
+        // (`mem_cgroup_iter_break()`); the next one starts after it (the reclaim iterator's
+        // position), so the memcgs take turns instead of the first losing everything.
+        let reclaim_one = |order: &mut Vec<usize>| {
+            let before: Vec<u64> = ms.iter().map(|m| own(m)).collect();
+            let got = s
+                .tree
+                .try_to_free_mem_cgroup_pages(&p, 0, memcg::charge::SWAP_CLUSTER_MAX, None)
+                .unwrap();
+            assert!(got >= memcg::charge::SWAP_CLUSTER_MAX, "{got}");
+            let shrunk: Vec<usize> = (0..ms.len()).filter(|&i| own(ms[i]) < before[i]).collect();
+            assert_eq!(
+                shrunk.len(),
+                1,
+                "mglru {mglru}: {shrunk:?} shrunk by one walk"
+            );
+            order.push(shrunk[0]);
+        };
+        let mut order = Vec::new();
+        for _ in 0..7 {
+            reclaim_one(&mut order);
+        }
+        assert_eq!(
+            order,
+            [0, 1, 2, 3, 0, 1, 2],
+            "mglru {mglru}: memcgs reclaimed in turn"
+        );
+        // The walk stopped at k1. A memcg created since, earlier in the walk's order (a
+        // child of g), does not make the next walk start at k1 again: it resumes after the
+        // memcg it stopped at.
+        let late = g.create_child().unwrap();
+        for _ in 0..3 {
+            reclaim_one(&mut order);
+        }
+        assert_eq!(&order[7..], [3, 0, 1], "mglru {mglru}: after a new memcg");
+        drop(late);
+    }
+}

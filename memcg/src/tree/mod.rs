@@ -140,16 +140,16 @@ impl<P: MemCgroupPerNode> TreeInner<P> {
         self.slots.get_mut(id as usize).and_then(|s| s.as_mut())
     }
 
-    /// Ids of `id`'s subtree, parents before children (pre-order).
+    /// Ids of `id`'s subtree in pre-order, each memcg followed by its children's subtrees in
+    /// creation order (`css_next_descendant_pre()`, the order of `mem_cgroup_iter()`).
     fn subtree(&self, id: MemcgId, out: &mut Vec<MemcgId>) {
         out.clear();
-        out.push(id);
-        let mut i = 0;
-        while i < out.len() {
-            if let Some(s) = self.slot(out[i]) {
-                out.extend_from_slice(&s.children);
+        let mut todo = alloc::vec![id];
+        while let Some(id) = todo.pop() {
+            out.push(id);
+            if let Some(s) = self.slot(id) {
+                todo.extend(s.children.iter().rev());
             }
-            i += 1;
         }
     }
 }
