@@ -18,8 +18,8 @@
 //! Both walks honour `memory.min` and `memory.low` as Linux does: each memcg's effective
 //! protection is computed against the reclaim target (`mem_cgroup_calculate_protection()`,
 //! top-down); a memcg whose usage is within its effective min is never reclaimed, one
-//! within its effective low only when a first pass that skipped such memcgs reclaimed too
-//! little (`memcg_low_reclaim`). On the FIFO walk a low-protected memcg is first rotated to
+//! within its effective low only when a first pass that skipped such memcgs reclaimed
+//! nothing (`memcg_low_reclaim`). On the FIFO walk a low-protected memcg is first rotated to
 //! the tail and reclaimed only when met there again (`shrink_one()`).
 //!
 //! `memory.reclaim` takes the request's own swappiness (`swappiness=`), retries in batches
@@ -111,11 +111,11 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         }
         let (reclaimed, low_skipped) =
             self.shrink_node_memcgs(memcg, cpu, target, swappiness, false);
-        // Untapped memory.low reserves: retry, reclaiming from them too.
-        if reclaimed < target && low_skipped {
-            let (more, _) =
-                self.shrink_node_memcgs(memcg, cpu, target - reclaimed, swappiness, true);
-            return Ok(reclaimed + more);
+        // Nothing reclaimed, but untapped memory.low reserves: retry, reclaiming from them
+        // too (`do_try_to_free_pages()` returns any progress before it gets there).
+        if reclaimed == 0 && low_skipped {
+            let (more, _) = self.shrink_node_memcgs(memcg, cpu, target, swappiness, true);
+            return Ok(more);
         }
         Ok(reclaimed)
     }

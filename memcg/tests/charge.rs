@@ -472,7 +472,11 @@ fn reclaim_skips_min_protected_memcgs_and_takes_from_low_protected_ones_last() {
         };
         assert_eq!(a.memory_reclaim(0, req).unwrap(), 32);
         assert_eq!((a1.usage(), a2.usage(), a3.usage()), (10, 10, 8));
-        // a3 runs out: the retry for untapped low reserves takes from a2; a1 is never
+        // a3 has 8 left: they meet the request, short of a pass as they are, and a2 keeps
+        // its pages (low reserves are tapped only when nothing else could be reclaimed).
+        assert_eq!(a.memory_reclaim(0, req).unwrap(), 8);
+        assert_eq!((a1.usage(), a2.usage(), a3.usage()), (10, 10, 0));
+        // a3 has run out: the retry for untapped low reserves takes from a2; a1 is never
         // reclaimed.
         let got = a.memory_reclaim(0, req).unwrap();
         assert!(got >= 5);
@@ -882,4 +886,207 @@ fn successive_reclaims_of_a_parent_resume_at_the_next_child() {
         assert_eq!(&order[7..], [3, 0, 1], "mglru {mglru}: after a new memcg");
         drop(late);
     }
+}
+
+/// `n` faults into `m` on `node`, half of them anon.
+fn fill(s: &Setup, m: &Ref<'_>, node: u32, n: u64) {
+    for i in 0..n {
+        try_fault(&s.tree, m, 0, node, i % 2 == 0).unwrap();
+    }
+    s.tree.stocks().drain(0).unwrap();
+}
+
+#[test]
+fn low_protected_memcgs_give_only_what_the_others_could_not() {
+    const TARGET: u64 = memcg::charge::SWAP_CLUSTER_MAX;
+    for mglru in [false, true] {
+        // The unprotected memcg has enough: the low-protected one keeps everything.
+        let s = setup(1, 1, mglru);
+        let p = s.tree.root().create_child().unwrap();
+        let (u, l) = (p.create_child().unwrap(), p.create_child().unwrap());
+        fill(&s, &u, 0, 200);
+        fill(&s, &l, 0, 200);
+        l.memory().set_low(1000);
+        let got = s
+            .tree
+            .try_to_free_mem_cgroup_pages(&p, 0, TARGET, None)
+            .unwrap();
+        assert_eq!(got, TARGET, "mglru {mglru}");
+        assert_eq!((u.usage(), l.usage()), (200 - TARGET, 200), "mglru {mglru}");
+        // It has 10, less than asked: still progress, so the low-protected one keeps its
+        // pages (Linux's `do_try_to_free_pages()` returns before its `memcg_low_reclaim`
+        // retry when anything was reclaimed).
+        let s = setup(1, 1, mglru);
+        let p = s.tree.root().create_child().unwrap();
+        let (u, l) = (p.create_child().unwrap(), p.create_child().unwrap());
+        fill(&s, &u, 0, 10);
+        fill(&s, &l, 0, 200);
+        l.memory().set_low(1000);
+        let got = s
+            .tree
+            .try_to_free_mem_cgroup_pages(&p, 0, TARGET, None)
+            .unwrap();
+        assert_eq!((got, u.usage(), l.usage()), (10, 0, 200), "mglru {mglru}");
+        // Nothing left but the low reserve: the retry takes a pass from it.
+        let got = s
+            .tree
+            .try_to_free_mem_cgroup_pages(&p, 0, TARGET, None)
+            .unwrap();
+        assert_eq!(got, TARGET, "mglru {mglru}");
+        assert_eq!(s.freed.load(Ordering::Relaxed), 10 + got);
+        assert_eq!(l.usage(), 200 - TARGET, "mglru {mglru}");
+    }
+}
+
+#[test]
+fn the_reclaim_target_itself_is_never_protected() {
+    for mglru in [false, true] {
+        let s = setup(1, 1, mglru);
+        let root = s.tree.root();
+        let a = root.create_child().unwrap();
+        fill(&s, &a, 0, 50);
+        a.memory().set_min(1000);
+        // Reclaim from above computes a's effective min (all of it): nothing goes.
+        let err = root
+            .memory_reclaim(0, ReclaimRequest::pages(10))
+            .unwrap_err();
+        assert!(
+            matches!(err, MemcgError::Again { reclaimed: 0, .. }),
+            "{err:?}"
+        );
+        assert_eq!(a.usage(), 50);
+        // memory.reclaim written to a itself: its own memory.min does not protect it
+        // from it (`mem_cgroup_unprotected()`: memcg == target).
+        let got = a.memory_reclaim(0, ReclaimRequest::pages(10)).unwrap();
+        assert!(got >= 10, "mglru {mglru}: {got}");
+        assert_eq!(a.usage(), 50 - got);
+    }
+}
+
+#[test]
+fn root_reclaim_goes_on_to_the_next_node_only_while_short() {
+    const TARGET: u64 = memcg::charge::SWAP_CLUSTER_MAX;
+    for mglru in [false, true] {
+        let s = setup(1, 2, mglru);
+        let root = s.tree.root();
+        let a = root.create_child().unwrap();
+        let b = root.create_child().unwrap();
+        // Only node 1 has pages: reclaim finds them after an empty node 0.
+        fill(&s, &b, 1, 100);
+        let got = s
+            .tree
+            .try_to_free_mem_cgroup_pages(&root, 0, TARGET, None)
+            .unwrap();
+        assert_eq!(got, TARGET, "mglru {mglru}");
+        assert_eq!(b.usage(), 100 - TARGET);
+        // Node 0 has enough: node 1 is left alone.
+        fill(&s, &a, 0, 100);
+        let got = s
+            .tree
+            .try_to_free_mem_cgroup_pages(&root, 0, TARGET, None)
+            .unwrap();
+        assert_eq!(got, TARGET, "mglru {mglru}");
+        assert_eq!(
+            (a.usage(), b.usage()),
+            (100 - TARGET, 100 - TARGET),
+            "mglru {mglru}"
+        );
+    }
+}
+
+#[test]
+fn root_reclaim_asks_each_memcg_only_for_what_is_still_missing() {
+    const TARGET: u64 = memcg::charge::SWAP_CLUSTER_MAX;
+    let s = setup(1, 1, true);
+    let root = s.tree.root();
+    let ms: Vec<_> = (0..4).map(|_| root.create_child().unwrap()).collect();
+    for m in &ms {
+        fill(&s, m, 0, 20);
+    }
+    // 20 pages each: the FIFO walk needs two memcgs, and takes from the second only the
+    // 12 still missing.
+    let got = s
+        .tree
+        .try_to_free_mem_cgroup_pages(&root, 0, TARGET, None)
+        .unwrap();
+    assert_eq!(got, TARGET);
+    let mut left: Vec<u64> = ms.iter().map(|m| m.usage()).collect();
+    left.sort_unstable();
+    assert_eq!(left, [0, 20 - (TARGET - 20), 20, 20]);
+}
+
+#[test]
+fn root_reclaim_rotates_a_memcg_by_what_its_shrink_did() {
+    use lru::memcg_lru::{get_memcg_gen, seg};
+    const TARGET: u64 = memcg::charge::SWAP_CLUSTER_MAX;
+    // (gen, seg) of `m` in node 0's memcg FIFO.
+    let fifo_pos = |m: &Ref<'_>| {
+        let n = m.lruvec(0).unwrap().lrugen().memcg_node();
+        (
+            usize::from(n.r#gen.load(Ordering::Relaxed)),
+            n.seg.load(Ordering::Relaxed),
+        )
+    };
+    let s = setup(1, 1, true);
+    let root = s.tree.root();
+    let fifo = s.tree.node_data()[0].memcg_lru();
+    let small: Vec<_> = (0..4).map(|_| root.create_child().unwrap()).collect();
+    for m in &small {
+        fill(&s, m, 0, 100);
+    }
+    let old = get_memcg_gen(fifo.seq());
+    assert!(small.iter().all(|m| fifo_pos(m) == (old, seg::NONE)));
+    // The first memcg the walk meets gives the whole target and keeps cold folios: too
+    // small to wait in place (`lruvec_is_sizable()`), it goes to the tail of its
+    // generation for one more try; the others were not visited.
+    let got = s
+        .tree
+        .try_to_free_mem_cgroup_pages(&root, 0, TARGET, None)
+        .unwrap();
+    assert_eq!(got, TARGET);
+    let shrunk: Vec<_> = small.iter().filter(|m| m.usage() < 100).collect();
+    assert_eq!(shrunk.len(), 1);
+    let victim = shrunk[0];
+    assert_eq!(fifo_pos(victim), (old, seg::TAIL));
+    for m in small.iter().filter(|m| m.id() != victim.id()) {
+        assert_eq!(fifo_pos(m), (old, seg::NONE));
+    }
+    // A sizable memcg (evictable pages >> DEF_PRIORITY not zero) that met the target
+    // without running out of cold folios stays where it is.
+    let s = setup(1, 1, true);
+    let root = s.tree.root();
+    let fifo = s.tree.node_data()[0].memcg_lru();
+    let big = root.create_child().unwrap();
+    let pages = 2 << memcg::reclaim::DEF_PRIORITY;
+    fill(&s, &big, 0, pages);
+    let old = get_memcg_gen(fifo.seq());
+    let got = s
+        .tree
+        .try_to_free_mem_cgroup_pages(&root, 0, TARGET, None)
+        .unwrap();
+    assert_eq!((got, big.usage()), (TARGET, pages - TARGET));
+    assert_eq!(fifo_pos(&big), (old, seg::NONE));
+    // Within its memory.low: the first visit only moves it to the tail; the next walk
+    // meets it there and reclaims it, and since it was at the tail already, it is rotated
+    // young (small as it is and with cold folios left).
+    let s = setup(1, 1, true);
+    let root = s.tree.root();
+    let fifo = s.tree.node_data()[0].memcg_lru();
+    let low = root.create_child().unwrap();
+    fill(&s, &low, 0, 100);
+    low.memory().set_low(1000);
+    let old = get_memcg_gen(fifo.seq());
+    let got = s
+        .tree
+        .try_to_free_mem_cgroup_pages(&root, 0, TARGET, None)
+        .unwrap();
+    assert_eq!((got, low.usage()), (0, 100));
+    assert_eq!(fifo_pos(&low), (old, seg::TAIL));
+    let seq = fifo.seq();
+    let got = s
+        .tree
+        .try_to_free_mem_cgroup_pages(&root, 0, TARGET, None)
+        .unwrap();
+    assert_eq!((got, low.usage()), (TARGET, 100 - TARGET));
+    assert_eq!(fifo_pos(&low), (get_memcg_gen(seq + 1), seg::NONE));
 }
