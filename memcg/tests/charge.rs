@@ -1090,3 +1090,37 @@ fn root_reclaim_rotates_a_memcg_by_what_its_shrink_did() {
     assert_eq!((got, low.usage()), (TARGET, 100 - TARGET));
     assert_eq!(fifo_pos(&low), (get_memcg_gen(seq + 1), seg::NONE));
 }
+
+#[test]
+fn a_memcg_is_sizable_by_what_the_requests_swappiness_can_evict() {
+    use lru::memcg_lru::{get_memcg_gen, seg};
+    const TARGET: u64 = memcg::charge::SWAP_CLUSTER_MAX;
+    let many = 2 << memcg::reclaim::DEF_PRIORITY;
+    // Many pages of one type, a few of the other, and a file-only request (swappiness 0)
+    // that meets its target with cold folios left. Many file pages: sizable, the memcg
+    // stays where it is. Many anon pages, which the request cannot evict: too small to
+    // wait in place, it goes to the tail of its generation.
+    for (many_anon, after) in [(false, seg::NONE), (true, seg::TAIL)] {
+        let s = setup(1, 1, true);
+        let root = s.tree.root();
+        let fifo = s.tree.node_data()[0].memcg_lru();
+        let m = root.create_child().unwrap();
+        for i in 0..many + 1000 {
+            let anon = (i < many) == many_anon;
+            try_fault(&s.tree, &m, 0, 0, anon).unwrap();
+        }
+        s.tree.stocks().drain(0).unwrap();
+        let old = get_memcg_gen(fifo.seq());
+        let got = s
+            .tree
+            .try_to_free_mem_cgroup_pages(&root, 0, TARGET, Some(0))
+            .unwrap();
+        assert_eq!(got, TARGET, "many anon {many_anon}");
+        let n = m.lruvec(0).unwrap().lrugen().memcg_node();
+        let pos = (
+            usize::from(n.r#gen.load(Ordering::Relaxed)),
+            n.seg.load(Ordering::Relaxed),
+        );
+        assert_eq!(pos, (old, after), "many anon {many_anon}");
+    }
+}
