@@ -112,7 +112,15 @@ fn invalid_config_is_refused() {
         MemcgError::InvalidConfig(_)
     ));
     let mut too_many = MemcgConfig::new(1, 1);
-    too_many.max_memcgs = 70_000;
+    too_many.max_memcgs = memcg::tree::MEM_CGROUP_ID_MAX + 1;
+    assert!(matches!(
+        new(too_many).unwrap_err(),
+        MemcgError::InvalidConfig(_)
+    ));
+    // Every 16-bit id but 0: as many memcgs as MEM_CGROUP_ID_MAX, and not none.
+    too_many.max_memcgs = memcg::tree::MEM_CGROUP_ID_MAX;
+    assert!(new(too_many).is_ok());
+    too_many.max_memcgs = 0;
     assert!(matches!(
         new(too_many).unwrap_err(),
         MemcgError::InvalidConfig(_)
@@ -300,13 +308,20 @@ fn ten_thousand_memcgs() {
     for &id in ids.iter().rev() {
         s.tree.offline(id, 1).unwrap();
     }
+    // Each offline unlinked the children at once (unreferenced, uncharged); a parent
+    // waits for its children to be freed, which drops their references on it. A reap
+    // after the grace period frees the children; the next unlinks the parents, and one
+    // after another grace period frees them.
+    let reap = || {
+        let freed = s.tree.reap(0);
+        (freed, s.tree.nr_memcgs(), s.tree.nr_dying())
+    };
+    assert_eq!((s.tree.nr_memcgs(), s.tree.nr_dying()), (101, 10_000));
     grace_period(&s.tree);
-    let mut freed = s.tree.reap(0);
-    while s.tree.nr_memcgs() > 1 || s.tree.nr_dying() > 0 {
-        grace_period(&s.tree);
-        freed += s.tree.reap(0);
-    }
-    assert_eq!(freed, 10_100);
+    assert_eq!(reap(), (10_000, 101, 0));
+    assert_eq!(reap(), (0, 1, 100));
+    grace_period(&s.tree);
+    assert_eq!(reap(), (100, 1, 0));
     assert_eq!(s.tree.node_data()[0].memcg_lru().check().unwrap(), 1);
 }
 
@@ -361,9 +376,22 @@ fn lockless_lookups_never_revive_a_reapable_zombie() {
     let a = root.create_child().unwrap();
     let id = a.id();
     a.try_charge(0, 1).unwrap();
+    // Online: a counted reference, found without the tree lock.
+    let g = s.tree.rcu().read_lock(0).unwrap();
+    let online = s.tree.tryget_online(&g, id).unwrap();
+    assert_eq!(online.id(), id);
+    drop(g);
     drop(a);
     s.tree.stocks().drain(0).unwrap();
     s.tree.offline(id, 0).unwrap();
+    // Offline, though still referenced (by `online`): no new reference.
+    let g = s.tree.rcu().read_lock(0).unwrap();
+    assert_eq!(
+        s.tree.tryget_online(&g, id).unwrap_err(),
+        MemcgError::Offline { id }
+    );
+    drop(g);
+    drop(online);
     // A zombie with a charge (no folio: no reference) and a zero count.
     assert_eq!(s.tree.nr_zombies(), 1);
     let g = s.tree.rcu().read_lock(0).unwrap();
