@@ -516,11 +516,10 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         let mut inner = self.inner.lock();
         {
             let _flush = self.flush_lock.lock();
-            let mut i = 0;
-            while i < inner.zombies.len() {
-                let id = inner.zombies[i];
+            // Each zombie and each dying memcg is looked at once: those that stay go back.
+            let zombies = core::mem::take(&mut inner.zombies);
+            for id in zombies {
                 let Some(slot) = inner.slot(id) else {
-                    inner.zombies.swap_remove(i);
                     continue;
                 };
                 let ptr = slot.memcg;
@@ -529,20 +528,19 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
                 let m = unsafe { ptr.as_ref() };
                 // Every charged folio holds a reference: zero means none is left either.
                 if has_children || m.css_refcnt() != 0 {
-                    i += 1;
+                    inner.zombies.push(id);
                     continue;
                 }
                 // Folios that reached its LRU after offline (e.g. from per-CPU batches).
                 self.reparent(m, cpu);
                 if m.usage() != 0 {
-                    i += 1;
+                    inner.zombies.push(id);
                     continue;
                 }
                 // Final flush: its remaining deltas go to the parent's pending totals.
                 self.flush_one(m);
                 self.lru.release(m);
                 self.idr.unpublish(id as usize);
-                inner.zombies.swap_remove(i);
                 inner.slots[id as usize] = None;
                 inner.free_ids.push(id);
                 inner.nr_linked -= 1;
@@ -558,14 +556,12 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
                 let cookie = self.rcu.start_poll_synchronize_rcu();
                 inner.dying.push((ptr, cookie));
             }
-            let mut j = 0;
-            while j < inner.dying.len() {
-                let (ptr, cookie) = inner.dying[j];
+            let dying = core::mem::take(&mut inner.dying);
+            for (ptr, cookie) in dying {
                 if self.rcu.poll_state_synchronize_rcu(cookie) {
-                    inner.dying.swap_remove(j);
                     freed.push(ptr);
                 } else {
-                    j += 1;
+                    inner.dying.push((ptr, cookie));
                 }
             }
         }
