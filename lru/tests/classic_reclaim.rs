@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{folios, lruvec};
+use common::{Counting, folios, lruvec};
 use ksync::Ticket;
 use lru::{FolioFlags, LruError, LruGenFolioGrouped, LruList, LruMode, SWAPPINESS_ANON_ONLY};
 
@@ -223,4 +223,117 @@ fn the_refault_distance_is_weighed_against_the_lists_a_refault_competes_with() {
         lv.workingset_test_recent(lru::Shadow::pack(1, 3, now, false), true),
         None
     );
+}
+
+#[test]
+fn inactive_is_low_deactivates_half_the_difference_and_every_look_is_counted() {
+    let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
+    let f = folios(8, 1, false);
+    for &x in &f {
+        x.set(FolioFlags::ACTIVE);
+        lv.lock().add_folio(x).unwrap();
+    }
+    // No inactive folio, 8 active: deactivate (8 - 0) / 2 = 4 from the active tail (the
+    // oldest: f[0..4]), then take 3 of them from the inactive tail.
+    let mut out = Vec::new();
+    let s = lv.evict_folios(3, 0, 0, |x, _| out.push(x)).unwrap();
+    assert_eq!(
+        (s.scanned, s.evicted, s.skipped, s.protected),
+        (4 + 3, 3, 0, 0)
+    );
+    assert_eq!(
+        (
+            lv.lru_size(LruList::ActiveFile),
+            lv.lru_size(LruList::InactiveFile)
+        ),
+        (4, 1)
+    );
+    assert!(
+        out.iter()
+            .all(|x| f[..4].iter().any(|y| std::ptr::eq(*x, *y)))
+    );
+    assert!(f[4..].iter().all(|x| x.test(FolioFlags::ACTIVE)));
+}
+
+#[test]
+fn folios_someone_else_holds_are_skipped_and_counted() {
+    // An active folio being isolated elsewhere (LRU clear): deactivation passes it over,
+    // rotating it to the active head, and takes the next.
+    let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
+    let f = folios(4, 1, false);
+    for &x in &f {
+        x.set(FolioFlags::ACTIVE);
+        lv.lock().add_folio(x).unwrap();
+    }
+    assert!(f[0].test_clear_lru());
+    let mut out = Vec::new();
+    let s = lv.evict_folios(1, 0, 0, |x, _| out.push(x)).unwrap();
+    // Deactivation of (4 - 0) / 2 = 2 looks: f[0] skipped, f[1] deactivated and evicted.
+    assert_eq!((s.scanned, s.skipped, s.evicted), (2 + 1, 1, 1));
+    assert!(std::ptr::eq(out[0], f[1]));
+    assert!(f[0].test(FolioFlags::ACTIVE) && !f[0].test_lru());
+    assert_eq!(lv.lru_size(LruList::ActiveFile), 3);
+    f[0].set(FolioFlags::LRU);
+
+    // Inactive folios: one whose last reference is being dropped (try_get fails) and one
+    // isolated elsewhere are passed over; the third is evicted.
+    let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
+    let f = folios(3, 1, false);
+    for &x in &f {
+        lv.lock().add_folio(x).unwrap();
+    }
+    assert_eq!(f[0].put(), Ok(true), "the last reference");
+    assert!(f[1].test_clear_lru());
+    let mut out = Vec::new();
+    let s = lv.evict_folios(1, 0, 0, |x, _| out.push(x)).unwrap();
+    assert_eq!((s.scanned, s.skipped, s.evicted), (3, 2, 1));
+    assert!(std::ptr::eq(out[0], f[2]));
+    assert_eq!(
+        f[1].refcount(),
+        1,
+        "the pin taken to look at it was dropped"
+    );
+    assert_eq!(lv.lru_size(LruList::InactiveFile), 2);
+}
+
+#[test]
+fn a_run_of_referenced_folios_does_not_keep_a_small_reclaim_from_evicting() {
+    use lru::vmscan::SWAP_CLUSTER_MAX;
+    let n = 2 * SWAP_CLUSTER_MAX;
+    let lv = lruvec::<Counting, G>(1, LruMode::Classic);
+    let f = folios(n, 1, false);
+    for &x in &f {
+        x.set(FolioFlags::REFERENCED);
+        lv.lock().add_folio(x).unwrap();
+    }
+    let holds = lv.raw_lock().acquisitions();
+    // Every folio gets its second chance (to the inactive head, REFERENCED cleared), then
+    // the first of them, back at the tail, is evicted.
+    let mut out = Vec::new();
+    let s = lv.evict_folios(1, 0, 0, |x, _| out.push(x)).unwrap();
+    assert_eq!((s.scanned, s.protected, s.evicted), (n + 1, n, 1));
+    assert!(std::ptr::eq(out[0], f[0]));
+    // lru_lock is dropped after each batch of looks, a batch beyond the one folio wanted
+    // (1 + SWAP_CLUSTER_MAX looks per hold).
+    assert_eq!(
+        lv.raw_lock().acquisitions() - holds,
+        (n + 1).div_ceil(1 + SWAP_CLUSTER_MAX)
+    );
+}
+
+#[test]
+fn file_then_anon_takes_only_what_is_still_wanted() {
+    let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
+    let file = folios(2, 1, false);
+    let anon = folios(10, 1, true);
+    for &x in file.iter().chain(anon.iter()) {
+        lv.lock().add_folio(x).unwrap();
+    }
+    // Swappiness between 0 and max: file first (both of its folios), then anon for the one
+    // still wanted.
+    let mut out = Vec::new();
+    let s = lv.evict_folios(3, 60, 0, |x, _| out.push(x)).unwrap();
+    assert_eq!(s.evicted, 3);
+    assert_eq!(out.iter().filter(|x| x.is_file_lru()).count(), 2);
+    assert_eq!(lv.lru_size(LruList::InactiveAnon), 9);
 }
