@@ -253,6 +253,23 @@ fn inactive_is_low_deactivates_half_the_difference_and_every_look_is_counted() {
             .all(|x| f[..4].iter().any(|y| std::ptr::eq(*x, *y)))
     );
     assert!(f[4..].iter().all(|x| x.test(FolioFlags::ACTIVE)));
+    // 2 inactive, 8 active: (8 - 2) / 2 = 3 deactivated, which evens the lists at 5.
+    let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
+    for (i, &x) in folios(10, 1, false).iter().enumerate() {
+        if i >= 2 {
+            x.set(FolioFlags::ACTIVE);
+        }
+        lv.lock().add_folio(x).unwrap();
+    }
+    let s = lv.evict_folios(1, 0, 0, |_, _| {}).unwrap();
+    assert_eq!((s.scanned, s.evicted), (3 + 1, 1));
+    assert_eq!(
+        (
+            lv.lru_size(LruList::ActiveFile),
+            lv.lru_size(LruList::InactiveFile)
+        ),
+        (5, 5 - 1)
+    );
 }
 
 #[test]
@@ -336,4 +353,78 @@ fn file_then_anon_takes_only_what_is_still_wanted() {
     assert_eq!(s.evicted, 3);
     assert_eq!(out.iter().filter(|x| x.is_file_lru()).count(), 2);
     assert_eq!(lv.lru_size(LruList::InactiveAnon), 9);
+}
+
+/// A lruvec whose memcg has a parent: costs noted on it go up to the parent's lruvec.
+#[repr(C)]
+struct Nested {
+    lruvec: lru::Lruvec<Nested>,
+    zone: lru::lruvec::LruZoneSize,
+    parent: Option<&'static lru::Lruvec<Nested>>,
+}
+
+// SAFETY: `lruvec` is built in place by `nested` below (the struct is boxed with the lruvec
+// in it before any lruvec method runs), at the offset `offset_of!` gives.
+unsafe impl lru::LruvecHost for Nested {
+    type Family = Ticket;
+    type Gen = G;
+    const LRUVEC_OFFSET: usize = std::mem::offset_of!(Nested, lruvec);
+
+    fn lru_zone_size(&self) -> &lru::lruvec::LruZoneSize {
+        &self.zone
+    }
+
+    fn parent_lruvec(&self) -> Option<&lru::Lruvec<Self>> {
+        self.parent
+    }
+}
+
+fn nested(
+    pgdat: &'static lru::PgData<Nested>,
+    memcg: u16,
+    parent: Option<&'static lru::Lruvec<Nested>>,
+) -> &'static lru::Lruvec<Nested> {
+    let host: &'static Nested = Box::leak(Box::new(Nested {
+        // SAFETY: moved into the boxed `Nested` before it is used (see the impl above).
+        lruvec: unsafe {
+            lru::Lruvec::new(memcg, pgdat, LruMode::Classic, lru::LruvecLock::Own, 0)
+        },
+        zone: lru::lruvec::new_lru_zone_size(),
+        parent,
+    }));
+    &host.lruvec
+}
+
+#[test]
+fn rotation_costs_go_to_every_ancestor_by_type() {
+    let pgdat = common::pgdat::<Nested>();
+    let root = nested(pgdat, 1, None);
+    let parent = nested(pgdat, 2, Some(root));
+    let child = nested(pgdat, 3, Some(parent));
+    // Enough folios on the ancestors that the costs noted stay below a quarter of their
+    // lists (no halving).
+    for (lv, id) in [(root, 1), (parent, 2)] {
+        for &x in &folios(100, id, false) {
+            lv.lock().add_folio(x).unwrap();
+        }
+    }
+    let file = folios(40, 3, false);
+    let anon = folios(40, 3, true);
+    for &x in file.iter().chain(anon.iter()) {
+        child.lock().add_folio(x).unwrap();
+    }
+    // Three referenced file folios and two anon ones at the inactive tails: second chances,
+    // noted as file and anon rotations on the child and each ancestor.
+    for &x in file[..3].iter().chain(anon[..2].iter()) {
+        x.set(FolioFlags::REFERENCED);
+    }
+    let s = child.evict_folios(2, 0, 0, |_, _| {}).unwrap();
+    assert_eq!((s.evicted, s.protected), (2, 3));
+    let s = child
+        .evict_folios(2, SWAPPINESS_ANON_ONLY, 0, |_, _| {})
+        .unwrap();
+    assert_eq!((s.evicted, s.protected), (2, 2));
+    for lv in [child, parent, root] {
+        assert_eq!(lv.costs(), (2, 3), "lruvec of memcg {}", lv.memcg_id());
+    }
 }
