@@ -995,6 +995,29 @@ fn root_reclaim_goes_on_to_the_next_node_only_while_short() {
 }
 
 #[test]
+fn subtree_reclaim_asks_each_memcg_only_for_what_is_still_missing() {
+    const TARGET: u64 = memcg::charge::SWAP_CLUSTER_MAX;
+    for mglru in [false, true] {
+        let s = setup(1, 1, mglru);
+        let p = s.tree.root().create_child().unwrap();
+        let (a, b) = (p.create_child().unwrap(), p.create_child().unwrap());
+        fill(&s, &a, 0, 10);
+        fill(&s, &b, 0, 100);
+        // The walk takes a's 10, then from b only the 22 still missing.
+        let got = s
+            .tree
+            .try_to_free_mem_cgroup_pages(&p, 0, TARGET, None)
+            .unwrap();
+        assert_eq!(got, TARGET, "mglru {mglru}");
+        assert_eq!(
+            (a.usage(), b.usage()),
+            (0, 100 - (TARGET - 10)),
+            "mglru {mglru}"
+        );
+    }
+}
+
+#[test]
 fn root_reclaim_asks_each_memcg_only_for_what_is_still_missing() {
     const TARGET: u64 = memcg::charge::SWAP_CLUSTER_MAX;
     let s = setup(1, 1, true);
