@@ -27,12 +27,12 @@ use crate::tree::{MemcgRef, MemcgTree};
 /// (`MAX_RECLAIM_RETRIES`).
 pub const MAX_RECLAIM_RETRIES: u32 = 16;
 
-/// Reclaim passes of one charge, limit write or `memory.reclaim` write in all, with progress
-/// or without. Not in Linux, whose loops bound only the passes without progress: there a
-/// charge whose reclaim keeps freeing pages that other CPUs keep taking retries for as long
-/// as that goes on; here it fails after this many passes. A charge that no one races needs
-/// one pass to drain the stocks, at most `MAX_RECLAIM_RETRIES + 1` without progress and,
-/// since each pass asks for at least what the charge is short of, few with progress.
+/// Reclaim passes of one charge or limit write in all, with progress or without. Not in
+/// Linux, whose loops bound only the passes without progress: a charge whose reclaim keeps
+/// freeing pages that other CPUs keep taking retries there as long as that goes on, and
+/// fails here after this many passes. One that no one races needs a pass to drain the
+/// stocks, at most `MAX_RECLAIM_RETRIES + 1` without progress and, each asking for at least
+/// what the charge is short of, few with progress.
 pub const MAX_RECLAIM_PASSES: u32 = 1024;
 
 /// Smallest reclaim batch (`SWAP_CLUSTER_MAX`).
