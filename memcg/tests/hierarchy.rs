@@ -157,6 +157,14 @@ fn invalid_config_is_refused() {
         MemcgError::InvalidConfig(_)
     ));
     assert!(MemcgTree::<Pn>::new(MemcgConfig::new(1, 2), nodes, lru()).is_ok());
+    // with_new_nodes: nodes of 1 GiB of managed pages, which set their vmstat threshold.
+    let tree = new(MemcgConfig::new(4, 2)).unwrap();
+    for pgdat in tree.node_data() {
+        assert_eq!(
+            pgdat.vmstat().threshold(),
+            lru::vmstat::stat_threshold(4, (1 << 30) >> 12)
+        );
+    }
 }
 
 #[test]

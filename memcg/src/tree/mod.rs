@@ -196,7 +196,7 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         let init = Self::init_of(&config, node_data, &lru);
         let mut pn_cache = PnCache::new(config.placement);
         // SAFETY: the root has no parent.
-        let root = unsafe { MemCgroup::<P>::alloc(ROOT_ID, None, init, &mut pn_cache) }?;
+        let root = unsafe { MemCgroup::<P>::alloc(ROOT_ID, None, init, &mut pn_cache) };
         let root = NonNull::from(Box::leak(root));
         // Slot 0 is never used: id 0 means "not charged" in a folio.
         let slots = alloc::vec![
@@ -353,16 +353,6 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         let init = Self::init_of(&self.config, self.node_data, &self.lru);
         // SAFETY: we just took the reference the child keeps on `pptr`.
         let child = unsafe { MemCgroup::alloc(id, Some(pptr), init, &mut inner.pn_cache) };
-        let child = match child {
-            Ok(c) => c,
-            Err(e) => {
-                p.css_put();
-                if id as usize != inner.slots.len() {
-                    inner.free_ids.push(id);
-                }
-                return Err(e);
-            }
-        };
         let cptr = NonNull::from(Box::leak(child));
         if id as usize == inner.slots.len() {
             inner.slots.push(None);
