@@ -152,24 +152,6 @@ pub(crate) fn atomic_array<T, const N: usize>(f: impl Fn() -> T) -> [T; N] {
     core::array::from_fn(|_| f())
 }
 
-pub(crate) fn new_tier_avg() -> TierAvg {
-    atomic_array(|| atomic_array(|| AtomicU64::new(0)))
-}
-
-pub(crate) fn new_tier_hist() -> TierHist {
-    atomic_array(|| atomic_array(|| atomic_array(|| AtomicU64::new(0))))
-}
-
-pub(crate) fn new_nr_pages() -> GenNrPages {
-    atomic_array(|| atomic_array(|| atomic_array(|| AtomicI64::new(0))))
-}
-
-pub(crate) fn new_folio_lists() -> UnsafeCell<GenFolioLists> {
-    UnsafeCell::new(core::array::from_fn(|_| {
-        core::array::from_fn(|_| core::array::from_fn(|_| crate::list::folio_list()))
-    }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

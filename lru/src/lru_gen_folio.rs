@@ -15,7 +15,7 @@ use crate::folio::ANON_AND_FILE;
 use crate::layout::FieldDesc;
 use crate::lru_gen::{
     GenFolioLists, GenNrPages, LruGenFolio, LruGenMemcgNode, MAX_NR_GENS, Sealed, TierAvg,
-    TierHist, atomic_array, new_folio_lists, new_nr_pages, new_tier_avg, new_tier_hist,
+    TierHist, atomic_array,
 };
 use crate::sync::atomic::{AtomicBool, AtomicU64};
 use core::cell::UnsafeCell;
@@ -215,13 +215,13 @@ impl LruGenFolioBase {
             max_seq,
             min_seq,
             timestamps,
-            folios: new_folio_lists(),
-            nr_pages: new_nr_pages(),
-            avg_refaulted: new_tier_avg(),
-            avg_total: new_tier_avg(),
-            protected: new_tier_hist(),
-            evicted: new_tier_hist(),
-            refaulted: new_tier_hist(),
+            folios: Default::default(),
+            nr_pages: Default::default(),
+            avg_refaulted: Default::default(),
+            avg_total: Default::default(),
+            protected: Default::default(),
+            evicted: Default::default(),
+            refaulted: Default::default(),
             memcg,
         }
     }
@@ -239,14 +239,14 @@ impl LruGenFolioGrouped {
             min_seq,
             timestamps,
             memcg,
-            folios: new_folio_lists(),
-            nr_pages: new_nr_pages(),
-            avg_refaulted: new_tier_avg(),
-            avg_total: new_tier_avg(),
-            protected: new_tier_hist(),
+            folios: Default::default(),
+            nr_pages: Default::default(),
+            avg_refaulted: Default::default(),
+            avg_total: Default::default(),
+            protected: Default::default(),
             stats: CacheAligned(LruGenStats {
-                evicted: new_tier_hist(),
-                refaulted: new_tier_hist(),
+                evicted: Default::default(),
+                refaulted: Default::default(),
             }),
         }
     }

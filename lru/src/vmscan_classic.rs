@@ -54,7 +54,9 @@ impl<H: LruvecHost> LruvecGuard<'_, H> {
     }
 
     /// `shrink_inactive_list`: isolate up to `want` folios from the inactive tail of `ty`
-    /// into `out`, giving referenced ones a second chance. Looks at most `2 * want + 1`.
+    /// into `out`, giving referenced ones a second chance. Looks at most
+    /// `want + SWAP_CLUSTER_MAX` (a batch of second chances and busy folios beyond what it
+    /// takes, as Linux isolates in batches of `SWAP_CLUSTER_MAX` under one lru_lock hold).
     /// Returns the folios scanned but not isolated (rotated back, for `lru_note_cost()`).
     fn shrink_inactive_list(
         &mut self,
@@ -66,7 +68,7 @@ impl<H: LruvecHost> LruvecGuard<'_, H> {
     ) -> Result<u64, LruError> {
         let scanned = stats.scanned;
         let (inactive, _) = lists(ty);
-        let mut budget = 2 * want + 1;
+        let mut budget = want + SWAP_CLUSTER_MAX;
         let mut taken = 0;
         while taken < want && budget > 0 {
             budget -= 1;

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{folios, lruvec};
+use common::{Counting, folios, lruvec};
 use ksync::Ticket;
 use lru::{FolioFlags, LruError, LruGenFolioGrouped, LruList, LruMode, SWAPPINESS_ANON_ONLY};
 
@@ -223,4 +223,208 @@ fn the_refault_distance_is_weighed_against_the_lists_a_refault_competes_with() {
         lv.workingset_test_recent(lru::Shadow::pack(1, 3, now, false), true),
         None
     );
+}
+
+#[test]
+fn inactive_is_low_deactivates_half_the_difference_and_every_look_is_counted() {
+    let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
+    let f = folios(8, 1, false);
+    for &x in &f {
+        x.set(FolioFlags::ACTIVE);
+        lv.lock().add_folio(x).unwrap();
+    }
+    // No inactive folio, 8 active: deactivate (8 - 0) / 2 = 4 from the active tail (the
+    // oldest: f[0..4]), then take 3 of them from the inactive tail.
+    let mut out = Vec::new();
+    let s = lv.evict_folios(3, 0, 0, |x, _| out.push(x)).unwrap();
+    assert_eq!(
+        (s.scanned, s.evicted, s.skipped, s.protected),
+        (4 + 3, 3, 0, 0)
+    );
+    assert_eq!(
+        (
+            lv.lru_size(LruList::ActiveFile),
+            lv.lru_size(LruList::InactiveFile)
+        ),
+        (4, 1)
+    );
+    assert!(
+        out.iter()
+            .all(|x| f[..4].iter().any(|y| std::ptr::eq(*x, *y)))
+    );
+    assert!(f[4..].iter().all(|x| x.test(FolioFlags::ACTIVE)));
+    // 2 inactive, 8 active: (8 - 2) / 2 = 3 deactivated, which evens the lists at 5.
+    let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
+    for (i, &x) in folios(10, 1, false).iter().enumerate() {
+        if i >= 2 {
+            x.set(FolioFlags::ACTIVE);
+        }
+        lv.lock().add_folio(x).unwrap();
+    }
+    let s = lv.evict_folios(1, 0, 0, |_, _| {}).unwrap();
+    assert_eq!((s.scanned, s.evicted), (3 + 1, 1));
+    assert_eq!(
+        (
+            lv.lru_size(LruList::ActiveFile),
+            lv.lru_size(LruList::InactiveFile)
+        ),
+        (5, 5 - 1)
+    );
+}
+
+#[test]
+fn folios_someone_else_holds_are_skipped_and_counted() {
+    // An active folio being isolated elsewhere (LRU clear): deactivation passes it over,
+    // rotating it to the active head, and takes the next.
+    let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
+    let f = folios(4, 1, false);
+    for &x in &f {
+        x.set(FolioFlags::ACTIVE);
+        lv.lock().add_folio(x).unwrap();
+    }
+    assert!(f[0].test_clear_lru());
+    let mut out = Vec::new();
+    let s = lv.evict_folios(1, 0, 0, |x, _| out.push(x)).unwrap();
+    // Deactivation of (4 - 0) / 2 = 2 looks: f[0] skipped, f[1] deactivated and evicted.
+    assert_eq!((s.scanned, s.skipped, s.evicted), (2 + 1, 1, 1));
+    assert!(std::ptr::eq(out[0], f[1]));
+    assert!(f[0].test(FolioFlags::ACTIVE) && !f[0].test_lru());
+    assert_eq!(lv.lru_size(LruList::ActiveFile), 3);
+    f[0].set(FolioFlags::LRU);
+
+    // Inactive folios: one whose last reference is being dropped (try_get fails) and one
+    // isolated elsewhere are passed over; the third is evicted.
+    let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
+    let f = folios(3, 1, false);
+    for &x in &f {
+        lv.lock().add_folio(x).unwrap();
+    }
+    assert_eq!(f[0].put(), Ok(true), "the last reference");
+    assert!(f[1].test_clear_lru());
+    let mut out = Vec::new();
+    let s = lv.evict_folios(1, 0, 0, |x, _| out.push(x)).unwrap();
+    assert_eq!((s.scanned, s.skipped, s.evicted), (3, 2, 1));
+    assert!(std::ptr::eq(out[0], f[2]));
+    assert_eq!(
+        f[1].refcount(),
+        1,
+        "the pin taken to look at it was dropped"
+    );
+    assert_eq!(lv.lru_size(LruList::InactiveFile), 2);
+}
+
+#[test]
+fn a_run_of_referenced_folios_does_not_keep_a_small_reclaim_from_evicting() {
+    use lru::vmscan::SWAP_CLUSTER_MAX;
+    let n = 2 * SWAP_CLUSTER_MAX;
+    let lv = lruvec::<Counting, G>(1, LruMode::Classic);
+    let f = folios(n, 1, false);
+    for &x in &f {
+        x.set(FolioFlags::REFERENCED);
+        lv.lock().add_folio(x).unwrap();
+    }
+    let holds = lv.raw_lock().acquisitions();
+    // Every folio gets its second chance (to the inactive head, REFERENCED cleared), then
+    // the first of them, back at the tail, is evicted.
+    let mut out = Vec::new();
+    let s = lv.evict_folios(1, 0, 0, |x, _| out.push(x)).unwrap();
+    assert_eq!((s.scanned, s.protected, s.evicted), (n + 1, n, 1));
+    assert!(std::ptr::eq(out[0], f[0]));
+    // lru_lock is dropped after each batch of looks, a batch beyond the one folio wanted
+    // (1 + SWAP_CLUSTER_MAX looks per hold).
+    assert_eq!(
+        lv.raw_lock().acquisitions() - holds,
+        (n + 1).div_ceil(1 + SWAP_CLUSTER_MAX)
+    );
+}
+
+#[test]
+fn file_then_anon_takes_only_what_is_still_wanted() {
+    let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
+    let file = folios(2, 1, false);
+    let anon = folios(10, 1, true);
+    for &x in file.iter().chain(anon.iter()) {
+        lv.lock().add_folio(x).unwrap();
+    }
+    // Swappiness between 0 and max: file first (both of its folios), then anon for the one
+    // still wanted.
+    let mut out = Vec::new();
+    let s = lv.evict_folios(3, 60, 0, |x, _| out.push(x)).unwrap();
+    assert_eq!(s.evicted, 3);
+    assert_eq!(out.iter().filter(|x| x.is_file_lru()).count(), 2);
+    assert_eq!(lv.lru_size(LruList::InactiveAnon), 9);
+}
+
+/// A lruvec whose memcg has a parent: costs noted on it go up to the parent's lruvec.
+#[repr(C)]
+struct Nested {
+    lruvec: lru::Lruvec<Nested>,
+    zone: lru::lruvec::LruZoneSize,
+    parent: Option<&'static lru::Lruvec<Nested>>,
+}
+
+// SAFETY: `lruvec` is built in place by `nested` below (the struct is boxed with the lruvec
+// in it before any lruvec method runs), at the offset `offset_of!` gives.
+unsafe impl lru::LruvecHost for Nested {
+    type Family = Ticket;
+    type Gen = G;
+    const LRUVEC_OFFSET: usize = std::mem::offset_of!(Nested, lruvec);
+
+    fn lru_zone_size(&self) -> &lru::lruvec::LruZoneSize {
+        &self.zone
+    }
+
+    fn parent_lruvec(&self) -> Option<&lru::Lruvec<Self>> {
+        self.parent
+    }
+}
+
+fn nested(
+    pgdat: &'static lru::PgData<Nested>,
+    memcg: u16,
+    parent: Option<&'static lru::Lruvec<Nested>>,
+) -> &'static lru::Lruvec<Nested> {
+    let host: &'static Nested = Box::leak(Box::new(Nested {
+        // SAFETY: moved into the boxed `Nested` before it is used (see the impl above).
+        lruvec: unsafe {
+            lru::Lruvec::new(memcg, pgdat, LruMode::Classic, lru::LruvecLock::Own, 0)
+        },
+        zone: lru::lruvec::new_lru_zone_size(),
+        parent,
+    }));
+    &host.lruvec
+}
+
+#[test]
+fn rotation_costs_go_to_every_ancestor_by_type() {
+    let pgdat = common::pgdat::<Nested>();
+    let root = nested(pgdat, 1, None);
+    let parent = nested(pgdat, 2, Some(root));
+    let child = nested(pgdat, 3, Some(parent));
+    // Enough folios on the ancestors that the costs noted stay below a quarter of their
+    // lists (no halving).
+    for (lv, id) in [(root, 1), (parent, 2)] {
+        for &x in &folios(100, id, false) {
+            lv.lock().add_folio(x).unwrap();
+        }
+    }
+    let file = folios(40, 3, false);
+    let anon = folios(40, 3, true);
+    for &x in file.iter().chain(anon.iter()) {
+        child.lock().add_folio(x).unwrap();
+    }
+    // Three referenced file folios and two anon ones at the inactive tails: second chances,
+    // noted as file and anon rotations on the child and each ancestor.
+    for &x in file[..3].iter().chain(anon[..2].iter()) {
+        x.set(FolioFlags::REFERENCED);
+    }
+    let s = child.evict_folios(2, 0, 0, |_, _| {}).unwrap();
+    assert_eq!((s.evicted, s.protected), (2, 3));
+    let s = child
+        .evict_folios(2, SWAPPINESS_ANON_ONLY, 0, |_, _| {})
+        .unwrap();
+    assert_eq!((s.evicted, s.protected), (2, 2));
+    for lv in [child, parent, root] {
+        assert_eq!(lv.costs(), (2, 3), "lruvec of memcg {}", lv.memcg_id());
+    }
 }

@@ -6,8 +6,12 @@
 //! the charge retries without the batch, then reclaims from the memcg whose limit was hit
 //! (its whole subtree, through `lru`'s eviction), drains the CPUs' stocks of that subtree
 //! once, and retries until the charge fits or reclaim has made no progress
-//! `MAX_RECLAIM_RETRIES` times; then it fails with [`MemcgError::OutOfMemory`]. Usage never
-//! goes above `max` at any level: the page counter refuses instead of overshooting.
+//! `MAX_RECLAIM_RETRIES` more times (Linux's `if (nr_retries--) goto retry`); then it fails
+//! with [`MemcgError::OutOfMemory`]. A pass that reclaimed something is retried without
+//! counting, for charges of any size (Linux counts those of a charge above
+//! `1 << PAGE_ALLOC_COSTLY_ORDER` pages too); [`MAX_RECLAIM_PASSES`] bounds all passes.
+//! Usage never goes above `max` at any level: the page counter refuses instead of
+//! overshooting.
 //!
 //! A charged folio holds a reference on its memcg (`commit_charge()` keeps the css the
 //! charge took), dropped when it is uncharged; so a memcg with charged folios is never
@@ -22,6 +26,14 @@ use crate::tree::{MemcgRef, MemcgTree};
 /// Reclaim rounds without progress before a charge or limit change gives up
 /// (`MAX_RECLAIM_RETRIES`).
 pub const MAX_RECLAIM_RETRIES: u32 = 16;
+
+/// Reclaim passes of one charge or limit write in all, with progress or without. Not in
+/// Linux, whose loops bound only the passes without progress: a charge whose reclaim keeps
+/// freeing pages that other CPUs keep taking retries there as long as that goes on, and
+/// fails here after this many passes. One that no one races needs a pass to drain the
+/// stocks, at most `MAX_RECLAIM_RETRIES + 1` without progress and, each asking for at least
+/// what the charge is short of, few with progress.
+pub const MAX_RECLAIM_PASSES: u32 = 1024;
 
 /// Smallest reclaim batch (`SWAP_CLUSTER_MAX`).
 pub const SWAP_CLUSTER_MAX: u64 = 32;
@@ -53,7 +65,8 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         }
         let mut retries = MAX_RECLAIM_RETRIES;
         let mut drained = false;
-        loop {
+        let mut over_limit = memcg.id();
+        for _ in 0..MAX_RECLAIM_PASSES {
             let over = match memcg.memory.try_charge(nr_pages) {
                 Ok(()) => return Ok(()),
                 Err(fail) => fail.over_limit,
@@ -67,19 +80,13 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
                 over_memcg = m.parent();
             }
             let Some(over_memcg) = over_memcg else {
-                return Err(MemcgError::OutOfMemory {
-                    id: memcg.id(),
-                    over_limit: memcg.id(),
-                    nr_pages,
-                });
+                over_limit = memcg.id();
+                break;
             };
+            over_limit = over_memcg.id();
             if nr_pages > over_memcg.memory.max() {
                 // Can never fit: fail without reclaiming anything.
-                return Err(MemcgError::OutOfMemory {
-                    id: memcg.id(),
-                    over_limit: over_memcg.id(),
-                    nr_pages,
-                });
+                break;
             }
             let reclaimed = self
                 .try_to_free_mem_cgroup_pages(over_memcg, cpu, nr_pages, None)
@@ -89,21 +96,23 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
             }
             if !drained {
                 drained = true;
-                if self.stocks.drain_all(|c| c.is_descendant(over_memcg)) > 0 {
-                    continue;
-                }
+                self.stocks.drain_all(|c| c.is_descendant(over_memcg));
+                continue;
             }
-            if reclaimed == 0 {
-                retries -= 1;
-                if retries == 0 {
-                    return Err(MemcgError::OutOfMemory {
-                        id: memcg.id(),
-                        over_limit: over_memcg.id(),
-                        nr_pages,
-                    });
-                }
+            if reclaimed != 0 {
+                continue;
             }
+            // Linux's `if (nr_retries--) goto retry;`.
+            if retries == 0 {
+                break;
+            }
+            retries -= 1;
         }
+        Err(MemcgError::OutOfMemory {
+            id: memcg.id(),
+            over_limit,
+            nr_pages,
+        })
     }
 
     /// Charges one page for `folio` and records the memcg in it (`mem_cgroup_charge()`:
@@ -158,7 +167,7 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         }
         let mut drained = false;
         let mut retries = MAX_RECLAIM_RETRIES;
-        loop {
+        for _ in 0..MAX_RECLAIM_PASSES {
             let usage = match memcg.memory.set_max(max) {
                 Ok(()) => return Ok(()),
                 Err(usage) => usage,
@@ -168,20 +177,21 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
                 self.stocks.drain_all(|c| c.is_descendant(memcg));
                 continue;
             }
+            if retries == 0 {
+                break;
+            }
             let reclaimed = self
                 .try_to_free_mem_cgroup_pages(memcg, cpu, usage - max, None)
                 .unwrap_or(0);
             if reclaimed == 0 {
                 retries -= 1;
-                if retries == 0 {
-                    return Err(MemcgError::LimitBelowUsage {
-                        id: memcg.id(),
-                        usage: memcg.usage(),
-                        max,
-                    });
-                }
             }
         }
+        Err(MemcgError::LimitBelowUsage {
+            id: memcg.id(),
+            usage: memcg.usage(),
+            max,
+        })
     }
 
     pub(crate) fn check_cpu(&self, cpu: usize) -> Result<(), MemcgError> {

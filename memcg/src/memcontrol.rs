@@ -88,7 +88,7 @@ impl<P: MemCgroupPerNode> MemCgroup<P> {
         parent: Option<NonNull<Self>>,
         init: MemcgInit<P>,
         cache: &mut PnCache<P>,
-    ) -> Result<Box<Self>, MemcgError> {
+    ) -> Box<Self> {
         let memory = match parent {
             // SAFETY: the caller keeps `parent` alive for the new memcg's whole life, and the
             // parent is boxed, so its counter does not move.
@@ -127,7 +127,7 @@ impl<P: MemCgroupPerNode> MemCgroup<P> {
             })));
         }
         memcg.nodeinfo = nodes.into_boxed_slice();
-        Ok(memcg)
+        memcg
     }
 
     /// Frees a memcg made by [`MemCgroup::alloc`] and its per-node info.

@@ -286,23 +286,19 @@ impl PageCounter {
         let protected = usage.min(self.limits.min.load(Ordering::Relaxed));
         if protected != p.min_usage.load(Ordering::Relaxed) {
             let old = p.min_usage.swap(protected, Ordering::Relaxed);
-            if protected > old {
-                pp.children_min_usage
-                    .fetch_add(protected - old, Ordering::Relaxed);
-            } else {
-                pp.children_min_usage
-                    .fetch_sub(old - protected, Ordering::Relaxed);
+            // Linux's signed `delta`: the atomics wrap, so adding `protected - old` modulo
+            // 2^64 subtracts when the protected usage shrank.
+            let delta = protected.wrapping_sub(old);
+            if delta != 0 {
+                pp.children_min_usage.fetch_add(delta, Ordering::Relaxed);
             }
         }
         let protected = usage.min(self.limits.low.load(Ordering::Relaxed));
         if protected != p.low_usage.load(Ordering::Relaxed) {
             let old = p.low_usage.swap(protected, Ordering::Relaxed);
-            if protected > old {
-                pp.children_low_usage
-                    .fetch_add(protected - old, Ordering::Relaxed);
-            } else {
-                pp.children_low_usage
-                    .fetch_sub(old - protected, Ordering::Relaxed);
+            let delta = protected.wrapping_sub(old);
+            if delta != 0 {
+                pp.children_low_usage.fetch_add(delta, Ordering::Relaxed);
             }
         }
     }
@@ -322,15 +318,16 @@ impl PageCounter {
             let max = self.limits.max.load(Ordering::Acquire);
             let new = match cur.checked_add(nr_pages) {
                 Some(new) if new <= max => new,
-                _ => {
-                    // Refuse only on the latest value: a plain load may return an older one.
-                    let latest = usage.fetch_add(0, Ordering::AcqRel);
-                    if latest == cur {
-                        return false;
+                // Refuse only on the latest value: a plain load may return an older one. A
+                // compare-and-swap of `cur` with itself succeeds only if `cur` is the
+                // latest (a read-modify-write read it); otherwise retry with what it saw.
+                _ => match usage.compare_exchange(cur, cur, Ordering::AcqRel, Ordering::Relaxed) {
+                    Ok(_) => return false,
+                    Err(seen) => {
+                        cur = seen;
+                        continue;
                     }
-                    cur = latest;
-                    continue;
-                }
+                },
             };
             match usage.compare_exchange_weak(cur, new, Ordering::AcqRel, Ordering::Relaxed) {
                 Ok(_) => {
@@ -415,13 +412,14 @@ impl PageCounter {
         let mut cur = usage.load(Ordering::Relaxed);
         loop {
             let Some(new) = cur.checked_sub(nr_pages) else {
-                // Refuse only on the latest value: a plain load may return an older one.
-                let latest = usage.fetch_add(0, Ordering::AcqRel);
-                if latest == cur {
-                    return Err(UnchargeUnderflow);
+                // Refuse only on the latest value, as charge_level() does.
+                match usage.compare_exchange(cur, cur, Ordering::AcqRel, Ordering::Relaxed) {
+                    Ok(_) => return Err(UnchargeUnderflow),
+                    Err(seen) => {
+                        cur = seen;
+                        continue;
+                    }
                 }
-                cur = latest;
-                continue;
             };
             match usage.compare_exchange_weak(cur, new, Ordering::AcqRel, Ordering::Relaxed) {
                 Ok(_) => {
@@ -452,23 +450,27 @@ impl PageCounter {
 
     /// Sets `max` (`page_counter_set_max()`); fails with the current usage if it is above
     /// the new limit. The caller reclaims and retries, as `memory_max_write()` does.
+    ///
+    /// A charge that races a lower limit (usage above it once the limit is published) makes
+    /// it fail too, with the old limit restored: where Linux's loop tries again at once, this
+    /// leaves the retry to the caller, whose reclaim loop is bounded.
     #[must_use = "the limit is not set when usage is above it"]
     pub fn set_max(&self, max: u64) -> Result<(), u64> {
         let max = max.min(PAGE_COUNTER_MAX);
-        loop {
-            let usage = self.usage.usage.load(Ordering::Acquire);
-            if usage > max {
-                return Err(usage);
-            }
-            let old = self.limits.max.swap(max, Ordering::AcqRel);
-            // A read-modify-write, not a load: see the module comment.
-            if self.usage.usage.fetch_add(0, Ordering::AcqRel) <= usage || max >= old {
-                return Ok(());
-            }
-            // Usage grew while the smaller limit was being published: restore and retry.
-            self.limits.max.store(old, Ordering::Release);
-            crate::sync::spin_hint();
+        let usage = self.usage.usage.load(Ordering::Acquire);
+        if usage > max {
+            return Err(usage);
         }
+        let old = self.limits.max.swap(max, Ordering::AcqRel);
+        // A read-modify-write, not a load: see the module comment. Every charge it does not
+        // see reads the new limit; every charge it sees is within the limit or was not.
+        let now = self.usage.usage.fetch_add(0, Ordering::AcqRel);
+        if now <= max {
+            return Ok(());
+        }
+        // Usage grew above the limit while it was being published: restore the old one.
+        self.limits.max.store(old, Ordering::Release);
+        Err(now)
     }
 
     /// `page_counter_set_min()`: sets `memory.min` and republishes the protected usage of

@@ -18,8 +18,8 @@
 //! Both walks honour `memory.min` and `memory.low` as Linux does: each memcg's effective
 //! protection is computed against the reclaim target (`mem_cgroup_calculate_protection()`,
 //! top-down); a memcg whose usage is within its effective min is never reclaimed, one
-//! within its effective low only when a first pass that skipped such memcgs reclaimed too
-//! little (`memcg_low_reclaim`). On the FIFO walk a low-protected memcg is first rotated to
+//! within its effective low only when a first pass that skipped such memcgs reclaimed
+//! nothing (`memcg_low_reclaim`). On the FIFO walk a low-protected memcg is first rotated to
 //! the tail and reclaimed only when met there again (`shrink_one()`).
 //!
 //! `memory.reclaim` takes the request's own swappiness (`swappiness=`), retries in batches
@@ -55,22 +55,29 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         self.check_cpu(cpu)?;
         let mut reclaimed = 0;
         let mut retries = MAX_RECLAIM_RETRIES;
-        while reclaimed < req.nr_pages {
+        // Every pass reclaims a page or uses up a retry, so the request is met or given up
+        // within this many passes: the bound never ends the loop early, it only keeps a
+        // broken progress count from spinning.
+        let passes = req.nr_pages.saturating_add(u64::from(MAX_RECLAIM_RETRIES));
+        for _ in 0..=passes {
+            if reclaimed >= req.nr_pages {
+                return Ok(reclaimed);
+            }
             // Converges on zero, but reclaim enforces a minimum (SWAP_CLUSTER_MAX).
             let batch = (req.nr_pages - reclaimed) / 4;
             let got = self.try_to_free_mem_cgroup_pages(memcg, cpu, batch, req.swappiness)?;
             if got == 0 {
                 if retries == 0 {
-                    return Err(MemcgError::Again {
-                        requested: req.nr_pages,
-                        reclaimed,
-                    });
+                    break;
                 }
                 retries -= 1;
             }
             reclaimed += got;
         }
-        Ok(reclaimed)
+        Err(MemcgError::Again {
+            requested: req.nr_pages,
+            reclaimed,
+        })
     }
 
     /// A write of `buf` to `memory.reclaim` (`"1024M swappiness=0"`): parses it
@@ -104,11 +111,11 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         }
         let (reclaimed, low_skipped) =
             self.shrink_node_memcgs(memcg, cpu, target, swappiness, false);
-        // Untapped memory.low reserves: retry, reclaiming from them too.
-        if reclaimed < target && low_skipped {
-            let (more, _) =
-                self.shrink_node_memcgs(memcg, cpu, target - reclaimed, swappiness, true);
-            return Ok(reclaimed + more);
+        // Nothing reclaimed, but untapped memory.low reserves: retry, reclaiming from them
+        // too (`do_try_to_free_pages()` returns any progress before it gets there).
+        if reclaimed == 0 && low_skipped {
+            let (more, _) = self.shrink_node_memcgs(memcg, cpu, target, swappiness, true);
+            return Ok(more);
         }
         Ok(reclaimed)
     }
@@ -262,7 +269,14 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
                 continue;
             };
             let iter = &pn.write_hot().iter;
-            let start = iter.position.load(Ordering::Relaxed) as usize % subtree.len();
+            // Resume after the memcg the last walk stopped at (`iter->position`), from the
+            // start if there is none or it has left the subtree since (Linux's
+            // `invalidate_reclaim_iterators()`). Id 0 is never a memcg's.
+            let last = iter.position.load(Ordering::Relaxed);
+            let start = subtree
+                .iter()
+                .position(|m| u32::from(m.id()) == last)
+                .map_or(0, |i| i + 1);
             for k in 0..subtree.len() {
                 let idx = (start + k) % subtree.len();
                 if skip[idx] {
@@ -277,8 +291,9 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
                     self.lru.rotate(victim, node, MemcgLruOp::Young);
                 }
                 if reclaimed >= target {
+                    // `mem_cgroup_iter_break()`: the next walk starts after this one.
                     iter.position
-                        .store(((idx + 1) % subtree.len()) as u32, Ordering::Relaxed);
+                        .store(u32::from(victim.id()), Ordering::Relaxed);
                     return (reclaimed, low_skipped);
                 }
             }

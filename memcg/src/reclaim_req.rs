@@ -189,6 +189,25 @@ mod tests {
             ReclaimRequest::parse("2t  swappiness=200").map(|r| r.swappiness),
             Ok(Some(200))
         );
+        // Every unit, either case: K, M, G, T, P, E are 2^10 apart.
+        for (i, unit) in "kmgtpe".chars().enumerate() {
+            for u in [unit, unit.to_ascii_uppercase()] {
+                let shift = 10 * (i as u32 + 1);
+                assert_eq!(
+                    ReclaimRequest::parse(&format!("3{u}")).map(|r| r.nr_pages),
+                    Ok((3u64 << shift) >> PAGE_SHIFT),
+                    "3{u}"
+                );
+            }
+        }
+        // A plain number of bytes, then options.
+        assert_eq!(
+            ReclaimRequest::parse("8192 swappiness=5"),
+            Ok(ReclaimRequest {
+                nr_pages: 2,
+                swappiness: Some(5)
+            })
+        );
     }
 
     #[test]

@@ -195,6 +195,28 @@ fn memory_reclaim_reports_progress_or_eagain_and_rotates() {
 }
 
 #[test]
+fn memory_reclaim_takes_about_what_was_asked_in_shrinking_batches() {
+    for mglru in [false, true] {
+        let s = setup(1, 1, mglru);
+        let root = s.tree.root();
+        let a = root.create_child().unwrap();
+        for i in 0..3000 {
+            try_fault(&s.tree, &a, 0, 0, i % 2 == 0).unwrap();
+        }
+        s.tree.stocks().drain(0).unwrap();
+        // Batches of a quarter of what is left (at least SWAP_CLUSTER_MAX): the request is
+        // overshot by less than the last batch, not by a multiple of what was asked.
+        let got = a.memory_reclaim(0, ReclaimRequest::pages(1000)).unwrap();
+        assert!(
+            (1000..1000 + memcg::charge::SWAP_CLUSTER_MAX).contains(&got),
+            "mglru {mglru}: {got} reclaimed"
+        );
+        assert_eq!(s.freed.load(Ordering::Relaxed), got);
+        assert_eq!(a.usage(), 3000 - got);
+    }
+}
+
+#[test]
 fn uncharge_and_free_path() {
     let s = setup(2, 1, true);
     let root = s.tree.root();
@@ -450,7 +472,11 @@ fn reclaim_skips_min_protected_memcgs_and_takes_from_low_protected_ones_last() {
         };
         assert_eq!(a.memory_reclaim(0, req).unwrap(), 32);
         assert_eq!((a1.usage(), a2.usage(), a3.usage()), (10, 10, 8));
-        // a3 runs out: the retry for untapped low reserves takes from a2; a1 is never
+        // a3 has 8 left: they meet the request, short of a pass as they are, and a2 keeps
+        // its pages (low reserves are tapped only when nothing else could be reclaimed).
+        assert_eq!(a.memory_reclaim(0, req).unwrap(), 8);
+        assert_eq!((a1.usage(), a2.usage(), a3.usage()), (10, 10, 0));
+        // a3 has run out: the retry for untapped low reserves takes from a2; a1 is never
         // reclaimed.
         let got = a.memory_reclaim(0, req).unwrap();
         assert!(got >= 5);
@@ -682,12 +708,23 @@ fn a_charge_of_exactly_the_limit_reclaims_everything_else() {
     assert_eq!(s.freed.load(Ordering::Relaxed), 50);
 }
 
+/// What [`a_charge_retries_reclaim_that_made_no_progress`] asks of a memcg at its limit.
+#[derive(Clone, Copy, Debug)]
+enum Retrying {
+    /// One more page (`try_charge_memcg()`).
+    Charge,
+    /// A `memory.max` one page below the usage.
+    Limit,
+    /// `memory.reclaim` of one page.
+    Reclaim,
+}
+
 #[test]
 fn a_charge_retries_reclaim_that_made_no_progress() {
     use std::sync::atomic::AtomicU64;
     // The first `busy` folios reclaim finds are busy (mapped again): rounds without
     // progress, which the charge retries up to MAX_RECLAIM_RETRIES times.
-    let run = |busy: u64, limit: bool| {
+    let run = |busy: u64, what: Retrying| {
         let seen = std::sync::Arc::new(AtomicU64::new(0));
         let s2 = seen.clone();
         let lru = memcg::TreeLru::new(
@@ -713,36 +750,54 @@ fn a_charge_retries_reclaim_that_made_no_progress() {
             try_fault(&tree, &a, 0, 0, false).unwrap();
         }
         tree.stocks().drain(0).unwrap();
-        let res = if limit {
-            a.set_max(0, 7)
-        } else {
-            a.try_charge(0, 1)
+        let res = match what {
+            Retrying::Charge => a.try_charge(0, 1),
+            Retrying::Limit => a.set_max(0, 7),
+            Retrying::Reclaim => a.memory_reclaim(0, ReclaimRequest::pages(1)).map(|n| {
+                assert!(n >= 1, "{n} reclaimed");
+            }),
         };
         (res, seen.load(Ordering::Relaxed))
     };
     // Busy for the first round's folios (8 looked at, none freed): the retry frees one.
-    // Lowering memory.max below the usage retries the same way.
-    for limit in [false, true] {
-        let (res, seen) = run(8, limit);
-        assert_eq!(res, Ok(()), "after {seen} folios looked at");
+    // Lowering memory.max below the usage, and memory.reclaim, retry the same way.
+    for what in [Retrying::Charge, Retrying::Limit, Retrying::Reclaim] {
+        let (res, seen) = run(8, what);
+        assert_eq!(res, Ok(()), "{what:?} after {seen} folios looked at");
         assert!(seen > 8);
         // Busy for good: it gives up after its retries, having tried every round.
-        let (res, seen) = run(u64::MAX, limit);
-        if limit {
-            assert!(
-                matches!(res, Err(MemcgError::LimitBelowUsage { .. })),
-                "{res:?}"
-            );
-        } else {
-            assert!(
-                matches!(res, Err(MemcgError::OutOfMemory { .. })),
-                "{res:?}"
-            );
-        }
-        assert!(
-            seen >= 8 * u64::from(memcg::MAX_RECLAIM_RETRIES),
-            "{seen} folios looked at"
-        );
+        let (res, seen) = run(u64::MAX, what);
+        // Each reclaim pass looks at all 8 folios. A charge: one pass, one more after
+        // draining the stocks, then one per retry (Linux's `nr_retries--`). A limit write:
+        // `memory_max_write()`'s MAX_RECLAIM_RETRIES reclaims without progress.
+        // memory.reclaim: one pass, then one per retry (`user_proactive_reclaim()`).
+        let passes = match what {
+            Retrying::Charge => {
+                assert!(
+                    matches!(res, Err(MemcgError::OutOfMemory { .. })),
+                    "{res:?}"
+                );
+                memcg::MAX_RECLAIM_RETRIES + 2
+            }
+            Retrying::Limit => {
+                assert!(
+                    matches!(res, Err(MemcgError::LimitBelowUsage { .. })),
+                    "{res:?}"
+                );
+                memcg::MAX_RECLAIM_RETRIES
+            }
+            Retrying::Reclaim => {
+                assert_eq!(
+                    res,
+                    Err(MemcgError::Again {
+                        requested: 1,
+                        reclaimed: 0
+                    })
+                );
+                memcg::MAX_RECLAIM_RETRIES + 1
+            }
+        };
+        assert_eq!(seen, 8 * u64::from(passes), "{what:?}: folios looked at");
     }
 }
 
@@ -765,4 +820,330 @@ fn lowering_the_limit_reclaims_what_is_over_it_not_everything() {
         (100..100 + memcg::charge::SWAP_CLUSTER_MAX).contains(&freed),
         "{freed}"
     );
+}
+
+#[test]
+fn successive_reclaims_of_a_parent_resume_at_the_next_child() {
+    for mglru in [false, true] {
+        let s = setup(1, 1, mglru);
+        let root = s.tree.root();
+        let p = root.create_child().unwrap();
+        let k0 = p.create_child().unwrap();
+        let k1 = p.create_child().unwrap();
+        let k2 = p.create_child().unwrap();
+        let g = k0.create_child().unwrap();
+        // In the walk's order (pre-order: a memcg, then its children's subtrees).
+        let ms = [&k0, &g, &k1, &k2];
+        for m in ms {
+            for i in 0..200 {
+                try_fault(&s.tree, m, 0, 0, i % 2 == 0).unwrap();
+            }
+        }
+        s.tree.stocks().drain(0).unwrap();
+        // Pages charged to a memcg itself, not to its children.
+        let own = |m: &memcg::MemcgRef<'_, _>| {
+            let children: u64 = ms
+                .iter()
+                .filter(|c| c.parent().is_some_and(|q| q.id() == m.id()))
+                .map(|c| c.usage())
+                .sum();
+            m.usage() - children
+        };
+        // Each reclaim of p meets its target in the first memcg with pages and stops there
+        // (`mem_cgroup_iter_break()`); the next one starts after it (the reclaim iterator's
+        // position), so the memcgs take turns instead of the first losing everything.
+        let reclaim_one = |order: &mut Vec<usize>| {
+            let before: Vec<u64> = ms.iter().map(|m| own(m)).collect();
+            let got = s
+                .tree
+                .try_to_free_mem_cgroup_pages(&p, 0, memcg::charge::SWAP_CLUSTER_MAX, None)
+                .unwrap();
+            assert!(got >= memcg::charge::SWAP_CLUSTER_MAX, "{got}");
+            let shrunk: Vec<usize> = (0..ms.len()).filter(|&i| own(ms[i]) < before[i]).collect();
+            assert_eq!(
+                shrunk.len(),
+                1,
+                "mglru {mglru}: {shrunk:?} shrunk by one walk"
+            );
+            order.push(shrunk[0]);
+        };
+        let mut order = Vec::new();
+        for _ in 0..7 {
+            reclaim_one(&mut order);
+        }
+        assert_eq!(
+            order,
+            [0, 1, 2, 3, 0, 1, 2],
+            "mglru {mglru}: memcgs reclaimed in turn"
+        );
+        // The walk stopped at k1. A memcg created since, earlier in the walk's order (a
+        // child of g), does not make the next walk start at k1 again: it resumes after the
+        // memcg it stopped at.
+        let late = g.create_child().unwrap();
+        for _ in 0..3 {
+            reclaim_one(&mut order);
+        }
+        assert_eq!(&order[7..], [3, 0, 1], "mglru {mglru}: after a new memcg");
+        drop(late);
+    }
+}
+
+/// `n` faults into `m` on `node`, half of them anon.
+fn fill(s: &Setup, m: &Ref<'_>, node: u32, n: u64) {
+    for i in 0..n {
+        try_fault(&s.tree, m, 0, node, i % 2 == 0).unwrap();
+    }
+    s.tree.stocks().drain(0).unwrap();
+}
+
+#[test]
+fn low_protected_memcgs_give_only_what_the_others_could_not() {
+    const TARGET: u64 = memcg::charge::SWAP_CLUSTER_MAX;
+    for mglru in [false, true] {
+        // The unprotected memcg has enough: the low-protected one keeps everything.
+        let s = setup(1, 1, mglru);
+        let p = s.tree.root().create_child().unwrap();
+        let (u, l) = (p.create_child().unwrap(), p.create_child().unwrap());
+        fill(&s, &u, 0, 200);
+        fill(&s, &l, 0, 200);
+        l.memory().set_low(1000);
+        let got = s
+            .tree
+            .try_to_free_mem_cgroup_pages(&p, 0, TARGET, None)
+            .unwrap();
+        assert_eq!(got, TARGET, "mglru {mglru}");
+        assert_eq!((u.usage(), l.usage()), (200 - TARGET, 200), "mglru {mglru}");
+        // It has 10, less than asked: still progress, so the low-protected one keeps its
+        // pages (Linux's `do_try_to_free_pages()` returns before its `memcg_low_reclaim`
+        // retry when anything was reclaimed).
+        let s = setup(1, 1, mglru);
+        let p = s.tree.root().create_child().unwrap();
+        let (u, l) = (p.create_child().unwrap(), p.create_child().unwrap());
+        fill(&s, &u, 0, 10);
+        fill(&s, &l, 0, 200);
+        l.memory().set_low(1000);
+        let got = s
+            .tree
+            .try_to_free_mem_cgroup_pages(&p, 0, TARGET, None)
+            .unwrap();
+        assert_eq!((got, u.usage(), l.usage()), (10, 0, 200), "mglru {mglru}");
+        // Nothing left but the low reserve: the retry takes a pass from it.
+        let got = s
+            .tree
+            .try_to_free_mem_cgroup_pages(&p, 0, TARGET, None)
+            .unwrap();
+        assert_eq!(got, TARGET, "mglru {mglru}");
+        assert_eq!(s.freed.load(Ordering::Relaxed), 10 + got);
+        assert_eq!(l.usage(), 200 - TARGET, "mglru {mglru}");
+    }
+}
+
+#[test]
+fn the_reclaim_target_itself_is_never_protected() {
+    for mglru in [false, true] {
+        let s = setup(1, 1, mglru);
+        let root = s.tree.root();
+        let a = root.create_child().unwrap();
+        fill(&s, &a, 0, 50);
+        a.memory().set_min(1000);
+        // Reclaim from above computes a's effective min (all of it): nothing goes.
+        let err = root
+            .memory_reclaim(0, ReclaimRequest::pages(10))
+            .unwrap_err();
+        assert!(
+            matches!(err, MemcgError::Again { reclaimed: 0, .. }),
+            "{err:?}"
+        );
+        assert_eq!(a.usage(), 50);
+        // memory.reclaim written to a itself: its own memory.min does not protect it
+        // from it (`mem_cgroup_unprotected()`: memcg == target).
+        let got = a.memory_reclaim(0, ReclaimRequest::pages(10)).unwrap();
+        assert!(got >= 10, "mglru {mglru}: {got}");
+        assert_eq!(a.usage(), 50 - got);
+    }
+}
+
+#[test]
+fn root_reclaim_goes_on_to_the_next_node_only_while_short() {
+    const TARGET: u64 = memcg::charge::SWAP_CLUSTER_MAX;
+    for mglru in [false, true] {
+        let s = setup(1, 2, mglru);
+        let root = s.tree.root();
+        let a = root.create_child().unwrap();
+        let b = root.create_child().unwrap();
+        // Only node 1 has pages: reclaim finds them after an empty node 0.
+        fill(&s, &b, 1, 100);
+        let got = s
+            .tree
+            .try_to_free_mem_cgroup_pages(&root, 0, TARGET, None)
+            .unwrap();
+        assert_eq!(got, TARGET, "mglru {mglru}");
+        assert_eq!(b.usage(), 100 - TARGET);
+        // Node 0 has enough: node 1 is left alone.
+        fill(&s, &a, 0, 100);
+        let got = s
+            .tree
+            .try_to_free_mem_cgroup_pages(&root, 0, TARGET, None)
+            .unwrap();
+        assert_eq!(got, TARGET, "mglru {mglru}");
+        assert_eq!(
+            (a.usage(), b.usage()),
+            (100 - TARGET, 100 - TARGET),
+            "mglru {mglru}"
+        );
+    }
+}
+
+#[test]
+fn subtree_reclaim_asks_each_memcg_only_for_what_is_still_missing() {
+    const TARGET: u64 = memcg::charge::SWAP_CLUSTER_MAX;
+    for mglru in [false, true] {
+        let s = setup(1, 1, mglru);
+        let p = s.tree.root().create_child().unwrap();
+        let (a, b) = (p.create_child().unwrap(), p.create_child().unwrap());
+        fill(&s, &a, 0, 10);
+        fill(&s, &b, 0, 100);
+        // The walk takes a's 10, then from b only the 22 still missing.
+        let got = s
+            .tree
+            .try_to_free_mem_cgroup_pages(&p, 0, TARGET, None)
+            .unwrap();
+        assert_eq!(got, TARGET, "mglru {mglru}");
+        assert_eq!(
+            (a.usage(), b.usage()),
+            (0, 100 - (TARGET - 10)),
+            "mglru {mglru}"
+        );
+    }
+}
+
+#[test]
+fn root_reclaim_asks_each_memcg_only_for_what_is_still_missing() {
+    const TARGET: u64 = memcg::charge::SWAP_CLUSTER_MAX;
+    let s = setup(1, 1, true);
+    let root = s.tree.root();
+    let ms: Vec<_> = (0..4).map(|_| root.create_child().unwrap()).collect();
+    for m in &ms {
+        fill(&s, m, 0, 20);
+    }
+    // 20 pages each: the FIFO walk needs two memcgs, and takes from the second only the
+    // 12 still missing.
+    let got = s
+        .tree
+        .try_to_free_mem_cgroup_pages(&root, 0, TARGET, None)
+        .unwrap();
+    assert_eq!(got, TARGET);
+    let mut left: Vec<u64> = ms.iter().map(|m| m.usage()).collect();
+    left.sort_unstable();
+    assert_eq!(left, [0, 20 - (TARGET - 20), 20, 20]);
+}
+
+#[test]
+fn root_reclaim_rotates_a_memcg_by_what_its_shrink_did() {
+    use lru::memcg_lru::{get_memcg_gen, seg};
+    const TARGET: u64 = memcg::charge::SWAP_CLUSTER_MAX;
+    // (gen, seg) of `m` in node 0's memcg FIFO.
+    let fifo_pos = |m: &Ref<'_>| {
+        let n = m.lruvec(0).unwrap().lrugen().memcg_node();
+        (
+            usize::from(n.r#gen.load(Ordering::Relaxed)),
+            n.seg.load(Ordering::Relaxed),
+        )
+    };
+    let s = setup(1, 1, true);
+    let root = s.tree.root();
+    let fifo = s.tree.node_data()[0].memcg_lru();
+    let small: Vec<_> = (0..4).map(|_| root.create_child().unwrap()).collect();
+    for m in &small {
+        fill(&s, m, 0, 100);
+    }
+    let old = get_memcg_gen(fifo.seq());
+    assert!(small.iter().all(|m| fifo_pos(m) == (old, seg::NONE)));
+    // The first memcg the walk meets gives the whole target and keeps cold folios: too
+    // small to wait in place (`lruvec_is_sizable()`), it goes to the tail of its
+    // generation for one more try; the others were not visited.
+    let got = s
+        .tree
+        .try_to_free_mem_cgroup_pages(&root, 0, TARGET, None)
+        .unwrap();
+    assert_eq!(got, TARGET);
+    let shrunk: Vec<_> = small.iter().filter(|m| m.usage() < 100).collect();
+    assert_eq!(shrunk.len(), 1);
+    let victim = shrunk[0];
+    assert_eq!(fifo_pos(victim), (old, seg::TAIL));
+    for m in small.iter().filter(|m| m.id() != victim.id()) {
+        assert_eq!(fifo_pos(m), (old, seg::NONE));
+    }
+    // A sizable memcg (evictable pages >> DEF_PRIORITY not zero) that met the target
+    // without running out of cold folios stays where it is.
+    let s = setup(1, 1, true);
+    let root = s.tree.root();
+    let fifo = s.tree.node_data()[0].memcg_lru();
+    let big = root.create_child().unwrap();
+    let pages = 2 << memcg::reclaim::DEF_PRIORITY;
+    fill(&s, &big, 0, pages);
+    let old = get_memcg_gen(fifo.seq());
+    let got = s
+        .tree
+        .try_to_free_mem_cgroup_pages(&root, 0, TARGET, None)
+        .unwrap();
+    assert_eq!((got, big.usage()), (TARGET, pages - TARGET));
+    assert_eq!(fifo_pos(&big), (old, seg::NONE));
+    // Within its memory.low: the first visit only moves it to the tail; the next walk
+    // meets it there and reclaims it, and since it was at the tail already, it is rotated
+    // young (small as it is and with cold folios left).
+    let s = setup(1, 1, true);
+    let root = s.tree.root();
+    let fifo = s.tree.node_data()[0].memcg_lru();
+    let low = root.create_child().unwrap();
+    fill(&s, &low, 0, 100);
+    low.memory().set_low(1000);
+    let old = get_memcg_gen(fifo.seq());
+    let got = s
+        .tree
+        .try_to_free_mem_cgroup_pages(&root, 0, TARGET, None)
+        .unwrap();
+    assert_eq!((got, low.usage()), (0, 100));
+    assert_eq!(fifo_pos(&low), (old, seg::TAIL));
+    let seq = fifo.seq();
+    let got = s
+        .tree
+        .try_to_free_mem_cgroup_pages(&root, 0, TARGET, None)
+        .unwrap();
+    assert_eq!((got, low.usage()), (TARGET, 100 - TARGET));
+    assert_eq!(fifo_pos(&low), (get_memcg_gen(seq + 1), seg::NONE));
+}
+
+#[test]
+fn a_memcg_is_sizable_by_what_the_requests_swappiness_can_evict() {
+    use lru::memcg_lru::{get_memcg_gen, seg};
+    const TARGET: u64 = memcg::charge::SWAP_CLUSTER_MAX;
+    let many = 2 << memcg::reclaim::DEF_PRIORITY;
+    // Many pages of one type, a few of the other, and a file-only request (swappiness 0)
+    // that meets its target with cold folios left. Many file pages: sizable, the memcg
+    // stays where it is. Many anon pages, which the request cannot evict: too small to
+    // wait in place, it goes to the tail of its generation.
+    for (many_anon, after) in [(false, seg::NONE), (true, seg::TAIL)] {
+        let s = setup(1, 1, true);
+        let root = s.tree.root();
+        let fifo = s.tree.node_data()[0].memcg_lru();
+        let m = root.create_child().unwrap();
+        for i in 0..many + 1000 {
+            let anon = (i < many) == many_anon;
+            try_fault(&s.tree, &m, 0, 0, anon).unwrap();
+        }
+        s.tree.stocks().drain(0).unwrap();
+        let old = get_memcg_gen(fifo.seq());
+        let got = s
+            .tree
+            .try_to_free_mem_cgroup_pages(&root, 0, TARGET, Some(0))
+            .unwrap();
+        assert_eq!(got, TARGET, "many anon {many_anon}");
+        let n = m.lruvec(0).unwrap().lrugen().memcg_node();
+        let pos = (
+            usize::from(n.r#gen.load(Ordering::Relaxed)),
+            n.seg.load(Ordering::Relaxed),
+        );
+        assert_eq!(pos, (old, after), "many anon {many_anon}");
+    }
 }

@@ -112,7 +112,15 @@ fn invalid_config_is_refused() {
         MemcgError::InvalidConfig(_)
     ));
     let mut too_many = MemcgConfig::new(1, 1);
-    too_many.max_memcgs = 70_000;
+    too_many.max_memcgs = memcg::tree::MEM_CGROUP_ID_MAX + 1;
+    assert!(matches!(
+        new(too_many).unwrap_err(),
+        MemcgError::InvalidConfig(_)
+    ));
+    // Every 16-bit id but 0: as many memcgs as MEM_CGROUP_ID_MAX, and not none.
+    too_many.max_memcgs = memcg::tree::MEM_CGROUP_ID_MAX;
+    assert!(new(too_many).is_ok());
+    too_many.max_memcgs = 0;
     assert!(matches!(
         new(too_many).unwrap_err(),
         MemcgError::InvalidConfig(_)
@@ -149,6 +157,14 @@ fn invalid_config_is_refused() {
         MemcgError::InvalidConfig(_)
     ));
     assert!(MemcgTree::<Pn>::new(MemcgConfig::new(1, 2), nodes, lru()).is_ok());
+    // with_new_nodes: nodes of 1 GiB of managed pages, which set their vmstat threshold.
+    let tree = new(MemcgConfig::new(4, 2)).unwrap();
+    for pgdat in tree.node_data() {
+        assert_eq!(
+            pgdat.vmstat().threshold(),
+            lru::vmstat::stat_threshold(4, (1 << 30) >> 12)
+        );
+    }
 }
 
 #[test]
@@ -279,10 +295,12 @@ fn ten_thousand_memcgs() {
     let s = setup(2, 1, true);
     let root = s.tree.root();
     let mut ids = Vec::new();
+    let mut parents = Vec::new();
     // 100 parents x 100 children = 10,100 memcgs below the root.
     for _ in 0..100 {
         let p = root.create_child().unwrap();
         ids.push(p.id());
+        parents.push(p.id());
         for _ in 0..100 {
             ids.push(p.create_child().unwrap().id());
         }
@@ -296,18 +314,52 @@ fn ten_thousand_memcgs() {
     for &id in ids.iter().rev() {
         assert!(s.tree.lookup(id).is_ok());
     }
-    // Children before parents.
+    // Children before parents. A child, unreferenced and uncharged, is unlinked by its
+    // own offline; a parent stays a zombie while its children hold references on it.
+    let mut zombies = 0;
     for &id in ids.iter().rev() {
         s.tree.offline(id, 1).unwrap();
+        zombies += usize::from(parents.contains(&id));
+        assert_eq!(s.tree.nr_zombies(), zombies);
     }
+    // Each offline unlinked the children at once (unreferenced, uncharged); a parent
+    // waits for its children to be freed, which drops their references on it. A reap
+    // after the grace period frees the children; the next unlinks the parents, and one
+    // after another grace period frees them.
+    let reap = || {
+        let freed = s.tree.reap(0);
+        (freed, s.tree.nr_memcgs(), s.tree.nr_dying())
+    };
+    assert_eq!((s.tree.nr_memcgs(), s.tree.nr_dying()), (101, 10_000));
     grace_period(&s.tree);
-    let mut freed = s.tree.reap(0);
-    while s.tree.nr_memcgs() > 1 || s.tree.nr_dying() > 0 {
-        grace_period(&s.tree);
-        freed += s.tree.reap(0);
-    }
-    assert_eq!(freed, 10_100);
+    assert_eq!(reap(), (10_000, 101, 0));
+    assert_eq!(reap(), (0, 1, 100));
+    grace_period(&s.tree);
+    assert_eq!(reap(), (100, 1, 0));
     assert_eq!(s.tree.node_data()[0].memcg_lru().check().unwrap(), 1);
+}
+
+#[test]
+fn a_parent_is_reaped_after_its_only_child() {
+    let s = setup(1, 1, false);
+    let p = s.tree.root().create_child().unwrap();
+    let c = p.create_child().unwrap();
+    let (pid, cid) = (p.id(), c.id());
+    drop((p, c));
+    s.tree.offline(cid, 0).unwrap();
+    s.tree.offline(pid, 0).unwrap();
+    // The child is unlinked at once; the parent waits for the child's reference.
+    assert_eq!((s.tree.nr_memcgs(), s.tree.nr_zombies()), (2, 1));
+    grace_period(&s.tree);
+    assert_eq!(s.tree.reap(0), 1, "the child is freed");
+    assert_eq!(s.tree.reap(0), 0);
+    assert_eq!(
+        (s.tree.nr_memcgs(), s.tree.nr_zombies(), s.tree.nr_dying()),
+        (1, 0, 1),
+        "its only child gone, the parent is unlinked"
+    );
+    grace_period(&s.tree);
+    assert_eq!(s.tree.reap(0), 1);
 }
 
 #[test]
@@ -361,9 +413,22 @@ fn lockless_lookups_never_revive_a_reapable_zombie() {
     let a = root.create_child().unwrap();
     let id = a.id();
     a.try_charge(0, 1).unwrap();
+    // Online: a counted reference, found without the tree lock.
+    let g = s.tree.rcu().read_lock(0).unwrap();
+    let online = s.tree.tryget_online(&g, id).unwrap();
+    assert_eq!(online.id(), id);
+    drop(g);
     drop(a);
     s.tree.stocks().drain(0).unwrap();
     s.tree.offline(id, 0).unwrap();
+    // Offline, though still referenced (by `online`): no new reference.
+    let g = s.tree.rcu().read_lock(0).unwrap();
+    assert_eq!(
+        s.tree.tryget_online(&g, id).unwrap_err(),
+        MemcgError::Offline { id }
+    );
+    drop(g);
+    drop(online);
     // A zombie with a charge (no folio: no reference) and a zero count.
     assert_eq!(s.tree.nr_zombies(), 1);
     let g = s.tree.rcu().read_lock(0).unwrap();
@@ -425,4 +490,26 @@ fn folios_reparented_to_the_root_stay_charged_and_uncharge_from_it() {
     s.tree.lru().lru_del_folio(&root, 0, f).unwrap();
     s.tree.uncharge_folio(0, f).unwrap();
     assert_eq!(root.usage(), 0);
+}
+
+#[test]
+fn dropping_a_tree_takes_its_memcgs_off_the_nodes() {
+    use memcg::{MemcgConfig, MemcgTree};
+    // The nodes outlive the tree (NODE_DATA is the page allocator's).
+    let nodes =
+        lru::pgdat::alloc_nodes::<Pn>(1, 1, 1 << 10, lru::TailMode::Cached, rcu(1)).unwrap();
+    let tree = MemcgTree::<Pn>::new(
+        MemcgConfig::new(1, 1),
+        nodes,
+        tree_lru(true, Default::default()),
+    )
+    .unwrap();
+    let root = tree.root();
+    for _ in 0..3 {
+        root.create_child().unwrap().create_child().unwrap();
+    }
+    drop(root);
+    assert_eq!(nodes[0].memcg_lru().check(), Ok(1 + 3 * 2));
+    drop(tree);
+    assert_eq!(nodes[0].memcg_lru().check(), Ok(0), "off the memcg FIFO");
 }

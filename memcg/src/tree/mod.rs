@@ -140,16 +140,16 @@ impl<P: MemCgroupPerNode> TreeInner<P> {
         self.slots.get_mut(id as usize).and_then(|s| s.as_mut())
     }
 
-    /// Ids of `id`'s subtree, parents before children (pre-order).
+    /// Ids of `id`'s subtree in pre-order, each memcg followed by its children's subtrees in
+    /// creation order (`css_next_descendant_pre()`, the order of `mem_cgroup_iter()`).
     fn subtree(&self, id: MemcgId, out: &mut Vec<MemcgId>) {
         out.clear();
-        out.push(id);
-        let mut i = 0;
-        while i < out.len() {
-            if let Some(s) = self.slot(out[i]) {
-                out.extend_from_slice(&s.children);
+        let mut todo = alloc::vec![id];
+        while let Some(id) = todo.pop() {
+            out.push(id);
+            if let Some(s) = self.slot(id) {
+                todo.extend(s.children.iter().rev());
             }
-            i += 1;
         }
     }
 }
@@ -196,7 +196,7 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         let init = Self::init_of(&config, node_data, &lru);
         let mut pn_cache = PnCache::new(config.placement);
         // SAFETY: the root has no parent.
-        let root = unsafe { MemCgroup::<P>::alloc(ROOT_ID, None, init, &mut pn_cache) }?;
+        let root = unsafe { MemCgroup::<P>::alloc(ROOT_ID, None, init, &mut pn_cache) };
         let root = NonNull::from(Box::leak(root));
         // Slot 0 is never used: id 0 means "not charged" in a folio.
         let slots = alloc::vec![
@@ -353,16 +353,6 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         let init = Self::init_of(&self.config, self.node_data, &self.lru);
         // SAFETY: we just took the reference the child keeps on `pptr`.
         let child = unsafe { MemCgroup::alloc(id, Some(pptr), init, &mut inner.pn_cache) };
-        let child = match child {
-            Ok(c) => c,
-            Err(e) => {
-                p.css_put();
-                if id as usize != inner.slots.len() {
-                    inner.free_ids.push(id);
-                }
-                return Err(e);
-            }
-        };
         let cptr = NonNull::from(Box::leak(child));
         if id as usize == inner.slots.len() {
             inner.slots.push(None);
@@ -516,11 +506,10 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         let mut inner = self.inner.lock();
         {
             let _flush = self.flush_lock.lock();
-            let mut i = 0;
-            while i < inner.zombies.len() {
-                let id = inner.zombies[i];
+            // Each zombie and each dying memcg is looked at once: those that stay go back.
+            let zombies = core::mem::take(&mut inner.zombies);
+            for id in zombies {
                 let Some(slot) = inner.slot(id) else {
-                    inner.zombies.swap_remove(i);
                     continue;
                 };
                 let ptr = slot.memcg;
@@ -529,20 +518,19 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
                 let m = unsafe { ptr.as_ref() };
                 // Every charged folio holds a reference: zero means none is left either.
                 if has_children || m.css_refcnt() != 0 {
-                    i += 1;
+                    inner.zombies.push(id);
                     continue;
                 }
                 // Folios that reached its LRU after offline (e.g. from per-CPU batches).
                 self.reparent(m, cpu);
                 if m.usage() != 0 {
-                    i += 1;
+                    inner.zombies.push(id);
                     continue;
                 }
                 // Final flush: its remaining deltas go to the parent's pending totals.
                 self.flush_one(m);
                 self.lru.release(m);
                 self.idr.unpublish(id as usize);
-                inner.zombies.swap_remove(i);
                 inner.slots[id as usize] = None;
                 inner.free_ids.push(id);
                 inner.nr_linked -= 1;
@@ -558,14 +546,12 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
                 let cookie = self.rcu.start_poll_synchronize_rcu();
                 inner.dying.push((ptr, cookie));
             }
-            let mut j = 0;
-            while j < inner.dying.len() {
-                let (ptr, cookie) = inner.dying[j];
+            let dying = core::mem::take(&mut inner.dying);
+            for (ptr, cookie) in dying {
                 if self.rcu.poll_state_synchronize_rcu(cookie) {
-                    inner.dying.swap_remove(j);
                     freed.push(ptr);
                 } else {
-                    j += 1;
+                    inner.dying.push((ptr, cookie));
                 }
             }
         }
