@@ -428,3 +428,33 @@ fn rotation_costs_go_to_every_ancestor_by_type() {
         assert_eq!(lv.costs(), (2, 3), "lruvec of memcg {}", lv.memcg_id());
     }
 }
+
+#[test]
+fn reclaim_that_finds_only_folios_being_freed_stops_at_its_round_bound() {
+    // Every inactive folio is being freed (its last reference dropped while still on the
+    // LRU), so each round looks at all of them, takes none and makes "progress" only in
+    // `scanned`: the loop ends at its bound, 8 + 4 * (total / SWAP_CLUSTER_MAX + 1) +
+    // nr_to_reclaim rounds, each looking want + SWAP_CLUSTER_MAX times (a folio passed over
+    // goes to the list head, so a short list is looked at again, as in Linux's
+    // isolate_lru_folios).
+    for (n, nr_to_reclaim) in [(10usize, 5usize), (40, 3), (70, 1)] {
+        let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
+        let f = folios(n, 1, false);
+        for &x in &f {
+            lv.lock().add_folio(x).unwrap();
+        }
+        for &x in &f {
+            assert_eq!(x.put(), Ok(true), "the last reference");
+        }
+        let s = lv.evict_folios(nr_to_reclaim, 0, 0, |_, _| {}).unwrap();
+        let rounds = 8 + 4 * (n / lru::vmscan::SWAP_CLUSTER_MAX + 1) + nr_to_reclaim;
+        let per_round = nr_to_reclaim + lru::vmscan::SWAP_CLUSTER_MAX;
+        assert_eq!(s.evicted, 0);
+        assert_eq!(
+            (s.scanned, s.skipped),
+            (rounds * per_round, rounds * per_round),
+            "n {n}, nr_to_reclaim {nr_to_reclaim}"
+        );
+        assert_eq!(lv.lru_size(LruList::InactiveFile), n);
+    }
+}
