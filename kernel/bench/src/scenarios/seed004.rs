@@ -2,13 +2,17 @@
 //! memory.max is below what they read (seed 004, the per-memcg `lru_lock` series, measured
 //! with vm-scalability's readtwice).
 //!
-//! Every reader (one per CPU) has an object of [`PAGES`] pages and reads it front to back
-//! twice, `filemap_read` page by page: the first pass misses and reads each page in (charge,
+//! Every reader (one per CPU) has an object of [`PAGES`] pages per reader of its memcg and
+//! reads it front to back twice, `filemap_read` page by page: the first pass misses and reads each page in (charge,
 //! page cache, lru_add batch onto the inactive list), the second finds it and marks it
 //! accessed (the activate batch moves it to the active list, under the lru_lock), and since
 //! the memcg's limit is [`LIMIT_PER_READER`] pages per reader, reclaim runs all along
 //! (isolate under the lru_lock, evict, shadow entries, refaults on the next pass). The
-//! classic active/inactive lists are used, as in the seed's time.
+//! classic active/inactive lists are used, as in the seed's time. An object is sized by the
+//! readers sharing its memcg so that no single reader's object fits under the memcg's
+//! limit: with 512-page objects, two readers under a 768-page limit ran bimodally (one
+//! reader's object stayed resident and every read of it hit, the other missed every read),
+//! and which mode a run fell into decided its rate far more than the lock did.
 //!
 //! Configs: `1-per-memcg` (each reader in a memcg of its own) and `2-per-memcg` (two
 //! readers per memcg: the seed's 208 readers in 104 memcgs). A: every lruvec of a node takes
@@ -30,7 +34,7 @@ use mm::vm::context::VmConfig;
 use mm::vm::object::ObjectKind;
 use mm::vm::vma::VmAreaA;
 
-/// Pages of each reader's object.
+/// Pages of each reader's object, per reader of its memcg.
 pub const PAGES: u64 = 512;
 /// memory.max per reader in a memcg (three quarters of what it reads).
 pub const LIMIT_PER_READER: u64 = 384;
@@ -54,7 +58,9 @@ struct ReadTwice<'h, H: VmHost> {
     ctx: Ctx<'h, H, PnPaired, VmAreaA>,
     /// Per reader: its memcg.
     memcg_of: Vec<usize>,
-    /// Per reader: reads done (pass = n / PAGES % 2, index = n % PAGES).
+    /// Pages of each object ([`PAGES`] times the readers per memcg).
+    pages: u64,
+    /// Per reader: reads done (pass = n / pages % 2, index = n % pages).
     pos: Vec<CachePadded<AtomicU64>>,
     nodes: Vec<u32>,
 }
@@ -79,11 +85,12 @@ impl<'h, H: VmHost> ReadTwice<'h, H> {
                 ctx.add_memcg(None, Some(in_this * LIMIT_PER_READER))?;
             }
             memcg_of.push(ctx.nr_memcgs() - 1);
-            ctx.add_object(ObjectKind::File, PAGES as usize);
+            ctx.add_object(ObjectKind::File, (PAGES * per as u64) as usize);
         }
         Ok(ReadTwice {
             ctx,
             memcg_of,
+            pages: PAGES * per as u64,
             pos: (0..readers)
                 .map(|_| CachePadded(AtomicU64::new(0)))
                 .collect(),
@@ -102,8 +109,8 @@ impl<H: VmHost> Instance for ReadTwice<'_, H> {
         for k in first..first + n {
             self.ctx
                 .vm()
-                .filemap_read(obj, memcg, cpu, self.nodes[r], k % PAGES, false)
-                .map_err(|e| format!("read of page {}: {e:?}", k % PAGES))?;
+                .filemap_read(obj, memcg, cpu, self.nodes[r], k % self.pages, false)
+                .map_err(|e| format!("read of page {}: {e:?}", k % self.pages))?;
         }
         self.pos[r].0.store(first + n, Ordering::Relaxed);
         Ok(n)
