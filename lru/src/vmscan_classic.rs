@@ -68,10 +68,12 @@ impl<H: LruvecHost> LruvecGuard<'_, H> {
     ) -> Result<u64, LruError> {
         let scanned = stats.scanned;
         let (inactive, _) = lists(ty);
-        let mut budget = want + SWAP_CLUSTER_MAX;
         let mut taken = 0;
-        while taken < want && budget > 0 {
-            budget -= 1;
+        // A bounded loop (no budget counter a broken decrement could keep from ending).
+        for _ in 0..want + SWAP_CLUSTER_MAX {
+            if taken >= want {
+                break;
+            }
             let Some(folio) = self.lru_tail(inactive) else {
                 break;
             };

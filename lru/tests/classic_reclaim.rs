@@ -458,3 +458,24 @@ fn reclaim_that_finds_only_folios_being_freed_stops_at_its_round_bound() {
         assert_eq!(lv.lru_size(LruList::InactiveFile), n);
     }
 }
+
+#[test]
+fn a_request_above_a_batch_takes_what_is_left_in_the_next_round() {
+    // 100 inactive file folios, 40 wanted: the first round takes a batch of
+    // SWAP_CLUSTER_MAX (32), the second only the 8 still wanted.
+    let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
+    let f = folios(100, 1, false);
+    for &x in &f {
+        lv.lock().add_folio(x).unwrap();
+    }
+    let mut out = Vec::new();
+    let s = lv.evict_folios(40, 0, 0, |x, _| out.push(x)).unwrap();
+    assert_eq!(s.evicted, 40);
+    assert_eq!(out.len(), 40);
+    assert_eq!(s.scanned, 40, "every folio looked at was taken");
+    assert_eq!(lv.lru_size(LruList::InactiveFile), 60);
+    assert!(
+        out.iter().zip(&f).all(|(a, b)| std::ptr::eq(*a, *b)),
+        "tail first"
+    );
+}
