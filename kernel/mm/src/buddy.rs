@@ -74,16 +74,6 @@ impl FreeArea {
         self.orders.get(order as usize).map_or(0, |l| l.nr_free)
     }
 
-    /// Free frames on all lists.
-    #[must_use]
-    pub fn free_pages(&self) -> u64 {
-        self.orders
-            .iter()
-            .enumerate()
-            .map(|(o, l)| l.nr_free << o)
-            .sum()
-    }
-
     /// Every free block as `(pfn, order)`, in list order, lowest order first.
     pub fn blocks(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
         self.orders
