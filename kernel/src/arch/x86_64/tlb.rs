@@ -220,7 +220,56 @@ pub fn flush_tlb_local_all() {
     counter_inc(&counters().full_flushes);
 }
 
-/// A request reduced to what a CPU executes: up to the ceiling pages, or everything.
+/// What a request comes to on one CPU: nothing, up to the ceiling pages, or everything
+/// (Linux's `tlb_single_page_flush_ceiling` decision), without copying the pages.
+enum Plan<'a> {
+    Nothing,
+    Pages(&'a [u64]),
+    /// `n` pages from `first`.
+    Range {
+        first: u64,
+        n: usize,
+    },
+    Everything,
+}
+
+impl<'a> Plan<'a> {
+    fn of(f: &TlbFlush<'a>) -> Plan<'a> {
+        match *f {
+            TlbFlush::All => Plan::Everything,
+            TlbFlush::Pages(p) if p.len() > TLB_SINGLE_PAGE_FLUSH_CEILING => Plan::Everything,
+            TlbFlush::Pages([]) => Plan::Nothing,
+            TlbFlush::Pages(p) => Plan::Pages(p),
+            TlbFlush::Range { start, end } if end <= start => Plan::Nothing,
+            TlbFlush::Range { start, end } => {
+                let first = start & !0xfff;
+                let pages = (end - first).div_ceil(4096);
+                if pages > TLB_SINGLE_PAGE_FLUSH_CEILING as u64 {
+                    Plan::Everything
+                } else {
+                    Plan::Range {
+                        first,
+                        n: pages as usize,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Calls `page` for each page to drop; false (and no calls) for a full flush.
+    fn for_each_page(&self, mut page: impl FnMut(usize, u64)) -> bool {
+        match *self {
+            Plan::Nothing => {}
+            Plan::Pages(p) => p.iter().enumerate().for_each(|(i, &a)| page(i, a)),
+            Plan::Range { first, n } => (0..n).for_each(|i| page(i, first + 4096 * i as u64)),
+            Plan::Everything => return false,
+        }
+        true
+    }
+}
+
+/// A request reduced to what a CPU executes, copied for the CPUs it is sent to: up to the
+/// ceiling pages, or everything.
 struct Work {
     n: usize,
     addrs: [u64; TLB_SINGLE_PAGE_FLUSH_CEILING],
@@ -232,26 +281,11 @@ impl Work {
             n: 0,
             addrs: [0; TLB_SINGLE_PAGE_FLUSH_CEILING],
         };
-        match *f {
-            TlbFlush::All => w.n = FULL,
-            TlbFlush::Pages(p) if p.len() > TLB_SINGLE_PAGE_FLUSH_CEILING => w.n = FULL,
-            TlbFlush::Pages(p) => {
-                w.addrs[..p.len()].copy_from_slice(p);
-                w.n = p.len();
-            }
-            TlbFlush::Range { start, end } if end <= start => {}
-            TlbFlush::Range { start, end } => {
-                let first = start & !0xfff;
-                let pages = (end - first).div_ceil(4096);
-                if pages > TLB_SINGLE_PAGE_FLUSH_CEILING as u64 {
-                    w.n = FULL;
-                } else {
-                    w.n = pages as usize;
-                    for (i, a) in w.addrs[..w.n].iter_mut().enumerate() {
-                        *a = first + 4096 * i as u64;
-                    }
-                }
-            }
+        if !Plan::of(f).for_each_page(|i, a| {
+            w.addrs[i] = a;
+            w.n = i + 1;
+        }) {
+            w.n = FULL;
         }
         w
     }
@@ -261,26 +295,11 @@ impl Work {
     }
 }
 
-/// Carries out `flush` on this CPU only: what [`Work`] would run, without building one
-/// (the fault path calls this for every unmapped batch).
+/// Carries out `flush` on this CPU only, straight from the request (the fault path calls
+/// this for every unmapped batch, so it builds no [`Work`]).
 pub fn flush_tlb_local_request(flush: &TlbFlush<'_>) {
-    match *flush {
-        TlbFlush::Pages(p) if p.len() <= TLB_SINGLE_PAGE_FLUSH_CEILING => {
-            for &a in p {
-                flush_tlb_local(a);
-            }
-        }
-        TlbFlush::Range { start, end } if end <= start => {}
-        TlbFlush::Range { start, end }
-            if (end - (start & !0xfff)).div_ceil(4096) <= TLB_SINGLE_PAGE_FLUSH_CEILING as u64 =>
-        {
-            let mut a = start & !0xfff;
-            while a < end {
-                flush_tlb_local(a);
-                a += 4096;
-            }
-        }
-        _ => flush_tlb_local_all(),
+    if !Plan::of(flush).for_each_page(|_, a| flush_tlb_local(a)) {
+        flush_tlb_local_all();
     }
 }
 
