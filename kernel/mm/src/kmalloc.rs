@@ -60,9 +60,6 @@ pub struct ClassHeap {
     free_lists: [Option<NonNull<FreeBlock>>; NR_CLASSES],
     /// Bytes in the class lists.
     cached: usize,
-    /// Allocations served from the class lists, and refills (for the summary).
-    class_allocs: u64,
-    refills: u64,
 }
 
 // SAFETY: the free lists point into the heap's own memory, which the `ClassHeap` owns like
@@ -87,8 +84,6 @@ impl ClassHeap {
             heap: Heap::empty(),
             free_lists: [None; NR_CLASSES],
             cached: 0,
-            class_allocs: 0,
-            refills: 0,
         }
     }
 
@@ -115,7 +110,6 @@ impl ClassHeap {
         // heap's memory, written by `push` (its first word is the link).
         self.free_lists[class] = unsafe { block.as_ref().next };
         self.cached -= class_size(class);
-        self.class_allocs += 1;
         Some(block.cast())
     }
 
@@ -138,7 +132,6 @@ impl ClassHeap {
         let size = class_size(class);
         let chunk = Layout::from_size_align(CHUNK, CHUNK).ok()?;
         let base = self.heap.allocate_first_fit(chunk).ok()?;
-        self.refills += 1;
         // Pushed from the end, so the list hands blocks out in address order.
         for i in (0..CHUNK / size).rev() {
             // SAFETY: block `i` lies inside the chunk just taken, which nothing else uses.
@@ -180,12 +173,6 @@ impl ClassHeap {
     #[must_use]
     pub fn free(&self) -> usize {
         self.heap.free()
-    }
-
-    /// `(allocations served by a class, chunk refills)`.
-    #[must_use]
-    pub fn class_stats(&self) -> (u64, u64) {
-        (self.class_allocs, self.refills)
     }
 }
 
@@ -236,7 +223,8 @@ mod tests {
         assert_eq!(h.cached(), CHUNK);
         assert_eq!(h.free(), free_after_refill, "the block stayed in its class");
         assert_eq!(h.allocate(l), Some(a), "LIFO reuse");
-        assert_eq!(h.class_stats(), (2, 1));
+        assert_eq!(h.cached(), CHUNK - 128, "no second refill");
+        assert_eq!(h.free(), free_after_refill);
         // SAFETY: as above.
         unsafe { h.deallocate(a, l) };
     }
