@@ -104,11 +104,11 @@ impl<P: Pn, V: VmArea> SoftSpace<'_, P, V> {
     fn word(&self, va: u64) -> Option<&AtomicU64> {
         let pfn = self.mmu.pte_pfn(self.mm_ref().pgtable().read_pte(va))?;
         let p = self.mmu.frame_ptr(pfn).wrapping_add((va & 0xff8) as usize);
-        // SAFETY: `frame_ptr` points at the frame's 4 KiB in the arena, which lives for the
-        // process; the offset is 8-aligned and inside the page. Words of mapped frames are
-        // only ever accessed atomically by the scenarios (zeroing and backing-store reads
-        // happen before a frame is mapped or after it is unmapped).
-        Some(unsafe { &*p.cast::<AtomicU64>() })
+        // Words of mapped frames are only ever accessed atomically by the scenarios (zeroing
+        // and backing-store reads happen before a frame is mapped or after it is unmapped).
+        let word = p.cast::<AtomicU64>();
+        // SAFETY: in the arena's live frame (4 KiB, process lifetime), 8-aligned, atomic only.
+        Some(unsafe { &*word })
     }
 }
 
