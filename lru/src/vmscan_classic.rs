@@ -7,7 +7,9 @@
 //! scan a second chance at the inactive head. Evicted folios get a classic shadow
 //! (`workingset_eviction`, the lruvec's `nonresident_age`), checked on refault by
 //! [`crate::workingset`]. Simplified against Linux: no proportional anon/file scan
-//! balance (file first, then anon, per swappiness) and no rmap walk.
+//! balance (file first, then anon, per swappiness), no rmap walk, and the active list is
+//! deactivated only when the inactive one is low (Linux also deactivates when refaults
+//! were seen since the last cycle, `lruvec->refaults` against `WORKINGSET_ACTIVATE`).
 
 use crate::error::LruError;
 use crate::folio::{Folio, FolioFlags, LRU_GEN_ANON, LRU_GEN_FILE};

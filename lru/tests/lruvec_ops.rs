@@ -9,7 +9,7 @@ use lru::lru_gen::{MAX_NR_GENS, lru_gen_from_seq};
 use lru::lruvec::{folio_lruvec_relock, lruvec_relock};
 use lru::{
     FolioFlags, LruError, LruGenFolio, LruGenFolioBase, LruGenFolioGrouped, LruList, LruMode,
-    LruvecLock, Zone,
+    LruvecLock, PgData, TailMode, Zone,
 };
 use std::sync::atomic::Ordering;
 
@@ -256,6 +256,11 @@ fn node_locked_lruvecs_share_the_node_lock_and_relock_keeps_it() {
         (a.lock_kind(), own.lock_kind()),
         (LruvecLock::Node, LruvecLock::Own)
     );
+    assert_eq!(
+        (a.flags(), own.flags()),
+        (lru::lruvec::lruvec_flags::LRUVEC_NODE_LRU_LOCK, 0),
+        "LRUVEC_NODE_LRU_LOCK only on the node-locked lruvecs"
+    );
     assert_eq!(a.lock_addr(), b.lock_addr(), "one lock per node");
     assert_ne!(a.lock_addr(), own.lock_addr());
     let fb = folios(1, 2, false);
@@ -283,4 +288,15 @@ fn node_locked_lruvecs_share_the_node_lock_and_relock_keeps_it() {
     assert!(!node.lru_lock().is_locked());
     assert!(own.raw_lock().is_locked());
     drop(g);
+}
+
+#[test]
+fn a_lruvec_reports_its_node_and_memcg() {
+    type H = Sa<Ticket, LruGenFolioGrouped>;
+    let node: &'static PgData<H> = Box::leak(Box::new(
+        PgData::new(3, 4, 1 << 16, TailMode::Cached, common::rcu()).unwrap(),
+    ));
+    let lv = common::lruvec_on(node, 9, LruMode::Classic, LruvecLock::Own);
+    assert_eq!((lv.node(), lv.memcg_id()), (3, 9));
+    assert!(std::ptr::eq(lv.pgdat(), node));
 }

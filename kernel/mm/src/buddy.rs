@@ -160,10 +160,10 @@ impl FreeArea {
 
     /// Gives back the upper halves of a block of order `high` at `folio` until an order-`low`
     /// block remains (`expand()`).
-    fn expand(&mut self, memmap: &Memmap, folio: &'static Folio, low: u32, mut high: u32) {
+    fn expand(&mut self, memmap: &Memmap, folio: &'static Folio, low: u32, high: u32) {
         let pfn = folio.pfn();
-        while high > low {
-            high -= 1;
+        // `while (high > low) { high--; ... }`, as a bounded loop.
+        for high in (low..high).rev() {
             let upper = pfn + (1 << high);
             // The whole block is in the memmap: it was built from present frames only.
             if let Some(half) = memmap.pfn_to_folio(upper) {

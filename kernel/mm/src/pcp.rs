@@ -101,9 +101,8 @@ impl Pcp {
 pub fn zone_batchsize(managed: u64) -> u32 {
     let mut batch = (managed >> 10).min((1 << 20) / crate::memmap::PAGE_SIZE);
     batch /= 4;
-    if batch < 1 {
-        batch = 1;
-    }
+    // `if (batch < 1) batch = 1;`
+    batch = batch.max(1);
     let x = batch + batch / 2;
     let pow = 1u64 << (63 - x.leading_zeros());
     (pow - 1).max(1) as u32
@@ -287,5 +286,29 @@ mod tests {
         assert_eq!(nr_pcp_free(&mut p), 90, "at most high - batch");
         p.high = 5;
         assert_eq!(nr_pcp_free(&mut p), 1, "high below batch frees one");
+        p.high = 10;
+        assert_eq!(
+            nr_pcp_free(&mut p),
+            10,
+            "high == batch still leaves batch on the list"
+        );
+    }
+
+    /// The factor stops growing once the spill reaches its clamp, so the halving an
+    /// allocation does (`rmqueue_pcplist`) brings the next spill straight back to `batch`.
+    #[test]
+    fn spill_factor_stops_at_the_clamp() {
+        let mut p = PerCpuPages {
+            count: 0,
+            high: 30,
+            batch: 10,
+            free_factor: 0,
+            list: folio_list(),
+        };
+        assert_eq!(nr_pcp_free(&mut p), 10);
+        assert_eq!(nr_pcp_free(&mut p), 20, "batch << 1 == high - batch");
+        assert_eq!(nr_pcp_free(&mut p), 20);
+        p.free_factor >>= 1;
+        assert_eq!(nr_pcp_free(&mut p), 10, "one allocation halved the factor");
     }
 }

@@ -237,17 +237,36 @@ fn bad_frees_are_refused() {
         Err(FreeError::BadState(g.pfn(), "still mapped"))
     );
     assert_eq!(pa.bad_pages(), 1);
-    // A frame on an LRU list is leaked too.
+    // A frame on an LRU list, one still charged, and one still linked on some list (a
+    // list the allocator does not know, so no flag says so) are leaked too.
     let h = pa.alloc_page(1, 0).unwrap();
     h.set(FolioFlags::LRU);
-    assert!(matches!(pa.free_page(1, h), Err(FreeError::BadState(_, _))));
+    assert_eq!(
+        pa.free_page(1, h),
+        Err(FreeError::BadState(h.pfn(), "still on an LRU list"))
+    );
+    let c = pa.alloc_page(1, 0).unwrap();
+    c.set_memcg_id(7).unwrap();
+    assert_eq!(
+        pa.free_page(1, c),
+        Err(FreeError::BadState(c.pfn(), "still charged to a memcg"))
+    );
+    let l = pa.alloc_page(1, 0).unwrap();
+    let mut list = lru::list::folio_list();
+    list.push_back(l);
+    assert_eq!(
+        pa.free_page(1, l),
+        Err(FreeError::BadState(l.pfn(), "still linked on a list"))
+    );
+    assert_eq!(pa.bad_pages(), 4);
     pa.drain_all();
     let census = pa.check().unwrap();
     assert_eq!(
         census.free_pages,
-        1024 - 2,
-        "the two leaked frames stay out"
+        1024 - 4,
+        "the four leaked frames stay out"
     );
+    drop(list);
 }
 
 /// A frame taken by a user after its free (a stray reference on a free frame) is found

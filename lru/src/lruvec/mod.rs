@@ -172,7 +172,12 @@ pub struct Lruvec<H: LruvecHost> {
     file_cost: AtomicU64,
     /// `nonresident_age`: the classic workingset clock (evictions + activations).
     nonresident_age: AtomicU64,
-    /// `refaults[type]`: workingset activations at the last reclaim (`snapshot_refaults`).
+    /// `refaults[type]`: in Linux, the workingset activations at the end of the last
+    /// reclaim cycle (`snapshot_refaults()`), which classic reclaim compares with the
+    /// current count to deactivate a stale active list early. Kept for Linux's field
+    /// order; this model's classic reclaim deactivates only when the inactive list is low,
+    /// so nothing reads or writes it.
+    #[expect(dead_code, reason = "placement only: see the field's doc")]
     refaults: [AtomicU64; ANON_AND_FILE],
     /// `flags` ([`lruvec_flags`]); immutable here.
     flags: u16,
@@ -198,13 +203,15 @@ unsafe impl<H: LruvecHost> Sync for Lruvec<H> {}
 // SAFETY: as above; moving the lruvec moves list heads, which point at folios only.
 unsafe impl<H: LruvecHost> Send for Lruvec<H> {}
 
-/// A fresh lruvec id: never 0 (which means "on no list"), wrapping after 2^32 - 1.
+/// A fresh lruvec id: never 0 (which means "on no list"), wrapping after 2^32 - 1. The
+/// one caller that draws 0 at the wrap takes the next id instead (nobody else can draw 0
+/// again before another 2^32 ids).
 fn next_lruvec_id() -> u32 {
-    loop {
-        let id = NEXT_LRUVEC_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
-        if id != 0 {
-            return id;
-        }
+    let id = NEXT_LRUVEC_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    if id != 0 {
+        id
+    } else {
+        NEXT_LRUVEC_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -475,20 +482,6 @@ impl<H: LruvecHost> Lruvec<H> {
     /// back; its reclaim cost one page of I/O per page.
     pub fn lru_note_cost_refault(&self, folio: &Folio) {
         self.lru_note_cost(folio.is_file_lru(), 1, 0);
-    }
-
-    /// `lruvec->refaults[type]`: the workingset activations at the last reclaim.
-    #[must_use]
-    pub fn refaults(&self, ty: usize) -> u64 {
-        self.refaults[ty % ANON_AND_FILE].load(Ordering::Relaxed)
-    }
-
-    /// `snapshot_refaults()`: record the workingset activations seen at the end of a
-    /// reclaim cycle (anon, file), so the next cycle can tell whether refaults happened.
-    pub fn snapshot_refaults(&self, activations: [u64; ANON_AND_FILE]) {
-        for (r, a) in self.refaults.iter().zip(activations) {
-            r.store(a, Ordering::Relaxed);
-        }
     }
 
     /// Isolate `folio` from this lruvec (`folio_isolate_lru`): test-and-clear LRU first,
