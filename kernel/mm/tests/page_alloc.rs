@@ -137,6 +137,19 @@ fn zonelist_falls_back_by_zone_then_node() {
         (1, r(GIB4 + 4096, GIB4 + 4096 + 512)),
     ];
     let pa = allocator(2, 2, &ranges, PcpConfig::default());
+    let nodes: Vec<(u32, Vec<ZoneType>)> = pa
+        .nodes()
+        .iter()
+        .map(|n| (n.id(), n.zones().map(|z| z.kind()).collect()))
+        .collect();
+    assert_eq!(
+        nodes,
+        [
+            (0, vec![ZoneType::Dma32, ZoneType::Normal]),
+            (1, vec![ZoneType::Normal])
+        ],
+        "the nodes, their ids and populated zones, lowest first"
+    );
     let mut seq: Vec<(u32, ZoneType)> = Vec::new();
     let mut got = Vec::new();
     while let Some(f) = pa.alloc_page(0, 0) {
@@ -269,31 +282,37 @@ fn bad_frees_are_refused() {
     drop(list);
 }
 
-/// A frame taken by a user after its free (a stray reference on a free frame) is found
-/// when it comes off a list, leaked, and the allocation gets the next frame.
+/// A frame used after its free (a stray reference, mapping or page flag on a free frame)
+/// is found when it comes off a list, leaked, and the allocation gets the next frame.
 #[test]
 fn corrupted_free_frame_is_skipped() {
-    let pa = single(
-        1,
-        0,
-        8,
-        PcpConfig {
-            batch: Some(1),
-            high: Some(0),
-        },
-    );
-    let f = pa.alloc_page(0, 0).unwrap();
-    assert!(pa.free_page(0, f).unwrap());
-    // Use after free.
-    let stray = pa.pfn_to_folio(f.pfn()).unwrap();
-    stray.get();
-    let mut got = Vec::new();
-    while let Some(g) = pa.alloc_page(0, 0) {
-        assert_ne!(g.pfn(), stray.pfn());
-        got.push(g);
+    let corruptions: [(&str, fn(&Folio)); 3] = [
+        ("a reference", |f| f.get()),
+        ("a mapping", |f| assert!(f.inc_mapcount())),
+        ("a flag", |f| f.set(FolioFlags::REFERENCED)),
+    ];
+    for (what, corrupt) in corruptions {
+        let pa = single(
+            1,
+            0,
+            8,
+            PcpConfig {
+                batch: Some(1),
+                high: Some(0),
+            },
+        );
+        let f = pa.alloc_page(0, 0).unwrap();
+        assert!(pa.free_page(0, f).unwrap());
+        // Use after free.
+        let stray = pa.pfn_to_folio(f.pfn()).unwrap();
+        corrupt(stray);
+        let mut got = Vec::new();
+        while let Some(g) = pa.alloc_page(0, 0) {
+            assert_ne!(g.pfn(), stray.pfn(), "{what}");
+            got.push(g);
+        }
+        assert_eq!((got.len(), pa.bad_pages()), (7, 1), "{what}");
     }
-    assert_eq!(got.len(), 7);
-    assert_eq!(pa.bad_pages(), 1);
 }
 
 /// The handover refuses anything that is not reserved RAM, as a whole.
