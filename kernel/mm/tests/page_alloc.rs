@@ -52,6 +52,10 @@ fn memmap_is_sparse_per_section() {
     assert_eq!(pa.pfn_to_folio(5).unwrap().zone(), ZoneType::Dma32);
     // The legacy hole has descriptors (same section) but is not RAM and never free.
     assert!(pa.pfn_to_folio(0xa0).is_some() && !mm.is_present(0xa0));
+    // ... so no path frees it.
+    let hole = pa.pfn_to_folio(0xa0).unwrap();
+    assert_eq!(pa.free_page(0, hole), Err(FreeError::Foreign(0xa0)));
+    assert_eq!(pa.free_frozen_page(0, hole), Err(FreeError::Foreign(0xa0)));
     assert!(
         !pa.free_blocks(pa.zone(0, ZoneType::Dma32).unwrap())
             .iter()
@@ -237,6 +241,10 @@ fn bad_frees_are_refused() {
     );
     let alien = other.alloc_page(0, 0).unwrap();
     assert_eq!(pa.free_page(0, alien), Err(FreeError::Foreign(alien.pfn())));
+    assert_eq!(
+        pa.free_frozen_page(0, alien),
+        Err(FreeError::Foreign(alien.pfn()))
+    );
     // A second reference: the first free only drops it.
     f.get();
     assert_eq!(pa.free_pages(0, f, 1), Ok(false));
