@@ -1,0 +1,214 @@
+//! The invariant checker against the corruptions it exists to find: each test breaks one
+//! invariant of a small healthy world (anonymous pages mapped, file pages cached), checks
+//! that the checker names it, undoes the damage and checks that everything holds again.
+//! What it finds when nothing is wrong is pinned too (the census).
+
+mod vm_common;
+
+use lru::{Folio, FolioFlags};
+use memcg::{MemcgRef, ROOT_ID};
+use mm::vm::check::VmCensus;
+use mm::vm::mm_struct::MmStruct;
+use mm::vm::mmap::MapRequest;
+use mm::vm::object::{Object, ObjectKind};
+use mm::vm::page_cache::Entry;
+use mm::vm::soft_mmu::SoftMmu;
+use mm::vm::vma::VmAreaA;
+use vm_common::*;
+
+const ANON: u64 = 8;
+const FILE: u64 = 8;
+const FRAMES: u64 = 2048;
+
+struct Healthy {
+    w: &'static World,
+    mm: Box<MmStruct<VmAreaA, SoftMmu>>,
+    obj: &'static Object,
+    m: MemcgRef<'static, Pn>,
+    other: MemcgRef<'static, Pn>,
+}
+
+/// `ANON` anonymous pages mapped and `FILE` file pages read (cached, not mapped), all
+/// charged to one memcg; a second, empty memcg beside it.
+fn healthy() -> Healthy {
+    let w: &'static World = Box::leak(Box::new(world(1, FRAMES, |_| {})));
+    let root = w.vm.tree().root();
+    let m = root.create_child().unwrap();
+    let other = root.create_child().unwrap();
+    let mm = w.vm.new_mm::<VmAreaA>(VA, VA_LEN).unwrap();
+    let req = MapRequest {
+        start: VA,
+        len: ANON * 4096,
+        write: true,
+        object: None,
+        node: 0,
+    };
+    w.vm.mmap(&mm, &req, &m).unwrap();
+    for p in 0..ANON {
+        w.vm.touch(&mm, 0, VA + p * 4096, true).unwrap();
+    }
+    let obj: &'static Object = Box::leak(Box::new(Object::new(ObjectKind::File, FILE as usize)));
+    for i in 0..FILE {
+        w.vm.filemap_read(obj, &m, 0, 0, i, true).unwrap();
+    }
+    // Onto the LRU lists (the checker would drain the batches itself).
+    w.vm.lru_add_drain_all(0);
+    Healthy {
+        w,
+        mm,
+        obj,
+        m,
+        other,
+    }
+}
+
+impl Healthy {
+    fn check(&self) -> Result<VmCensus, String> {
+        self.w
+            .vm
+            .check(0, &[&*self.mm], &[self.obj])
+            .map_err(|e| e.0)
+    }
+
+    /// The checker's complaint, which must contain `what`.
+    fn fails_with(&self, what: &str) {
+        match self.check() {
+            Ok(c) => panic!("the checker missed it ({what}): {c:?}"),
+            Err(e) => assert!(e.contains(what), "expected {what:?}, got {e:?}"),
+        }
+    }
+
+    /// A folio on an LRU list: anonymous (mapped) or not (cached).
+    fn lru_folio(&self, anon: bool) -> &'static Folio {
+        (BASE_PFN..BASE_PFN + FRAMES)
+            .filter_map(|p| self.w.pa.pfn_to_folio(p))
+            .find(|f| f.test_lru() && (f.mapcount() > 0) == anon)
+            .expect("an LRU folio of that kind")
+    }
+
+    /// A free frame (on a buddy list).
+    fn free_frame(&self) -> &'static Folio {
+        self.w.pa.drain_all();
+        (BASE_PFN..BASE_PFN + FRAMES)
+            .filter_map(|p| self.w.pa.pfn_to_folio(p))
+            .find(|f| f.test(FolioFlags::BUDDY))
+            .expect("a free frame")
+    }
+}
+
+#[test]
+fn a_healthy_world_passes_with_an_exact_census() {
+    let h = healthy();
+    let c = h.check().unwrap();
+    let free = h.w.free_frames();
+    assert_eq!(
+        c,
+        VmCensus {
+            lru_folios: ANON + FILE,
+            mapped_ptes: ANON,
+            pte_tables: 1,
+            cached_folios: FILE,
+            shadows: 0,
+            charged: ANON + FILE,
+            free_frames: free,
+        }
+    );
+}
+
+#[test]
+fn a_folio_on_another_memcgs_lruvec_is_found() {
+    let h = healthy();
+    let f = h.lru_folio(true);
+    assert!(f.test_clear_lru());
+    f.set_memcg_id(h.other.id()).unwrap();
+    f.set(FolioFlags::LRU);
+    h.fails_with(&format!(
+        "of memcg {} node 0 on the lruvec of memcg {}",
+        h.other.id(),
+        h.m.id()
+    ));
+    assert!(f.test_clear_lru());
+    f.set_memcg_id(h.m.id()).unwrap();
+    f.set(FolioFlags::LRU);
+    h.check().unwrap();
+}
+
+#[test]
+fn a_listed_folio_without_its_lru_flag_is_found() {
+    let h = healthy();
+    let f = h.lru_folio(false);
+    assert!(f.test_clear_lru());
+    h.fails_with("without its LRU flag");
+    f.set(FolioFlags::LRU);
+    h.check().unwrap();
+}
+
+#[test]
+fn a_charge_without_a_folio_is_found() {
+    let h = healthy();
+    h.m.try_charge(0, 1).unwrap();
+    // The root, checked first, is the first found wrong (the charge went up the tree).
+    h.fails_with(&format!(
+        "memcg {ROOT_ID}: memory.current is {} pages, but {} folios",
+        ANON + FILE + 1,
+        ANON + FILE
+    ));
+    h.m.uncharge(1).unwrap();
+    h.check().unwrap();
+}
+
+#[test]
+fn a_mapcount_that_disagrees_with_the_ptes_is_found() {
+    let h = healthy();
+    let f = h.lru_folio(true);
+    assert!(!f.inc_mapcount(), "a second mapping");
+    h.fails_with("mapcount 2 but 1 PTEs map it");
+    f.dec_mapcount().unwrap();
+    h.check().unwrap();
+}
+
+#[test]
+fn a_stray_reference_on_an_anonymous_folio_is_found() {
+    let h = healthy();
+    let f = h.lru_folio(true);
+    f.get();
+    h.fails_with("refcount 2 for 1 mappings");
+    f.put().unwrap();
+    h.check().unwrap();
+}
+
+#[test]
+fn a_stray_reference_on_a_cached_folio_is_found() {
+    let h = healthy();
+    // The lookup pins the folio; keeping the pin is the stray reference.
+    let Some(Entry::Folio(f)) = h.obj.cache().lookup(3) else {
+        panic!("page 3 is cached");
+    };
+    h.fails_with(&format!(
+        "object {} slot 3: refcount 2 for the cache and 0 mappings",
+        h.obj.id()
+    ));
+    f.put().unwrap();
+    h.check().unwrap();
+}
+
+#[test]
+fn a_leaked_anonymous_folio_is_found() {
+    let h = healthy();
+    let f = h.lru_folio(true);
+    // Its PTE stays, so the PTE walk counts a mapping the folio no longer has.
+    f.dec_mapcount().unwrap();
+    h.fails_with("mapcount 0 but 1 PTEs map it");
+    assert!(f.inc_mapcount());
+    h.check().unwrap();
+}
+
+#[test]
+fn a_corrupted_free_frame_is_found() {
+    let h = healthy();
+    let f = h.free_frame();
+    f.get();
+    h.fails_with("page allocator:");
+    f.put().unwrap();
+    h.check().unwrap();
+}
