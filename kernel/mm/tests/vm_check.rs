@@ -212,3 +212,32 @@ fn a_corrupted_free_frame_is_found() {
     f.put().unwrap();
     h.check().unwrap();
 }
+
+/// A mapped folio taken off its LRU list (and uncharged, so the charge books still
+/// agree): the PTE walk finds a mapping of a folio on no list.
+#[test]
+fn a_mapped_folio_off_every_lru_is_found() {
+    let h = healthy();
+    let f = h.lru_folio(true);
+    let lv = h.m.lruvec(0).unwrap();
+    lv.isolate_folio(f).unwrap();
+    h.m.uncharge(1).unwrap();
+    h.fails_with(&format!("maps pfn {:#x}, which is on no LRU", f.pfn()));
+    h.m.try_charge(0, 1).unwrap();
+    lv.putback_folio(f).unwrap();
+    h.check().unwrap();
+}
+
+/// The same for a cached folio: the page-cache walk finds it.
+#[test]
+fn a_cached_folio_off_every_lru_is_found() {
+    let h = healthy();
+    let f = h.lru_folio(false);
+    let lv = h.m.lruvec(0).unwrap();
+    lv.isolate_folio(f).unwrap();
+    h.m.uncharge(1).unwrap();
+    h.fails_with(&format!("cached pfn {:#x} is on no LRU", f.pfn()));
+    h.m.try_charge(0, 1).unwrap();
+    lv.putback_folio(f).unwrap();
+    h.check().unwrap();
+}
