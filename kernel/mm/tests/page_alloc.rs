@@ -154,6 +154,11 @@ fn zonelist_falls_back_by_zone_then_node() {
         ],
         "the nodes, their ids and populated zones, lowest first"
     );
+    assert_eq!(
+        (pa.nr_free_node(0), pa.nr_free_node(1), pa.nr_free_node(2)),
+        (512, 512, 0),
+        "free frames per node; none on a node that does not exist"
+    );
     let mut seq: Vec<(u32, ZoneType)> = Vec::new();
     let mut got = Vec::new();
     while let Some(f) = pa.alloc_page(0, 0) {
@@ -403,6 +408,12 @@ fn pcp_refill_spill_and_counters() {
     assert_eq!(
         total.pcp_pages(),
         i64::try_from(pa.pcp_pages(zone)).unwrap()
+    );
+    let per_zone = pa.zone_stats(zone);
+    assert_eq!(
+        (per_zone.alloc, per_zone.free, per_zone.refill, per_zone.spill),
+        (8, 8, 2, 1),
+        "the zone's counters, summed over both CPUs"
     );
     assert_eq!(pa.drain_all(), u64::try_from(total.pcp_pages()).unwrap());
     assert_eq!(pa.nr_free_pages(), 1024);
