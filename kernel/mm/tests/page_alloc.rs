@@ -411,7 +411,12 @@ fn pcp_refill_spill_and_counters() {
     );
     let per_zone = pa.zone_stats(zone);
     assert_eq!(
-        (per_zone.alloc, per_zone.free, per_zone.refill, per_zone.spill),
+        (
+            per_zone.alloc,
+            per_zone.free,
+            per_zone.refill,
+            per_zone.spill
+        ),
         (8, 8, 2, 1),
         "the zone's counters, summed over both CPUs"
     );

@@ -241,3 +241,19 @@ fn a_cached_folio_off_every_lru_is_found() {
     lv.putback_folio(f).unwrap();
     h.check().unwrap();
 }
+
+/// A listed folio that is unreferenced, or marked free in the buddy allocator.
+#[test]
+fn a_listed_folio_that_is_unreferenced_or_free_is_found() {
+    let h = healthy();
+    let f = h.lru_folio(false);
+    assert_eq!(f.refcount(), 1, "the page cache's reference");
+    assert_eq!(f.put(), Ok(true));
+    h.fails_with("unreferenced or free");
+    f.get();
+    h.check().unwrap();
+    f.set(FolioFlags::BUDDY);
+    h.fails_with("unreferenced or free");
+    f.clear(FolioFlags::BUDDY);
+    h.check().unwrap();
+}
