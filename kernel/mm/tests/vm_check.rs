@@ -29,9 +29,13 @@ struct Healthy {
 }
 
 /// `ANON` anonymous pages mapped and `FILE` file pages read (cached, not mapped), all
-/// charged to one memcg; a second, empty memcg beside it.
+/// charged to one memcg; a second, empty memcg beside it. MGLRU lists.
 fn healthy() -> Healthy {
-    let w: &'static World = Box::leak(Box::new(world(1, FRAMES, |_| {})));
+    healthy_with(true)
+}
+
+fn healthy_with(mglru: bool) -> Healthy {
+    let w: &'static World = Box::leak(Box::new(world(1, FRAMES, |c| c.mglru = mglru)));
     let root = w.vm.tree().root();
     let m = root.create_child().unwrap();
     let other = root.create_child().unwrap();
@@ -96,23 +100,31 @@ impl Healthy {
     }
 }
 
+/// With MGLRU generations and with the classic lists.
 #[test]
 fn a_healthy_world_passes_with_an_exact_census() {
-    let h = healthy();
-    let c = h.check().unwrap();
-    let free = h.w.free_frames();
-    assert_eq!(
-        c,
-        VmCensus {
-            lru_folios: ANON + FILE,
-            mapped_ptes: ANON,
-            pte_tables: 1,
-            cached_folios: FILE,
-            shadows: 0,
-            charged: ANON + FILE,
-            free_frames: free,
-        }
-    );
+    for mglru in [true, false] {
+        let h = healthy_with(mglru);
+        // A frame on CPU 0's per-CPU list: free, though not on a buddy list.
+        let f = h.w.pa.alloc_page(0, 0).unwrap();
+        assert!(h.w.pa.free_page(0, f).unwrap());
+        assert!(h.w.pa.pcp_pages(h.w.pa.zones().next().unwrap()) > 0);
+        let c = h.check().unwrap();
+        let free = h.w.free_frames();
+        assert_eq!(
+            c,
+            VmCensus {
+                lru_folios: ANON + FILE,
+                mapped_ptes: ANON,
+                pte_tables: 1,
+                cached_folios: FILE,
+                shadows: 0,
+                charged: ANON + FILE,
+                free_frames: free,
+            },
+            "mglru: {mglru}"
+        );
+    }
 }
 
 #[test]
