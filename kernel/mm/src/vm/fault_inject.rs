@@ -174,4 +174,30 @@ mod tests {
         );
         assert!((0..100).all(|_| all.should_fail(0)));
     }
+
+    /// The generator is Marsaglia's xorshift64 with the (13, 7, 17) triple: its first
+    /// first two outputs from 1, worked out by hand.
+    #[test]
+    fn the_stream_is_xorshift64_13_7_17() {
+        assert_eq!(xorshift(1), 0x4082_2041);
+        assert_eq!(xorshift(0x4082_2041), 0x1000_4106_0c01_1441);
+    }
+
+    /// Each CPU draws from its own stream: a different seed or CPU gives a different
+    /// sequence, and the name and spec are kept for reports.
+    #[test]
+    fn streams_differ_per_cpu_and_seed() {
+        let spec = |seed| FaultSpec::Probability {
+            percent: 50.0,
+            seed,
+        };
+        let draw = |a: &FaultAttr, cpu| (0..64).map(|_| a.should_fail(cpu)).collect::<Vec<_>>();
+        let a = FaultAttr::new("fail_charge", spec(7));
+        let b = FaultAttr::new("b", spec(8));
+        assert_eq!((a.name(), a.spec()), ("fail_charge", spec(7)));
+        let (a0, a1) = (draw(&a, 0), draw(&a, 1));
+        assert_ne!(a0, a1, "two CPUs, one seed");
+        assert_ne!(a0, draw(&b, 0), "one CPU, two seeds");
+        assert_eq!(a.calls(), 128);
+    }
 }
