@@ -175,7 +175,7 @@ mod tests {
         assert!((0..100).all(|_| all.should_fail(0)));
     }
 
-    /// The generator is Marsaglia's xorshift64 with the (13, 7, 17) triple: its first
+    /// The generator is Marsaglia's xorshift64 with the (13, 7, 17) triple: its
     /// first two outputs from 1, worked out by hand.
     #[test]
     fn the_stream_is_xorshift64_13_7_17() {
