@@ -230,11 +230,15 @@ fn a_corrupted_free_frame_is_found() {
 #[test]
 fn a_mapped_folio_off_every_lru_is_found() {
     let h = healthy();
-    let f = h.lru_folio(true);
+    let va = VA + 3 * 4096;
+    let pfn = h.mm.pgtable().table(va).unwrap().lock().pfn(3).unwrap();
+    let f = h.w.pa.pfn_to_folio(pfn).unwrap();
     let lv = h.m.lruvec(0).unwrap();
     lv.isolate_folio(f).unwrap();
     h.m.uncharge(1).unwrap();
-    h.fails_with(&format!("maps pfn {:#x}, which is on no LRU", f.pfn()));
+    h.fails_with(&format!(
+        "PTE {va:#x} maps pfn {pfn:#x}, which is on no LRU"
+    ));
     h.m.try_charge(0, 1).unwrap();
     lv.putback_folio(f).unwrap();
     h.check().unwrap();
@@ -267,5 +271,46 @@ fn a_listed_folio_that_is_unreferenced_or_free_is_found() {
     f.set(FolioFlags::BUDDY);
     h.fails_with("unreferenced or free");
     f.clear(FolioFlags::BUDDY);
+    h.check().unwrap();
+}
+
+/// A PTE that maps a free frame (a use after free through a stale translation).
+#[test]
+fn a_pte_mapping_a_free_frame_is_found() {
+    let h = healthy();
+    let free = h.free_frame();
+    let idx = ANON as usize + 5;
+    let va = VA + idx as u64 * 4096;
+    h.mm.pgtable()
+        .table(VA)
+        .unwrap()
+        .lock()
+        .set(idx, free.pfn(), true);
+    h.fails_with(&format!(
+        "PTE {va:#x} maps pfn {:#x}, which is on no LRU (free or lost)",
+        free.pfn()
+    ));
+    let _ = h.mm.pgtable().table(VA).unwrap().lock().clear(idx);
+    h.check().unwrap();
+}
+
+/// A PTE table whose frame was freed under it, or is unreferenced.
+#[test]
+fn a_pte_table_in_a_free_frame_is_found() {
+    let h = healthy();
+    let table = h.mm.pgtable().table(VA).unwrap().folio();
+    let want = format!("PTE table at {VA:#x} sits in a free frame");
+    table.set(FolioFlags::BUDDY);
+    h.fails_with(&want);
+    table.clear(FolioFlags::BUDDY);
+    h.check().unwrap();
+    let refs = table.refcount();
+    for _ in 0..refs {
+        table.put().unwrap();
+    }
+    h.fails_with(&want);
+    for _ in 0..refs {
+        table.get();
+    }
     h.check().unwrap();
 }
