@@ -197,11 +197,10 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                     };
                     census.mapped_ptes += 1;
                     let va = base + i as u64 * 4096;
+                    // A folio on an LRU list is charged: the walk above checked that its
+                    // memcg is the (non-zero) id of the lruvec it is on.
                     match on_lru.get(&pfn) {
-                        Some(f) if f.memcg_id() != 0 => *maps.entry(pfn).or_default() += 1,
-                        Some(_) => {
-                            bad.get_or_insert(format!("PTE {va:#x} maps uncharged pfn {pfn:#x}"));
-                        }
+                        Some(_) => *maps.entry(pfn).or_default() += 1,
                         None => {
                             bad.get_or_insert(format!(
                                 "PTE {va:#x} maps pfn {pfn:#x}, which is on no LRU (free or lost)"
