@@ -177,7 +177,6 @@ pub struct Lruvec<H: LruvecHost> {
     /// current count to deactivate a stale active list early. Kept for Linux's field
     /// order; this model's classic reclaim deactivates only when the inactive list is low,
     /// so nothing reads or writes it.
-    #[expect(dead_code, reason = "placement only: see the field's doc")]
     refaults: [AtomicU64; ANON_AND_FILE],
     /// `flags` ([`lruvec_flags`]); immutable here.
     flags: u16,
