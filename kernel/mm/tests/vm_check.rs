@@ -314,3 +314,30 @@ fn a_pte_table_in_a_free_frame_is_found() {
     }
     h.check().unwrap();
 }
+
+/// A cached folio that names another index, or another object, than the slot it is in.
+#[test]
+fn a_cached_folio_naming_another_slot_is_found() {
+    let h = healthy();
+    let Some(Entry::Folio(f)) = h.obj.cache().lookup(2) else {
+        panic!("page 2 is cached");
+    };
+    f.put().unwrap();
+    let (mapping, index) = (f.mapping(), f.index());
+    let want = format!("object {} slot 2: its folio names mapping", h.obj.id());
+    f.set_mapping(mapping, 5);
+    h.fails_with(&want);
+    let other = Object::new(ObjectKind::File, 1);
+    let Some(Entry::Folio(g)) = ({
+        h.w.vm.filemap_read(&other, &h.m, 0, 0, 0, true).unwrap();
+        other.cache().lookup(0)
+    }) else {
+        panic!("the other object's page is cached");
+    };
+    g.put().unwrap();
+    f.set_mapping(g.mapping(), index);
+    h.fails_with(&want);
+    f.set_mapping(mapping, index);
+    h.w.vm.truncate(&other, 0);
+    h.check().unwrap();
+}
