@@ -124,6 +124,20 @@ fn a_healthy_world_passes_with_an_exact_census() {
             },
             "mglru: {mglru}"
         );
+        // Evicted file pages leave shadows in their slots.
+        let reclaimed = h.m.memory_reclaim_write(0, "8K").unwrap();
+        assert!(reclaimed > 0);
+        let c = h.check().unwrap();
+        assert_eq!(
+            (c.cached_folios, c.shadows, c.lru_folios, c.charged),
+            (
+                FILE - reclaimed,
+                reclaimed,
+                ANON + FILE - reclaimed,
+                ANON + FILE - reclaimed
+            ),
+            "mglru: {mglru}"
+        );
     }
 }
 
