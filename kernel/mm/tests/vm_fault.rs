@@ -7,10 +7,11 @@
 mod vm_common;
 
 use mm::vm::counters::VmEvent;
-use mm::vm::fault::FaultError;
+use mm::vm::fault::{FaultError, MAPPING_ANON, anon_mapping};
 use mm::vm::fault_inject::FaultSpec;
 use mm::vm::mmap::MapRequest;
 use mm::vm::object::{Object, ObjectKind};
+use mm::vm::pgtable::pte_index;
 use mm::vm::vma::{VmArea, VmAreaA, VmAreaB};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use vm_common::*;
@@ -37,6 +38,27 @@ fn anonymous_fault_in_and_unmap_give_every_frame_back() {
         w.vm.touch(&mm, 0, VA + p * 4096, true).unwrap();
         assert!(w.vm.pte_present(&mm, VA + p * 4096));
     }
+    // Each folio names its address space (the id with PAGE_MAPPING_ANON) and page.
+    let mut other = w.vm.new_mm::<VmAreaA>(VA, VA_LEN).unwrap();
+    assert_ne!(mm.id(), other.id());
+    for p in [0, 7, 599] {
+        let va = VA + p * 4096;
+        let pfn = mm
+            .pgtable()
+            .table(va)
+            .unwrap()
+            .lock()
+            .pfn(pte_index(va))
+            .unwrap();
+        let f = w.pa.pfn_to_folio(pfn).unwrap();
+        assert_eq!(
+            (f.mapping() >> 1, f.mapping() & MAPPING_ANON, f.index()),
+            (mm.id(), MAPPING_ANON, va >> 12)
+        );
+        assert_eq!(f.mapping(), anon_mapping(mm.id()));
+        assert_ne!(f.mapping(), anon_mapping(other.id()));
+    }
+    w.vm.destroy_mm(&mut other, 0);
     // A second touch is a hit.
     w.vm.touch(&mm, 0, VA, true).unwrap();
     assert_eq!(w.vm.counters().total(VmEvent::Fault), 600);
