@@ -195,6 +195,14 @@ mod tests {
             host.trace().outside.first()
         );
         inst.check().unwrap();
+        // CPU 0 fills its slice and starts it over: its unmap leaves CPU 1's slice mapped.
+        for _ in 1..SLICE / BATCH {
+            inst.run_batch(&on(0, u64::MAX)).unwrap();
+        }
+        let unmapped = counter(&inst, "unmapped");
+        inst.run_batch(&on(0, u64::MAX)).unwrap();
+        assert_eq!(counter(&inst, "unmapped") - unmapped, SLICE as i64);
+        inst.check().unwrap();
         Box::new(inst).teardown().unwrap();
     }
 
