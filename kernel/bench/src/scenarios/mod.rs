@@ -20,6 +20,8 @@ pub mod seed002;
 pub mod seed003;
 pub mod seed004;
 pub mod soft_floor;
+#[cfg(test)]
+pub(crate) mod tests;
 
 use crate::engine::{BenchScenario, Registry};
 use crate::vm::VmHost;

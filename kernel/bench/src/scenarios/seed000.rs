@@ -143,3 +143,151 @@ impl<H: VmHost> BenchScenario for Seed000<'_, H> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenarios::tests::{counter, leak_a_charge, on, soft};
+    use crate::vm::soft::SoftHost;
+    use std::collections::BTreeSet;
+
+    fn build(host: &SoftHost, cpus: u32) -> Refault<'_, SoftHost, PnGenGrouped> {
+        Refault::build(host, cpus).expect("built")
+    }
+
+    /// The pages of reader `i`'s object in its page cache (read and not evicted).
+    fn cached(inst: &Refault<'_, SoftHost, PnGenGrouped>, i: usize) -> BTreeSet<u64> {
+        let mut s = BTreeSet::new();
+        inst.ctx.object(i).cache().for_each(|index, folio| {
+            if folio.is_some() {
+                s.insert(index);
+            }
+        });
+        s
+    }
+
+    #[test]
+    fn memory_max_is_256_pages_plus_80_per_reader() {
+        assert_eq!(
+            [limit(1), limit(2), limit(3), limit(8)],
+            [336, 416, 496, 896]
+        );
+        let host = soft(3, 64);
+        for cpus in 1..=3 {
+            let inst = build(host, cpus);
+            assert_eq!(inst.ctx.nr_memcgs(), 1, "one memcg for every reader");
+            assert_eq!(inst.ctx.memcg(0).memory().max(), limit(cpus));
+            Box::new(inst).teardown().unwrap();
+        }
+    }
+
+    #[test]
+    fn the_readers_objects_are_eight_times_memory_max() {
+        let host = soft(3, 64);
+        for cpus in 1..=3u32 {
+            let inst = build(host, cpus);
+            let max = limit(cpus);
+            let sizes: Vec<u64> = (0..cpus as usize)
+                .map(|i| inst.ctx.object(i).nr_pages())
+                .collect();
+            assert!(sizes.iter().all(|&p| p == inst.pages), "{sizes:?}");
+            let all: u64 = sizes.iter().sum();
+            assert!(
+                all >= OVERCOMMIT * max && all < OVERCOMMIT * max + u64::from(cpus),
+                "{cpus} readers of {sizes:?} pages under a limit of {max}"
+            );
+            Box::new(inst).teardown().unwrap();
+        }
+    }
+
+    /// Every reader draws its pages from a sequence of its own: after one batch each, no
+    /// two readers' objects hold the same pages, and each holds nearly a batch of them.
+    #[test]
+    fn every_reader_reads_pages_of_its_own_sequence() {
+        const READERS: u32 = 8;
+        let host = soft(READERS as usize, 64);
+        let inst = build(host, READERS);
+        for cpu in 0..READERS {
+            assert_eq!(inst.run_batch(&on(cpu, u64::MAX)), Ok(BATCH));
+            host.quiescent(cpu as usize);
+        }
+        assert_eq!(counter(&inst, "evicted"), 0, "a batch per reader fits");
+        let sets: Vec<BTreeSet<u64>> = (0..READERS as usize).map(|i| cached(&inst, i)).collect();
+        for (i, s) in sets.iter().enumerate() {
+            assert!(s.len() as u64 >= BATCH - 4, "reader {i} read only {s:?}");
+            for (j, t) in sets.iter().enumerate().skip(i + 1) {
+                assert_ne!(s, t, "readers {i} and {j} read the same pages");
+            }
+        }
+        Box::new(inst).teardown().unwrap();
+    }
+
+    /// The readers' pseudo-random sequence (xorshift64) does not fall into a short cycle: by
+    /// Brent's algorithm over the generator's state after each read, none within 2^17 reads.
+    /// (The reads themselves are of page 0 only, so that they are cheap; the state does not
+    /// depend on the pages.)
+    #[test]
+    fn the_read_sequence_does_not_cycle_soon() {
+        let host = soft(1, 16);
+        let mut inst = build(host, 1);
+        inst.pages = 1;
+        let state =
+            |inst: &Refault<'_, SoftHost, PnGenGrouped>| inst.rng[0].0.load(Ordering::Relaxed);
+        let step = |inst: &Refault<'_, SoftHost, PnGenGrouped>| {
+            assert_eq!(inst.run_batch(&on(0, 1)), Ok(1));
+        };
+        // Brent: `power` doubles until the hare meets the tortoise; `lam` is then the cycle
+        // length. Bounded: a cycle longer than the budget is as good as none here.
+        let budget = 1u64 << 17;
+        let (mut power, mut lam) = (1u64, 1u64);
+        let mut tortoise = state(&inst);
+        step(&inst);
+        let mut steps = 1;
+        while state(&inst) != tortoise && steps < budget {
+            if power == lam {
+                tortoise = state(&inst);
+                power *= 2;
+                lam = 0;
+            }
+            step(&inst);
+            lam += 1;
+            steps += 1;
+        }
+        assert_eq!(steps, budget, "the sequence cycles with period {lam}");
+        Box::new(inst).teardown().unwrap();
+    }
+
+    #[test]
+    fn check_passes_at_memory_max_and_fails_on_a_leaked_charge() {
+        let host = soft(1, 64);
+        let inst = build(host, 1);
+        for _ in 0..4 {
+            inst.run_batch(&on(0, u64::MAX)).unwrap();
+        }
+        inst.check().unwrap();
+        // memory.max down to exactly the usage (the stocks are drained by the check): still
+        // within the limit.
+        let m = inst.ctx.memcg(0);
+        m.set_max(0, m.usage()).unwrap();
+        assert_eq!(m.usage(), m.memory().max());
+        inst.check().unwrap();
+        leak_a_charge(m);
+        assert!(inst.check().is_err(), "a charge no folio holds");
+    }
+
+    #[test]
+    fn teardown_gives_every_frame_back_and_reports_what_was_left() {
+        let host = soft(2, 64);
+        let free = host.free_frames();
+        let inst = build(host, 2);
+        for cpu in 0..2 {
+            inst.run_batch(&on(cpu, u64::MAX)).unwrap();
+        }
+        Box::new(inst).teardown().unwrap();
+        assert_eq!(host.free_frames(), free);
+
+        let inst = build(host, 2);
+        leak_a_charge(inst.ctx.memcg(0));
+        assert!(Box::new(inst).teardown().is_err(), "a leaked charge");
+    }
+}

@@ -184,3 +184,131 @@ impl<H: VmHost> BenchScenario for Seed001<'_, H> {
         Ok(inst)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenarios::tests::{TraceHost, counter, leak_a_charge, on};
+    use std::collections::BTreeSet;
+
+    fn build<'h>(
+        host: &'h TraceHost,
+        config: &str,
+        cpus: u32,
+    ) -> FaultFree<'h, TraceHost, PnPaired> {
+        let setup = Setup {
+            config,
+            variant: "patch1@+0",
+            cpus,
+        };
+        FaultFree::build(
+            host,
+            &setup,
+            PnPlacement::PairStart,
+            StatPath::ThroughLruvec,
+        )
+        .expect("built")
+    }
+
+    /// Page numbers (from the space's first page) of what space `s` was stored to.
+    fn pages(host: &TraceHost, s: usize) -> BTreeSet<u64> {
+        let base = host.trace().spaces[s].0 >> 12;
+        host.trace()
+            .pages_written(s)
+            .iter()
+            .map(|p| p - base)
+            .collect()
+    }
+
+    #[test]
+    fn every_cpu_has_a_space_of_its_own_charging_the_one_memcg() {
+        let host = TraceHost::new(2, 32);
+        for config in ["anon", "shmem"] {
+            let inst = build(&host, config, 2);
+            assert_eq!(inst.ctx.nr_memcgs(), 1);
+            let spaces = host.trace().spaces.len();
+            assert!(spaces >= 2);
+            for &(_, size) in &host.trace().spaces[spaces - 2..] {
+                assert!(size >= WINDOW * 4096, "{config}: a space of {size} bytes");
+            }
+            if config == "shmem" {
+                for i in 0..2 {
+                    assert_eq!(inst.ctx.object(i).nr_pages(), BATCH);
+                    assert_eq!(inst.ctx.object(i).nr_mappings(), 1);
+                }
+            }
+            Box::new(inst).teardown().unwrap();
+        }
+    }
+
+    /// Each anonymous batch stores to BATCH fresh consecutive pages of the window and frees
+    /// them; the first WINDOW / BATCH batches walk the whole window, each page once.
+    #[test]
+    fn anonymous_batches_walk_the_window_and_free_what_they_fault() {
+        let host = TraceHost::new(1, 32);
+        let inst = build(&host, "anon", 1);
+        let mut seen = BTreeSet::new();
+        for b in 0..WINDOW / BATCH {
+            host.clear();
+            let faults = counter(&inst, "faults");
+            let unmapped = counter(&inst, "unmapped");
+            assert_eq!(inst.run_batch(&on(0, u64::MAX)), Ok(BATCH));
+            assert_eq!(counter(&inst, "faults") - faults, BATCH as i64, "batch {b}");
+            assert_eq!(
+                counter(&inst, "unmapped") - unmapped,
+                BATCH as i64,
+                "batch {b}"
+            );
+            let p = pages(&host, 0);
+            let (first, last) = (*p.first().unwrap(), *p.last().unwrap());
+            assert_eq!(
+                (p.len() as u64, last - first + 1),
+                (BATCH, BATCH),
+                "batch {b}: {p:?}"
+            );
+            assert!(host.trace().outside.is_empty());
+            seen.extend(p);
+            inst.check().unwrap();
+        }
+        assert_eq!(seen, (0..WINDOW).collect::<BTreeSet<u64>>());
+        Box::new(inst).teardown().unwrap();
+    }
+
+    #[test]
+    fn shmem_batches_fault_every_page_of_the_object_and_truncate_it() {
+        let host = TraceHost::new(1, 32);
+        let inst = build(&host, "shmem", 1);
+        for _ in 0..3 {
+            host.clear();
+            let faults = counter(&inst, "faults");
+            assert_eq!(inst.run_batch(&on(0, u64::MAX)), Ok(BATCH));
+            assert_eq!(counter(&inst, "faults") - faults, BATCH as i64);
+            assert_eq!(pages(&host, 0), (0..BATCH).collect::<BTreeSet<u64>>());
+            assert_eq!(inst.ctx.object(0).cache().nr_folios(), 0, "truncated");
+            inst.check().unwrap();
+        }
+        Box::new(inst).teardown().unwrap();
+    }
+
+    #[test]
+    fn check_fails_on_a_page_left_mapped_and_teardown_on_a_leaked_charge() {
+        let host = TraceHost::new(1, 32);
+        let inst = build(&host, "anon", 1);
+        inst.check().unwrap();
+        let space = inst.ctx.space(0);
+        space.use_mm(0);
+        space.write(0, space.base(), 1).unwrap();
+        assert!(inst.check().is_err(), "a page faulted and not freed");
+        Box::new(inst).teardown().unwrap();
+
+        let free = host.soft().free_frames();
+        let inst = build(&host, "anon", 1);
+        inst.run_batch(&on(0, u64::MAX)).unwrap();
+        Box::new(inst).teardown().unwrap();
+        assert_eq!(host.soft().free_frames(), free, "every frame back");
+
+        let inst = build(&host, "shmem", 1);
+        leak_a_charge(inst.ctx.memcg(0));
+        assert!(Box::new(inst).teardown().is_err(), "a leaked charge");
+    }
+}

@@ -138,3 +138,71 @@ impl<H: VmHost> BenchScenario for Seed002<'_, H> {
         Ok(Box::new(Reclaim::build(self.host, memcgs, mode)?))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenarios::tests::{counter, leak_a_charge, on, soft};
+    use crate::vm::soft::SoftHost;
+
+    fn build(host: &SoftHost, memcgs: usize) -> Reclaim<'_, SoftHost> {
+        Reclaim::build(host, memcgs, TailMode::Cached).expect("built")
+    }
+
+    /// Every count of memcgs the catalog runs fits the context's id space, with the root,
+    /// and each node's FIFO holds them all.
+    #[test]
+    fn every_catalog_config_builds_its_memcgs() {
+        let host = soft(1, 64);
+        let s = Seed002::new(host);
+        for config in crate::catalog::scenario("seed002-reclaim").unwrap().configs {
+            let inst = s
+                .instantiate(&Setup {
+                    config,
+                    variant: "B",
+                    cpus: 1,
+                })
+                .unwrap_or_else(|e| panic!("{config} memcgs: {e}"));
+            inst.check().unwrap();
+            inst.teardown().unwrap();
+        }
+    }
+
+    #[test]
+    fn a_request_fails_with_eagain_and_leaves_every_memcg_in_the_fifo() {
+        let host = soft(2, 64);
+        let inst = build(host, 10);
+        for cpu in 0..2 {
+            assert_eq!(inst.run_batch(&on(cpu, u64::MAX)), Ok(1));
+            host.quiescent(cpu as usize);
+        }
+        assert_eq!(counter(&inst, "reclaim_eagain"), 2);
+        inst.check().unwrap();
+        Box::new(inst).teardown().unwrap();
+    }
+
+    #[test]
+    fn check_fails_on_a_memcg_it_did_not_build_and_teardown_on_a_leaked_charge() {
+        let host = soft(1, 64);
+        let inst = build(host, 10);
+        let extra = inst.ctx.tree().root().create_child().unwrap();
+        assert!(
+            inst.check().is_err(),
+            "eleven memcgs and the root in the FIFO"
+        );
+        let id = extra.id();
+        drop(extra);
+        inst.ctx.tree().offline(id, 0).unwrap();
+        Box::new(inst).teardown().unwrap();
+
+        let inst = build(host, 10);
+        leak_a_charge(inst.ctx.memcg(3));
+        assert!(Box::new(inst).teardown().is_err(), "a leaked charge");
+    }
+
+    #[test]
+    fn its_rates_are_not_fractions_of_the_fault_floor() {
+        let host = soft(1, 16);
+        assert!(!Seed002::new(host).floor_relative());
+    }
+}

@@ -130,3 +130,124 @@ impl<H: VmHost> BenchScenario for Seed003<'_, H> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenarios::tests::{TraceHost, counter, leak_a_charge, on};
+    use std::collections::BTreeSet;
+
+    /// Pages in a PTE table (2 MiB).
+    const PTE_TABLE: u64 = 512;
+
+    fn build(host: &TraceHost, cpus: u32) -> Pft<'_, TraceHost, VmAreaB> {
+        Pft::build(host, cpus).expect("built")
+    }
+
+    /// Page numbers, from the first page of the space, stored to by CPU `cpu`.
+    fn pages_of(host: &TraceHost, cpu: usize) -> BTreeSet<u64> {
+        let t = host.trace();
+        let base = t.spaces[0].0;
+        t.accesses
+            .iter()
+            .filter(|a| a.cpu == cpu && a.write)
+            .map(|a| (a.va - base) >> 12)
+            .collect()
+    }
+
+    #[test]
+    fn the_cpus_fault_slices_of_their_own_in_one_shared_space() {
+        let host = TraceHost::new(2, 64);
+        let inst = build(&host, 2);
+        assert_eq!(inst.ctx.nr_memcgs(), 1);
+        assert_eq!(
+            host.trace().spaces.len(),
+            1,
+            "one address space for all CPUs"
+        );
+        let size = host.trace().spaces[0].1;
+        assert!(
+            size >= 2 * SLICE * 4096,
+            "a space of {size} bytes for two slices"
+        );
+        for cpu in 0..2 {
+            assert_eq!(inst.run_batch(&on(cpu, u64::MAX)), Ok(BATCH));
+            host.soft().quiescent(cpu as usize);
+        }
+        for cpu in 0..2u64 {
+            let first = cpu * SLICE;
+            assert_eq!(first % PTE_TABLE, 0, "each slice starts a PTE table");
+            assert_eq!(
+                pages_of(&host, cpu as usize),
+                (first..first + BATCH).collect::<BTreeSet<u64>>(),
+                "cpu {cpu}"
+            );
+        }
+        assert_eq!(counter(&inst, "faults"), 2 * BATCH as i64);
+        inst.check().unwrap();
+        // The second slice to its end: the space must hold it.
+        for _ in 1..SLICE / BATCH {
+            inst.run_batch(&on(1, u64::MAX)).unwrap();
+        }
+        assert!(
+            host.trace().outside.is_empty(),
+            "{:?}",
+            host.trace().outside.first()
+        );
+        inst.check().unwrap();
+        // CPU 0 fills its slice and starts it over: its unmap leaves CPU 1's slice mapped.
+        for _ in 1..SLICE / BATCH {
+            inst.run_batch(&on(0, u64::MAX)).unwrap();
+        }
+        let unmapped = counter(&inst, "unmapped");
+        inst.run_batch(&on(0, u64::MAX)).unwrap();
+        assert_eq!(counter(&inst, "unmapped") - unmapped, SLICE as i64);
+        inst.check().unwrap();
+        Box::new(inst).teardown().unwrap();
+    }
+
+    /// A batch stops at the end of the slice, however many operations it is asked for; the
+    /// next one unmaps the whole slice and starts it over.
+    #[test]
+    fn a_full_slice_is_unmapped_and_faulted_again() {
+        let host = TraceHost::new(1, 64);
+        let inst = build(&host, 1);
+        let ask = 40;
+        let mut done = 0;
+        while done < SLICE {
+            let n = inst.run_batch(&on(0, ask)).unwrap();
+            assert_eq!(n, ask.min(SLICE - done));
+            done += n;
+        }
+        assert_eq!(done, SLICE);
+        assert_eq!(pages_of(&host, 0), (0..SLICE).collect::<BTreeSet<u64>>());
+        assert!(host.trace().outside.is_empty());
+        inst.check().unwrap();
+        assert_eq!(counter(&inst, "unmapped"), 0);
+
+        host.clear();
+        assert_eq!(inst.run_batch(&on(0, ask)), Ok(ask));
+        assert_eq!(counter(&inst, "unmapped"), SLICE as i64, "the whole slice");
+        assert_eq!(pages_of(&host, 0), (0..ask).collect::<BTreeSet<u64>>());
+        assert_eq!(counter(&inst, "faults"), (SLICE + ask) as i64);
+        inst.check().unwrap();
+        Box::new(inst).teardown().unwrap();
+    }
+
+    #[test]
+    fn check_fails_on_a_page_no_cursor_counts_and_teardown_on_a_leaked_charge() {
+        let host = TraceHost::new(1, 64);
+        let inst = build(&host, 1);
+        inst.run_batch(&on(0, u64::MAX)).unwrap();
+        inst.check().unwrap();
+        let space = inst.ctx.space(0);
+        space.use_mm(0);
+        space.write(0, space.base() + BATCH * 4096, 1).unwrap();
+        assert!(inst.check().is_err(), "a page past the cursor");
+        Box::new(inst).teardown().unwrap();
+
+        let inst = build(&host, 1);
+        leak_a_charge(inst.ctx.memcg(0));
+        assert!(Box::new(inst).teardown().is_err(), "a leaked charge");
+    }
+}

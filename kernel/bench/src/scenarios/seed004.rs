@@ -163,3 +163,111 @@ impl<H: VmHost> BenchScenario for Seed004<'_, H> {
         Ok(Box::new(ReadTwice::build(self.host, setup, lock)?))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenarios::tests::{counter, leak_a_charge, on, soft};
+    use crate::vm::soft::SoftHost;
+
+    fn build<'h>(host: &'h SoftHost, config: &str, cpus: u32) -> ReadTwice<'h, SoftHost> {
+        let setup = Setup {
+            config,
+            variant: "B",
+            cpus,
+        };
+        ReadTwice::build(host, &setup, LruvecLock::Own).expect("built")
+    }
+
+    /// Per memcg: memory.max.
+    fn limits(inst: &ReadTwice<'_, SoftHost>) -> Vec<u64> {
+        (0..inst.ctx.nr_memcgs())
+            .map(|i| inst.ctx.memcg(i).memory().max())
+            .collect()
+    }
+
+    /// Slots of reader `r`'s object that were ever read: a folio, or a shadow once evicted.
+    fn slots_read(inst: &ReadTwice<'_, SoftHost>, r: usize) -> u64 {
+        let mut n = 0;
+        inst.ctx.object(r).cache().for_each(|_, _| n += 1);
+        n
+    }
+
+    #[test]
+    fn readers_share_memcgs_as_configured_each_limited_per_reader() {
+        let host = soft(3, 64);
+        let inst = build(host, "1-per-memcg", 3);
+        assert_eq!(inst.memcg_of, [0, 1, 2]);
+        assert_eq!(limits(&inst), [LIMIT_PER_READER; 3]);
+        assert_eq!(inst.pages, PAGES);
+        assert!((0..3).all(|r| inst.ctx.object(r).nr_pages() == PAGES));
+        Box::new(inst).teardown().unwrap();
+
+        // Three readers two by two: the last memcg has one reader, and its limit.
+        let inst = build(host, "2-per-memcg", 3);
+        assert_eq!(inst.memcg_of, [0, 0, 1]);
+        assert_eq!(limits(&inst), [2 * LIMIT_PER_READER, LIMIT_PER_READER]);
+        assert_eq!(inst.pages, 2 * PAGES);
+        assert!((0..3).all(|r| inst.ctx.object(r).nr_pages() == 2 * PAGES));
+        Box::new(inst).teardown().unwrap();
+    }
+
+    /// A reader streams its object front to back, every page once per pass, and the
+    /// memcg's limit makes reclaim evict as it goes; a second pass starts over at page 0.
+    #[test]
+    fn a_pass_reads_every_page_of_the_object_under_reclaim() {
+        let host = soft(1, 64);
+        let inst = build(host, "2-per-memcg", 1);
+        let pages = inst.pages;
+        for _ in 0..pages / BATCH {
+            assert_eq!(inst.run_batch(&on(0, u64::MAX)), Ok(BATCH));
+        }
+        assert_eq!(slots_read(&inst, 0), pages, "every page of the first pass");
+        assert_eq!(counter(&inst, "file_reads"), pages as i64);
+        assert_eq!(counter(&inst, "cache_misses"), pages as i64);
+        assert!(
+            counter(&inst, "evicted") > 0,
+            "the limit is below the object"
+        );
+        inst.check().unwrap();
+        // The second pass: page 0 again, which was evicted long ago.
+        let refaults = counter(&inst, "refaults");
+        assert_eq!(inst.run_batch(&on(0, 1)), Ok(1));
+        assert_eq!(counter(&inst, "refaults") - refaults, 1);
+        Box::new(inst).teardown().unwrap();
+    }
+
+    #[test]
+    fn check_passes_at_memory_max_and_fails_on_a_leaked_charge() {
+        let host = soft(2, 64);
+        let inst = build(host, "1-per-memcg", 2);
+        for cpu in 0..2 {
+            inst.run_batch(&on(cpu, u64::MAX)).unwrap();
+        }
+        inst.check().unwrap();
+        for i in 0..2 {
+            let m = inst.ctx.memcg(i);
+            m.set_max(0, m.usage()).unwrap();
+            assert_eq!(m.usage(), m.memory().max());
+        }
+        inst.check().unwrap();
+        leak_a_charge(inst.ctx.memcg(1));
+        assert!(inst.check().is_err(), "a charge no folio holds");
+    }
+
+    #[test]
+    fn teardown_gives_every_frame_back_and_reports_what_was_left() {
+        let host = soft(2, 64);
+        let free = host.free_frames();
+        let inst = build(host, "2-per-memcg", 2);
+        for cpu in 0..2 {
+            inst.run_batch(&on(cpu, u64::MAX)).unwrap();
+        }
+        Box::new(inst).teardown().unwrap();
+        assert_eq!(host.free_frames(), free);
+
+        let inst = build(host, "1-per-memcg", 2);
+        leak_a_charge(inst.ctx.memcg(1));
+        assert!(Box::new(inst).teardown().is_err(), "a leaked charge");
+    }
+}
