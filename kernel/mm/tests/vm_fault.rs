@@ -89,6 +89,26 @@ fn anonymous_fault_in_and_unmap_give_every_frame_back() {
     );
 }
 
+/// A zap of a range reaching past the address space is clipped to it: it clears what is
+/// mapped inside and returns (it does not walk the 2 MiB spans up to the end of the range).
+#[test]
+fn a_zap_past_the_address_space_is_clipped() {
+    let w = world(1, 1024, |_| {});
+    let root = w.vm.tree().root();
+    let m = root.create_child().unwrap();
+    let mut mm = w.vm.new_mm::<VmAreaA>(VA, VA_LEN).unwrap();
+    w.vm.mmap(&mm, &anon(VA + VA_LEN - 4 * 4096, 4), &m)
+        .unwrap();
+    for p in 0..4 {
+        w.vm.touch(&mm, 0, VA + VA_LEN - (p + 1) * 4096, true)
+            .unwrap();
+    }
+    w.vm.zap_page_range(&mm, 0, 0, u64::MAX);
+    let c = w.vm.check(0, &[&*mm], &[]).unwrap();
+    assert_eq!((c.mapped_ptes, c.lru_folios, c.charged), (0, 0, 0));
+    w.vm.destroy_mm(&mut mm, 0);
+}
+
 /// mmtests pft: every thread faults its own slice of ONE region, concurrently.
 fn pft<V: VmArea>() {
     const CPUS: usize = 4;

@@ -138,9 +138,12 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
 
     /// `zap_page_range`: clear every PTE in `[start, end)` of `mm` and release what they
     /// mapped (see the module documentation). The caller holds the region (write-locked by
-    /// `munmap`, or read-locked / known quiet for a partial zap).
+    /// `munmap`, or read-locked / known quiet for a partial zap). The range is clipped to
+    /// the address space's, as `unmap_single_vma()` clips it to the region's.
     pub fn zap_page_range<V: VmArea>(&self, mm: &MmStruct<V, M>, cpu: usize, start: u64, end: u64) {
         let cpu = self.cpu(cpu);
+        let (lo, hi) = mm.range();
+        let (start, end) = (start.max(lo), end.min(hi));
         // The pages this CPU just faulted may still sit in its own lru_add batch:
         // lru_add_drain() first, as the unmap path does.
         let _ = self.batches.drain_cpu(cpu, &self.tree);
