@@ -340,3 +340,125 @@ fn injected_failures_are_clean() {
     w.grace_period();
     assert_eq!(w.free_frames(), free0);
 }
+
+/// A PTE carries its region's protection, and a fault hands out a zeroed frame even when
+/// the frame it reuses was written before (`clear_page`).
+#[test]
+fn ptes_follow_the_region_and_reused_frames_come_zeroed() {
+    use mm::vm::pgtable::Mmu;
+    let w = world(1, 1024, |_| {});
+    let root = w.vm.tree().root();
+    let m = root.create_child().unwrap();
+    let mut mm = w.vm.new_mm::<VmAreaA>(VA, VA_LEN).unwrap();
+    let ro = VA + (1 << 20);
+    w.vm.mmap(&mm, &anon(VA, 4), &m).unwrap();
+    w.vm.mmap(
+        &mm,
+        &MapRequest {
+            start: ro,
+            len: 4 * 4096,
+            write: false,
+            object: None,
+            node: 0,
+        },
+        &m,
+    )
+    .unwrap();
+    let pfn_at = |va: u64| w.mmu.pte_pfn(mm.pgtable().read_pte(va)).unwrap();
+    w.vm.touch(&mm, 0, VA, true).unwrap();
+    let dirty = pfn_at(VA);
+    assert_eq!(mm.pgtable().read_pte(VA), w.mmu.mk_pte(dirty, true));
+    // SAFETY: `dirty` is a frame of the arena, mapped by this test's region only, and no
+    // other thread touches it.
+    unsafe { std::ptr::write_bytes(w.mmu.frame_ptr(dirty), 0xa5, 4096) };
+    w.vm.zap_page_range(&mm, 0, VA, VA + 4096);
+    // The freed frame is the hot one on this CPU's list: the next fault reuses it.
+    w.vm.touch(&mm, 0, ro, false).unwrap();
+    assert_eq!(
+        pfn_at(ro),
+        dirty,
+        "the per-CPU list hands back its hottest frame"
+    );
+    assert_eq!(
+        mm.pgtable().read_pte(ro),
+        w.mmu.mk_pte(dirty, false),
+        "read-only"
+    );
+    // SAFETY: as above; the frame is now mapped read-only by this test's region only.
+    let bytes = unsafe { std::slice::from_raw_parts(w.mmu.frame_ptr(dirty), 4096) };
+    assert!(bytes.iter().all(|&b| b == 0), "the reused frame was zeroed");
+    assert_eq!(
+        w.vm.touch(&mm, 0, ro, true),
+        Err(FaultError::AccessDenied),
+        "no write to a read-only region"
+    );
+    w.vm.destroy_mm(&mut mm, 0);
+}
+
+/// A fault in a region mapping an object maps the folio its page cache holds.
+#[test]
+fn an_object_fault_maps_the_cached_folio() {
+    let w = world(1, 1024, |_| {});
+    let root = w.vm.tree().root();
+    let m = root.create_child().unwrap();
+    let obj: &'static Object = Box::leak(Box::new(Object::new(ObjectKind::File, 16)));
+    let mut mm = w.vm.new_mm::<VmAreaA>(VA, VA_LEN).unwrap();
+    w.vm.mmap(
+        &mm,
+        &MapRequest {
+            start: VA,
+            len: 8 * 4096,
+            write: false,
+            object: Some((obj, 4)),
+            node: 0,
+        },
+        &m,
+    )
+    .unwrap();
+    w.vm.touch(&mm, 0, VA + 2 * 4096, false).unwrap();
+    assert!(w.vm.pte_present(&mm, VA + 2 * 4096));
+    let Some(mm::vm::page_cache::Entry::Folio(f)) = obj.cache().lookup(6) else {
+        panic!("page 4 + 2 of the object is cached");
+    };
+    f.put().unwrap();
+    // The lru_add batch's reference goes with the drain.
+    w.vm.lru_add_drain_all(0);
+    let pte = mm.pgtable().read_pte(VA + 2 * 4096);
+    assert_eq!(
+        mm::vm::pgtable::Mmu::pte_pfn(w.mmu, pte),
+        Some(f.pfn()),
+        "the PTE maps the cached folio"
+    );
+    assert_eq!(
+        (f.mapcount(), f.refcount()),
+        (1, 2),
+        "the cache's and the mapping's"
+    );
+    assert_eq!(obj.cache().nr_folios(), 1, "only the page touched was read");
+    w.vm.check(0, &[&*mm], &[obj]).unwrap();
+    w.vm.destroy_mm(&mut mm, 0);
+    w.vm.truncate(obj, 0);
+}
+
+/// Running out of frames fails the fault with `NoMemory`, counted as such.
+#[test]
+fn no_free_frame_fails_the_fault_and_is_counted() {
+    let w = world(1, 64, |_| {});
+    let root = w.vm.tree().root();
+    let m = root.create_child().unwrap();
+    let mut mm = w.vm.new_mm::<VmAreaA>(VA, VA_LEN).unwrap();
+    w.vm.mmap(&mm, &anon(VA, 128), &m).unwrap();
+    let mut failed = 0;
+    for p in 0..128 {
+        match w.vm.touch(&mm, 0, VA + p * 4096, true) {
+            Ok(()) => {}
+            Err(FaultError::NoMemory) => failed += 1,
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    assert!(failed > 64, "{failed}");
+    assert_eq!(w.vm.counters().total(VmEvent::FaultFailNoMemory), failed);
+    assert_eq!(w.vm.counters().total(VmEvent::FaultFailMemcg), 0);
+    w.vm.check(0, &[&*mm], &[]).unwrap();
+    w.vm.destroy_mm(&mut mm, 0);
+}

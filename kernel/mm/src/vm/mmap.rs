@@ -234,7 +234,9 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
     }
 
     /// A touch done in software (the host's stand-in for a load or store that may fault):
-    /// a present PTE is a hit, anything else goes through [`Vm::handle_mm_fault`].
+    /// a present PTE is a hit (for a store, a present and writable one), anything else goes
+    /// through [`Vm::handle_mm_fault`], as the MMU would raise a fault: a store to a
+    /// read-only page fails there with [`FaultError::AccessDenied`].
     pub fn touch<V: VmArea>(
         &self,
         mm: &MmStruct<V, M>,
@@ -245,7 +247,13 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         // The accessing CPU uses the address space (a present PTE is a TLB fill on a
         // real MMU, without a fault).
         mm.use_mm(self.cpu(cpu));
-        if self.pte_present(mm, addr) {
+        let pte = mm.pgtable().read_pte(addr);
+        let hit = if write {
+            self.mmu.pte_write(pte)
+        } else {
+            self.mmu.pte_pfn(pte).is_some()
+        };
+        if hit {
             return Ok(());
         }
         self.handle_mm_fault(mm, cpu, addr, write)

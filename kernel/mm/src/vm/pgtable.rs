@@ -62,6 +62,8 @@ pub trait Mmu: Send + Sync + 'static {
     fn mk_pte(&self, pfn: u64, writable: bool) -> u64;
     /// The frame a PTE maps, if it is present.
     fn pte_pfn(&self, pte: u64) -> Option<u64>;
+    /// Whether a PTE is present and allows writes (`pte_write()`).
+    fn pte_write(&self, pte: u64) -> bool;
     /// Drops this CPU's translations of `vas` (`invlpg`).
     fn flush_tlb_local(&self, vas: &[u64]);
     /// Drops the translations of `vas` on every CPU of `cpus` except `me`, and waits until
@@ -383,6 +385,9 @@ pub(crate) mod tests {
         }
         fn pte_pfn(&self, pte: u64) -> Option<u64> {
             (pte & 1 == 1).then_some(pte >> 12)
+        }
+        fn pte_write(&self, pte: u64) -> bool {
+            pte & 3 == 3
         }
         fn flush_tlb_local(&self, vas: &[u64]) {
             self.local_flushes.fetch_add(vas.len(), Ordering::Relaxed);

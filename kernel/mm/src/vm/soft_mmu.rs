@@ -100,6 +100,10 @@ impl Mmu for SoftMmu {
         (pte & PRESENT != 0).then_some((pte & FRAME) >> 12)
     }
 
+    fn pte_write(&self, pte: u64) -> bool {
+        pte & (PRESENT | WRITABLE) == PRESENT | WRITABLE
+    }
+
     fn flush_tlb_local(&self, vas: &[u64]) {
         self.local_flushes.fetch_add(vas.len() as u64, Relaxed);
     }

@@ -105,6 +105,11 @@ impl Mmu for KernelMmu {
         p.present().then(|| p.pfn())
     }
 
+    fn pte_write(&self, pte: u64) -> bool {
+        let p = Pte::from_raw(pte);
+        p.present() && p.writable()
+    }
+
     fn flush_tlb_local(&self, vas: &[u64]) {
         tlb::flush_tlb_local_request(&TlbFlush::Pages(vas));
     }
