@@ -425,9 +425,13 @@ fn an_object_fault_maps_the_cached_folio() {
     w.vm.lru_add_drain_all(0);
     let pte = mm.pgtable().read_pte(VA + 2 * 4096);
     assert_eq!(
-        mm::vm::pgtable::Mmu::pte_pfn(w.mmu, pte),
-        Some(f.pfn()),
-        "the PTE maps the cached folio"
+        pte,
+        mm::vm::pgtable::Mmu::mk_pte(w.mmu, f.pfn(), false),
+        "the PTE maps the cached folio, read-only as its region"
+    );
+    assert_eq!(
+        w.vm.touch(&mm, 0, VA + 2 * 4096, true),
+        Err(FaultError::AccessDenied)
     );
     assert_eq!(
         (f.mapcount(), f.refcount()),
@@ -435,6 +439,29 @@ fn an_object_fault_maps_the_cached_folio() {
         "the cache's and the mapping's"
     );
     assert_eq!(obj.cache().nr_folios(), 1, "only the page touched was read");
+    // A writable mapping of the same object maps its pages writable.
+    let rw = VA + (1 << 20);
+    w.vm.mmap(
+        &mm,
+        &MapRequest {
+            start: rw,
+            len: 8 * 4096,
+            write: true,
+            object: Some((obj, 0)),
+            node: 0,
+        },
+        &m,
+    )
+    .unwrap();
+    w.vm.touch(&mm, 0, rw + 4096, true).unwrap();
+    let Some(mm::vm::page_cache::Entry::Folio(g)) = obj.cache().lookup(1) else {
+        panic!("page 1 is cached");
+    };
+    g.put().unwrap();
+    assert_eq!(
+        mm.pgtable().read_pte(rw + 4096),
+        mm::vm::pgtable::Mmu::mk_pte(w.mmu, g.pfn(), true)
+    );
     w.vm.check(0, &[&*mm], &[obj]).unwrap();
     w.vm.destroy_mm(&mut mm, 0);
     w.vm.truncate(obj, 0);
