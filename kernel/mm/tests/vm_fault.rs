@@ -489,3 +489,29 @@ fn no_free_frame_fails_the_fault_and_is_counted() {
     w.vm.check(0, &[&*mm], &[]).unwrap();
     w.vm.destroy_mm(&mut mm, 0);
 }
+
+/// Page-cache pages are counted as file pages, and shmem-like ones as shmem too.
+#[test]
+fn page_cache_pages_are_counted_as_file_and_shmem() {
+    use lru::NodeStatItem::{NrFilePages, NrShmem};
+    let w = world(1, 1024, |_| {});
+    let root = w.vm.tree().root();
+    let m = root.create_child().unwrap();
+    let file = Object::new(ObjectKind::File, 8);
+    let shmem = Object::new(ObjectKind::Shmem, 8);
+    for i in 0..8 {
+        w.vm.filemap_read(&file, &m, 0, 0, i, true).unwrap();
+    }
+    for i in 0..3 {
+        w.vm.filemap_read(&shmem, &m, 0, 0, i, false).unwrap();
+    }
+    m.flush_stats();
+    assert_eq!(
+        (m.memory_stat(NrFilePages), m.memory_stat(NrShmem)),
+        (11, 3)
+    );
+    w.vm.truncate(&file, 0);
+    w.vm.truncate(&shmem, 0);
+    m.flush_stats();
+    assert_eq!((m.memory_stat(NrFilePages), m.memory_stat(NrShmem)), (0, 0));
+}
