@@ -29,8 +29,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 CARGO_MUTANTS_VERSION=27.1.0
 
 # The core files: lru's list, reclaim and refault logic; memcg's charge path, hierarchy and
-# reclaim; the page allocator and the fault path. (kernel/bench is left to an explicit FILE
-# list until its scenarios settle.)
+# reclaim; the page allocator and the fault path; the seeds' benchmark scenarios.
 DEFAULT_FILES=(
     lru/src/vmscan.rs
     lru/src/vmscan_classic.rs
@@ -58,6 +57,11 @@ DEFAULT_FILES=(
     kernel/mm/src/vm/mmu_gather.rs
     kernel/mm/src/vm/fault_inject.rs
     kernel/mm/src/vm/check.rs
+    kernel/bench/src/scenarios/seed000.rs
+    kernel/bench/src/scenarios/seed001.rs
+    kernel/bench/src/scenarios/seed002.rs
+    kernel/bench/src/scenarios/seed003.rs
+    kernel/bench/src/scenarios/seed004.rs
 )
 
 # Code whose interleavings only the loom models explore.
