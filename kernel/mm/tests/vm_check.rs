@@ -71,7 +71,7 @@ impl Healthy {
         self.w
             .vm
             .check(0, &[&*self.mm], &[self.obj])
-            .map_err(|e| e.0)
+            .map_err(|e| e.to_string())
     }
 
     /// The checker's complaint, which must contain `what`.
