@@ -148,16 +148,17 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         // lru_add_drain() first, as the unmap path does.
         let _ = self.batches.drain_cpu(cpu, &self.tree);
         let mut tlb = MmuGather::new(self.mmu, mm.cpumask(), cpu);
-        let mut va = start & !0xfff;
-        while va < end {
-            let span_end = ((va / PTE_TABLE_SPAN) + 1) * PTE_TABLE_SPAN;
-            let stop = span_end.min(end);
-            let Some(table) = mm.pgtable().table(va) else {
-                va = stop;
+        let start = start & !0xfff;
+        // One pass per 2 MiB span that a PTE table covers (`zap_pmd_range`), each over the
+        // span's pages in the range: bounded loops.
+        for span in start / PTE_TABLE_SPAN..end.div_ceil(PTE_TABLE_SPAN) {
+            let from = (span * PTE_TABLE_SPAN).max(start);
+            let stop = ((span + 1) * PTE_TABLE_SPAN).min(end);
+            let Some(table) = mm.pgtable().table(from) else {
                 continue;
             };
             let mut pte = table.lock();
-            while va < stop {
+            for va in (from..stop).step_by(4096) {
                 if tlb.is_full() {
                     drop(pte);
                     self.tlb_flush(&mut tlb, cpu);
@@ -174,7 +175,6 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                     let _ = tlb.remove_page(va, folio);
                     self.count(cpu, VmEvent::Unmapped);
                 }
-                va += 4096;
             }
             drop(pte);
         }
