@@ -299,7 +299,8 @@ fn bad_frees_are_refused() {
 /// is found when it comes off a list, leaked, and the allocation gets the next frame.
 #[test]
 fn corrupted_free_frame_is_skipped() {
-    let corruptions: [(&str, fn(&Folio)); 3] = [
+    type Corruption = (&'static str, fn(&Folio));
+    let corruptions: [Corruption; 3] = [
         ("a reference", |f| f.get()),
         ("a mapping", |f| assert!(f.inc_mapcount())),
         ("a flag", |f| f.set(FolioFlags::REFERENCED)),
