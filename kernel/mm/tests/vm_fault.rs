@@ -64,6 +64,8 @@ fn anonymous_fault_in_and_unmap_give_every_frame_back() {
     assert_eq!(w.vm.counters().total(VmEvent::Fault), 600);
     let c = w.vm.check(0, &[&*mm], &[]).unwrap();
     assert_eq!((c.lru_folios, c.mapped_ptes, c.charged), (600, 600, 600));
+    m.flush_stats();
+    assert_eq!(m.memory_stat(lru::NodeStatItem::NrAnonMapped), 600);
     assert_eq!(c.pte_tables, 2, "600 pages span two 2 MiB tables");
     assert_eq!(m.usage(), 600);
     assert!(w.free_frames() <= free0 - 600 - 2);
@@ -77,6 +79,13 @@ fn anonymous_fault_in_and_unmap_give_every_frame_back() {
     let c = w.vm.check(0, &[&*mm], &[]).unwrap();
     assert_eq!((c.lru_folios, c.mapped_ptes, c.charged), (0, 0, 0));
     assert_eq!(w.vm.counters().total(VmEvent::Released), 600);
+    m.flush_stats();
+    assert_eq!(m.memory_stat(lru::NodeStatItem::NrAnonMapped), 0);
+    assert_eq!(
+        w.vm.counters().total(VmEvent::Shootdown),
+        0,
+        "one CPU: local flushes only"
+    );
     w.vm.destroy_mm(&mut mm, 0);
     assert_eq!(
         w.free_frames(),
@@ -138,8 +147,13 @@ fn pft<V: VmArea>() {
         // Every CPU that faulted is in the cpumask: an unmap must shoot down.
         assert!((0..CPUS).all(|c| mm.cpumask().contains(c)));
         let before = w.mmu.shootdowns();
+        let counted = w.vm.counters().total(VmEvent::Shootdown);
         w.vm.zap_page_range(&mm, 0, VA, VA + PER * CPUS as u64 * 4096);
         assert!(w.mmu.shootdowns() > before, "other CPUs held translations");
+        assert!(
+            w.vm.counters().total(VmEvent::Shootdown) > counted,
+            "and it was counted"
+        );
         let c = w.vm.check(0, &[&*mm], &[]).unwrap();
         assert_eq!((c.mapped_ptes, c.lru_folios, c.charged), (0, 0, 0));
         // A fresh fault on every page after the zap.
@@ -464,6 +478,12 @@ fn an_object_fault_maps_the_cached_folio() {
     );
     w.vm.check(0, &[&*mm], &[obj]).unwrap();
     w.vm.destroy_mm(&mut mm, 0);
+    m.flush_stats();
+    assert_eq!(
+        m.memory_stat(lru::NodeStatItem::NrAnonMapped),
+        0,
+        "unmapping object pages leaves the anonymous count alone"
+    );
     w.vm.truncate(obj, 0);
 }
 

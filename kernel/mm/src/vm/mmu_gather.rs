@@ -172,4 +172,32 @@ mod tests {
         g.flush(|_, _| {});
         assert!(g.is_empty());
     }
+
+    #[test]
+    fn len_counts_what_is_gathered_until_the_flush() {
+        let mmu = SoftMmu::new(1);
+        let mask = CpuMask::new();
+        let mut g = MmuGather::new(mmu, &mask, 0);
+        assert!(g.is_empty() && g.len() == 0);
+        for i in 0..5u64 {
+            assert!(g.remove_page(0x1000 * i, frame(i)));
+        }
+        assert_eq!((g.len(), g.is_empty()), (5, false));
+        g.flush(|_, _| {});
+        assert_eq!((g.len(), g.is_empty()), (0, true));
+    }
+
+    /// Dropping a gather that still holds pages (never flushed, so never released) is a
+    /// bug its drop reports in debug builds.
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "mmu_gather dropped with 2 pages")]
+    fn dropping_unflushed_pages_is_reported() {
+        let mmu = SoftMmu::new(1);
+        let mask = CpuMask::new();
+        let mut g = MmuGather::new(mmu, &mask, 0);
+        assert!(g.remove_page(0, frame(0)));
+        assert!(g.remove_page(0x1000, frame(1)));
+        drop(g);
+    }
 }

@@ -282,6 +282,23 @@ mod tests {
         Box::leak(Box::new(Folio::new(pfn, 0, Zone::Normal).unwrap()))
     }
 
+    /// Entries compare by kind, folios by identity (not by contents), shadows by value.
+    #[test]
+    fn entries_compare_folios_by_identity() {
+        let (a, b) = (folio(20), folio(20));
+        assert_eq!(Entry::Folio(a), Entry::Folio(a));
+        assert_ne!(Entry::Folio(a), Entry::Folio(b), "two folios, equal fields");
+        assert_ne!(Entry::Folio(a), Entry::Empty);
+        assert_eq!(Entry::Empty, Entry::Empty);
+        let s = Shadow::pack(3, 0, 0x1234, false);
+        assert_eq!(Entry::Shadow(s), Entry::Shadow(s));
+        assert_ne!(
+            Entry::Shadow(s),
+            Entry::Shadow(Shadow::pack(3, 0, 0x4321, false))
+        );
+        assert_ne!(Entry::Shadow(s), Entry::Empty);
+    }
+
     #[test]
     fn add_lookup_evict_refault_truncate() {
         let pc = PageCache::new(4);
