@@ -282,6 +282,35 @@ mod tests {
         Box::leak(Box::new(Folio::new(pfn, 0, Zone::Normal).unwrap()))
     }
 
+    /// `f` on a thread of its own, which must finish within 10 s: a lookup's retry loop
+    /// that never ends fails the test instead of hanging it.
+    fn bounded<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("{what} did not finish within 10 s"))
+    }
+
+    /// A lookup of a cached folio returns it, pinned once, without going round its retry
+    /// loop forever; `holds` names exactly the folio in the slot.
+    #[test]
+    fn a_lookup_returns_at_once_with_one_pin() {
+        let pc: &'static PageCache = Box::leak(Box::new(PageCache::new(2)));
+        let f = folio(30);
+        f.get();
+        assert_eq!(pc.add(0, f), Ok(None));
+        let got = bounded("lookup", move || pc.lookup(0));
+        assert_eq!(got, Some(Entry::Folio(f)));
+        assert_eq!(f.refcount(), 2, "the cache's and the lookup's");
+        f.put().unwrap();
+        assert!(pc.holds(0, f));
+        assert!(!pc.holds(0, folio(31)), "another folio");
+        assert!(!pc.holds(1, f), "another slot");
+        assert!(!pc.holds(9, f), "past the end");
+    }
+
     /// Entries compare by kind, folios by identity (not by contents), shadows by value.
     #[test]
     fn entries_compare_folios_by_identity() {
