@@ -67,3 +67,14 @@ impl World {
         self.pa.nr_free_pages()
     }
 }
+
+/// `f` on a thread of its own, which must finish within 10 s: a retry loop that never
+/// ends fails the test instead of hanging it (the thread is left behind).
+pub fn bounded<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(10))
+        .unwrap_or_else(|_| panic!("{what} did not finish within 10 s"))
+}

@@ -412,11 +412,11 @@ fn ptes_follow_the_region_and_reused_frames_come_zeroed() {
 /// A fault in a region mapping an object maps the folio its page cache holds.
 #[test]
 fn an_object_fault_maps_the_cached_folio() {
-    let w = world(1, 1024, |_| {});
+    let w: &'static World = Box::leak(Box::new(world(1, 1024, |_| {})));
     let root = w.vm.tree().root();
     let m = root.create_child().unwrap();
     let obj: &'static Object = Box::leak(Box::new(Object::new(ObjectKind::File, 16)));
-    let mut mm = w.vm.new_mm::<VmAreaA>(VA, VA_LEN).unwrap();
+    let mm = w.vm.new_mm::<VmAreaA>(VA, VA_LEN).unwrap();
     w.vm.mmap(
         &mm,
         &MapRequest {
@@ -429,7 +429,12 @@ fn an_object_fault_maps_the_cached_folio() {
         &m,
     )
     .unwrap();
-    w.vm.touch(&mm, 0, VA + 2 * 4096, false).unwrap();
+    // The fault retries while the folio it found has left the cache: it must not spin.
+    let (mut mm, res) = bounded("the object fault", move || {
+        let r = w.vm.touch(&mm, 0, VA + 2 * 4096, false);
+        (mm, r)
+    });
+    res.unwrap();
     assert!(w.vm.pte_present(&mm, VA + 2 * 4096));
     let Some(mm::vm::page_cache::Entry::Folio(f)) = obj.cache().lookup(6) else {
         panic!("page 4 + 2 of the object is cached");
