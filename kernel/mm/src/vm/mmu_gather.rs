@@ -178,7 +178,7 @@ mod tests {
         let mmu = SoftMmu::new(1);
         let mask = CpuMask::new();
         let mut g = MmuGather::new(mmu, &mask, 0);
-        assert!(g.is_empty() && g.len() == 0);
+        assert_eq!((g.len(), g.is_empty()), (0, true));
         for i in 0..5u64 {
             assert!(g.remove_page(0x1000 * i, frame(i)));
         }
