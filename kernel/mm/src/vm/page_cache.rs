@@ -282,15 +282,19 @@ mod tests {
         Box::leak(Box::new(Folio::new(pfn, 0, Zone::Normal).unwrap()))
     }
 
-    /// `f` on a thread of its own, which must finish within 10 s: a lookup's retry loop
-    /// that never ends fails the test instead of hanging it.
-    fn bounded<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    /// `f` on a thread of its own, which must finish within `secs` seconds: a lookup's
+    /// retry loop that never ends fails the test instead of hanging it.
+    fn bounded<T: Send + 'static>(
+        what: &str,
+        secs: u64,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> T {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let _ = tx.send(f());
         });
-        rx.recv_timeout(std::time::Duration::from_secs(10))
-            .unwrap_or_else(|_| panic!("{what} did not finish within 10 s"))
+        rx.recv_timeout(std::time::Duration::from_secs(secs))
+            .unwrap_or_else(|_| panic!("{what} did not finish within {secs} s"))
     }
 
     /// A lookup of a cached folio returns it, pinned once, without going round its retry
@@ -301,7 +305,7 @@ mod tests {
         let f = folio(30);
         f.get();
         assert_eq!(pc.add(0, f), Ok(None));
-        let got = bounded("lookup", move || pc.lookup(0));
+        let got = bounded("lookup", 10, move || pc.lookup(0));
         assert_eq!(got, Some(Entry::Folio(f)));
         assert_eq!(f.refcount(), 2, "the cache's and the lookup's");
         f.put().unwrap();
@@ -376,6 +380,15 @@ mod tests {
     /// sees the shadow; it never returns a folio the slot no longer holds.
     #[test]
     fn lookup_races_with_eviction() {
+        // Bounded: a lookup that spins on a slot eviction never changed fails the test.
+        bounded(
+            "2000 rounds of lookup against eviction",
+            60,
+            lookup_vs_eviction,
+        );
+    }
+
+    fn lookup_vs_eviction() {
         let pc = std::sync::Arc::new(PageCache::new(1));
         for round in 0..2000u64 {
             let f = folio(100 + round);
