@@ -540,3 +540,41 @@ fn page_cache_pages_are_counted_as_file_and_shmem() {
     m.flush_stats();
     assert_eq!((m.memory_stat(NrFilePages), m.memory_stat(NrShmem)), (0, 0));
 }
+
+/// Reclaim evicts a mapped file page through the reverse map: its PTE is cleared first,
+/// a shadow takes its slot, and the next access refaults it.
+#[test]
+fn reclaim_unmaps_and_evicts_a_mapped_file_page() {
+    let w = world(1, 1024, |_| {});
+    let root = w.vm.tree().root();
+    let m = root.create_child().unwrap();
+    let obj: &'static Object = Box::leak(Box::new(Object::new(ObjectKind::File, 4)));
+    let mut mm = w.vm.new_mm::<VmAreaA>(VA, VA_LEN).unwrap();
+    w.vm.mmap(
+        &mm,
+        &MapRequest {
+            start: VA,
+            len: 4 * 4096,
+            write: false,
+            object: Some((obj, 0)),
+            node: 0,
+        },
+        &m,
+    )
+    .unwrap();
+    w.vm.touch(&mm, 0, VA, false).unwrap();
+    let c = w.vm.check(0, &[&*mm], &[obj]).unwrap();
+    assert_eq!((c.charged, c.cached_folios, c.mapped_ptes), (1, 1, 1));
+    assert_eq!(m.memory_reclaim_write(0, "4K").unwrap(), 1);
+    assert!(!w.vm.pte_present(&mm, VA), "unmapped before it was freed");
+    assert_eq!(w.vm.counters().total(VmEvent::Evicted), 1);
+    let c = w.vm.check(0, &[&*mm], &[obj]).unwrap();
+    assert_eq!(
+        (c.charged, c.cached_folios, c.shadows, c.mapped_ptes),
+        (0, 0, 1, 0)
+    );
+    w.vm.touch(&mm, 0, VA, false).unwrap();
+    assert_eq!(w.vm.counters().total(VmEvent::Refault), 1);
+    w.vm.destroy_mm(&mut mm, 0);
+    w.vm.truncate(obj, 0);
+}
