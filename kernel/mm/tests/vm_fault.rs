@@ -565,7 +565,13 @@ fn reclaim_unmaps_and_evicts_a_mapped_file_page() {
     w.vm.touch(&mm, 0, VA, false).unwrap();
     let c = w.vm.check(0, &[&*mm], &[obj]).unwrap();
     assert_eq!((c.charged, c.cached_folios, c.mapped_ptes), (1, 1, 1));
+    let file_pages = || {
+        m.flush_stats();
+        m.memory_stat(lru::NodeStatItem::NrFilePages)
+    };
+    assert_eq!(file_pages(), 1);
     assert_eq!(m.memory_reclaim_write(0, "4K").unwrap(), 1);
+    assert_eq!(file_pages(), 0, "an evicted page is no longer a file page");
     assert!(!w.vm.pte_present(&mm, VA), "unmapped before it was freed");
     assert_eq!(w.vm.counters().total(VmEvent::Evicted), 1);
     let c = w.vm.check(0, &[&*mm], &[obj]).unwrap();
