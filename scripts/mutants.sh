@@ -23,6 +23,9 @@
 #   VM_SOAK_OPS (kernel/mm's soak test length, default here 1500), MUTANTS_OUT (where the
 #   reports go, default target/mutants; use another one for a run over other files, so
 #   that --iterate over the default list keeps its ledger).
+# The whole script is one brace group, so bash reads all of it before it runs any of it:
+# editing the file during an hours-long run does not change what that run executes.
+{
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -79,7 +82,7 @@ for arg in "$@"; do
     --loom) loom=1 ;;
     --iterate) iterate=(--iterate) ;;
     -h | --help)
-        sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+        sed -n '2,/^# The whole script/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
         exit 0
         ;;
     -*)
@@ -198,3 +201,4 @@ summary() {
 }
 summary | tee "$base/summary.txt"
 exit "$status"
+}
