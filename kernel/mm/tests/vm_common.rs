@@ -69,12 +69,21 @@ impl World {
 }
 
 /// `f` on a thread of its own, which must finish within 10 s: a retry loop that never
-/// ends fails the test instead of hanging it (the thread is left behind).
+/// ends fails the test binary instead of hanging it. It exits the whole process, since
+/// other tests of the binary that reach the same loop would keep it from ever finishing.
 pub fn bounded<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(f());
     });
     rx.recv_timeout(std::time::Duration::from_secs(10))
-        .unwrap_or_else(|_| panic!("{what} did not finish within 10 s"))
+        .unwrap_or_else(|_| {
+            // Straight to stderr: the harness's capture of `eprintln!` dies with the exit.
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "{what} did not finish within 10 s: a loop that never ends"
+            );
+            std::process::exit(101)
+        })
 }

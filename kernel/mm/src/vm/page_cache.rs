@@ -283,7 +283,8 @@ mod tests {
     }
 
     /// `f` on a thread of its own, which must finish within `secs` seconds: a lookup's
-    /// retry loop that never ends fails the test instead of hanging it.
+    /// retry loop that never ends fails the test binary instead of hanging it (it exits
+    /// the process: other tests reaching the same loop would never let it finish).
     fn bounded<T: Send + 'static>(
         what: &str,
         secs: u64,
@@ -294,7 +295,16 @@ mod tests {
             let _ = tx.send(f());
         });
         rx.recv_timeout(std::time::Duration::from_secs(secs))
-            .unwrap_or_else(|_| panic!("{what} did not finish within {secs} s"))
+            .unwrap_or_else(|_| {
+                // Straight to stderr: the harness's capture of `eprintln!` dies with the
+                // exit.
+                use std::io::Write;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "{what} did not finish within {secs} s: a loop that never ends"
+                );
+                std::process::exit(101)
+            })
     }
 
     /// A lookup of a cached folio returns it, pinned once, without going round its retry
