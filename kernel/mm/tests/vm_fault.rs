@@ -118,6 +118,28 @@ fn a_zap_past_the_address_space_is_clipped() {
     w.vm.destroy_mm(&mut mm, 0);
 }
 
+/// A zap of pages in the middle of a PTE table's span clears exactly those pages.
+#[test]
+fn a_partial_zap_clears_exactly_its_pages() {
+    let w = world(1, 1024, |_| {});
+    let root = w.vm.tree().root();
+    let m = root.create_child().unwrap();
+    let mut mm = w.vm.new_mm::<VmAreaA>(VA, VA_LEN).unwrap();
+    w.vm.mmap(&mm, &anon(VA, 32), &m).unwrap();
+    for p in 0..32 {
+        w.vm.touch(&mm, 0, VA + p * 4096, true).unwrap();
+    }
+    w.vm.zap_page_range(&mm, 0, VA + 12 * 4096, VA + 20 * 4096);
+    let present: Vec<u64> = (0..32)
+        .filter(|&p| w.vm.pte_present(&mm, VA + p * 4096))
+        .collect();
+    let want: Vec<u64> = (0..12).chain(20..32).collect();
+    assert_eq!(present, want);
+    let c = w.vm.check(0, &[&*mm], &[]).unwrap();
+    assert_eq!((c.mapped_ptes, c.lru_folios), (24, 24));
+    w.vm.destroy_mm(&mut mm, 0);
+}
+
 /// mmtests pft: every thread faults its own slice of ONE region, concurrently.
 fn pft<V: VmArea>() {
     const CPUS: usize = 4;
