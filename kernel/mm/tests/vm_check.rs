@@ -90,6 +90,18 @@ impl Healthy {
             .expect("an LRU folio of that kind")
     }
 
+    /// Takes `f` off its LRU list and uncharges it (so the charge books still agree), checks
+    /// that the checker says `what`, and puts everything back.
+    fn off_lru_fails_with(&self, f: &'static Folio, what: &str) {
+        let lv = self.m.lruvec(0).unwrap();
+        lv.isolate_folio(f).unwrap();
+        self.m.uncharge(1).unwrap();
+        self.fails_with(what);
+        self.m.try_charge(0, 1).unwrap();
+        lv.putback_folio(f).unwrap();
+        self.check().unwrap();
+    }
+
     /// A free frame (on a buddy list).
     fn free_frame(&self) -> &'static Folio {
         self.w.pa.drain_all();
@@ -247,15 +259,10 @@ fn a_mapped_folio_off_every_lru_is_found() {
     let va = VA + 3 * 4096;
     let pfn = h.mm.pgtable().table(va).unwrap().lock().pfn(3).unwrap();
     let f = h.w.pa.pfn_to_folio(pfn).unwrap();
-    let lv = h.m.lruvec(0).unwrap();
-    lv.isolate_folio(f).unwrap();
-    h.m.uncharge(1).unwrap();
-    h.fails_with(&format!(
-        "PTE {va:#x} maps pfn {pfn:#x}, which is on no LRU"
-    ));
-    h.m.try_charge(0, 1).unwrap();
-    lv.putback_folio(f).unwrap();
-    h.check().unwrap();
+    h.off_lru_fails_with(
+        f,
+        &format!("PTE {va:#x} maps pfn {pfn:#x}, which is on no LRU"),
+    );
 }
 
 /// The same for a cached folio: the page-cache walk finds it.
@@ -263,13 +270,7 @@ fn a_mapped_folio_off_every_lru_is_found() {
 fn a_cached_folio_off_every_lru_is_found() {
     let h = healthy();
     let f = h.lru_folio(false);
-    let lv = h.m.lruvec(0).unwrap();
-    lv.isolate_folio(f).unwrap();
-    h.m.uncharge(1).unwrap();
-    h.fails_with(&format!("cached pfn {:#x} is on no LRU", f.pfn()));
-    h.m.try_charge(0, 1).unwrap();
-    lv.putback_folio(f).unwrap();
-    h.check().unwrap();
+    h.off_lru_fails_with(f, &format!("cached pfn {:#x} is on no LRU", f.pfn()));
 }
 
 /// A listed folio that is unreferenced, or marked free in the buddy allocator.
