@@ -393,7 +393,7 @@ mod tests {
         // Bounded: a lookup that spins on a slot eviction never changed fails the test.
         bounded(
             "2000 rounds of lookup against eviction",
-            60,
+            20,
             lookup_vs_eviction,
         );
     }
