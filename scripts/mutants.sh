@@ -146,7 +146,9 @@ for c in "${crates[@]}"; do
         out+=-loom
         sel+=(--profile release)
         args+=(--profile release)
-        test_args=(-- --test 'loom_*')
+        # For the build as well as the test run (`--cargo-arg`): the crate's other suites
+        # do not compile with `--cfg loom`.
+        test_args=(--cargo-arg=--test=loom_*)
         flags="--cfg loom"
     fi
     mkdir -p "$out"
