@@ -29,21 +29,29 @@ fn read_once(rcu: &Rcu<Loom>, ptr: &AtomicPtr<Obj>) {
     assert!(obj.alive.load(Ordering::Relaxed), "use after free");
 }
 
+/// An RCU domain with CPU 0 online and a reader thread on it that reads, reports a
+/// quiescent state, reads again and goes offline; the object it reads is then unpublished
+/// (swapped for a new one) and returned, for the writer to free once it is safe.
+fn online_reader_and_unpublish() -> (Arc<Rcu<Loom>>, loom::thread::JoinHandle<()>, *mut Obj) {
+    let rcu = Arc::new(Rcu::<Loom>::new(1));
+    let ptr = Arc::new(AtomicPtr::new(obj()));
+    let _ = rcu.pending_callbacks(); // create the lazily built loom lock before spawning
+    rcu.online(0).unwrap();
+    let (r, p) = (rcu.clone(), ptr.clone());
+    let reader = loom::thread::spawn(move || {
+        read_once(&r, &p);
+        r.quiescent_state(0).unwrap();
+        read_once(&r, &p);
+        r.offline(0).unwrap();
+    });
+    let old = ptr.swap(obj(), Ordering::AcqRel);
+    (rcu, reader, old)
+}
+
 #[test]
 fn synchronize_waits_for_readers() {
     model(3, || {
-        let rcu = Arc::new(Rcu::<Loom>::new(1));
-        let ptr = Arc::new(AtomicPtr::new(obj()));
-        let _ = rcu.pending_callbacks(); // create the lazily built loom lock before spawning
-        rcu.online(0).unwrap();
-        let (r, p) = (rcu.clone(), ptr.clone());
-        let reader = loom::thread::spawn(move || {
-            read_once(&r, &p);
-            r.quiescent_state(0).unwrap();
-            read_once(&r, &p);
-            r.offline(0).unwrap();
-        });
-        let old = ptr.swap(obj(), Ordering::AcqRel);
+        let (rcu, reader, old) = online_reader_and_unpublish();
         rcu.synchronize(None).unwrap();
         // SAFETY: `old` came from Box::into_raw and is never freed.
         unsafe { &*old }.alive.store(false, Ordering::Relaxed);
@@ -100,18 +108,7 @@ fn call_rcu_defers_the_free() {
 #[test]
 fn polled_grace_period_gates_the_free() {
     model(3, || {
-        let rcu = Arc::new(Rcu::<Loom>::new(1));
-        let ptr = Arc::new(AtomicPtr::new(obj()));
-        let _ = rcu.pending_callbacks(); // create the lazily built loom lock before spawning
-        rcu.online(0).unwrap();
-        let (r, p) = (rcu.clone(), ptr.clone());
-        let reader = loom::thread::spawn(move || {
-            read_once(&r, &p);
-            r.quiescent_state(0).unwrap();
-            read_once(&r, &p);
-            r.offline(0).unwrap();
-        });
-        let old = ptr.swap(obj(), Ordering::AcqRel);
+        let (rcu, reader, old) = online_reader_and_unpublish();
         let cookie = rcu.get_state_synchronize_rcu();
         assert!(
             !rcu.poll_state_synchronize_rcu(cookie),
@@ -131,18 +128,7 @@ fn advance_completes_only_after_the_reader_reported() {
     // cookie's grace period completed; the reader is inside a section, reports, and reads
     // again. The free must never be visible to a read before the reader's report.
     model(3, || {
-        let rcu = Arc::new(Rcu::<Loom>::new(1));
-        let ptr = Arc::new(AtomicPtr::new(obj()));
-        let _ = rcu.pending_callbacks(); // create the lazily built loom lock before spawning
-        rcu.online(0).unwrap();
-        let (r, p) = (rcu.clone(), ptr.clone());
-        let reader = loom::thread::spawn(move || {
-            read_once(&r, &p);
-            r.quiescent_state(0).unwrap();
-            read_once(&r, &p);
-            r.offline(0).unwrap();
-        });
-        let old = ptr.swap(obj(), Ordering::AcqRel);
+        let (rcu, reader, old) = online_reader_and_unpublish();
         let cookie = rcu.start_poll_synchronize_rcu();
         let mut freed = false;
         for _ in 0..3 {
