@@ -43,7 +43,7 @@ pub mod vm;
 pub use progress::Progress;
 pub use record::{
     Comparison, CpuShare, End, KResult, LockStat, Machine, Note, Plan, PlanScenario, Platform,
-    Record, Run,
+    Premise, Record, Run,
 };
 pub use summary::Summary;
 pub use table::{Style, Table};

@@ -11,7 +11,7 @@
 //! | `note` | `text`: a sentence for the reader of the results (a skipped scenario, how a scenario was set up, what a platform's numbers mean) |
 //! | `run` | `scenario`, `config`, `variant`, `cpus`, `round`, `warmup`, `ops`, `ns`, `ops_per_s`; then `per_cpu` [{`cpu`, `ops`, `ns`}], `locks` {class -> {`acquisitions`, `contended`, `wait_total_cycles`, `wait_max_cycles`}}, `counters` {name -> integer}, `floor_fraction` (number or `null`) |
 //! | `comparison` | `scenario`, `config`, `cpus`, `a`, `b`, `ratio`, `ci_low`, `ci_high` (numbers, or `null` with fewer than two rounds), `significant`; then `a_hmean`, `b_hmean`, `rounds`, `method` |
-//! | `end` | `runs`, `comparisons`, `invariants_ok`, `failures` [..] (failed invariants, and the error that stopped a run early), `elapsed_ns` |
+//! | `end` | `runs`, `comparisons`, `invariants_ok`, `failures` [..] (failed invariants and premises, and the error that stopped a run early), `elapsed_ns`; then `premises` [{`scenario`, `config`, `variant`, `cpus`, `name`, `held`, `figure`, `expect`}] |
 //!
 //! A `run` is one variant on one CPU count for one round; `round` counts the measured rounds
 //! from 1 and is 0 for the warm-up round (`warmup: true`), which no statistic uses.
@@ -482,8 +482,35 @@ impl Note {
     }
 }
 
+/// One premise of a scenario's mechanism, judged once per variant and point (scenario,
+/// config, CPU count) over that variant's measured runs: an event the seed's mechanism needs
+/// (refault increments on the node's line, list-head writes, activations, the lock class
+/// taken, no `mmap_lock` fallbacks, ...) and whether the runs showed it. A premise that does
+/// not hold fails the benchmark like a violated invariant: the figures of such a run are
+/// not a result of the mechanism.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+pub struct Premise {
+    /// Catalog scenario.
+    pub scenario: String,
+    /// Its config.
+    pub config: String,
+    /// The variant judged.
+    pub variant: String,
+    /// CPU count.
+    pub cpus: u32,
+    /// What is counted (`list_head_writes_per_op`, ...).
+    pub name: String,
+    /// Whether the runs showed it.
+    pub held: bool,
+    /// The figure behind the verdict (per operation where that is its unit).
+    pub figure: f64,
+    /// What the figure had to be, in words (`> 0`, `>= 0.9`, `== 0`).
+    pub expect: String,
+}
+
 /// The `end` record.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
 pub struct End {
     /// `run` records printed.
@@ -499,6 +526,10 @@ pub struct End {
     pub failures: Vec<String>,
     /// From the plan to the end, ns.
     pub elapsed_ns: u64,
+    /// Every premise judged, in run order (a premise that did not hold is also a line of
+    /// `failures`).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub premises: Vec<Premise>,
 }
 
 /// Any record.
@@ -707,7 +738,22 @@ impl KResult for End {
         w.field_uint("comparisons", self.comparisons.into())?;
         w.field_bool("invariants_ok", self.invariants_ok)?;
         str_array(w, "failures", &self.failures)?;
-        w.field_uint("elapsed_ns", self.elapsed_ns)
+        w.field_uint("elapsed_ns", self.elapsed_ns)?;
+        w.key("premises")?;
+        w.begin_array()?;
+        for p in &self.premises {
+            w.begin_object()?;
+            w.field_str("scenario", &p.scenario)?;
+            w.field_str("config", &p.config)?;
+            w.field_str("variant", &p.variant)?;
+            w.field_uint("cpus", p.cpus.into())?;
+            w.field_str("name", &p.name)?;
+            w.field_bool("held", p.held)?;
+            w.field_float("figure", p.figure)?;
+            w.field_str("expect", &p.expect)?;
+            w.end_object()?;
+        }
+        w.end_array()
     }
 }
 
@@ -887,6 +933,7 @@ mod tests {
             comparisons: 1,
             invariants_ok: false,
             failures: vec!["lruvec \"x\" lost 1 folio".into()],
+            premises: vec![],
             elapsed_ns: 12,
         };
         let v: serde_json::Value = serde_json::from_str(&end.line().to_string()[8..]).unwrap();
@@ -967,9 +1014,19 @@ mod tests {
                 Record::End(End {
                     runs: 4,
                     comparisons: 1,
-                    invariants_ok: true,
-                    failures: vec![],
+                    invariants_ok: false,
+                    failures: vec!["a premise did not hold".into()],
                     elapsed_ns: 5,
+                    premises: vec![Premise {
+                        scenario: "seed004-readtwice".into(),
+                        config: "2-readers-per-file".into(),
+                        variant: "A".into(),
+                        cpus: 2,
+                        name: "activations_per_op".into(),
+                        held: false,
+                        figure: 0.0,
+                        expect: "> 0".into(),
+                    }],
                 }),
             ];
             for r in records {

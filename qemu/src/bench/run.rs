@@ -311,6 +311,7 @@ mod tests {
                 invariants_ok,
                 failures,
                 elapsed_ns: 1,
+                premises: vec![],
             };
             text.push_str(&format!("{}\n", bench::KResult::line(&e)));
         }

@@ -182,6 +182,7 @@ pub fn log(spec: &Spec) -> String {
             vec!["lruvec 3: nr_pages 12 but 11 folios on its lists".into()]
         },
         elapsed_ns: 9_000_000_000,
+        premises: vec![],
     };
     line(&mut out, &end.line().to_string());
     line(

@@ -11,6 +11,10 @@
 //! kernel. A failing batch stops its CPU and tells the others to stop after their current
 //! batch; its error is kept (the first one) and the run fails.
 //!
+//! Work the seed's benchmark does not time ([`Instance::untimed`], pft's unmap) runs before a
+//! batch with the CPU's clock paused: its time is left out of the CPU's and its deadline
+//! moves by as much, and the run's counters carry it as `untimed_ns` (every CPU's sum).
+//!
 //! Lock statistics are zeroed before the run (the engine owns them while it runs; every CPU
 //! is idle) and read after it, so a run's numbers, the longest wait included, are its own.
 
@@ -76,10 +80,14 @@ impl core::fmt::Display for RunFailure {
     }
 }
 
+/// The counter that carries a run's untimed work, ns over every CPU.
+pub const UNTIMED_NS: &str = "untimed_ns";
+
 #[derive(Default)]
 struct Slot {
     ops: AtomicU64,
     ns: AtomicU64,
+    untimed_ns: AtomicU64,
 }
 
 fn counter_deltas(before: Vec<(String, i64)>, after: Vec<(String, i64)>) -> BTreeMap<String, i64> {
@@ -129,6 +137,7 @@ pub fn measure(
         let deadline = span_ns.map_or(u64::MAX, |ns| start.saturating_add(ns));
         let mut done: u64 = 0;
         let mut end = start;
+        let mut paused: u64 = 0;
         loop {
             if stop.load(Ordering::Relaxed) {
                 break;
@@ -137,9 +146,22 @@ pub fn measure(
                 cpu,
                 index: cpu,
                 max_ops: target - done,
-                deadline_ns: deadline,
+                deadline_ns: deadline.saturating_add(paused),
             };
-            let failed = match inst.run_batch(&ctx) {
+            let t0 = platform.now_ns();
+            let untimed = inst.untimed(&ctx);
+            if let Ok(true) = untimed {
+                paused += platform.now_ns().saturating_sub(t0);
+            }
+            let ctx = BatchCtx {
+                deadline_ns: deadline.saturating_add(paused),
+                ..ctx
+            };
+            let result = match untimed {
+                Ok(_) => inst.run_batch(&ctx),
+                Err(e) => Err(e),
+            };
+            let failed = match result {
                 Ok(0) => Some(ScenarioError::new("a batch completed no operation")),
                 Ok(n) if n > ctx.max_ops => Some(ScenarioError::new(alloc::format!(
                     "a batch did {n} operations, {} were asked for",
@@ -157,14 +179,18 @@ pub fn measure(
                 stop.store(true, Ordering::Relaxed);
                 break;
             }
-            if end >= deadline || done >= target {
+            if end >= deadline.saturating_add(paused) || done >= target {
                 break;
             }
             platform.quiescent(cpu);
         }
         let slot = &slots[cpu as usize];
         slot.ops.store(done, Ordering::Relaxed);
-        slot.ns.store(end.saturating_sub(start), Ordering::Relaxed);
+        slot.ns.store(
+            end.saturating_sub(start).saturating_sub(paused),
+            Ordering::Relaxed,
+        );
+        slot.untimed_ns.store(paused, Ordering::Relaxed);
     };
     let ran = platform.on_cpus(cpus, &worker);
     let locks = locks_after();
@@ -183,10 +209,18 @@ pub fn measure(
             ns: s.ns.load(Ordering::Relaxed),
         })
         .collect();
+    let mut counters = counter_deltas(counters_before, inst.counters());
+    let untimed: u64 = slots
+        .iter()
+        .map(|s| s.untimed_ns.load(Ordering::Relaxed))
+        .sum();
+    if untimed > 0 {
+        counters.insert(UNTIMED_NS.into(), untimed as i64);
+    }
     Ok(Measured {
         per_cpu,
         locks,
-        counters: counter_deltas(counters_before, inst.counters()),
+        counters,
     })
 }
 

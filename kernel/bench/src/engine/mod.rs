@@ -22,6 +22,7 @@
 
 pub mod measure;
 pub mod platform;
+pub mod premise;
 pub mod registry;
 pub mod request;
 pub mod run;
@@ -31,6 +32,7 @@ pub mod scenario;
 mod tests;
 
 pub use platform::{BenchPlatform, Output, PlatformError};
+pub use premise::PremiseCheck;
 pub use registry::Registry;
 pub use request::{Request, RequestError, RunLength, WARMUP_ROUNDS};
 pub use run::{Report, run};

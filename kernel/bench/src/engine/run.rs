@@ -21,7 +21,7 @@ use super::request::Request;
 use super::scenario::{Instance, Setup};
 use crate::catalog::{self, Scenario};
 use crate::progress::Progress;
-use crate::record::{Comparison, End, KResult, Note, Run};
+use crate::record::{Comparison, End, KResult, Note, Premise, Run};
 use crate::stats;
 use crate::summary::Summary;
 use crate::table::{Style, Table};
@@ -66,6 +66,8 @@ struct Engine<'p> {
     total: u32,
     /// `limit`'s measured rates per CPU count.
     floor: Vec<(u32, Vec<f64>)>,
+    /// Every premise judged.
+    premises: Vec<Premise>,
 }
 
 /// Runs `request` with the scenarios of `registry` on `platform` and prints everything (see
@@ -86,6 +88,7 @@ pub fn run(platform: &dyn BenchPlatform, registry: &Registry<'_>, request: &Requ
         step: 0,
         total: planned.record.total_runs,
         floor: Vec::new(),
+        premises: Vec::new(),
     };
     for name in &planned.skipped {
         e.note(format!(
@@ -117,6 +120,7 @@ pub fn run(platform: &dyn BenchPlatform, registry: &Registry<'_>, request: &Requ
         invariants_ok: e.invariants_ok,
         failures: e.failures.clone(),
         elapsed_ns: platform.now_ns().saturating_sub(t0),
+        premises: e.premises.clone(),
     };
     platform.output(Output::Record, &end.line());
     Report {
@@ -182,6 +186,7 @@ impl Engine<'_> {
         }
         if result.is_ok() {
             self.compare(scenario, &config.name, cpus);
+            result = self.judge_premises(scenario, &config.name, cpus, &instances);
         }
         for (variant, _, inst) in instances {
             if let Err(err) = inst.teardown() {
@@ -281,6 +286,59 @@ impl Engine<'_> {
         run.locks = m.locks;
         run.counters = m.counters;
         Ok(run)
+    }
+
+    /// Judges every instance's premises over its measured runs at this point; one that did
+    /// not hold fails the benchmark as a violated invariant does.
+    fn judge_premises(
+        &mut self,
+        scenario: &'static Scenario,
+        config: &str,
+        cpus: u32,
+        instances: &[(&'static str, bool, Box<dyn Instance + '_>)],
+    ) -> Result<(), Stopped> {
+        let mut failed = Vec::new();
+        for (variant, _, inst) in instances {
+            let runs: Vec<&Run> = self
+                .runs
+                .iter()
+                .filter(|r| {
+                    !r.warmup
+                        && r.scenario == scenario.name
+                        && r.config == config
+                        && r.variant == *variant
+                        && r.cpus == cpus
+                })
+                .collect();
+            for p in inst.premises(&runs) {
+                let premise = Premise {
+                    scenario: scenario.name.into(),
+                    config: config.into(),
+                    variant: (*variant).into(),
+                    cpus,
+                    name: p.name.into(),
+                    held: p.held,
+                    figure: p.figure,
+                    expect: p.expect,
+                };
+                if !premise.held {
+                    failed.push(format!(
+                        "{} {config} {variant} cpus={cpus}: premise {} did not hold: {} (expected {})",
+                        scenario.name, premise.name, premise.figure, premise.expect
+                    ));
+                }
+                self.premises.push(premise);
+            }
+        }
+        if failed.is_empty() {
+            return Ok(());
+        }
+        self.invariants_ok = false;
+        let mut stopped = Stopped;
+        for f in failed {
+            stopped = self.fail(f);
+        }
+        Err(stopped)
     }
 
     fn floor_fraction(&self, cpus: u32, rate: f64) -> Option<f64> {

@@ -14,7 +14,9 @@
 //! to the platform-neutral table ([`crate::scenarios::registry`]); the catalog
 //! ([`crate::catalog`]) already names its configs, variants and comparisons.
 
+use super::premise::PremiseCheck;
 use crate::catalog;
+use crate::record::Run;
 use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -135,6 +137,22 @@ pub trait Instance: Sync {
     /// ends the benchmark with `invariants_ok: false`.
     fn check(&self) -> Result<(), String> {
         Ok(())
+    }
+
+    /// Work a CPU must do before its next batch that the seed's benchmark does not time
+    /// (pft's unmap between its timed fault phases). The engine calls it before every batch
+    /// and keeps its time out of the run's: the CPU's clock pauses and its deadline moves
+    /// by as much. Returns whether it did anything. Default: nothing.
+    fn untimed(&self, ctx: &BatchCtx) -> Result<bool, ScenarioError> {
+        let _ = ctx;
+        Ok(false)
+    }
+
+    /// The premises of the seed's mechanism, judged over this variant's measured runs at
+    /// one point (see [`super::premise`]). Default: none.
+    fn premises(&self, runs: &[&Run]) -> Vec<PremiseCheck> {
+        let _ = runs;
+        Vec::new()
     }
 
     /// A sentence about how this instance was set up that belongs with the results (e.g.

@@ -752,3 +752,5 @@ fn every_seed_scenario_runs_on_the_soft_fault_core() {
     assert!(counter("seed003-pft", "faults") > 0);
     assert_eq!(soft.free_frames(), free0, "every frame came back");
 }
+
+mod premise;

@@ -1,0 +1,179 @@
+//! Premises and untimed work in the engine: every premise an instance states is judged over
+//! its variant's measured runs and recorded in `end`; one that does not hold fails the
+//! benchmark like a violated invariant; untimed work is kept out of the run's time and
+//! counted as `untimed_ns`.
+
+use super::*;
+use crate::engine::premise::{self, PremiseCheck};
+use crate::record::Run;
+
+/// Increments per batch, and the premise each variant reports over its runs.
+struct Premised {
+    /// The variant whose premise fails.
+    failing: Option<&'static str>,
+    /// Sleep this long before the first batch of every run, untimed.
+    untimed_ms: u64,
+}
+
+struct PremisedInstance {
+    variant: &'static str,
+    failing: bool,
+    untimed_ms: u64,
+    ops: AtomicU64,
+    /// Per CPU: whether this run's untimed work was done (reset by `check`, after every
+    /// run).
+    paused: [std::sync::atomic::AtomicBool; 2],
+}
+
+impl BenchScenario for Premised {
+    fn name(&self) -> &'static str {
+        "seed004-readtwice"
+    }
+
+    fn instantiate<'a>(
+        &'a self,
+        setup: &Setup<'_>,
+    ) -> Result<Box<dyn Instance + 'a>, ScenarioError> {
+        let variant = if setup.variant == "A" { "A" } else { "B" };
+        Ok(Box::new(PremisedInstance {
+            variant,
+            failing: self.failing == Some(variant),
+            untimed_ms: self.untimed_ms,
+            ops: AtomicU64::new(0),
+            paused: Default::default(),
+        }))
+    }
+}
+
+impl Instance for PremisedInstance {
+    fn run_batch(&self, ctx: &BatchCtx) -> Result<u64, ScenarioError> {
+        let n = 10.min(ctx.max_ops);
+        // A variant whose mechanism "did not run" counts nothing.
+        if !self.failing {
+            self.ops.fetch_add(n, Ordering::Relaxed);
+        }
+        Ok(n)
+    }
+
+    fn untimed(&self, ctx: &BatchCtx) -> Result<bool, ScenarioError> {
+        if self.untimed_ms == 0 || self.paused[ctx.index as usize].swap(true, Ordering::Relaxed) {
+            return Ok(false);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(self.untimed_ms));
+        Ok(true)
+    }
+
+    fn counters(&self) -> Vec<(String, i64)> {
+        vec![("events".into(), self.ops.load(Ordering::Relaxed) as i64)]
+    }
+
+    fn check(&self) -> Result<(), String> {
+        for p in &self.paused {
+            p.store(false, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    fn premises(&self, runs: &[&Run]) -> Vec<PremiseCheck> {
+        vec![PremiseCheck::above_zero(
+            "events_per_op",
+            premise::per_op(runs, "events"),
+        )]
+    }
+
+    fn teardown(self: Box<Self>) -> Result<(), ScenarioError> {
+        let _ = self.variant;
+        Ok(())
+    }
+}
+
+fn run_premised(s: Premised, length: RunLength) -> (Threads, Report) {
+    let p = Threads::new(2);
+    let mut reg = Registry::new();
+    reg.add(s);
+    let mut req = request(&["seed004-readtwice"], &[1, 2], 2, length);
+    req.scenarios[0].1.truncate(1);
+    let report = run(&p, &reg, &req);
+    (p, report)
+}
+
+#[test]
+fn every_premise_is_judged_per_variant_and_point_and_recorded_in_end() {
+    let _g = serial();
+    let (p, report) = run_premised(
+        Premised {
+            failing: None,
+            untimed_ms: 0,
+        },
+        COUNTED,
+    );
+    assert!(report.passed(), "{:?}", report.end);
+    let end = &p.of_type("end")[0];
+    let premises = end["premises"].as_array().unwrap();
+    // Two variants at two CPU counts.
+    assert_eq!(premises.len(), 4, "{premises:?}");
+    for pr in premises {
+        assert_eq!(pr["name"], "events_per_op");
+        assert_eq!(pr["held"], true);
+        // Every operation counted one event: the figure is over the measured runs only.
+        assert_eq!(pr["figure"], 1.0);
+        assert_eq!(pr["expect"], "> 0");
+    }
+    assert_eq!(report.end.premises.len(), 4);
+}
+
+#[test]
+fn a_premise_that_does_not_hold_fails_the_benchmark_like_an_invariant() {
+    let _g = serial();
+    let (_p, report) = run_premised(
+        Premised {
+            failing: Some("B"),
+            untimed_ms: 0,
+        },
+        COUNTED,
+    );
+    assert!(!report.passed());
+    assert!(!report.end.invariants_ok);
+    assert_eq!(report.end.failures.len(), 1, "{:?}", report.end.failures);
+    let f = &report.end.failures[0];
+    assert!(
+        f.contains("B cpus=1") && f.contains("premise events_per_op did not hold"),
+        "{f}"
+    );
+    // The benchmark stopped at the first point: A held there, B did not.
+    let held: Vec<(String, bool)> = report
+        .end
+        .premises
+        .iter()
+        .map(|p| (p.variant.clone(), p.held))
+        .collect();
+    assert_eq!(held, [("A".to_string(), true), ("B".to_string(), false)]);
+}
+
+#[test]
+fn untimed_work_is_left_out_of_the_run_and_counted() {
+    let _g = serial();
+    let (_p, report) = run_premised(
+        Premised {
+            failing: None,
+            untimed_ms: 40,
+        },
+        COUNTED,
+    );
+    assert!(report.passed(), "{:?}", report.end);
+    for r in &report.runs {
+        let untimed = r.counters[crate::engine::measure::UNTIMED_NS];
+        // Each CPU slept 40 ms once per run, outside its clock.
+        assert!(
+            untimed >= 40_000_000 * i64::from(r.cpus),
+            "{untimed} ns for {} cpus",
+            r.cpus
+        );
+        // Ten batches of ten increments take far less than the sleep they are not charged.
+        assert!(
+            (r.ns as i64) < untimed,
+            "{} ns timed, {untimed} untimed",
+            r.ns
+        );
+    }
+}
