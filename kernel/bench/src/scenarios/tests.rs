@@ -45,6 +45,15 @@ pub(crate) fn counter(inst: &dyn Instance, name: &str) -> i64 {
         .map_or(0, |(_, v)| v)
 }
 
+/// A measured run of `ops` operations whose counters changed by `counters`, for premise
+/// checks.
+pub(crate) fn run_with(counters: &[(&str, i64)], ops: u64) -> crate::record::Run {
+    let mut r =
+        crate::record::Run::new("test", "test", "A", 1, 1, false, ops, 1_000_000).expect("a run");
+    r.counters = counters.iter().map(|&(n, v)| (n.into(), v)).collect();
+    r
+}
+
 /// Charges one page to `m` that no folio holds: the accounting the checker and teardown
 /// verify is now wrong, as a scenario that leaked a charge would leave it.
 pub(crate) fn leak_a_charge<P: Pn>(m: &MemcgRef<'static, P>) {
