@@ -223,9 +223,9 @@ pub const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "seed004-readtwice",
-        summary: "readers stream their own file object twice, memory.max below its size",
+        summary: "per memcg one file, two readers streaming it together; memory.max below it",
         op: "one page read",
-        configs: &["1-per-memcg", "2-per-memcg"],
+        configs: &["2-per-memcg"],
         variants: &[
             v("A", "one lru_lock per node (pgdat->lru_lock)"),
             v("B", "one lru_lock per memcg per node (lruvec->lru_lock)"),

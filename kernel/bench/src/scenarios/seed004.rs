@@ -1,31 +1,44 @@
-//! `seed004-readtwice`: readers stream their own file-like object twice, in memcgs whose
-//! memory.max is below what they read (seed 004, the per-memcg `lru_lock` series, measured
-//! with vm-scalability's readtwice).
+//! `seed004-readtwice`: vm-scalability's `case-lru-file-readtwice`, the benchmark of seed
+//! 004 (Alex Shi's per-memcg `lru_lock` series): per memcg one file and two readers started
+//! together, each streaming the whole file with 4 KiB reads; the files are larger than the
+//! memory their memcgs may use, so reclaim runs all along.
 //!
-//! Every reader (one per CPU) has an object of [`PAGES`] pages per reader of its memcg and
-//! reads it front to back twice, `filemap_read` page by page: the first pass misses and reads each page in (charge,
-//! page cache, lru_add batch onto the inactive list), the second finds it and marks it
-//! accessed (the activate batch moves it to the active list, under the lru_lock), and since
-//! the memcg's limit is [`LIMIT_PER_READER`] pages per reader, reclaim runs all along
-//! (isolate under the lru_lock, evict, shadow entries, refaults on the next pass). The
-//! classic active/inactive lists are used, as in the seed's time. An object is sized by the
-//! readers sharing its memcg so that no single reader's object fits under the memcg's
-//! limit: with 512-page objects, two readers under a 768-page limit ran bimodally (one
-//! reader's object stayed resident and every read of it hit, the other missed every read),
-//! and which mode a run fell into decided its rate far more than the lock did.
+//! The seed ran 208 readers in 104 memcgs on 104 CPUs: one memcg per CPU, one file per
+//! memcg, two `dd` readers per file. Here every CPU's worker is its memcg's two readers:
+//! two cursors over the memcg's one file, started together and interleaved as two `dd`
+//! processes sharing a CPU, each reading [`TURN`] pages per turn (a scheduler slice's worth)
+//! before the other runs. The first reader's read of a page misses (charge, page cache,
+//! `lru_add` batch onto the inactive list, `folio_mark_accessed` sets it referenced); the
+//! second reader's read, a turn later, finds it on the LRU, referenced, and activates it
+//! (`folio_activate`: the activate batch, moved under the lruvec's lock), which is what
+//! dominates that case's lock time. A file is [`FILE_PAGES`] pages under a memory.max of
+//! [`LIMIT`] pages, so by the time the cursors wrap around the file's first pages were
+//! reclaimed (isolated under the same lock, evicted, left as shadows) and refault. The
+//! classic active/inactive lists are used, as in the seed's kernel.
 //!
-//! Configs: `1-per-memcg` (each reader in a memcg of its own) and `2-per-memcg` (two
-//! readers per memcg: the seed's 208 readers in 104 memcgs). A: every lruvec of a node takes
-//! the node's one lock (`pgdat->lru_lock`, before the series); B: each lruvec its own
-//! (`lruvec->lru_lock`). One operation is one page read.
+//! Linux activates a folio that is still in this CPU's `lru_add` batch without the lock
+//! (`__lru_cache_activate_folio`); this model does not, so the second reader's reads of
+//! the last pages of a turn that are still batched (at most `FOLIO_BATCH_SIZE - 1` of each
+//! [`TURN`]) leave them referenced but inactive.
+//!
+//! A: every lruvec of a node takes the node's one lock (`pgdat->lru_lock`, before the
+//! series); B: each memcg's lruvec its own (`lruvec->lru_lock`). One operation is one page
+//! read.
+//!
+//! Premises, over each variant's measured runs: activations happen (`activations` per
+//! read above zero), reclaim runs (`evicted` per read above zero), and the lock class is
+//! the variant's: A takes `pgdat->lru_lock` and never `lruvec->lru_lock`, B the reverse.
 //!
 //! The invariant after every run: no memcg is above its limit, plus the checker's.
 
+use crate::engine::premise::{self, PremiseCheck};
 use crate::engine::{BatchCtx, BenchScenario, Instance, ScenarioError, Setup};
+use crate::record::Run;
 use crate::vm::{Ctx, PnPaired, VmHost};
 use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::String;
+use alloc::vec;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 use ksync::CachePadded;
@@ -34,12 +47,18 @@ use mm::vm::context::VmConfig;
 use mm::vm::object::ObjectKind;
 use mm::vm::vma::VmAreaA;
 
-/// Pages of each reader's object, per reader of its memcg.
-pub const PAGES: u64 = 512;
-/// memory.max per reader in a memcg (three quarters of what it reads).
-pub const LIMIT_PER_READER: u64 = 384;
-/// Reads per batch.
-const BATCH: u64 = 32;
+/// Pages of each memcg's file (4 MiB).
+pub const FILE_PAGES: u64 = 1024;
+/// memory.max of each memcg, pages: three quarters of its file.
+pub const LIMIT: u64 = 768;
+/// Pages a reader reads before the other reader of its file runs.
+pub const TURN: u64 = 128;
+/// Readers per file (and per memcg).
+pub const READERS: u64 = 2;
+/// The node lock's class name (variant A).
+pub const NODE_LOCK: &str = "pgdat->lru_lock";
+/// The per-memcg lock's class name (variant B).
+pub const MEMCG_LOCK: &str = "lruvec->lru_lock";
 
 /// The scenario on platform `H`.
 pub struct Seed004<'h, H: VmHost> {
@@ -54,65 +73,71 @@ impl<'h, H: VmHost> Seed004<'h, H> {
     }
 }
 
+/// One CPU's pair of readers: how far each has read, and whose turn it is.
+#[derive(Default)]
+struct Readers {
+    /// Pages read by the whole pair; reader `(n / TURN) % 2` reads next.
+    reads: AtomicU64,
+}
+
 struct ReadTwice<'h, H: VmHost> {
     ctx: Ctx<'h, H, PnPaired, VmAreaA>,
-    /// Per reader: its memcg.
-    memcg_of: Vec<usize>,
-    /// Pages of each object ([`PAGES`] times the readers per memcg).
-    pages: u64,
-    /// Per reader: reads done (pass = n / pages % 2, index = n % pages).
-    pos: Vec<CachePadded<AtomicU64>>,
+    lock: LruvecLock,
+    /// Per CPU: its readers.
+    pairs: Vec<CachePadded<Readers>>,
     nodes: Vec<u32>,
 }
 
 impl<'h, H: VmHost> ReadTwice<'h, H> {
     fn build(host: &'h H, setup: &Setup<'_>, lock: LruvecLock) -> Result<Self, String> {
-        let per = match setup.config {
-            "1-per-memcg" => 1,
-            "2-per-memcg" => 2,
-            c => return Err(format!("no config `{c}`")),
-        };
-        let readers = setup.cpus as usize;
+        if setup.config != "2-per-memcg" {
+            return Err(format!("no config `{}`", setup.config));
+        }
+        let cpus = setup.cpus as usize;
         let mut cfg = VmConfig::new(host.nr_cpus());
         cfg.mglru = false;
         cfg.lru_lock = lock;
-        cfg.max_memcgs = readers + 16;
+        cfg.max_memcgs = cpus + 16;
         let mut ctx = Ctx::new(host, cfg)?;
-        let mut memcg_of = Vec::with_capacity(readers);
-        for r in 0..readers {
-            if r % per == 0 {
-                let in_this = per.min(readers - r) as u64;
-                ctx.add_memcg(None, Some(in_this * LIMIT_PER_READER))?;
-            }
-            memcg_of.push(ctx.nr_memcgs() - 1);
-            ctx.add_object(ObjectKind::File, (PAGES * per as u64) as usize);
+        for _ in 0..cpus {
+            ctx.add_memcg(None, Some(LIMIT))?;
+            ctx.add_object(ObjectKind::File, FILE_PAGES as usize);
         }
         Ok(ReadTwice {
             ctx,
-            memcg_of,
-            pages: PAGES * per as u64,
-            pos: (0..readers)
-                .map(|_| CachePadded(AtomicU64::new(0)))
-                .collect(),
-            nodes: (0..readers).map(|c| host.node_of(c)).collect(),
+            lock,
+            pairs: (0..cpus).map(|_| CachePadded(Readers::default())).collect(),
+            nodes: (0..cpus).map(|c| host.node_of(c)).collect(),
         })
+    }
+
+    /// The page reader `reader` of a pair reads at the pair's `n`th read: both readers go
+    /// through the file in order, the second one turn behind the first.
+    fn page(n: u64) -> (u64, u64) {
+        let turn = n / TURN;
+        let reader = turn % READERS;
+        // Reads this reader did before: its own turns so far.
+        let own = (turn / READERS) * TURN + n % TURN;
+        (reader, own % FILE_PAGES)
     }
 }
 
 impl<H: VmHost> Instance for ReadTwice<'_, H> {
     fn run_batch(&self, ctx: &BatchCtx) -> Result<u64, ScenarioError> {
-        let (cpu, r) = (ctx.cpu as usize, ctx.index as usize);
-        let obj = self.ctx.object(r);
-        let memcg = self.ctx.memcg(self.memcg_of[r]);
-        let n = BATCH.min(ctx.max_ops);
-        let first = self.pos[r].0.load(Ordering::Relaxed);
+        let (cpu, i) = (ctx.cpu as usize, ctx.index as usize);
+        let obj = self.ctx.object(i);
+        let memcg = self.ctx.memcg(i);
+        let first = self.pairs[i].0.reads.load(Ordering::Relaxed);
+        // One turn of one reader at most.
+        let n = (TURN - first % TURN).min(ctx.max_ops);
         for k in first..first + n {
+            let (_, page) = Self::page(k);
             self.ctx
                 .vm()
-                .filemap_read(obj, memcg, cpu, self.nodes[r], k % self.pages, false)
-                .map_err(|e| format!("read of page {}: {e:?}", k % self.pages))?;
+                .filemap_read(obj, memcg, cpu, self.nodes[i], page, false)
+                .map_err(|e| format!("read of page {page}: {e:?}"))?;
         }
-        self.pos[r].0.store(first + n, Ordering::Relaxed);
+        self.pairs[i].0.reads.store(first + n, Ordering::Relaxed);
         Ok(n)
     }
 
@@ -124,6 +149,30 @@ impl<H: VmHost> Instance for ReadTwice<'_, H> {
             .sum();
         c.push(("active_file".into(), active as i64));
         c
+    }
+
+    fn premises(&self, runs: &[&Run]) -> Vec<PremiseCheck> {
+        let (taken, not_taken) = match self.lock {
+            LruvecLock::Node => (NODE_LOCK, MEMCG_LOCK),
+            LruvecLock::Own => (MEMCG_LOCK, NODE_LOCK),
+        };
+        let ops = premise::ops(runs).max(1) as f64;
+        let mut own = PremiseCheck::above_zero(
+            "variant_lock_acquisitions_per_op",
+            premise::acquisitions(runs, taken) as f64 / ops,
+        );
+        own.expect = format!("> 0 ({taken})");
+        let mut other = PremiseCheck::zero(
+            "other_lock_acquisitions_per_op",
+            premise::acquisitions(runs, not_taken) as f64 / ops,
+        );
+        other.expect = format!("== 0 ({not_taken})");
+        vec![
+            PremiseCheck::above_zero("activations_per_op", premise::per_op(runs, "activations")),
+            PremiseCheck::above_zero("evicted_per_op", premise::per_op(runs, "evicted")),
+            own,
+            other,
+        ]
     }
 
     fn check(&self) -> Result<(), String> {
@@ -167,80 +216,111 @@ impl<H: VmHost> BenchScenario for Seed004<'_, H> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenarios::tests::{counter, leak_a_charge, on, soft};
+    use crate::scenarios::tests::{counter, leak_a_charge, on, run_with, soft};
     use crate::vm::soft::SoftHost;
 
-    fn build<'h>(host: &'h SoftHost, config: &str, cpus: u32) -> ReadTwice<'h, SoftHost> {
+    fn build<'h>(host: &'h SoftHost, cpus: u32, lock: LruvecLock) -> ReadTwice<'h, SoftHost> {
         let setup = Setup {
-            config,
+            config: "2-per-memcg",
             variant: "B",
             cpus,
         };
-        ReadTwice::build(host, &setup, LruvecLock::Own).expect("built")
-    }
-
-    /// Per memcg: memory.max.
-    fn limits(inst: &ReadTwice<'_, SoftHost>) -> Vec<u64> {
-        (0..inst.ctx.nr_memcgs())
-            .map(|i| inst.ctx.memcg(i).memory().max())
-            .collect()
-    }
-
-    /// Slots of reader `r`'s object that were ever read: a folio, or a shadow once evicted.
-    fn slots_read(inst: &ReadTwice<'_, SoftHost>, r: usize) -> u64 {
-        let mut n = 0;
-        inst.ctx.object(r).cache().for_each(|_, _| n += 1);
-        n
+        ReadTwice::build(host, &setup, lock).expect("built")
     }
 
     #[test]
-    fn readers_share_memcgs_as_configured_each_limited_per_reader() {
+    fn one_memcg_and_one_file_per_cpu_the_file_larger_than_the_limit() {
         let host = soft(3, 64);
-        let inst = build(host, "1-per-memcg", 3);
-        assert_eq!(inst.memcg_of, [0, 1, 2]);
-        assert_eq!(limits(&inst), [LIMIT_PER_READER; 3]);
-        assert_eq!(inst.pages, PAGES);
-        assert!((0..3).all(|r| inst.ctx.object(r).nr_pages() == PAGES));
+        let inst = build(host, 3, LruvecLock::Own);
+        assert_eq!(inst.ctx.nr_memcgs(), 3);
+        for i in 0..3 {
+            assert_eq!(inst.ctx.memcg(i).memory().max(), LIMIT);
+            assert_eq!(inst.ctx.object(i).nr_pages(), FILE_PAGES);
+        }
+        assert!(FILE_PAGES > LIMIT && LIMIT > TURN);
         Box::new(inst).teardown().unwrap();
+        let setup = Setup {
+            config: "1-per-memcg",
+            variant: "A",
+            cpus: 1,
+        };
+        assert!(ReadTwice::build(host, &setup, LruvecLock::Node).is_err());
+    }
 
-        // Three readers two by two: the last memcg has one reader, and its limit.
-        let inst = build(host, "2-per-memcg", 3);
-        assert_eq!(inst.memcg_of, [0, 0, 1]);
-        assert_eq!(limits(&inst), [2 * LIMIT_PER_READER, LIMIT_PER_READER]);
-        assert_eq!(inst.pages, 2 * PAGES);
-        assert!((0..3).all(|r| inst.ctx.object(r).nr_pages() == 2 * PAGES));
+    /// The two readers of a file take turns of TURN pages, the second one turn behind the
+    /// first, both reading every page of the file in order.
+    #[test]
+    fn the_second_reader_follows_the_first_one_turn_behind() {
+        type R<'h> = ReadTwice<'h, SoftHost>;
+        assert_eq!(R::page(0), (0, 0));
+        assert_eq!(R::page(TURN - 1), (0, TURN - 1));
+        assert_eq!(R::page(TURN), (1, 0));
+        assert_eq!(R::page(2 * TURN), (0, TURN));
+        assert_eq!(R::page(3 * TURN + 5), (1, TURN + 5));
+        // Each reader reads the whole file, then starts over.
+        let first: Vec<u64> = (0..2 * FILE_PAGES)
+            .filter(|&n| R::page(n).0 == 0)
+            .map(|n| R::page(n).1)
+            .collect();
+        assert_eq!(first, (0..FILE_PAGES).collect::<Vec<_>>());
+        assert_eq!(R::page(2 * FILE_PAGES), (0, 0));
+    }
+
+    /// The second read of a page activates it; reclaim runs; every read is one operation.
+    #[test]
+    fn second_reads_activate_and_the_limit_makes_reclaim_run() {
+        let host = soft(1, 64);
+        let inst = build(host, 1, LruvecLock::Own);
+        // The first reader's turn: misses only, nothing to activate.
+        assert_eq!(inst.run_batch(&on(0, u64::MAX)), Ok(TURN));
+        assert_eq!(counter(&inst, "cache_misses"), TURN as i64);
+        assert_eq!(counter(&inst, "activations"), 0);
+        // The second reader's turn: hits, most of them activating.
+        assert_eq!(inst.run_batch(&on(0, u64::MAX)), Ok(TURN));
+        assert_eq!(counter(&inst, "cache_hits"), TURN as i64);
+        let act = counter(&inst, "activations");
+        assert!(
+            act >= (TURN - lru::FOLIO_BATCH_SIZE as u64) as i64,
+            "{act} activations in a turn of {TURN}"
+        );
+        // Two whole passes: the limit is below the file, so reclaim evicts and the second
+        // pass refaults.
+        let mut n = 2 * TURN;
+        while n < 2 * READERS * FILE_PAGES {
+            n += inst.run_batch(&on(0, u64::MAX)).unwrap();
+        }
+        assert!(counter(&inst, "evicted") > 0);
+        assert!(counter(&inst, "refaults") > 0);
+        assert_eq!(counter(&inst, "file_reads"), n as i64);
+        inst.check().unwrap();
         Box::new(inst).teardown().unwrap();
     }
 
-    /// A reader streams its object front to back, every page once per pass, and the
-    /// memcg's limit makes reclaim evict as it goes; a second pass starts over at page 0.
+    /// The lock premise follows the variant: A may take only the node's lock, B only its
+    /// own, and each must take its own.
     #[test]
-    fn a_pass_reads_every_page_of_the_object_under_reclaim() {
+    fn premises_name_the_variants_lock_and_need_activations() {
         let host = soft(1, 64);
-        let inst = build(host, "2-per-memcg", 1);
-        let pages = inst.pages;
-        for _ in 0..pages / BATCH {
-            assert_eq!(inst.run_batch(&on(0, u64::MAX)), Ok(BATCH));
-        }
-        assert_eq!(slots_read(&inst, 0), pages, "every page of the first pass");
-        assert_eq!(counter(&inst, "file_reads"), pages as i64);
-        assert_eq!(counter(&inst, "cache_misses"), pages as i64);
-        assert!(
-            counter(&inst, "evicted") > 0,
-            "the limit is below the object"
-        );
-        inst.check().unwrap();
-        // The second pass: page 0 again, which was evicted long ago.
-        let refaults = counter(&inst, "refaults");
-        assert_eq!(inst.run_batch(&on(0, 1)), Ok(1));
-        assert_eq!(counter(&inst, "refaults") - refaults, 1);
-        Box::new(inst).teardown().unwrap();
+        let mut ok = run_with(&[("activations", 10), ("evicted", 3)], 100);
+        ok.locks
+            .insert(NODE_LOCK.into(), crate::record::LockStat::default());
+        ok.locks.get_mut(NODE_LOCK).unwrap().acquisitions = 50;
+        let a = build(host, 1, LruvecLock::Node);
+        let held: Vec<bool> = a.premises(&[&ok]).iter().map(|p| p.held).collect();
+        assert_eq!(held, [true, true, true, true]);
+        let b = build(host, 1, LruvecLock::Own);
+        let held: Vec<bool> = b.premises(&[&ok]).iter().map(|p| p.held).collect();
+        assert_eq!(held, [true, true, false, false], "B took the node's lock");
+        let idle = run_with(&[("activations", 0), ("evicted", 3)], 100);
+        assert!(!a.premises(&[&idle])[0].held, "no activation");
+        Box::new(a).teardown().unwrap();
+        Box::new(b).teardown().unwrap();
     }
 
     #[test]
     fn check_passes_at_memory_max_and_fails_on_a_leaked_charge() {
         let host = soft(2, 64);
-        let inst = build(host, "1-per-memcg", 2);
+        let inst = build(host, 2, LruvecLock::Node);
         for cpu in 0..2 {
             inst.run_batch(&on(cpu, u64::MAX)).unwrap();
         }
@@ -259,14 +339,14 @@ mod tests {
     fn teardown_gives_every_frame_back_and_reports_what_was_left() {
         let host = soft(2, 64);
         let free = host.free_frames();
-        let inst = build(host, "2-per-memcg", 2);
+        let inst = build(host, 2, LruvecLock::Own);
         for cpu in 0..2 {
             inst.run_batch(&on(cpu, u64::MAX)).unwrap();
         }
         Box::new(inst).teardown().unwrap();
         assert_eq!(host.free_frames(), free);
 
-        let inst = build(host, "1-per-memcg", 2);
+        let inst = build(host, 2, LruvecLock::Own);
         leak_a_charge(inst.ctx.memcg(1));
         assert!(Box::new(inst).teardown().is_err(), "a leaked charge");
     }

@@ -45,10 +45,13 @@ pub enum VmEvent {
     FileRead,
     /// Pages whose contents were verified against the backing store.
     Verified,
+    /// `folio_activate` calls that queued an inactive, referenced folio for activation
+    /// (Linux's PGACTIVATE, counted when queued rather than when the batch moves it).
+    Activate,
 }
 
 /// Number of [`VmEvent`]s.
-pub const NR_VM_EVENTS: usize = 17;
+pub const NR_VM_EVENTS: usize = 18;
 
 impl VmEvent {
     /// Every event, in index order.
@@ -70,6 +73,7 @@ impl VmEvent {
         Self::Shootdown,
         Self::FileRead,
         Self::Verified,
+        Self::Activate,
     ];
 
     /// The name in reports.
@@ -93,6 +97,7 @@ impl VmEvent {
             Self::Shootdown => "shootdowns",
             Self::FileRead => "file_reads",
             Self::Verified => "verified",
+            Self::Activate => "activations",
         }
     }
 }

@@ -89,6 +89,9 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         } else if !folio.test(FolioFlags::ACTIVE) && folio.test(FolioFlags::REFERENCED) {
             // Second access of a referenced inactive folio: activate it.
             folio.clear(FolioFlags::REFERENCED);
+            if folio.test(FolioFlags::LRU) && !folio.test(FolioFlags::UNEVICTABLE) {
+                self.count(cpu, VmEvent::Activate);
+            }
             let _ = self.batches.folio_activate(cpu, folio, &self.tree);
         } else {
             folio.set(FolioFlags::REFERENCED);
