@@ -23,6 +23,7 @@ extern crate alloc;
 
 pub mod cacheline;
 pub mod error;
+pub mod events;
 pub mod folio;
 pub mod hlist_nulls;
 pub mod layout;

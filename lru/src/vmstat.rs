@@ -36,6 +36,8 @@ pub enum NodeStatItem {
     NrUnevictable,
     /// `NR_ANON_MAPPED`: anon pages mapped.
     NrAnonMapped,
+    /// `NR_FILE_MAPPED`: page-cache pages (file and shmem) mapped into page tables.
+    NrFileMapped,
     /// `NR_FILE_PAGES`: page-cache pages (includes shmem).
     NrFilePages,
     /// `NR_SHMEM`: shmem pages.
@@ -51,7 +53,7 @@ pub enum NodeStatItem {
 }
 
 /// Number of [`NodeStatItem`]s (`NR_VM_NODE_STAT_ITEMS` for this model).
-pub const NR_NODE_STAT_ITEMS: usize = 12;
+pub const NR_NODE_STAT_ITEMS: usize = 13;
 
 impl NodeStatItem {
     /// All items, in index order.
@@ -62,6 +64,7 @@ impl NodeStatItem {
         Self::NrActiveFile,
         Self::NrUnevictable,
         Self::NrAnonMapped,
+        Self::NrFileMapped,
         Self::NrFilePages,
         Self::NrShmem,
         Self::WorkingsetRefaultAnon,
@@ -80,6 +83,7 @@ impl NodeStatItem {
             Self::NrActiveFile => "active_file",
             Self::NrUnevictable => "unevictable",
             Self::NrAnonMapped => "anon",
+            Self::NrFileMapped => "file_mapped",
             Self::NrFilePages => "file",
             Self::NrShmem => "shmem",
             Self::WorkingsetRefaultAnon => "workingset_refault_anon",

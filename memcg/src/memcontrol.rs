@@ -248,6 +248,7 @@ impl<P: MemCgroupPerNode> MemCgroup<P> {
         item: NodeStatItem,
         val: i64,
     ) -> Result<(), MemcgError> {
+        lru::events::count(lru::events::LruEvent::StatDirect, 1);
         let pn = self.nodeinfo(node)?;
         self.check_cpu(cpu)?;
         let pgdat = self.node_data[node];
@@ -402,6 +403,7 @@ pub fn mod_lruvec_state<P: MemCgroupPerNode>(
     item: NodeStatItem,
     val: i64,
 ) -> Result<(), MemcgError> {
+    lru::events::count(lru::events::LruEvent::StatThroughLruvec, 1);
     let pgdat = lruvec.pgdat();
     let pn = P::from_lruvec(lruvec);
     // SAFETY: `memcg` is the back pointer set at allocation to the `MemCgroup<P>` that

@@ -98,6 +98,10 @@ impl<'a, H: LruvecHost> LruvecGuard<'a, H> {
         } else {
             list.push_front(folio);
         }
+        if slot < MGLRU_SLOT_BASE {
+            // list_add / list_add_tail write the head.
+            crate::events::count(crate::events::LruEvent::ListHeadWrite, 1);
+        }
         folio.owner.store(id, Ordering::Release);
         folio.slot.store(slot, Ordering::Release);
         Ok(())
@@ -119,7 +123,14 @@ impl<'a, H: LruvecHost> LruvecGuard<'a, H> {
         // list, and cleared when it is unlinked; the lock is held, so the folio is on
         // `list` right now.
         let mut cursor = unsafe { list.cursor_mut_from_ptr(ptr::from_ref(folio)) };
+        // list_del writes the head when the folio is first (head->next) or last
+        // (head->prev); both when it was alone.
+        let head_writes =
+            u64::from(cursor.peek_prev().is_null()) + u64::from(cursor.peek_next().is_null());
         cursor.remove();
+        if slot < MGLRU_SLOT_BASE && head_writes > 0 {
+            crate::events::count(crate::events::LruEvent::ListHeadWrite, head_writes);
+        }
         folio.owner.store(0, Ordering::Release);
         folio.slot.store(NO_SLOT, Ordering::Release);
         Ok(slot)

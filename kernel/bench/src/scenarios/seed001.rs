@@ -19,17 +19,36 @@
 //! read-mostly line is prefetched with), and how the fault path updates the per-node stats
 //! (through the lruvec, or patch 2's memcg + node): six contexts built side by side.
 //!
+//! The classic active/inactive LRU is used, as in the seed's kernel: under MGLRU
+//! `lruvec->lists[]` is never written, so patch 1's pairing of the read-mostly line with
+//! the list heads could change nothing. New anonymous folios go to the inactive list, as
+//! Linux 5.9+ adds them.
+//!
+//! Counted per run: writes to the list heads (`list_head_writes`) and lruvec stat updates
+//! by path (`stat_updates_lruvec`, `stat_updates_direct`). Per page faulted and freed,
+//! anon makes 4 stat updates (NR_ANON_MAPPED +1/-1, the LRU list's NR_INACTIVE_ANON
+//! +1/-1), shmem 8 (NR_FILE_PAGES, NR_SHMEM, NR_FILE_MAPPED and NR_INACTIVE_ANON, each +1
+//! and -1), as Linux makes them; patch 2 moves all but the LRU-size updates (which
+//! `update_lru_size()` makes with the lruvec in hand) to the direct path.
+//!
+//! Premise, over each variant's measured runs: the list heads are written
+//! (`list_head_writes` per operation above zero).
+//!
 //! The invariant after every run: nothing is mapped, on an LRU or charged (every batch
 //! frees what it faulted), plus the checker's.
 
+use crate::engine::premise::{self, PremiseCheck};
 use crate::engine::{BatchCtx, BenchScenario, Instance, ScenarioError, Setup};
+use crate::record::Run;
 use crate::vm::{Ctx, Pn, PnBase, PnPaired, VmHost};
 use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::String;
+use alloc::vec;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 use ksync::CachePadded;
+use lru::events::LruEvent;
 use memcg::PnPlacement;
 use mm::vm::context::{StatPath, VmConfig};
 use mm::vm::object::ObjectKind;
@@ -90,6 +109,7 @@ impl<'h, H: VmHost, P: Pn> FaultFree<'h, H, P> {
             c => return Err(format!("no config `{c}`")),
         };
         let mut cfg = VmConfig::new(host.nr_cpus());
+        cfg.mglru = false;
         cfg.placement = placement;
         cfg.stat_path = path;
         cfg.max_memcgs = 64;
@@ -145,7 +165,20 @@ impl<H: VmHost, P: Pn> Instance for FaultFree<'_, H, P> {
     }
 
     fn counters(&self) -> Vec<(String, i64)> {
-        self.ctx.counters()
+        let mut c = self.ctx.counters();
+        c.extend(
+            LruEvent::ALL
+                .iter()
+                .map(|&e| (String::from(e.name()), lru::events::total(e) as i64)),
+        );
+        c
+    }
+
+    fn premises(&self, runs: &[&Run]) -> Vec<PremiseCheck> {
+        vec![PremiseCheck::above_zero(
+            "list_head_writes_per_op",
+            premise::per_op(runs, LruEvent::ListHeadWrite.name()),
+        )]
     }
 
     fn check(&self) -> Result<(), String> {
@@ -287,6 +320,69 @@ mod tests {
             assert_eq!(inst.ctx.object(0).cache().nr_folios(), 0, "truncated");
             inst.check().unwrap();
         }
+        Box::new(inst).teardown().unwrap();
+    }
+
+    /// Stat updates and list-head writes per page faulted and freed, by layout and path,
+    /// counted on this test's own CPU (a thread id no other test uses).
+    ///
+    /// The Linux items behind the counts, per page:
+    /// - anon: `NR_ANON_MAPPED` +1 (`folio_add_new_anon_rmap`) and -1
+    ///   (`folio_remove_rmap_pte`), `NR_INACTIVE_ANON` +1 (`lruvec_add_folio`) and -1
+    ///   (`lruvec_del_folio`): 4;
+    /// - shmem: `NR_FILE_PAGES` and `NR_SHMEM` +1 (`shmem_add_to_page_cache`) and -1
+    ///   (`filemap_unaccount_folio`), `NR_FILE_MAPPED` +1 (`folio_add_file_rmap_pte`) and -1
+    ///   (`folio_remove_rmap_pte`), `NR_INACTIVE_ANON` +1 and -1 (shmem is swap-backed): 8.
+    ///
+    /// Patch 2 (`patch1+2`) sends every update but the LRU sizes' (made by
+    /// `update_lru_size()` with the lruvec in hand) straight to the memcg and node.
+    #[test]
+    fn stat_updates_and_list_head_writes_per_operation_are_linuxs() {
+        ksync::cpu::set_this_thread_cpu(ksync::MAX_CPUS - 3);
+        let host = TraceHost::new(1, 32);
+        let count = |e| lru::events::this_cpu_count(e) as i64;
+        // (config, variant, through the lruvec, direct) per page.
+        for (config, variant, lruvec, direct) in [
+            ("anon", "base@+0", 4, 0),
+            ("anon", "patch1@+64", 4, 0),
+            ("anon", "patch1+2@+0", 2, 2),
+            ("shmem", "base@+64", 8, 0),
+            ("shmem", "patch1+2@+0", 2, 6),
+        ] {
+            let setup = Setup {
+                config,
+                variant,
+                cpus: 1,
+            };
+            let scenario = Seed001::new(&host);
+            let inst = scenario.instantiate(&setup).unwrap();
+            // A first batch fills the per-CPU caches; the second is the steady state.
+            inst.run_batch(&on(0, u64::MAX)).unwrap();
+            let before = LruEvent::ALL.map(count);
+            assert_eq!(inst.run_batch(&on(0, u64::MAX)), Ok(BATCH));
+            let per_op = LruEvent::ALL.map(|e| (count(e) - before[e as usize]) / BATCH as i64);
+            let at = format!("{config} {variant}");
+            assert_eq!(per_op[LruEvent::StatThroughLruvec as usize], lruvec, "{at}");
+            assert_eq!(per_op[LruEvent::StatDirect as usize], direct, "{at}");
+            // Each page is added at the head of the inactive list and deleted from it.
+            assert!(
+                per_op[LruEvent::ListHeadWrite as usize] >= 1,
+                "{at}: {per_op:?}"
+            );
+            inst.teardown().unwrap();
+        }
+    }
+
+    #[test]
+    fn premise_needs_list_head_writes() {
+        use crate::scenarios::tests::run_with;
+        let host = TraceHost::new(1, 32);
+        let inst = build(&host, "anon", 1);
+        let ok = run_with(&[("list_head_writes", 64)], 32);
+        assert!(inst.premises(&[&ok])[0].held);
+        assert_eq!(inst.premises(&[&ok])[0].figure, 2.0);
+        let mglru = run_with(&[("list_head_writes", 0)], 32);
+        assert!(!inst.premises(&[&mglru])[0].held);
         Box::new(inst).teardown().unwrap();
     }
 

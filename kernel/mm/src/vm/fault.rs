@@ -303,7 +303,12 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
             NodeStatItem::NrAnonMapped,
             1,
         );
-        folio.set(FolioFlags::ACTIVE);
+        // folio_add_lru_vma: under MGLRU a folio faulted in starts in the youngest
+        // generation (`lru_gen_in_fault()` sets it active); on the classic lists a new
+        // anonymous folio goes to the inactive list (Linux 5.9+).
+        if self.tree.lru().mglru() {
+            folio.set(FolioFlags::ACTIVE);
+        }
         let _ = self.batches.folio_add_lru(cpu, folio, &self.tree);
         pte.set(idx, folio.pfn(), vma.vm_page_prot() & PROT_WRITE != 0);
         Ok(())
@@ -345,7 +350,19 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                 self.folio_put(cpu, folio);
                 continue;
             }
+            // folio_add_file_rmap_pte: NR_FILE_MAPPED of the folio's memcg.
             folio.inc_mapcount();
+            if folio.memcg_id() == memcg.id() {
+                self.mod_folio_stat(
+                    memcg,
+                    cpu,
+                    folio.node() as usize,
+                    NodeStatItem::NrFileMapped,
+                    1,
+                );
+            } else {
+                self.mod_folio_stat_of(cpu, folio, NodeStatItem::NrFileMapped, 1);
+            }
             pte.set(idx, folio.pfn(), vma.vm_page_prot() & PROT_WRITE != 0);
             return Ok(());
         }

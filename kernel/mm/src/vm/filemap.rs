@@ -120,6 +120,14 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                         last.push(folio);
                     }
                 }
+                if cleared > 0 {
+                    self.mod_folio_stat_of(
+                        cpu,
+                        folio,
+                        NodeStatItem::NrFileMapped,
+                        -(cleared as i64),
+                    );
+                }
             }
             self.mod_folio_stat_of(cpu, folio, NodeStatItem::NrFilePages, -1);
             if obj.kind() == ObjectKind::Shmem {

@@ -169,9 +169,12 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                 {
                     // folio_remove_rmap_pte, under the PTE lock.
                     let _ = folio.dec_mapcount();
-                    if folio.mapping() & crate::vm::fault::MAPPING_ANON != 0 {
-                        self.mod_folio_stat_of(cpu, folio, NodeStatItem::NrAnonMapped, -1);
-                    }
+                    let item = if folio.mapping() & crate::vm::fault::MAPPING_ANON != 0 {
+                        NodeStatItem::NrAnonMapped
+                    } else {
+                        NodeStatItem::NrFileMapped
+                    };
+                    self.mod_folio_stat_of(cpu, folio, item, -1);
                     let _ = tlb.remove_page(va, folio);
                     self.count(cpu, VmEvent::Unmapped);
                 }

@@ -109,6 +109,9 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                 let _ = folio.put();
                 self.count(cpu, VmEvent::Shootdown);
             }
+            if cleared > 0 {
+                self.mod_folio_stat_of(cpu, folio, NodeStatItem::NrFileMapped, -(cleared as i64));
+            }
         }
         // The cache's reference and reclaim's pin, nothing else.
         if folio.mapcount() != 0 || !folio.ref_freeze(2) {
