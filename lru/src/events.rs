@@ -1,6 +1,9 @@
 //! Per-CPU counts of events that the benchmark's premises need and that no Linux stat item
-//! covers: writes to the classic list heads (`lruvec->lists[]`), and lruvec stat updates by
-//! the path they took.
+//! covers: writes to the classic list heads (`lruvec->lists[]`), lruvec stat updates by
+//! the path they took, and the increments of MGLRU's lockless `evicted[]` and `refaulted[]`
+//! counters per type and tier (seed 000: which of them land on the FIFO node's line
+//! depends on the tier, and the counters themselves are reset as generations pass, so their
+//! values cannot tell how often they were written).
 //!
 //! Seed 001's mechanism is the `lru_lock` holder writing the LRU list heads (line 1 of
 //! `mem_cgroup_per_node`) while other CPUs read the read-mostly line it is paired with, and
@@ -55,6 +58,55 @@ impl LruEvent {
             Self::StatThroughLruvec => "stat_updates_lruvec",
             Self::StatDirect => "stat_updates_direct",
         }
+    }
+}
+
+/// The lockless `lru_gen_folio` counters whose increments are counted per type and tier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub enum TierCounter {
+    /// `evicted[hist][type][tier]` (`lru_gen_eviction`).
+    Evicted,
+    /// `refaulted[hist][type][tier]` (`lru_gen_refault`).
+    Refaulted,
+}
+
+/// Slots per [`TierCounter`]: one per type and tier.
+const TIER_SLOTS: usize = crate::folio::ANON_AND_FILE * crate::lru_gen::MAX_NR_TIERS;
+
+#[cfg(not(loom))]
+static TIERS: [CachePadded<[[AtomicU64; TIER_SLOTS]; 2]>; MAX_CPUS] =
+    [const { CachePadded([const { [const { AtomicU64::new(0) }; TIER_SLOTS] }; 2]) }; MAX_CPUS];
+
+/// Counts one increment of `counter[hist][ty][tier]` on this CPU.
+#[inline]
+pub fn count_tier(counter: TierCounter, ty: usize, tier: usize) {
+    #[cfg(not(loom))]
+    if let Some(slot) = TIERS.get(ksync::this_cpu())
+        && let Some(c) = slot.0[counter as usize].get(ty * crate::lru_gen::MAX_NR_TIERS + tier)
+    {
+        c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+    }
+    #[cfg(loom)]
+    let _ = (counter, ty, tier);
+}
+
+/// Increments of `counter[..][ty][tier]` so far, every CPU's.
+#[must_use]
+pub fn tier_total(counter: TierCounter, ty: usize, tier: usize) -> u64 {
+    #[cfg(not(loom))]
+    {
+        let i = ty * crate::lru_gen::MAX_NR_TIERS + tier;
+        TIERS
+            .iter()
+            .filter_map(|s| s.0[counter as usize].get(i))
+            .map(|c| c.load(Ordering::Relaxed))
+            .fold(0, u64::wrapping_add)
+    }
+    #[cfg(loom)]
+    {
+        let _ = (counter, ty, tier);
+        0
     }
 }
 

@@ -127,6 +127,7 @@ impl<H: LruvecHost> Lruvec<H> {
         let token = (min_seq << LRU_REFS_WIDTH) | u64::from(refs.saturating_sub(1));
         let hist = lru_hist_from_seq(min_seq);
         self.lrugen().evicted()[hist][ty][tier].fetch_add(1, Ordering::Relaxed);
+        crate::events::count_tier(crate::events::TierCounter::Evicted, ty, tier);
         Shadow::pack(self.memcg_id(), self.node(), token, workingset)
     }
 
@@ -179,6 +180,7 @@ impl<H: LruvecHost> Lruvec<H> {
         let ty = folio.lru_type();
         let hist = lru_hist_from_seq(self.lrugen().min_seq()[ty].load(Ordering::Acquire));
         self.lrugen().refaulted()[hist][ty][tier].fetch_add(1, Ordering::Relaxed);
+        crate::events::count_tier(crate::events::TierCounter::Refaulted, ty, tier);
         if in_fault {
             // What folio_add_lru() does for folios added in the fault path.
             folio.set(FolioFlags::ACTIVE);

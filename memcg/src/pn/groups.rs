@@ -77,6 +77,14 @@ pub struct PnSoftLimit {
     pub(crate) usage_in_excess: AtomicU64,
     /// `on_tree`: whether `tree_node` is linked into the per-node soft-limit tree.
     pub(crate) on_tree: AtomicBool,
+    /// Not Linux's: 16 bytes that stand for what seed 000's kernel has before its lruvec
+    /// and this model lacks (its `mem_cgroup_per_node` is 2176 bytes, this one 1920). Seed
+    /// 000 states that in its kernel "the file type counters share a cacheline with"
+    /// `enabled`/`gen`/`seg`/`list`; with the lruvec at 80 only the top tiers would. The gap
+    /// puts the lruvec at 96, where every file tier of `refaulted[]` shares the FIFO node's
+    /// line in the base `lru_gen_folio` (asserted in `assert_pn_layouts`), and it is the
+    /// same in both of seed 000's variants, which differ only in `lru_gen_folio`.
+    pub(crate) seed000_gap: [u64; 2],
 }
 
 /// Touched only when the memcg is reparented or freed (`memcg_pn_cold`; Linux keeps

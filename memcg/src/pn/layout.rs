@@ -80,6 +80,7 @@ fn soft_limit_fields(base: usize) -> impl Iterator<Item = FieldDesc> {
             ("tree_node", offset_of!(T, tree_node), 24),
             ("usage_in_excess", offset_of!(T, usage_in_excess), 8),
             ("on_tree", offset_of!(T, on_tree), 1),
+            ("seed000_gap", offset_of!(T, seed000_gap), 16),
         ],
     )
 }

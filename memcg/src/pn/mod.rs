@@ -356,9 +356,8 @@ const _: () = {
 ///   line and share none with the FIFO node (`enabled`/`gen`/`seg`/`bin`/`list`); with the
 ///   base one, `refaulted[]` ends on the line right before the node or on the node's own
 ///   line (they are one pair at one of the two placements at least), and in the v1 layout
-///   (the seed's "before" as measured) the file type's counters of the workingset tier,
-///   where every refault of a folio that had refaulted before is counted, share the node's
-///   line.
+///   (the seed's "before" as measured) the file type's counters of every tier share the
+///   node's line, as the seed says of its kernel.
 pub const fn assert_pn_layouts<P: MemCgroupPerNode>() {
     use crate::cacheline::{line_of, share_line};
     let lv = P::LRUVEC_OFFSET;
@@ -406,11 +405,40 @@ pub const fn assert_pn_layouts<P: MemCgroupPerNode>() {
         let last = line_of(refaulted + tier_hist - 1);
         assert!(last == line_of(node) || last + 1 == line_of(node));
         if matches!(P::KIND, PnLayoutKind::V1) {
-            let workingset = refaulted
-                + refaulted_index(lru::folio::LRU_GEN_FILE, lru::lru_gen::MAX_NR_TIERS - 1);
-            assert!(share_line(workingset, 8, node, node_size));
+            // Seed 000's kernel: every file tier's counter on the node's line.
+            let mut tier = 0;
+            while tier < lru::lru_gen::MAX_NR_TIERS {
+                let at = refaulted + refaulted_index(lru::folio::LRU_GEN_FILE, tier);
+                assert!(share_line(at, 8, node, node_size));
+                tier += 1;
+            }
         }
     }
+}
+
+/// Whether counter `refaulted[0][ty][tier]` (`evicted[0][ty][tier]` when `evicted`) of
+/// layout `P`'s lruvec shares a 64-byte line with its `lru_gen_folio`'s FIFO node
+/// (`enabled`/`gen`/`seg`/`list`): seed 000's sharing, per counter. The struct is at least
+/// 64-byte aligned, so a line boundary of the struct is one of memory.
+#[must_use]
+pub const fn tier_shares_node_line<P: MemCgroupPerNode>(
+    evicted: bool,
+    ty: usize,
+    tier: usize,
+) -> bool {
+    let lrugen = P::LRUVEC_OFFSET + Lruvec::<P>::LRUGEN_OFFSET;
+    let array = if evicted {
+        <P::Gen as LruGenFolio>::EVICTED_OFFSET
+    } else {
+        <P::Gen as LruGenFolio>::REFAULTED_OFFSET
+    };
+    let node = lrugen + <P::Gen as LruGenFolio>::MEMCG_NODE_OFFSET;
+    crate::cacheline::share_line(
+        lrugen + array + refaulted_index(ty, tier),
+        size_of::<u64>(),
+        node,
+        size_of::<lru::LruGenMemcgNode>(),
+    )
 }
 
 /// Byte offset of `refaulted[0][type][tier]` (`evicted[]` alike) inside its array: the

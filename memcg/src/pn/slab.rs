@@ -9,10 +9,12 @@
 //!
 //! [`PnCache`] is that cache for one memcg tree: it carves objects back to back out of
 //! 128-byte aligned chunks, the first object of each chunk at [`PnPlacement`]'s offset
-//! (the few bytes before it are the chunk's padding). The layouts are a whole number of
-//! 128-byte pairs (asserted in [`super::assert_pn_layouts`]), so every object of a cache has
-//! the same placement, and at +64 each one but a chunk's first is preceded by the previous
-//! object's last line. Freed objects are reused LIFO, as slab frees are; chunks are
+//! (the few bytes before it are the chunk's padding), each next one a whole number of
+//! 128-byte pairs further, so every object of a cache has the same placement. Seed 001's
+//! layouts are a whole number of pairs (asserted in [`super::assert_pn_layouts`]), so at
+//! +64 each object but a chunk's first is preceded by the previous object's last line;
+//! mainline's (v1) is a whole number of lines only, and its objects are padded to the next
+//! pair. Freed objects are reused LIFO, as slab frees are; chunks are
 //! returned to the allocator when the cache is dropped.
 
 use alloc::vec::Vec;
@@ -80,10 +82,15 @@ impl<T> PnCache<T> {
         }
     }
 
-    /// Distance between two neighbouring objects: the size rounded up to the alignment.
+    /// Distance between two neighbouring objects: the size rounded up to the alignment
+    /// and to a whole 128-byte pair, so that every object of the cache starts at the
+    /// cache's placement (a layout that is not a whole number of pairs, like mainline's,
+    /// would otherwise alternate between +0 and +64, and which one the benchmark's memcg
+    /// got would depend on how many objects came before it).
     pub const fn stride() -> usize {
         let a = core::mem::align_of::<T>();
-        core::mem::size_of::<T>().div_ceil(a) * a
+        let pair = crate::cacheline::CACHELINE_PAIR;
+        (core::mem::size_of::<T>().div_ceil(a) * a).next_multiple_of(pair)
     }
 
     /// Offset of a chunk's first object: the placement's (0 or 64), or 0 for types aligned
@@ -203,6 +210,35 @@ mod tests {
                 unsafe { c.free(*x) };
             }
             assert_eq!(c.live(), 0);
+        }
+    }
+
+    /// Three lines: not a whole number of pairs, as mainline's struct. Every object still
+    /// starts at the placement, the next pair boundary after the previous one's end.
+    #[repr(C, align(64))]
+    struct Three([u64; 24]);
+
+    #[test]
+    fn objects_of_odd_lines_keep_the_placement() {
+        for placement in [PnPlacement::PairStart, PnPlacement::PairMiddle] {
+            let mut c = PnCache::<Three>::new(placement);
+            let p: Vec<_> = (0..PN_PER_CHUNK + 2)
+                .map(|i| c.alloc(Three([i as u64; 24])))
+                .collect();
+            for x in &p {
+                assert_eq!(
+                    x.as_ptr() as usize % 128,
+                    placement.offset(),
+                    "{placement:?}"
+                );
+            }
+            for w in p[..PN_PER_CHUNK].windows(2) {
+                assert_eq!(w[1].as_ptr() as usize - w[0].as_ptr() as usize, 256);
+            }
+            for x in p {
+                // SAFETY: each allocated once, freed once.
+                unsafe { c.free(x) };
+            }
         }
     }
 

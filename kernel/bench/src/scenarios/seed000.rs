@@ -1,42 +1,76 @@
 //! `seed000-refault`: every CPU reads random pages of its own file-like object, all in ONE
-//! memcg whose memory.max is an eighth of what they read, so nearly every read is a refault
-//! (seed 000: fio randread on brd, one memcg, scaled down).
+//! memcg whose memory.max is a third of what they read, so nearly every read refaults (seed
+//! 000: fio randread, psync, bs=4k, buffered, 24 files of 128 MiB on brd, all jobs in one
+//! memcg with memory.max=1G; scaled down, one file per CPU).
 //!
-//! A read that misses finds the page's shadow entry: `workingset_refault` reads the
-//! lruvec's `lru_gen_folio` (its `evicted`/`refaulted` counters, `min_seq`, the tiers'
-//! averages) while other CPUs hold the lru_lock to add, age and evict, writing the same
-//! struct's generation lists, `nr_pages` and `seg`. Both variants use mainline's
-//! `mem_cgroup_per_node` (the lruvec after the memcg-v1 fields, not line-aligned). In
-//! layout A (Linux before the seed's patch) the refault atomics share lines with those hot
-//! fields: the file type's upper tiers, where refaults of folios that had refaulted before
-//! are counted, sit on the line of `enabled`/`gen`/`seg`/`list`; in B they sit in a group
-//! of their own. MGLRU is on; the backing store's contents are checked on every read, as brd
-//! copies the page. One operation is one page read.
+//! A read that misses finds the page's shadow entry: `lru_gen_refault` adds to the lruvec's
+//! lockless `refaulted[][][]` (and the eviction before it to `evicted[][][]`), while every
+//! LRU add on every CPU reads `enabled` and reclaim's FIFO walk reads `gen`/`seg`/`list`.
+//! Both variants use mainline's `mem_cgroup_per_node` (the lruvec after the memcg-v1
+//! fields, not line-aligned) and differ in nothing but `lru_gen_folio`: in A (Linux before
+//! the seed's patch) the file type's `refaulted[]` counters of every tier share the line of
+//! `enabled`/`gen`/`seg`/`list`, as the seed says of its kernel; in B they sit in a group of
+//! their own. Each runs with its `mem_cgroup_per_node` at +0 and at +64 of a 128-byte pair
+//! (every object of the slab at the same placement), so the pairings of the 128-byte
+//! prefetcher are the same for A and B at each placement. MGLRU is on, as in the seed's
+//! kernel; the backing store's contents are checked on every read, as brd copies the page.
+//! One operation is one page read.
+//!
+//! Counted per run: the increments of `evicted[]` and `refaulted[]` per type and tier
+//! (`lru::events`), and how many of them hit a counter on the FIFO node's line in this
+//! variant's layout (`refaulted_on_node_line`, `evicted_on_node_line`); refaults that
+//! restored the working-set flag (`workingset_restore`).
+//!
+//! Premises, over each variant's measured runs: reads refault (`refaults` per read above
+//! zero); in A at least 90% of the `refaulted[]` increments land on the node's line, in B
+//! none.
 //!
 //! The invariant after every run: the memcg is within its limit, plus the checker's.
 
+use crate::engine::premise::{self, PremiseCheck};
 use crate::engine::{BatchCtx, BenchScenario, Instance, ScenarioError, Setup};
+use crate::record::Run;
 use crate::vm::{Ctx, Pn, PnGenBase, PnGenGrouped, VmHost};
 use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::String;
+use alloc::vec;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 use ksync::CachePadded;
+use lru::events::TierCounter;
+use lru::lru_gen::MAX_NR_TIERS;
+use memcg::PnPlacement;
 use mm::vm::context::VmConfig;
 use mm::vm::object::ObjectKind;
 use mm::vm::vma::VmAreaA;
 
 /// Reads per batch.
 const BATCH: u64 = 32;
-/// The working set over memory.max.
-const OVERCOMMIT: u64 = 8;
+/// What the readers read over memory.max (the seed: 24 x 128 MiB under 1 GiB).
+const OVERCOMMIT: u64 = 3;
+/// The least share of `refaulted[]` increments on the node's line for A's premise.
+pub const A_NODE_LINE_SHARE: f64 = 0.9;
 
 /// memory.max for `cpus` readers: room for every CPU's in-flight charges (its stock and
 /// folio batch) and reclaim's batches, then some.
 #[must_use]
 pub fn limit(cpus: u32) -> u64 {
     256 + 80 * u64::from(cpus)
+}
+
+/// The counter names of one type's tiers: `{evicted,refaulted}_{anon,file}_t{0..3}`.
+fn tier_name(counter: TierCounter, ty: usize, tier: usize) -> String {
+    let c = match counter {
+        TierCounter::Evicted => "evicted",
+        TierCounter::Refaulted => "refaulted",
+    };
+    let t = if ty == lru::folio::LRU_GEN_FILE {
+        "file"
+    } else {
+        "anon"
+    };
+    format!("{c}_{t}_t{tier}")
 }
 
 /// The scenario on platform `H`.
@@ -57,12 +91,15 @@ struct Refault<'h, H: VmHost, P: Pn> {
     pages: u64,
     rng: Vec<CachePadded<AtomicU64>>,
     nodes: Vec<u32>,
+    /// Whether this is the seed's "before" (A), for the premise.
+    before: bool,
 }
 
 impl<'h, H: VmHost, P: Pn> Refault<'h, H, P> {
-    fn build(host: &'h H, cpus: u32) -> Result<Self, String> {
+    fn build(host: &'h H, cpus: u32, placement: PnPlacement) -> Result<Self, String> {
         let mut cfg = VmConfig::new(host.nr_cpus());
         cfg.max_memcgs = 64;
+        cfg.placement = placement;
         let mut ctx = Ctx::new(host, cfg)?;
         let max = limit(cpus);
         ctx.add_memcg(None, Some(max))?;
@@ -77,7 +114,26 @@ impl<'h, H: VmHost, P: Pn> Refault<'h, H, P> {
                 .map(|c| CachePadded(AtomicU64::new(0x9e37_79b9_7f4a_7c15 ^ u64::from(c + 1))))
                 .collect(),
             nodes: (0..cpus as usize).map(|c| host.node_of(c)).collect(),
+            before: !<P::Gen as lru::LruGenFolio>::STATS_GROUPED,
         })
+    }
+
+    /// Increments of `counter` so far, and how many of them hit a counter on the FIFO
+    /// node's line in layout `P`.
+    fn tier_counts(counter: TierCounter) -> (Vec<(String, i64)>, i64) {
+        let mut out = Vec::new();
+        let mut on_line = 0;
+        for ty in 0..lru::folio::ANON_AND_FILE {
+            for tier in 0..MAX_NR_TIERS {
+                let n = lru::events::tier_total(counter, ty, tier) as i64;
+                if memcg::pn::tier_shares_node_line::<P>(counter == TierCounter::Evicted, ty, tier)
+                {
+                    on_line += n;
+                }
+                out.push((tier_name(counter, ty, tier), n));
+            }
+        }
+        (out, on_line)
     }
 }
 
@@ -103,7 +159,34 @@ impl<H: VmHost, P: Pn> Instance for Refault<'_, H, P> {
     }
 
     fn counters(&self) -> Vec<(String, i64)> {
-        self.ctx.counters()
+        let mut c = self.ctx.counters();
+        let (evicted, evicted_on_line) = Self::tier_counts(TierCounter::Evicted);
+        let (refaulted, refaulted_on_line) = Self::tier_counts(TierCounter::Refaulted);
+        let refaulted_all: i64 = refaulted.iter().map(|(_, n)| n).sum();
+        c.extend(evicted);
+        c.extend(refaulted);
+        c.push(("evicted_on_node_line".into(), evicted_on_line));
+        c.push(("refaulted_on_node_line".into(), refaulted_on_line));
+        c.push(("refaulted_all_tiers".into(), refaulted_all));
+        c
+    }
+
+    fn premises(&self, runs: &[&Run]) -> Vec<PremiseCheck> {
+        let all = premise::total(runs, "refaulted_all_tiers");
+        let share = if all == 0 {
+            0.0
+        } else {
+            premise::total(runs, "refaulted_on_node_line") as f64 / all as f64
+        };
+        let line = if self.before {
+            PremiseCheck::at_least("refaulted_on_node_line_share", share, A_NODE_LINE_SHARE)
+        } else {
+            PremiseCheck::zero("refaulted_on_node_line_share", share)
+        };
+        vec![
+            PremiseCheck::above_zero("refaults_per_op", premise::per_op(runs, "refaults")),
+            line,
+        ]
     }
 
     fn check(&self) -> Result<(), String> {
@@ -136,10 +219,21 @@ impl<H: VmHost> BenchScenario for Seed000<'_, H> {
         if setup.config != "file" {
             return Err(ScenarioError::new(format!("no config `{}`", setup.config)));
         }
-        Ok(match setup.variant {
-            "A" => Box::new(Refault::<H, PnGenBase>::build(self.host, setup.cpus)?),
-            "B" => Box::new(Refault::<H, PnGenGrouped>::build(self.host, setup.cpus)?),
-            v => return Err(ScenarioError::new(format!("no variant `{v}`"))),
+        let bad = || ScenarioError::new(format!("no variant `{}`", setup.variant));
+        let (layout, at) = setup.variant.split_once('@').ok_or_else(bad)?;
+        let placement = match at {
+            "+0" => PnPlacement::PairStart,
+            "+64" => PnPlacement::PairMiddle,
+            _ => return Err(bad()),
+        };
+        Ok(match layout {
+            "A" => Box::new(Refault::<H, PnGenBase>::build(
+                self.host, setup.cpus, placement,
+            )?),
+            "B" => Box::new(Refault::<H, PnGenGrouped>::build(
+                self.host, setup.cpus, placement,
+            )?),
+            _ => return Err(bad()),
         })
     }
 }
@@ -152,7 +246,7 @@ mod tests {
     use std::collections::BTreeSet;
 
     fn build(host: &SoftHost, cpus: u32) -> Refault<'_, SoftHost, PnGenGrouped> {
-        Refault::build(host, cpus).expect("built")
+        Refault::build(host, cpus, PnPlacement::PairStart).expect("built")
     }
 
     /// The pages of reader `i`'s object in its page cache (read and not evicted).
@@ -182,7 +276,7 @@ mod tests {
     }
 
     #[test]
-    fn the_readers_objects_are_eight_times_memory_max() {
+    fn the_readers_objects_are_three_times_memory_max() {
         let host = soft(3, 64);
         for cpus in 1..=3u32 {
             let inst = build(host, cpus);
@@ -255,6 +349,105 @@ mod tests {
         }
         assert_eq!(steps, budget, "the sequence cycles with period {lam}");
         Box::new(inst).teardown().unwrap();
+    }
+
+    /// The variants are A and B at both placements, and each memcg's per-node struct
+    /// sits at its variant's placement, the same for A and B.
+    #[test]
+    fn a_and_b_at_both_placements_differ_only_in_lru_gen_folio() {
+        let host = soft(1, 64);
+        let scenario = Seed000::new(host);
+        for v in ["A@+0", "B@+0", "A@+64", "B@+64"] {
+            let setup = Setup {
+                config: "file",
+                variant: v,
+                cpus: 1,
+            };
+            scenario.instantiate(&setup).unwrap().teardown().unwrap();
+        }
+        for v in ["A", "C@+0", "A@+32"] {
+            let setup = Setup {
+                config: "file",
+                variant: v,
+                cpus: 1,
+            };
+            assert!(scenario.instantiate(&setup).is_err(), "{v}");
+        }
+        for placement in [PnPlacement::PairStart, PnPlacement::PairMiddle] {
+            let a = Refault::<SoftHost, PnGenBase>::build(host, 1, placement).unwrap();
+            let b = Refault::<SoftHost, PnGenGrouped>::build(host, 1, placement).unwrap();
+            let at = |addr: usize| addr % 128;
+            let pa = a.ctx.memcg(0).lruvec(0).unwrap() as *const _ as usize
+                - <PnGenBase as lru::LruvecHost>::LRUVEC_OFFSET;
+            let pb = b.ctx.memcg(0).lruvec(0).unwrap() as *const _ as usize
+                - <PnGenGrouped as lru::LruvecHost>::LRUVEC_OFFSET;
+            assert_eq!(at(pa), placement.offset());
+            assert_eq!(at(pb), placement.offset());
+            assert!(a.before && !b.before);
+            Box::new(a).teardown().unwrap();
+            Box::new(b).teardown().unwrap();
+        }
+    }
+
+    /// In A every file tier of `refaulted[]` is on the node's line, in B none; the
+    /// workload's refaults are counted per tier and the premise judges the share.
+    #[test]
+    fn refault_increments_land_on_the_node_line_in_a_only() {
+        for tier in 0..MAX_NR_TIERS {
+            let file = lru::folio::LRU_GEN_FILE;
+            assert!(memcg::pn::tier_shares_node_line::<PnGenBase>(
+                false, file, tier
+            ));
+            assert!(!memcg::pn::tier_shares_node_line::<PnGenGrouped>(
+                false, file, tier
+            ));
+            assert!(!memcg::pn::tier_shares_node_line::<PnGenGrouped>(
+                true, file, tier
+            ));
+        }
+        ksync::cpu::set_this_thread_cpu(ksync::MAX_CPUS - 5);
+        let host = soft(1, 64);
+        let a = Refault::<SoftHost, PnGenBase>::build(host, 1, PnPlacement::PairStart).unwrap();
+        let before = counter(&a, "refaulted_all_tiers");
+        let on_line = counter(&a, "refaulted_on_node_line");
+        let refaults = counter(&a, "refaults");
+        // Enough reads to cycle the working set through memory.max a few times.
+        for _ in 0..4 * OVERCOMMIT * limit(1) / BATCH {
+            a.run_batch(&on(0, u64::MAX)).unwrap();
+        }
+        let all = counter(&a, "refaulted_all_tiers") - before;
+        assert!(all > 0, "the reads refaulted");
+        assert!(counter(&a, "refaults") - refaults >= all);
+        assert_eq!(
+            counter(&a, "refaulted_on_node_line") - on_line,
+            all,
+            "all file tiers"
+        );
+        let file_tiers: i64 = (0..MAX_NR_TIERS)
+            .map(|t| counter(&a, &tier_name(TierCounter::Refaulted, 1, t)))
+            .sum();
+        assert!(file_tiers > 0);
+        Box::new(a).teardown().unwrap();
+
+        let run = |on_line, all| {
+            crate::scenarios::tests::run_with(
+                &[
+                    ("refaults", 100),
+                    ("refaulted_on_node_line", on_line),
+                    ("refaulted_all_tiers", all),
+                ],
+                100,
+            )
+        };
+        let a = Refault::<SoftHost, PnGenBase>::build(host, 1, PnPlacement::PairStart).unwrap();
+        let b = Refault::<SoftHost, PnGenGrouped>::build(host, 1, PnPlacement::PairMiddle).unwrap();
+        assert!(a.premises(&[&run(95, 100)])[1].held);
+        assert!(!a.premises(&[&run(80, 100)])[1].held, "80% on the line");
+        assert!(b.premises(&[&run(0, 100)])[1].held);
+        assert!(!b.premises(&[&run(1, 100)])[1].held);
+        assert!(!b.premises(&[&run(0, 0)])[1].held || b.premises(&[&run(0, 0)])[0].held);
+        Box::new(a).teardown().unwrap();
+        Box::new(b).teardown().unwrap();
     }
 
     #[test]

@@ -31,6 +31,8 @@ pub enum VmEvent {
     Refault,
     /// Refaults that were recent enough to activate.
     RefaultActivate,
+    /// Refaults of folios that were in the working set when evicted (`WORKINGSET_RESTORE`).
+    WorkingsetRestore,
     /// Folios evicted by reclaim (frame freed, shadow stored).
     Evicted,
     /// Folios reclaim found busy and put back.
@@ -51,7 +53,7 @@ pub enum VmEvent {
 }
 
 /// Number of [`VmEvent`]s.
-pub const NR_VM_EVENTS: usize = 18;
+pub const NR_VM_EVENTS: usize = 19;
 
 impl VmEvent {
     /// Every event, in index order.
@@ -66,6 +68,7 @@ impl VmEvent {
         Self::CacheMiss,
         Self::Refault,
         Self::RefaultActivate,
+        Self::WorkingsetRestore,
         Self::Evicted,
         Self::EvictBusy,
         Self::Released,
@@ -90,6 +93,7 @@ impl VmEvent {
             Self::CacheMiss => "cache_misses",
             Self::Refault => "refaults",
             Self::RefaultActivate => "refaults_activated",
+            Self::WorkingsetRestore => "workingset_restore",
             Self::Evicted => "evicted",
             Self::EvictBusy => "evict_busy",
             Self::Released => "released",

@@ -457,7 +457,13 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         let Ok(lruvec) = memcg.lruvec(node) else {
             return;
         };
-        if let Ok(out) = lruvec.refault(folio, shadow, in_fault)
+        let out = lruvec.refault(folio, shadow, in_fault);
+        if let Ok(o) = out
+            && o.workingset
+        {
+            self.count(cpu, VmEvent::WorkingsetRestore);
+        }
+        if let Ok(out) = out
             && out.activated
         {
             self.count(cpu, VmEvent::RefaultActivate);
