@@ -55,6 +55,10 @@ pub const LIMIT: u64 = 768;
 pub const TURN: u64 = 128;
 /// Readers per file (and per memcg).
 pub const READERS: u64 = 2;
+
+// The file must not fit under memory.max (reclaim runs), and a turn must (the second
+// reader finds the first one's pages).
+const _: () = assert!(FILE_PAGES > LIMIT && LIMIT > TURN);
 /// The node lock's class name (variant A).
 pub const NODE_LOCK: &str = "pgdat->lru_lock";
 /// The per-memcg lock's class name (variant B).
@@ -237,7 +241,6 @@ mod tests {
             assert_eq!(inst.ctx.memcg(i).memory().max(), LIMIT);
             assert_eq!(inst.ctx.object(i).nr_pages(), FILE_PAGES);
         }
-        assert!(FILE_PAGES > LIMIT && LIMIT > TURN);
         Box::new(inst).teardown().unwrap();
         let setup = Setup {
             config: "1-per-memcg",
