@@ -24,7 +24,20 @@
 //!
 //! `memory.reclaim` takes the request's own swappiness (`swappiness=`), retries in batches
 //! of a quarter of what is left, and gives up with [`MemcgError::Again`] (EAGAIN) after
-//! `MAX_RECLAIM_RETRIES` rounds that reclaimed nothing.
+//! `MAX_RECLAIM_RETRIES` rounds that reclaimed nothing: `MAX_RECLAIM_RETRIES + 1` calls of
+//! `try_to_free_mem_cgroup_pages()`.
+//!
+//! Root reclaim models `do_try_to_free_pages()` whole: the priority loop from
+//! `DEF_PRIORITY` down to 0, one `shrink_zones()` per priority (per node
+//! `lru_gen_shrink_node()`, a `shrink_many()` each), stopping once the target is met; the
+//! first `lru_gen_shrink_node()` of a loop lowers the priority with
+//! `set_initial_priority()` (from the node's inactive pages and the target, clamped to
+//! `DEF_PRIORITY / 2..=DEF_PRIORITY`); a loop that reclaimed nothing is run once more with
+//! `memcg_full_walk` set (`goto retry`). A call that reclaims nothing therefore runs
+//! 2 x 7 `shrink_many()`s per node when the node holds fewer inactive pages than
+//! `target << 7` (seed 002's case; up to 2 x 13 on a node with far more). [`ReclaimStats`]
+//! counts all of it per request. The subtree walk (non-root targets) is still one
+//! priority pass per call (plus the `memory.low` retry).
 
 use crate::error::MemcgError;
 use crate::memcontrol::MemCgroup;
@@ -34,12 +47,76 @@ use crate::sync::Ordering;
 use crate::tree::{MemcgRef, MemcgTree};
 use crate::{MAX_RECLAIM_RETRIES, charge::SWAP_CLUSTER_MAX};
 use core::ptr::NonNull;
-use lru::memcg_lru::{ShrinkStep, seg};
-use lru::{LruGenFolio, MemcgLruOp};
+use lru::memcg_lru::{ShrinkManyStats, ShrinkStep, seg};
+use lru::vmstat::NodeStatItem;
+use lru::{LruGenFolio, MemcgLruOp, PgData};
 
-/// `DEF_PRIORITY`: a memcg's lruvec is "sizable" for `shrink_one()` if its evictable pages
-/// shifted right by the priority are not zero.
+/// `DEF_PRIORITY`: reclaim's first (gentlest) priority; a memcg's lruvec is "sizable" for
+/// `shrink_one()` if its evictable pages shifted right by the priority are not zero.
 pub const DEF_PRIORITY: u32 = 12;
+
+/// `MIN_LRU_BATCH` (`BITS_PER_LONG`): targets below it keep `DEF_PRIORITY` in
+/// `set_initial_priority()`.
+pub const MIN_LRU_BATCH: u64 = 64;
+
+/// What reclaim did, summed over one or more calls (counts only; for tests and the
+/// benchmark's per-request figures).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReclaimStats {
+    /// `try_to_free_mem_cgroup_pages()` calls (a request's tries).
+    pub tries: u64,
+    /// `do_try_to_free_pages()` loops: the first of each call, then each `goto retry`.
+    pub walks: u64,
+    /// Priority-loop iterations (`shrink_zones()` calls).
+    pub priorities: u64,
+    /// `shrink_many()` calls (root reclaim: one per node per priority).
+    pub shrink_many_calls: u64,
+    /// Memcgs `shrink_many()` handed to `shrink_one()` (tryget attempted).
+    pub visited: u64,
+    /// FIFO entries skipped because their generation differed.
+    pub skipped: u64,
+    /// Memcgs that could not be pinned (dying; released from the FIFO).
+    pub unpinned: u64,
+    /// FIFO rotations applied (`lru_gen_rotate_memcg()`).
+    pub rotations: u64,
+    /// Bin walks restarted after ending on another generation's nulls.
+    pub restarts: u64,
+    /// Pages reclaimed.
+    pub reclaimed: u64,
+}
+
+impl ReclaimStats {
+    fn add_shrink_many(&mut self, s: &ShrinkManyStats) {
+        self.shrink_many_calls += 1;
+        self.visited += s.visited as u64;
+        self.skipped += s.skipped as u64;
+        self.unpinned += s.unpinned as u64;
+        self.rotations += s.rotated as u64;
+        self.restarts += s.restarts as u64;
+    }
+}
+
+/// `set_initial_priority()`: the priority at which `(reclaimable >> priority)` is about
+/// `nr_to_reclaim`, clamped to `DEF_PRIORITY / 2..=DEF_PRIORITY`, where `reclaimable` is
+/// the node's inactive file pages plus, when anon may be reclaimed, its inactive anon
+/// pages. The model has no swap device: anon counts when the swappiness lets reclaim scan
+/// it (Linux asks `can_reclaim_anon_pages()`, i.e. free swap or demotion). Only called at
+/// `DEF_PRIORITY` with a target of at least [`MIN_LRU_BATCH`].
+#[must_use]
+pub fn initial_priority(reclaimable: u64, nr_to_reclaim: u64) -> u32 {
+    // fls_long(): the 1-based index of the highest set bit, 0 for 0.
+    let fls = |x: u64| 64 - i64::from(x.leading_zeros());
+    let p = fls(reclaimable) - 1 - fls(nr_to_reclaim.saturating_sub(1));
+    p.clamp(i64::from(DEF_PRIORITY / 2), i64::from(DEF_PRIORITY)) as u32
+}
+
+fn node_reclaimable<H: lru::LruvecHost>(pgdat: &PgData<H>, swappiness: u8) -> u64 {
+    let mut r = pgdat.node_page_state(NodeStatItem::NrInactiveFile).max(0) as u64;
+    if swappiness != 0 {
+        r += pgdat.node_page_state(NodeStatItem::NrInactiveAnon).max(0) as u64;
+    }
+    r
+}
 
 impl<P: MemCgroupPerNode> MemcgTree<P> {
     /// `memory.reclaim`: reclaims `req.nr_pages` from `memcg`'s subtree with the request's
@@ -51,6 +128,17 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         memcg: &MemCgroup<P>,
         cpu: usize,
         req: ReclaimRequest,
+    ) -> Result<u64, MemcgError> {
+        self.memory_reclaim_counted(memcg, cpu, req, &mut ReclaimStats::default())
+    }
+
+    /// [`Self::memory_reclaim`], adding what it did to `stats`.
+    pub fn memory_reclaim_counted(
+        &self,
+        memcg: &MemCgroup<P>,
+        cpu: usize,
+        req: ReclaimRequest,
+        stats: &mut ReclaimStats,
     ) -> Result<u64, MemcgError> {
         self.check_cpu(cpu)?;
         let mut reclaimed = 0;
@@ -65,7 +153,13 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
             }
             // Converges on zero, but reclaim enforces a minimum (SWAP_CLUSTER_MAX).
             let batch = (req.nr_pages - reclaimed) / 4;
-            let got = self.try_to_free_mem_cgroup_pages(memcg, cpu, batch, req.swappiness)?;
+            let got = self.try_to_free_mem_cgroup_pages_counted(
+                memcg,
+                cpu,
+                batch,
+                req.swappiness,
+                stats,
+            )?;
             if got == 0 {
                 if retries == 0 {
                     break;
@@ -103,21 +197,94 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         nr_pages: u64,
         swappiness: Option<u8>,
     ) -> Result<u64, MemcgError> {
+        let mut stats = ReclaimStats::default();
+        self.try_to_free_mem_cgroup_pages_counted(memcg, cpu, nr_pages, swappiness, &mut stats)
+    }
+
+    /// [`Self::try_to_free_mem_cgroup_pages`], adding what it did to `stats`.
+    pub fn try_to_free_mem_cgroup_pages_counted(
+        &self,
+        memcg: &MemCgroup<P>,
+        cpu: usize,
+        nr_pages: u64,
+        swappiness: Option<u8>,
+        stats: &mut ReclaimStats,
+    ) -> Result<u64, MemcgError> {
         self.check_cpu(cpu)?;
+        stats.tries += 1;
         let target = nr_pages.max(SWAP_CLUSTER_MAX);
         let swappiness = swappiness.unwrap_or_else(|| self.lru.swappiness());
         if memcg.parent().is_none() && self.lru.mglru() {
-            return self.shrink_nodes_root(cpu, target, swappiness);
+            let got = self.do_try_to_free_pages_root(cpu, target, swappiness, stats)?;
+            stats.reclaimed += got;
+            return Ok(got);
         }
+        stats.walks += 1;
+        stats.priorities += 1;
         let (reclaimed, low_skipped) =
             self.shrink_node_memcgs(memcg, cpu, target, swappiness, false);
         // Nothing reclaimed, but untapped memory.low reserves: retry, reclaiming from them
         // too (`do_try_to_free_pages()` returns any progress before it gets there).
         if reclaimed == 0 && low_skipped {
+            stats.walks += 1;
+            stats.priorities += 1;
             let (more, _) = self.shrink_node_memcgs(memcg, cpu, target, swappiness, true);
+            stats.reclaimed += more;
             return Ok(more);
         }
+        stats.reclaimed += reclaimed;
         Ok(reclaimed)
+    }
+
+    /// `do_try_to_free_pages()` for root reclaim on MGLRU: the priority loop from
+    /// `DEF_PRIORITY` down to 0, each priority a `shrink_zones()` (`lru_gen_shrink_node()`
+    /// on every node), until `target` is met; the first node of a loop at `DEF_PRIORITY`
+    /// lowers the priority (`set_initial_priority()`). A loop that reclaimed nothing is run
+    /// once more (`memcg_full_walk`; the `memcg_low_skipped` retry never applies, root
+    /// reclaim on MGLRU does not set it).
+    fn do_try_to_free_pages_root(
+        &self,
+        cpu: usize,
+        target: u64,
+        swappiness: u8,
+        stats: &mut ReclaimStats,
+    ) -> Result<u64, MemcgError> {
+        let mut reclaimed = 0;
+        // `memcg_full_walk` clear, then the one `goto retry` with it set.
+        for _full_walk in [false, true] {
+            stats.walks += 1;
+            let mut priority = DEF_PRIORITY;
+            loop {
+                stats.priorities += 1;
+                // shrink_zones(): shrink_node() -> lru_gen_shrink_node() per node.
+                for (node, pgdat) in self.node_data().iter().enumerate() {
+                    if priority == DEF_PRIORITY && target >= MIN_LRU_BATCH {
+                        priority = initial_priority(node_reclaimable(pgdat, swappiness), target);
+                    }
+                    self.shrink_many(
+                        node,
+                        pgdat,
+                        cpu,
+                        target,
+                        priority,
+                        swappiness,
+                        &mut reclaimed,
+                        stats,
+                    )?;
+                    if reclaimed >= target {
+                        break;
+                    }
+                }
+                if reclaimed >= target || priority == 0 {
+                    break;
+                }
+                priority -= 1;
+            }
+            if reclaimed > 0 {
+                return Ok(reclaimed);
+            }
+        }
+        Ok(0)
     }
 
     /// `mem_cgroup_calculate_protection()` + `mem_cgroup_below_min()` /
@@ -138,66 +305,71 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         }
     }
 
-    /// Root reclaim: `lru_gen_shrink_node()` -> `shrink_many()` on every node, inside one
-    /// read-side section of the tree's RCU domain on `cpu`.
-    fn shrink_nodes_root(
+    /// `shrink_many()` on `node` at `priority`, inside one read-side section of the tree's
+    /// RCU domain on `cpu`: every memcg of the FIFO's old generation is pinned, shrunk
+    /// (`shrink_one()`) and rotated by the op it returns, until `target` is met.
+    #[allow(clippy::too_many_arguments)]
+    fn shrink_many(
         &self,
+        node: usize,
+        pgdat: &PgData<P>,
         cpu: usize,
         target: u64,
+        priority: u32,
         swappiness: u8,
-    ) -> Result<u64, MemcgError> {
+        reclaimed: &mut u64,
+        stats: &mut ReclaimStats,
+    ) -> Result<(), MemcgError> {
         let guard = self.rcu().read_lock(cpu).map_err(MemcgError::Lru)?;
-        let mut reclaimed = 0;
-        for (node, pgdat) in self.node_data().iter().enumerate() {
-            let fifo = pgdat.memcg_lru();
-            // get_random_u32_below(MEMCG_NR_BINS) for the first bin.
-            let first_bin = fifo.next_random_bin();
-            let stats = fifo.shrink_many(&guard, first_bin, |lruvec| {
-                let pn = P::from_lruvec(lruvec);
-                let ptr = pn.read_mostly().memcg.cast::<MemCgroup<P>>();
-                // SAFETY: the back pointer of a `mem_cgroup_per_node` is its memcg, which
-                // the read-side section keeps valid (freed only after a grace period).
-                let m = unsafe { ptr.as_ref() };
-                if !m.css_tryget() {
-                    // Dying: take it off the FIFOs now (`lru_gen_release_memcg()`).
-                    self.lru.release(m);
-                    return None;
-                }
-                let pinned = MemcgRef::new(self, NonNull::from(m));
-                let op = self.shrink_one(
-                    &pinned,
-                    node,
-                    cpu,
-                    target - reclaimed,
-                    swappiness,
-                    &mut reclaimed,
-                );
-                drop(pinned);
-                Some(ShrinkStep {
-                    op,
-                    // should_abort_scan(): root reclaim stops once the request is met.
-                    abort: reclaimed >= target,
-                })
-            });
-            stats.map_err(MemcgError::Lru)?;
-            if reclaimed >= target {
-                break;
+        let fifo = pgdat.memcg_lru();
+        // get_random_u32_below(MEMCG_NR_BINS) for the first bin.
+        let first_bin = fifo.next_random_bin();
+        let walked = fifo.shrink_many(&guard, first_bin, |lruvec| {
+            let pn = P::from_lruvec(lruvec);
+            let ptr = pn.read_mostly().memcg.cast::<MemCgroup<P>>();
+            // SAFETY: the back pointer of a `mem_cgroup_per_node` is its memcg, which
+            // the read-side section keeps valid (freed only after a grace period).
+            let m = unsafe { ptr.as_ref() };
+            if !m.css_tryget() {
+                // Dying: take it off the FIFOs now (`lru_gen_release_memcg()`).
+                self.lru.release(m);
+                return None;
             }
-        }
-        Ok(reclaimed)
+            let pinned = MemcgRef::new(self, NonNull::from(m));
+            let op = self.shrink_one(
+                &pinned,
+                node,
+                cpu,
+                target - *reclaimed,
+                priority,
+                swappiness,
+                reclaimed,
+            );
+            drop(pinned);
+            Some(ShrinkStep {
+                op,
+                // should_abort_scan(): root reclaim stops once the request is met.
+                abort: *reclaimed >= target,
+            })
+        });
+        drop(guard);
+        stats.add_shrink_many(&walked.map_err(MemcgError::Lru)?);
+        Ok(())
     }
 
     /// `shrink_one()`: a memcg within its effective `memory.min` is only rotated young, one
     /// within its `memory.low` is rotated to the tail unless it is there already; otherwise
     /// reclaim from `m` on `node`, then choose its rotation: young after a
     /// successful pass (the lruvec ran out of cold folios and the memcg is online), none if
-    /// it failed but is sizable, otherwise one retry at the tail, then young.
+    /// it failed but is sizable at `priority`, otherwise one retry at the tail, then young.
+    #[allow(clippy::too_many_arguments)]
     fn shrink_one(
         &self,
         m: &MemCgroup<P>,
         node: usize,
         cpu: usize,
         nr: u64,
+        priority: u32,
         swappiness: u8,
         reclaimed: &mut u64,
     ) -> MemcgLruOp {
@@ -222,7 +394,7 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         let Ok(lruvec) = m.lruvec(node) else {
             return MemcgLruOp::Nop;
         };
-        if !success && lruvec_is_sizable(lruvec, swappiness, m.is_online()) {
+        if !success && lruvec_is_sizable(lruvec, swappiness, m.is_online(), priority) {
             return MemcgLruOp::Nop;
         }
         if lruvec.lrugen().memcg_node().seg.load(Ordering::Relaxed) != seg::TAIL {
@@ -314,12 +486,13 @@ enum Protection {
     Min,
 }
 
-/// `lruvec_is_sizable()`: the evictable pages at `swappiness`, shifted by `DEF_PRIORITY`
-/// for an online memcg, are not zero.
+/// `lruvec_is_sizable()`: the evictable pages at `swappiness`, shifted by the reclaim
+/// priority for an online memcg, are not zero.
 fn lruvec_is_sizable<P: MemCgroupPerNode>(
     lruvec: &lru::Lruvec<P>,
     swappiness: u8,
     online: bool,
+    priority: u32,
 ) -> bool {
     let mut total: i64 = 0;
     for ty in [lru::folio::LRU_GEN_ANON, lru::folio::LRU_GEN_FILE] {
@@ -335,7 +508,7 @@ fn lruvec_is_sizable<P: MemCgroupPerNode>(
     }
     let total = total as u64;
     if online {
-        total >> DEF_PRIORITY != 0
+        total >> priority != 0
     } else {
         total != 0
     }

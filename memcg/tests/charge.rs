@@ -1089,28 +1089,24 @@ fn root_reclaim_rotates_a_memcg_by_what_its_shrink_did() {
         .unwrap();
     assert_eq!((got, big.usage()), (TARGET, pages - TARGET));
     assert_eq!(fifo_pos(&big), (old, seg::NONE));
-    // Within its memory.low: the first visit only moves it to the tail; the next walk
-    // meets it there and reclaims it, and since it was at the tail already, it is rotated
-    // young (small as it is and with cold folios left).
+    // Within its memory.low: the first visit (priority 12) only moves it to the tail of
+    // its generation; the next priority's walk meets it there and reclaims it, and since
+    // it was at the tail already, it is rotated young (small as it is and with cold folios
+    // left), which drains the old generation.
     let s = setup(1, 1, true);
     let root = s.tree.root();
     let fifo = s.tree.node_data()[0].memcg_lru();
     let low = root.create_child().unwrap();
     fill(&s, &low, 0, 100);
     low.memory().set_low(1000);
-    let old = get_memcg_gen(fifo.seq());
-    let got = s
-        .tree
-        .try_to_free_mem_cgroup_pages(&root, 0, TARGET, None)
-        .unwrap();
-    assert_eq!((got, low.usage()), (0, 100));
-    assert_eq!(fifo_pos(&low), (old, seg::TAIL));
     let seq = fifo.seq();
+    let mut st = memcg::reclaim::ReclaimStats::default();
     let got = s
         .tree
-        .try_to_free_mem_cgroup_pages(&root, 0, TARGET, None)
+        .try_to_free_mem_cgroup_pages_counted(&root, 0, TARGET, None, &mut st)
         .unwrap();
     assert_eq!((got, low.usage()), (TARGET, 100 - TARGET));
+    assert_eq!((st.walks, st.priorities), (1, 2), "{st:?}");
     assert_eq!(fifo_pos(&low), (get_memcg_gen(seq + 1), seg::NONE));
 }
 

@@ -8,8 +8,23 @@
 //! FIFO. Every rotation inserts the memcg at the tail of a bin of the other generation,
 //! under the FIFO's lock: variant A finds the tail by walking the bin (O(bin length), the
 //! lock held meanwhile), B keeps it cached (O(1)). The request is retried until
-//! `MAX_RECLAIM_RETRIES` passes reclaimed nothing and then fails with `EAGAIN`, as the
-//! seed's writes did. One operation is one whole request.
+//! `MAX_RECLAIM_RETRIES` tries reclaimed nothing and then fails with `EAGAIN`, as the
+//! seed's writes did; each try is `do_try_to_free_pages()`'s priority loop, twice (see
+//! [`PREMISE`]). One operation is one whole request.
+//!
+//! The instance counts what its requests did ([`memcg::reclaim::ReclaimStats`], summed):
+//! `reclaim_tries`, `priority_passes`, `shrink_many_calls`, `memcgs_visited`, `rotations`
+//! and `restarts`, each a total over the run; per request they are the total divided by
+//! `reclaim_eagain` (every request ends in EAGAIN). [`expected_per_request`] is what the
+//! premise check compares them with.
+//!
+//! Under QEMU's TCG the emulator's software TLB is resized only when the guest flushes
+//! its whole TLB, and seed 002's requests never do: a request's cost then depends on the
+//! TLB size the previous scenarios left (up to 5x for A at 1,500 memcgs). So each CPU's
+//! first batch of an instance conditions it first ([`TLB_CONDITIONING_ROUNDS`] rounds of
+//! touching every memcg and FIFO entry, then a full local flush), which sizes TCG's TLB
+//! to the instance's working set whatever ran before. On real hardware it costs a few
+//! flushes in the warm-up round.
 //!
 //! The invariant after every run: each node's FIFO is consistent (every entry in the bin
 //! and generation it records, the cached tails right, the count right) and holds every
@@ -21,14 +36,39 @@ use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use lru::TailMode;
-use memcg::MemcgError;
+use memcg::reclaim::ReclaimStats;
+use memcg::{MemcgError, ReclaimRequest};
 use mm::vm::context::VmConfig;
+use mm::vm::pgtable::Mmu;
 use mm::vm::vma::VmAreaA;
 
 /// The request every CPU writes (the seed's).
 pub const REQUEST: &str = "1024M swappiness=0";
+
+/// The premise every run of this scenario must meet (checked per request from the
+/// counters): every request ends in EAGAIN after `MAX_RECLAIM_RETRIES + 1` tries, each
+/// running `do_try_to_free_pages()`'s priority loop twice (the `memcg_full_walk` retry)
+/// from priority 6 (`set_initial_priority()` on a node with no inactive pages, clamped to
+/// `DEF_PRIORITY / 2`) down to 0: the counts of [`expected_per_request`].
+pub const PREMISE: &str = "every request ends in EAGAIN after 17 tries of 2 x 7 priorities, \
+     one shrink_many per node per priority (238 per node per request)";
+
+/// Full-flush rounds that size the emulator's TLB for an instance (see the module doc).
+pub const TLB_CONDITIONING_ROUNDS: usize = 12;
+
+/// What one request of [`REQUEST`] does on a machine of `nr_nodes` nodes whose nodes hold
+/// no inactive pages: (tries, priority passes, `shrink_many` calls).
+#[must_use]
+pub fn expected_per_request(nr_nodes: usize) -> (u64, u64, u64) {
+    let tries = u64::from(memcg::MAX_RECLAIM_RETRIES) + 1;
+    // The batch is a quarter of the request: set_initial_priority() applies.
+    let batch = memcg::ReclaimRequest::parse(REQUEST).map_or(0, |r| r.nr_pages / 4);
+    let first = memcg::reclaim::initial_priority(0, batch);
+    let priorities = tries * 2 * (u64::from(first) + 1);
+    (tries, priorities, priorities * nr_nodes as u64)
+}
 
 /// The scenario on platform `H`.
 pub struct Seed002<'h, H: VmHost> {
@@ -43,10 +83,40 @@ impl<'h, H: VmHost> Seed002<'h, H> {
     }
 }
 
+/// The instance's counters, summed over its requests (see the module doc).
+#[derive(Default)]
+struct Counts {
+    again: AtomicU64,
+    tries: AtomicU64,
+    priorities: AtomicU64,
+    shrink_many: AtomicU64,
+    visited: AtomicU64,
+    rotations: AtomicU64,
+    restarts: AtomicU64,
+}
+
+impl Counts {
+    fn add(&self, s: &ReclaimStats) {
+        for (c, v) in [
+            (&self.tries, s.tries),
+            (&self.priorities, s.priorities),
+            (&self.shrink_many, s.shrink_many_calls),
+            (&self.visited, s.visited),
+            (&self.rotations, s.rotations),
+            (&self.restarts, s.restarts),
+        ] {
+            c.fetch_add(v, Ordering::Relaxed);
+        }
+    }
+}
+
 struct Reclaim<'h, H: VmHost> {
     ctx: Ctx<'h, H, PnPaired, VmAreaA>,
     memcgs: usize,
-    again: AtomicU64,
+    req: ReclaimRequest,
+    counts: Counts,
+    /// Per CPU: whether its TLB was conditioned for this instance.
+    conditioned: Vec<AtomicBool>,
 }
 
 impl<'h, H: VmHost> Reclaim<'h, H> {
@@ -61,17 +131,68 @@ impl<'h, H: VmHost> Reclaim<'h, H> {
         Ok(Reclaim {
             ctx,
             memcgs,
-            again: AtomicU64::new(0),
+            req: ReclaimRequest::parse(REQUEST).map_err(|e| format!("{REQUEST}: {e}"))?,
+            counts: Counts::default(),
+            conditioned: (0..host.nr_cpus())
+                .map(|_| AtomicBool::new(false))
+                .collect(),
         })
+    }
+
+    /// The distinct 4 KiB pages the memcgs and their node-0 lruvecs lie on (the pages a
+    /// request's walk touches at least).
+    fn working_set_pages(&self) -> (usize, usize) {
+        let mut memcgs = Vec::with_capacity(self.memcgs);
+        let mut lruvecs = Vec::with_capacity(self.memcgs);
+        for i in 0..self.memcgs {
+            let m = self.ctx.memcg(i);
+            memcgs.push(core::ptr::from_ref::<memcg::MemCgroup<PnPaired>>(m) as usize >> 12);
+            if let Ok(lv) = m.lruvec(0) {
+                lruvecs.push(core::ptr::from_ref(lv) as usize >> 12);
+            }
+        }
+        for v in [&mut memcgs, &mut lruvecs] {
+            v.sort_unstable();
+            v.dedup();
+        }
+        (memcgs.len(), lruvecs.len())
+    }
+
+    /// Sizes the emulator's TLB on `cpu` to this instance's working set: touches every
+    /// memcg and every FIFO entry, then drops every translation of the CPU (more pages than
+    /// the single-page flush ceiling: a CR3 reload in the kernel), [`TLB_CONDITIONING_ROUNDS`]
+    /// times. TCG grows (or shrinks) its TLB only at such full flushes, by the share of it
+    /// the last interval used.
+    fn condition_tlb(&self) {
+        // More pages than the kernel's single-page flush ceiling (33): a full flush.
+        let many = [0u64; 64];
+        for _ in 0..TLB_CONDITIONING_ROUNDS {
+            for i in 0..self.memcgs {
+                core::hint::black_box(self.ctx.memcg(i).usage());
+            }
+            for pgdat in self.ctx.tree().node_data() {
+                core::hint::black_box(pgdat.memcg_lru().check().ok());
+            }
+            self.ctx.vm().mmu().flush_tlb_local(&many);
+        }
     }
 }
 
 impl<H: VmHost> Instance for Reclaim<'_, H> {
     fn run_batch(&self, ctx: &BatchCtx) -> Result<u64, ScenarioError> {
-        let root = self.ctx.tree().root();
-        match root.memory_reclaim_write(ctx.cpu as usize, REQUEST) {
+        let cpu = ctx.cpu as usize;
+        if let Some(flag) = self.conditioned.get(cpu)
+            && !flag.swap(true, Ordering::Relaxed)
+        {
+            self.condition_tlb();
+        }
+        let tree = self.ctx.tree();
+        let mut stats = ReclaimStats::default();
+        let got = tree.memory_reclaim_counted(&tree.root(), cpu, self.req, &mut stats);
+        self.counts.add(&stats);
+        match got {
             Err(MemcgError::Again { .. }) => {
-                self.again.fetch_add(1, Ordering::Relaxed);
+                self.counts.again.fetch_add(1, Ordering::Relaxed);
                 Ok(1)
             }
             Ok(n) => Err(ScenarioError::new(format!(
@@ -81,12 +202,29 @@ impl<H: VmHost> Instance for Reclaim<'_, H> {
         }
     }
 
+    fn note(&self) -> Option<String> {
+        let (memcgs, lruvecs) = self.working_set_pages();
+        Some(format!(
+            "{} memcgs on {memcgs} 4 KiB pages, their node-0 lruvecs (the FIFO entries) on \
+             {lruvecs}; {TLB_CONDITIONING_ROUNDS} TLB conditioning rounds per CPU",
+            self.memcgs
+        ))
+    }
+
     fn counters(&self) -> Vec<(String, i64)> {
         let mut c = self.ctx.counters();
-        c.push((
-            "reclaim_eagain".into(),
-            self.again.load(Ordering::Relaxed) as i64,
-        ));
+        let k = &self.counts;
+        for (name, v) in [
+            ("reclaim_eagain", &k.again),
+            ("reclaim_tries", &k.tries),
+            ("priority_passes", &k.priorities),
+            ("shrink_many_calls", &k.shrink_many),
+            ("memcgs_visited", &k.visited),
+            ("rotations", &k.rotations),
+            ("restarts", &k.restarts),
+        ] {
+            c.push((name.into(), v.load(Ordering::Relaxed) as i64));
+        }
         c
     }
 
@@ -178,6 +316,59 @@ mod tests {
         }
         assert_eq!(counter(&inst, "reclaim_eagain"), 2);
         inst.check().unwrap();
+        Box::new(inst).teardown().unwrap();
+    }
+
+    /// One request of the seed's `1024M swappiness=0` at 10 memcgs does what the premise
+    /// says: 17 tries, 238 priority passes and `shrink_many()` calls per node, each visiting
+    /// and rotating every memcg and the root once (their empty lruvecs go young); one CPU,
+    /// so no restarts.
+    #[test]
+    fn a_request_runs_the_priority_loop_the_premise_counts() {
+        let host = soft(1, 64);
+        let inst = build(host, 10);
+        let nodes = inst.ctx.tree().node_data().len() as i64;
+        let (tries, priorities, shrink_many) = expected_per_request(nodes as usize);
+        assert_eq!(
+            (tries, priorities, shrink_many),
+            (17, 238, 238 * nodes as u64)
+        );
+        for n in 1..=2 {
+            assert_eq!(inst.run_batch(&on(0, u64::MAX)), Ok(1));
+            host.quiescent(0);
+            assert_eq!(counter(&inst, "reclaim_eagain"), n);
+            assert_eq!(counter(&inst, "reclaim_tries"), n * 17);
+            assert_eq!(counter(&inst, "priority_passes"), n * 238);
+            assert_eq!(counter(&inst, "shrink_many_calls"), n * 238 * nodes);
+            assert_eq!(counter(&inst, "memcgs_visited"), n * 238 * nodes * 11);
+            assert_eq!(counter(&inst, "rotations"), n * 238 * nodes * 11);
+            assert_eq!(counter(&inst, "restarts"), 0);
+        }
+        inst.check().unwrap();
+        Box::new(inst).teardown().unwrap();
+    }
+
+    /// Each CPU's first batch conditions its TLB (one full flush per round), later batches
+    /// and other instances' CPUs do not.
+    #[test]
+    fn each_cpu_conditions_its_tlb_once_per_instance() {
+        let host = soft(2, 64);
+        let inst = build(host, 10);
+        let flushes = || inst.ctx.vm().mmu().local_flushes();
+        // Each round flushes 64 pages' worth: more than the ceiling, a full flush.
+        let per_round = 64 * TLB_CONDITIONING_ROUNDS as u64;
+        let base = flushes();
+        assert_eq!(inst.run_batch(&on(0, u64::MAX)), Ok(1));
+        assert_eq!(flushes(), base + per_round);
+        assert_eq!(inst.run_batch(&on(0, u64::MAX)), Ok(1));
+        assert_eq!(flushes(), base + per_round);
+        host.quiescent(0);
+        assert_eq!(inst.run_batch(&on(1, u64::MAX)), Ok(1));
+        assert_eq!(flushes(), base + 2 * per_round);
+        host.quiescent(1);
+        let (memcgs, lruvecs) = inst.working_set_pages();
+        assert!(memcgs >= 1 && lruvecs >= 1, "{memcgs} {lruvecs}");
+        assert!(inst.note().unwrap().contains("10 memcgs on"));
         Box::new(inst).teardown().unwrap();
     }
 
