@@ -30,11 +30,14 @@
 //! and generation it records, the cached tails right, the count right) and holds every
 //! memcg, plus the checker's.
 
+use crate::engine::premise::{self, PremiseCheck};
 use crate::engine::{BatchCtx, BenchScenario, Instance, ScenarioError, Setup};
+use crate::record::Run;
 use crate::vm::{Ctx, PnPaired, VmHost};
 use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::String;
+use alloc::vec;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use lru::TailMode;
@@ -228,6 +231,29 @@ impl<H: VmHost> Instance for Reclaim<'_, H> {
         c
     }
 
+    /// [`PREMISE`]: every request ended in EAGAIN, after the modelled tries, priority
+    /// passes and `shrink_many` calls per request.
+    fn premises(&self, runs: &[&Run]) -> Vec<PremiseCheck> {
+        let nodes = self.ctx.tree().node_data().len();
+        let (tries, priorities, shrink_many) = expected_per_request(nodes);
+        let ops = premise::ops(runs);
+        let exact = |name: &'static str, counter: &str, want: u64| {
+            let figure = premise::per_op(runs, counter);
+            PremiseCheck {
+                name,
+                held: ops > 0 && premise::total(runs, counter) == (want * ops) as i64,
+                figure,
+                expect: format!("== {want}"),
+            }
+        };
+        vec![
+            exact("eagain_per_request", "reclaim_eagain", 1),
+            exact("tries_per_request", "reclaim_tries", tries),
+            exact("priority_passes_per_request", "priority_passes", priorities),
+            exact("shrink_many_per_request", "shrink_many_calls", shrink_many),
+        ]
+    }
+
     fn check(&self) -> Result<(), String> {
         self.ctx.check()?;
         for (node, pgdat) in self.ctx.tree().node_data().iter().enumerate() {
@@ -345,6 +371,23 @@ mod tests {
             assert_eq!(counter(&inst, "restarts"), 0);
         }
         inst.check().unwrap();
+        // The premises over runs with those counts hold; one try short does not.
+        let k = |name| counter(&inst, name);
+        let run = |tries_off: i64| {
+            crate::scenarios::tests::run_with(
+                &[
+                    ("reclaim_eagain", k("reclaim_eagain")),
+                    ("reclaim_tries", k("reclaim_tries") - tries_off),
+                    ("priority_passes", k("priority_passes")),
+                    ("shrink_many_calls", k("shrink_many_calls")),
+                ],
+                2,
+            )
+        };
+        assert!(inst.premises(&[&run(0)]).iter().all(|p| p.held));
+        let short = inst.premises(&[&run(1)]);
+        assert!(!short[1].held, "{short:?}");
+        assert_eq!(short[1].figure, 33.0 / 2.0);
         Box::new(inst).teardown().unwrap();
     }
 
