@@ -8,6 +8,7 @@
 //! fit in `--smp`, whose default for `bench` is every host core (with `--host`: in the cores
 //! this process may run on; QEMU's options do not apply there).
 
+use crate::accel::AccelRequest;
 use crate::mode::{Mode, UnknownMode};
 use boot::Profile;
 use std::fmt;
@@ -47,6 +48,8 @@ options:
   --nodes N          NUMA nodes, 1..=64: memory split evenly (at least 16 MiB each), vCPUs
                      round-robin, distances 10 + 10*|i-j| (default: no NUMA description)
   --timeout SECS     kill QEMU after SECS, 1..=86400 (default: 60; UEFI modes 120; bench 1800)
+  --accel ACCEL      auto | kvm | tcg (default: auto, KVM where a probe boot shows it works,
+                     cached per host; kvm where it does not is an error, status 11)
   --append CMDLINE   kernel command line words (run, image: the whole line; others: added)
   --kernel FILE      direct mode: boot this ELF32 instead of building the kernel
   --image FILE       image modes: boot this GRUB image instead of building one
@@ -122,6 +125,8 @@ pub struct Options {
     pub nodes: Option<u32>,
     /// Explicit timeout (`None`: the command's and mode's default).
     pub timeout: Option<Duration>,
+    /// `--accel`.
+    pub accel: AccelRequest,
     /// Kernel command line words.
     pub append: String,
     /// A prebuilt ELF32 to boot (direct mode).
@@ -147,6 +152,7 @@ impl Default for Options {
             mem_mib: 256,
             nodes: None,
             timeout: None,
+            accel: AccelRequest::Auto,
             append: String::new(),
             kernel: None,
             image: None,
@@ -238,6 +244,8 @@ pub enum CliError {
     },
     /// `--mode` with an unknown name.
     BadMode(UnknownMode),
+    /// `--accel` with a value that is not auto, kvm or tcg.
+    BadAccel(String),
     /// A positional argument the command does not take.
     UnexpectedArgument(String),
     /// An option the command does not use.
@@ -314,6 +322,7 @@ impl fmt::Display for CliError {
                 range.0, range.1
             ),
             CliError::BadMode(m) => write!(f, "--mode: {m}"),
+            CliError::BadAccel(why) => f.write_str(why),
             CliError::UnexpectedArgument(a) => write!(f, "unexpected argument `{a}`"),
             CliError::NotForCommand { flag, command } => {
                 write!(f, "{flag} is not used by `kx {command}`")
@@ -359,6 +368,7 @@ impl fmt::Display for CliError {
 
 const FLAGS_WITH_VALUE: &[&str] = &[
     "--mode",
+    "--accel",
     "--smp",
     "--mem",
     "--nodes",
@@ -465,6 +475,7 @@ fn number(flag: &'static str, value: &str, range: (u64, u64)) -> Result<u64, Cli
 fn apply_value(o: &mut Options, flag: &'static str, value: String) -> Result<(), CliError> {
     match flag {
         "--mode" => o.mode = value.parse().map_err(CliError::BadMode)?,
+        "--accel" => o.accel = value.parse().map_err(CliError::BadAccel)?,
         "--smp" => o.smp = number(flag, &value, (1, u64::from(abi::cmdline::MAX_CPUS)))? as u32,
         "--mem" => o.mem_mib = number(flag, &value, (32, 65536))? as u32,
         "--nodes" => o.nodes = Some(number(flag, &value, (1, u64::from(MAX_NODES)))? as u32),
@@ -551,6 +562,7 @@ fn check_combination(cli: &mut Cli, seen: &[&'static str]) -> Result<(), CliErro
         Command::Compare(_) | Command::Import(_) => {
             for flag in [
                 "--mode",
+                "--accel",
                 "--smp",
                 "--mem",
                 "--timeout",
@@ -567,6 +579,7 @@ fn check_combination(cli: &mut Cli, seen: &[&'static str]) -> Result<(), CliErro
         Command::Bench if cli.options.bench.host => {
             for flag in [
                 "--mode",
+                "--accel",
                 "--smp",
                 "--mem",
                 "--nodes",
@@ -608,6 +621,7 @@ fn check_combination(cli: &mut Cli, seen: &[&'static str]) -> Result<(), CliErro
     if cli.command == Command::Image {
         for flag in [
             "--mode",
+            "--accel",
             "--smp",
             "--mem",
             "--nodes",
@@ -741,6 +755,31 @@ mod tests {
             parse(["run", "--mode", "floppy"]),
             Err(CliError::BadMode(_))
         ));
+        assert!(matches!(
+            parse(["run", "--accel", "hvf"]),
+            Err(CliError::BadAccel(_))
+        ));
+        assert_eq!(
+            parse(["summary", "--accel=kvm"]).unwrap().options.accel,
+            AccelRequest::Kvm
+        );
+        assert_eq!(parse(["test"]).unwrap().options.accel, AccelRequest::Auto);
+        for args in [
+            &["image", "--accel", "tcg"][..],
+            &["bench", "--host", "--accel", "kvm"],
+            &["compare", "a", "--accel", "tcg"],
+        ] {
+            assert!(
+                matches!(
+                    parse(args.iter().copied()),
+                    Err(CliError::NotForCommand {
+                        flag: "--accel",
+                        ..
+                    })
+                ),
+                "{args:?}"
+            );
+        }
         assert!(matches!(
             parse(["run", "--image", "x.img"]),
             Err(CliError::NotForMode {

@@ -82,6 +82,7 @@ pub fn launch(mode: Mode, smp: u32, mem_mib: u32, nodes: Option<u32>, medium: Me
         medium,
         ovmf_code: OVMF_CODE.into(),
         ovmf_vars: None,
+        accel: crate::accel::Accel::Tcg,
     }
 }
 
@@ -212,6 +213,8 @@ fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
         print!("{}", image.instructions());
         return Ok(RunnerExit::Success);
     }
+    // The accelerator first: its line opens the output.
+    let accel = choose_accel(&ws, o)?;
     let append = match cli.command {
         Command::Bench => {
             let mut words = o.bench.kernel_keys();
@@ -243,8 +246,9 @@ fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
         _ => o.mode.default_timeout(),
     });
     eprintln!(
-        "kx: booting ({} mode, {} vCPUs, {} MiB{}, timeout {} s): {}",
+        "kx: booting ({} mode, {}, {} vCPUs, {} MiB{}, timeout {} s): {}",
         o.mode,
+        accel,
         o.smp,
         o.mem_mib,
         o.nodes.map_or(String::new(), |n| format!(
@@ -258,12 +262,64 @@ fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
             &cmdline
         }
     );
-    let launch = launch(o.mode, o.smp, o.mem_mib, o.nodes, medium);
+    let mut launch = launch(o.mode, o.smp, o.mem_mib, o.nodes, medium);
+    launch.accel = accel;
     if cli.command == Command::Bench {
         return crate::bench::run::bench(&ws, o, &launch, timeout);
     }
     let out = boot(&ws, &launch, timeout, !o.quiet)?;
     Ok(report(cli, o, &out))
+}
+
+/// The accelerator for `o.accel` (see [`crate::accel`]): the device check and the probe
+/// (cached per host), which boots this workspace's kernel (or `--kernel`). Prints the
+/// choice and why as the first line of the run's output.
+fn choose_accel(ws: &Workspace, o: &Options) -> Result<crate::accel::Accel, RunError> {
+    use crate::accel::{self, AccelRequest};
+    let probe = || {
+        let qemu = boot::tool::find_on_path(QEMU).unwrap_or_else(|| PathBuf::from(QEMU));
+        let version = crate::bench::host::qemu_version(&qemu).unwrap_or_else(|| "unknown".into());
+        let dir = accel::cache_dir();
+        let (rec, cached) =
+            accel::cached_probe(dir.as_deref(), &version, &accel::kernel_release(), || {
+                let elf32 = match &o.kernel {
+                    Some(k) => Ok(k.clone()),
+                    None => build_kernel(
+                        ws,
+                        BuildOptions {
+                            profile: o.profile,
+                            quiet: true,
+                        },
+                    )
+                    .map(|k| k.elf32),
+                };
+                match elf32 {
+                    Ok(elf32) => accel::probe(&qemu, &elf32, accel::PROBE_TIMEOUT),
+                    Err(e) => accel::ProbeOutcome::GuestFailed {
+                        detail: format!("no kernel to probe with: {e}"),
+                    },
+                }
+            });
+        let source = match (cached, &dir) {
+            (true, Some(d)) => format!("cached in {}", d.join("kvm-probe.json").display()),
+            (false, Some(d)) => {
+                format!("run now, cached in {}", d.join("kvm-probe.json").display())
+            }
+            (_, None) => "run now, not cached (no cache directory)".to_owned(),
+        };
+        (rec.outcome, source)
+    };
+    if o.accel != AccelRequest::Tcg {
+        host_deps::ensure(&[Purpose::Qemu])?;
+    }
+    let d = accel::decide(
+        o.accel,
+        || accel::check_device(std::path::Path::new("/dev/kvm")),
+        probe,
+    )
+    .map_err(RunError::KvmUnavailable)?;
+    eprintln!("kx: accelerator: {}", d.why);
+    Ok(d.accel)
 }
 
 fn report(cli: &Cli, o: &Options, out: &RunOutput) -> RunnerExit {

@@ -36,6 +36,8 @@ pub enum RunError {
         /// What is wrong with it.
         why: String,
     },
+    /// `--accel kvm` on a host where KVM does not work: what the probe saw.
+    KvmUnavailable(String),
 }
 
 impl RunError {
@@ -64,6 +66,7 @@ impl fmt::Display for RunError {
             RunError::NotFound(p) => write!(f, "{}: no such file", p.display()),
             RunError::MediumMismatch(msg) => f.write_str(msg),
             RunError::BadInput { path, why } => write!(f, "{}: {why}", path.display()),
+            RunError::KvmUnavailable(why) => write!(f, "--accel kvm: {why}"),
         }
     }
 }

@@ -7,7 +7,8 @@
 //! not start, its own error status 1, killed by a signal), 7 timeout (QEMU killed by the
 //! runner), 8 the console output contradicts the exit code (e.g. a test line missing), 9 the
 //! benchmark's `KRESULT` records are malformed or incomplete (no `end` record, a cut line, a
-//! lost comparison), 10 the benchmark's `end` record says its invariant checks failed.
+//! lost comparison), 10 the benchmark's `end` record says its invariant checks failed, 11
+//! `--accel kvm` where KVM does not work.
 
 use abi::ExitCode;
 use boot::error::{EXIT_BUILD_FAILED, EXIT_MISSING_PACKAGES, EXIT_NOT_FOUND, EXIT_USAGE};
@@ -37,13 +38,15 @@ pub enum RunnerExit {
     BadResults,
     /// The benchmark's `end` record says an invariant check failed.
     InvariantsFailed,
+    /// `--accel kvm`, and KVM does not work on this host (the probe says why).
+    KvmUnavailable,
     /// The kernel exited with this code (any but success).
     Kernel(ExitCode),
 }
 
 impl RunnerExit {
     /// The runner's own codes with their meaning, for help text and the README table.
-    pub const OWN: [(RunnerExit, &'static str); 10] = [
+    pub const OWN: [(RunnerExit, &'static str); 11] = [
         (RunnerExit::Success, "the kernel reported success"),
         (RunnerExit::Usage, "bad runner arguments"),
         (
@@ -75,6 +78,10 @@ impl RunnerExit {
             RunnerExit::InvariantsFailed,
             "benchmark invariant checks failed (the end record says so)",
         ),
+        (
+            RunnerExit::KvmUnavailable,
+            "--accel kvm, and KVM does not work here (the probe says why)",
+        ),
     ];
 
     /// The process exit status.
@@ -91,6 +98,7 @@ impl RunnerExit {
             RunnerExit::OutputMismatch => 8,
             RunnerExit::BadResults => 9,
             RunnerExit::InvariantsFailed => 10,
+            RunnerExit::KvmUnavailable => 11,
             RunnerExit::Kernel(ExitCode::Success) => 0,
             RunnerExit::Kernel(code) => code.port_value() as i32,
         }
@@ -112,6 +120,7 @@ impl RunnerExit {
             RunError::NotFound(_) => RunnerExit::NotFound,
             RunError::MediumMismatch(_) => RunnerExit::Usage,
             RunError::BadInput { .. } => RunnerExit::BadResults,
+            RunError::KvmUnavailable(_) => RunnerExit::KvmUnavailable,
         }
     }
 }

@@ -1,10 +1,11 @@
 //! One QEMU invocation: the machine (vCPUs, memory), the mode and what it boots, rendered as
 //! QEMU's argument list.
 //!
-//! Every mode shares: `-machine q35 -cpu max -m M -smp N -display none -serial stdio
+//! Every mode shares: `-machine q35 -accel A -cpu C -m M -smp N -display none -serial stdio
 //! -monitor none -nic none -no-reboot -device isa-debug-exit,iobase=0xf4,iosize=0x04`
-//! (TCG only: the development and CI machines have no KVM; `-no-reboot` turns a
-//! triple fault into an exit instead of a boot loop). Then per mode:
+//! (A and C: `tcg` and `max`, or `kvm` and `host,pmu=on` where [`crate::accel`]'s probe
+//! found KVM working; `-no-reboot` turns a triple fault into an exit instead of a boot
+//! loop). Then per mode:
 //!
 //! * direct: `-kernel kernel32.elf -append "<cmdline>"`;
 //! * bios / uefi: the image as a disk; usb-*: `-device qemu-xhci -drive if=none,id=stick,...
@@ -22,6 +23,7 @@
 //! Images are opened with `snapshot=on`, so a run never writes the image and several runs can
 //! share one.
 
+use crate::accel::Accel;
 use crate::mode::{Firmware, Mode};
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -60,6 +62,8 @@ pub struct Launch {
     pub ovmf_code: PathBuf,
     /// The private OVMF vars copy, for UEFI modes.
     pub ovmf_vars: Option<PathBuf>,
+    /// TCG or KVM ([`crate::accel`] decides).
+    pub accel: Accel,
 }
 
 impl Launch {
@@ -69,8 +73,9 @@ impl Launch {
         let mut push = |s: &str| a.push(s.into());
         push("-machine");
         push("q35");
-        push("-cpu");
-        push("max");
+        for arg in self.accel.args() {
+            push(arg);
+        }
         push("-m");
         push(&self.mem_mib.to_string());
         push("-smp");
@@ -206,7 +211,21 @@ mod tests {
             medium,
             ovmf_code: "/fw/CODE.fd".into(),
             ovmf_vars: Some("/tmp/x/VARS.fd".into()),
+            accel: Accel::Tcg,
         }
+    }
+
+    #[test]
+    fn kvm_gets_the_host_cpu_with_its_pmu() {
+        let mut l = launch(
+            Mode::Direct,
+            Medium::Kernel {
+                elf32: "/k.elf".into(),
+                cmdline: String::new(),
+            },
+        );
+        l.accel = Accel::Kvm;
+        assert!(joined(&l).starts_with("-machine q35 -accel kvm -cpu host,pmu=on -m 512"));
     }
 
     fn joined(l: &Launch) -> String {
@@ -229,7 +248,9 @@ mod tests {
         );
         let args = l.args().unwrap();
         let s = joined(&l);
-        assert!(s.starts_with("-machine q35 -cpu max -m 512 -smp 4 -display none -serial stdio"));
+        assert!(s.starts_with(
+            "-machine q35 -accel tcg -cpu max -m 512 -smp 4 -display none -serial stdio"
+        ));
         assert!(s.contains("-no-reboot -device isa-debug-exit,iobase=0xf4,iosize=0x04"));
         assert!(!s.contains("pflash"));
         // The command line stays one argument.

@@ -10,10 +10,12 @@
 //! The `kx` binary ([`cli`], [`commands`]) builds the kernel with the `boot` crate and offers
 //! `summary`, `test`, `run`, `bench`, `compare`, `import`, `layout` and `image`; the
 //! benchmark's records, tables, plots and result directories are [`bench`]'s. `unsafe` is
-//! confined to [`process`] (process group kill and parent-death signal).
+//! confined to [`process`] (process group kill and parent-death signal) and [`accel`]'s
+//! `/dev/kvm` check (one `ioctl`).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod accel;
 pub mod bench;
 pub mod cli;
 pub mod commands;
