@@ -17,7 +17,7 @@
 //! charge took), dropped when it is uncharged; so a memcg with charged folios is never
 //! reaped, and the folio's memcg id stays valid while the folio is charged.
 
-use crate::error::MemcgError;
+use crate::error::{MemcgError, MemcgId};
 use crate::memcontrol::MemCgroup;
 use crate::pn::MemCgroupPerNode;
 use crate::stock::MEMCG_CHARGE_BATCH;
@@ -37,6 +37,17 @@ pub const MAX_RECLAIM_PASSES: u32 = 1024;
 
 /// Smallest reclaim batch (`SWAP_CLUSTER_MAX`).
 pub const SWAP_CLUSTER_MAX: u64 = 32;
+
+/// What [`MemcgTree::uncharge_folios`] did (`struct uncharge_gather`'s outcome).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct UnchargeBatch {
+    /// Pages uncharged.
+    pub pages: u64,
+    /// Runs of one memcg: page-counter updates and `css_put_many` calls made.
+    pub batches: u64,
+    /// Pages left charged: their memcg was not found or the uncharge would underflow.
+    pub failed: u64,
+}
 
 impl<P: MemCgroupPerNode> MemcgTree<P> {
     /// Charges `nr_pages` to `memcg` on `cpu` (`try_charge_memcg()`), reclaiming from the
@@ -144,6 +155,58 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         // The folio's reference; the memcg stays valid until the read section ends.
         memcg.css_put();
         Ok(())
+    }
+
+    /// Uncharges the pages of `folios` (`__mem_cgroup_uncharge_folios()`, which
+    /// `folios_put_refs()` and `release_pages()` call with their whole batch): as Linux's
+    /// `uncharge_gather`, each run of consecutive folios charged to one memcg costs one
+    /// page-counter update up the hierarchy and one `css_put_many` (`uncharge_batch()`),
+    /// instead of one of each per folio. Uncharged folios (memcg id 0) are skipped. The
+    /// memcgs are found in the id table under RCU on `cpu` (no lock). Call after the folios
+    /// left the LRU. A run whose memcg cannot be found or whose uncharge would underflow is
+    /// counted in [`UnchargeBatch::failed`] and the others are still uncharged.
+    pub fn uncharge_folios(
+        &self,
+        cpu: usize,
+        folios: &[&lru::Folio],
+    ) -> Result<UnchargeBatch, MemcgError> {
+        self.check_cpu(cpu)?;
+        let guard = self.rcu().read_lock(cpu).map_err(MemcgError::Lru)?;
+        let mut out = UnchargeBatch::default();
+        let flush = |id: MemcgId, nr: u64, out: &mut UnchargeBatch| {
+            let done = self.lookup_rcu(&guard, id).and_then(|memcg| {
+                self.uncharge(memcg, nr)?;
+                // The folios' references; the memcg stays valid until the section ends.
+                memcg.css_put_many_on(cpu, nr as usize);
+                Ok(())
+            });
+            match done {
+                Ok(()) => {
+                    out.pages += nr;
+                    out.batches += 1;
+                }
+                Err(_) => out.failed += nr,
+            }
+        };
+        let mut run: Option<(MemcgId, u64)> = None;
+        for f in folios {
+            let id = f.memcg_id();
+            if id == 0 {
+                continue;
+            }
+            match &mut run {
+                Some((rid, n)) if *rid == id => *n += 1,
+                _ => {
+                    if let Some((rid, n)) = run.replace((id, 1)) {
+                        flush(rid, n, &mut out);
+                    }
+                }
+            }
+        }
+        if let Some((rid, n)) = run {
+            flush(rid, n, &mut out);
+        }
+        Ok(out)
     }
 
     /// Uncharges `nr_pages` from `memcg` and its ancestors (`memcg_uncharge()`).

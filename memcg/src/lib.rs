@@ -49,7 +49,7 @@ pub mod stock;
 mod sync;
 pub mod tree;
 
-pub use charge::{MAX_RECLAIM_PASSES, MAX_RECLAIM_RETRIES};
+pub use charge::{MAX_RECLAIM_PASSES, MAX_RECLAIM_RETRIES, UnchargeBatch};
 pub use error::{MemcgError, MemcgId};
 pub use lru_glue::{FolioFree, FolioFreeFn, TreeLru};
 pub use memcontrol::{MemCgroup, NodeData};

@@ -327,6 +327,12 @@ impl<P: MemCgroupPerNode> MemCgroup<P> {
         self.css.refcnt.fetch_sub(n, Ordering::Release);
     }
 
+    /// `css_put_many()` on `cpu`.
+    #[inline]
+    pub(crate) fn css_put_many_on(&self, _cpu: usize, n: usize) {
+        self.css_put_many(n);
+    }
+
     /// `css_tryget()`: takes a reference unless the count already reached zero (the
     /// reaper may then be unlinking the memcg). For lockless lookups, which must never
     /// revive a memcg the reaper can act on.

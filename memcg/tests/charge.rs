@@ -618,6 +618,59 @@ fn set_max_drains_the_stocks_of_other_cpus() {
     assert_eq!(a.memory().max(), 2);
 }
 
+/// `uncharge_batch`: a batch is uncharged with one page-counter update per run of folios
+/// of one memcg; uncharged folios are skipped; the batch's css references are dropped
+/// (the memcgs can be reaped afterwards).
+#[test]
+fn a_batch_is_uncharged_once_per_run_of_one_memcg() {
+    let s = setup(1, 1, false);
+    let root = s.tree.root();
+    let a = root.create_child().unwrap();
+    let b = root.create_child().unwrap();
+    let fa: Vec<_> = (0..5)
+        .map(|_| try_fault(&s.tree, &a, 0, 0, true).unwrap())
+        .collect();
+    let fb: Vec<_> = (0..3)
+        .map(|_| try_fault(&s.tree, &b, 0, 0, true).unwrap())
+        .collect();
+    for f in &fa {
+        s.tree.lru().lru_del_folio(&a, 0, f).unwrap();
+    }
+    for f in &fb {
+        s.tree.lru().lru_del_folio(&b, 0, f).unwrap();
+    }
+    s.tree.stocks().drain(0).unwrap();
+    assert_eq!((a.usage(), b.usage(), root.usage()), (5, 3, 8));
+    let never = folio(0, true);
+    // a a a, b b, (uncharged), a a, b: four runs.
+    let batch = [
+        fa[0], fa[1], fa[2], fb[0], fb[1], never, fa[3], fa[4], fb[2],
+    ];
+    let out = s.tree.uncharge_folios(0, &batch).unwrap();
+    assert_eq!((out.pages, out.batches, out.failed), (8, 4, 0));
+    assert_eq!((a.usage(), b.usage(), root.usage()), (0, 0, 0));
+    assert_eq!(
+        s.tree.uncharge_folios(1, &batch),
+        Err(MemcgError::InvalidCpu { cpu: 1, nr_cpus: 1 })
+    );
+    // The folios' references are gone: both memcgs are reaped once offline.
+    let (ida, idb) = (a.id(), b.id());
+    drop((a, b));
+    for f in batch {
+        let _ = f.reset_lru_state();
+    }
+    s.tree.offline(ida, 0).unwrap();
+    s.tree.offline(idb, 0).unwrap();
+    for _ in 0..3 {
+        grace_period(&s.tree);
+        s.tree.reap(0);
+    }
+    assert_eq!(
+        (s.tree.nr_memcgs(), s.tree.nr_zombies(), s.tree.nr_dying()),
+        (1, 0, 0)
+    );
+}
+
 #[test]
 fn cpu_ids_are_checked_on_every_charge_path() {
     let s = setup(2, 1, false);

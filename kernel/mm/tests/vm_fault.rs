@@ -100,6 +100,55 @@ fn anonymous_fault_in_and_unmap_give_every_frame_back() {
 
 /// A zap of a range reaching past the address space is clipped to it: it clears what is
 /// mapped inside and returns (it does not walk the 2 MiB spans up to the end of the range).
+/// `folios_put_refs` for an unmap (issue 19): the 64 pages of one memcg are uncharged with
+/// one page-counter update (`uncharge_batch`) and freed under one `pcp->lock` hold
+/// (`free_unref_folios`), and their `NR_ANON_MAPPED` decrements arrive folded.
+#[test]
+fn an_unmap_of_64_pages_of_one_memcg_uncharges_and_frees_in_one_round() {
+    let w = world(1, 4096, |_| {});
+    let root = w.vm.tree().root();
+    let m = root.create_child().unwrap();
+    let mut mm = w.vm.new_mm::<VmAreaA>(VA, VA_LEN).unwrap();
+    w.vm.mmap(&mm, &anon(VA, 64), &m).unwrap();
+    for p in 0..64 {
+        w.vm.touch(&mm, 0, VA + p * 4096, true).unwrap();
+    }
+    m.flush_stats();
+    assert_eq!(m.memory_stat(lru::NodeStatItem::NrAnonMapped), 64);
+    let usage = m.usage();
+    let c = |e| w.vm.counters().total(e);
+    let before = (
+        c(VmEvent::UnchargeBatches),
+        c(VmEvent::PcpFreeRounds),
+        c(VmEvent::Released),
+    );
+    let pcp = w.pa.cpu_stats(0);
+    w.vm.munmap(&mm, 0, VA, 64 * 4096).unwrap();
+    let after = (
+        c(VmEvent::UnchargeBatches),
+        c(VmEvent::PcpFreeRounds),
+        c(VmEvent::Released),
+    );
+    assert_eq!(
+        (after.0 - before.0, after.1 - before.1, after.2 - before.2),
+        (1, 1, 64),
+        "one page-counter update, one pcp->lock round, 64 frames released"
+    );
+    let s = w.pa.cpu_stats(0).since(&pcp);
+    assert_eq!(
+        (s.free, s.free_rounds),
+        (64, 1),
+        "the allocator saw one lock hold"
+    );
+    assert_eq!(m.usage(), usage - 64);
+    m.flush_stats();
+    assert_eq!(m.memory_stat(lru::NodeStatItem::NrAnonMapped), 0);
+    w.grace_period();
+    let c = w.vm.check(0, &[&*mm], &[]).unwrap();
+    assert_eq!((c.lru_folios, c.mapped_ptes, c.charged), (0, 0, 0));
+    w.vm.destroy_mm(&mut mm, 0);
+}
+
 #[test]
 fn a_zap_past_the_address_space_is_clipped() {
     let w = world(1, 1024, |_| {});

@@ -328,6 +328,23 @@ impl<P: MemCgroupPerNode<Family = F>, F: LockFamily, M: Mmu> Vm<P, M> {
         }
     }
 
+    /// A folio statistic of the memcg with id `id` (found under RCU) on `node`.
+    pub(crate) fn mod_memcg_stat_by_id(
+        &self,
+        cpu: usize,
+        id: memcg::MemcgId,
+        node: usize,
+        item: NodeStatItem,
+        delta: i64,
+    ) {
+        let Ok(guard) = self.tree.rcu().read_lock(cpu) else {
+            return;
+        };
+        if let Ok(m) = self.tree.lookup_rcu(&guard, id) {
+            self.mod_folio_stat(m, cpu, node, item, delta);
+        }
+    }
+
     /// Moves every CPU's folio batches to the LRUs (`lru_add_drain_all`), from `cpu` (the
     /// caller's CPU: the moves run in its RCU read-side section).
     pub fn lru_add_drain_all(&self, cpu: usize) {

@@ -45,10 +45,19 @@ pub enum VmEvent {
     FileRead,
     /// Pages whose contents were verified against the backing store.
     Verified,
+    /// Page-counter updates made to uncharge released folios: one per run of folios of
+    /// one memcg in a batch (`uncharge_batch()`), one per folio released alone.
+    UnchargeBatches,
+    /// `pcp->lock` holds taken to free released folios: one per run of frames of one zone
+    /// in a batch (`free_unref_folios()`), one per folio freed alone.
+    PcpFreeRounds,
+    /// Writes to the memcgs' shared css reference counts (atomic-mode gets and puts, see
+    /// `memcg::percpu_ref`), whoever made them; filled in from the memcg tree when read.
+    CssAtomicWrites,
 }
 
 /// Number of [`VmEvent`]s.
-pub const NR_VM_EVENTS: usize = 17;
+pub const NR_VM_EVENTS: usize = 20;
 
 impl VmEvent {
     /// Every event, in index order.
@@ -70,6 +79,9 @@ impl VmEvent {
         Self::Shootdown,
         Self::FileRead,
         Self::Verified,
+        Self::UnchargeBatches,
+        Self::PcpFreeRounds,
+        Self::CssAtomicWrites,
     ];
 
     /// The name in reports.
@@ -93,6 +105,9 @@ impl VmEvent {
             Self::Shootdown => "shootdowns",
             Self::FileRead => "file_reads",
             Self::Verified => "verified",
+            Self::UnchargeBatches => "uncharge_batches",
+            Self::PcpFreeRounds => "pcp_free_rounds",
+            Self::CssAtomicWrites => "css_atomic_writes",
         }
     }
 }

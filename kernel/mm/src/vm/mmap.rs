@@ -27,6 +27,13 @@ use lru::lruvec::folio_lruvec_relock;
 use lru::{Folio, LruvecGuard, NodeStatItem};
 use memcg::{MemCgroupPerNode, MemcgRef};
 
+/// A statistic's delta folded over consecutive pages of one memcg (by id) and node.
+#[derive(Debug, Default)]
+struct StatRun {
+    key: Option<(memcg::MemcgId, u32)>,
+    delta: i64,
+}
+
 /// What a new region maps.
 #[derive(Debug, Clone, Copy)]
 pub struct MapRequest<'a> {
@@ -148,6 +155,9 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         // lru_add_drain() first, as the unmap path does.
         let _ = self.batches.drain_cpu(cpu, &self.tree);
         let mut tlb = MmuGather::new(self.mmu, mm.cpumask(), cpu);
+        // `NR_ANON_MAPPED` decrements folded per run of pages of one memcg and node, as
+        // the unmap's batch folds them.
+        let mut anon = StatRun::default();
         let start = start & !0xfff;
         // One pass per 2 MiB span that a PTE table covers (`zap_pmd_range`), each over the
         // span's pages in the range: bounded loops.
@@ -170,7 +180,12 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                     // folio_remove_rmap_pte, under the PTE lock.
                     let _ = folio.dec_mapcount();
                     if folio.mapping() & crate::vm::fault::MAPPING_ANON != 0 {
-                        self.mod_folio_stat_of(cpu, folio, NodeStatItem::NrAnonMapped, -1);
+                        let key = (folio.memcg_id(), folio.node());
+                        if anon.key != Some(key) {
+                            self.flush_stat_run(cpu, &mut anon, NodeStatItem::NrAnonMapped);
+                            anon.key = Some(key);
+                        }
+                        anon.delta -= 1;
                     }
                     let _ = tlb.remove_page(va, folio);
                     self.count(cpu, VmEvent::Unmapped);
@@ -178,7 +193,18 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
             }
             drop(pte);
         }
+        self.flush_stat_run(cpu, &mut anon, NodeStatItem::NrAnonMapped);
         self.tlb_flush(&mut tlb, cpu);
+    }
+
+    /// Applies a folded statistic delta and empties the run.
+    fn flush_stat_run(&self, cpu: usize, run: &mut StatRun, item: NodeStatItem) {
+        if let Some((id, node)) = run.key.take()
+            && run.delta != 0
+        {
+            self.mod_memcg_stat_by_id(cpu, id, node as usize, item, run.delta);
+        }
+        run.delta = 0;
     }
 
     /// `tlb_flush_mmu`: flush, then drop every gathered page's mapping reference, releasing
@@ -200,7 +226,9 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
 
     /// `folios_put_refs` for folios whose last reference is gone: off their lruvecs in one
     /// pass (TestClearLRU first, the lock relocked only when the lruvec changes), then
-    /// uncharged and freed.
+    /// uncharged with one page-counter update per run of folios of one memcg
+    /// (`mem_cgroup_uncharge_folios`) and freed with one `pcp->lock` hold per run of one
+    /// zone (`free_unref_folios`).
     pub(crate) fn release_folios(&self, cpu: usize, folios: &[&'static Folio]) {
         if folios.is_empty() {
             return;
@@ -220,9 +248,18 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                 }
             }
         }
+        // Off the LRU now: uncharge, clear, free.
+        if let Ok(u) = self.tree.uncharge_folios(cpu, folios) {
+            self.counters.add(cpu, VmEvent::UnchargeBatches, u.batches);
+        }
         for &f in folios {
-            // Off the LRU now: release does the rest.
-            self.release_folio(cpu, f);
+            let _ = f.reset_lru_state();
+        }
+        if let Ok(freed) = self.alloc.free_frozen_folios(cpu, folios) {
+            self.counters
+                .add(cpu, VmEvent::Released, freed.freed as u64);
+            self.counters
+                .add(cpu, VmEvent::PcpFreeRounds, freed.rounds as u64);
         }
     }
 

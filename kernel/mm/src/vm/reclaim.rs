@@ -77,12 +77,13 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                 let _ = lruvec.lock().del_folio(folio);
             }
         }
-        if folio.memcg_id() != 0 {
-            let _ = self.tree.uncharge_folio(cpu, folio);
+        if folio.memcg_id() != 0 && self.tree.uncharge_folio(cpu, folio).is_ok() {
+            self.count(cpu, VmEvent::UnchargeBatches);
         }
         let _ = folio.reset_lru_state();
         if self.alloc.free_frozen_page(cpu, folio).is_ok() {
             self.count(cpu, VmEvent::Released);
+            self.count(cpu, VmEvent::PcpFreeRounds);
         }
     }
 
