@@ -140,7 +140,8 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
             let _ = memcg.memory.uncharge(1);
             return Err(MemcgError::Lru(e));
         }
-        memcg.css_get();
+        // This CPU's slot of the css count: no shared write while the memcg is online.
+        memcg.css_get_on(cpu);
         Ok(())
     }
 
@@ -153,7 +154,7 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         let memcg = self.lookup_rcu(&guard, folio.memcg_id())?;
         self.uncharge(memcg, 1)?;
         // The folio's reference; the memcg stays valid until the read section ends.
-        memcg.css_put();
+        memcg.css_put_many_on(cpu, 1);
         Ok(())
     }
 

@@ -33,15 +33,16 @@ pub const MEMCG_CHARGE_BATCH: u64 = 64;
 pub unsafe trait StockTarget {
     /// The counter charged and uncharged through the stock (`memcg->memory`).
     fn page_counter(&self) -> &PageCounter;
-    /// Takes a reference (`css_get()`).
-    fn css_get(&self);
-    /// Drops a reference taken with [`StockTarget::css_get`] (`css_put()`).
+    /// Takes a reference (`css_get()`) on `cpu`, the CPU whose stock is refilled.
+    fn css_get(&self, cpu: usize);
+    /// Drops a reference taken with [`StockTarget::css_get`] (`css_put()`), on `cpu` when
+    /// the caller runs on a known CPU, else `None` (a remote drain).
     ///
     /// # Safety
     ///
     /// `this` must come from a reference on which `css_get` was called and not yet put; it
     /// must not be used afterwards.
-    unsafe fn css_put(this: NonNull<Self>);
+    unsafe fn css_put(this: NonNull<Self>, cpu: Option<usize>);
 }
 
 /// One CPU's stock: the cached memcg (with a reference held) and its pre-charged pages.
@@ -64,8 +65,9 @@ impl<T: StockTarget> MemcgStock<T> {
         }
     }
 
-    /// Uncharges the stocked pages and drops the reference (`drain_stock()`).
-    fn drain(&mut self) {
+    /// Uncharges the stocked pages and drops the reference (`drain_stock()`); `cpu` is the
+    /// draining CPU when known.
+    fn drain(&mut self, cpu: Option<usize>) {
         if let Some(old) = self.cached.take() {
             let nr = core::mem::take(&mut self.nr_pages);
             // SAFETY: `cached` holds a reference taken in `refill`, so `old` is alive.
@@ -76,7 +78,7 @@ impl<T: StockTarget> MemcgStock<T> {
                 let _ = target.page_counter().uncharge(nr);
             }
             // SAFETY: drops the reference taken in `refill`; `old` is not used again.
-            unsafe { T::css_put(old) };
+            unsafe { T::css_put(old, cpu) };
         }
     }
 }
@@ -140,20 +142,20 @@ impl<F: LockFamily, T: StockTarget> ChargeStocks<F, T> {
         let mut stock = stock.lock();
         let same = matches!(stock.cached, Some(c) if core::ptr::eq(c.as_ptr(), memcg));
         if !same {
-            stock.drain();
-            memcg.css_get();
+            stock.drain(Some(cpu));
+            memcg.css_get(cpu);
             stock.cached = Some(NonNull::from(memcg));
         }
         stock.nr_pages += nr_pages;
         if stock.nr_pages > MEMCG_CHARGE_BATCH {
-            stock.drain();
+            stock.drain(Some(cpu));
         }
         Ok(())
     }
 
     /// Drains `cpu`'s stock.
     pub fn drain(&self, cpu: usize) -> Result<(), MemcgError> {
-        self.slot(cpu)?.lock().drain();
+        self.slot(cpu)?.lock().drain(Some(cpu));
         Ok(())
     }
 
@@ -166,7 +168,8 @@ impl<F: LockFamily, T: StockTarget> ChargeStocks<F, T> {
             // SAFETY: `cached` holds a reference, so the target is alive while we look.
             let hit = stock.cached.is_some_and(|c| pred(unsafe { c.as_ref() }));
             if hit {
-                stock.drain();
+                // Run by any CPU for every CPU's stock: the shared count.
+                stock.drain(None);
                 drained += 1;
             }
         }

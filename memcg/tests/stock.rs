@@ -20,10 +20,10 @@ unsafe impl StockTarget for Memcg {
     fn page_counter(&self) -> &PageCounter {
         &self.memory
     }
-    fn css_get(&self) {
+    fn css_get(&self, _cpu: usize) {
         self.refcnt.fetch_add(1, Ordering::Relaxed);
     }
-    unsafe fn css_put(this: NonNull<Self>) {
+    unsafe fn css_put(this: NonNull<Self>, _cpu: Option<usize>) {
         // SAFETY: the stock passes back a pointer it took a reference through.
         unsafe { this.as_ref() }
             .refcnt

@@ -149,6 +149,58 @@ fn an_unmap_of_64_pages_of_one_memcg_uncharges_and_frees_in_one_round() {
     w.vm.destroy_mm(&mut mm, 0);
 }
 
+/// Issue 19: while a memcg is online its css count is per CPU, so two CPUs faulting and
+/// freeing pages of one memcg (each charge takes a css reference, each uncharge drops one,
+/// and the stocks take theirs) never write the count's shared atomic.
+#[test]
+fn two_cpus_faulting_and_freeing_in_one_memcg_write_no_shared_css_count() {
+    const PER: u64 = 300;
+    let w = world(2, 4096, |_| {});
+    let root = w.vm.tree().root();
+    let m = root.create_child().unwrap();
+    let mut mm = w.vm.new_mm::<VmAreaA>(VA, VA_LEN).unwrap();
+    w.vm.mmap(&mm, &anon(VA, 2 * PER), &m).unwrap();
+    let (writes, refs) = (m.css_atomic_writes(), m.css_refcnt());
+    let counted = w.vm.counters().total(VmEvent::CssAtomicWrites);
+    let faults = w.vm.counters().total(VmEvent::Fault);
+    for _round in 0..2 {
+        std::thread::scope(|s| {
+            for cpu in 0..2 {
+                let (vm, mm) = (&w.vm, &mm);
+                s.spawn(move || {
+                    ksync::cpu::set_this_thread_cpu(cpu);
+                    let lo = VA + cpu as u64 * PER * 4096;
+                    for p in 0..PER {
+                        vm.touch(mm, cpu, lo + p * 4096, true).unwrap();
+                    }
+                    vm.zap_page_range(mm, cpu, lo, lo + PER * 4096);
+                });
+            }
+        });
+    }
+    assert_eq!(w.vm.counters().total(VmEvent::Fault) - faults, 4 * PER);
+    assert_eq!(
+        m.css_atomic_writes(),
+        writes,
+        "no fault, uncharge or stock refill wrote the shared count"
+    );
+    assert_eq!(
+        w.vm.counters().total(VmEvent::CssAtomicWrites),
+        counted,
+        "nor any other memcg's"
+    );
+    assert!(m.css_is_percpu());
+    // The per-CPU count is exact: with the stocks drained, only the handles remain.
+    w.vm.tree().stocks().drain(0).unwrap();
+    w.vm.tree().stocks().drain(1).unwrap();
+    assert_eq!(m.css_refcnt(), refs);
+    // A reference taken without a CPU (a handle) does write it, and is counted.
+    drop(m.clone());
+    assert_eq!(m.css_atomic_writes(), writes + 2);
+    w.vm.munmap(&mm, 0, VA, 2 * PER * 4096).unwrap();
+    w.vm.destroy_mm(&mut mm, 0);
+}
+
 #[test]
 fn a_zap_past_the_address_space_is_clipped() {
     let w = world(1, 1024, |_| {});

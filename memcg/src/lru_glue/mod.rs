@@ -197,7 +197,7 @@ impl TreeLru {
         if freed > 0 {
             // Each freed folio carried one page of charge and one css reference.
             let _ = m.memory.uncharge(freed);
-            m.css_put_many(freed as usize);
+            m.css_put_many_on(cpu, freed as usize);
             let _ = m.count_events(cpu, MemcgEvent::PgSteal, freed);
         }
         if iso.scanned > 0 {

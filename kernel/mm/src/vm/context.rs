@@ -254,9 +254,12 @@ impl<P: MemCgroupPerNode<Family = F>, F: LockFamily, M: Mmu> Vm<P, M> {
         self.nr_cpus
     }
 
-    /// The event counters.
+    /// The event counters. [`VmEvent::CssAtomicWrites`] is refreshed from the memcg tree
+    /// first (it takes the tree lock: read between runs, not on a hot path).
     #[must_use]
     pub fn counters(&self) -> &VmCounters {
+        self.counters
+            .set_total(VmEvent::CssAtomicWrites, self.tree.css_atomic_writes());
         &self.counters
     }
 

@@ -137,6 +137,14 @@ impl VmCounters {
         }
     }
 
+    /// Sets the total of `ev` to `v` (for a figure kept elsewhere and copied in when read):
+    /// CPU 0's slot holds it, the others are cleared. Only for events nobody [`Self::add`]s.
+    pub fn set_total(&self, ev: VmEvent, v: u64) {
+        for (cpu, c) in self.cpus.iter() {
+            c[ev as usize].store(if cpu == 0 { v } else { 0 }, Relaxed);
+        }
+    }
+
     /// The total of `ev` over every CPU.
     #[must_use]
     pub fn total(&self, ev: VmEvent) -> u64 {
