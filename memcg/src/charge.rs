@@ -58,6 +58,20 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         cpu: usize,
         nr_pages: u64,
     ) -> Result<(), MemcgError> {
+        self.charge_pages(memcg, cpu, nr_pages, false)
+    }
+
+    /// [`Self::try_charge`]; with `refs`, the charge also leaves the caller one css
+    /// reference per page (old Linux's `css_get_many(&memcg->css, nr_pages)` in
+    /// `try_charge()`): pages from the stock bring theirs, others are taken on `cpu` in one
+    /// call. Without, the references of consumed stock pages are dropped on `cpu`.
+    fn charge_pages(
+        &self,
+        memcg: &MemCgroup<P>,
+        cpu: usize,
+        nr_pages: u64,
+        refs: bool,
+    ) -> Result<(), MemcgError> {
         if !memcg.is_online() {
             return Err(MemcgError::Offline { id: memcg.id() });
         }
@@ -65,6 +79,9 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
             return Ok(());
         }
         if self.stocks.consume(cpu, memcg, nr_pages)? {
+            if !refs {
+                memcg.css_put_many_on(cpu, nr_pages as usize);
+            }
             return Ok(());
         }
         // A whole batch first, the surplus to the stock; when that does not fit, only what
@@ -72,6 +89,9 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         let batch = nr_pages.max(MEMCG_CHARGE_BATCH);
         if batch > nr_pages && memcg.memory.try_charge(batch).is_ok() {
             self.stocks.refill(cpu, memcg, batch - nr_pages)?;
+            if refs {
+                memcg.css_get_many_on(cpu, nr_pages as usize);
+            }
             return Ok(());
         }
         let mut retries = MAX_RECLAIM_RETRIES;
@@ -79,7 +99,12 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         let mut over_limit = memcg.id();
         for _ in 0..MAX_RECLAIM_PASSES {
             let over = match memcg.memory.try_charge(nr_pages) {
-                Ok(()) => return Ok(()),
+                Ok(()) => {
+                    if refs {
+                        memcg.css_get_many_on(cpu, nr_pages as usize);
+                    }
+                    return Ok(());
+                }
                 Err(fail) => fail.over_limit,
             };
             // The refusing counter is `memcg`'s or an ancestor's.
@@ -127,21 +152,21 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
     }
 
     /// Charges one page for `folio` and records the memcg in it (`mem_cgroup_charge()`:
-    /// `try_charge()` + `commit_charge()`, which keeps a css reference for the folio).
+    /// `try_charge()` + `commit_charge()`, which keeps a css reference for the folio). A
+    /// page from this CPU's stock brings its reference along: no css write at all.
     pub fn charge_folio(
         &self,
         memcg: &MemCgroup<P>,
         cpu: usize,
         folio: &lru::Folio,
     ) -> Result<(), MemcgError> {
-        self.try_charge(memcg, cpu, 1)?;
+        self.charge_pages(memcg, cpu, 1, true)?;
         if let Err(e) = folio.set_memcg_id(memcg.id()) {
             // Undo the charge we just made; it cannot underflow.
             let _ = memcg.memory.uncharge(1);
+            memcg.css_put_many_on(cpu, 1);
             return Err(MemcgError::Lru(e));
         }
-        // This CPU's slot of the css count: no shared write while the memcg is online.
-        memcg.css_get_on(cpu);
         Ok(())
     }
 

@@ -348,10 +348,10 @@ impl<P: MemCgroupPerNode> MemCgroup<P> {
         self.css.refcnt.put_many(None, n);
     }
 
-    /// `css_get()` on `cpu`: that CPU's slot while the memcg is online.
+    /// `css_get_many()` on `cpu`: that CPU's slot while the memcg is online.
     #[inline]
-    pub(crate) fn css_get_on(&self, cpu: usize) {
-        self.css_on(cpu, |c| self.css.refcnt.get_many(c, 1));
+    pub(crate) fn css_get_many_on(&self, cpu: usize, n: usize) {
+        self.css_on(cpu, |c| self.css.refcnt.get_many(c, n));
     }
 
     /// `css_put_many()` on `cpu`: that CPU's slot while the memcg is online.
@@ -399,16 +399,16 @@ unsafe impl<P: MemCgroupPerNode> StockTarget for MemCgroup<P> {
         &self.memory
     }
 
-    fn css_get(&self, cpu: usize) {
-        self.css_get_on(cpu);
+    fn css_get_many(&self, cpu: usize, n: usize) {
+        self.css_get_many_on(cpu, n);
     }
 
-    unsafe fn css_put(this: NonNull<Self>, cpu: Option<usize>) {
-        // SAFETY: the caller passes a pointer it holds a reference through, so it is live.
+    unsafe fn css_put_many(this: NonNull<Self>, cpu: Option<usize>, n: usize) {
+        // SAFETY: the caller passes a pointer it holds references through, so it is live.
         let m = unsafe { this.as_ref() };
         match cpu {
-            Some(cpu) => m.css_put_many_on(cpu, 1),
-            None => m.css_put(),
+            Some(cpu) => m.css_put_many_on(cpu, n),
+            None => MemCgroup::css_put_many(m, n),
         }
     }
 }
