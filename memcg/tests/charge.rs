@@ -415,6 +415,47 @@ fn busy_folios_go_back_on_the_lru_still_charged() {
     );
 }
 
+/// Frozen folios (`FolioFree::Frozen`) are uncharged with the rest of the reclaim batch and
+/// then handed to the free-batch hook in one call, already uncharged.
+#[test]
+fn frozen_folios_reach_the_free_batch_hook_in_one_call_uncharged() {
+    use std::sync::Mutex;
+    let calls: std::sync::Arc<Mutex<Vec<(usize, u64)>>> = Default::default();
+    let tree_slot: std::sync::Arc<Mutex<Option<usize>>> = Default::default();
+    let (c2, t2) = (calls.clone(), tree_slot.clone());
+    let lru = memcg::TreeLru::new(true, Box::new(|_, _, _| FolioFree::Frozen)).with_free_batch(
+        Box::new(move |_, folios| {
+            // The memcg's usage when the hook runs: the batch is already uncharged.
+            let usage = t2.lock().unwrap().map_or(u64::MAX, |p| {
+                // SAFETY: the test's memcg outlives the reclaim that calls the hook.
+                unsafe { &*(p as *const memcg::PageCounter) }.usage()
+            });
+            c2.lock().unwrap().push((folios.len(), usage));
+        }),
+    );
+    let tree = memcg::MemcgTree::with_new_nodes(
+        memcg::MemcgConfig::new(1, 1),
+        lru::TailMode::Cached,
+        rcu(1),
+        lru,
+    )
+    .unwrap();
+    let a = tree.root().create_child().unwrap();
+    for _ in 0..64 {
+        try_fault(&tree, &a, 0, 0, false).unwrap();
+    }
+    tree.stocks().drain(0).unwrap();
+    *tree_slot.lock().unwrap() = Some(std::ptr::from_ref(a.memory()) as usize);
+    let got = tree.try_to_free_mem_cgroup_pages(&a, 0, 32, None).unwrap();
+    assert!(got > 1);
+    assert_eq!(
+        *calls.lock().unwrap(),
+        [(got as usize, 64 - got)],
+        "one call with every frozen folio, after the uncharge"
+    );
+    assert_eq!(a.usage(), 64 - got);
+}
+
 #[test]
 fn classic_reclaim_notes_its_cost_on_the_lruvec_and_every_ancestor() {
     let s = setup(1, 1, false);

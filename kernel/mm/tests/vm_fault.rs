@@ -664,6 +664,41 @@ fn page_cache_pages_are_counted_as_file_and_shmem() {
     assert_eq!((m.memory_stat(NrFilePages), m.memory_stat(NrShmem)), (0, 0));
 }
 
+/// `shrink_folio_list`'s end (issue 19): the frames reclaim evicts from one lruvec in one
+/// pass are freed under one `pcp->lock` hold, after one page-counter update for all of them.
+#[test]
+fn reclaimed_frames_are_freed_in_one_lock_hold_per_batch() {
+    let w = world(1, 1024, |_| {});
+    let root = w.vm.tree().root();
+    let m = root.create_child().unwrap();
+    let file = Object::new(ObjectKind::File, 32);
+    for i in 0..32 {
+        w.vm.filemap_read(&file, &m, 0, 0, i, true).unwrap();
+    }
+    let usage = m.usage();
+    let pcp = w.pa.cpu_stats(0);
+    let rounds = w.vm.counters().total(VmEvent::PcpFreeRounds);
+    // Reclaim takes at least a batch (`SWAP_CLUSTER_MAX`, 32) from the lruvec, in one
+    // pass, whatever smaller amount is asked for.
+    let got = m.memory_reclaim_write(0, "16K").unwrap();
+    assert!(got >= 4, "{got}");
+    assert_eq!(w.vm.counters().total(VmEvent::Evicted), got);
+    let s = w.pa.cpu_stats(0).since(&pcp);
+    assert_eq!(
+        (s.free, s.free_rounds),
+        (got, 1),
+        "{got} frames, one lock hold"
+    );
+    assert_eq!(w.vm.counters().total(VmEvent::PcpFreeRounds) - rounds, 1);
+    assert_eq!(m.usage(), usage - got);
+    let c = w.vm.check::<VmAreaA>(0, &[], &[&file]).unwrap();
+    assert_eq!(
+        (c.charged, c.cached_folios, c.shadows),
+        (32 - got, 32 - got, got)
+    );
+    w.vm.truncate(&file, 0);
+}
+
 /// Reclaim evicts a mapped file page through the reverse map: its PTE is cleared first,
 /// a shadow takes its slot, and the next access refaults it.
 #[test]

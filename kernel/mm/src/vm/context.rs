@@ -185,7 +185,16 @@ impl<P: MemCgroupPerNode<Family = F>, F: LockFamily, M: Mmu> Vm<P, M> {
         });
         // No swap device: reclaim takes file pages only (anonymous and shmem-like memory is
         // not reclaimable, as on a machine without swap).
-        let tree_lru = TreeLru::new(cfg.mglru, free_hook).with_swappiness(0);
+        let h = hooks.clone();
+        let free_batch: memcg::FolioFreeBatchFn = Box::new(move |cpu, folios| {
+            // SAFETY: as above.
+            if let Some(vm) = unsafe { vm_of::<P, M>(h.load(Ordering::Acquire)) } {
+                vm.free_evicted(cpu, folios);
+            }
+        });
+        let tree_lru = TreeLru::new(cfg.mglru, free_hook)
+            .with_free_batch(free_batch)
+            .with_swappiness(0);
         let mconf = MemcgConfig {
             nr_cpus: cfg.nr_cpus,
             nr_nodes,
