@@ -17,7 +17,7 @@
 //! charge took), dropped when it is uncharged; so a memcg with charged folios is never
 //! reaped, and the folio's memcg id stays valid while the folio is charged.
 
-use crate::error::MemcgError;
+use crate::error::{MemcgError, MemcgId};
 use crate::memcontrol::MemCgroup;
 use crate::pn::MemCgroupPerNode;
 use crate::stock::MEMCG_CHARGE_BATCH;
@@ -38,6 +38,17 @@ pub const MAX_RECLAIM_PASSES: u32 = 1024;
 /// Smallest reclaim batch (`SWAP_CLUSTER_MAX`).
 pub const SWAP_CLUSTER_MAX: u64 = 32;
 
+/// What [`MemcgTree::uncharge_folios`] did (`struct uncharge_gather`'s outcome).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct UnchargeBatch {
+    /// Pages uncharged.
+    pub pages: u64,
+    /// Runs of one memcg: page-counter updates and `css_put_many` calls made.
+    pub batches: u64,
+    /// Pages left charged: their memcg was not found or the uncharge would underflow.
+    pub failed: u64,
+}
+
 impl<P: MemCgroupPerNode> MemcgTree<P> {
     /// Charges `nr_pages` to `memcg` on `cpu` (`try_charge_memcg()`), reclaiming from the
     /// memcg over its limit if needed.
@@ -47,6 +58,20 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         cpu: usize,
         nr_pages: u64,
     ) -> Result<(), MemcgError> {
+        self.charge_pages(memcg, cpu, nr_pages, false)
+    }
+
+    /// [`Self::try_charge`]; with `refs`, the charge also leaves the caller one css
+    /// reference per page (old Linux's `css_get_many(&memcg->css, nr_pages)` in
+    /// `try_charge()`): pages from the stock bring theirs, others are taken on `cpu` in one
+    /// call. Without, the references of consumed stock pages are dropped on `cpu`.
+    fn charge_pages(
+        &self,
+        memcg: &MemCgroup<P>,
+        cpu: usize,
+        nr_pages: u64,
+        refs: bool,
+    ) -> Result<(), MemcgError> {
         if !memcg.is_online() {
             return Err(MemcgError::Offline { id: memcg.id() });
         }
@@ -54,6 +79,9 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
             return Ok(());
         }
         if self.stocks.consume(cpu, memcg, nr_pages)? {
+            if !refs {
+                memcg.css_put_many_on(cpu, nr_pages as usize);
+            }
             return Ok(());
         }
         // A whole batch first, the surplus to the stock; when that does not fit, only what
@@ -61,6 +89,9 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         let batch = nr_pages.max(MEMCG_CHARGE_BATCH);
         if batch > nr_pages && memcg.memory.try_charge(batch).is_ok() {
             self.stocks.refill(cpu, memcg, batch - nr_pages)?;
+            if refs {
+                memcg.css_get_many_on(cpu, nr_pages as usize);
+            }
             return Ok(());
         }
         let mut retries = MAX_RECLAIM_RETRIES;
@@ -68,7 +99,12 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         let mut over_limit = memcg.id();
         for _ in 0..MAX_RECLAIM_PASSES {
             let over = match memcg.memory.try_charge(nr_pages) {
-                Ok(()) => return Ok(()),
+                Ok(()) => {
+                    if refs {
+                        memcg.css_get_many_on(cpu, nr_pages as usize);
+                    }
+                    return Ok(());
+                }
                 Err(fail) => fail.over_limit,
             };
             // The refusing counter is `memcg`'s or an ancestor's.
@@ -116,20 +152,21 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
     }
 
     /// Charges one page for `folio` and records the memcg in it (`mem_cgroup_charge()`:
-    /// `try_charge()` + `commit_charge()`, which keeps a css reference for the folio).
+    /// `try_charge()` + `commit_charge()`, which keeps a css reference for the folio). A
+    /// page from this CPU's stock brings its reference along: no css write at all.
     pub fn charge_folio(
         &self,
         memcg: &MemCgroup<P>,
         cpu: usize,
         folio: &lru::Folio,
     ) -> Result<(), MemcgError> {
-        self.try_charge(memcg, cpu, 1)?;
+        self.charge_pages(memcg, cpu, 1, true)?;
         if let Err(e) = folio.set_memcg_id(memcg.id()) {
             // Undo the charge we just made; it cannot underflow.
             let _ = memcg.memory.uncharge(1);
+            memcg.css_put_many_on(cpu, 1);
             return Err(MemcgError::Lru(e));
         }
-        memcg.css_get();
         Ok(())
     }
 
@@ -142,8 +179,60 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         let memcg = self.lookup_rcu(&guard, folio.memcg_id())?;
         self.uncharge(memcg, 1)?;
         // The folio's reference; the memcg stays valid until the read section ends.
-        memcg.css_put();
+        memcg.css_put_many_on(cpu, 1);
         Ok(())
+    }
+
+    /// Uncharges the pages of `folios` (`__mem_cgroup_uncharge_folios()`, which
+    /// `folios_put_refs()` and `release_pages()` call with their whole batch): as Linux's
+    /// `uncharge_gather`, each run of consecutive folios charged to one memcg costs one
+    /// page-counter update up the hierarchy and one `css_put_many` (`uncharge_batch()`),
+    /// instead of one of each per folio. Uncharged folios (memcg id 0) are skipped. The
+    /// memcgs are found in the id table under RCU on `cpu` (no lock). Call after the folios
+    /// left the LRU. A run whose memcg cannot be found or whose uncharge would underflow is
+    /// counted in [`UnchargeBatch::failed`] and the others are still uncharged.
+    pub fn uncharge_folios(
+        &self,
+        cpu: usize,
+        folios: &[&lru::Folio],
+    ) -> Result<UnchargeBatch, MemcgError> {
+        self.check_cpu(cpu)?;
+        let guard = self.rcu().read_lock(cpu).map_err(MemcgError::Lru)?;
+        let mut out = UnchargeBatch::default();
+        let flush = |id: MemcgId, nr: u64, out: &mut UnchargeBatch| {
+            let done = self.lookup_rcu(&guard, id).and_then(|memcg| {
+                self.uncharge(memcg, nr)?;
+                // The folios' references; the memcg stays valid until the section ends.
+                memcg.css_put_many_on(cpu, nr as usize);
+                Ok(())
+            });
+            match done {
+                Ok(()) => {
+                    out.pages += nr;
+                    out.batches += 1;
+                }
+                Err(_) => out.failed += nr,
+            }
+        };
+        let mut run: Option<(MemcgId, u64)> = None;
+        for f in folios {
+            let id = f.memcg_id();
+            if id == 0 {
+                continue;
+            }
+            match &mut run {
+                Some((rid, n)) if *rid == id => *n += 1,
+                _ => {
+                    if let Some((rid, n)) = run.replace((id, 1)) {
+                        flush(rid, n, &mut out);
+                    }
+                }
+            }
+        }
+        if let Some((rid, n)) = run {
+            flush(rid, n, &mut out);
+        }
+        Ok(out)
     }
 
     /// Uncharges `nr_pages` from `memcg` and its ancestors (`memcg_uncharge()`).

@@ -8,6 +8,8 @@
 //! - [`stock`]: the per-CPU charge stock (`MEMCG_CHARGE_BATCH` = 64 pages).
 //! - [`stats`]: per-CPU memcg and lruvec counters with the rstat-style flush threshold
 //!   (`MEMCG_CHARGE_BATCH * nr_cpus` pending updates).
+//! - [`percpu_ref`]: the css reference count, per CPU while the memcg is online and one
+//!   atomic after offline (`struct percpu_ref`), switched under RCU.
 //! - [`memcontrol`]: `struct mem_cgroup`, its css reference count and the two stat update
 //!   paths of seed 001 (A: through the lruvec and `lruvec->pgdat`; B: with the memcg and
 //!   node known), both updating the node's counters too.
@@ -41,6 +43,7 @@ pub mod error;
 pub mod lru_glue;
 pub mod memcontrol;
 pub mod page_counter;
+pub mod percpu_ref;
 pub mod pn;
 pub mod reclaim;
 pub mod reclaim_req;
@@ -49,9 +52,9 @@ pub mod stock;
 mod sync;
 pub mod tree;
 
-pub use charge::{MAX_RECLAIM_PASSES, MAX_RECLAIM_RETRIES};
+pub use charge::{MAX_RECLAIM_PASSES, MAX_RECLAIM_RETRIES, UnchargeBatch};
 pub use error::{MemcgError, MemcgId};
-pub use lru_glue::{FolioFree, FolioFreeFn, TreeLru};
+pub use lru_glue::{FolioFree, FolioFreeBatchFn, FolioFreeFn, TreeLru};
 pub use memcontrol::{MemCgroup, NodeData};
 pub use page_counter::{PAGE_COUNTER_MAX, PageCounter};
 pub use pn::{

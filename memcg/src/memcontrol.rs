@@ -6,18 +6,23 @@
 //! [`crate::charge`], lifetime (create, offline, reparent, free) in [`crate::tree`].
 //!
 //! A memcg is reference counted like a css: the tree's online reference, every
-//! [`crate::MemcgRef`] handle, every charge stock that caches it and every child hold one.
+//! [`crate::MemcgRef`] handle, every charge stock that caches it, every charged folio and
+//! every child hold one. The count is a [`crate::percpu_ref::PercpuRef`]: charges,
+//! uncharges and stock refills made on a CPU use that CPU's slot while the memcg is online,
+//! so they write no line other CPUs share; handles and the tree's bookkeeping use the
+//! shared count.
 //! It is freed only when it is offline, unreferenced and has no charged pages left, and only
 //! after an RCU grace period (see [`crate::rcu`]).
 
 use crate::error::{MemcgError, MemcgId};
 use crate::page_counter::PageCounter;
+use crate::percpu_ref::PercpuRef;
 use crate::pn::{MemCgroupPerNode, PnCache, PnInit};
 use crate::stats::{
     MemcgEvent, MemcgVmstats, NodeStatItem, lruvec_stats_add, memcg_index_of_event,
 };
 use crate::stock::StockTarget;
-use crate::sync::{AtomicBool, AtomicUsize, Ordering};
+use crate::sync::{AtomicBool, Ordering};
 use alloc::boxed::Box;
 use core::ptr::NonNull;
 use lru::{LruMode, Lruvec, LruvecLock, PgData};
@@ -25,7 +30,8 @@ use lru::{LruMode, Lruvec, LruvecLock, PgData};
 /// Reference count and online state (`struct cgroup_subsys_state`).
 #[derive(Debug)]
 pub(crate) struct Css {
-    pub(crate) refcnt: AtomicUsize,
+    /// Per CPU while online, one atomic after offline ([`PercpuRef`]).
+    pub(crate) refcnt: PercpuRef,
     pub(crate) online: AtomicBool,
 }
 
@@ -103,7 +109,7 @@ impl<P: MemCgroupPerNode> MemCgroup<P> {
         let mut memcg = Box::new(Self {
             memory,
             css: Css {
-                refcnt: AtomicUsize::new(1),
+                refcnt: PercpuRef::new(init.nr_cpus),
                 online: AtomicBool::new(true),
             },
             id,
@@ -303,47 +309,87 @@ impl<P: MemCgroupPerNode> MemCgroup<P> {
         }
     }
 
-    /// Takes a reference the caller already holds one of (`css_get()`).
+    /// Runs `f` inside a read-side section on `cpu` of the RCU domain the css switch is
+    /// confirmed by, passing `Some(cpu)`; or outside one, passing `None`, when `cpu` cannot
+    /// enter one (out of range, offline): the reference then uses the shared count.
+    #[inline]
+    fn css_on<R>(&self, cpu: usize, f: impl FnOnce(Option<usize>) -> R) -> R {
+        let guard = self
+            .node_data
+            .first()
+            .and_then(|n| n.rcu().read_lock(cpu).ok());
+        let r = f(guard.as_ref().map(|_| cpu));
+        drop(guard);
+        r
+    }
+
+    /// Takes a reference the caller already holds one of (`css_get()`), on the shared count:
+    /// for callers that know no CPU (handles, the tree's own bookkeeping).
     #[inline]
     pub(crate) fn css_get(&self) {
-        self.css.refcnt.fetch_add(1, Ordering::Relaxed);
+        self.css.refcnt.get_many(None, 1);
     }
 
-    /// Drops a reference (`css_put()`). The memcg is freed later by the tree's reaper once
-    /// the count is zero and it is offline.
+    /// Drops a reference on the shared count (`css_put()`). The memcg is freed later by the
+    /// tree's reaper once it is offline and the count is zero.
     #[inline]
     pub(crate) fn css_put(&self) {
-        self.css.refcnt.fetch_sub(1, Ordering::Release);
+        self.css.refcnt.put_many(None, 1);
     }
 
-    /// `css_get_many()`.
+    /// `css_get_many()` on the shared count.
     #[inline]
     pub(crate) fn css_get_many(&self, n: usize) {
-        self.css.refcnt.fetch_add(n, Ordering::Relaxed);
+        self.css.refcnt.get_many(None, n);
     }
 
-    /// `css_put_many()`.
+    /// `css_put_many()` on the shared count.
     #[inline]
     pub(crate) fn css_put_many(&self, n: usize) {
-        self.css.refcnt.fetch_sub(n, Ordering::Release);
+        self.css.refcnt.put_many(None, n);
+    }
+
+    /// `css_get_many()` on `cpu`: that CPU's slot while the memcg is online.
+    #[inline]
+    pub(crate) fn css_get_many_on(&self, cpu: usize, n: usize) {
+        self.css_on(cpu, |c| self.css.refcnt.get_many(c, n));
+    }
+
+    /// `css_put_many()` on `cpu`: that CPU's slot while the memcg is online.
+    #[inline]
+    pub(crate) fn css_put_many_on(&self, cpu: usize, n: usize) {
+        self.css_on(cpu, |c| self.css.refcnt.put_many(c, n));
     }
 
     /// `css_tryget()`: takes a reference unless the count already reached zero (the
     /// reaper may then be unlinking the memcg). For lockless lookups, which must never
-    /// revive a memcg the reaper can act on.
+    /// revive a memcg the reaper can act on. On the shared count.
     #[inline]
     pub(crate) fn css_tryget(&self) -> bool {
-        self.css
-            .refcnt
-            .fetch_update(Ordering::Acquire, Ordering::Relaxed, |r| {
-                (r != 0).then_some(r + 1)
-            })
-            .is_ok()
+        self.css.refcnt.tryget(None)
     }
 
-    /// Current reference count.
-    pub(crate) fn css_refcnt(&self) -> usize {
-        self.css.refcnt.load(Ordering::Acquire)
+    /// [`Self::css_tryget`] on `cpu`: that CPU's slot while the memcg is online.
+    #[inline]
+    pub(crate) fn css_tryget_on(&self, cpu: usize) -> bool {
+        self.css_on(cpu, |c| self.css.refcnt.tryget(c))
+    }
+
+    /// Current reference count (exact when nothing runs concurrently).
+    pub fn css_refcnt(&self) -> usize {
+        self.css.refcnt.count()
+    }
+
+    /// Writes made to this memcg's shared css count so far (atomic-mode and CPU-less gets
+    /// and puts; see [`PercpuRef::atomic_writes`]). While the memcg is online, charges and
+    /// uncharges made on a CPU make none.
+    pub fn css_atomic_writes(&self) -> u64 {
+        self.css.refcnt.atomic_writes()
+    }
+
+    /// Whether the css count is still per CPU (the memcg has not been taken offline).
+    pub fn css_is_percpu(&self) -> bool {
+        self.css.refcnt.is_percpu()
     }
 }
 
@@ -354,13 +400,17 @@ unsafe impl<P: MemCgroupPerNode> StockTarget for MemCgroup<P> {
         &self.memory
     }
 
-    fn css_get(&self) {
-        MemCgroup::css_get(self);
+    fn css_get_many(&self, cpu: usize, n: usize) {
+        self.css_get_many_on(cpu, n);
     }
 
-    unsafe fn css_put(this: NonNull<Self>) {
-        // SAFETY: the caller passes a pointer it holds a reference through, so it is live.
-        unsafe { this.as_ref() }.css_put();
+    unsafe fn css_put_many(this: NonNull<Self>, cpu: Option<usize>, n: usize) {
+        // SAFETY: the caller passes a pointer it holds references through, so it is live.
+        let m = unsafe { this.as_ref() };
+        match cpu {
+            Some(cpu) => m.css_put_many_on(cpu, n),
+            None => MemCgroup::css_put_many(m, n),
+        }
     }
 }
 

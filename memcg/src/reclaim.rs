@@ -330,7 +330,7 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
             // SAFETY: the back pointer of a `mem_cgroup_per_node` is its memcg, which
             // the read-side section keeps valid (freed only after a grace period).
             let m = unsafe { ptr.as_ref() };
-            if !m.css_tryget() {
+            if !m.css_tryget_on(cpu) {
                 // Dying: take it off the FIFOs now (`lru_gen_release_memcg()`).
                 self.lru.release(m);
                 return None;

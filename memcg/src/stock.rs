@@ -9,6 +9,14 @@
 //! holds a reference on its memcg; `drain_all_stock()` empties every CPU's stock of a memcg
 //! (or its descendants) when the memcg goes offline or is over its limit.
 //!
+//! References go with the pages in bulk, as `css_get_many()`/`css_put_many()` in Linux's
+//! `try_charge()`/`refill_stock()`/`drain_stock()` before 5.9: a refill takes one reference
+//! per stocked page in one call (and one more for caching the memcg when it switches), a
+//! consumed page hands its reference to the charge (a folio's charge then takes none of its
+//! own), and a drain drops what is left in one call. Every one of them is made on the
+//! stock's CPU (this CPU's slot of the css count while the memcg is online), except in a
+//! remote drain.
+//!
 //! Linux protects the stock with a local lock and drains remote CPUs through per-CPU work.
 //! Here the stock is a lock (class `memcg_stock.lock`) that the owning CPU takes
 //! uncontended and a draining CPU takes remotely, which gives the same exclusion.
@@ -33,18 +41,20 @@ pub const MEMCG_CHARGE_BATCH: u64 = 64;
 pub unsafe trait StockTarget {
     /// The counter charged and uncharged through the stock (`memcg->memory`).
     fn page_counter(&self) -> &PageCounter;
-    /// Takes a reference (`css_get()`).
-    fn css_get(&self);
-    /// Drops a reference taken with [`StockTarget::css_get`] (`css_put()`).
+    /// Takes `n` references (`css_get_many()`) on `cpu`, the CPU whose stock is refilled.
+    fn css_get_many(&self, cpu: usize, n: usize);
+    /// Drops `n` references taken with [`StockTarget::css_get_many`] (`css_put_many()`),
+    /// on `cpu` when the caller runs on a known CPU, else `None` (a remote drain).
     ///
     /// # Safety
     ///
-    /// `this` must come from a reference on which `css_get` was called and not yet put; it
-    /// must not be used afterwards.
-    unsafe fn css_put(this: NonNull<Self>);
+    /// `this` must come from a reference on which at least `n` references were taken with
+    /// `css_get_many` and not yet put; after the last one it must not be used.
+    unsafe fn css_put_many(this: NonNull<Self>, cpu: Option<usize>, n: usize);
 }
 
-/// One CPU's stock: the cached memcg (with a reference held) and its pre-charged pages.
+/// One CPU's stock: the cached memcg and its pre-charged pages, holding one reference on
+/// the memcg for caching it and one per page.
 #[derive(Debug)]
 pub struct MemcgStock<T: StockTarget> {
     cached: Option<NonNull<T>>,
@@ -64,19 +74,21 @@ impl<T: StockTarget> MemcgStock<T> {
         }
     }
 
-    /// Uncharges the stocked pages and drops the reference (`drain_stock()`).
-    fn drain(&mut self) {
+    /// Uncharges the stocked pages and drops their references and the cache's, in one
+    /// call (`drain_stock()`); `cpu` is the draining CPU when known.
+    fn drain(&mut self, cpu: Option<usize>) {
         if let Some(old) = self.cached.take() {
             let nr = core::mem::take(&mut self.nr_pages);
-            // SAFETY: `cached` holds a reference taken in `refill`, so `old` is alive.
+            // SAFETY: `cached` holds references taken in `refill`, so `old` is alive.
             let target = unsafe { old.as_ref() };
             if nr > 0 {
                 // The stocked pages were charged by `refill`'s caller and never handed out,
                 // so this cannot underflow.
                 let _ = target.page_counter().uncharge(nr);
             }
-            // SAFETY: drops the reference taken in `refill`; `old` is not used again.
-            unsafe { T::css_put(old) };
+            // SAFETY: drops the cache's reference and the stocked pages', all taken in
+            // `refill` (consumed pages took theirs away); `old` is not used again.
+            unsafe { T::css_put_many(old, cpu, nr as usize + 1) };
         }
     }
 }
@@ -115,7 +127,8 @@ impl<F: LockFamily, T: StockTarget> ChargeStocks<F, T> {
     }
 
     /// Takes `nr_pages` from `cpu`'s stock if it caches `memcg` and holds enough
-    /// (`consume_stock()`). Requests above the batch size never use the stock.
+    /// (`consume_stock()`). Requests above the batch size never use the stock. On success
+    /// the caller owns one css reference per page taken, which came with the pages.
     pub fn consume(&self, cpu: usize, memcg: &T, nr_pages: u64) -> Result<bool, MemcgError> {
         let stock = self.slot(cpu)?;
         if nr_pages > MEMCG_CHARGE_BATCH {
@@ -131,7 +144,9 @@ impl<F: LockFamily, T: StockTarget> ChargeStocks<F, T> {
         }
     }
 
-    /// Puts `nr_pages`, already charged to `memcg`, into `cpu`'s stock (`refill_stock()`).
+    /// Puts `nr_pages`, already charged to `memcg`, into `cpu`'s stock (`refill_stock()`),
+    /// taking a reference for each on `cpu` in one call (and one for caching `memcg` if it
+    /// was not cached).
     ///
     /// If the stock caches another memcg it is drained first; if it grows above the batch
     /// size it is drained entirely.
@@ -140,20 +155,22 @@ impl<F: LockFamily, T: StockTarget> ChargeStocks<F, T> {
         let mut stock = stock.lock();
         let same = matches!(stock.cached, Some(c) if core::ptr::eq(c.as_ptr(), memcg));
         if !same {
-            stock.drain();
-            memcg.css_get();
+            stock.drain(Some(cpu));
+            memcg.css_get_many(cpu, nr_pages as usize + 1);
             stock.cached = Some(NonNull::from(memcg));
+        } else if nr_pages > 0 {
+            memcg.css_get_many(cpu, nr_pages as usize);
         }
         stock.nr_pages += nr_pages;
         if stock.nr_pages > MEMCG_CHARGE_BATCH {
-            stock.drain();
+            stock.drain(Some(cpu));
         }
         Ok(())
     }
 
     /// Drains `cpu`'s stock.
     pub fn drain(&self, cpu: usize) -> Result<(), MemcgError> {
-        self.slot(cpu)?.lock().drain();
+        self.slot(cpu)?.lock().drain(Some(cpu));
         Ok(())
     }
 
@@ -166,7 +183,8 @@ impl<F: LockFamily, T: StockTarget> ChargeStocks<F, T> {
             // SAFETY: `cached` holds a reference, so the target is alive while we look.
             let hit = stock.cached.is_some_and(|c| pred(unsafe { c.as_ref() }));
             if hit {
-                stock.drain();
+                // Run by any CPU for every CPU's stock: the shared count.
+                stock.drain(None);
                 drained += 1;
             }
         }

@@ -181,6 +181,11 @@ fn freed_only_after_grace_period_and_last_reference() {
     assert_eq!(s.tree.reap(0), 0);
     assert!(s.tree.lookup_any(id).is_ok());
     drop(held);
+    // Its css count is exact only once the switch to atomic mode is confirmed, a grace
+    // period after offline: until then it stays linked.
+    assert_eq!(s.tree.reap(0), 0);
+    assert_eq!(s.tree.nr_zombies(), 1);
+    grace_period(&s.tree);
     // Unlinked at the next reap, but not freed before the grace period.
     assert_eq!(s.tree.reap(0), 0);
     assert_eq!(s.tree.nr_zombies(), 0);
@@ -314,23 +319,23 @@ fn ten_thousand_memcgs() {
     for &id in ids.iter().rev() {
         assert!(s.tree.lookup(id).is_ok());
     }
-    // Children before parents. A child, unreferenced and uncharged, is unlinked by its
-    // own offline; a parent stays a zombie while its children hold references on it.
-    let mut zombies = 0;
-    for &id in ids.iter().rev() {
+    // Children before parents. Each stays a zombie until its css count's switch to
+    // atomic mode is confirmed, a grace period after its offline.
+    for (zombies, &id) in ids.iter().rev().enumerate() {
         s.tree.offline(id, 1).unwrap();
-        zombies += usize::from(parents.contains(&id));
-        assert_eq!(s.tree.nr_zombies(), zombies);
+        assert_eq!(s.tree.nr_zombies(), zombies + 1);
     }
-    // Each offline unlinked the children at once (unreferenced, uncharged); a parent
-    // waits for its children to be freed, which drops their references on it. A reap
-    // after the grace period frees the children; the next unlinks the parents, and one
+    // After a grace period the children, unreferenced and uncharged, are unlinked; a parent
+    // waits for its children to be freed, which drops their references on it. A reap after
+    // the next grace period frees the children; the next unlinks the parents, and one
     // after another grace period frees them.
     let reap = || {
         let freed = s.tree.reap(0);
         (freed, s.tree.nr_memcgs(), s.tree.nr_dying())
     };
-    assert_eq!((s.tree.nr_memcgs(), s.tree.nr_dying()), (101, 10_000));
+    assert_eq!((s.tree.nr_memcgs(), s.tree.nr_dying()), (10_101, 0));
+    grace_period(&s.tree);
+    assert_eq!(reap(), (0, 101, 10_000));
     grace_period(&s.tree);
     assert_eq!(reap(), (10_000, 101, 0));
     assert_eq!(reap(), (0, 1, 100));
@@ -348,7 +353,11 @@ fn a_parent_is_reaped_after_its_only_child() {
     drop((p, c));
     s.tree.offline(cid, 0).unwrap();
     s.tree.offline(pid, 0).unwrap();
-    // The child is unlinked at once; the parent waits for the child's reference.
+    // Both zombies until their css switches are confirmed.
+    assert_eq!((s.tree.nr_memcgs(), s.tree.nr_zombies()), (3, 2));
+    grace_period(&s.tree);
+    // The child is unlinked; the parent waits for the child's reference.
+    assert_eq!(s.tree.reap(0), 0);
     assert_eq!((s.tree.nr_memcgs(), s.tree.nr_zombies()), (2, 1));
     grace_period(&s.tree);
     assert_eq!(s.tree.reap(0), 1, "the child is freed");
@@ -384,11 +393,14 @@ fn a_reader_inside_a_read_section_holds_off_the_free() {
     let id = a.id();
     let addr = std::ptr::from_ref(&*a) as usize;
     drop(a);
-    // CPU 1 looks the memcg up without a lock and keeps it across the offline.
+    s.tree.offline(id, 0).unwrap();
+    // Its css count is exact a grace period after offline; the next reap unlinks it.
+    grace_period(&s.tree);
+    // CPU 1 looks the memcg up without a lock and keeps it across the unlink.
     let guard = rcu.read_lock(1).unwrap();
     let seen = s.tree.lookup_rcu(&guard, id).unwrap();
     assert_eq!(std::ptr::from_ref(seen) as usize, addr);
-    s.tree.offline(id, 0).unwrap();
+    assert_eq!(s.tree.reap(0), 0);
     assert_eq!(s.tree.nr_dying(), 1, "unlinked: out of the id table");
     assert!(
         s.tree.lookup_rcu(&guard, id).is_err(),
@@ -441,6 +453,8 @@ fn lockless_lookups_never_revive_a_reapable_zombie() {
     let z = s.tree.lookup_any(id).unwrap();
     z.uncharge(1).unwrap();
     drop(z);
+    s.tree.reap(0);
+    grace_period(&s.tree);
     s.tree.reap(0);
     grace_period(&s.tree);
     assert_eq!(s.tree.reap(0), 1);

@@ -19,8 +19,11 @@ use ksync::lockdep::{seen_before, take_inversion};
 fn tree_lock_under_an_lru_lock_is_reported() {
     let tree: &'static Tree = Box::leak(Box::new(setup(1, 1, false).tree));
     let id = tree.root().create_child().unwrap().id();
-    // Offline, then reap: the zombie is reparented under the tree lock.
+    // Offline, then reap once its css count is exact (a grace period later): the zombie
+    // is reparented under the tree lock.
     tree.offline(id, 0).unwrap();
+    grace_period(tree);
+    tree.reap(0);
     assert!(seen_before(MemcgTreeLock::data(), LruLock::data()));
     assert!(!seen_before(LruLock::data(), MemcgTreeLock::data()));
     assert_eq!(take_inversion(), None);

@@ -24,20 +24,22 @@ unsafe impl StockTarget for Memcg {
     fn page_counter(&self) -> &PageCounter {
         &self.memory
     }
-    fn css_get(&self) {
-        self.refcnt.fetch_add(1, Ordering::Relaxed);
+    fn css_get_many(&self, _cpu: usize, n: usize) {
+        self.refcnt.fetch_add(n, Ordering::Relaxed);
     }
-    unsafe fn css_put(this: NonNull<Self>) {
-        // SAFETY: the stock passes back a pointer it took a reference through.
+    unsafe fn css_put_many(this: NonNull<Self>, _cpu: Option<usize>, n: usize) {
+        // SAFETY: the stock passes back a pointer it took references through.
         unsafe { this.as_ref() }
             .refcnt
-            .fetch_sub(1, Ordering::Relaxed);
+            .fetch_sub(n, Ordering::Relaxed);
     }
 }
 
 /// `try_charge_memcg()`'s stock logic on one CPU (no limit, so no reclaim).
 fn charge(stocks: &ChargeStocks<Loom, Memcg>, cpu: usize, m: &Memcg, nr: u64) {
     if stocks.consume(cpu, m, nr).unwrap() {
+        // The pages' references came with them; a plain charge keeps none.
+        m.refcnt.fetch_sub(nr as usize, Ordering::Relaxed);
         return;
     }
     m.memory.try_charge(MEMCG_CHARGE_BATCH).unwrap();

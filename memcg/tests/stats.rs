@@ -182,6 +182,9 @@ fn stats_of_freed_children_stay_in_the_parent() {
     let id = c.id();
     drop(c);
     s.tree.offline(id, 0).unwrap();
+    // A grace period confirms its css count (the reap unlinks it), another frees it.
+    grace_period(&s.tree);
+    assert_eq!(s.tree.reap(0), 0);
     grace_period(&s.tree);
     assert_eq!(s.tree.reap(0), 1);
     s.tree.flush_stats(&root);

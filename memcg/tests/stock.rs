@@ -20,14 +20,14 @@ unsafe impl StockTarget for Memcg {
     fn page_counter(&self) -> &PageCounter {
         &self.memory
     }
-    fn css_get(&self) {
-        self.refcnt.fetch_add(1, Ordering::Relaxed);
+    fn css_get_many(&self, _cpu: usize, n: usize) {
+        self.refcnt.fetch_add(n, Ordering::Relaxed);
     }
-    unsafe fn css_put(this: NonNull<Self>) {
-        // SAFETY: the stock passes back a pointer it took a reference through.
+    unsafe fn css_put_many(this: NonNull<Self>, _cpu: Option<usize>, n: usize) {
+        // SAFETY: the stock passes back a pointer it took references through.
         unsafe { this.as_ref() }
             .refcnt
-            .fetch_sub(1, Ordering::Relaxed);
+            .fetch_sub(n, Ordering::Relaxed);
     }
 }
 
@@ -56,7 +56,11 @@ fn consume_takes_exactly_what_the_stock_holds_of_that_memcg() {
     let (a, b) = (memcg(), memcg());
     assert!(!stocks.consume(0, &a, 1).unwrap(), "empty stock");
     stock(&stocks, 0, &a, 10);
-    assert_eq!(refs(&a), 2, "the stock holds a reference");
+    assert_eq!(
+        refs(&a),
+        12,
+        "the stock holds one reference for caching a, one per page"
+    );
     assert!(!stocks.consume(0, &b, 1).unwrap(), "another memcg's stock");
     assert!(!stocks.consume(1, &a, 1).unwrap(), "another CPU's stock");
     assert!(!stocks.consume(0, &a, 11).unwrap(), "more than stocked");
@@ -67,6 +71,11 @@ fn consume_takes_exactly_what_the_stock_holds_of_that_memcg() {
     assert!(stocks.consume(0, &a, 6).unwrap());
     assert_eq!(stocks.stocked(0, &a).unwrap(), 0);
     assert!(!stocks.consume(0, &a, 1).unwrap());
+    assert_eq!(
+        refs(&a),
+        12,
+        "the consumed pages' references went with them"
+    );
     // Consuming never touches the counter: the pages were charged when stocked.
     assert_eq!(a.memory.usage(), 10);
     assert_eq!(stocks.stocked(0, &b).unwrap(), 0);
@@ -92,14 +101,14 @@ fn refill_drains_another_memcg_and_an_overfull_stock() {
     assert_eq!(stocks.stocked(0, &a).unwrap(), MEMCG_CHARGE_BATCH);
     assert_eq!(
         (a.memory.usage(), refs(&a)),
-        (64, 2),
-        "one reference per stock"
+        (64, 66),
+        "one reference per stocked page and one for caching a"
     );
     // Switching to b uncharges a's stocked pages and drops a's reference.
     stock(&stocks, 0, &b, 5);
     assert_eq!((a.memory.usage(), refs(&a)), (0, 1));
     assert_eq!(stocks.stocked(0, &a).unwrap(), 0);
-    assert_eq!((stocks.stocked(0, &b).unwrap(), refs(&b)), (5, 2));
+    assert_eq!((stocks.stocked(0, &b).unwrap(), refs(&b)), (5, 7));
     // Above the batch: everything is uncharged and the reference dropped.
     stock(&stocks, 0, &b, MEMCG_CHARGE_BATCH);
     assert_eq!(stocks.stocked(0, &b).unwrap(), 0);
@@ -113,19 +122,19 @@ fn drains_uncharge_and_drop_the_reference_once() {
     stock(&stocks, 0, &a, 7);
     stock(&stocks, 1, &a, 8);
     stock(&stocks, 2, &b, 9);
-    assert_eq!((refs(&a), refs(&b)), (3, 2));
+    assert_eq!((refs(&a), refs(&b)), (1 + 8 + 9, 1 + 10));
     stocks.drain(1).unwrap();
-    assert_eq!((a.memory.usage(), refs(&a)), (7, 2));
+    assert_eq!((a.memory.usage(), refs(&a)), (7, 9));
     stocks.drain(1).unwrap();
     assert_eq!(
         (a.memory.usage(), refs(&a)),
-        (7, 2),
+        (7, 9),
         "an empty stock drains nothing"
     );
     // Only the stocks whose memcg matches, counted.
     assert_eq!(stocks.drain_all(|m| std::ptr::eq(m, &a)), 1);
     assert_eq!((a.memory.usage(), refs(&a)), (0, 1));
-    assert_eq!((b.memory.usage(), refs(&b)), (9, 2));
+    assert_eq!((b.memory.usage(), refs(&b)), (9, 11));
     assert_eq!(stocks.drain_all(|m| std::ptr::eq(m, &a)), 0);
     assert_eq!(stocks.drain_all(|_| true), 1);
     assert_eq!((b.memory.usage(), refs(&b)), (0, 1));
@@ -139,7 +148,7 @@ fn dropping_the_stocks_drains_them() {
         let stocks = Stocks::new(2);
         stock(&stocks, 0, &a, 63);
         stock(&stocks, 1, &b, 10);
-        assert_eq!((refs(&a), refs(&b)), (2, 2));
+        assert_eq!((refs(&a), refs(&b)), (65, 12));
     }
     assert_eq!((a.memory.usage(), refs(&a)), (1, 1));
     assert_eq!((b.memory.usage(), refs(&b)), (0, 1));

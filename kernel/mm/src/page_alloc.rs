@@ -37,6 +37,17 @@ use ksync::PerCpu;
 use lru::folio::MAX_NR_ZONES;
 use lru::{Folio, FolioFlags, Zone as ZoneType};
 
+/// What [`PageAlloc::free_frozen_folios`] did with a batch.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct FrozenFree {
+    /// Frames freed to a per-CPU list.
+    pub freed: usize,
+    /// Frames left alone: foreign, still referenced or in a bad state.
+    pub failed: usize,
+    /// `pcp->lock` holds taken: one per run of frames of one zone.
+    pub rounds: usize,
+}
+
 /// Overrides of the per-CPU list sizes (`pcp_batch=` / `pcp_high=` on the command line).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PcpConfig {
@@ -340,18 +351,75 @@ impl PageAlloc {
         if !self.memmap.owns(folio) || !self.memmap.is_present(pfn) {
             return Err(FreeError::Foreign(pfn));
         }
+        let zone = self.folio_zone(folio).ok_or(FreeError::Foreign(pfn))?;
+        self.free_frozen_prepare(folio)?;
+        pcp::free_unref_page(zone, &self.memmap, cpu, folio);
+        Ok(())
+    }
+
+    /// `free_pages_prepare()` for a frame whose count its caller dropped to zero: checks
+    /// it is unreferenced and in a clean state (a bad one is counted and leaked, as
+    /// `bad_page()` does) and clears what a free list must not see.
+    fn free_frozen_prepare(&self, folio: &'static Folio) -> Result<(), FreeError> {
+        let pfn = folio.pfn();
         if folio.refcount() != 0 {
             return Err(FreeError::NotAllocated(pfn));
         }
-        let zone = self.folio_zone(folio).ok_or(FreeError::Foreign(pfn))?;
         if let Some(why) = bad_state(folio) {
             self.bad_pages.fetch_add(1, Relaxed);
             return Err(FreeError::BadState(pfn, why));
         }
         let _ = folio.reset_lru_state();
         folio.set_private(0);
-        pcp::free_unref_page(zone, &self.memmap, cpu, folio);
         Ok(())
+    }
+
+    /// [`Self::free_frozen_page`] for a batch (`free_unref_folios()`): each run of
+    /// consecutive frames of one zone goes to `cpu`'s list of that zone under one hold of
+    /// its `pcp->lock`, instead of one hold per frame. A frame that fails the checks of
+    /// `free_frozen_page` is left alone (counted in [`FrozenFree::failed`]); the others
+    /// are freed.
+    pub fn free_frozen_folios(
+        &self,
+        cpu: usize,
+        folios: &[&'static Folio],
+    ) -> Result<FrozenFree, FreeError> {
+        if cpu >= self.nr_cpus() {
+            return Err(FreeError::BadCpu(cpu));
+        }
+        let zone_of = |f: &Folio| {
+            if self.memmap.owns(f) && self.memmap.is_present(f.pfn()) {
+                self.folio_zone(f)
+            } else {
+                None
+            }
+        };
+        let mut out = FrozenFree::default();
+        let mut rest = folios;
+        while let Some(&first) = rest.first() {
+            let zone = zone_of(first);
+            let run = 1 + rest[1..]
+                .iter()
+                .take_while(|f| match (zone, zone_of(f)) {
+                    (Some(a), Some(b)) => core::ptr::eq(a, b),
+                    _ => false,
+                })
+                .count();
+            let (now, later) = rest.split_at(run);
+            rest = later;
+            let Some(zone) = zone else {
+                out.failed += now.len();
+                continue;
+            };
+            let freed = pcp::free_unref_folios(zone, &self.memmap, cpu, now, |f| {
+                self.free_frozen_prepare(f).is_ok()
+            })
+            .ok_or(FreeError::BadCpu(cpu))? as usize;
+            out.freed += freed;
+            out.failed += now.len() - freed;
+            out.rounds += 1;
+        }
+        Ok(out)
     }
 
     fn free_inner(

@@ -208,21 +208,43 @@ pub(crate) fn free_unref_page(
     cpu: usize,
     folio: &'static Folio,
 ) -> bool {
-    let Some(pcp) = zone.pcp(cpu) else {
-        return false;
-    };
+    free_unref_folios(zone, memmap, cpu, &[folio], |_| true) == Some(1)
+}
+
+/// Frees the order-0 frames of `folios` (all of `zone`) to `cpu`'s list under one hold of
+/// its `pcp->lock` (`free_unref_folios()`, whose loop keeps the lock while the zone stays
+/// the same), spilling to the buddy lists whenever the list reaches `high`. `prepare` is
+/// run on each frame under the lock and says whether it may be freed (a frame it refuses
+/// is left alone). Returns how many were freed, or `None` when `cpu` has no slot (nothing
+/// was done, nothing prepared).
+pub(crate) fn free_unref_folios(
+    zone: &Zone,
+    memmap: &Memmap,
+    cpu: usize,
+    folios: &[&'static Folio],
+    mut prepare: impl FnMut(&'static Folio) -> bool,
+) -> Option<u32> {
+    let pcp = zone.pcp(cpu)?;
     let mut p = pcp.pages.lock();
-    p.list.push_front(folio);
-    p.count += 1;
-    pcp.stats.free.add(1);
-    if p.count >= p.high {
-        let n = nr_pcp_free(&mut p);
-        let freed = free_pcppages_bulk(zone, memmap, n, &mut p);
-        pcp.stats.spill.add(1);
-        pcp.stats.spill_pages.add(u64::from(freed));
+    pcp.stats.free_rounds.add(1);
+    let mut n = 0;
+    for &folio in folios {
+        if !prepare(folio) {
+            continue;
+        }
+        p.list.push_front(folio);
+        p.count += 1;
+        n += 1;
+        pcp.stats.free.add(1);
+        if p.count >= p.high {
+            let nr = nr_pcp_free(&mut p);
+            let freed = free_pcppages_bulk(zone, memmap, nr, &mut p);
+            pcp.stats.spill.add(1);
+            pcp.stats.spill_pages.add(u64::from(freed));
+        }
     }
     drop(p);
-    true
+    Some(n)
 }
 
 /// Empties `cpu`'s list of `zone` into the buddy lists (`drain_pages_zone()`); callable

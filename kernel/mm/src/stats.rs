@@ -41,6 +41,9 @@ pub struct PcpStats {
     pub(crate) alloc: Counter,
     /// Order-0 frees onto the list (under `pcp->lock`).
     pub(crate) free: Counter,
+    /// `pcp->lock` acquisitions by frees: one per page freed alone, one per run of a
+    /// batch (`free_unref_folios()`) (under `pcp->lock`).
+    pub(crate) free_rounds: Counter,
     /// `rmqueue_bulk()` calls: the list was empty (under `pcp->lock`).
     pub(crate) refill: Counter,
     /// Pages those refills moved from the buddy lists (under `pcp->lock`).
@@ -70,6 +73,7 @@ impl PcpStats {
         PageStats {
             alloc: self.alloc.get(),
             free: self.free.get(),
+            free_rounds: self.free_rounds.get(),
             refill: self.refill.get(),
             refill_pages: self.refill_pages.get(),
             spill: self.spill.get(),
@@ -92,6 +96,9 @@ pub struct PageStats {
     pub alloc: u64,
     /// Order-0 frees onto a per-CPU list.
     pub free: u64,
+    /// `pcp->lock` rounds those frees took (one per page freed alone, one per run of a
+    /// batch freed together).
+    pub free_rounds: u64,
     /// Per-CPU list refills (`rmqueue_bulk()` calls).
     pub refill: u64,
     /// Pages moved to per-CPU lists by refills.
@@ -121,6 +128,7 @@ impl PageStats {
     pub fn add(&mut self, o: &PageStats) {
         self.alloc += o.alloc;
         self.free += o.free;
+        self.free_rounds += o.free_rounds;
         self.refill += o.refill;
         self.refill_pages += o.refill_pages;
         self.spill += o.spill;
@@ -140,6 +148,7 @@ impl PageStats {
         PageStats {
             alloc: self.alloc.wrapping_sub(e.alloc),
             free: self.free.wrapping_sub(e.free),
+            free_rounds: self.free_rounds.wrapping_sub(e.free_rounds),
             refill: self.refill.wrapping_sub(e.refill),
             refill_pages: self.refill_pages.wrapping_sub(e.refill_pages),
             spill: self.spill.wrapping_sub(e.spill),

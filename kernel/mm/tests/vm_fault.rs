@@ -100,6 +100,107 @@ fn anonymous_fault_in_and_unmap_give_every_frame_back() {
 
 /// A zap of a range reaching past the address space is clipped to it: it clears what is
 /// mapped inside and returns (it does not walk the 2 MiB spans up to the end of the range).
+/// `folios_put_refs` for an unmap (issue 19): the 64 pages of one memcg are uncharged with
+/// one page-counter update (`uncharge_batch`) and freed under one `pcp->lock` hold
+/// (`free_unref_folios`), and their `NR_ANON_MAPPED` decrements arrive folded.
+#[test]
+fn an_unmap_of_64_pages_of_one_memcg_uncharges_and_frees_in_one_round() {
+    let w = world(1, 4096, |_| {});
+    let root = w.vm.tree().root();
+    let m = root.create_child().unwrap();
+    let mut mm = w.vm.new_mm::<VmAreaA>(VA, VA_LEN).unwrap();
+    w.vm.mmap(&mm, &anon(VA, 64), &m).unwrap();
+    for p in 0..64 {
+        w.vm.touch(&mm, 0, VA + p * 4096, true).unwrap();
+    }
+    m.flush_stats();
+    assert_eq!(m.memory_stat(lru::NodeStatItem::NrAnonMapped), 64);
+    let usage = m.usage();
+    let c = |e| w.vm.counters().total(e);
+    let before = (
+        c(VmEvent::UnchargeBatches),
+        c(VmEvent::PcpFreeRounds),
+        c(VmEvent::Released),
+    );
+    let pcp = w.pa.cpu_stats(0);
+    w.vm.munmap(&mm, 0, VA, 64 * 4096).unwrap();
+    let after = (
+        c(VmEvent::UnchargeBatches),
+        c(VmEvent::PcpFreeRounds),
+        c(VmEvent::Released),
+    );
+    assert_eq!(
+        (after.0 - before.0, after.1 - before.1, after.2 - before.2),
+        (1, 1, 64),
+        "one page-counter update, one pcp->lock round, 64 frames released"
+    );
+    let s = w.pa.cpu_stats(0).since(&pcp);
+    assert_eq!(
+        (s.free, s.free_rounds),
+        (64, 1),
+        "the allocator saw one lock hold"
+    );
+    assert_eq!(m.usage(), usage - 64);
+    m.flush_stats();
+    assert_eq!(m.memory_stat(lru::NodeStatItem::NrAnonMapped), 0);
+    w.grace_period();
+    let c = w.vm.check(0, &[&*mm], &[]).unwrap();
+    assert_eq!((c.lru_folios, c.mapped_ptes, c.charged), (0, 0, 0));
+    w.vm.destroy_mm(&mut mm, 0);
+}
+
+/// Issue 19: while a memcg is online its css count is per CPU, so two CPUs faulting and
+/// freeing pages of one memcg (each charge takes a css reference, each uncharge drops one,
+/// and the stocks take theirs) never write the count's shared atomic.
+#[test]
+fn two_cpus_faulting_and_freeing_in_one_memcg_write_no_shared_css_count() {
+    const PER: u64 = 300;
+    let w = world(2, 4096, |_| {});
+    let root = w.vm.tree().root();
+    let m = root.create_child().unwrap();
+    let mut mm = w.vm.new_mm::<VmAreaA>(VA, VA_LEN).unwrap();
+    w.vm.mmap(&mm, &anon(VA, 2 * PER), &m).unwrap();
+    let (writes, refs) = (m.css_atomic_writes(), m.css_refcnt());
+    let counted = w.vm.counters().total(VmEvent::CssAtomicWrites);
+    let faults = w.vm.counters().total(VmEvent::Fault);
+    for _round in 0..2 {
+        std::thread::scope(|s| {
+            for cpu in 0..2 {
+                let (vm, mm) = (&w.vm, &mm);
+                s.spawn(move || {
+                    ksync::cpu::set_this_thread_cpu(cpu);
+                    let lo = VA + cpu as u64 * PER * 4096;
+                    for p in 0..PER {
+                        vm.touch(mm, cpu, lo + p * 4096, true).unwrap();
+                    }
+                    vm.zap_page_range(mm, cpu, lo, lo + PER * 4096);
+                });
+            }
+        });
+    }
+    assert_eq!(w.vm.counters().total(VmEvent::Fault) - faults, 4 * PER);
+    assert_eq!(
+        m.css_atomic_writes(),
+        writes,
+        "no fault, uncharge or stock refill wrote the shared count"
+    );
+    assert_eq!(
+        w.vm.counters().total(VmEvent::CssAtomicWrites),
+        counted,
+        "nor any other memcg's"
+    );
+    assert!(m.css_is_percpu());
+    // The per-CPU count is exact: with the stocks drained, only the handles remain.
+    w.vm.tree().stocks().drain(0).unwrap();
+    w.vm.tree().stocks().drain(1).unwrap();
+    assert_eq!(m.css_refcnt(), refs);
+    // A reference taken without a CPU (a handle) does write it, and is counted.
+    drop(m.clone());
+    assert_eq!(m.css_atomic_writes(), writes + 2);
+    w.vm.munmap(&mm, 0, VA, 2 * PER * 4096).unwrap();
+    w.vm.destroy_mm(&mut mm, 0);
+}
+
 #[test]
 fn a_zap_past_the_address_space_is_clipped() {
     let w = world(1, 1024, |_| {});
@@ -561,6 +662,41 @@ fn page_cache_pages_are_counted_as_file_and_shmem() {
     w.vm.truncate(&shmem, 0);
     m.flush_stats();
     assert_eq!((m.memory_stat(NrFilePages), m.memory_stat(NrShmem)), (0, 0));
+}
+
+/// `shrink_folio_list`'s end (issue 19): the frames reclaim evicts from one lruvec in one
+/// pass are freed under one `pcp->lock` hold, after one page-counter update for all of them.
+#[test]
+fn reclaimed_frames_are_freed_in_one_lock_hold_per_batch() {
+    let w = world(1, 1024, |_| {});
+    let root = w.vm.tree().root();
+    let m = root.create_child().unwrap();
+    let file = Object::new(ObjectKind::File, 32);
+    for i in 0..32 {
+        w.vm.filemap_read(&file, &m, 0, 0, i, true).unwrap();
+    }
+    let usage = m.usage();
+    let pcp = w.pa.cpu_stats(0);
+    let rounds = w.vm.counters().total(VmEvent::PcpFreeRounds);
+    // Reclaim takes at least a batch (`SWAP_CLUSTER_MAX`, 32) from the lruvec, in one
+    // pass, whatever smaller amount is asked for.
+    let got = m.memory_reclaim_write(0, "16K").unwrap();
+    assert!(got >= 4, "{got}");
+    assert_eq!(w.vm.counters().total(VmEvent::Evicted), got);
+    let s = w.pa.cpu_stats(0).since(&pcp);
+    assert_eq!(
+        (s.free, s.free_rounds),
+        (got, 1),
+        "{got} frames, one lock hold"
+    );
+    assert_eq!(w.vm.counters().total(VmEvent::PcpFreeRounds) - rounds, 1);
+    assert_eq!(m.usage(), usage - got);
+    let c = w.vm.check::<VmAreaA>(0, &[], &[&file]).unwrap();
+    assert_eq!(
+        (c.charged, c.cached_folios, c.shadows),
+        (32 - got, 32 - got, got)
+    );
+    w.vm.truncate(&file, 0);
 }
 
 /// Reclaim evicts a mapped file page through the reverse map: its PTE is cleared first,

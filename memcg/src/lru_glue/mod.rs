@@ -9,7 +9,11 @@
 //! frees the frame). The hook may decline (the folio is busy: mapped again, or its refcount
 //! cannot be frozen); such a folio goes back on its LRU (`folio_putback_lru()`) and is
 //! neither uncharged nor counted as reclaimed. A freed folio is uncharged from its memcg,
-//! drops the css reference its charge held, and is counted (`pgsteal`, its LRU list size).
+//! drops the css reference its charge held, and is counted (`pgsteal`, its LRU list size);
+//! the batch's freed folios are uncharged together (one page-counter update and one
+//! `css_put_many` per lruvec pass). A hook may also leave the frame to be freed later
+//! ([`FolioFree::Frozen`]): those folios go to the free-batch hook in one call once
+//! uncharged, as `shrink_folio_list()` ends with `free_unref_folios()`.
 
 mod lruvec_ops;
 
@@ -22,6 +26,7 @@ use crate::pn::MemCgroupPerNode;
 use crate::stats::MemcgEvent;
 use crate::sync::{AtomicU64, Ordering};
 use alloc::boxed::Box;
+use alloc::vec::Vec;
 use lru::{Folio, LruMode, MemcgLruOp, Shadow};
 
 /// Linux's default `vm.swappiness`.
@@ -33,6 +38,12 @@ pub const DEFAULT_SWAPPINESS: u8 = 60;
 pub enum FolioFree {
     /// Unmapped, frozen and freed: the frame is gone, the shadow is stored.
     Freed,
+    /// Unmapped and frozen, the shadow stored, the frame not freed yet: memcg hands every
+    /// such folio of the reclaim batch to the tree's free-batch hook
+    /// ([`TreeLru::with_free_batch`]) at once after uncharging them, as
+    /// `shrink_folio_list()` collects `free_folios` for `mem_cgroup_uncharge_folios()` and
+    /// `free_unref_folios()`. Only for a tree that has that hook.
+    Frozen,
     /// Busy (mapped again, or a reference could not be frozen): the folio stays.
     Busy,
 }
@@ -43,11 +54,16 @@ pub enum FolioFree {
 /// consumed it (froze the count and freed the frame); after `Busy` memcg drops it.
 pub type FolioFreeFn = Box<dyn Fn(usize, &'static Folio, Shadow) -> FolioFree + Send + Sync>;
 
+/// Hook receiving (`cpu`, the folios the free hook returned [`FolioFree::Frozen`] for in
+/// one reclaim batch, already uncharged): it frees their frames.
+pub type FolioFreeBatchFn = Box<dyn Fn(usize, &[&'static Folio]) + Send + Sync>;
+
 /// memcg's view of `lru` shared by the whole tree: the lruvec mode, reclaim's swappiness
 /// and clock, and the hook that frees reclaimed folios. The memcg FIFOs are the nodes'
 /// (`pgdat->memcg_lru`).
 pub struct TreeLru {
     free_folio: FolioFreeFn,
+    free_batch: Option<FolioFreeBatchFn>,
     mglru: bool,
     swappiness: u8,
     /// The clock MGLRU aging stamps generations with, set by the owner.
@@ -68,10 +84,18 @@ impl TreeLru {
     pub fn new(mglru: bool, free_folio: FolioFreeFn) -> Self {
         Self {
             free_folio,
+            free_batch: None,
             mglru,
             swappiness: DEFAULT_SWAPPINESS,
             now: AtomicU64::new(0),
         }
+    }
+
+    /// Installs the hook that frees, in one call per reclaim batch, the folios the free hook
+    /// returned [`FolioFree::Frozen`] for.
+    pub fn with_free_batch(mut self, free_batch: FolioFreeBatchFn) -> Self {
+        self.free_batch = Some(free_batch);
+        self
     }
 
     /// Sets the default swappiness memcg reclaim passes to eviction (0 = file only,
@@ -177,9 +201,14 @@ impl TreeLru {
         let nr = usize::try_from(nr).unwrap_or(usize::MAX);
         let iso = reclaim(lruvec, nr, swappiness, self.now());
         let mut freed = 0u64;
+        let mut frozen: Vec<&'static Folio> = Vec::new();
         for r in &iso.folios {
             match (self.free_folio)(cpu, r.folio, r.shadow) {
                 FolioFree::Freed => freed += 1,
+                FolioFree::Frozen => {
+                    freed += 1;
+                    frozen.push(r.folio);
+                }
                 FolioFree::Busy => {
                     // folio_putback_lru(): back on the LRU, still charged, and the
                     // reference reclaim took to isolate it dropped (maybe the last one:
@@ -197,8 +226,18 @@ impl TreeLru {
         if freed > 0 {
             // Each freed folio carried one page of charge and one css reference.
             let _ = m.memory.uncharge(freed);
-            m.css_put_many(freed as usize);
+            m.css_put_many_on(cpu, freed as usize);
             let _ = m.count_events(cpu, MemcgEvent::PgSteal, freed);
+        }
+        // Uncharged: now their frames, in one batch.
+        if !frozen.is_empty() {
+            debug_assert!(
+                self.free_batch.is_some(),
+                "a free hook returned Frozen without a free-batch hook"
+            );
+            if let Some(free_batch) = &self.free_batch {
+                free_batch(cpu, &frozen);
+            }
         }
         if iso.scanned > 0 {
             let _ = m.count_events(cpu, MemcgEvent::PgScan, iso.scanned);

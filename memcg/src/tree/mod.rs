@@ -10,8 +10,11 @@
 //! `docs/design.md`).
 //!
 //! Lifetime of a memcg: online -> [`MemcgTree::offline`] (stocks drained, LRU folios and
-//! their charges moved to the parent, the tree's own reference dropped; the memcg becomes a
-//! zombie that keeps its id) -> [`MemcgTree::reap`] notices it is unreferenced and holds no
+//! their charges moved to the parent, its css count switched towards atomic mode
+//! (`percpu_ref_kill()`, see [`crate::percpu_ref`]), the tree's own reference dropped; the
+//! memcg becomes a zombie that keeps its id) -> once a grace period has passed since
+//! offline, [`MemcgTree::reap`] folds the per-CPU counts into the shared one (the count is
+//! exact only from then on), notices it is unreferenced and holds no
 //! charge (every charged folio holds a css reference, as in Linux), flushes its stats into
 //! the parent, takes it off the memcg FIFOs and out of the id table -> once a grace period
 //! of the tree's RCU domain has passed since then
@@ -124,6 +127,8 @@ struct TreeInner<P: MemCgroupPerNode> {
     /// Unlinked memcgs waiting for their grace period, with its cookie.
     dying: Vec<(NonNull<MemCgroup<P>>, u64)>,
     nr_linked: usize,
+    /// Writes to the shared css counts of memcgs already freed.
+    retired_css_writes: u64,
     /// The `mem_cgroup_per_node` slab cache.
     pn_cache: PnCache<P>,
 }
@@ -216,6 +221,7 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
                 zombies: Vec::new(),
                 dying: Vec::new(),
                 nr_linked: 1,
+                retired_css_writes: 0,
                 pn_cache,
             }),
             flush_lock: Mutex::new(()),
@@ -305,6 +311,21 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
     pub(crate) fn root_memcg(&self) -> &MemCgroup<P> {
         // SAFETY: the root is never freed before the tree.
         unsafe { self.root.as_ref() }
+    }
+
+    /// Writes made so far to the shared css counts of this tree's memcgs, freed ones
+    /// included (see [`MemCgroup::css_atomic_writes`]): zero growth while every get and put
+    /// runs on a CPU against online memcgs. Takes the tree lock; for reports.
+    pub fn css_atomic_writes(&self) -> u64 {
+        let inner = self.inner.lock();
+        let linked = inner.slots.iter().flatten().map(|s| s.memcg);
+        let dying = inner.dying.iter().map(|&(p, _)| p);
+        let live: u64 = linked
+            .chain(dying)
+            // SAFETY: linked and dying memcgs are freed only by `reap` under the tree lock.
+            .map(|p| unsafe { p.as_ref() }.css_atomic_writes())
+            .sum();
+        live + inner.retired_css_writes
     }
 
     /// Memcgs linked in the tree (online and zombie).
@@ -477,6 +498,14 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         self.stocks.drain_all(|c| c.is_descendant(m));
         self.lru.offline(m);
         self.reparent(m, cpu);
+        // `percpu_ref_kill()`: from here on every get and put of this memcg's css uses the
+        // shared count; once a grace period has passed since the flag was set, no CPU can
+        // still be writing its slot and `reap` folds the slots into it.
+        if m.css.refcnt.kill() {
+            m.css
+                .refcnt
+                .set_confirm_cookie(self.rcu.start_poll_synchronize_rcu());
+        }
         // The tree's online reference, then our pin.
         m.css_put();
         m.css_put();
@@ -516,8 +545,14 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
                 let has_children = !slot.children.is_empty();
                 // SAFETY: linked memcgs are alive while the tree lock is held.
                 let m = unsafe { ptr.as_ref() };
+                // The css count is exact only once its switch to atomic mode is confirmed
+                // (a grace period after offline); until then it cannot read zero.
+                let confirmed = m
+                    .css
+                    .refcnt
+                    .try_confirm(|c| self.rcu.poll_state_synchronize_rcu(c));
                 // Every charged folio holds a reference: zero means none is left either.
-                if has_children || m.css_refcnt() != 0 {
+                if has_children || !confirmed || !m.css.refcnt.is_zero() {
                     inner.zombies.push(id);
                     continue;
                 }
@@ -559,6 +594,8 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         for ptr in freed {
             // SAFETY: still allocated (freed just below).
             let parent = unsafe { ptr.as_ref() }.parent;
+            // SAFETY: as above.
+            inner.retired_css_writes += unsafe { ptr.as_ref() }.css_atomic_writes();
             // SAFETY: unlinked, unreferenced and past its grace period: no one can reach it;
             // it was allocated from this tree's cache.
             unsafe { MemCgroup::free(ptr, &mut inner.pn_cache) };

@@ -185,7 +185,16 @@ impl<P: MemCgroupPerNode<Family = F>, F: LockFamily, M: Mmu> Vm<P, M> {
         });
         // No swap device: reclaim takes file pages only (anonymous and shmem-like memory is
         // not reclaimable, as on a machine without swap).
-        let tree_lru = TreeLru::new(cfg.mglru, free_hook).with_swappiness(0);
+        let h = hooks.clone();
+        let free_batch: memcg::FolioFreeBatchFn = Box::new(move |cpu, folios| {
+            // SAFETY: as above.
+            if let Some(vm) = unsafe { vm_of::<P, M>(h.load(Ordering::Acquire)) } {
+                vm.free_evicted(cpu, folios);
+            }
+        });
+        let tree_lru = TreeLru::new(cfg.mglru, free_hook)
+            .with_free_batch(free_batch)
+            .with_swappiness(0);
         let mconf = MemcgConfig {
             nr_cpus: cfg.nr_cpus,
             nr_nodes,
@@ -254,9 +263,12 @@ impl<P: MemCgroupPerNode<Family = F>, F: LockFamily, M: Mmu> Vm<P, M> {
         self.nr_cpus
     }
 
-    /// The event counters.
+    /// The event counters. [`VmEvent::CssAtomicWrites`] is refreshed from the memcg tree
+    /// first (it takes the tree lock: read between runs, not on a hot path).
     #[must_use]
     pub fn counters(&self) -> &VmCounters {
+        self.counters
+            .set_total(VmEvent::CssAtomicWrites, self.tree.css_atomic_writes());
         &self.counters
     }
 
@@ -325,6 +337,23 @@ impl<P: MemCgroupPerNode<Family = F>, F: LockFamily, M: Mmu> Vm<P, M> {
         };
         if let Ok(m) = self.tree.lookup_rcu(&guard, folio.memcg_id()) {
             self.mod_folio_stat(m, cpu, folio.node() as usize, item, delta);
+        }
+    }
+
+    /// A folio statistic of the memcg with id `id` (found under RCU) on `node`.
+    pub(crate) fn mod_memcg_stat_by_id(
+        &self,
+        cpu: usize,
+        id: memcg::MemcgId,
+        node: usize,
+        item: NodeStatItem,
+        delta: i64,
+    ) {
+        let Ok(guard) = self.tree.rcu().read_lock(cpu) else {
+            return;
+        };
+        if let Ok(m) = self.tree.lookup_rcu(&guard, id) {
+            self.mod_folio_stat(m, cpu, node, item, delta);
         }
     }
 

@@ -50,10 +50,19 @@ pub enum VmEvent {
     /// `folio_activate` calls that queued an inactive, referenced folio for activation
     /// (Linux's PGACTIVATE, counted when queued rather than when the batch moves it).
     Activate,
+    /// Page-counter updates made to uncharge released folios: one per run of folios of
+    /// one memcg in a batch (`uncharge_batch()`), one per folio released alone.
+    UnchargeBatches,
+    /// `pcp->lock` holds taken to free released folios: one per run of frames of one zone
+    /// in a batch (`free_unref_folios()`), one per folio freed alone.
+    PcpFreeRounds,
+    /// Writes to the memcgs' shared css reference counts (atomic-mode gets and puts, see
+    /// `memcg::percpu_ref`), whoever made them; filled in from the memcg tree when read.
+    CssAtomicWrites,
 }
 
 /// Number of [`VmEvent`]s.
-pub const NR_VM_EVENTS: usize = 19;
+pub const NR_VM_EVENTS: usize = 22;
 
 impl VmEvent {
     /// Every event, in index order.
@@ -77,6 +86,9 @@ impl VmEvent {
         Self::FileRead,
         Self::Verified,
         Self::Activate,
+        Self::UnchargeBatches,
+        Self::PcpFreeRounds,
+        Self::CssAtomicWrites,
     ];
 
     /// The name in reports.
@@ -102,6 +114,9 @@ impl VmEvent {
             Self::FileRead => "file_reads",
             Self::Verified => "verified",
             Self::Activate => "activations",
+            Self::UnchargeBatches => "uncharge_batches",
+            Self::PcpFreeRounds => "pcp_free_rounds",
+            Self::CssAtomicWrites => "css_atomic_writes",
         }
     }
 }
@@ -128,6 +143,14 @@ impl VmCounters {
         if let Some(c) = self.cpus.get(cpu % nr) {
             let c = &c[ev as usize];
             c.store(c.load(Relaxed).wrapping_add(n), Relaxed);
+        }
+    }
+
+    /// Sets the total of `ev` to `v` (for a figure kept elsewhere and copied in when read):
+    /// CPU 0's slot holds it, the others are cleared. Only for events nobody [`Self::add`]s.
+    pub fn set_total(&self, ev: VmEvent, v: u64) {
+        for (cpu, c) in self.cpus.iter() {
+            c[ev as usize].store(if cpu == 0 { v } else { 0 }, Relaxed);
         }
     }
 

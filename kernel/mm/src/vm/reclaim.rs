@@ -11,8 +11,10 @@
 //! when other CPUs may hold the translation), dropping the mapping's reference; then the
 //! count is frozen at exactly the cache's reference plus reclaim's pin (`folio_ref_freeze`:
 //! anyone who looked the page up meanwhile makes this fail, and the folio goes back); the
-//! page-cache slot gets the shadow entry; the frame is freed. memcg uncharges it and counts
-//! it reclaimed.
+//! page-cache slot gets the shadow entry. memcg uncharges the reclaim batch's evicted folios
+//! together, counts them reclaimed and hands them back to [`Vm::free_evicted`], which frees
+//! their frames under one `pcp->lock` hold per run of one zone (`shrink_folio_list`'s
+//! `free_unref_folios`).
 //!
 //! **Release** ([`Vm::release_folio`], the nodes' `__folio_put`): whoever drops a folio's
 //! last reference (an unmap, a truncation, a folio batch, reclaim's putback) ends here: the
@@ -77,12 +79,13 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                 let _ = lruvec.lock().del_folio(folio);
             }
         }
-        if folio.memcg_id() != 0 {
-            let _ = self.tree.uncharge_folio(cpu, folio);
+        if folio.memcg_id() != 0 && self.tree.uncharge_folio(cpu, folio).is_ok() {
+            self.count(cpu, VmEvent::UnchargeBatches);
         }
         let _ = folio.reset_lru_state();
         if self.alloc.free_frozen_page(cpu, folio).is_ok() {
             self.count(cpu, VmEvent::Released);
+            self.count(cpu, VmEvent::PcpFreeRounds);
         }
     }
 
@@ -124,10 +127,23 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
             return FolioFree::Busy;
         }
         self.mod_folio_stat_of(cpu, folio, NodeStatItem::NrFilePages, -1);
-        // memcg uncharges the page and drops the charge's reference for a freed folio.
-        let _ = folio.reset_lru_state();
-        let _ = self.alloc.free_frozen_page(cpu, folio);
+        // memcg uncharges the reclaim batch's frozen folios (one page-counter update and
+        // one `css_put_many` per lruvec) and then hands them to `free_evicted`.
         self.count(cpu, VmEvent::Evicted);
-        FolioFree::Freed
+        FolioFree::Frozen
+    }
+
+    /// memcg reclaim's free-batch hook: the frames of one reclaim batch's evicted folios
+    /// (frozen, uncharged) go back to `cpu`'s per-CPU lists with one `pcp->lock` hold per
+    /// run of one zone (`free_unref_folios`, as `shrink_folio_list()` ends).
+    pub fn free_evicted(&self, cpu: usize, folios: &[&'static Folio]) {
+        let cpu = self.cpu(cpu);
+        for &f in folios {
+            let _ = f.reset_lru_state();
+        }
+        if let Ok(freed) = self.alloc.free_frozen_folios(cpu, folios) {
+            self.counters
+                .add(cpu, VmEvent::PcpFreeRounds, freed.rounds as u64);
+        }
     }
 }
