@@ -3,8 +3,9 @@
 //! Per scenario: a heading (name, what the workers do, what one op is, the seed's claim),
 //! then per config and CPU count one row per variant (harmonic mean of ops/s, coefficient of
 //! variation, and for fault scenarios the fraction of the `limit` floor at that CPU count)
-//! and one row per comparison: B/A of the harmonic means in mmtests' style
-//! (`1.0712 (  7.12%)*`, `*` when the 95% interval excludes 1.0), the interval, and the
+//! and one row per comparison: B/A paired by round in mmtests' style (`1.0712 (  7.12%)*`,
+//! `*` when the comparison is marked: see [`crate::summary`]; an interval that excludes 1.0
+//! without the mark gets a line saying why), the interval, and the
 //! seed's figure for the same comparison at the nearest thread count it published
 //! (`seed +17.9% @20`). [`Style::Wide`] fits 100 columns (a terminal, a 100x75 framebuffer
 //! console, the runner); [`Style::Compact`] fits 80 (an 80x25 screen): it drops min/max and
@@ -235,7 +236,7 @@ impl Table<'_> {
         for c in &p.comparisons {
             let ratio = Ratio {
                 ratio: c.ratio,
-                significant: c.significant,
+                significant: c.marked.unwrap_or(c.significant),
             };
             let seed = s
                 .and_then(|s| catalog::published_near(s, &c.a, &c.b, &c.config, c.cpus))
@@ -268,6 +269,10 @@ impl Table<'_> {
                     seed
                 )?,
             }
+            if let Some(why) = &c.unmarked_why {
+                let text = alloc::format!("its interval excludes 1, but {why}: not marked");
+                wrap(f, "                     ", "", &text, self.style.columns())?;
+            }
         }
         Ok(())
     }
@@ -288,10 +293,13 @@ impl fmt::Display for Table<'_> {
             f,
             "",
             "",
-            "Results: harmonic mean of the measured rounds' ops/s per variant; ratio = B/A of \
-             the harmonic means, * = its 95% interval excludes 1.0; floor = rate / limit's \
-             rate at the same CPU count; seed = the seed's published B/A at the nearest \
-             thread count (@N).",
+            "Results: harmonic mean of the measured rounds' ops/s per variant; ratio = B/A \
+             paired by round (the geometric mean of the per-round ratios) with its 95% \
+             interval; * = the interval excludes 1.0, Holm's correction over the run's \
+             comparisons keeps it below 5%, and the A/A control (A'/A, a second instance of \
+             the baseline: the run's noise at that point) does not exclude 1; floor = rate / \
+             limit's rate at the same CPU count; seed = the seed's published B/A at the \
+             nearest thread count (@N).",
             width,
         )?;
         if self.summary.points.is_empty() {

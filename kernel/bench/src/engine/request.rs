@@ -38,6 +38,29 @@ impl RunLength {
     }
 }
 
+/// In which order a round runs its variants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunOrder {
+    /// Every round in the plan's order (A B, A B, ...): a position effect inside a round
+    /// (the second run of a round slower, say) becomes a difference between the variants.
+    /// Kept for the test that shows it.
+    Fixed,
+    /// The plan's order in odd rounds and the reverse in even ones (A B, B A, A B, ...):
+    /// over every two rounds each variant has the same mean position, so a position effect
+    /// cancels in the paired mean (exactly with an even number of rounds; with an odd one
+    /// the last round's share is left, a fraction `1 / rounds` of it). The warm-up round
+    /// runs in the plan's order.
+    Alternating,
+}
+
+impl RunOrder {
+    /// Whether measured round `round` (from 1) runs the variants in reverse.
+    #[must_use]
+    pub fn reversed(self, round: u32) -> bool {
+        self == RunOrder::Alternating && round.is_multiple_of(2)
+    }
+}
+
 /// A request the machine cannot satisfy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RequestError {
@@ -74,6 +97,11 @@ pub struct Request {
     pub warmup_rounds: u32,
     /// How long a run lasts.
     pub length: RunLength,
+    /// The order of the variants in each round.
+    pub order: RunOrder,
+    /// Whether every scenario with a comparison also runs its baseline a second time, as
+    /// the A/A control (variant `A'`, see [`crate::record::control_name`]).
+    pub control: bool,
 }
 
 impl Request {
@@ -95,6 +123,8 @@ impl Request {
             length: RunLength::Timed {
                 ns: cfg.seconds().as_nanos(),
             },
+            order: RunOrder::Alternating,
+            control: true,
         })
     }
 }

@@ -4,9 +4,11 @@
 //! and per platform remark; then per scenario (the `limit` floor first when a fault scenario
 //! runs), config and CPU count — a *point* — every variant's instance is built, a warm-up
 //! round runs each variant once (round 0), then `rounds` measured rounds run each variant in
-//! turn (A B A B ..., mmtests' way of keeping drift out of the ratio), each run followed by
-//! its invariant check, its `run` record and a `KPROGRESS` line; after the rounds, the
-//! point's `comparison` records (per the catalog) and the instances' teardown. At the end the
+//! turn, the order alternating by round (A B A', A' B A, ...: [`super::RunOrder`]; mmtests'
+//! interleaving keeps drift out of the ratio, the alternation a position effect), each run
+//! followed by its invariant check, its `run` record (with its position, `order`) and a
+//! `KPROGRESS` line; after the rounds, the point's `comparison` records (per the catalog,
+//! and the A/A control's A'/A) and the instances' teardown. At the end the
 //! results table (both styles) and the `end` record.
 //!
 //! Nothing a scenario does can panic the engine: a setup, batch, check or teardown failure
@@ -21,7 +23,7 @@ use super::request::Request;
 use super::scenario::{Instance, Setup};
 use crate::catalog::{self, Scenario};
 use crate::progress::Progress;
-use crate::record::{Comparison, End, KResult, Note, Run};
+use crate::record::{self, Comparison, End, KResult, Note, Run};
 use crate::stats;
 use crate::summary::Summary;
 use crate::table::{Style, Table};
@@ -149,7 +151,7 @@ impl Engine<'_> {
         config: &PlannedConfig<'_>,
         cpus: u32,
     ) -> Result<(), Stopped> {
-        let mut instances: Vec<(&'static str, bool, Box<dyn Instance + '_>)> = Vec::new();
+        let mut instances: Vec<(String, bool, Box<dyn Instance + '_>)> = Vec::new();
         let mut result = Ok(());
         for v in &config.variants {
             let setup = Setup {
@@ -159,19 +161,22 @@ impl Engine<'_> {
             };
             match v.provider.instantiate(&setup) {
                 Ok(inst) => {
-                    // Once per scenario, config and variant, unless it changes with the CPUs.
-                    if let Some(n) = inst.note() {
+                    // Once per scenario, config and variant, unless it changes with the CPUs
+                    // (the control's would repeat its baseline's).
+                    if let Some(n) = inst.note().filter(|_| !v.control) {
                         let text = format!("{} {} {}: {n}", scenario.name, config.name, v.name);
                         if !self.notes.contains(&text) {
                             self.note(text);
                         }
                     }
-                    instances.push((v.name, v.provider.floor_relative(), inst));
+                    instances.push((v.record_name(), v.provider.floor_relative(), inst));
                 }
                 Err(err) => {
                     result = Err(self.fail(format!(
                         "{} {} {} cpus={cpus}: setup failed: {err}",
-                        scenario.name, config.name, v.name
+                        scenario.name,
+                        config.name,
+                        v.record_name()
                     )));
                     break;
                 }
@@ -200,7 +205,7 @@ impl Engine<'_> {
         scenario: &'static Scenario,
         config: &str,
         cpus: u32,
-        instances: &[(&'static str, bool, Box<dyn Instance + '_>)],
+        instances: &[(String, bool, Box<dyn Instance + '_>)],
     ) -> Result<(), Stopped> {
         let warmups = self.request.warmup_rounds;
         for i in 0..warmups + self.request.rounds {
@@ -209,9 +214,15 @@ impl Engine<'_> {
             } else {
                 (i - warmups + 1, false)
             };
-            for (variant, floor_relative, inst) in instances {
+            let mut order: Vec<usize> = (0..instances.len()).collect();
+            if !warmup && self.request.order.reversed(round) {
+                order.reverse();
+            }
+            for (position, &k) in order.iter().enumerate() {
+                let (variant, floor_relative, inst) = &instances[k];
                 let mut run =
                     self.one_run(scenario, config, variant, cpus, round, warmup, &**inst)?;
+                run.order = position as u32 + 1;
                 if *floor_relative {
                     run.floor_fraction = self.floor_fraction(cpus, run.ops_per_s);
                 }
@@ -298,20 +309,24 @@ impl Engine<'_> {
                     && r.variant == v
             })
         };
-        let defs: Vec<_> = scenario
+        let mut defs: Vec<(&str, String)> = scenario
             .comparisons
             .iter()
-            .filter(|d| present(d.a) && present(d.b))
+            .map(|d| (d.a, String::from(d.b)))
             .collect();
-        for d in defs {
-            match Comparison::from_runs(scenario.name, config, cpus, d.a, d.b, &self.runs) {
+        if let Some(d) = scenario.comparisons.first() {
+            defs.push((d.a, record::control_name(d.a)));
+        }
+        defs.retain(|(a, b)| present(a) && present(b));
+        for (a, b) in defs {
+            match Comparison::from_runs(scenario.name, config, cpus, a, &b, &self.runs) {
                 Ok(c) => {
                     self.platform.output(Output::Record, &c.line());
                     self.comparisons.push(c);
                 }
                 Err(why) => self.note(format!(
-                    "{} {config} cpus={cpus}: no comparison {}/{}: {why}",
-                    scenario.name, d.b, d.a
+                    "{} {config} cpus={cpus}: no comparison {b}/{a}: {why}",
+                    scenario.name
                 )),
             }
         }
