@@ -272,9 +272,71 @@ fn import_writes_a_well_formed_results_directory() {
 
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     let doc = xml(&html).expect("index.html is well-formed");
+    // Three scenario plots and a forest plot for each of the two with comparisons.
     assert_eq!(
         doc.descendants().filter(|n| n.has_tag_name("svg")).count(),
-        3
+        5
+    );
+    // Every plot the page links to is in the directory.
+    let links: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("a"))
+        .filter_map(|n| n.attribute("href"))
+        .collect();
+    assert_eq!(links.len(), 5, "{links:?}");
+    for l in &links {
+        assert!(out.join(l).is_file(), "{l}");
+    }
+    assert!(links.contains(&"seed004-readtwice-forest.svg"));
+    // The page opens with the verdicts: one row per seed, before the results table.
+    let first_h2 = doc.descendants().find(|n| n.has_tag_name("h2")).unwrap();
+    assert_eq!(first_h2.text(), Some("Verdicts"));
+    let table = doc
+        .descendants()
+        .find(|n| n.has_tag_name("table") && n.attribute("class") == Some("verdicts"))
+        .expect("a verdict table");
+    let cells = |row: roxmltree::Node<'_, '_>| -> Vec<String> {
+        row.children()
+            .filter(|c| c.is_element())
+            .map(|c| c.text().unwrap_or("").to_owned())
+            .collect()
+    };
+    let rows: Vec<Vec<String>> = table
+        .children()
+        .filter(|n| n.has_tag_name("tr"))
+        .map(cells)
+        .collect();
+    assert_eq!(rows[0][..2], ["scenario", "verdict"]);
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    // seed004: B/A +30% against the seed's +80% at 208 readers, clear in 3 rounds.
+    assert_eq!(
+        rows[1][..2],
+        ["seed004-readtwice", "reproduced"],
+        "{rows:?}"
+    );
+    assert!(
+        rows[1][2].starts_with("2-per-memcg B/A ours +30."),
+        "{rows:?}"
+    );
+    assert_eq!(rows[1][3..5], ["+80.0%", "208"], "{rows:?}");
+    assert_eq!(rows[2][0], "seed003-pft");
+    assert!(
+        ["reproduced", "not shown", "contradicted"].contains(&rows[2][1].as_str()),
+        "{rows:?}"
+    );
+    assert_eq!(rows[2][3..5], ["-9.9%", "56"], "{rows:?}");
+    let verdicts = json["verdicts"].as_array().unwrap();
+    assert_eq!(verdicts.len(), 2);
+    assert!(
+        verdicts[0]
+            .as_str()
+            .unwrap()
+            .starts_with("seed004-readtwice: reproduced: ")
+    );
+    // The lock statistics are a table too.
+    assert!(
+        doc.descendants()
+            .any(|n| n.has_tag_name("table") && n.attribute("class") == Some("locks"))
     );
     assert!(doc.descendants().any(|n| n.has_tag_name("style")));
     assert!(!html.contains("<script") && !html.contains("src=\"http"));

@@ -204,11 +204,39 @@ pub fn check(dir: &Path, expect: &Expect) -> serde_json::Value {
             );
         }
     }
+    // A forest plot per scenario with comparisons, beside its ops/s plot.
+    let forests = names
+        .iter()
+        .filter(|n| abi::catalog::scenario(n).is_some_and(|s| !s.comparisons.is_empty()))
+        .count();
     let html = std::fs::read_to_string(dir.join("index.html")).expect("index.html");
     let doc = xml(&html);
     assert_eq!(
         doc.descendants().filter(|n| n.has_tag_name("svg")).count(),
-        names.len()
+        names.len() + forests
+    );
+    for link in doc
+        .descendants()
+        .filter(|n| n.has_tag_name("a"))
+        .filter_map(|n| n.attribute("href"))
+    {
+        assert!(
+            dir.join(link).is_file(),
+            "index.html links to {link}, which is missing"
+        );
+    }
+    // It opens with one verdict per seed scenario that ran.
+    let verdicts = doc
+        .descendants()
+        .find(|n| n.has_tag_name("table") && n.attribute("class") == Some("verdicts"))
+        .expect("a verdict table");
+    let seeds = names
+        .iter()
+        .filter(|n| abi::catalog::scenario(n).is_some_and(|s| s.published.is_some()))
+        .count();
+    assert_eq!(
+        verdicts.children().filter(|n| n.has_tag_name("tr")).count(),
+        seeds + 1
     );
     r
 }

@@ -189,7 +189,7 @@ impl Summary {
             for v in p
                 .variants
                 .iter_mut()
-                .filter(|v| s.variant(&v.variant).is_some())
+                .filter(|v| s.variant(v.variant.trim_end_matches('\'')).is_some())
             {
                 v.floor_fraction = Some(v.stats.hmean / floor);
             }

@@ -11,7 +11,8 @@
 //! console, the runner); [`Style::Compact`] fits 80 (an 80x25 screen): it drops min/max and
 //! the interval, and abbreviates.
 //!
-//! The run's `note` records follow the table ([`Table::with_notes`]). The benchmark engine
+//! The table opens with one verdict line per seed ([`crate::verdict`]). The run's `note`
+//! records follow the table ([`Table::with_notes`]). The benchmark engine
 //! prints it at the end of a run in both styles (the platform shows each where it fits); the
 //! runner prints the wide form and puts it in `index.html`.
 
@@ -289,6 +290,17 @@ fn clip(s: &str, n: usize) -> &str {
 impl fmt::Display for Table<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let width = self.style.columns();
+        let verdicts = crate::verdict::verdicts(self.summary);
+        if !verdicts.is_empty() {
+            writeln!(
+                f,
+                "Verdicts (per seed: its largest figure against ours at the most CPUs):"
+            )?;
+            for v in &verdicts {
+                wrap(f, "  ", "", &alloc::format!("{v}"), width)?;
+            }
+            writeln!(f)?;
+        }
         wrap(
             f,
             "",

@@ -5,6 +5,7 @@
 //!                         qemu_version, timestamp, log, outcome},
 //!   "machine": {...} | null, "plan": {...} | null, "runs": [...], "comparisons": [...],
 //!   "recomputed_comparisons": [...], "notes": ["...", ...], "end": {...} | null,
+//!   "verdicts": ["...", ...],
 //!   "complete": bool, "problems": ["...", ...] }
 //! ```
 //!
@@ -50,6 +51,9 @@ pub struct ResultsFile {
     pub notes: Vec<String>,
     /// The `end` record.
     pub end: Option<End>,
+    /// One verdict line per seed ([`bench::verdict`]), as the table opens with them.
+    #[serde(default)]
+    pub verdicts: Vec<String>,
     /// Whether the records were complete and consistent.
     pub complete: bool,
     /// What was wrong, in words.
@@ -80,6 +84,10 @@ impl ResultsFile {
             recomputed_comparisons: recomputed,
             notes: c.notes.clone(),
             end: c.end.clone(),
+            verdicts: bench::verdict::verdicts(&c.summary)
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
             complete: c.complete(),
             problems: c.problems.iter().map(ToString::to_string).collect(),
         }
