@@ -435,6 +435,12 @@ pub struct Comparison {
     /// the A/A control that moved).
     #[cfg_attr(feature = "serde", serde(default))]
     pub unmarked_why: Option<String>,
+    /// The interval half-width the run aimed for (`ci_width=`, a fraction), if any.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub ci_target: Option<f64>,
+    /// Whether the interval's half-width ([`stats::half_width`]) reached `ci_target`.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub width_reached: Option<bool>,
 }
 
 impl Comparison {
@@ -506,6 +512,8 @@ impl Comparison {
             control: is_control(a, b),
             marked: None,
             unmarked_why: None,
+            ci_target: None,
+            width_reached: None,
         };
         if pairs.is_empty() || !pair {
             c.p = welch.df.zip(welch.ci).map(|(df, ci)| {
@@ -530,6 +538,18 @@ impl Comparison {
         c.rounds = paired.n as u32;
         c.p = paired.p;
         Ok(c)
+    }
+
+    /// The interval's half-width as a fraction ([`stats::half_width`]); `None` without one.
+    #[must_use]
+    pub fn half_width(&self) -> Option<f64> {
+        Some(stats::half_width(self.ratio, (self.ci_low?, self.ci_high?)))
+    }
+
+    /// Sets the width target and whether the interval reached it.
+    pub fn set_target(&mut self, target: Option<f64>) {
+        self.ci_target = target;
+        self.width_reached = target.map(|t| self.half_width().is_some_and(|h| h <= t));
     }
 
     /// Checks that the comparison holds together.
@@ -800,7 +820,13 @@ impl KResult for Comparison {
         w.field_uint("n", self.n.into())?;
         w.field_opt_float("p", self.p)?;
         w.field_opt_float("p_adjusted", self.p_adjusted)?;
-        w.field_bool("control", self.control)
+        w.field_bool("control", self.control)?;
+        w.field_opt_float("ci_target", self.ci_target)?;
+        w.key("width_reached")?;
+        match self.width_reached {
+            Some(b) => w.bool(b),
+            None => w.null(),
+        }
     }
 }
 

@@ -279,6 +279,42 @@ impl Table<'_> {
     }
 }
 
+/// With `ci_width=`: how many comparisons reached the target half-width, and the widest.
+#[must_use]
+pub fn widths_line(summary: &Summary) -> Option<String> {
+    let with: alloc::vec::Vec<&Comparison> = summary
+        .comparisons()
+        .filter(|c| c.ci_target.is_some())
+        .collect();
+    let target = with.first()?.ci_target?;
+    let reached = with
+        .iter()
+        .filter(|c| c.width_reached == Some(true))
+        .count();
+    let widest = with
+        .iter()
+        .filter_map(|c| Some((c.half_width()?, *c)))
+        .max_by(|x, y| x.0.total_cmp(&y.0));
+    let mut line = alloc::format!(
+        "Interval half-widths: {reached} of {} comparisons reached the target +-{:.2}%",
+        with.len(),
+        target * 100.0
+    );
+    if let Some((h, c)) = widest {
+        line.push_str(&alloc::format!(
+            "; the widest +-{:.2}% ({} {} {} @{}, {} rounds)",
+            h * 100.0,
+            c.scenario,
+            c.config,
+            label(c),
+            c.cpus,
+            c.n
+        ));
+    }
+    line.push('.');
+    Some(line)
+}
+
 /// `s` cut to `n` characters (names are ASCII; a longer one loses its tail).
 fn clip(s: &str, n: usize) -> &str {
     match s.char_indices().nth(n) {
@@ -299,6 +335,10 @@ impl fmt::Display for Table<'_> {
             for v in &verdicts {
                 wrap(f, "  ", "", &alloc::format!("{v}"), width)?;
             }
+            writeln!(f)?;
+        }
+        if let Some(line) = widths_line(self.summary) {
+            wrap(f, "", "", &line, width)?;
             writeln!(f)?;
         }
         wrap(
@@ -438,6 +478,30 @@ mod tests {
             .to_string(),
             "0.9362 ( -6.38%) "
         );
+    }
+
+    #[test]
+    fn the_widths_line_counts_what_reached_the_target() {
+        let runs = runs();
+        let mut cmps: Vec<Comparison> = Summary::new(&runs, &[]).comparisons().cloned().collect();
+        assert!(
+            widths_line(&Summary::new(&runs, &cmps)).is_none(),
+            "no target, no line"
+        );
+        let widths: Vec<f64> = cmps.iter().map(|c| c.half_width().unwrap()).collect();
+        let target = widths.iter().copied().fold(f64::INFINITY, f64::min) * 1.0001;
+        for c in &mut cmps {
+            c.set_target(Some(target));
+        }
+        let line = widths_line(&Summary::new(&runs, &cmps)).unwrap();
+        let narrow = widths.iter().filter(|w| **w <= target).count();
+        assert!(narrow >= 1 && narrow < cmps.len());
+        let want = alloc::format!(
+            "Interval half-widths: {narrow} of {} comparisons reached the target",
+            cmps.len()
+        );
+        assert!(line.starts_with(&want), "{line}");
+        assert!(line.contains("; the widest +-"), "{line}");
     }
 
     #[test]

@@ -102,6 +102,21 @@ pub struct Request {
     /// Whether every scenario with a comparison also runs its baseline a second time, as
     /// the A/A control (variant `A'`, see [`crate::record::control_name`]).
     pub control: bool,
+    /// `ci_width=`: after the planned rounds, a point gets more rounds until every one of
+    /// its comparisons' 95% interval half-width is at most this fraction (0.02 = 2%).
+    pub ci_width: Option<f64>,
+    /// `budget=`, ns: rounds are added only while the benchmark's elapsed time is within
+    /// its share of this, pro rata over the points (a point's share ends where the points
+    /// before it and itself would end if the budget were spread evenly).
+    pub budget_ns: Option<u64>,
+}
+
+impl Request {
+    /// Whether rounds are added after the planned ones.
+    #[must_use]
+    pub fn adds_rounds(&self) -> bool {
+        self.ci_width.is_some() || self.budget_ns.is_some()
+    }
 }
 
 impl Request {
@@ -125,6 +140,8 @@ impl Request {
             },
             order: RunOrder::Alternating,
             control: true,
+            ci_width: cfg.ci_width.map(|h| f64::from(h) / 10_000.0),
+            budget_ns: cfg.budget.map(|s| u64::from(s) * 1_000_000_000),
         })
     }
 }

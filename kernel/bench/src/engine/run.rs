@@ -68,6 +68,11 @@ struct Engine<'p> {
     total: u32,
     /// `limit`'s measured rates per CPU count.
     floor: Vec<(u32, Vec<f64>)>,
+    /// When the benchmark started (platform clock).
+    t0: u64,
+    /// Points planned, and points begun (for the budget's pro-rata share).
+    points_total: u64,
+    points_begun: u64,
 }
 
 /// Runs `request` with the scenarios of `registry` on `platform` and prints everything (see
@@ -88,6 +93,14 @@ pub fn run(platform: &dyn BenchPlatform, registry: &Registry<'_>, request: &Requ
         step: 0,
         total: planned.record.total_runs,
         floor: Vec::new(),
+        t0,
+        points_total: planned
+            .scenarios
+            .iter()
+            .map(|p| p.configs.len() as u64)
+            .sum::<u64>()
+            * request.cpus.len() as u64,
+        points_begun: 0,
     };
     for name in &planned.skipped {
         e.note(format!(
@@ -151,6 +164,7 @@ impl Engine<'_> {
         config: &PlannedConfig<'_>,
         cpus: u32,
     ) -> Result<(), Stopped> {
+        self.points_begun += 1;
         let mut instances: Vec<(String, bool, Box<dyn Instance + '_>)> = Vec::new();
         let mut result = Ok(());
         for v in &config.variants {
@@ -208,7 +222,11 @@ impl Engine<'_> {
         instances: &[(String, bool, Box<dyn Instance + '_>)],
     ) -> Result<(), Stopped> {
         let warmups = self.request.warmup_rounds;
-        for i in 0..warmups + self.request.rounds {
+        for i in 0.. {
+            let planned = i < warmups + self.request.rounds;
+            if !planned && !self.another_round(scenario, config, cpus, i - warmups) {
+                break;
+            }
             let (round, warmup) = if i < warmups {
                 (0, true)
             } else {
@@ -250,6 +268,68 @@ impl Engine<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Whether the point gets a round after `done` measured ones: `ci_width=` or `budget=`
+    /// asked for more, some comparison's interval is still wider than the target (or has
+    /// none), the budget's share of this point is not spent, and the rounds stay within
+    /// [`abi::bench::MAX_ROUNDS`].
+    fn another_round(
+        &self,
+        scenario: &'static Scenario,
+        config: &str,
+        cpus: u32,
+        done: u32,
+    ) -> bool {
+        let r = self.request;
+        if !r.adds_rounds() || done >= abi::bench::MAX_ROUNDS {
+            return false;
+        }
+        if let Some(budget) = r.budget_ns {
+            let share = budget as u128 * u128::from(self.points_begun)
+                / u128::from(self.points_total.max(1));
+            let elapsed = self.platform.now_ns().saturating_sub(self.t0);
+            if u128::from(elapsed) >= share {
+                return false;
+            }
+        }
+        let Some(target) = r.ci_width else {
+            return true;
+        };
+        self.point_comparisons(scenario, config, cpus)
+            .into_iter()
+            .filter_map(|(a, b)| {
+                Comparison::from_runs(scenario.name, config, cpus, a, &b, &self.runs).ok()
+            })
+            .any(|c| c.half_width().is_none_or(|h| h > target))
+    }
+
+    /// The comparisons of a point whose variants both ran: the catalog's and the A/A
+    /// control's.
+    fn point_comparisons(
+        &self,
+        scenario: &'static Scenario,
+        config: &str,
+        cpus: u32,
+    ) -> Vec<(&'static str, String)> {
+        let present = |v: &str| {
+            self.runs.iter().any(|r| {
+                r.scenario == scenario.name
+                    && r.config == config
+                    && r.cpus == cpus
+                    && r.variant == v
+            })
+        };
+        let mut defs: Vec<(&'static str, String)> = scenario
+            .comparisons
+            .iter()
+            .map(|d| (d.a, String::from(d.b)))
+            .collect();
+        if let Some(d) = scenario.comparisons.first() {
+            defs.push((d.a, record::control_name(d.a)));
+        }
+        defs.retain(|(a, b)| present(a) && present(b));
+        defs
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -301,26 +381,10 @@ impl Engine<'_> {
     }
 
     fn compare(&mut self, scenario: &'static Scenario, config: &str, cpus: u32) {
-        let present = |v: &str| {
-            self.runs.iter().any(|r| {
-                r.scenario == scenario.name
-                    && r.config == config
-                    && r.cpus == cpus
-                    && r.variant == v
-            })
-        };
-        let mut defs: Vec<(&str, String)> = scenario
-            .comparisons
-            .iter()
-            .map(|d| (d.a, String::from(d.b)))
-            .collect();
-        if let Some(d) = scenario.comparisons.first() {
-            defs.push((d.a, record::control_name(d.a)));
-        }
-        defs.retain(|(a, b)| present(a) && present(b));
-        for (a, b) in defs {
+        for (a, b) in self.point_comparisons(scenario, config, cpus) {
             match Comparison::from_runs(scenario.name, config, cpus, a, &b, &self.runs) {
-                Ok(c) => {
+                Ok(mut c) => {
+                    c.set_target(self.request.ci_width);
                     self.platform.output(Output::Record, &c.line());
                     self.comparisons.push(c);
                 }

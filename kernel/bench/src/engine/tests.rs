@@ -4,7 +4,7 @@
 //! printed.
 
 use super::*;
-use crate::record::{Machine, Platform};
+use crate::record::{Comparison, Machine, Platform, Run};
 use crate::scenarios::soft_floor::SoftFloor;
 use crate::table::Style;
 use std::fmt;
@@ -287,6 +287,8 @@ fn request(names: &[&str], cpus: &[u32], rounds: u32, length: RunLength) -> Requ
         length,
         order: RunOrder::Alternating,
         control: true,
+        ci_width: None,
+        budget_ns: None,
     }
 }
 
@@ -850,19 +852,8 @@ impl BenchScenario for PositionalScenario {
 
 /// seed003's B/A and A'/A at one CPU after four rounds in `order` on [`Positional`].
 fn positional(order: RunOrder) -> (crate::record::Comparison, crate::record::Comparison) {
-    let p: &'static Positional = Box::leak(Box::new(Positional {
-        now: AtomicU64::new(0),
-        runs: AtomicU64::new(0),
-        per_round: 3,
-        out: Mutex::new(Vec::new()),
-    }));
-    let mut reg = Registry::new();
-    reg.add(PositionalScenario(p));
-    let mut req = request(&["seed003-pft"], &[1], 4, COUNTED);
-    req.order = order;
-    let report = run(p, &reg, &req);
-    assert!(report.passed(), "{:?}", report.end);
-    assert_eq!(p.runs.load(Ordering::Relaxed), 3 * 5);
+    let (report, _) = positional_run(|r| r.order = order);
+    assert_eq!(report.runs.len(), 3 * 5);
     let get = |b: &str| {
         report
             .comparisons
@@ -872,6 +863,69 @@ fn positional(order: RunOrder) -> (crate::record::Comparison, crate::record::Com
             .clone()
     };
     (get("B"), get("A'"))
+}
+
+/// A run of seed003 at one CPU on [`Positional`], four rounds, `adjust`ed.
+fn positional_run(adjust: impl FnOnce(&mut Request)) -> (Report, &'static Positional) {
+    let p: &'static Positional = Box::leak(Box::new(Positional {
+        now: AtomicU64::new(0),
+        runs: AtomicU64::new(0),
+        per_round: 3,
+        out: Mutex::new(Vec::new()),
+    }));
+    let mut reg = Registry::new();
+    reg.add(PositionalScenario(p));
+    let mut req = request(&["seed003-pft"], &[1], 4, COUNTED);
+    adjust(&mut req);
+    let report = run(p, &reg, &req);
+    assert!(report.passed(), "{:?}", report.end);
+    (report, p)
+}
+
+#[test]
+fn ci_width_adds_rounds_until_every_interval_is_narrow_enough() {
+    let _g = serial();
+    // The alternating order's per-round ratios swing by the position effect (x1.1 for
+    // B/A, x1.21 for A'/A) while their mean is 1: each round narrows the intervals.
+    let (report, _) = positional_run(|r| r.ci_width = Some(0.05));
+    let n = report.runs.iter().map(|r| r.round).max().unwrap();
+    assert!(n > 4 && n < 100, "{n} rounds");
+    assert_eq!(report.comparisons.len(), 2);
+    for c in &report.comparisons {
+        assert_eq!(
+            (c.ci_target, c.width_reached),
+            (Some(0.05), Some(true)),
+            "{c:?}"
+        );
+        assert!(c.half_width().unwrap() <= 0.05);
+        assert_eq!(c.n, n);
+    }
+    // One round fewer was not enough for some comparison.
+    let fewer: Vec<Run> = report
+        .runs
+        .iter()
+        .filter(|r| r.round < n)
+        .cloned()
+        .collect();
+    assert!(report.comparisons.iter().any(|c| {
+        Comparison::from_runs(&c.scenario, &c.config, c.cpus, &c.a, &c.b, &fewer)
+            .unwrap()
+            .half_width()
+            .unwrap()
+            > 0.05
+    }));
+    // A spent budget adds nothing, and the results say the width was not reached.
+    let (report, _) = positional_run(|r| {
+        r.ci_width = Some(0.05);
+        r.budget_ns = Some(1);
+    });
+    assert_eq!(report.runs.len(), 3 * 5);
+    assert!(
+        report
+            .comparisons
+            .iter()
+            .all(|c| c.width_reached == Some(false))
+    );
 }
 
 #[test]
