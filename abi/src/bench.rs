@@ -3,7 +3,9 @@
 //! `scenarios=all|NAME[,NAME...]` (names from [`crate::catalog`]), `bench_cpus=1,2,4` (each
 //! 1..=[`crate::cmdline::MAX_CPUS`], strictly increasing), `rounds=1..=100`,
 //! `seconds=0.01..=3600` (per run, decimal with up to six fractional digits), `memcgs=N,...`
-//! (seed002's memcg counts, each 1..=16384, strictly increasing) and `quick=0|1`. The lists
+//! (seed002's memcg counts, each 1..=16384, strictly increasing), `quick=0|1`,
+//! `ci_width=0.01..=100` (percent, two decimals: the interval half-width to add rounds for)
+//! and `budget=1..=86400` (seconds the benchmark may take while it adds rounds). The lists
 //! are kept as the validated text (so [`BenchConfig`] stays `Copy` and allocation-free, as
 //! the rest of [`crate::Config`]) and iterated on demand. Keys that are not given keep their
 //! defaults, which `quick=1` shortens; the runner (`kx bench`) and a USB image's baked-in
@@ -13,6 +15,9 @@ use crate::catalog;
 
 /// Measured rounds per variant without `rounds=`.
 pub const DEFAULT_ROUNDS: u32 = 5;
+/// The largest `budget=`, seconds (a day).
+pub const MAX_BUDGET: u32 = 86_400;
+
 /// Measured rounds per variant with `quick=1` and without `rounds=`.
 pub const QUICK_ROUNDS: u32 = 2;
 /// Largest `rounds=`.
@@ -194,6 +199,12 @@ pub struct BenchConfig<'a> {
     pub memcgs: Option<NumberList<'a>>,
     /// `quick=1`.
     pub quick: bool,
+    /// `ci_width=`: the 95% interval half-width every comparison should reach, in
+    /// hundredths of a percent (`ci_width=2.5` is 250); rounds are added until it does or
+    /// the budget is spent.
+    pub ci_width: Option<u32>,
+    /// `budget=`: seconds the whole benchmark may take before it stops adding rounds.
+    pub budget: Option<u32>,
 }
 
 impl<'a> BenchConfig<'a> {
@@ -286,6 +297,22 @@ impl<'a> BenchConfig<'a> {
                 self.seconds = Some(s);
             }
             "memcgs" => self.memcgs = Some(NumberList::parse(value, MAX_MEMCGS).ok_or(())?),
+            "ci_width" => {
+                // 0.01..=100 percent, at most two decimals.
+                let s = Seconds::parse(value).ok_or(())?;
+                let hundredths = s.as_micros() / 10_000;
+                if s.as_micros() % 10_000 != 0 || !(1..=10_000).contains(&hundredths) {
+                    return Err(());
+                }
+                self.ci_width = Some(hundredths as u32);
+            }
+            "budget" => {
+                let n: u32 = value.parse().map_err(|_| ())?;
+                if !(1..=MAX_BUDGET).contains(&n) {
+                    return Err(());
+                }
+                self.budget = Some(n);
+            }
             "quick" => {
                 self.quick = match value {
                     "0" => false,

@@ -48,6 +48,14 @@ pub const ACCEPTED: &[(&str, &str)] = &[
         "0 | 1   (with run=bench; short defaults for tests and CI)",
     ),
     (
+        "ci_width",
+        "0.01..=100   (with run=bench; percent: add rounds until every comparison's 95% interval half-width is at most this)",
+    ),
+    (
+        "budget",
+        "1..=86400   (with run=bench; seconds the benchmark may take before it stops adding rounds)",
+    ),
+    (
         "pcp_batch",
         "1..=65536   (frames per per-CPU page list refill; default from the zone size)",
     ),
@@ -273,7 +281,8 @@ pub fn parse(line: &str, skip_image_path: bool) -> Result<Config<'_>, CmdlineErr
                     _ => return Err(bad),
                 }
             }
-            "scenarios" | "bench_cpus" | "rounds" | "seconds" | "memcgs" | "quick" => {
+            "scenarios" | "bench_cpus" | "rounds" | "seconds" | "memcgs" | "quick" | "ci_width"
+            | "budget" => {
                 bench_key.get_or_insert(key);
                 cfg.bench.set(key, value).map_err(|()| bad)?;
             }

@@ -25,6 +25,16 @@ pub const BENCH_MEM_MIB: u32 = 1024;
 /// `--memcgs 10,1500,10000` adds it, and host runs and real machines run it by default.
 pub const TCG_MEMCGS: &str = "10,1500";
 
+/// The interval half-width (percent) a `kx bench` in QEMU aims for without `--ci-width`,
+/// `--budget` or `--quick`: rounds are added to points whose comparisons are wider, within
+/// [`TCG_BUDGET`].
+pub const TCG_CI_WIDTH: &str = "2";
+
+/// The seconds a default `kx bench` in QEMU may take while it adds rounds (the plan's own
+/// rounds always run): on a 2-core machine the planned rounds take about 5.5 minutes, so
+/// the run ends within about 7 minutes, inside the quick start's 10 with the build.
+pub const TCG_BUDGET: &str = "420";
+
 /// Usage text.
 pub const USAGE: &str = "\
 usage: kx [COMMAND] [OPTIONS]
@@ -69,7 +79,13 @@ bench options (kernel keys in parentheses; defaults are the kernel's):
   --rounds N         measured rounds per variant, 1..=100 (rounds=; default 5, quick 2)
   --seconds S        seconds per run, 0.01..=3600, e.g. 0.5 (seconds=; default 0.5, quick 0.1)
   --memcgs LIST      seed002's memcg counts, e.g. 10,1500 (memcgs=; default 10,1500,10000;
-                     kx bench in QEMU: 10,1500)";
+                     kx bench in QEMU: 10,1500)
+  --ci-width PCT     add rounds until every comparison's 95% interval half-width is at most
+                     PCT percent, 0.01..=100 (ci_width=; kx bench in QEMU: 2, unless
+                     --quick or --budget)
+  --budget SECS      stop adding rounds once the benchmark has run this long, pro rata per
+                     point, 1..=86400 (budget=; kx bench in QEMU: 420, unless --quick or
+                     --ci-width)";
 
 /// What to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -181,6 +197,10 @@ pub struct BenchOptions {
     pub seconds: Option<String>,
     /// `--memcgs` (`memcgs=`).
     pub memcgs: Option<String>,
+    /// `--ci-width` (`ci_width=`).
+    pub ci_width: Option<String>,
+    /// `--budget` (`budget=`).
+    pub budget: Option<String>,
 }
 
 impl BenchOptions {
@@ -194,6 +214,8 @@ impl BenchOptions {
             ("rounds", &self.rounds),
             ("seconds", &self.seconds),
             ("memcgs", &self.memcgs),
+            ("ci_width", &self.ci_width),
+            ("budget", &self.budget),
         ] {
             if let Some(v) = value {
                 keys.push(format!("{key}={v}"));
@@ -213,6 +235,8 @@ const BENCH_FLAGS: &[(&str, &str)] = &[
     ("--rounds", "rounds"),
     ("--seconds", "seconds"),
     ("--memcgs", "memcgs"),
+    ("--ci-width", "ci_width"),
+    ("--budget", "budget"),
 ];
 
 /// A parsed command line.
@@ -382,6 +406,8 @@ const FLAGS_WITH_VALUE: &[&str] = &[
     "--rounds",
     "--seconds",
     "--memcgs",
+    "--ci-width",
+    "--budget",
 ];
 
 /// Parses the arguments after the program name.
@@ -484,7 +510,8 @@ fn apply_value(o: &mut Options, flag: &'static str, value: String) -> Result<(),
         "--kernel" => o.kernel = Some(value.into()),
         "--image" => o.image = Some(value.into()),
         "--out" => o.out = Some(value.into()),
-        "--scenarios" | "--cpus" | "--rounds" | "--seconds" | "--memcgs" => {
+        "--scenarios" | "--cpus" | "--rounds" | "--seconds" | "--memcgs" | "--ci-width"
+        | "--budget" => {
             let key = BENCH_FLAGS
                 .iter()
                 .find(|(f, _)| *f == flag)
@@ -508,6 +535,8 @@ fn apply_value(o: &mut Options, flag: &'static str, value: String) -> Result<(),
                 "--cpus" => &mut b.cpus,
                 "--rounds" => &mut b.rounds,
                 "--seconds" => &mut b.seconds,
+                "--ci-width" => &mut b.ci_width,
+                "--budget" => &mut b.budget,
                 _ => &mut b.memcgs,
             };
             *slot = Some(value);
@@ -542,6 +571,8 @@ fn check_combination(cli: &mut Cli, seen: &[&'static str]) -> Result<(), CliErro
             "--rounds",
             "--seconds",
             "--memcgs",
+            "--ci-width",
+            "--budget",
         ] {
             if seen.contains(&flag) {
                 return Err(CliError::NotForCommand { flag, command });
@@ -608,8 +639,13 @@ fn check_combination(cli: &mut Cli, seen: &[&'static str]) -> Result<(), CliErro
             if !seen.contains(&"--mem") {
                 cli.options.mem_mib = BENCH_MEM_MIB;
             }
-            if cli.options.bench.memcgs.is_none() && !cli.options.bench.quick {
-                cli.options.bench.memcgs = Some(TCG_MEMCGS.to_owned());
+            let b = &mut cli.options.bench;
+            if b.memcgs.is_none() && !b.quick {
+                b.memcgs = Some(TCG_MEMCGS.to_owned());
+            }
+            if b.ci_width.is_none() && b.budget.is_none() && !b.quick {
+                b.ci_width = Some(TCG_CI_WIDTH.to_owned());
+                b.budget = Some(TCG_BUDGET.to_owned());
             }
             let smp = cli.options.smp;
             if let Some(cpus) = largest_cpus(&cli.options.bench).filter(|c| *c > smp) {
@@ -864,6 +900,33 @@ mod tests {
         );
         assert_eq!(memcgs(&["bench", "--quick"]), None);
         assert_eq!(memcgs(&["bench", "--host"]), None);
+        // The default run in QEMU adds rounds toward 2% within 420 s; --quick, --host or
+        // either flag given leave the rest to the kernel's defaults (no added rounds).
+        let keys = |a: &[&str]| {
+            parse(a.iter().copied())
+                .unwrap()
+                .options
+                .bench
+                .kernel_keys()
+        };
+        assert_eq!(
+            keys(&["bench"]),
+            ["memcgs=10,1500", "ci_width=2", "budget=420"]
+        );
+        assert_eq!(keys(&["bench", "--quick"]), ["quick=1"]);
+        assert_eq!(keys(&["bench", "--host"]), Vec::<String>::new());
+        assert_eq!(
+            keys(&["bench", "--ci-width", "1.5"]),
+            ["memcgs=10,1500", "ci_width=1.5"]
+        );
+        assert_eq!(
+            keys(&["bench", "--budget", "60"]),
+            ["memcgs=10,1500", "budget=60"]
+        );
+        for bad in ["0", "100.01", "1.234", "x"] {
+            assert!(parse(["bench", "--ci-width", bad]).is_err(), "{bad}");
+        }
+        assert!(parse(["bench", "--budget", "0"]).is_err());
     }
 
     #[test]

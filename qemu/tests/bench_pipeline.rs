@@ -47,16 +47,17 @@ fn sample_logs_are_generated_by_the_writer() {
 fn a_complete_log_has_every_record_and_no_problem() {
     let c = Collected::from_log(&log(&Spec::default()));
     assert_eq!(c.problems, [], "{:?}", c.problems);
-    // (2 + 2 + 1) variants x 2 CPU counts x (3 rounds + 1 warm-up).
-    assert_eq!(c.runs.len(), 40);
-    assert_eq!(c.comparisons.len(), 4);
-    assert_eq!(c.progress_lines, 40);
+    // (3 + 3 + 1) variants (A, B and the A/A control A') x 2 CPU counts x (3 rounds + 1
+    // warm-up).
+    assert_eq!(c.runs.len(), 56);
+    assert_eq!(c.comparisons.len(), 8);
+    assert_eq!(c.progress_lines, 56);
     assert!(c.machine.is_some() && c.plan.is_some() && c.end.is_some());
     assert!(c.summary.recomputed.is_empty());
     let p = &c.summary.points[0];
     assert_eq!(
         (p.scenario.as_str(), p.cpus, p.variants.len()),
-        ("seed004-readtwice", 1, 2)
+        ("seed004-readtwice", 1, 3)
     );
     assert!(p.variants[0].floor_fraction.is_some());
     // LF logs read the same.
@@ -80,9 +81,9 @@ fn a_truncated_log_says_what_is_missing_and_recomputes_comparisons() {
     assert!(
         c.problems
             .iter()
-            .any(|p| matches!(p, Problem::RunsMissing { planned: 40, .. }))
+            .any(|p| matches!(p, Problem::RunsMissing { planned: 56, .. }))
     );
-    assert!(c.runs.len() < 40 && !c.runs.is_empty());
+    assert!(c.runs.len() < 56 && !c.runs.is_empty());
     // The point being run when the log was cut has runs of both variants but no comparison.
     assert!(!c.summary.recomputed.is_empty(), "{:?}", c.problems);
     assert!(
@@ -167,7 +168,7 @@ fn import_writes_a_well_formed_results_directory() {
     let (code, stdout, stderr) = import(&data("sample.log"), &out);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     assert!(
-        stdout.contains("40 runs, 4 comparisons") && stdout.contains("complete"),
+        stdout.contains("56 runs, 8 comparisons") && stdout.contains("complete"),
         "{stdout}"
     );
     assert!(
@@ -177,8 +178,25 @@ fn import_writes_a_well_formed_results_directory() {
 
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
-    assert_eq!(json["runs"].as_array().unwrap().len(), 40);
-    assert_eq!(json["comparisons"].as_array().unwrap().len(), 4);
+    assert_eq!(json["runs"].as_array().unwrap().len(), 56);
+    let cmps = json["comparisons"].as_array().unwrap();
+    assert_eq!(cmps.len(), 8);
+    // Paired by round, with p, the Holm-adjusted p over the six non-control comparisons,
+    // and the mark; the controls outside the family.
+    for c in cmps {
+        assert_eq!(
+            (c["paired"].as_bool(), c["n"].as_u64()),
+            (Some(true), Some(3)),
+            "{c}"
+        );
+        assert!(c["p"].is_number() && c["marked"].is_boolean(), "{c}");
+        let control = c["b"] == "A'";
+        assert_eq!(c["control"], control, "{c}");
+        assert_eq!(c["p_adjusted"].is_number(), !control, "{c}");
+        if !control {
+            assert!(c["p_adjusted"].as_f64() >= c["p"].as_f64(), "{c}");
+        }
+    }
     assert_eq!(json["complete"], true);
     assert_eq!(json["machine"]["platform"], "qemu-tcg");
     assert_eq!(json["host"]["tool"], "kx import");
@@ -200,14 +218,29 @@ fn import_writes_a_well_formed_results_directory() {
         qemu::bench::csv::HEADER
     );
     let rows: Vec<csv::StringRecord> = csv.records().map(Result::unwrap).collect();
-    assert_eq!(rows.len(), 40);
-    assert!(rows.iter().all(|r| r.len() == 10));
+    assert_eq!(rows.len(), 56);
+    assert!(rows.iter().all(|r| r.len() == 11));
+    // Position in the round: the warm-up and round 1 in the plan's order, round 2 reversed.
+    let order = |round: &str, v: &str| {
+        rows.iter()
+            .find(|r| &r[0] == "seed004-readtwice" && &r[4] == round && &r[2] == v)
+            .map(|r| r[10].to_owned())
+            .unwrap()
+    };
+    assert_eq!(
+        (order("1", "A"), order("1", "A'")),
+        ("1".into(), "3".into())
+    );
+    assert_eq!(
+        (order("2", "A"), order("2", "A'")),
+        ("3".into(), "1".into())
+    );
     assert_eq!(&rows[0][0], "seed004-readtwice");
     assert!(rows.iter().any(|r| &r[5] == "true"));
 
     for (scenario, variants) in [
-        ("seed004-readtwice", &["A", "B"][..]),
-        ("seed003-pft", &["A", "B"][..]),
+        ("seed004-readtwice", &["A", "B", "A'"][..]),
+        ("seed003-pft", &["A", "B", "A'"][..]),
         ("limit", &["floor"][..]),
     ] {
         let svg = std::fs::read_to_string(out.join(format!("{scenario}.svg"))).unwrap();
@@ -239,9 +272,71 @@ fn import_writes_a_well_formed_results_directory() {
 
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     let doc = xml(&html).expect("index.html is well-formed");
+    // Three scenario plots and a forest plot for each of the two with comparisons.
     assert_eq!(
         doc.descendants().filter(|n| n.has_tag_name("svg")).count(),
-        3
+        5
+    );
+    // Every plot the page links to is in the directory.
+    let links: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("a"))
+        .filter_map(|n| n.attribute("href"))
+        .collect();
+    assert_eq!(links.len(), 5, "{links:?}");
+    for l in &links {
+        assert!(out.join(l).is_file(), "{l}");
+    }
+    assert!(links.contains(&"seed004-readtwice-forest.svg"));
+    // The page opens with the verdicts: one row per seed, before the results table.
+    let first_h2 = doc.descendants().find(|n| n.has_tag_name("h2")).unwrap();
+    assert_eq!(first_h2.text(), Some("Verdicts"));
+    let table = doc
+        .descendants()
+        .find(|n| n.has_tag_name("table") && n.attribute("class") == Some("verdicts"))
+        .expect("a verdict table");
+    let cells = |row: roxmltree::Node<'_, '_>| -> Vec<String> {
+        row.children()
+            .filter(|c| c.is_element())
+            .map(|c| c.text().unwrap_or("").to_owned())
+            .collect()
+    };
+    let rows: Vec<Vec<String>> = table
+        .children()
+        .filter(|n| n.has_tag_name("tr"))
+        .map(cells)
+        .collect();
+    assert_eq!(rows[0][..2], ["scenario", "verdict"]);
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    // seed004: B/A +30% against the seed's +80% at 208 readers, clear in 3 rounds.
+    assert_eq!(
+        rows[1][..2],
+        ["seed004-readtwice", "reproduced"],
+        "{rows:?}"
+    );
+    assert!(
+        rows[1][2].starts_with("2-per-memcg B/A ours +30."),
+        "{rows:?}"
+    );
+    assert_eq!(rows[1][3..5], ["+80.0%", "208"], "{rows:?}");
+    assert_eq!(rows[2][0], "seed003-pft");
+    assert!(
+        ["reproduced", "not shown", "contradicted"].contains(&rows[2][1].as_str()),
+        "{rows:?}"
+    );
+    assert_eq!(rows[2][3..5], ["-9.9%", "56"], "{rows:?}");
+    let verdicts = json["verdicts"].as_array().unwrap();
+    assert_eq!(verdicts.len(), 2);
+    assert!(
+        verdicts[0]
+            .as_str()
+            .unwrap()
+            .starts_with("seed004-readtwice: reproduced: ")
+    );
+    // The lock statistics are a table too.
+    assert!(
+        doc.descendants()
+            .any(|n| n.has_tag_name("table") && n.attribute("class") == Some("locks"))
     );
     assert!(doc.descendants().any(|n| n.has_tag_name("style")));
     assert!(!html.contains("<script") && !html.contains("src=\"http"));
@@ -328,7 +423,7 @@ fn compare_two_directories() {
     // Every rate of the second directory is 1.25 times the first's (the same jitter).
     let rows: Vec<&str> = stdout
         .lines()
-        .filter(|l| l.contains("2-per-memcg A") || l.contains("anon floor"))
+        .filter(|l| l.contains("2-per-memcg A ") || l.contains("anon floor"))
         .collect();
     assert_eq!(rows.len(), 4, "{stdout}");
     for r in rows {
@@ -357,4 +452,20 @@ fn compare_two_directories() {
     assert_eq!(code, 0);
     assert!(dir.join("compare-a-vs-b.html").is_file(), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A log from before the paired analysis (issue 20): Welch's interval, no A/A control, no
+/// `order`. It still reads without a problem: each printed comparison is checked against
+/// the interval it says it used.
+#[test]
+fn an_unpaired_log_from_before_issue_20_still_reads() {
+    let old = std::fs::read_to_string(data("sample-unpaired.log")).unwrap();
+    let c = Collected::from_log(&old);
+    assert_eq!(c.problems, [], "{:?}", c.problems);
+    assert_eq!((c.runs.len(), c.comparisons.len()), (40, 4));
+    assert!(c.runs.iter().all(|r| r.order == 0));
+    for cmp in c.summary.comparisons() {
+        assert!(!cmp.paired && !cmp.control && cmp.method == bench::stats::METHOD);
+        assert!(cmp.p.is_some() && cmp.p_adjusted.is_some() && cmp.marked.is_some());
+    }
 }

@@ -1,7 +1,8 @@
 //! Checks a benchmark results directory the way a reader would rely on it: `results.json`
 //! complete and consistent, every run the plan promised present (every scenario it lists,
 //! every variant of it at every CPU count, warm-up and every measured round), the catalog's
-//! comparisons at every point where both variants ran, `results.csv` with one row per run,
+//! comparisons and the A/A control at every point where both variants ran (paired, with
+//! their p-values and marks), `results.csv` with one row per run,
 //! one SVG per scenario (XML, one series per config and variant, each in the legend) and
 //! `index.html` (XML, every plot inlined). Shared by the kernel's `kx bench` test and the
 //! runner's `kx bench --host` test (which includes this file).
@@ -117,26 +118,49 @@ pub fn check(dir: &Path, expect: &Expect) -> serde_json::Value {
                 assert_eq!(set.len(), points.len(), "{name} {c} {v}: a run twice");
                 assert_eq!(set, all_rounds, "{name} {c} {v}: runs at (cpus, round)");
             }
-            // The catalog's comparisons wherever both sides ran.
+            // The catalog's comparisons wherever both sides ran, and the A/A control of the
+            // first one's baseline (A'/A); every one paired by round, the control outside
+            // Holm's family.
             if let Some(cat) = abi::catalog::scenario(&name) {
-                for d in cat.comparisons {
+                let mut defs: Vec<(String, String)> = cat
+                    .comparisons
+                    .iter()
+                    .map(|d| (d.a.to_owned(), d.b.to_owned()))
+                    .collect();
+                if let Some(d) = cat.comparisons.first() {
+                    let control = format!("{}'", d.a);
+                    assert!(
+                        variants.contains(&control),
+                        "{name}: no A/A control {control}"
+                    );
+                    defs.push((d.a.to_owned(), control));
+                }
+                for (a, b) in &defs {
                     let has = |v: &str| seen.contains_key(&(name.clone(), c.clone(), v.to_owned()));
-                    if !(has(d.a) && has(d.b)) {
+                    if !(has(a) && has(b)) {
                         continue;
                     }
                     for &cpus in &expect.cpus {
-                        let found = r["comparisons"].as_array().unwrap().iter().any(|x| {
+                        let found = r["comparisons"].as_array().unwrap().iter().find(|x| {
                             x["scenario"] == name.as_str()
                                 && x["config"] == c.as_str()
                                 && x["cpus"] == cpus
-                                && x["a"] == d.a
-                                && x["b"] == d.b
+                                && x["a"] == a.as_str()
+                                && x["b"] == b.as_str()
                         });
-                        assert!(
-                            found,
-                            "{name} {c} cpus={cpus}: no comparison {}/{}",
-                            d.b, d.a
+                        let x = found.unwrap_or_else(|| {
+                            panic!("{name} {c} cpus={cpus}: no comparison {b}/{a}")
+                        });
+                        assert_eq!(x["paired"], true, "{x}");
+                        assert_eq!(x["n"], expect.rounds, "{x}");
+                        let control = b.ends_with('\'');
+                        assert_eq!(x["control"], control, "{x}");
+                        assert_eq!(
+                            x["p_adjusted"].is_number(),
+                            !control && expect.rounds > 1,
+                            "{x}"
                         );
+                        assert!(x["marked"].is_boolean(), "{x}");
                     }
                 }
             }
@@ -180,11 +204,39 @@ pub fn check(dir: &Path, expect: &Expect) -> serde_json::Value {
             );
         }
     }
+    // A forest plot per scenario with comparisons, beside its ops/s plot.
+    let forests = names
+        .iter()
+        .filter(|n| abi::catalog::scenario(n).is_some_and(|s| !s.comparisons.is_empty()))
+        .count();
     let html = std::fs::read_to_string(dir.join("index.html")).expect("index.html");
     let doc = xml(&html);
     assert_eq!(
         doc.descendants().filter(|n| n.has_tag_name("svg")).count(),
-        names.len()
+        names.len() + forests
+    );
+    for link in doc
+        .descendants()
+        .filter(|n| n.has_tag_name("a"))
+        .filter_map(|n| n.attribute("href"))
+    {
+        assert!(
+            dir.join(link).is_file(),
+            "index.html links to {link}, which is missing"
+        );
+    }
+    // It opens with one verdict per seed scenario that ran.
+    let verdicts = doc
+        .descendants()
+        .find(|n| n.has_tag_name("table") && n.attribute("class") == Some("verdicts"))
+        .expect("a verdict table");
+    let seeds = names
+        .iter()
+        .filter(|n| abi::catalog::scenario(n).is_some_and(|s| s.published.is_some()))
+        .count();
+    assert_eq!(
+        verdicts.children().filter(|n| n.has_tag_name("tr")).count(),
+        seeds + 1
     );
     r
 }
@@ -261,7 +313,8 @@ pub fn check_seed_scenarios(r: &serde_json::Value, skip: &[&str]) {
                     acquisitions(run, "pgdat->lru_lock"),
                     acquisitions(run, "lruvec->lru_lock"),
                 );
-                match variant {
+                // A' is the A/A control: a second instance of A.
+                match variant.trim_end_matches('\'') {
                     "A" => assert!(node > 0 && own == 0, "{run}"),
                     "B" => assert!(own > 0 && node == 0, "{run}"),
                     v => panic!("seed004: unknown variant {v}"),

@@ -4,14 +4,16 @@
 //! benchmark run, beyond the scenarios' names ([`catalog`], which lives in `abi` because the
 //! command line validates against it):
 //!
-//! - [`stats`]: harmonic means, coefficient of variation, the ratio B/A with its 95%
-//!   interval (Welch's t on the log ratio) and mmtests' significance mark;
+//! - [`stats`]: harmonic means, coefficient of variation, the ratio B/A paired by round with
+//!   its 95% interval (Student's t on the per-round log ratios; Welch's t where nothing
+//!   pairs), p-values and Holm's correction;
 //! - [`record`]: the `KRESULT {json}` records (`machine`, `plan`, `run`, `comparison`, `note`,
 //!   `end`), their hand-written one-line JSON ([`json`]) and, on the host (feature `serde`),
 //!   their parser;
 //! - [`progress`]: the human-readable `KPROGRESS` line;
 //! - [`summary`]: runs grouped per scenario, config and CPU count, with comparisons
-//!   (recomputed where a log lost them);
+//!   (recomputed where a log lost them), Holm's correction and the marks (the A/A control);
+//! - [`verdict`]: one line per seed: reproduced, not shown or contradicted;
 //! - [`table`]: the results table in 100 or 80 columns with each seed's figure beside ours;
 //! - [`engine`]: the benchmark engine (platform and scenario traits, plan, interleaved
 //!   rounds, measurement, invariant checks, records), run by the kernel on its CPUs and by
@@ -38,6 +40,7 @@ pub mod scenarios;
 pub mod stats;
 pub mod summary;
 pub mod table;
+pub mod verdict;
 pub mod vm;
 
 pub use progress::Progress;
@@ -47,3 +50,4 @@ pub use record::{
 };
 pub use summary::Summary;
 pub use table::{Style, Table};
+pub use verdict::{Outcome, Verdict};

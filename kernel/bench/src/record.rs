@@ -9,16 +9,18 @@
 //! | `machine` | `cpu_model`, `vcpus`, `memory_mib`, `nodes`, `platform` (`qemu-tcg` \| `qemu-kvm` \| `other-hypervisor` \| `real-hardware` \| `host-threads`), `hypervisor` (CPUID vendor, `""` on bare metal), `tsc_hz`, `boot_protocol`, `cmdline` |
 //! | `plan` | `scenarios` [{`name`, `configs` [..], `variants` [..]}], `cpus` [..], `rounds`, `warmup_rounds`, `seconds` (per run, or `null`), `ops` (per run, or `null`), `total_runs`; then `skipped` [..] (requested scenarios this build cannot run) |
 //! | `note` | `text`: a sentence for the reader of the results (a skipped scenario, how a scenario was set up, what a platform's numbers mean) |
-//! | `run` | `scenario`, `config`, `variant`, `cpus`, `round`, `warmup`, `ops`, `ns`, `ops_per_s`; then `per_cpu` [{`cpu`, `ops`, `ns`}], `locks` {class -> {`acquisitions`, `contended`, `wait_total_cycles`, `wait_max_cycles`}}, `counters` {name -> integer}, `floor_fraction` (number or `null`) |
-//! | `comparison` | `scenario`, `config`, `cpus`, `a`, `b`, `ratio`, `ci_low`, `ci_high` (numbers, or `null` with fewer than two rounds), `significant`; then `a_hmean`, `b_hmean`, `rounds`, `method` |
+//! | `run` | `scenario`, `config`, `variant`, `cpus`, `round`, `warmup`, `order` (position in the round, from 1), `ops`, `ns`, `ops_per_s`; then `per_cpu` [{`cpu`, `ops`, `ns`}], `locks` {class -> {`acquisitions`, `contended`, `wait_total_cycles`, `wait_max_cycles`}}, `counters` {name -> integer}, `floor_fraction` (number or `null`) |
+//! | `comparison` | `scenario`, `config`, `cpus`, `a`, `b`, `ratio`, `ci_low`, `ci_high` (numbers, or `null` with fewer than two rounds), `significant`; then `a_hmean`, `b_hmean`, `rounds`, `method`, `paired`, `n`, `p`, `p_adjusted` (`null`: the runner's summary fills it in), `control` (the A/A control) |
 //! | `end` | `runs`, `comparisons`, `invariants_ok`, `failures` [..] (failed invariants and premises, and the error that stopped a run early), `elapsed_ns`; then `premises` [{`scenario`, `config`, `variant`, `cpus`, `name`, `held`, `figure`, `expect`}] |
 //!
 //! A `run` is one variant on one CPU count for one round; `round` counts the measured rounds
 //! from 1 and is 0 for the warm-up round (`warmup: true`), which no statistic uses.
 //! `ops_per_s` is `ops * 1e9 / ns` of the whole run (wall time of the slowest CPU), and
 //! `floor_fraction` is this rate over the `limit` scenario's at the same CPU count, for fault
-//! scenarios. A `comparison` is the ratio B/A of the harmonic means of the measured rounds'
-//! rates with the interval of [`crate::stats`]. `end` closes a complete run: a log without
+//! scenarios. A `comparison` is paired by round: the geometric mean of the per-round ratios
+//! B/A with a t-interval on their logarithms ([`crate::stats::paired_ratio_ci`]); the
+//! harmonic means are kept for display. A variant name ending in `'` is the A/A control, a
+//! second instance of the baseline ([`control_name`]). `end` closes a complete run: a log without
 //! it is incomplete. Lines of the same run never interleave (each is printed whole).
 //!
 //! Progress lines are human-readable (they are also shown on a real machine's screen), see
@@ -237,6 +239,11 @@ pub struct Run {
     pub round: u32,
     /// Whether this is a warm-up round (not in any statistic).
     pub warmup: bool,
+    /// Its position in its round, from 1 (1 = the round's first run; the order alternates
+    /// by round so that every variant runs at every position equally often). 0 in records
+    /// of runners that did not say.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub order: u32,
     /// Operations completed on all CPUs.
     pub ops: u64,
     /// Wall time, ns.
@@ -316,6 +323,7 @@ impl Run {
             cpus,
             round,
             warmup,
+            order: 0,
             ops,
             ns,
             ops_per_s: rate(ops, ns),
@@ -394,9 +402,45 @@ pub struct Comparison {
     /// Measured rounds per side (the smaller side's count if they differ).
     #[cfg_attr(feature = "serde", serde(default))]
     pub rounds: u32,
-    /// How the interval was computed ([`stats::METHOD`]).
+    /// How the interval was computed ([`stats::PAIRED_METHOD`], or [`stats::METHOD`] when
+    /// no round has both variants).
     #[cfg_attr(feature = "serde", serde(default))]
     pub method: String,
+    /// Whether the ratio and interval are paired by round (the geometric mean of the
+    /// per-round ratios B/A, Student's t on their logarithms).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub paired: bool,
+    /// Pairs (rounds with both variants) behind a paired comparison, else the smaller
+    /// side's rounds.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub n: u32,
+    /// The two-sided p of the test that B/A is 1 (`None` with one round).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub p: Option<f64>,
+    /// `p` after Holm-Bonferroni over every comparison of the run (the A/A controls
+    /// excepted); `None` in a `comparison` record, which is printed before the run's other
+    /// comparisons exist: [`crate::Summary`] fills it in.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub p_adjusted: Option<f64>,
+    /// Whether this is the A/A control: the baseline against a second instance of itself
+    /// (`b` is `a` with a `'`), the run's measured noise at this point.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub control: bool,
+    /// The mark the tables show ([`crate::Summary`] decides it): significant after the
+    /// correction and with the A/A control at the same point not moving. `None` in a
+    /// `comparison` record.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub marked: Option<bool>,
+    /// Why a comparison whose own interval excludes 1 is not marked (the adjusted p, or
+    /// the A/A control that moved).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub unmarked_why: Option<String>,
+    /// The interval half-width the run aimed for (`ci_width=`, a fraction), if any.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub ci_target: Option<f64>,
+    /// Whether the interval's half-width ([`stats::half_width`]) reached `ci_target`.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub width_reached: Option<bool>,
 }
 
 impl Comparison {
@@ -410,7 +454,22 @@ impl Comparison {
         b: &str,
         runs: &[Run],
     ) -> Result<Comparison, RecordError> {
-        let rates = |variant: &str| -> Vec<f64> {
+        Comparison::from_runs_as(scenario, config, cpus, a, b, runs, true)
+    }
+
+    /// As [`Comparison::from_runs`], paired by round when `pair` and some round has both
+    /// variants, else with the unpaired interval ([`stats::METHOD`], what logs from before
+    /// issue 20 printed).
+    pub fn from_runs_as(
+        scenario: &str,
+        config: &str,
+        cpus: u32,
+        a: &str,
+        b: &str,
+        runs: &[Run],
+        pair: bool,
+    ) -> Result<Comparison, RecordError> {
+        let measured = |variant: &str| -> Vec<&Run> {
             runs.iter()
                 .filter(|r| {
                     r.measured()
@@ -419,32 +478,88 @@ impl Comparison {
                         && r.cpus == cpus
                         && r.variant == variant
                 })
-                .map(|r| r.ops_per_s)
                 .collect()
         };
-        let (ra, rb) = (rates(a), rates(b));
-        let ci = stats::ratio_ci(&ra, &rb).map_err(RecordError::Stats)?;
-        Ok(Comparison {
+        let (ra, rb) = (measured(a), measured(b));
+        let rates = |rs: &[&Run]| -> Vec<f64> { rs.iter().map(|r| r.ops_per_s).collect() };
+        // The harmonic means, for display, and the unpaired interval if nothing pairs.
+        let welch = stats::ratio_ci(&rates(&ra), &rates(&rb)).map_err(RecordError::Stats)?;
+        let pairs: Vec<(f64, f64)> = ra
+            .iter()
+            .filter_map(|x| {
+                let y = rb.iter().find(|y| y.round == x.round)?;
+                Some((x.ops_per_s, y.ops_per_s))
+            })
+            .collect();
+        let mut c = Comparison {
             scenario: scenario.into(),
             config: config.into(),
             cpus,
             a: a.into(),
             b: b.into(),
-            ratio: ci.ratio,
-            ci_low: ci.ci.map(|c| c.0),
-            ci_high: ci.ci.map(|c| c.1),
-            significant: ci.significant(),
-            a_hmean: ci.a_hmean,
-            b_hmean: ci.b_hmean,
+            ratio: welch.ratio,
+            ci_low: welch.ci.map(|c| c.0),
+            ci_high: welch.ci.map(|c| c.1),
+            significant: welch.significant(),
+            a_hmean: welch.a_hmean,
+            b_hmean: welch.b_hmean,
             rounds: ra.len().min(rb.len()) as u32,
             method: stats::METHOD.into(),
-        })
+            paired: false,
+            n: ra.len().min(rb.len()) as u32,
+            p: None,
+            p_adjusted: None,
+            control: is_control(a, b),
+            marked: None,
+            unmarked_why: None,
+            ci_target: None,
+            width_reached: None,
+        };
+        if pairs.is_empty() || !pair {
+            c.p = welch.df.zip(welch.ci).map(|(df, ci)| {
+                // Welch's t statistic, back from the interval's half-width.
+                let half = libm::log(ci.1 / welch.ratio);
+                if half <= 0.0 {
+                    return if welch.ratio == 1.0 { 1.0 } else { 0.0 };
+                }
+                let t = stats::student_t_quantile(0.5 + stats::CONFIDENCE / 2.0, df);
+                stats::student_t_two_sided_p(libm::log(welch.ratio) * t / half, df)
+            });
+            return Ok(c);
+        }
+        let paired = stats::paired_ratio_ci(&pairs).map_err(RecordError::Stats)?;
+        c.ratio = paired.ratio;
+        c.ci_low = paired.ci.map(|c| c.0);
+        c.ci_high = paired.ci.map(|c| c.1);
+        c.significant = paired.significant();
+        c.method = stats::PAIRED_METHOD.into();
+        c.paired = true;
+        c.n = paired.n as u32;
+        c.rounds = paired.n as u32;
+        c.p = paired.p;
+        Ok(c)
+    }
+
+    /// The interval's half-width as a fraction ([`stats::half_width`]); `None` without one.
+    #[must_use]
+    pub fn half_width(&self) -> Option<f64> {
+        Some(stats::half_width(self.ratio, (self.ci_low?, self.ci_high?)))
+    }
+
+    /// Sets the width target and whether the interval reached it.
+    pub fn set_target(&mut self, target: Option<f64>) {
+        self.ci_target = target;
+        self.width_reached = target.map(|t| self.half_width().is_some_and(|h| h <= t));
     }
 
     /// Checks that the comparison holds together.
     pub fn check(&self) -> Result<(), RecordError> {
         let pos = |v: f64| v.is_finite() && v > 0.0;
         if !pos(self.ratio) {
+            return Err(RecordError::BadNumber);
+        }
+        let prob = |p: Option<f64>| p.is_none_or(|p| (0.0..=1.0).contains(&p));
+        if !prob(self.p) || !prob(self.p_adjusted) {
             return Err(RecordError::BadNumber);
         }
         match (self.ci_low, self.ci_high) {
@@ -463,6 +578,18 @@ impl Comparison {
             _ => Err(RecordError::BadNumber),
         }
     }
+}
+
+/// The name of the A/A control variant of `a`: a second instance of it, `a'`.
+#[must_use]
+pub fn control_name(a: &str) -> String {
+    alloc::format!("{a}'")
+}
+
+/// Whether `b` over `a` is an A/A control (`b` is `a'`).
+#[must_use]
+pub fn is_control(a: &str, b: &str) -> bool {
+    b.strip_suffix('\'') == Some(a)
 }
 
 /// The `note` record: one sentence for whoever reads the results (printed under the table
@@ -666,6 +793,7 @@ impl KResult for Run {
         w.field_uint("cpus", self.cpus.into())?;
         w.field_uint("round", self.round.into())?;
         w.field_bool("warmup", self.warmup)?;
+        w.field_uint("order", self.order.into())?;
         w.field_uint("ops", self.ops)?;
         w.field_uint("ns", self.ns)?;
         w.field_float("ops_per_s", self.ops_per_s)?;
@@ -718,7 +846,18 @@ impl KResult for Comparison {
         w.field_float("a_hmean", self.a_hmean)?;
         w.field_float("b_hmean", self.b_hmean)?;
         w.field_uint("rounds", self.rounds.into())?;
-        w.field_str("method", &self.method)
+        w.field_str("method", &self.method)?;
+        w.field_bool("paired", self.paired)?;
+        w.field_uint("n", self.n.into())?;
+        w.field_opt_float("p", self.p)?;
+        w.field_opt_float("p_adjusted", self.p_adjusted)?;
+        w.field_bool("control", self.control)?;
+        w.field_opt_float("ci_target", self.ci_target)?;
+        w.key("width_reached")?;
+        match self.width_reached {
+            Some(b) => w.bool(b),
+            None => w.null(),
+        }
     }
 }
 

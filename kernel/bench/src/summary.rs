@@ -9,9 +9,17 @@
 //! and scenarios the catalog does not know (e.g. a host run's `linux` reference) are kept,
 //! after the known ones, in the order they first appear; only the catalog's own variants get
 //! a floor fraction (a reference takes its faults some other way than the floor measures).
+//!
+//! The summary also decides the marks (issue 20): Holm-Bonferroni over every comparison of
+//! the run but the A/A controls, at a family-wise [`stats::ALPHA`] (each comparison's
+//! `p_adjusted`), and a comparison is marked ([`Comparison::marked`]) only when its own
+//! interval excludes 1, its adjusted p is below [`stats::ALPHA`] and the A/A control at the
+//! same point (A'/A, the run's measured noise there) does not exclude 1; otherwise a
+//! comparison whose interval excludes 1 says why not ([`Comparison::unmarked_why`]). An
+//! A/A control is marked by its own interval: it is the noise, not a hypothesis.
 
 use crate::catalog::{self, Scenario};
-use crate::record::{Comparison, Run};
+use crate::record::{self, Comparison, Run};
 use crate::stats::{self, RateSummary};
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -23,6 +31,8 @@ pub struct VariantPoint {
     pub variant: String,
     /// Its measured rounds' rates.
     pub rates: Vec<f64>,
+    /// The round of each rate (the same order).
+    pub rounds: Vec<u32>,
     /// Their statistics.
     pub stats: RateSummary,
     /// Harmonic mean over `limit`'s at the same CPU count (fault scenarios).
@@ -129,10 +139,14 @@ impl Summary {
             }
             let p = points.last_mut().expect("pushed above");
             match p.variants.iter_mut().find(|v| v.variant == r.variant) {
-                Some(v) => v.rates.push(r.ops_per_s),
+                Some(v) => {
+                    v.rates.push(r.ops_per_s);
+                    v.rounds.push(r.round);
+                }
                 None => p.variants.push(VariantPoint {
                     variant: r.variant.clone(),
                     rates: alloc::vec![r.ops_per_s],
+                    rounds: alloc::vec![r.round],
                     stats: stats::summarize(&[r.ops_per_s]).expect("checked run rate"),
                     floor_fraction: None,
                 }),
@@ -152,6 +166,7 @@ impl Summary {
         };
         summary.attach_floor();
         summary.attach_comparisons(runs, comparisons);
+        summary.assess();
         summary
     }
 
@@ -174,7 +189,7 @@ impl Summary {
             for v in p
                 .variants
                 .iter_mut()
-                .filter(|v| s.variant(&v.variant).is_some())
+                .filter(|v| s.variant(v.variant.trim_end_matches('\'')).is_some())
             {
                 v.floor_fraction = Some(v.stats.hmean / floor);
             }
@@ -183,25 +198,38 @@ impl Summary {
 
     fn attach_comparisons(&mut self, runs: &[Run], given: &[Comparison]) {
         for p in &mut self.points {
-            let defs = catalog::scenario(&p.scenario).map_or(&[][..], |s| s.comparisons);
+            let catalog_defs = catalog::scenario(&p.scenario).map_or(&[][..], |s| s.comparisons);
+            let mut defs: Vec<(&str, String)> = catalog_defs
+                .iter()
+                .map(|d| (d.a, String::from(d.b)))
+                .collect();
+            if let Some(d) = catalog_defs.first() {
+                defs.push((d.a, record::control_name(d.a)));
+            }
             let matches = |c: &&Comparison| {
                 c.scenario == p.scenario && c.config == p.config && c.cpus == p.cpus
             };
-            for d in defs {
-                if p.variant(d.a).is_none() || p.variant(d.b).is_none() {
+            for (a, b) in &defs {
+                let (a, b) = (*a, b.as_str());
+                if p.variant(a).is_none() || p.variant(b).is_none() {
                     continue;
                 }
-                let printed = given
-                    .iter()
-                    .filter(matches)
-                    .find(|c| c.a == d.a && c.b == d.b);
-                let own = Comparison::from_runs(&p.scenario, &p.config, p.cpus, d.a, d.b, runs);
+                let printed = given.iter().filter(matches).find(|c| c.a == a && c.b == b);
+                // A log from before issue 20 printed the unpaired interval: check it as such.
+                let pair = printed.is_none_or(|c| c.paired || c.method != stats::METHOD);
+                let own =
+                    Comparison::from_runs_as(&p.scenario, &p.config, p.cpus, a, b, runs, pair);
                 match (printed, own) {
                     (Some(c), Ok(own)) => {
-                        if !agrees(c, &own) {
-                            self.disagreeing.push((c.clone(), own));
+                        let mut c = c.clone();
+                        if !agrees(&c, &own) {
+                            self.disagreeing.push((c.clone(), own.clone()));
                         }
-                        p.comparisons.push(c.clone());
+                        // A log from before issue 20 printed no p: the runs give it.
+                        if c.p.is_none() && agrees(&c, &own) {
+                            c.p = own.p;
+                        }
+                        p.comparisons.push(c);
                     }
                     (Some(c), Err(_)) => p.comparisons.push(c.clone()),
                     (None, Ok(own)) => {
@@ -213,9 +241,60 @@ impl Summary {
             }
             // Printed comparisons outside the catalog (another tool's pairs) are kept too.
             for c in given.iter().filter(matches) {
-                if !defs.iter().any(|d| d.a == c.a && d.b == c.b) {
+                if !defs.iter().any(|(a, b)| *a == c.a && *b == c.b) {
                     p.comparisons.push(c.clone());
                 }
+            }
+        }
+    }
+
+    /// Holm over the run's comparisons (controls excepted) and the marks (module doc).
+    fn assess(&mut self) {
+        let family: Vec<(usize, usize, f64)> = self
+            .points
+            .iter()
+            .enumerate()
+            .flat_map(|(i, p)| {
+                p.comparisons
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| !c.control)
+                    .filter_map(move |(j, c)| Some((i, j, c.p?)))
+            })
+            .collect();
+        let raw: Vec<f64> = family.iter().map(|f| f.2).collect();
+        let adjusted = stats::holm(&raw);
+        for (&(i, j, _), adj) in family.iter().zip(adjusted) {
+            self.points[i].comparisons[j].p_adjusted = Some(adj);
+        }
+        let m = family.len();
+        for p in &mut self.points {
+            let control = p
+                .comparisons
+                .iter()
+                .find(|c| c.control)
+                .map(|c| (c.significant, c.ratio));
+            for c in &mut p.comparisons {
+                if c.control {
+                    c.marked = Some(c.significant);
+                    continue;
+                }
+                let adjusted_ok = c.p_adjusted.is_some_and(|q| q < stats::ALPHA);
+                let why = match control {
+                    Some((true, ratio)) => Some(alloc::format!(
+                        "the A/A control moved: {:+.1}%",
+                        (ratio - 1.0) * 100.0
+                    )),
+                    _ if !adjusted_ok => Some(match c.p_adjusted {
+                        Some(q) => alloc::format!(
+                            "p = {q:.3} after Holm's correction over {m} comparisons"
+                        ),
+                        None => "no p-value".into(),
+                    }),
+                    _ => None,
+                };
+                c.marked = Some(c.significant && why.is_none());
+                c.unmarked_why = if c.significant { why } else { None };
             }
         }
     }
@@ -322,7 +401,118 @@ mod tests {
         assert!(s.recomputed.is_empty());
         assert_eq!(s.disagreeing.len(), 1);
         assert_eq!(s.disagreeing[0].0, bad);
-        assert_eq!(s.points[0].comparisons, [good]);
-        assert_eq!(s.points[1].comparisons, [bad, linux]);
+        // The summary adds the corrected p and the mark; the rest is as printed.
+        let printed = |c: &Comparison| Comparison {
+            p_adjusted: None,
+            marked: None,
+            unmarked_why: None,
+            ..c.clone()
+        };
+        let got =
+            |i: usize| -> Vec<Comparison> { s.points[i].comparisons.iter().map(printed).collect() };
+        assert_eq!(got(0), [good]);
+        assert_eq!(got(1), [bad, linux]);
+    }
+
+    /// seed003 at `cpus` over three rounds that drift: B at `b` times A's round with a
+    /// little noise, the control A' at exactly `control` times.
+    fn triple(cpus: u32, b: f64, control: f64) -> Vec<Run> {
+        let mut out = Vec::new();
+        for (round, noise) in [(1u32, 1.0), (2, 1.013), (3, 0.991)] {
+            for (v, k) in [("A", 1.0), ("B", b * noise), ("A'", control)] {
+                let ops = (1_000_000.0 * k * (1.0 + 0.05 * f64::from(round))) as u64;
+                out.push(
+                    Run::new(
+                        "seed003-pft",
+                        "anon",
+                        v,
+                        cpus,
+                        round,
+                        false,
+                        ops,
+                        1_000_000_000,
+                    )
+                    .unwrap(),
+                );
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn marks_need_holm_and_a_quiet_control() {
+        // cpus 1: B +20%, the control quiet; cpus 2: B +20%, the control +10% every round.
+        let mut runs = triple(1, 1.2, 1.0);
+        runs.extend(triple(2, 1.2, 1.1));
+        let s = Summary::new(&runs, &[]);
+        let get = |cpus: u32, b: &str| {
+            s.points
+                .iter()
+                .find(|p| p.cpus == cpus)
+                .and_then(|p| p.comparisons.iter().find(|c| c.b == b))
+                .unwrap()
+                .clone()
+        };
+        let (b1, k1, b2, k2) = (get(1, "B"), get(1, "A'"), get(2, "B"), get(2, "A'"));
+        assert!(k1.control && k2.control && !b1.control);
+        assert!(!k1.significant && k2.significant);
+        assert_eq!((k1.marked, k2.marked), (Some(false), Some(true)));
+        assert!(
+            k1.p_adjusted.is_none(),
+            "the controls are not in the family"
+        );
+        // Holm over the two B/A comparisons.
+        let want = stats::holm(&[b1.p.unwrap(), b2.p.unwrap()]);
+        assert_eq!(
+            (b1.p_adjusted, b2.p_adjusted),
+            (Some(want[0]), Some(want[1]))
+        );
+        assert!(b1.significant && b2.significant);
+        assert_eq!((b1.marked, b1.unmarked_why.as_deref()), (Some(true), None));
+        assert_eq!(b2.marked, Some(false));
+        assert_eq!(
+            b2.unmarked_why.as_deref(),
+            Some("the A/A control moved: +10.0%")
+        );
+    }
+
+    #[test]
+    fn holm_can_take_a_mark_away() {
+        // Two comparisons, each with p between 0.05 / 2 and 0.05: raw, both are significant;
+        // after Holm over two, the smaller p doubles past 0.05, and neither is marked.
+        let mut runs = Vec::new();
+        for (round, b1, b2) in [(1u32, 1.08, 1.081), (2, 1.04, 1.04), (3, 1.06, 1.06)] {
+            for (cpus, b) in [(1u32, b1), (2, b2)] {
+                for (v, k) in [("A", 1.0), ("B", b), ("A'", 1.0)] {
+                    let ops = (1_000_000.0 * k * (1.0 + 0.05 * f64::from(round))) as u64;
+                    runs.push(
+                        Run::new(
+                            "seed003-pft",
+                            "anon",
+                            v,
+                            cpus,
+                            round,
+                            false,
+                            ops,
+                            1_000_000_000,
+                        )
+                        .unwrap(),
+                    );
+                }
+            }
+        }
+        let s = Summary::new(&runs, &[]);
+        let b: Vec<&Comparison> = s.comparisons().filter(|c| c.b == "B").collect();
+        for c in &b {
+            let p = c.p.unwrap();
+            assert!(0.025 < p && p < 0.05, "{p}");
+            assert!(c.significant && c.p_adjusted.unwrap() >= 0.05);
+        }
+        assert_eq!((b[0].marked, b[1].marked), (Some(false), Some(false)));
+        let why = b[0].unmarked_why.as_deref().unwrap();
+        assert!(
+            why.contains("after Holm's correction over 2 comparisons"),
+            "{why}"
+        );
     }
 }

@@ -3,14 +3,16 @@
 //! Per scenario: a heading (name, what the workers do, what one op is, the seed's claim),
 //! then per config and CPU count one row per variant (harmonic mean of ops/s, coefficient of
 //! variation, and for fault scenarios the fraction of the `limit` floor at that CPU count)
-//! and one row per comparison: B/A of the harmonic means in mmtests' style
-//! (`1.0712 (  7.12%)*`, `*` when the 95% interval excludes 1.0), the interval, and the
+//! and one row per comparison: B/A paired by round in mmtests' style (`1.0712 (  7.12%)*`,
+//! `*` when the comparison is marked: see [`crate::summary`]; an interval that excludes 1.0
+//! without the mark gets a line saying why), the interval, and the
 //! seed's figure for the same comparison at the nearest thread count it published
 //! (`seed +17.9% @20`). [`Style::Wide`] fits 100 columns (a terminal, a 100x75 framebuffer
 //! console, the runner); [`Style::Compact`] fits 80 (an 80x25 screen): it drops min/max and
 //! the interval, and abbreviates.
 //!
-//! The run's `note` records follow the table ([`Table::with_notes`]). The benchmark engine
+//! The table opens with one verdict line per seed ([`crate::verdict`]). The run's `note`
+//! records follow the table ([`Table::with_notes`]). The benchmark engine
 //! prints it at the end of a run in both styles (the platform shows each where it fits); the
 //! runner prints the wide form and puts it in `index.html`.
 
@@ -235,7 +237,7 @@ impl Table<'_> {
         for c in &p.comparisons {
             let ratio = Ratio {
                 ratio: c.ratio,
-                significant: c.significant,
+                significant: c.marked.unwrap_or(c.significant),
             };
             let seed = s
                 .and_then(|s| catalog::published_near(s, &c.a, &c.b, &c.config, c.cpus))
@@ -268,9 +270,49 @@ impl Table<'_> {
                     seed
                 )?,
             }
+            if let Some(why) = &c.unmarked_why {
+                let text = alloc::format!("its interval excludes 1, but {why}: not marked");
+                wrap(f, "                     ", "", &text, self.style.columns())?;
+            }
         }
         Ok(())
     }
+}
+
+/// With `ci_width=`: how many comparisons reached the target half-width, and the widest.
+#[must_use]
+pub fn widths_line(summary: &Summary) -> Option<String> {
+    let with: alloc::vec::Vec<&Comparison> = summary
+        .comparisons()
+        .filter(|c| c.ci_target.is_some())
+        .collect();
+    let target = with.first()?.ci_target?;
+    let reached = with
+        .iter()
+        .filter(|c| c.width_reached == Some(true))
+        .count();
+    let widest = with
+        .iter()
+        .filter_map(|c| Some((c.half_width()?, *c)))
+        .max_by(|x, y| x.0.total_cmp(&y.0));
+    let mut line = alloc::format!(
+        "Interval half-widths: {reached} of {} comparisons reached the target +-{:.2}%",
+        with.len(),
+        target * 100.0
+    );
+    if let Some((h, c)) = widest {
+        line.push_str(&alloc::format!(
+            "; the widest +-{:.2}% ({} {} {} @{}, {} rounds)",
+            h * 100.0,
+            c.scenario,
+            c.config,
+            label(c),
+            c.cpus,
+            c.n
+        ));
+    }
+    line.push('.');
+    Some(line)
 }
 
 /// `s` cut to `n` characters (names are ASCII; a longer one loses its tail).
@@ -284,14 +326,32 @@ fn clip(s: &str, n: usize) -> &str {
 impl fmt::Display for Table<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let width = self.style.columns();
+        let verdicts = crate::verdict::verdicts(self.summary);
+        if !verdicts.is_empty() {
+            writeln!(
+                f,
+                "Verdicts (per seed: its largest figure against ours at the most CPUs):"
+            )?;
+            for v in &verdicts {
+                wrap(f, "  ", "", &alloc::format!("{v}"), width)?;
+            }
+            writeln!(f)?;
+        }
+        if let Some(line) = widths_line(self.summary) {
+            wrap(f, "", "", &line, width)?;
+            writeln!(f)?;
+        }
         wrap(
             f,
             "",
             "",
-            "Results: harmonic mean of the measured rounds' ops/s per variant; ratio = B/A of \
-             the harmonic means, * = its 95% interval excludes 1.0; floor = rate / limit's \
-             rate at the same CPU count; seed = the seed's published B/A at the nearest \
-             thread count (@N).",
+            "Results: harmonic mean of the measured rounds' ops/s per variant; ratio = B/A \
+             paired by round (the geometric mean of the per-round ratios) with its 95% \
+             interval; * = the interval excludes 1.0, Holm's correction over the run's \
+             comparisons keeps it below 5%, and the A/A control (A'/A, a second instance of \
+             the baseline: the run's noise at that point) does not exclude 1; floor = rate / \
+             limit's rate at the same CPU count; seed = the seed's published B/A at the \
+             nearest thread count (@N).",
             width,
         )?;
         if self.summary.points.is_empty() {
@@ -418,6 +478,30 @@ mod tests {
             .to_string(),
             "0.9362 ( -6.38%) "
         );
+    }
+
+    #[test]
+    fn the_widths_line_counts_what_reached_the_target() {
+        let runs = runs();
+        let mut cmps: Vec<Comparison> = Summary::new(&runs, &[]).comparisons().cloned().collect();
+        assert!(
+            widths_line(&Summary::new(&runs, &cmps)).is_none(),
+            "no target, no line"
+        );
+        let widths: Vec<f64> = cmps.iter().map(|c| c.half_width().unwrap()).collect();
+        let target = widths.iter().copied().fold(f64::INFINITY, f64::min) * 1.0001;
+        for c in &mut cmps {
+            c.set_target(Some(target));
+        }
+        let line = widths_line(&Summary::new(&runs, &cmps)).unwrap();
+        let narrow = widths.iter().filter(|w| **w <= target).count();
+        assert!(narrow >= 1 && narrow < cmps.len());
+        let want = alloc::format!(
+            "Interval half-widths: {narrow} of {} comparisons reached the target",
+            cmps.len()
+        );
+        assert!(line.starts_with(&want), "{line}");
+        assert!(line.contains("; the widest +-"), "{line}");
     }
 
     #[test]

@@ -3,8 +3,12 @@
 //!
 //! Per scenario, config, variant and CPU count: the harmonic mean of ops/s in each directory,
 //! and for every directory after the first its ratio to the first with the percentage and a
-//! `*` when the 95% interval of that ratio (the same Welch interval as within a run, on the
-//! two directories' per-round rates) excludes 1.0: `1.0712 (  7.12%)*`. A second table puts
+//! `*` when the 95% interval of that ratio excludes 1.0: `1.0712 (  7.12%)*`. The interval is
+//! the paired one of a run (round `r` of one directory against round `r` of the other, the
+//! geometric mean of the ratios, Student's t on their logarithms) when both directories
+//! have the same rounds of the point, as two runs of the same plan do; otherwise it cannot
+//! pair and says so (`u` after the cell: Welch's interval on the two sets of rates). A
+//! second table puts
 //! each directory's own B/A comparisons side by side: those are measured within one boot,
 //! so they compare across platforms (a TCG run, a host run, a real machine) where absolute
 //! rates do not. A missing point is `-`.
@@ -82,12 +86,51 @@ fn keys(sides: &[Side]) -> Vec<Key> {
 }
 
 fn rates<'a>(s: &'a Side, k: &Key) -> Option<&'a [f64]> {
+    variant(s, k).map(|v| v.rates.as_slice())
+}
+
+fn variant<'a>(s: &'a Side, k: &Key) -> Option<&'a bench::summary::VariantPoint> {
     s.summary
         .points
         .iter()
         .find(|p| p.scenario == k.0 && p.config == k.1 && p.cpus == k.3)?
         .variant(&k.2)
-        .map(|v| v.rates.as_slice())
+}
+
+/// The ratio of `other`'s rates to `base`'s: (hmean of `other`, ratio, significant, paired).
+/// Paired by round when both have the same rounds (each once), else Welch's interval.
+pub fn cross_ratio(
+    base: &bench::summary::VariantPoint,
+    other: &bench::summary::VariantPoint,
+) -> Option<(f64, f64, bool, bool)> {
+    let hmean = stats::hmean(&other.rates).ok()?;
+    let mut rounds = base.rounds.clone();
+    rounds.sort_unstable();
+    rounds.dedup();
+    let same = rounds.len() == base.rounds.len() && {
+        let mut o = other.rounds.clone();
+        o.sort_unstable();
+        o == rounds
+    };
+    if same {
+        let pairs: Vec<(f64, f64)> = base
+            .rounds
+            .iter()
+            .zip(&base.rates)
+            .map(|(r, a)| {
+                let i = other
+                    .rounds
+                    .iter()
+                    .position(|x| x == r)
+                    .expect("same rounds");
+                (*a, other.rates[i])
+            })
+            .collect();
+        let p = stats::paired_ratio_ci(&pairs).ok()?;
+        return Some((hmean, p.ratio, p.significant(), true));
+    }
+    let w = stats::ratio_ci(&base.rates, &other.rates).ok()?;
+    Some((hmean, w.ratio, w.significant(), false))
 }
 
 const COL: usize = 26;
@@ -99,7 +142,8 @@ pub fn text(sides: &[Side]) -> String {
     let _ = writeln!(
         t,
         "hmean ops/s per scenario, config, variant and CPU count; after [1]: hmean, ratio to [1]\n\
-         and its percentage, * = the 95% interval of the ratio excludes 1.0"
+         and its percentage, * = the 95% interval of the ratio excludes 1.0 (paired by round;\n\
+         u = the directories' rounds differ, so it cannot pair: Welch's interval)"
     );
     for (i, s) in sides.iter().enumerate() {
         let _ = writeln!(t, "  [{}] {}", i + 1, s.describe());
@@ -140,22 +184,18 @@ pub fn text(sides: &[Side]) -> String {
             hmean(base).map_or("-".into(), |h| Rate(h).to_string())
         );
         for s in &sides[1..] {
-            let other = rates(s, &k);
-            let cell = match (base, other) {
-                (Some(b), Some(o)) => match stats::ratio_ci(b, o) {
-                    Ok(r) => format!(
-                        "{:>8} {}",
-                        Rate(r.b_hmean).to_string(),
-                        Ratio {
-                            ratio: r.ratio,
-                            significant: r.significant()
-                        }
+            let cell = match (variant(&sides[0], &k), variant(s, &k)) {
+                (Some(b), Some(o)) => match cross_ratio(b, o) {
+                    Some((h, ratio, significant, paired)) => format!(
+                        "{:>8} {}{}",
+                        Rate(h).to_string(),
+                        Ratio { ratio, significant },
+                        if paired { "" } else { "u" }
                     ),
-                    Err(_) => "-".into(),
+                    None => "-".into(),
                 },
-                (None, Some(o)) => {
-                    hmean(Some(o)).map_or("-".into(), |h| format!("{:>8}", Rate(h).to_string()))
-                }
+                (None, Some(o)) => hmean(Some(&o.rates))
+                    .map_or("-".into(), |h| format!("{:>8}", Rate(h).to_string())),
                 _ => "-".into(),
             };
             let _ = write!(t, "  {cell:<COL$}");
@@ -202,7 +242,7 @@ pub fn text(sides: &[Side]) -> String {
                 let cell = c.map_or("-".into(), |c| {
                     Ratio {
                         ratio: c.ratio,
-                        significant: c.significant,
+                        significant: c.marked.unwrap_or(c.significant),
                     }
                     .to_string()
                 });

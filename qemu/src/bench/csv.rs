@@ -7,7 +7,7 @@ use bench::Run;
 use std::fmt::Write;
 
 /// The header line's fields.
-pub const HEADER: [&str; 10] = [
+pub const HEADER: [&str; 11] = [
     "scenario",
     "config",
     "variant",
@@ -18,6 +18,7 @@ pub const HEADER: [&str; 10] = [
     "ns",
     "ops_per_s",
     "floor_fraction",
+    "order",
 ];
 
 /// One CSV field.
@@ -41,7 +42,7 @@ pub fn render(runs: &[Run]) -> String {
             .unwrap_or_default();
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{:?},{}",
+            "{},{},{},{},{},{},{},{},{:?},{},{}",
             field(&r.scenario),
             field(&r.config),
             field(&r.variant),
@@ -51,7 +52,8 @@ pub fn render(runs: &[Run]) -> String {
             r.ops,
             r.ns,
             r.ops_per_s,
-            floor
+            floor,
+            r.order
         );
     }
     out

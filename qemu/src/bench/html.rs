@@ -1,6 +1,7 @@
 //! `index.html`: one self-contained page per results directory (and `kx compare`'s combined
-//! page): inline CSS, the machine and host information, the problems if any, the results
-//! table as preformatted text, and every scenario's SVG inlined. No script, no external
+//! page): inline CSS, the verdicts, the machine and host information, the problems if any,
+//! the results table as preformatted text, every scenario's SVGs inlined (with a link to
+//! each file), and the lock statistics as a table. No script, no external
 //! resource, so it opens anywhere, offline, and can be mailed as one file.
 //!
 //! The markup is also well-formed XML (every element closed, text escaped, the SVGs as
@@ -11,8 +12,8 @@ use super::plot::xml_escape;
 const STYLE: &str = "\
 body{font-family:sans-serif;margin:1.5em auto;max-width:1000px;color:#222}\
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em}\
-table.info{border-collapse:collapse;font-size:.9em}\
-table.info td,table.info th{border:1px solid #ccc;padding:.2em .6em;text-align:left;vertical-align:top}\
+table{border-collapse:collapse;font-size:.9em}\
+td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left;vertical-align:top}\
 pre{background:#f6f6f6;padding:.8em;overflow-x:auto;font-size:.82em;line-height:1.3}\
 .problems{color:#a00}.plot{margin:1em 0}.plot svg{max-width:100%;height:auto}";
 
@@ -73,6 +74,32 @@ impl Page {
     pub fn pre(&mut self, text: &str) {
         self.body
             .push_str(&format!("<pre>{}</pre>\n", xml_escape(text.trim_end())));
+    }
+
+    /// A table with a header row; `class` names it (`verdicts`, `locks`).
+    pub fn table(&mut self, class: &str, header: &[&str], rows: &[Vec<String>]) {
+        self.body
+            .push_str(&format!("<table class=\"{}\">\n<tr>", xml_escape(class)));
+        for h in header {
+            self.body.push_str(&format!("<th>{}</th>", xml_escape(h)));
+        }
+        self.body.push_str("</tr>\n");
+        for r in rows {
+            self.body.push_str("<tr>");
+            for c in r {
+                self.body.push_str(&format!("<td>{}</td>", xml_escape(c)));
+            }
+            self.body.push_str("</tr>\n");
+        }
+        self.body.push_str("</table>\n");
+    }
+
+    /// A link to a file beside the page.
+    pub fn file_link(&mut self, name: &str) {
+        self.body.push_str(&format!(
+            "<p class=\"file\"><a href=\"{0}\">{0}</a></p>\n",
+            xml_escape(name)
+        ));
     }
 
     /// An SVG, inlined (any XML declaration before `<svg` is dropped).

@@ -4,7 +4,8 @@
 //!
 //! - [`collect`]: the records of a serial log and everything wrong with them;
 //! - [`results_file`]: `results.json`; [`csv`]: `results.csv`; [`plot`]: one SVG per
-//!   scenario (plotters); [`html`]: `index.html`; [`output`]: writes the directory;
+//!   scenario (plotters); [`forest`]: one forest plot per scenario; [`html`]: `index.html`;
+//!   [`output`]: writes the directory;
 //! - [`host`]: git revision, host CPU, command line, QEMU version, timestamps;
 //! - [`run`]: `kx bench` and `kx import`; [`compare`]: `kx compare`;
 //! - [`threads`]: `kx bench --host`, the engine on pinned host threads, with the Linux
@@ -13,6 +14,7 @@
 pub mod collect;
 pub mod compare;
 pub mod csv;
+pub mod forest;
 pub mod host;
 pub mod html;
 pub mod output;

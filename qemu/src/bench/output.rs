@@ -1,12 +1,14 @@
-//! Writing a results directory: `results.json`, `results.csv`, one `<scenario>.svg` per
-//! scenario and `index.html`, the same for `kx bench` and `kx import`.
+//! Writing a results directory: `results.json`, `results.csv`, one `<scenario>.svg` and one
+//! `<scenario>-forest.svg` per scenario and `index.html` (opening with the verdicts, the
+//! lock statistics as a table), the same for `kx bench` and `kx import`.
 
 use super::csv;
+use super::forest;
 use super::html::Page;
 use super::plot;
 use super::results_file::ResultsFile;
 use crate::RunError;
-use bench::{Style, Summary, Table};
+use bench::{Run, Style, Summary, Table};
 use std::path::{Path, PathBuf};
 
 /// The files a results directory holds, as written.
@@ -111,6 +113,87 @@ pub fn info_rows(r: &ResultsFile) -> Vec<(String, String)> {
     rows
 }
 
+/// The verdict table's columns.
+pub const VERDICT_HEADER: [&str; 6] =
+    ["scenario", "verdict", "ours", "seed", "seed threads", "why"];
+
+/// One row per seed ([`bench::verdict`]).
+#[must_use]
+pub fn verdict_rows(summary: &Summary) -> Vec<Vec<String>> {
+    bench::verdict::verdicts(summary)
+        .iter()
+        .map(|v| {
+            vec![
+                v.scenario.to_owned(),
+                v.outcome.name().to_owned(),
+                v.ours_text(),
+                format!("{:+.1}%", (v.seed.ratio - 1.0) * 100.0),
+                v.seed.threads.to_string(),
+                v.why().unwrap_or_default(),
+            ]
+        })
+        .collect()
+}
+
+/// The lock table's columns.
+pub const LOCK_HEADER: [&str; 9] = [
+    "scenario",
+    "config",
+    "cpus",
+    "variant",
+    "lock class",
+    "acquisitions",
+    "contended",
+    "mean wait when contended (cycles)",
+    "max wait (cycles)",
+];
+
+/// The lock statistics of the measured runs, summed per scenario, config, CPU count,
+/// variant and lock class, in run order.
+#[must_use]
+pub fn lock_rows(runs: &[Run]) -> Vec<Vec<String>> {
+    type Key = (String, String, u32, String, String);
+    let mut sums: Vec<(Key, [u64; 4])> = Vec::new();
+    for r in runs.iter().filter(|r| r.measured()) {
+        for (class, l) in &r.locks {
+            let key = (
+                r.scenario.clone(),
+                r.config.clone(),
+                r.cpus,
+                r.variant.clone(),
+                class.clone(),
+            );
+            let i = match sums.iter().position(|(k, _)| *k == key) {
+                Some(i) => i,
+                None => {
+                    sums.push((key, [0; 4]));
+                    sums.len() - 1
+                }
+            };
+            let s = &mut sums[i].1;
+            s[0] += l.acquisitions;
+            s[1] += l.contended;
+            s[2] += l.wait_total_cycles;
+            s[3] = s[3].max(l.wait_max_cycles);
+        }
+    }
+    sums.into_iter()
+        .map(|((s, c, cpus, v, class), [acq, cont, wait, max])| {
+            vec![
+                s,
+                c,
+                cpus.to_string(),
+                v,
+                class,
+                acq.to_string(),
+                format!("{:.2}%", cont as f64 * 100.0 / acq.max(1) as f64),
+                format!("{:.0}", wait as f64 / cont.max(1) as f64),
+                max.to_string(),
+            ]
+        })
+        .collect()
+}
+
 /// Writes every file of `results` into `dir` (which exists).
 pub fn write_dir(dir: &Path, results: &ResultsFile) -> Result<Written, RunError> {
     let summary: Summary = results.summary();
@@ -127,6 +210,8 @@ pub fn write_dir(dir: &Path, results: &ResultsFile) -> Result<Written, RunError>
     put("results.json", &results.to_json())?;
     put("results.csv", &csv::render(&results.runs))?;
     let mut page = Page::new("memcg-lru benchmark results");
+    page.heading("Verdicts");
+    page.table("verdicts", &VERDICT_HEADER, &verdict_rows(&summary));
     page.info(&info_rows(results));
     if !results.problems.is_empty() {
         page.heading("Problems");
@@ -144,10 +229,31 @@ pub fn write_dir(dir: &Path, results: &ResultsFile) -> Result<Written, RunError>
             why: format!("plotting failed: {why}"),
         })?;
         if let Some(svg) = svg {
-            put(&format!("{}.svg", file_name(name)), &svg)?;
+            let file = format!("{}.svg", file_name(name));
+            put(&file, &svg)?;
             page.heading(name);
             page.svg(&svg);
+            page.file_link(&file);
         }
+        let forest = forest::svg(&summary, name).map_err(|why| RunError::BadInput {
+            path: dir.join(format!("{name}-forest.svg")),
+            why: format!("plotting failed: {why}"),
+        })?;
+        if let Some(svg) = forest {
+            let file = format!("{}-forest.svg", file_name(name));
+            put(&file, &svg)?;
+            page.svg(&svg);
+            page.file_link(&file);
+        }
+    }
+    let locks = lock_rows(&results.runs);
+    if !locks.is_empty() {
+        page.heading("Lock statistics");
+        page.paragraph(
+            "Per scenario, config, CPU count, variant and lock class, over the measured rounds: \
+             acquisitions, the share that had to wait, and the mean and longest wait in cycles.",
+        );
+        page.table("locks", &LOCK_HEADER, &locks);
     }
     put("index.html", &page.finish())?;
     Ok(written)

@@ -5,12 +5,17 @@
 //!                         qemu_version, timestamp, log, outcome},
 //!   "machine": {...} | null, "plan": {...} | null, "runs": [...], "comparisons": [...],
 //!   "recomputed_comparisons": [...], "notes": ["...", ...], "end": {...} | null,
+//!   "verdicts": ["...", ...],
 //!   "complete": bool, "problems": ["...", ...] }
 //! ```
 //!
-//! `machine`, `plan`, `runs`, `comparisons` and `end` are the `KRESULT` records exactly as
-//! printed (their keys are `bench::record`'s, without `type`); `recomputed_comparisons` are
-//! the ones the runner computed from the runs because the log lacked them; `notes` are the
+//! `machine`, `plan`, `runs`, `comparisons` and `end` are the `KRESULT` records as printed
+//! (their keys are `bench::record`'s, without `type`), the comparisons with what only the
+//! whole run decides filled in by [`bench::Summary`]: `p_adjusted` (Holm over the run's
+//! comparisons), `marked` and `unmarked_why`; every comparison says whether it is `paired`
+//! by round, its `n`, `p` and interval, and whether it is the A/A `control`;
+//! `recomputed_comparisons` are the ones the runner computed from the runs because the log
+//! lacked them; `notes` are the
 //! `note` records' sentences (absent in files written before notes existed); `problems` are
 //! the [`super::collect::Problem`]s in words. `kx compare` reads this file back.
 
@@ -46,6 +51,9 @@ pub struct ResultsFile {
     pub notes: Vec<String>,
     /// The `end` record.
     pub end: Option<End>,
+    /// One verdict line per seed ([`bench::verdict`]), as the table opens with them.
+    #[serde(default)]
+    pub verdicts: Vec<String>,
     /// Whether the records were complete and consistent.
     pub complete: bool,
     /// What was wrong, in words.
@@ -56,16 +64,30 @@ impl ResultsFile {
     /// The file for `collected`, made on `host`.
     #[must_use]
     pub fn new(host: HostInfo, c: &Collected) -> ResultsFile {
+        // The summary's copies: the run's Holm-adjusted p and the marks filled in.
+        let same = |x: &Comparison, y: &Comparison| {
+            (&x.scenario, &x.config, x.cpus, &x.a, &x.b)
+                == (&y.scenario, &y.config, y.cpus, &y.a, &y.b)
+        };
+        let (recomputed, printed): (Vec<Comparison>, Vec<Comparison>) = c
+            .summary
+            .comparisons()
+            .cloned()
+            .partition(|x| c.summary.recomputed.iter().any(|y| same(x, y)));
         ResultsFile {
             format: FORMAT,
             host,
             machine: c.machine.clone(),
             plan: c.plan.clone(),
             runs: c.runs.clone(),
-            comparisons: c.comparisons.clone(),
-            recomputed_comparisons: c.summary.recomputed.clone(),
+            comparisons: printed,
+            recomputed_comparisons: recomputed,
             notes: c.notes.clone(),
             end: c.end.clone(),
+            verdicts: bench::verdict::verdicts(&c.summary)
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
             complete: c.complete(),
             problems: c.problems.iter().map(ToString::to_string).collect(),
         }

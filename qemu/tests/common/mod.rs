@@ -1,7 +1,8 @@
 //! Synthetic benchmark logs for the runner's tests, written with the kernel's own record
 //! writer (`bench::record`) from records built here, exactly as the kernel-side engine
 //! prints them: boot noise, `plan`, per run a `KRESULT` run record and a `KPROGRESS` line
-//! (warm-up first, then the variants interleaved round by round), the comparisons of each
+//! (warm-up first, then the variants interleaved round by round, the order reversed in even
+//! rounds; the A/A control `A'` is a variant like any other), the comparisons of each
 //! point, the table, `end`, `KEXIT`. The rates come from a fixed formula with a small
 //! deterministic jitter: they test the pipeline, they are not measurements, and the
 //! `machine` record says so.
@@ -40,12 +41,12 @@ impl Default for Spec {
                 (
                     "seed004-readtwice",
                     "2-per-memcg",
-                    vec![("A", 400_000.0), ("B", 520_000.0)],
+                    vec![("A", 400_000.0), ("B", 520_000.0), ("A'", 400_000.0)],
                 ),
                 (
                     "seed003-pft",
                     "anon",
-                    vec![("A", 900_000.0), ("B", 880_000.0)],
+                    vec![("A", 900_000.0), ("B", 880_000.0), ("A'", 900_000.0)],
                 ),
                 ("limit", "anon", vec![("floor", 2_000_000.0)]),
             ],
@@ -113,7 +114,13 @@ pub fn log(spec: &Spec) -> String {
         for &cpus in &spec.cpus {
             let mut point_runs = Vec::new();
             for round in 0..=spec.rounds {
-                for (v, base) in vs {
+                // The engine's order: the plan's in the warm-up and odd rounds, reversed in
+                // even ones.
+                let mut order: Vec<&(&str, f64)> = vs.iter().collect();
+                if round > 0 && round.is_multiple_of(2) {
+                    order.reverse();
+                }
+                for (position, (v, base)) in order.into_iter().enumerate() {
                     n += 1;
                     step += 1;
                     let rate = base * f64::from(cpus).powf(0.8) * (1.0 + jitter(n));
@@ -122,6 +129,7 @@ pub fn log(spec: &Spec) -> String {
                     let ops = (rate * ns as f64 / 1e9 / 4.0).round() * 4.0;
                     let ops = (ops * spec.scale).round() as u64;
                     let mut r = Run::new(s, c, v, cpus, round, round == 0, ops, ns).unwrap();
+                    r.order = position as u32 + 1;
                     r.per_cpu = (0..cpus)
                         .map(|cpu| CpuShare {
                             cpu,
@@ -155,8 +163,19 @@ pub fn log(spec: &Spec) -> String {
                     point_runs.push(r);
                 }
             }
-            for d in bench::catalog::scenario(s).map_or(&[][..], |x| x.comparisons) {
-                let cmp = Comparison::from_runs(s, c, cpus, d.a, d.b, &point_runs).unwrap();
+            let mut defs: Vec<(&str, String)> = bench::catalog::scenario(s)
+                .map_or(&[][..], |x| x.comparisons)
+                .iter()
+                .map(|d| (d.a, d.b.to_string()))
+                .collect();
+            if let Some(&(a, _)) = defs.first() {
+                defs.push((a, bench::record::control_name(a)));
+            }
+            for (a, b) in &defs {
+                if !vs.iter().any(|v| v.0 == *b) {
+                    continue;
+                }
+                let cmp = Comparison::from_runs(s, c, cpus, a, b, &point_runs).unwrap();
                 line(&mut out, &cmp.line().to_string());
                 comparisons.push(cmp);
             }

@@ -11,13 +11,15 @@
 //!   [`request`]: what was asked (from `abi::BenchConfig`).
 //! - [`measure`]: one run on the chosen CPUs; [`mod@run`]: the whole benchmark.
 //!
-//! The method (issue 11's, after mmtests): every variant of a (scenario, config, CPU count)
-//! is set up before any timing and they run interleaved, A B A B ..., for `rounds` measured
-//! rounds after one warm-up round, on the same CPUs of the same boot, so that drift (caches
-//! warming, the emulator's translation cache filling, frequency changes) lands on both sides
-//! of every ratio. Invariants are checked after every run. Per variant and CPU count the
-//! table shows the harmonic mean of the rounds' rates; per comparison the ratio B/A with the
-//! 95% interval of [`crate::stats`]. Fault scenarios are also shown as a fraction of the
+//! The method (issue 11's, after mmtests, with issue 20's balance and control): every
+//! variant of a (scenario, config, CPU count) is set up before any timing, the baseline
+//! twice (A and the A/A control A'), and they run interleaved for `rounds` measured rounds
+//! after one warm-up round, on the same CPUs of the same boot, in an order that alternates
+//! by round (A B A', A' B A, ...: [`RunOrder`]), so that drift (caches warming, the
+//! emulator's translation cache filling, frequency changes) lands on both sides of every
+//! ratio and no variant always runs first. Invariants are checked after every run. Per
+//! variant and CPU count the table shows the harmonic mean of the rounds' rates; per
+//! comparison the paired ratio B/A (per round) with the 95% interval of [`crate::stats`]. Fault scenarios are also shown as a fraction of the
 //! `limit` floor at the same CPU count, which is why `limit` runs first.
 
 pub mod measure;
@@ -34,6 +36,6 @@ mod tests;
 pub use platform::{BenchPlatform, Output, PlatformError};
 pub use premise::PremiseCheck;
 pub use registry::Registry;
-pub use request::{Request, RequestError, RunLength, WARMUP_ROUNDS};
+pub use request::{Request, RequestError, RunLength, RunOrder, WARMUP_ROUNDS};
 pub use run::{Report, run};
 pub use scenario::{BatchCtx, BenchScenario, Instance, ScenarioError, Setup};

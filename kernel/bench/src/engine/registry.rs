@@ -6,7 +6,9 @@
 //! order: the `limit` floor first whenever a fault scenario is selected (their rows are
 //! fractions of it), then the requested scenarios in the requested order, each with the
 //! configs some provider supports and, per config, the union of the providers' variants
-//! (the catalog's first, in its order, then any extra such as the host's `linux`).
+//! (the catalog's first, in its order, then any extra such as the host's `linux`), then,
+//! when the request asks for it, the A/A control: the first comparison's baseline built a
+//! second time and recorded as `A'`.
 
 use super::request::Request;
 use super::scenario::BenchScenario;
@@ -25,10 +27,24 @@ pub struct Registry<'a> {
 /// One variant of a planned config and the provider that runs it.
 #[derive(Clone, Copy)]
 pub struct PlannedVariant<'r> {
-    /// Variant name.
+    /// Variant name (the provider builds this variant; for the A/A control, the baseline).
     pub name: &'static str,
     /// Who runs it.
     pub provider: &'r dyn BenchScenario,
+    /// Whether this is the A/A control: a second instance of `name`, recorded as `name'`.
+    pub control: bool,
+}
+
+impl PlannedVariant<'_> {
+    /// The name in records: `name`, or `name'` for the control.
+    #[must_use]
+    pub fn record_name(&self) -> String {
+        if self.control {
+            crate::record::control_name(self.name)
+        } else {
+            self.name.into()
+        }
+    }
 }
 
 /// One config of a planned scenario.
@@ -105,7 +121,12 @@ impl<'a> Registry<'a> {
 
     /// The variants of `scenario` under `config`: the catalog's, then extras, each with the
     /// first provider that runs it.
-    fn variants(&self, scenario: &'static Scenario, config: &str) -> Vec<PlannedVariant<'_>> {
+    fn variants(
+        &self,
+        scenario: &'static Scenario,
+        config: &str,
+        control: bool,
+    ) -> Vec<PlannedVariant<'_>> {
         let mut out: Vec<PlannedVariant<'_>> = Vec::new();
         let offered: Vec<(&'static str, &dyn BenchScenario)> = self
             .providers(scenario.name)
@@ -125,8 +146,18 @@ impl<'a> Registry<'a> {
                 out.push(PlannedVariant {
                     name,
                     provider: *provider,
+                    control: false,
                 });
             }
+        }
+        // The A/A control: the first comparison's baseline once more, last in the plan's
+        // order (the order alternates by round, so its position is balanced like any
+        // other's).
+        if control
+            && let Some(def) = scenario.comparisons.first()
+            && let Some(a) = out.iter().find(|v| v.name == def.a).copied()
+        {
+            out.push(PlannedVariant { control: true, ..a });
         }
         out
     }
@@ -141,7 +172,7 @@ impl<'a> Registry<'a> {
                 .iter()
                 .map(|c| PlannedConfig {
                     name: c.clone(),
-                    variants: self.variants(s, c),
+                    variants: self.variants(s, c, request.control),
                 })
                 .filter(|c| !c.variants.is_empty())
                 .collect();
@@ -187,8 +218,9 @@ impl<'a> Registry<'a> {
             .map(|p| {
                 let mut variants: Vec<String> = Vec::new();
                 for v in p.configs.iter().flat_map(|c| &c.variants) {
-                    if !variants.iter().any(|n| n == v.name) {
-                        variants.push(v.name.into());
+                    let name = v.record_name();
+                    if !variants.contains(&name) {
+                        variants.push(name);
                     }
                 }
                 PlanScenario {

@@ -4,9 +4,11 @@
 //! and per platform remark; then per scenario (the `limit` floor first when a fault scenario
 //! runs), config and CPU count — a *point* — every variant's instance is built, a warm-up
 //! round runs each variant once (round 0), then `rounds` measured rounds run each variant in
-//! turn (A B A B ..., mmtests' way of keeping drift out of the ratio), each run followed by
-//! its invariant check, its `run` record and a `KPROGRESS` line; after the rounds, the
-//! point's `comparison` records (per the catalog) and the instances' teardown. At the end the
+//! turn, the order alternating by round (A B A', A' B A, ...: [`super::RunOrder`]; mmtests'
+//! interleaving keeps drift out of the ratio, the alternation a position effect), each run
+//! followed by its invariant check, its `run` record (with its position, `order`) and a
+//! `KPROGRESS` line; after the rounds, the point's `comparison` records (per the catalog,
+//! and the A/A control's A'/A) and the instances' teardown. At the end the
 //! results table (both styles) and the `end` record.
 //!
 //! Nothing a scenario does can panic the engine: a setup, batch, check or teardown failure
@@ -21,7 +23,7 @@ use super::request::Request;
 use super::scenario::{Instance, Setup};
 use crate::catalog::{self, Scenario};
 use crate::progress::Progress;
-use crate::record::{Comparison, End, KResult, Note, Premise, Run};
+use crate::record::{self, Comparison, End, KResult, Note, Premise, Run};
 use crate::stats;
 use crate::summary::Summary;
 use crate::table::{Style, Table};
@@ -68,6 +70,11 @@ struct Engine<'p> {
     floor: Vec<(u32, Vec<f64>)>,
     /// Every premise judged.
     premises: Vec<Premise>,
+    /// When the benchmark started (platform clock).
+    t0: u64,
+    /// Points planned, and points begun (for the budget's pro-rata share).
+    points_total: u64,
+    points_begun: u64,
 }
 
 /// Runs `request` with the scenarios of `registry` on `platform` and prints everything (see
@@ -89,6 +96,14 @@ pub fn run(platform: &dyn BenchPlatform, registry: &Registry<'_>, request: &Requ
         total: planned.record.total_runs,
         floor: Vec::new(),
         premises: Vec::new(),
+        t0,
+        points_total: planned
+            .scenarios
+            .iter()
+            .map(|p| p.configs.len() as u64)
+            .sum::<u64>()
+            * request.cpus.len() as u64,
+        points_begun: 0,
     };
     for name in &planned.skipped {
         e.note(format!(
@@ -153,7 +168,8 @@ impl Engine<'_> {
         config: &PlannedConfig<'_>,
         cpus: u32,
     ) -> Result<(), Stopped> {
-        let mut instances: Vec<(&'static str, bool, Box<dyn Instance + '_>)> = Vec::new();
+        self.points_begun += 1;
+        let mut instances: Vec<(String, bool, Box<dyn Instance + '_>)> = Vec::new();
         let mut result = Ok(());
         for v in &config.variants {
             let setup = Setup {
@@ -163,19 +179,22 @@ impl Engine<'_> {
             };
             match v.provider.instantiate(&setup) {
                 Ok(inst) => {
-                    // Once per scenario, config and variant, unless it changes with the CPUs.
-                    if let Some(n) = inst.note() {
+                    // Once per scenario, config and variant, unless it changes with the CPUs
+                    // (the control's would repeat its baseline's).
+                    if let Some(n) = inst.note().filter(|_| !v.control) {
                         let text = format!("{} {} {}: {n}", scenario.name, config.name, v.name);
                         if !self.notes.contains(&text) {
                             self.note(text);
                         }
                     }
-                    instances.push((v.name, v.provider.floor_relative(), inst));
+                    instances.push((v.record_name(), v.provider.floor_relative(), inst));
                 }
                 Err(err) => {
                     result = Err(self.fail(format!(
                         "{} {} {} cpus={cpus}: setup failed: {err}",
-                        scenario.name, config.name, v.name
+                        scenario.name,
+                        config.name,
+                        v.record_name()
                     )));
                     break;
                 }
@@ -205,18 +224,28 @@ impl Engine<'_> {
         scenario: &'static Scenario,
         config: &str,
         cpus: u32,
-        instances: &[(&'static str, bool, Box<dyn Instance + '_>)],
+        instances: &[(String, bool, Box<dyn Instance + '_>)],
     ) -> Result<(), Stopped> {
         let warmups = self.request.warmup_rounds;
-        for i in 0..warmups + self.request.rounds {
+        for i in 0.. {
+            let planned = i < warmups + self.request.rounds;
+            if !planned && !self.another_round(scenario, config, cpus, i - warmups) {
+                break;
+            }
             let (round, warmup) = if i < warmups {
                 (0, true)
             } else {
                 (i - warmups + 1, false)
             };
-            for (variant, floor_relative, inst) in instances {
+            let mut order: Vec<usize> = (0..instances.len()).collect();
+            if !warmup && self.request.order.reversed(round) {
+                order.reverse();
+            }
+            for (position, &k) in order.iter().enumerate() {
+                let (variant, floor_relative, inst) = &instances[k];
                 let mut run =
                     self.one_run(scenario, config, variant, cpus, round, warmup, &**inst)?;
+                run.order = position as u32 + 1;
                 if *floor_relative {
                     run.floor_fraction = self.floor_fraction(cpus, run.ops_per_s);
                 }
@@ -244,6 +273,68 @@ impl Engine<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Whether the point gets a round after `done` measured ones: `ci_width=` or `budget=`
+    /// asked for more, some comparison's interval is still wider than the target (or has
+    /// none), the budget's share of this point is not spent, and the rounds stay within
+    /// [`abi::bench::MAX_ROUNDS`].
+    fn another_round(
+        &self,
+        scenario: &'static Scenario,
+        config: &str,
+        cpus: u32,
+        done: u32,
+    ) -> bool {
+        let r = self.request;
+        if !r.adds_rounds() || done >= abi::bench::MAX_ROUNDS {
+            return false;
+        }
+        if let Some(budget) = r.budget_ns {
+            let share = budget as u128 * u128::from(self.points_begun)
+                / u128::from(self.points_total.max(1));
+            let elapsed = self.platform.now_ns().saturating_sub(self.t0);
+            if u128::from(elapsed) >= share {
+                return false;
+            }
+        }
+        let Some(target) = r.ci_width else {
+            return true;
+        };
+        self.point_comparisons(scenario, config, cpus)
+            .into_iter()
+            .filter_map(|(a, b)| {
+                Comparison::from_runs(scenario.name, config, cpus, a, &b, &self.runs).ok()
+            })
+            .any(|c| c.half_width().is_none_or(|h| h > target))
+    }
+
+    /// The comparisons of a point whose variants both ran: the catalog's and the A/A
+    /// control's.
+    fn point_comparisons(
+        &self,
+        scenario: &'static Scenario,
+        config: &str,
+        cpus: u32,
+    ) -> Vec<(&'static str, String)> {
+        let present = |v: &str| {
+            self.runs.iter().any(|r| {
+                r.scenario == scenario.name
+                    && r.config == config
+                    && r.cpus == cpus
+                    && r.variant == v
+            })
+        };
+        let mut defs: Vec<(&'static str, String)> = scenario
+            .comparisons
+            .iter()
+            .map(|d| (d.a, String::from(d.b)))
+            .collect();
+        if let Some(d) = scenario.comparisons.first() {
+            defs.push((d.a, record::control_name(d.a)));
+        }
+        defs.retain(|(a, b)| present(a) && present(b));
+        defs
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -295,7 +386,7 @@ impl Engine<'_> {
         scenario: &'static Scenario,
         config: &str,
         cpus: u32,
-        instances: &[(&'static str, bool, Box<dyn Instance + '_>)],
+        instances: &[(String, bool, Box<dyn Instance + '_>)],
     ) -> Result<(), Stopped> {
         let mut failed = Vec::new();
         for (variant, _, inst) in instances {
@@ -314,7 +405,7 @@ impl Engine<'_> {
                 let premise = Premise {
                     scenario: scenario.name.into(),
                     config: config.into(),
-                    variant: (*variant).into(),
+                    variant: variant.clone(),
                     cpus,
                     name: p.name.into(),
                     held: p.held,
@@ -348,28 +439,16 @@ impl Engine<'_> {
     }
 
     fn compare(&mut self, scenario: &'static Scenario, config: &str, cpus: u32) {
-        let present = |v: &str| {
-            self.runs.iter().any(|r| {
-                r.scenario == scenario.name
-                    && r.config == config
-                    && r.cpus == cpus
-                    && r.variant == v
-            })
-        };
-        let defs: Vec<_> = scenario
-            .comparisons
-            .iter()
-            .filter(|d| present(d.a) && present(d.b))
-            .collect();
-        for d in defs {
-            match Comparison::from_runs(scenario.name, config, cpus, d.a, d.b, &self.runs) {
-                Ok(c) => {
+        for (a, b) in self.point_comparisons(scenario, config, cpus) {
+            match Comparison::from_runs(scenario.name, config, cpus, a, &b, &self.runs) {
+                Ok(mut c) => {
+                    c.set_target(self.request.ci_width);
                     self.platform.output(Output::Record, &c.line());
                     self.comparisons.push(c);
                 }
                 Err(why) => self.note(format!(
-                    "{} {config} cpus={cpus}: no comparison {}/{}: {why}",
-                    scenario.name, d.b, d.a
+                    "{} {config} cpus={cpus}: no comparison {b}/{a}: {why}",
+                    scenario.name
                 )),
             }
         }

@@ -4,7 +4,7 @@
 //! printed.
 
 use super::*;
-use crate::record::{Machine, Platform};
+use crate::record::{Comparison, Machine, Platform, Run};
 use crate::scenarios::soft_floor::SoftFloor;
 use crate::table::Style;
 use std::fmt;
@@ -285,6 +285,10 @@ fn request(names: &[&str], cpus: &[u32], rounds: u32, length: RunLength) -> Requ
         rounds,
         warmup_rounds: 1,
         length,
+        order: RunOrder::Alternating,
+        control: true,
+        ci_width: None,
+        budget_ns: None,
     }
 }
 
@@ -325,9 +329,9 @@ fn limit_first_then_every_point_interleaved_after_a_warmup() {
     assert_eq!(plan["scenarios"][0]["name"], "limit");
     assert_eq!(
         plan["scenarios"][1]["variants"],
-        serde_json::json!(["A", "B"])
+        serde_json::json!(["A", "B", "A'"])
     );
-    assert_eq!(plan["total_runs"], (1 + 2) * 2 * 3);
+    assert_eq!(plan["total_runs"], (1 + 3) * 2 * 3);
     assert_eq!(plan["ops"], 95);
     assert!(plan["seconds"].is_null());
 
@@ -337,14 +341,27 @@ fn limit_first_then_every_point_interleaved_after_a_warmup() {
             expect.push(("limit".to_string(), "floor".to_string(), cpus, round));
         }
     }
+    // The warm-up and odd rounds in the plan's order, even rounds reversed; A' is the
+    // A/A control, a second instance of A.
     for cpus in [1u64, 2] {
-        for round in 0..=2u64 {
-            for v in ["A", "B"] {
+        for (round, order) in [
+            (0u64, ["A", "B", "A'"]),
+            (1, ["A", "B", "A'"]),
+            (2, ["A'", "B", "A"]),
+        ] {
+            for v in order {
                 expect.push(("seed003-pft".into(), v.into(), cpus, round));
             }
         }
     }
     assert_eq!(run_order(&p), expect);
+    let positions: Vec<u64> = p
+        .of_type("run")
+        .iter()
+        .filter(|r| r["scenario"] == "seed003-pft")
+        .map(|r| r["order"].as_u64().unwrap())
+        .collect();
+    assert_eq!(positions, [1, 2, 3].repeat(6));
     assert_eq!(report.runs.len(), expect.len());
 
     for r in p.of_type("run") {
@@ -371,23 +388,26 @@ fn limit_first_then_every_point_interleaved_after_a_warmup() {
         }
     }
     let cmps = p.of_type("comparison");
-    assert_eq!(cmps.len(), 2);
-    for (c, cpus) in cmps.iter().zip([1, 2]) {
-        assert_eq!((c["a"].as_str(), c["b"].as_str()), (Some("A"), Some("B")));
+    assert_eq!(cmps.len(), 4);
+    for (c, (cpus, b)) in cmps.iter().zip([(1, "B"), (1, "A'"), (2, "B"), (2, "A'")]) {
+        assert_eq!((c["a"].as_str(), c["b"].as_str()), (Some("A"), Some(b)));
         assert_eq!(c["cpus"], cpus);
-        assert_eq!(c["rounds"], 2);
+        assert_eq!((c["rounds"].as_u64(), c["n"].as_u64()), (Some(2), Some(2)));
+        assert_eq!(c["paired"], true);
+        assert_eq!(c["control"], b == "A'");
+        assert!(c["p_adjusted"].is_null());
     }
     let end = &p.of_type("end")[0];
-    assert_eq!(end["runs"], 18);
-    assert_eq!(end["comparisons"], 2);
+    assert_eq!(end["runs"], 24);
+    assert_eq!(end["comparisons"], 4);
     assert_eq!(end["invariants_ok"], true);
     assert!(end["failures"].as_array().unwrap().is_empty());
 
     // Progress after every run, numbered against the plan.
     let progress = p.lines(Output::Progress);
-    assert_eq!(progress.len(), 18);
-    let last = crate::Progress::parse(&progress[17]).unwrap();
-    assert_eq!((last.step, last.total, last.variant), (18, 18, "B"));
+    assert_eq!(progress.len(), 24);
+    let last = crate::Progress::parse(&progress[23]).unwrap();
+    assert_eq!((last.step, last.total, last.variant), (24, 24, "A"));
     // Both tables, with the platform's note under them.
     for style in [Style::Wide, Style::Compact] {
         let t = p.lines(Output::Table(style));
@@ -399,7 +419,7 @@ fn limit_first_then_every_point_interleaved_after_a_warmup() {
     let cpu_runs = |variants: u64| -> u64 { [1u64, 2].iter().map(|c| c * 3 * variants).sum() };
     assert_eq!(
         p.quiescent.load(Ordering::Relaxed),
-        9 * cpu_runs(2) + cpu_runs(1)
+        9 * cpu_runs(3) + cpu_runs(1)
     );
 }
 
@@ -467,7 +487,8 @@ fn a_scenario_off_the_fault_path_runs_without_the_floor() {
     assert!(report.passed());
     let order = run_order(&p);
     assert!(order.iter().all(|r| r.0 == "seed002-reclaim"), "{order:?}");
-    assert_eq!(order.len(), 4);
+    // A, B and the A/A control A', warm-up and one round.
+    assert_eq!(order.len(), 6);
     assert!(
         p.of_type("run")
             .iter()
@@ -490,16 +511,18 @@ fn extra_variants_join_the_interleaving_for_their_configs_only() {
     assert!(report.passed(), "{:?}", report.end);
     let plan = &p.of_type("plan")[0];
     let variants = &plan["scenarios"][1]["variants"];
-    assert_eq!(variants.as_array().unwrap().len(), 7);
+    assert_eq!(variants.as_array().unwrap().len(), 8);
     assert_eq!(variants[6], "linux");
-    // limit 1 + anon 7 + shmem 6 variants, one CPU count, warm-up + 1 round.
-    assert_eq!(plan["total_runs"], (1 + 7 + 6) * 2);
-    assert_eq!(report.runs.len(), (1 + 7 + 6) * 2);
+    assert_eq!(variants[7], "base@+0'");
+    // limit 1 + anon 8 + shmem 7 variants (each with the A/A control), one CPU count,
+    // warm-up + 1 round.
+    assert_eq!(plan["total_runs"], (1 + 8 + 7) * 2);
+    assert_eq!(report.runs.len(), (1 + 8 + 7) * 2);
     let anon: Vec<String> = run_order(&p)
         .into_iter()
         .filter(|r| r.0 == "seed001-faultfree" && r.3 == 1)
         .map(|r| r.1)
-        .take(7)
+        .take(8)
         .collect();
     assert_eq!(
         anon,
@@ -510,7 +533,8 @@ fn extra_variants_join_the_interleaving_for_their_configs_only() {
             "patch1@+64",
             "patch1+2@+0",
             "patch1+2@+64",
-            "linux"
+            "linux",
+            "base@+0'"
         ]
     );
     for r in p.of_type("run").iter().filter(|r| r["variant"] == "linux") {
@@ -522,7 +546,8 @@ fn extra_variants_join_the_interleaving_for_their_configs_only() {
             .iter()
             .all(|c| c["a"] != "linux" && c["b"] != "linux")
     );
-    assert_eq!(p.of_type("comparison").len(), 8);
+    // Four per config, and the control per config.
+    assert_eq!(p.of_type("comparison").len(), 10);
 }
 
 #[test]
@@ -544,15 +569,16 @@ fn an_invariant_violation_ends_the_benchmark() {
         "{}",
         report.end.failures[0]
     );
-    // limit at 1 and 2 CPUs (3 runs each), then seed003 A0 B0: A's second run fails its check.
-    assert_eq!(report.runs.len(), 6 + 2);
+    // limit at 1 and 2 CPUs (3 runs each), then seed003 A0 B0 A'0: A's second run fails its
+    // check.
+    assert_eq!(report.runs.len(), 6 + 3);
     let end = &p.of_type("end")[0];
     assert_eq!(end["invariants_ok"], false);
-    assert_eq!(end["runs"], 8);
+    assert_eq!(end["runs"], 9);
     assert!(p.of_type("comparison").is_empty());
-    // Both instances of the point were torn down, and no later point was built.
-    assert_eq!(c.built.load(Ordering::Relaxed), 2);
-    assert_eq!(c.torn_down.load(Ordering::Relaxed), 2);
+    // The three instances of the point were torn down, and no later point was built.
+    assert_eq!(c.built.load(Ordering::Relaxed), 3);
+    assert_eq!(c.torn_down.load(Ordering::Relaxed), 3);
     assert!(
         p.lines(Output::Message)
             .iter()
@@ -575,13 +601,14 @@ fn a_failing_batch_stops_every_cpu_and_ends_cleanly() {
         report.end.invariants_ok,
         "a batch error is not an invariant"
     );
+    // Round 2 runs A' B A: the control's instance is the first to run a third time.
     assert_eq!(
         report.end.failures,
-        ["seed003-pft anon A cpus=2 round=2: a batch on cpu 1 failed: the counter fell over"]
+        ["seed003-pft anon A' cpus=2 round=2: a batch on cpu 1 failed: the counter fell over"]
     );
-    assert_eq!(report.runs.len(), 4);
-    assert_eq!(c.torn_down.load(Ordering::Relaxed), 2);
-    assert_eq!(p.of_type("end")[0]["runs"], 4);
+    assert_eq!(report.runs.len(), 6);
+    assert_eq!(c.torn_down.load(Ordering::Relaxed), 3);
+    assert_eq!(p.of_type("end")[0]["runs"], 6);
 }
 
 #[test]
@@ -751,6 +778,169 @@ fn every_seed_scenario_runs_on_the_soft_fault_core() {
     assert!(counter("seed002-reclaim", "reclaim_eagain") > 0);
     assert!(counter("seed003-pft", "faults") > 0);
     assert_eq!(soft.free_frames(), free0, "every frame came back");
+}
+
+/// A one-CPU platform on a virtual clock whose runs slow down with their position in the
+/// round: the run at 0-based position `k` of a round costs `1000 * 1.1^k` ns per operation,
+/// whatever the variant (a cache or frequency effect that punishes whoever runs later).
+/// Every variant is the same code, so every true ratio is 1.
+struct Positional {
+    now: AtomicU64,
+    /// Runs so far (one `on_cpus` call each).
+    runs: AtomicU64,
+    /// Variants per round.
+    per_round: u64,
+    out: Mutex<Vec<(Output, String)>>,
+}
+
+impl BenchPlatform for Positional {
+    fn cpus(&self) -> u32 {
+        1
+    }
+    fn on_cpus(&self, n: u32, f: &(dyn Fn(u32) + Sync)) -> Result<(), PlatformError> {
+        assert_eq!(n, 1);
+        self.runs.fetch_add(1, Ordering::Relaxed);
+        ksync::cpu::set_this_thread_cpu(0);
+        f(0);
+        Ok(())
+    }
+    fn now_ns(&self) -> u64 {
+        self.now.load(Ordering::Relaxed)
+    }
+    fn quiescent(&self, _cpu: u32) {}
+    fn output(&self, kind: Output, text: &dyn fmt::Display) {
+        self.out.lock().unwrap().push((kind, text.to_string()));
+    }
+    fn machine(&self) -> Machine {
+        Threads::new(1).machine()
+    }
+}
+
+/// The instance of [`Positional`]'s scenario: ten operations per batch at the position's cost.
+struct PositionalInstance(&'static Positional);
+
+impl Instance for PositionalInstance {
+    fn run_batch(&self, ctx: &BatchCtx) -> Result<u64, ScenarioError> {
+        let p = self.0;
+        let position = (p.runs.load(Ordering::Relaxed) - 1) % p.per_round;
+        let cost = 1000.0 * libm::pow(1.1, position as f64);
+        let n = 10.min(ctx.max_ops);
+        p.now.fetch_add((cost * n as f64) as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+    fn teardown(self: Box<Self>) -> Result<(), ScenarioError> {
+        Ok(())
+    }
+}
+
+struct PositionalScenario(&'static Positional);
+
+impl BenchScenario for PositionalScenario {
+    fn name(&self) -> &'static str {
+        "seed003-pft"
+    }
+    fn floor_relative(&self) -> bool {
+        false
+    }
+    fn instantiate<'a>(
+        &'a self,
+        _setup: &Setup<'_>,
+    ) -> Result<Box<dyn Instance + 'a>, ScenarioError> {
+        Ok(Box::new(PositionalInstance(self.0)))
+    }
+}
+
+/// seed003's B/A and A'/A at one CPU after four rounds in `order` on [`Positional`].
+fn positional(order: RunOrder) -> (crate::record::Comparison, crate::record::Comparison) {
+    let (report, _) = positional_run(|r| r.order = order);
+    assert_eq!(report.runs.len(), 3 * 5);
+    let get = |b: &str| {
+        report
+            .comparisons
+            .iter()
+            .find(|c| c.b == b)
+            .unwrap()
+            .clone()
+    };
+    (get("B"), get("A'"))
+}
+
+/// A run of seed003 at one CPU on [`Positional`], four rounds, `adjust`ed.
+fn positional_run(adjust: impl FnOnce(&mut Request)) -> (Report, &'static Positional) {
+    let p: &'static Positional = Box::leak(Box::new(Positional {
+        now: AtomicU64::new(0),
+        runs: AtomicU64::new(0),
+        per_round: 3,
+        out: Mutex::new(Vec::new()),
+    }));
+    let mut reg = Registry::new();
+    reg.add(PositionalScenario(p));
+    let mut req = request(&["seed003-pft"], &[1], 4, COUNTED);
+    adjust(&mut req);
+    let report = run(p, &reg, &req);
+    assert!(report.passed(), "{:?}", report.end);
+    (report, p)
+}
+
+#[test]
+fn ci_width_adds_rounds_until_every_interval_is_narrow_enough() {
+    let _g = serial();
+    // The alternating order's per-round ratios swing by the position effect (x1.1 for
+    // B/A, x1.21 for A'/A) while their mean is 1: each round narrows the intervals.
+    let (report, _) = positional_run(|r| r.ci_width = Some(0.05));
+    let n = report.runs.iter().map(|r| r.round).max().unwrap();
+    assert!(n > 4 && n < 100, "{n} rounds");
+    assert_eq!(report.comparisons.len(), 2);
+    for c in &report.comparisons {
+        assert_eq!(
+            (c.ci_target, c.width_reached),
+            (Some(0.05), Some(true)),
+            "{c:?}"
+        );
+        assert!(c.half_width().unwrap() <= 0.05);
+        assert_eq!(c.n, n);
+    }
+    // One round fewer was not enough for some comparison.
+    let fewer: Vec<Run> = report
+        .runs
+        .iter()
+        .filter(|r| r.round < n)
+        .cloned()
+        .collect();
+    assert!(report.comparisons.iter().any(|c| {
+        Comparison::from_runs(&c.scenario, &c.config, c.cpus, &c.a, &c.b, &fewer)
+            .unwrap()
+            .half_width()
+            .unwrap()
+            > 0.05
+    }));
+    // A spent budget adds nothing, and the results say the width was not reached.
+    let (report, _) = positional_run(|r| {
+        r.ci_width = Some(0.05);
+        r.budget_ns = Some(1);
+    });
+    assert_eq!(report.runs.len(), 3 * 5);
+    assert!(
+        report
+            .comparisons
+            .iter()
+            .all(|c| c.width_reached == Some(false))
+    );
+}
+
+#[test]
+fn a_fixed_order_biases_the_ratio_and_the_alternating_one_does_not() {
+    let _g = serial();
+    // A B A' every round: B always pays one step, A' two.
+    let (b, control) = positional(RunOrder::Fixed);
+    assert!((b.ratio - 1.0 / 1.1).abs() < 1e-3, "{b:?}");
+    assert!((control.ratio - 1.0 / 1.21).abs() < 1e-3, "{control:?}");
+    assert!(b.significant && control.significant);
+    // A B A', A' B A, ...: over every two rounds each variant's mean position is the same.
+    let (b, control) = positional(RunOrder::Alternating);
+    assert!((b.ratio - 1.0).abs() < 1e-3, "{b:?}");
+    assert!((control.ratio - 1.0).abs() < 1e-3, "{control:?}");
+    assert!(!b.significant && !control.significant, "{b:?} {control:?}");
 }
 
 mod premise;

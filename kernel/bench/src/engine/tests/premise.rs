@@ -110,8 +110,8 @@ fn every_premise_is_judged_per_variant_and_point_and_recorded_in_end() {
     assert!(report.passed(), "{:?}", report.end);
     let end = &p.of_type("end")[0];
     let premises = end["premises"].as_array().unwrap();
-    // Two variants at two CPU counts.
-    assert_eq!(premises.len(), 4, "{premises:?}");
+    // Two variants and the A/A control (A') at two CPU counts.
+    assert_eq!(premises.len(), 6, "{premises:?}");
     for pr in premises {
         assert_eq!(pr["name"], "events_per_op");
         assert_eq!(pr["held"], true);
@@ -119,7 +119,7 @@ fn every_premise_is_judged_per_variant_and_point_and_recorded_in_end() {
         assert_eq!(pr["figure"], 1.0);
         assert_eq!(pr["expect"], "> 0");
     }
-    assert_eq!(report.end.premises.len(), 4);
+    assert_eq!(report.end.premises.len(), 6);
 }
 
 #[test]
@@ -140,14 +140,21 @@ fn a_premise_that_does_not_hold_fails_the_benchmark_like_an_invariant() {
         f.contains("B cpus=1") && f.contains("premise events_per_op did not hold"),
         "{f}"
     );
-    // The benchmark stopped at the first point: A held there, B did not.
+    // The benchmark stopped at the first point: A and its control held there, B did not.
     let held: Vec<(String, bool)> = report
         .end
         .premises
         .iter()
         .map(|p| (p.variant.clone(), p.held))
         .collect();
-    assert_eq!(held, [("A".to_string(), true), ("B".to_string(), false)]);
+    assert_eq!(
+        held,
+        [
+            ("A".to_string(), true),
+            ("B".to_string(), false),
+            ("A'".to_string(), true)
+        ]
+    );
 }
 
 #[test]
