@@ -36,6 +36,7 @@ commands:
   run                boot with the command line given by --append (default: empty)
   compare DIR DIR... compare benchmark result directories (hmeans, ratios, significance)
   import LOG         turn a serial log from a real machine into a results directory
+  import --qr IMG... the same from photos or screenshots of the QR codes the kernel shows
   layout             print the cacheline layout report of the key structs (run=layout)
   image              build the GRUB USB image (BIOS + UEFI); print dd line and SHA-256
   help               this text
@@ -83,6 +84,8 @@ pub enum Command {
     Compare(Vec<PathBuf>),
     /// Import a serial log.
     Import(Option<PathBuf>),
+    /// Import the QR codes in these images (`import --qr`).
+    ImportQr(Vec<PathBuf>),
     /// Print the cacheline layout report.
     Layout,
     /// Build the USB image.
@@ -101,7 +104,7 @@ impl Command {
             Command::Run => "run",
             Command::Bench => "bench",
             Command::Compare(_) => "compare",
-            Command::Import(_) => "import",
+            Command::Import(_) | Command::ImportQr(_) => "import",
             Command::Layout => "layout",
             Command::Image => "image",
             Command::Help => "help",
@@ -415,6 +418,7 @@ where
                 Command::Test(names) => names.push(arg),
                 Command::Compare(dirs) => dirs.push(arg.into()),
                 Command::Import(log @ None) => *log = Some(arg.into()),
+                Command::ImportQr(images) => images.push(arg.into()),
                 _ => return Err(CliError::UnexpectedArgument(arg)),
             }
             continue;
@@ -435,6 +439,17 @@ where
                 ("--debug", None) => cli.options.profile = Profile::Debug,
                 ("--release", None) => cli.options.profile = Profile::Release,
                 ("--quiet", None) => cli.options.quiet = true,
+                ("--qr", None) => match &mut cli.command {
+                    Command::Import(log) => {
+                        cli.command = Command::ImportQr(log.take().into_iter().collect())
+                    }
+                    c => {
+                        return Err(CliError::NotForCommand {
+                            flag: "--qr",
+                            command: c.name(),
+                        });
+                    }
+                },
                 ("--quick", None) => {
                     seen.push("--quick");
                     cli.options.bench.quick = true;
@@ -548,7 +563,12 @@ fn check_combination(cli: &mut Cli, seen: &[&'static str]) -> Result<(), CliErro
                 "import needs the serial log to read",
             ));
         }
-        Command::Compare(_) | Command::Import(_) => {
+        Command::ImportQr(images) if images.is_empty() => {
+            return Err(CliError::MissingArgument(
+                "import --qr needs at least one image",
+            ));
+        }
+        Command::Compare(_) | Command::Import(_) | Command::ImportQr(_) => {
             for flag in [
                 "--mode",
                 "--smp",

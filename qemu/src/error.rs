@@ -36,6 +36,8 @@ pub enum RunError {
         /// What is wrong with it.
         why: String,
     },
+    /// `kx import --qr`: the images do not give the whole payload.
+    Qr(crate::bench::qr::QrError),
 }
 
 impl RunError {
@@ -64,6 +66,7 @@ impl fmt::Display for RunError {
             RunError::NotFound(p) => write!(f, "{}: no such file", p.display()),
             RunError::MediumMismatch(msg) => f.write_str(msg),
             RunError::BadInput { path, why } => write!(f, "{}: {why}", path.display()),
+            RunError::Qr(e) => e.fmt(f),
         }
     }
 }

@@ -7,7 +7,9 @@
 //! not start, its own error status 1, killed by a signal), 7 timeout (QEMU killed by the
 //! runner), 8 the console output contradicts the exit code (e.g. a test line missing), 9 the
 //! benchmark's `KRESULT` records are malformed or incomplete (no `end` record, a cut line, a
-//! lost comparison), 10 the benchmark's `end` record says its invariant checks failed.
+//! lost comparison), 10 the benchmark's `end` record says its invariant checks failed;
+//! `kx import --qr`: 11 an image unreadable or without a code of ours, 12 codes missing,
+//! 13 codes that contradict each other or a payload that fails its checksum.
 
 use abi::ExitCode;
 use boot::error::{EXIT_BUILD_FAILED, EXIT_MISSING_PACKAGES, EXIT_NOT_FOUND, EXIT_USAGE};
@@ -37,13 +39,21 @@ pub enum RunnerExit {
     BadResults,
     /// The benchmark's `end` record says an invariant check failed.
     InvariantsFailed,
+    /// `kx import --qr`: an image that cannot be read or holds no readable results code
+    /// (none found, none decodes, a foreign QR code).
+    QrUnreadable,
+    /// `kx import --qr`: codes of the sequence missing from every image.
+    QrMissing,
+    /// `kx import --qr`: codes of different runs, one number with two contents, or a
+    /// payload that fails its checksum or does not inflate.
+    QrCorrupt,
     /// The kernel exited with this code (any but success).
     Kernel(ExitCode),
 }
 
 impl RunnerExit {
     /// The runner's own codes with their meaning, for help text and the README table.
-    pub const OWN: [(RunnerExit, &'static str); 10] = [
+    pub const OWN: [(RunnerExit, &'static str); 13] = [
         (RunnerExit::Success, "the kernel reported success"),
         (RunnerExit::Usage, "bad runner arguments"),
         (
@@ -75,6 +85,18 @@ impl RunnerExit {
             RunnerExit::InvariantsFailed,
             "benchmark invariant checks failed (the end record says so)",
         ),
+        (
+            RunnerExit::QrUnreadable,
+            "import --qr: an image unreadable, or without a readable results code (none found, none decodes, a foreign QR code)",
+        ),
+        (
+            RunnerExit::QrMissing,
+            "import --qr: codes missing (each named by its number)",
+        ),
+        (
+            RunnerExit::QrCorrupt,
+            "import --qr: codes of different runs or contradicting each other, or the payload fails its checksum",
+        ),
     ];
 
     /// The process exit status.
@@ -91,6 +113,9 @@ impl RunnerExit {
             RunnerExit::OutputMismatch => 8,
             RunnerExit::BadResults => 9,
             RunnerExit::InvariantsFailed => 10,
+            RunnerExit::QrUnreadable => 11,
+            RunnerExit::QrMissing => 12,
+            RunnerExit::QrCorrupt => 13,
             RunnerExit::Kernel(ExitCode::Success) => 0,
             RunnerExit::Kernel(code) => code.port_value() as i32,
         }
@@ -112,6 +137,7 @@ impl RunnerExit {
             RunError::NotFound(_) => RunnerExit::NotFound,
             RunError::MediumMismatch(_) => RunnerExit::Usage,
             RunError::BadInput { .. } => RunnerExit::BadResults,
+            RunError::Qr(e) => e.exit(),
         }
     }
 }
@@ -132,7 +158,7 @@ mod tests {
                 assert_eq!(s, 0);
             } else {
                 assert!(seen.insert(s), "{c:?} clashes");
-                assert!(s > 10 && s < 256);
+                assert!(s > 13 && s < 256);
             }
         }
         assert_eq!(RunnerExit::Kernel(ExitCode::Panic).status(), 0x12);
