@@ -9,13 +9,14 @@
 //!   under a hypervisor; `off`: never) and from the framebuffer (pixels needed, not EGA text)
 //!   whether the codes will be shown, and if so starts keeping a copy of every record line
 //!   ([`capture`], called by the benchmark platform for each record it prints).
-//! * [`Display::show`] then draws one code per screen: error-correction level M, version up
-//!   to 20 (97 modules), a white quiet zone of at least 4 modules, each module the largest
-//!   whole number of pixels that fits the screen below two text lines ("code i of n", the
-//!   payload's CRC-32 and length, the keys). On a 1024 x 768 screen a module is 7 pixels and
-//!   the code 679 pixels wide; at least 2 pixels per module are required.
-//! * Keys (polled PS/2, [`super::keyboard`]): Space, Enter, Right: next; Left, Backspace:
-//!   back; Escape, `q`: leave. Until a first key is pressed the display steps forward by
+//! * [`Display::show`] then shows the codes page by page: error-correction level M, version
+//!   up to 8 (49 modules), a white quiet zone of 4 modules, [`MODULE_PX`] pixels per module
+//!   (fewer only when not even one code fits, at least [`MIN_MODULE_PX`]), as many codes per
+//!   page as fit ([`Layout`]: 4 on 1024 x 768, 10 on 1920 x 1080). Each code has its label
+//!   `i/n crc32` above it; the top lines say which page and codes are shown, the payload's
+//!   CRC-32 and length, and the keys.
+//! * Keys (polled PS/2, [`super::keyboard`]): Space, Enter, Right: next page; Left,
+//!   Backspace: back; Escape, `q`: leave. Until a first key is pressed the display steps by
 //!   itself every [`AUTO_STEP_S`] seconds (a keyboard that does not answer, e.g. a USB one
 //!   without legacy emulation, never stops it); after one, only keys step.
 //! * On a real machine the results table stays on screen for [`LEAD_S`] seconds first (any
@@ -23,8 +24,8 @@
 //!   outcome and halts as usual) or a reset. Under a hypervisor (`qr=on`) it is shown once:
 //!   stepping past the last code ends it and the kernel exits.
 //!
-//! Each code shown is also announced on serial as `KQR code <i> of <n> crc <8 hex digits>`
-//! (the tests take QEMU's screendump then).
+//! Each page shown is also announced on serial as `KQR page <p> of <P> codes <a>-<b> of <n>
+//! crc <8 hex digits>` (the tests take QEMU's screendump then).
 
 use super::keyboard::{self, Key};
 use super::{Sink, print_to, with_screen};
@@ -33,15 +34,18 @@ use crate::boot_info::{BootInfo, BootProtocol};
 use abi::QrMode;
 use alloc::string::String;
 use core::fmt::{self, Write};
-use qrpayload::{BUFFER_LEN, QUIET_ZONE, QrCode, Sequence};
+use qrpayload::{BUFFER_LEN, QUIET_ZONE, Sequence};
 use spin::Mutex;
 
 /// Seconds a code stays before the display steps by itself (until a key is pressed).
 pub const AUTO_STEP_S: u64 = 8;
 /// Seconds the results table stays on a real machine's screen before the codes.
 pub const LEAD_S: u64 = 20;
+/// Pixels per module when the screen has room: 6 (a 1.6 mm module on a 24-inch 1080p
+/// screen; a code with its quiet zone is 342 pixels, 9 cm, across).
+pub const MODULE_PX: usize = 6;
 /// Smallest module, pixels.
-const MIN_MODULE_PX: usize = 2;
+pub const MIN_MODULE_PX: usize = 2;
 const WHITE: u32 = 0x00ff_ffff;
 const BLACK: u32 = 0;
 
@@ -89,7 +93,7 @@ impl Display {
     /// Shows the captured records as codes until the sequence ends or a leave key.
     pub fn show(self) {
         let records = RECORDS.lock().take().unwrap_or_default();
-        let seq = match Sequence::new(records.as_bytes()) {
+        let seq = match compress(records.as_bytes()) {
             Ok(s) => s,
             Err(e) => {
                 crate::println!("qr: {e}");
@@ -112,29 +116,67 @@ impl Display {
                 keyed = true;
             }
         }
-        let (mut tmp, mut out) = ([0u8; BUFFER_LEN], [0u8; BUFFER_LEN]);
-        let mut i: u16 = 1;
-        loop {
-            let qr = seq.encode(i, &mut tmp, &mut out);
-            if !draw(&qr, i, &seq) {
-                break;
-            }
-            print_to(
-                Sink::Serial,
-                format_args!("KQR code {i} of {n} crc {:08x}\n", seq.crc()),
-            );
+        let total = pages(&seq);
+        let mut page: u16 = 0;
+        while total > 0 && draw_page(&seq, page) {
             let key = wait_key((!keyed).then_some(AUTO_STEP_S));
             keyed |= key.is_some();
             match key.unwrap_or(Key::Next) {
-                Key::Next if i < n => i += 1,
-                Key::Next if self.cycle => i = 1,
+                Key::Next if page + 1 < total => page += 1,
+                Key::Next if self.cycle => page = 0,
                 Key::Next | Key::Quit => break,
-                Key::Back => i = if i > 1 { i - 1 } else { n },
+                Key::Back => page = if page > 0 { page - 1 } else { total - 1 },
                 Key::Other => {}
             }
         }
         with_screen(|fb| fb.reset());
         crate::println!("qr: done ({n} codes, crc {:08x})", seq.crc());
+    }
+}
+
+/// Pages of the private stack the compression runs on (256 KiB).
+const COMPRESS_STACK_PAGES: u64 = 64;
+
+/// [`Sequence::new`] on a private stack: `miniz_oxide`'s compressor keeps its 64 KiB LZ code
+/// buffer inline, as much as a whole kernel stack (a double fault on the first try).
+fn compress(records: &[u8]) -> Result<Sequence, String> {
+    struct Job<'a> {
+        input: &'a [u8],
+        out: Option<Result<Sequence, qrpayload::TooLong>>,
+    }
+    extern "C" fn run(arg: usize) {
+        // SAFETY: `arg` is the `&mut Job` passed by `compress` below, alive and not otherwise
+        // used during this call.
+        let job = unsafe { &mut *(arg as *mut Job<'_>) };
+        job.out = Some(Sequence::new(job.input));
+    }
+    let stack = crate::mm::stack::alloc(COMPRESS_STACK_PAGES)
+        .map_err(|e| alloc::format!("no stack for the compression: {e:?}"))?;
+    let mut job = Job {
+        input: records,
+        out: None,
+    };
+    // SAFETY: the stack is freshly mapped, unused and 16-byte aligned at its top (a page
+    // boundary); `run` returns normally (panics abort) and keeps r12 (callee-saved), which
+    // holds the old stack pointer across the call; every caller-saved register is declared
+    // clobbered. The stack's frames are never freed (256 KiB once per run).
+    unsafe {
+        core::arch::asm!(
+            "mov r12, rsp",
+            "mov rsp, {top}",
+            "call {f}",
+            "mov rsp, r12",
+            top = in(reg) stack.top.as_u64(),
+            f = in(reg) run as extern "C" fn(usize),
+            in("rdi") &mut job as *mut Job<'_> as usize,
+            out("r12") _,
+            clobber_abi("C"),
+        );
+    }
+    match job.out {
+        Some(Ok(seq)) => Ok(seq),
+        Some(Err(e)) => Err(alloc::format!("{e}")),
+        None => Err("the compression did not run".into()),
     }
 }
 
@@ -152,45 +194,109 @@ fn wait_key(seconds: Option<u64>) -> Option<Key> {
     }
 }
 
-/// Draws code `i` with its caption; false (and a message) when the screen is too small.
-fn draw(qr: &QrCode<'_>, i: u16, seq: &Sequence) -> bool {
-    let size = qr.size() as usize;
-    let drawn = with_screen(|fb| {
-        let (w, h, scale) = fb.pixels()?;
-        let band = 2 * 8 * scale;
-        let avail = h.checked_sub(band)?;
-        let module = avail.min(w) / (size + 2 * QUIET_ZONE);
-        if module < MIN_MODULE_PX {
+/// Where the codes of a page go on a screen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// Pixels per module.
+    pub module: usize,
+    /// Codes across and down.
+    pub cols: usize,
+    /// Rows of codes.
+    pub rows: usize,
+    /// A code's cell (label line, then the code with its quiet zone), pixels; multiples of
+    /// the glyph size, so labels fall on text cells.
+    pub cell_w: usize,
+    /// See `cell_w`.
+    pub cell_h: usize,
+    /// Glyph size in pixels (text lines at the top take two).
+    pub glyph: usize,
+}
+
+impl Layout {
+    /// The layout of `size`-module codes on a `w` x `h` screen with glyphs scaled `scale`:
+    /// [`MODULE_PX`] per module, as many codes as fit; if not even one fits, one code with
+    /// the largest module that does (at least [`MIN_MODULE_PX`]).
+    #[must_use]
+    pub fn new(w: usize, h: usize, scale: usize, size: usize) -> Option<Layout> {
+        let glyph = 8 * scale;
+        let avail_h = h.checked_sub(2 * glyph + glyph)?;
+        let total = size + 2 * QUIET_ZONE;
+        let fit = (avail_h.min(w) / total).min(MODULE_PX);
+        if fit < MIN_MODULE_PX {
             return None;
         }
+        let up = |v: usize| v.div_ceil(glyph) * glyph;
+        let cell_w = up(total * fit).min(w);
+        let cell_h = up(glyph + total * fit).min(h - 2 * glyph);
+        Some(Layout {
+            module: fit,
+            cols: (w / cell_w).max(1),
+            rows: ((h - 2 * glyph) / cell_h).max(1),
+            cell_w,
+            cell_h,
+            glyph,
+        })
+    }
+
+    /// Codes per page.
+    #[must_use]
+    pub fn per_page(&self) -> usize {
+        self.cols * self.rows
+    }
+}
+
+/// Draws page `page` (0-based) of the sequence: its codes with their labels and the caption.
+fn draw_page(seq: &Sequence, page: u16) -> bool {
+    let n = seq.count();
+    let (mut tmp, mut out) = ([0u8; BUFFER_LEN], [0u8; BUFFER_LEN]);
+    let size = seq.encode(1, &mut tmp, &mut out).size() as usize;
+    let drawn = with_screen(|fb| {
+        let (w, h, scale) = fb.pixels()?;
+        let l = Layout::new(w, h, scale, size)?;
+        let per = l.per_page();
+        let pages = usize::from(n).div_ceil(per);
+        let first = usize::from(page) * per + 1;
+        let last = (first + per - 1).min(usize::from(n));
         fb.reset();
-        fb.fill_rect(0, band, w, avail, WHITE);
-        let (x0, y0) = ((w - size * module) / 2, band + (avail - size * module) / 2);
-        for y in 0..size {
-            let mut x = 0;
-            while x < size {
-                if !qr.get_module(x as i32, y as i32) {
-                    x += 1;
-                    continue;
+        let top = 2 * l.glyph;
+        let mut line = String::new();
+        for (slot, i) in (first..=last).enumerate() {
+            let (cx, cy) = ((slot % l.cols) * l.cell_w, top + (slot / l.cols) * l.cell_h);
+            line.clear();
+            let _ = write!(line, "{i}/{n} {:08x}", seq.crc());
+            fb.text_at(cx / l.glyph + 1, cy / l.glyph, &line);
+            let qr = seq.encode(i as u16, &mut tmp, &mut out);
+            let side = (qr.size() as usize + 2 * QUIET_ZONE) * l.module;
+            let (x0, y0) = (cx, cy + l.glyph);
+            fb.fill_rect(x0, y0, side, side, WHITE);
+            let (qx, qy) = (x0 + QUIET_ZONE * l.module, y0 + QUIET_ZONE * l.module);
+            let qs = qr.size() as usize;
+            for y in 0..qs {
+                let mut x = 0;
+                while x < qs {
+                    let run = (x..qs)
+                        .take_while(|&xx| qr.get_module(xx as i32, y as i32))
+                        .count();
+                    if run == 0 {
+                        x += 1;
+                        continue;
+                    }
+                    fb.fill_rect(
+                        qx + x * l.module,
+                        qy + y * l.module,
+                        run * l.module,
+                        l.module,
+                        BLACK,
+                    );
+                    x += run;
                 }
-                let run = (x..size)
-                    .take_while(|&xx| qr.get_module(xx as i32, y as i32))
-                    .count();
-                fb.fill_rect(
-                    x0 + x * module,
-                    y0 + y * module,
-                    run * module,
-                    module,
-                    BLACK,
-                );
-                x += run;
             }
         }
-        let mut line = String::new();
+        line.clear();
         let _ = write!(
             line,
-            "kx results: code {i} of {}   crc32 {:08x}   {} bytes",
-            seq.count(),
+            "kx results: page {} of {pages}, codes {first}-{last} of {n}, crc32 {:08x}, {} bytes",
+            page + 1,
             seq.crc(),
             seq.payload_len()
         );
@@ -201,10 +307,36 @@ fn draw(qr: &QrCode<'_>, i: u16, seq: &Sequence) -> bool {
             "next: Space/->  back: <-  leave: Esc/q  (no key: next in {AUTO_STEP_S} s)"
         );
         fb.text_at(0, 1, &line);
-        Some(())
+        Some((pages, first, last))
     });
-    if drawn.is_none() {
-        crate::println!("qr: the screen is too small for a {size}-module code");
+    match drawn.flatten() {
+        Some((pages, first, last)) => {
+            print_to(
+                Sink::Serial,
+                format_args!(
+                    "KQR page {} of {pages} codes {first}-{last} of {n} crc {:08x}\n",
+                    page + 1,
+                    seq.crc()
+                ),
+            );
+            true
+        }
+        None => {
+            crate::println!("qr: the screen is too small for a {size}-module code");
+            false
+        }
     }
-    drawn.is_some()
+}
+
+/// Pages the sequence takes on this screen (0 when it does not fit).
+fn pages(seq: &Sequence) -> u16 {
+    let (mut tmp, mut out) = ([0u8; BUFFER_LEN], [0u8; BUFFER_LEN]);
+    let size = seq.encode(1, &mut tmp, &mut out).size() as usize;
+    with_screen(|fb| {
+        let (w, h, scale) = fb.pixels()?;
+        let l = Layout::new(w, h, scale, size)?;
+        Some(usize::from(seq.count()).div_ceil(l.per_page()) as u16)
+    })
+    .flatten()
+    .unwrap_or(0)
 }

@@ -89,20 +89,38 @@ pub fn decode_image(path: &Path) -> Result<(Vec<Vec<u8>>, usize), QrError> {
     Ok(decode_luma(&img.to_luma8()))
 }
 
-/// The codes of a grey-level image (see [`decode_image`]): searched as it is and, smoothed
-/// (a Gaussian blur of 1 pixel), again, which finds codes in noisy photos that `rqrr`'s
-/// binarisation misses; a code found both ways counts once.
+/// The codes of a grey-level image (see [`decode_image`]). `rqrr` misses codes in noisy
+/// pictures and in pictures with modules of 4 pixels or fewer (a photo from afar, a
+/// screenshot scaled down), so the image is searched as it is, smoothed (a Gaussian blur of
+/// 1 pixel) and, up to [`UPSCALE_BELOW`] pixels wide, enlarged twice (bilinear); a code
+/// found several ways counts once. The count of codes found but not decoded is the largest
+/// of the three.
 #[must_use]
 pub fn decode_luma(luma: &image::GrayImage) -> (Vec<Vec<u8>>, usize) {
-    let (mut codes, failed) = decode_once(luma);
-    let (more, failed_smoothed) = decode_once(&image::imageops::blur(luma, 1.0));
-    for c in more {
-        if !codes.contains(&c) {
-            codes.push(c);
+    let (mut codes, mut failed) = decode_once(luma);
+    let mut tries = vec![image::imageops::blur(luma, 1.0)];
+    if luma.width() <= UPSCALE_BELOW {
+        tries.push(image::imageops::resize(
+            luma,
+            luma.width() * 2,
+            luma.height() * 2,
+            image::imageops::FilterType::Triangle,
+        ));
+    }
+    for img in tries {
+        let (more, f) = decode_once(&img);
+        failed = failed.max(f);
+        for c in more {
+            if !codes.contains(&c) {
+                codes.push(c);
+            }
         }
     }
-    (codes, failed.max(failed_smoothed))
+    (codes, failed)
 }
+
+/// Widest image [`decode_luma`] also searches enlarged.
+pub const UPSCALE_BELOW: u32 = 2048;
 
 fn decode_once(luma: &image::GrayImage) -> (Vec<Vec<u8>>, usize) {
     let (w, h) = (luma.width() as usize, luma.height() as usize);
