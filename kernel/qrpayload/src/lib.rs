@@ -56,6 +56,62 @@ pub const BUFFER_LEN: usize = Version::new(MAX_VERSION).buffer_len();
 /// Largest payload after inflating (a default run's records are a few MiB).
 pub const MAX_RECORDS: usize = 256 << 20;
 
+/// Pixels per module when the screen has room: 6 (a 1.6 mm module on a 24-inch 1080p
+/// screen; a code with its quiet zone is 342 pixels, 9 cm, across).
+pub const MODULE_PX: usize = 6;
+/// Smallest module, pixels.
+pub const MIN_MODULE_PX: usize = 2;
+
+/// Where the codes of a page go on a screen (the kernel's drawing, host-tested here).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// Pixels per module.
+    pub module: usize,
+    /// Codes across and down.
+    pub cols: usize,
+    /// Rows of codes.
+    pub rows: usize,
+    /// A code's cell (label line, then the code with its quiet zone), pixels; multiples of
+    /// the glyph size, so labels fall on text cells.
+    pub cell_w: usize,
+    /// See `cell_w`.
+    pub cell_h: usize,
+    /// Glyph size in pixels (text lines at the top take two).
+    pub glyph: usize,
+}
+
+impl Layout {
+    /// The layout of `size`-module codes on a `w` x `h` screen with `glyph`-pixel glyphs:
+    /// [`MODULE_PX`] per module, as many codes as fit; if not even one fits, one code with
+    /// the largest module that does (at least [`MIN_MODULE_PX`]).
+    #[must_use]
+    pub fn new(w: usize, h: usize, glyph: usize, size: usize) -> Option<Layout> {
+        let avail_h = h.checked_sub(2 * glyph + glyph)?;
+        let total = size + 2 * QUIET_ZONE;
+        let fit = (avail_h.min(w) / total).min(MODULE_PX);
+        if fit < MIN_MODULE_PX {
+            return None;
+        }
+        let up = |v: usize| v.div_ceil(glyph) * glyph;
+        let cell_w = up(total * fit).min(w);
+        let cell_h = up(glyph + total * fit).min(h - 2 * glyph);
+        Some(Layout {
+            module: fit,
+            cols: (w / cell_w).max(1),
+            rows: ((h - 2 * glyph) / cell_h).max(1),
+            cell_w,
+            cell_h,
+            glyph,
+        })
+    }
+
+    /// Codes per page.
+    #[must_use]
+    pub fn per_page(&self) -> usize {
+        self.cols * self.rows
+    }
+}
+
 /// CRC-32 (IEEE 802.3, reflected, as zlib's `crc32`).
 #[must_use]
 pub fn crc32(data: &[u8]) -> u32 {

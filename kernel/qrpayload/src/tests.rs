@@ -148,3 +148,24 @@ fn codes_of_another_run_and_corrupted_chunks_are_caught() {
         Err(AssembleError::Checksum { expected, .. }) if expected == a.crc()
     ));
 }
+
+#[test]
+fn pages_hold_as_many_codes_as_fit_at_six_pixels_per_module() {
+    // (width, height, glyph) -> codes per page; a version-8 code is 49 modules.
+    for (w, h, glyph, per) in [
+        (800, 600, 8, 2),
+        (1024, 768, 16, 4),
+        (1920, 1080, 16, 10),
+        (640, 480, 8, 1),
+    ] {
+        let l = Layout::new(w, h, glyph, 49).unwrap();
+        assert_eq!(l.module, MODULE_PX, "{w}x{h}");
+        assert_eq!(l.per_page(), per, "{w}x{h}");
+        assert!(l.cols * l.cell_w <= w && 2 * glyph + l.rows * l.cell_h <= h);
+        assert_eq!(l.cell_w % glyph, 0);
+    }
+    // A small screen gets one code with smaller modules; a tiny one none.
+    let l = Layout::new(320, 240, 8, 49).unwrap();
+    assert_eq!((l.module, l.per_page()), (3, 1));
+    assert_eq!(Layout::new(100, 100, 8, 49), None);
+}

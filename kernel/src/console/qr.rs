@@ -10,9 +10,9 @@
 //!   whether the codes will be shown, and if so starts keeping a copy of every record line
 //!   ([`capture`], called by the benchmark platform for each record it prints).
 //! * [`Display::show`] then shows the codes page by page: error-correction level M, version
-//!   up to 8 (49 modules), a white quiet zone of 4 modules, [`MODULE_PX`] pixels per module
-//!   (fewer only when not even one code fits, at least [`MIN_MODULE_PX`]), as many codes per
-//!   page as fit ([`Layout`]: 4 on 1024 x 768, 10 on 1920 x 1080). Each code has its label
+//!   up to 8 (49 modules), a white quiet zone of 4 modules, [`qrpayload::MODULE_PX`] pixels per module
+//!   (fewer only when not even one code fits, at least [`qrpayload::MIN_MODULE_PX`]), as many codes per
+//!   page as fit ([`qrpayload::Layout`]: 4 on 1024 x 768, 10 on 1920 x 1080). Each code has its label
 //!   `i/n crc32` above it; the top lines say which page and codes are shown, the payload's
 //!   CRC-32 and length, and the keys.
 //! * Keys (polled PS/2, [`super::keyboard`]): Space, Enter, Right: next page; Left,
@@ -34,18 +34,13 @@ use crate::boot_info::{BootInfo, BootProtocol};
 use abi::QrMode;
 use alloc::string::String;
 use core::fmt::{self, Write};
-use qrpayload::{BUFFER_LEN, QUIET_ZONE, Sequence};
+use qrpayload::{BUFFER_LEN, Layout, QUIET_ZONE, Sequence};
 use spin::Mutex;
 
 /// Seconds a code stays before the display steps by itself (until a key is pressed).
 pub const AUTO_STEP_S: u64 = 8;
 /// Seconds the results table stays on a real machine's screen before the codes.
 pub const LEAD_S: u64 = 20;
-/// Pixels per module when the screen has room: 6 (a 1.6 mm module on a 24-inch 1080p
-/// screen; a code with its quiet zone is 342 pixels, 9 cm, across).
-pub const MODULE_PX: usize = 6;
-/// Smallest module, pixels.
-pub const MIN_MODULE_PX: usize = 2;
 const WHITE: u32 = 0x00ff_ffff;
 const BLACK: u32 = 0;
 
@@ -194,57 +189,6 @@ fn wait_key(seconds: Option<u64>) -> Option<Key> {
     }
 }
 
-/// Where the codes of a page go on a screen.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Layout {
-    /// Pixels per module.
-    pub module: usize,
-    /// Codes across and down.
-    pub cols: usize,
-    /// Rows of codes.
-    pub rows: usize,
-    /// A code's cell (label line, then the code with its quiet zone), pixels; multiples of
-    /// the glyph size, so labels fall on text cells.
-    pub cell_w: usize,
-    /// See `cell_w`.
-    pub cell_h: usize,
-    /// Glyph size in pixels (text lines at the top take two).
-    pub glyph: usize,
-}
-
-impl Layout {
-    /// The layout of `size`-module codes on a `w` x `h` screen with glyphs scaled `scale`:
-    /// [`MODULE_PX`] per module, as many codes as fit; if not even one fits, one code with
-    /// the largest module that does (at least [`MIN_MODULE_PX`]).
-    #[must_use]
-    pub fn new(w: usize, h: usize, scale: usize, size: usize) -> Option<Layout> {
-        let glyph = 8 * scale;
-        let avail_h = h.checked_sub(2 * glyph + glyph)?;
-        let total = size + 2 * QUIET_ZONE;
-        let fit = (avail_h.min(w) / total).min(MODULE_PX);
-        if fit < MIN_MODULE_PX {
-            return None;
-        }
-        let up = |v: usize| v.div_ceil(glyph) * glyph;
-        let cell_w = up(total * fit).min(w);
-        let cell_h = up(glyph + total * fit).min(h - 2 * glyph);
-        Some(Layout {
-            module: fit,
-            cols: (w / cell_w).max(1),
-            rows: ((h - 2 * glyph) / cell_h).max(1),
-            cell_w,
-            cell_h,
-            glyph,
-        })
-    }
-
-    /// Codes per page.
-    #[must_use]
-    pub fn per_page(&self) -> usize {
-        self.cols * self.rows
-    }
-}
-
 /// Draws page `page` (0-based) of the sequence: its codes with their labels and the caption.
 fn draw_page(seq: &Sequence, page: u16) -> bool {
     let n = seq.count();
@@ -252,7 +196,7 @@ fn draw_page(seq: &Sequence, page: u16) -> bool {
     let size = seq.encode(1, &mut tmp, &mut out).size() as usize;
     let drawn = with_screen(|fb| {
         let (w, h, scale) = fb.pixels()?;
-        let l = Layout::new(w, h, scale, size)?;
+        let l = Layout::new(w, h, 8 * scale, size)?;
         let per = l.per_page();
         let pages = usize::from(n).div_ceil(per);
         let first = usize::from(page) * per + 1;
@@ -334,7 +278,7 @@ fn pages(seq: &Sequence) -> u16 {
     let size = seq.encode(1, &mut tmp, &mut out).size() as usize;
     with_screen(|fb| {
         let (w, h, scale) = fb.pixels()?;
-        let l = Layout::new(w, h, scale, size)?;
+        let l = Layout::new(w, h, 8 * scale, size)?;
         Some(usize::from(seq.count()).div_ceil(l.per_page()) as u16)
     })
     .flatten()
