@@ -925,6 +925,35 @@ mod tests {
     }
 
     #[test]
+    fn import_qr_takes_images() {
+        let c = parse(["import", "--qr", "a.jpg", "b.png", "--out", "r"]).unwrap();
+        assert_eq!(
+            c.command,
+            Command::ImportQr(vec!["a.jpg".into(), "b.png".into()])
+        );
+        assert_eq!(c.command.name(), "import");
+        let c = parse(["import", "a.jpg", "--qr", "b.png"]).unwrap();
+        assert_eq!(
+            c.command,
+            Command::ImportQr(vec!["a.jpg".into(), "b.png".into()])
+        );
+        assert_eq!(
+            parse(["import", "--qr"]),
+            Err(CliError::MissingArgument(
+                "import --qr needs at least one image"
+            ))
+        );
+        assert!(matches!(
+            parse(["bench", "--qr"]),
+            Err(CliError::NotForCommand { flag: "--qr", .. })
+        ));
+        assert!(matches!(
+            parse(["import", "--qr", "a.png", "--smp", "2"]),
+            Err(CliError::NotForCommand { flag: "--smp", .. })
+        ));
+    }
+
+    #[test]
     fn compare_and_import_take_paths() {
         let c = parse(["compare", "a", "b", "--out", "x.html"]).unwrap();
         assert_eq!(c.command, Command::Compare(vec!["a".into(), "b".into()]));
