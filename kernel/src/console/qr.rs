@@ -13,7 +13,7 @@
 //!   up to 8 (49 modules), a white quiet zone of 4 modules, [`qrpayload::MODULE_PX`] pixels per module
 //!   (fewer only when not even one code fits, at least [`qrpayload::MIN_MODULE_PX`]), as many codes per
 //!   page as fit ([`qrpayload::Layout`]: 4 on 1024 x 768, 10 on 1920 x 1080). Each code has its label
-//!   `i/n crc32` above it; the top lines say which page and codes are shown, the payload's
+//!   `code i/n` and the CRC-32 above it; the top lines say which page and codes are shown, the payload's
 //!   CRC-32 and length, and the keys.
 //! * Keys (polled PS/2, [`super::keyboard`]): Space, Enter, Right: next page; Left,
 //!   Backspace: back; Escape, `q`: leave. Until a first key is pressed the display steps by
@@ -207,7 +207,7 @@ fn draw_page(seq: &Sequence, page: u16) -> bool {
         for (slot, i) in (first..=last).enumerate() {
             let (cx, cy) = ((slot % l.cols) * l.cell_w, top + (slot / l.cols) * l.cell_h);
             line.clear();
-            let _ = write!(line, "{i}/{n} {:08x}", seq.crc());
+            let _ = write!(line, "code {i}/{n} {:08x}", seq.crc());
             fb.text_at(cx / l.glyph + 1, cy / l.glyph, &line);
             let qr = seq.encode(i as u16, &mut tmp, &mut out);
             let side = (qr.size() as usize + 2 * QUIET_ZONE) * l.module;
