@@ -56,6 +56,10 @@ pub const ACCEPTED: &[(&str, &str)] = &[
         "1..=86400   (with run=bench; seconds the benchmark may take before it stops adding rounds)",
     ),
     (
+        "qr",
+        "auto | on | off   (with run=bench; results as QR codes on the screen at the end: auto = on real hardware only)",
+    ),
+    (
         "pcp_batch",
         "1..=65536   (frames per per-CPU page list refill; default from the zone size)",
     ),
@@ -144,6 +148,17 @@ pub enum ExitMethod {
     Halt,
 }
 
+/// `qr=`: whether the end of `run=bench` shows the results as QR codes on the screen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QrMode {
+    /// On a real machine (no hypervisor) only: the sequence cycles until reset.
+    Auto,
+    /// Also under a hypervisor: the sequence is shown once, then the kernel exits.
+    On,
+    /// Never.
+    Off,
+}
+
 /// The parsed command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config<'a> {
@@ -163,6 +178,8 @@ pub struct Config<'a> {
     pub fail_page_alloc: Option<crate::fault_spec::FaultSpec>,
     /// `fail_charge=`: injected failures of the fault path's memcg charges.
     pub fail_charge: Option<crate::fault_spec::FaultSpec>,
+    /// `qr=`: the results as QR codes at the end of `run=bench`.
+    pub qr: QrMode,
 }
 
 impl Default for Config<'_> {
@@ -176,6 +193,7 @@ impl Default for Config<'_> {
             pcp_high: None,
             fail_page_alloc: None,
             fail_charge: None,
+            qr: QrMode::Auto,
         }
     }
 }
@@ -278,6 +296,15 @@ pub fn parse(line: &str, skip_image_path: bool) -> Result<Config<'_>, CmdlineErr
                     "auto" => ExitMethod::Auto,
                     "qemu" => ExitMethod::Qemu,
                     "halt" => ExitMethod::Halt,
+                    _ => return Err(bad),
+                }
+            }
+            "qr" => {
+                bench_key.get_or_insert(key);
+                cfg.qr = match value {
+                    "auto" => QrMode::Auto,
+                    "on" => QrMode::On,
+                    "off" => QrMode::Off,
                     _ => return Err(bad),
                 }
             }
@@ -509,5 +536,24 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn qr_key() {
+        assert_eq!(parse("run=bench", false).unwrap().qr, QrMode::Auto);
+        assert_eq!(parse("run=bench qr=on", false).unwrap().qr, QrMode::On);
+        assert_eq!(parse("run=bench qr=off", false).unwrap().qr, QrMode::Off);
+        assert_eq!(parse("run=bench qr=auto", false).unwrap().qr, QrMode::Auto);
+        assert_eq!(
+            parse("run=bench qr=1", false),
+            Err(CmdlineError::BadValue {
+                key: "qr",
+                value: "1"
+            })
+        );
+        assert_eq!(
+            parse("run=test qr=on", false),
+            Err(CmdlineError::BenchKeyWithoutRun("qr"))
+        );
     }
 }

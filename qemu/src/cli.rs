@@ -47,6 +47,7 @@ commands:
   run                boot with the command line given by --append (default: empty)
   compare DIR DIR... compare benchmark result directories (hmeans, ratios, significance)
   import LOG         turn a serial log from a real machine into a results directory
+  import --qr IMG... the same from photos or screenshots of the QR codes the kernel shows
   layout             print the cacheline layout report of the key structs (run=layout)
   image              build the GRUB USB image (BIOS + UEFI); print dd line and SHA-256
   help               this text
@@ -59,7 +60,7 @@ options:
                      round-robin, distances 10 + 10*|i-j| (default: no NUMA description)
   --timeout SECS     kill QEMU after SECS, 1..=86400 (default: 60; UEFI modes 120; bench 1800)
   --accel ACCEL      auto | kvm | tcg (default: auto, KVM where a probe boot shows it works,
-                     cached per host; kvm where it does not is an error, status 11)
+                     cached per host; kvm where it does not is an error, status 14)
   --append CMDLINE   kernel command line words (run, image: the whole line; others: added)
   --kernel FILE      direct mode: boot this ELF32 instead of building the kernel
   --image FILE       image modes: boot this GRUB image instead of building one
@@ -102,6 +103,8 @@ pub enum Command {
     Compare(Vec<PathBuf>),
     /// Import a serial log.
     Import(Option<PathBuf>),
+    /// Import the QR codes in these images (`import --qr`).
+    ImportQr(Vec<PathBuf>),
     /// Print the cacheline layout report.
     Layout,
     /// Build the USB image.
@@ -120,7 +123,7 @@ impl Command {
             Command::Run => "run",
             Command::Bench => "bench",
             Command::Compare(_) => "compare",
-            Command::Import(_) => "import",
+            Command::Import(_) | Command::ImportQr(_) => "import",
             Command::Layout => "layout",
             Command::Image => "image",
             Command::Help => "help",
@@ -451,6 +454,7 @@ where
                 Command::Test(names) => names.push(arg),
                 Command::Compare(dirs) => dirs.push(arg.into()),
                 Command::Import(log @ None) => *log = Some(arg.into()),
+                Command::ImportQr(images) => images.push(arg.into()),
                 _ => return Err(CliError::UnexpectedArgument(arg)),
             }
             continue;
@@ -471,6 +475,17 @@ where
                 ("--debug", None) => cli.options.profile = Profile::Debug,
                 ("--release", None) => cli.options.profile = Profile::Release,
                 ("--quiet", None) => cli.options.quiet = true,
+                ("--qr", None) => match &mut cli.command {
+                    Command::Import(log) => {
+                        cli.command = Command::ImportQr(log.take().into_iter().collect())
+                    }
+                    c => {
+                        return Err(CliError::NotForCommand {
+                            flag: "--qr",
+                            command: c.name(),
+                        });
+                    }
+                },
                 ("--quick", None) => {
                     seen.push("--quick");
                     cli.options.bench.quick = true;
@@ -590,7 +605,12 @@ fn check_combination(cli: &mut Cli, seen: &[&'static str]) -> Result<(), CliErro
                 "import needs the serial log to read",
             ));
         }
-        Command::Compare(_) | Command::Import(_) => {
+        Command::ImportQr(images) if images.is_empty() => {
+            return Err(CliError::MissingArgument(
+                "import --qr needs at least one image",
+            ));
+        }
+        Command::Compare(_) | Command::Import(_) | Command::ImportQr(_) => {
             for flag in [
                 "--mode",
                 "--accel",
@@ -1004,6 +1024,35 @@ mod tests {
             msg.starts_with("--rounds: `0` is not accepted (expected 1..=100"),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn import_qr_takes_images() {
+        let c = parse(["import", "--qr", "a.jpg", "b.png", "--out", "r"]).unwrap();
+        assert_eq!(
+            c.command,
+            Command::ImportQr(vec!["a.jpg".into(), "b.png".into()])
+        );
+        assert_eq!(c.command.name(), "import");
+        let c = parse(["import", "a.jpg", "--qr", "b.png"]).unwrap();
+        assert_eq!(
+            c.command,
+            Command::ImportQr(vec!["a.jpg".into(), "b.png".into()])
+        );
+        assert_eq!(
+            parse(["import", "--qr"]),
+            Err(CliError::MissingArgument(
+                "import --qr needs at least one image"
+            ))
+        );
+        assert!(matches!(
+            parse(["bench", "--qr"]),
+            Err(CliError::NotForCommand { flag: "--qr", .. })
+        ));
+        assert!(matches!(
+            parse(["import", "--qr", "a.png", "--smp", "2"]),
+            Err(CliError::NotForCommand { flag: "--smp", .. })
+        ));
     }
 
     #[test]

@@ -138,7 +138,8 @@ pub fn cmdline_for(command: &Command, append: &str) -> String {
         | Command::Image
         | Command::Help
         | Command::Compare(_)
-        | Command::Import(_) => String::new(),
+        | Command::Import(_)
+        | Command::ImportQr(_) => String::new(),
     };
     let mut words: Vec<&str> = base.split_ascii_whitespace().collect();
     words.extend(append.split_ascii_whitespace());
@@ -196,6 +197,9 @@ fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
         }
     }
     let ws = Workspace::locate()?;
+    if let Command::ImportQr(images) = &cli.command {
+        return crate::bench::qr::import(ws.root(), images, o.out.as_deref());
+    }
     if let Command::Import(Some(log)) = &cli.command {
         return crate::bench::run::import(ws.root(), log, o.out.as_deref());
     }

@@ -38,6 +38,8 @@ pub enum RunError {
     },
     /// `--accel kvm` on a host where KVM does not work: what the probe saw.
     KvmUnavailable(String),
+    /// `kx import --qr`: the images do not give the whole payload.
+    Qr(crate::bench::qr::QrError),
 }
 
 impl RunError {
@@ -67,6 +69,7 @@ impl fmt::Display for RunError {
             RunError::MediumMismatch(msg) => f.write_str(msg),
             RunError::BadInput { path, why } => write!(f, "{}: {why}", path.display()),
             RunError::KvmUnavailable(why) => write!(f, "--accel kvm: {why}"),
+            RunError::Qr(e) => e.fmt(f),
         }
     }
 }

@@ -7,7 +7,9 @@
 //! not start, its own error status 1, killed by a signal), 7 timeout (QEMU killed by the
 //! runner), 8 the console output contradicts the exit code (e.g. a test line missing), 9 the
 //! benchmark's `KRESULT` records are malformed or incomplete (no `end` record, a cut line, a
-//! lost comparison), 10 the benchmark's `end` record says its invariant checks failed, 11
+//! lost comparison), 10 the benchmark's `end` record says its invariant checks failed;
+//! `kx import --qr`: 11 an image unreadable or without a code of ours, 12 codes missing,
+//! 13 codes that contradict each other or a payload that fails its checksum; 14
 //! `--accel kvm` where KVM does not work.
 
 use abi::ExitCode;
@@ -38,6 +40,14 @@ pub enum RunnerExit {
     BadResults,
     /// The benchmark's `end` record says an invariant check failed.
     InvariantsFailed,
+    /// `kx import --qr`: an image that cannot be read or holds no readable results code
+    /// (none found, none decodes, a foreign QR code).
+    QrUnreadable,
+    /// `kx import --qr`: codes of the sequence missing from every image.
+    QrMissing,
+    /// `kx import --qr`: codes of different runs, one number with two contents, or a
+    /// payload that fails its checksum or does not inflate.
+    QrCorrupt,
     /// `--accel kvm`, and KVM does not work on this host (the probe says why).
     KvmUnavailable,
     /// The kernel exited with this code (any but success).
@@ -46,7 +56,7 @@ pub enum RunnerExit {
 
 impl RunnerExit {
     /// The runner's own codes with their meaning, for help text and the README table.
-    pub const OWN: [(RunnerExit, &'static str); 11] = [
+    pub const OWN: [(RunnerExit, &'static str); 14] = [
         (RunnerExit::Success, "the kernel reported success"),
         (RunnerExit::Usage, "bad runner arguments"),
         (
@@ -79,6 +89,18 @@ impl RunnerExit {
             "benchmark invariant checks failed (the end record says so)",
         ),
         (
+            RunnerExit::QrUnreadable,
+            "import --qr: an image unreadable, or without a readable results code (none found, none decodes, a foreign QR code)",
+        ),
+        (
+            RunnerExit::QrMissing,
+            "import --qr: codes missing (each named by its number)",
+        ),
+        (
+            RunnerExit::QrCorrupt,
+            "import --qr: codes of different runs or contradicting each other, or the payload fails its checksum",
+        ),
+        (
             RunnerExit::KvmUnavailable,
             "--accel kvm, and KVM does not work here (the probe says why)",
         ),
@@ -98,7 +120,10 @@ impl RunnerExit {
             RunnerExit::OutputMismatch => 8,
             RunnerExit::BadResults => 9,
             RunnerExit::InvariantsFailed => 10,
-            RunnerExit::KvmUnavailable => 11,
+            RunnerExit::QrUnreadable => 11,
+            RunnerExit::QrMissing => 12,
+            RunnerExit::QrCorrupt => 13,
+            RunnerExit::KvmUnavailable => 14,
             RunnerExit::Kernel(ExitCode::Success) => 0,
             RunnerExit::Kernel(code) => code.port_value() as i32,
         }
@@ -121,6 +146,7 @@ impl RunnerExit {
             RunError::MediumMismatch(_) => RunnerExit::Usage,
             RunError::BadInput { .. } => RunnerExit::BadResults,
             RunError::KvmUnavailable(_) => RunnerExit::KvmUnavailable,
+            RunError::Qr(e) => e.exit(),
         }
     }
 }
@@ -141,7 +167,7 @@ mod tests {
                 assert_eq!(s, 0);
             } else {
                 assert!(seen.insert(s), "{c:?} clashes");
-                assert!(s > 10 && s < 256);
+                assert!(s > 13 && s < 256);
             }
         }
         assert_eq!(RunnerExit::Kernel(ExitCode::Panic).status(), 0x12);

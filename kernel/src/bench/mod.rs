@@ -9,7 +9,8 @@
 //! above the online CPUs is a bad command line. Scenarios that are not built yet are
 //! reported and skipped by the engine. The exit is success when the benchmark completed
 //! with every invariant holding, the test-failure code otherwise (a violated invariant, or a
-//! scenario error that stopped it).
+//! scenario error that stopped it). At the end, when `qr=` asks for it (always on a real
+//! machine), the records are shown as QR codes on the screen ([`crate::console::qr`]).
 
 pub mod limit;
 pub mod platform;
@@ -35,7 +36,11 @@ pub fn run(cfg: &BenchConfig<'_>, bi: &BootInfo) -> ExitCode {
     let platform = platform::KernelPlatform::new(bi, online);
     let host = vmhost::KernelVmHost;
     let registry = bench::scenarios::registry(Box::new(limit::TrapFloor), &host);
+    let qr = crate::console::qr::Display::for_boot(bi);
     let report = engine::run(&platform, &registry, &request);
+    if let Some(qr) = qr {
+        qr.show();
+    }
     if report.passed() {
         ExitCode::Success
     } else {

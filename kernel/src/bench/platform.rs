@@ -4,7 +4,8 @@
 //! together; time is the TSC; the `machine` record comes from CPUID, the boot information
 //! and the NUMA layout; records go to serial alone, progress lines and messages to
 //! serial and screen, the wide table to serial and the 80-column one to the screen (a real
-//! machine without a serial cable shows its results there).
+//! machine without a serial cable shows its results there); records are also kept for the
+//! QR display at the end ([`crate::console::qr`]).
 
 use crate::arch::x86_64::{clear_page, cpu, numa, tsc};
 use crate::boot_info::{BootInfo, BootProtocol};
@@ -104,9 +105,11 @@ impl BenchPlatform for KernelPlatform {
     fn output(&self, kind: Output, text: &dyn fmt::Display) {
         let line = format_args!("{text}\n");
         match kind {
-            Output::Record | Output::Table(bench::Style::Wide) => {
-                console::print_to(Sink::Serial, line)
+            Output::Record => {
+                console::print_to(Sink::Serial, line);
+                console::qr::capture(text);
             }
+            Output::Table(bench::Style::Wide) => console::print_to(Sink::Serial, line),
             Output::Table(bench::Style::Compact) => console::print_to(Sink::Screen, line),
             Output::Progress | Output::Message => crate::print!("{line}"),
         }

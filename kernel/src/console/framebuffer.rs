@@ -4,6 +4,10 @@
 //! bootloader's framebuffer is the only place progress and results can appear. Glyphs are
 //! scaled to 16x16 on screens at least 1024 pixels wide. Supports 32- and 24-bit RGB layouts
 //! (any channel positions) and the EGA text mode GRUB may hand over under BIOS.
+//!
+//! Besides text, the console fills rectangles and places text at a given cell
+//! ([`FbConsole::fill_rect`], [`FbConsole::text_at`]): the QR display ([`super::qr`]) draws
+//! on the whole screen with them and clears it afterwards ([`FbConsole::reset`]).
 
 use crate::boot_info::{FbFormat, FramebufferInfo};
 use font8x8::legacy::BASIC_LEGACY;
@@ -65,6 +69,65 @@ impl FbConsole {
     #[must_use]
     pub fn size(&self) -> (usize, usize) {
         (self.cols, self.rows)
+    }
+
+    /// The screen in pixels and the glyph scale, `(width, height, scale)`; `None` in EGA text
+    /// mode, which has no pixels.
+    #[must_use]
+    pub fn pixels(&self) -> Option<(usize, usize, usize)> {
+        match self.info.format {
+            FbFormat::EgaText => None,
+            FbFormat::Rgb { .. } => Some((
+                self.info.width as usize,
+                self.info.height as usize,
+                self.scale,
+            )),
+        }
+    }
+
+    /// Clears the screen and puts the cursor at the top left.
+    pub fn reset(&mut self) {
+        self.clear();
+        self.col = 0;
+        self.row = 0;
+    }
+
+    /// Fills the rectangle at `(x, y)` of `w` x `h` pixels with `rgb` (0xRRGGBB), clipped to
+    /// the screen; nothing in EGA text mode.
+    pub fn fill_rect(&mut self, x: usize, y: usize, w: usize, h: usize, rgb: u32) {
+        if self.info.format == FbFormat::EgaText {
+            return;
+        }
+        let (width, height) = (self.info.width as usize, self.info.height as usize);
+        let (x1, y1) = ((x + w).min(width), (y + h).min(height));
+        let px = self.pixel(rgb).to_le_bytes();
+        let bpp = usize::from(self.info.bpp / 8);
+        for yy in y.min(y1)..y1 {
+            let line = yy * self.info.pitch as usize;
+            for xx in x.min(x1)..x1 {
+                // SAFETY: xx < width and yy < height, so the pixel's bytes lie inside the
+                // mapped `pitch * height` bytes (constructor contract).
+                unsafe {
+                    let p = self.base.add(line + xx * bpp);
+                    for (i, b) in px.iter().take(bpp).enumerate() {
+                        p.add(i).write_volatile(*b);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Writes `text` at cell `(col, row)` without moving the cursor, clipped at the right edge.
+    pub fn text_at(&mut self, col: usize, row: usize, text: &str) {
+        if row >= self.rows {
+            return;
+        }
+        for (i, b) in text.bytes().enumerate() {
+            if col + i >= self.cols {
+                break;
+            }
+            self.draw(col + i, row, b);
+        }
     }
 
     fn bytes(&self) -> usize {

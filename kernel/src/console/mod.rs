@@ -5,9 +5,12 @@
 //! lock (the CPU that panics may already hold it, inside a `println!`): they use
 //! [`emergency_write`], which tries the lock and otherwise writes to a fresh UART handle.
 //! [`print_to`] writes to one of the two only (the benchmark's machine-readable records go
-//! to serial alone, its 80-column table to the screen alone).
+//! to serial alone, its 80-column table to the screen alone). [`with_screen`] lends the
+//! framebuffer itself, for the QR display of the benchmark's results ([`qr`]).
 
 pub mod framebuffer;
+pub mod keyboard;
+pub mod qr;
 
 use crate::arch::x86_64::serial::Serial;
 use core::fmt::{self, Write};
@@ -111,6 +114,12 @@ pub fn print_to(sink: Sink, args: fmt::Arguments<'_>) {
         let mut c = CONSOLE.lock();
         let _ = To(&mut c, sink).write_fmt(args);
     });
+}
+
+/// Runs `f` on the framebuffer console under the console lock (interrupts off); `None`
+/// when there is no framebuffer.
+pub fn with_screen<R>(f: impl FnOnce(&mut FbConsole) -> R) -> Option<R> {
+    crate::arch::x86_64::without_interrupts(|| CONSOLE.lock().fb.as_mut().map(f))
 }
 
 /// Writes without waiting for the console lock: for panics and fatal exceptions. If another

@@ -7,7 +7,8 @@
 //!   scenario (plotters); [`forest`]: one forest plot per scenario; [`html`]: `index.html`;
 //!   [`output`]: writes the directory;
 //! - [`host`]: git revision, host CPU, command line, QEMU version, timestamps;
-//! - [`run`]: `kx bench` and `kx import`; [`compare`]: `kx compare`;
+//! - [`run`]: `kx bench` and `kx import`; [`qr`]: `kx import --qr`, the same from the QR
+//!   codes the kernel shows; [`compare`]: `kx compare`;
 //! - [`threads`]: `kx bench --host`, the engine on pinned host threads, with the Linux
 //!   reference.
 
@@ -19,6 +20,7 @@ pub mod host;
 pub mod html;
 pub mod output;
 pub mod plot;
+pub mod qr;
 pub mod results_file;
 pub mod run;
 pub mod threads;

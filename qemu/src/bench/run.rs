@@ -211,13 +211,24 @@ pub fn import(root: &Path, log: &Path, out: Option<&Path>) -> Result<RunnerExit,
             why: "no KRESULT records in it".into(),
         });
     }
+    import_collected(root, &log.display().to_string(), &c, out)
+}
+
+/// The second half of `kx import` and `kx import --qr`: the results directory of the records
+/// read from `source` (a log's path, or the images'), the report and the exit status.
+pub fn import_collected(
+    root: &Path,
+    source: &str,
+    c: &Collected,
+    out: Option<&Path>,
+) -> Result<RunnerExit, RunError> {
     let now = SystemTime::now();
     let mut host = HostInfo::gather("kx import", root, now);
-    host.log = Some(log.display().to_string());
-    let written = write_results(root, out, host, &c, now)?;
+    host.log = Some(source.to_owned());
+    let written = write_results(root, out, host, c, now)?;
     println!(
         "kx import: {}: {} runs, {} comparisons, {} progress lines{}",
-        log.display(),
+        source,
         c.runs.len(),
         c.comparisons.len(),
         c.progress_lines,
@@ -227,7 +238,7 @@ pub fn import(root: &Path, log: &Path, out: Option<&Path>) -> Result<RunnerExit,
             "; INCOMPLETE (see below)"
         }
     );
-    print_report(&c, &written);
+    print_report(c, &written);
     Ok(match c.worst() {
         Some(Severity::InvariantsFailed) => RunnerExit::InvariantsFailed,
         Some(Severity::BadResults) => RunnerExit::BadResults,
