@@ -345,7 +345,9 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
                 swappiness,
                 reclaimed,
             );
-            drop(pinned);
+            // The pin was taken on this CPU's slot: dropped there too, so a reclaim visit
+            // writes no shared count while the memcg is online.
+            pinned.put_on(cpu);
             Some(ShrinkStep {
                 op,
                 // should_abort_scan(): root reclaim stops once the request is met.

@@ -106,3 +106,20 @@ fn a_met_request_stops_at_the_first_priority_that_meets_it() {
     assert_eq!(st.reclaimed, got);
     assert_eq!(s.freed.load(std::sync::atomic::Ordering::Relaxed), got);
 }
+
+/// Each visit pins its memcg on the reclaiming CPU's slot of the per-CPU css count and
+/// drops the pin there: a request over online memcgs writes none of their shared counts.
+#[test]
+fn reclaim_visits_write_no_shared_css_count_of_online_memcgs() {
+    let s = setup(1, 1, true);
+    let m = memcgs(&s, 8, 0);
+    let before: Vec<u64> = m.iter().map(|x| x.css_atomic_writes()).collect();
+    let refs: Vec<usize> = m.iter().map(|x| x.css_refcnt()).collect();
+    let (got, st) = request(&s, "1024M swappiness=0");
+    assert!(matches!(got, Err(MemcgError::Again { .. })), "{got:?}");
+    assert!(st.visited >= 8 * TRIES, "{st:?}");
+    let after: Vec<u64> = m.iter().map(|x| x.css_atomic_writes()).collect();
+    assert_eq!(after, before, "shared css writes by reclaim visits");
+    let refs_after: Vec<usize> = m.iter().map(|x| x.css_refcnt()).collect();
+    assert_eq!(refs_after, refs, "every pin dropped");
+}

@@ -211,38 +211,25 @@ pub fn check_device(dev: &Path) -> Result<(), String> {
     }
 }
 
-/// QEMU's arguments for the probe: one vCPU, 64 MiB, the ELF32 with `run=summary`.
+/// QEMU's arguments for the probe: a direct boot of the ELF32 under KVM with one vCPU and
+/// 64 MiB, `run=summary`, the machine every launch gets otherwise.
 #[must_use]
 pub fn probe_args(elf32: &Path) -> Vec<OsString> {
-    let mut a: Vec<OsString> = Vec::new();
-    for s in ["-machine", "q35"]
-        .into_iter()
-        .chain(Accel::Kvm.args())
-        .chain([
-            "-m",
-            "64",
-            "-smp",
-            "1",
-            "-display",
-            "none",
-            "-serial",
-            "stdio",
-            "-monitor",
-            "none",
-            "-nic",
-            "none",
-            "-no-reboot",
-            "-device",
-            crate::launch::EXIT_DEVICE,
-            "-kernel",
-        ])
-    {
-        a.push(s.into());
-    }
-    a.push(elf32.into());
-    a.push("-append".into());
-    a.push("run=summary exit=qemu".into());
-    a
+    let launch = crate::launch::Launch {
+        mode: crate::Mode::Direct,
+        smp: 1,
+        mem_mib: 64,
+        nodes: None,
+        medium: crate::Medium::Kernel {
+            elf32: elf32.to_path_buf(),
+            cmdline: "run=summary exit=qemu".into(),
+        },
+        ovmf_code: PathBuf::new(),
+        ovmf_vars: None,
+        accel: Accel::Kvm,
+    };
+    // A direct launch with a kernel is always consistent.
+    launch.args().unwrap_or_default()
 }
 
 /// Boots `elf32` under KVM with `qemu` and says how it ended.

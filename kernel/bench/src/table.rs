@@ -20,6 +20,7 @@ use crate::catalog::{self, Scenario};
 use crate::record::Comparison;
 use crate::summary::{Point, Summary};
 use alloc::string::String;
+use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
 /// The table's width class.
@@ -47,6 +48,7 @@ pub struct Table<'a> {
     summary: &'a Summary,
     style: Style,
     notes: &'a [String],
+    premises: &'a [crate::record::Premise],
 }
 
 impl<'a> Table<'a> {
@@ -57,7 +59,44 @@ impl<'a> Table<'a> {
             summary,
             style,
             notes: &[],
+            premises: &[],
         }
+    }
+
+    /// The same table with each scenario's premises (the `end` record's) summed up under
+    /// its rows: per premise, how many of its verdicts held and the range of its figures.
+    #[must_use]
+    pub fn with_premises(self, premises: &'a [crate::record::Premise]) -> Self {
+        Table { premises, ..self }
+    }
+
+    /// The premise lines of scenario `name`: one per (premise, expectation).
+    fn premise_lines(&self, name: &str) -> Vec<String> {
+        let mut keys: Vec<(&str, &str)> = Vec::new();
+        for p in self.premises.iter().filter(|p| p.scenario == name) {
+            if !keys.contains(&(p.name.as_str(), p.expect.as_str())) {
+                keys.push((&p.name, &p.expect));
+            }
+        }
+        keys.iter()
+            .map(|&(n, e)| {
+                let of: Vec<_> = self
+                    .premises
+                    .iter()
+                    .filter(|p| p.scenario == name && p.name == n && p.expect == e)
+                    .collect();
+                let held = of.iter().filter(|p| p.held).count();
+                let lo = of.iter().map(|p| p.figure).fold(f64::INFINITY, f64::min);
+                let hi = of
+                    .iter()
+                    .map(|p| p.figure)
+                    .fold(f64::NEG_INFINITY, f64::max);
+                alloc::format!(
+                    "premise {n} ({e}): held {held}/{}, figures {lo:.4}..{hi:.4}",
+                    of.len()
+                )
+            })
+            .collect()
     }
 
     /// The same table with the run's `note` records printed under it.
@@ -365,6 +404,9 @@ impl fmt::Display for Table<'_> {
                 last_config = Some(&p.config);
                 self.point(f, p, s, first)?;
             }
+            for line in self.premise_lines(name) {
+                wrap(f, "  ", "", &line, width)?;
+            }
         }
         if !self.notes.is_empty() {
             writeln!(f, "\nnotes:")?;
@@ -508,6 +550,34 @@ mod tests {
     fn empty_summary_says_so() {
         let t = Table::new(&Summary::default(), Style::Compact).to_string();
         assert!(t.contains("(no measured runs)"));
+    }
+
+    #[test]
+    fn premises_are_summed_up_under_their_scenario() {
+        let summary = Summary::new(&runs(), &[]);
+        let p = |variant: &str, held: bool, figure: f64| crate::record::Premise {
+            scenario: "seed002-reclaim".into(),
+            config: "1500".into(),
+            variant: variant.into(),
+            cpus: 1,
+            name: "activations_per_op".into(),
+            held,
+            figure,
+            expect: "> 0".into(),
+        };
+        let premises = [p("A", true, 0.25), p("B", false, 0.0)];
+        let t = Table::new(&summary, Style::Wide)
+            .with_premises(&premises)
+            .to_string();
+        let at = t.find("premise activations_per_op (> 0): held 1/2, figures 0.0000..0.2500");
+        assert!(at.is_some(), "{t}");
+        // Under its own scenario's rows, after seed002's heading.
+        assert!(
+            t.find("seed002-reclaim:").is_some_and(|h| h < at.unwrap()),
+            "{t}"
+        );
+        let none = Table::new(&summary, Style::Wide).to_string();
+        assert!(!none.contains("premise "));
     }
 
     #[test]

@@ -31,6 +31,15 @@ impl<'t, P: MemCgroupPerNode> MemcgRef<'t, P> {
     pub fn tree(&self) -> &'t MemcgTree<P> {
         self.tree
     }
+
+    /// Drops the handle's reference on `cpu`'s slot of the memcg's per-CPU count (while it
+    /// is online; the shared count once it is offline), where dropping the handle would
+    /// write the shared count: for a reference taken on `cpu` (`css_tryget_on`), such as
+    /// reclaim's pin of each memcg it visits.
+    pub(crate) fn put_on(self, cpu: usize) {
+        let this = core::mem::ManuallyDrop::new(self);
+        this.css_put_many_on(cpu, 1);
+    }
 }
 
 impl<P: MemCgroupPerNode> core::ops::Deref for MemcgRef<'_, P> {

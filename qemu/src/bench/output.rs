@@ -221,6 +221,7 @@ pub fn write_dir(dir: &Path, results: &ResultsFile) -> Result<Written, RunError>
     page.pre(
         &Table::new(&summary, Style::Wide)
             .with_notes(&results.notes)
+            .with_premises(results.end.as_ref().map_or(&[][..], |e| &e.premises))
             .to_string(),
     );
     for (name, _) in summary.scenarios() {

@@ -109,7 +109,9 @@ pub fn print_report(c: &Collected, written: &Written) {
     println!();
     print!(
         "{}",
-        Table::new(&results.summary(), Style::Wide).with_notes(&c.notes)
+        Table::new(&results.summary(), Style::Wide)
+            .with_notes(&c.notes)
+            .with_premises(c.end.as_ref().map_or(&[][..], |e| &e.premises))
     );
     let measured = c.runs.iter().filter(|r| r.measured()).count();
     println!(

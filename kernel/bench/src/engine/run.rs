@@ -126,7 +126,9 @@ pub fn run(platform: &dyn BenchPlatform, registry: &Registry<'_>, request: &Requ
     ksync::stat::set_enabled(false);
     let summary = Summary::new(&e.runs, &e.comparisons);
     for style in [Style::Wide, Style::Compact] {
-        let table = Table::new(&summary, style).with_notes(&e.notes);
+        let table = Table::new(&summary, style)
+            .with_notes(&e.notes)
+            .with_premises(&e.premises);
         platform.output(Output::Table(style), &table);
     }
     let end = End {
