@@ -573,7 +573,8 @@ mod tests {
         assert!(at.is_some(), "{t}");
         // Under its own scenario's rows, after seed002's heading.
         assert!(
-            t.find("seed002-reclaim:").is_some_and(|h| h < at.unwrap()),
+            t.find("\nseed002-reclaim:")
+                .is_some_and(|h| h < at.unwrap()),
             "{t}"
         );
         let none = Table::new(&summary, Style::Wide).to_string();
