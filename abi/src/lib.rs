@@ -5,6 +5,7 @@
 //! grammar (with the benchmark's keys), the benchmark's catalog of scenarios, and the tags of
 //! the line protocol the in-kernel tests and benchmarks print on the console.
 #![cfg_attr(not(test), no_std)]
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod bench;

@@ -8,6 +8,7 @@
 //! command line and cached for the process. [`bench_direct`] runs `kx bench` itself (boot,
 //! progress, results directory) and [`results_dir`] checks what it wrote.
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod results_dir;
 

@@ -3,6 +3,7 @@
 //! failures through exception-table fixups, TLB shootdowns from one sender, from two at
 //! once, and into a CPU that waits inside its own fault handler), and the shootdown tests
 //! report what they measured.
+#![forbid(unsafe_code)]
 
 use abi::ExitCode;
 use qemu::TestReport;

@@ -3,6 +3,7 @@
 //! a full memcg failing a touch, fault injection, a short soak) at 1 and 4 vCPUs and on two
 //! NUMA nodes; the command line's `fail_page_alloc=` / `fail_charge=` reaching the
 //! fault-injection test; and bad fault-injection values refused as a bad command line.
+#![forbid(unsafe_code)]
 
 use abi::ExitCode;
 use qemu::{RunOutput, TestReport};
