@@ -2,11 +2,12 @@
 //!
 //! This is a leaf: the structs describe themselves with [`FieldDesc`] and
 //! [`layout_field!`](crate::layout_field) next to their compile-time asserts, and
-//! [`crate::layout_report`], above them all, prints them. For each struct: field, offset, size, cacheline group, 64-byte line and 128-byte pair,
-//! plus a marker where a field written without a lock (group `stats`/`lrugen_stats`)
-//! shares a line with a field of another group, the situation seeds 000 and 001 fix.
-//! It writes to any `core::fmt::Write`, so the host runner's `layout` subcommand and the
-//! kernel's serial console print the same table.
+//! [`crate::layout_report`], above them all, prints them. For each struct: field, offset,
+//! size, cacheline group, 64-byte line and 128-byte pair, plus a marker where a field
+//! written without a lock (group `stats`/`lrugen_stats`) shares a line with a field of
+//! another group, the situation seeds 000 and 001 fix. It writes to any `core::fmt::Write`,
+//! so the host runner's `layout` subcommand and the kernel's serial console print the same
+//! table.
 
 use crate::cacheline::{line_of, pair_of, share_line};
 use core::fmt::{self, Write};
