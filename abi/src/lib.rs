@@ -16,5 +16,5 @@ pub mod fault_spec;
 pub mod report;
 
 pub use bench::{BenchConfig, ScenarioSelection};
-pub use cmdline::{Action, CmdlineError, Config, Crash, QrMode, TestSelection};
+pub use cmdline::{Action, CmdlineError, Config, Crash, QrMode, TestPattern, TestSelection};
 pub use exit::ExitCode;

@@ -145,6 +145,21 @@ pub fn describe(out: &RunOutput) -> String {
     )
 }
 
+/// Asserts that an in-kernel test run passed cleanly: the kernel printed its plan (the tests a
+/// `PREFIX*` selection chose from its own table, so a new test joins every run of its
+/// prefix without an edit here), every planned test reported `ok` once, the summary and the
+/// exit code agree. Returns the names the plan held.
+#[track_caller]
+pub fn assert_suite_passed(out: &RunOutput) -> Vec<String> {
+    let report = qemu::TestReport::parse(&out.serial);
+    let Some(plan) = report.plan.clone() else {
+        panic!("no KTEST-PLAN line:\n{}", describe(out));
+    };
+    assert_eq!(report.problems(out.outcome, None), [], "{}", describe(out));
+    assert_exit(out, abi::ExitCode::Success);
+    plan
+}
+
 /// Asserts that the kernel ended the run with `code`, dumping the run otherwise.
 #[track_caller]
 pub fn assert_exit(out: &RunOutput, code: abi::ExitCode) {
