@@ -20,7 +20,10 @@ pub const ACCEPTED: &[(&str, &str)] = &[
         "run",
         "summary | test | bench | layout | pagealloc | panic | pagefault | overflow | hang",
     ),
-    ("test", "all | NAME[,NAME...]   (with run=test)"),
+    (
+        "test",
+        "all | NAME[,NAME...]   (with run=test; NAME may be PREFIX*: every test starting so, slow ones excepted)",
+    ),
     ("cpus", "1..=256   (bring up at most this many CPUs)"),
     ("exit", "auto | qemu | halt   (how to report the outcome)"),
     (
@@ -113,21 +116,56 @@ pub enum Crash {
 pub enum TestSelection<'a> {
     /// Every registered test.
     All,
-    /// A comma-separated list of test names (validated by the kernel against its table).
+    /// A comma-separated list of test names and prefixes (`vm_*`: every test, slow ones
+    /// excepted, whose name starts with `vm_`), validated by the kernel against its table.
     Named(&'a str),
 }
 
-impl<'a> TestSelection<'a> {
-    /// Whether the test called `name` is selected.
+/// One entry of a [`TestSelection::Named`] list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TestPattern<'a> {
+    /// Exactly this test (a slow one too).
+    Name(&'a str),
+    /// Every test whose name starts with this, except the slow ones (written `PREFIX*`).
+    Prefix(&'a str),
+}
+
+impl<'a> TestPattern<'a> {
+    /// Reads one list entry: `NAME` or `PREFIX*`.
     #[must_use]
-    pub fn includes(&self, name: &str) -> bool {
-        match self {
-            TestSelection::All => true,
-            TestSelection::Named(list) => list.split(',').any(|n| n == name),
+    pub fn parse(entry: &'a str) -> Self {
+        match entry.strip_suffix('*') {
+            Some(prefix) => TestPattern::Prefix(prefix),
+            None => TestPattern::Name(entry),
         }
     }
 
-    /// The names in a [`TestSelection::Named`] list (empty for `All`).
+    /// Whether the test called `name` (`slow`: run only when named) matches.
+    #[must_use]
+    pub fn matches(&self, name: &str, slow: bool) -> bool {
+        match *self {
+            TestPattern::Name(n) => n == name,
+            TestPattern::Prefix(p) => !slow && name.starts_with(p),
+        }
+    }
+}
+
+impl<'a> TestSelection<'a> {
+    /// Whether the test called `name` (`slow`: run only when named) is selected.
+    #[must_use]
+    pub fn includes(&self, name: &str, slow: bool) -> bool {
+        match self {
+            TestSelection::All => !slow,
+            TestSelection::Named(_) => self.patterns().any(|p| p.matches(name, slow)),
+        }
+    }
+
+    /// The entries of a [`TestSelection::Named`] list (none for `All`).
+    pub fn patterns(&self) -> impl Iterator<Item = TestPattern<'a>> {
+        self.names().map(TestPattern::parse)
+    }
+
+    /// The entries, as written, of a [`TestSelection::Named`] list (empty for `All`).
     pub fn names(&self) -> impl Iterator<Item = &'a str> {
         let list = match self {
             TestSelection::All => "",
@@ -354,7 +392,9 @@ fn number(value: &str, lo: u32, hi: u32) -> Option<u32> {
 
 fn valid_name_list(list: &str) -> bool {
     !list.is_empty()
-        && list.split(',').all(|n| {
+        && list.split(',').all(|entry| {
+            // `NAME` or `PREFIX*`: the star only last, and something before it.
+            let n = entry.strip_suffix('*').unwrap_or(entry);
             !n.is_empty()
                 && n.bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
@@ -385,9 +425,37 @@ mod tests {
     #[test]
     fn selection() {
         let s = TestSelection::Named("alpha,beta");
-        assert!(s.includes("beta") && !s.includes("gamma") && !s.includes("alph"));
+        assert!(s.includes("beta", false) && !s.includes("gamma", false));
+        assert!(!s.includes("alph", false));
+        assert!(s.includes("alpha", true), "a slow test runs when named");
         assert_eq!(s.names().collect::<Vec<_>>(), ["alpha", "beta"]);
-        assert!(TestSelection::All.includes("x"));
+        assert!(TestSelection::All.includes("x", false));
+        assert!(
+            !TestSelection::All.includes("x", true),
+            "`all` leaves slow tests out"
+        );
+    }
+
+    #[test]
+    fn prefix_selection() {
+        let s = TestSelection::Named("vm_*,smp_cpus_online");
+        assert_eq!(
+            s.patterns().collect::<Vec<_>>(),
+            [
+                TestPattern::Prefix("vm_"),
+                TestPattern::Name("smp_cpus_online")
+            ]
+        );
+        assert!(s.includes("vm_pft_layout_a", false));
+        assert!(
+            !s.includes("vm_soak_long", true),
+            "a prefix leaves slow tests out"
+        );
+        assert!(s.includes("smp_cpus_online", false) && !s.includes("smp_tsc_clock", false));
+        assert!(!s.includes("xvm_a", false));
+        let ok = |v: &str| parse(&format!("run=test test={v}"), false).is_ok();
+        assert!(ok("vm_*") && ok("a,b*,c"));
+        assert!(!ok("*") && !ok("a*b") && !ok("vm_**") && !ok("a,,b*"));
     }
 
     #[test]

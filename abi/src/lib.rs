@@ -5,6 +5,7 @@
 //! grammar (with the benchmark's keys), the benchmark's catalog of scenarios, and the tags of
 //! the line protocol the in-kernel tests and benchmarks print on the console.
 #![cfg_attr(not(test), no_std)]
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod bench;
@@ -15,5 +16,5 @@ pub mod fault_spec;
 pub mod report;
 
 pub use bench::{BenchConfig, ScenarioSelection};
-pub use cmdline::{Action, CmdlineError, Config, Crash, QrMode, TestSelection};
+pub use cmdline::{Action, CmdlineError, Config, Crash, QrMode, TestPattern, TestSelection};
 pub use exit::ExitCode;

@@ -4,11 +4,13 @@
 //! per-subsystem tables ([`crate::tests::SUITES`]). Each prints one `KTEST <name> ok` or
 //! `KTEST <name> FAILED: <reason>` line (abi::report), the run ends with a `KTEST-SUMMARY`
 //! line, and the exit code says whether everything passed. A selection naming a test that
-//! does not exist is a bad command line, not an empty pass. Slow tests
+//! does not exist is a bad command line, not an empty pass; a `PREFIX*` entry selects every
+//! test starting so (the slow ones aside). Before the first test a `KTEST-PLAN` line names
+//! every selected test, so the host checks each reported. Slow tests
 //! ([`crate::tests::SLOW_SUITES`], a long soak) run only when named: `test=all` leaves them
 //! out.
 
-use abi::{ExitCode, TestSelection};
+use abi::{ExitCode, TestPattern, TestSelection};
 use alloc::string::String;
 
 /// Result of one test: `Err` carries the reason.
@@ -27,27 +29,54 @@ pub fn all() -> impl Iterator<Item = &'static Test> {
     crate::tests::SUITES.iter().flat_map(|s| s.iter())
 }
 
-/// Every registered test, the slow ones (run only when named) last.
-pub fn registered() -> impl Iterator<Item = &'static Test> {
-    all().chain(crate::tests::SLOW_SUITES.iter().flat_map(|s| s.iter()))
+/// Every registered test with whether it is slow (run only when named), the slow ones last.
+pub fn registered() -> impl Iterator<Item = (&'static Test, bool)> {
+    all().map(|t| (t, false)).chain(
+        crate::tests::SLOW_SUITES
+            .iter()
+            .flat_map(|s| s.iter())
+            .map(|t| (t, true)),
+    )
 }
 
 /// Runs the selected tests and returns the exit code.
 pub fn run(sel: TestSelection<'_>) -> ExitCode {
-    for name in sel.names() {
-        if !registered().any(|t| t.name == name) {
-            crate::println!("bad command line: no test named `{name}`. Tests:");
-            for t in registered() {
-                crate::println!("  {}", t.name);
+    // Every entry must select something: a name that does not exist, or a prefix that
+    // matches no test `all` runs, is a bad command line, not an empty pass.
+    for pattern in sel.patterns() {
+        if !registered().any(|(t, slow)| pattern.matches(t.name, slow)) {
+            let entry = match pattern {
+                TestPattern::Name(n) => alloc::format!("no test named `{n}`"),
+                TestPattern::Prefix(p) => {
+                    alloc::format!("no test (slow ones aside) starts with `{p}`")
+                }
+            };
+            crate::println!("bad command line: {entry}. Tests:");
+            for (t, slow) in registered() {
+                crate::println!(
+                    "  {}{}",
+                    t.name,
+                    if slow { " (slow: only when named)" } else { "" }
+                );
             }
             return ExitCode::BadCmdline;
         }
     }
     let (mut passed, mut failed) = (0u32, 0u32);
-    let selected: alloc::vec::Vec<&Test> = match sel {
-        TestSelection::All => all().collect(),
-        TestSelection::Named(_) => registered().filter(|t| sel.includes(t.name)).collect(),
-    };
+    let selected: alloc::vec::Vec<&Test> = registered()
+        .filter(|(t, slow)| sel.includes(t.name, *slow))
+        .map(|(t, _)| t)
+        .collect();
+    // The plan first, so the host knows every test that must report (a prefix's members are
+    // the kernel's to know, not the host's).
+    let mut plan = String::new();
+    for (i, t) in selected.iter().enumerate() {
+        if i > 0 {
+            plan.push(',');
+        }
+        plan.push_str(t.name);
+    }
+    crate::println!("{} {} {plan}", abi::report::PLAN_TAG, selected.len());
     for t in selected {
         // A lock-order inversion found while the test ran fails it (lockdep, debug builds).
         let result = (t.run)().and_then(|()| match ksync::lockdep::take_inversion() {

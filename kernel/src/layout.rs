@@ -11,7 +11,7 @@ use abi::ExitCode;
 /// Prints the report; a formatting error would mean the console failed.
 pub fn print() -> ExitCode {
     let mut w = ConsoleWriter;
-    let lru = lru::layout::report(&mut w);
+    let lru = lru::layout_report::report(&mut w);
     let memcg = memcg::pn::layout::report(&mut w);
     match (lru, memcg) {
         (Ok(()), Ok(())) => ExitCode::Success,

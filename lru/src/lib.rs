@@ -5,7 +5,7 @@
 //! multi-gen LRU ([`lru_gen`], [`lru_gen_folio`], [`vmscan`]) with shadow-entry refault
 //! detection ([`workingset`]), the memcg FIFO of hlist_nulls lists ([`hlist_nulls`],
 //! [`memcg_lru`]) read under QSBR [`rcu`], and the cacheline-group helpers and layout
-//! report ([`cacheline`], [`layout`]). Each seed's before/after variants exist side by side:
+//! report ([`cacheline`], [`layout`], [`layout_report`]). Each seed's before/after variants exist side by side:
 //! `lru_gen_folio` base/grouped (seed 000), FIFO tail insertion walk/cached (seed 002),
 //! and the lock is per lruvec (seed 004).
 //!
@@ -27,6 +27,7 @@ pub mod events;
 pub mod folio;
 pub mod hlist_nulls;
 pub mod layout;
+pub mod layout_report;
 pub mod list;
 pub mod lru_gen;
 pub mod lru_gen_folio;

@@ -146,9 +146,8 @@ macro_rules! impl_common {
     ($ty:ty, $layout:expr, $grouped:expr, $fields:expr, $($evicted:tt).+, $($refaulted:tt).+) => {
         impl Sealed for $ty {}
 
-        // SAFETY (for the unsafe impls below): `folios` is an UnsafeCell only accessed by
-        // the owning lruvec while it holds lru_lock (see `lruvec.rs`); all other fields are
-        // atomics.
+        // SAFETY: `folios` is an UnsafeCell only accessed by the owning lruvec while it
+        // holds lru_lock (see `lruvec.rs`); all other fields are atomics.
         unsafe impl Sync for $ty {}
         // SAFETY: as above; the lists hold `&'static Folio`, which are Send.
         unsafe impl Send for $ty {}

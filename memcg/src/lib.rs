@@ -13,7 +13,9 @@
 //! - [`memcontrol`]: `struct mem_cgroup`, its css reference count and the two stat update
 //!   paths of seed 001 (A: through the lruvec and `lruvec->pgdat`; B: with the memcg and
 //!   node known), both updating the node's counters too.
-//! - [`pn`]: `struct mem_cgroup_per_node` in the base and paired layouts of seed 001, with
+//! - [`pn`]: `struct mem_cgroup_per_node` in three layouts: the base and paired layouts of
+//!   seed 001 and mainline's layout with CONFIG_MEMCG_V1 (the memcg-v1 soft-limit fields
+//!   between the read-mostly fields and the lruvec, the kernel seed 000 measured), with
 //!   compile-time pairing assertions, placement at +0/+64 of a 128-byte pair and the layout
 //!   report.
 //! - [`tree`]: the hierarchy (create, lookup by id in an RCU-readable id table, offline

@@ -192,6 +192,9 @@ fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
         return crate::bench::threads::bench(o);
     }
     for f in [&o.kernel, &o.image].into_iter().flatten() {
+        if f.is_dir() {
+            return Err(RunError::NotAFile(f.clone()));
+        }
         if !f.is_file() {
             return Err(RunError::NotFound(f.clone()));
         }

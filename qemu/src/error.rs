@@ -28,6 +28,9 @@ pub enum RunError {
     NotFound(PathBuf),
     /// The mode needs a file the launch does not have (e.g. an image for `uefi`).
     MediumMismatch(String),
+    /// A path names the wrong kind of thing (a directory where a file is expected): a
+    /// usage error, not a failed build or bad results.
+    NotAFile(PathBuf),
     /// An input file that is not what it should be (a `results.json` that does not parse,
     /// a log without a single benchmark record).
     BadInput {
@@ -67,6 +70,11 @@ impl fmt::Display for RunError {
             RunError::Io { path, source } => write!(f, "{}: {source}", path.display()),
             RunError::NotFound(p) => write!(f, "{}: no such file", p.display()),
             RunError::MediumMismatch(msg) => f.write_str(msg),
+            RunError::NotAFile(p) => write!(
+                f,
+                "{}: is a directory; a file is expected here",
+                p.display()
+            ),
             RunError::BadInput { path, why } => write!(f, "{}: {why}", path.display()),
             RunError::KvmUnavailable(why) => write!(f, "--accel kvm: {why}"),
             RunError::Qr(e) => e.fmt(f),

@@ -143,7 +143,7 @@ impl RunnerExit {
             RunError::Spawn(_) | RunError::Wait(_) => RunnerExit::QemuFailed,
             RunError::Io { .. } => RunnerExit::BuildFailed,
             RunError::NotFound(_) => RunnerExit::NotFound,
-            RunError::MediumMismatch(_) => RunnerExit::Usage,
+            RunError::MediumMismatch(_) | RunError::NotAFile(_) => RunnerExit::Usage,
             RunError::BadInput { .. } => RunnerExit::BadResults,
             RunError::KvmUnavailable(_) => RunnerExit::KvmUnavailable,
             RunError::Qr(e) => e.exit(),

@@ -10,8 +10,10 @@
 //! The `kx` binary ([`cli`], [`commands`]) builds the kernel with the `boot` crate and offers
 //! `summary`, `test`, `run`, `bench`, `compare`, `import`, `layout` and `image`; the
 //! benchmark's records, tables, plots and result directories are [`bench`]'s. `unsafe` is
-//! confined to [`process`] (process group kill and parent-death signal) and [`accel`]'s
-//! `/dev/kvm` check (one `ioctl`).
+//! confined to [`process`] (process group kill and parent-death signal), [`accel`]'s
+//! `/dev/kvm` check (one `ioctl`) and the host-thread mode's system calls
+//! (`bench::threads::sys`: CPU affinity, clocks, fault counts and the Linux reference's
+//! mappings).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -11,7 +11,7 @@ fn main() -> ExitCode {
     let exit = match qemu::cli::parse(args) {
         Ok(cli) => qemu::commands::execute(&cli),
         Err(e) => {
-            eprintln!("kx: {e}\n\n{}", qemu::cli::USAGE);
+            eprintln!("kx: {e}\nkx: `kx help` lists the commands, options and exit codes");
             qemu::RunnerExit::Usage
         }
     };

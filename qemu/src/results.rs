@@ -9,7 +9,7 @@
 
 use crate::Outcome;
 use abi::ExitCode;
-use abi::report::{EXIT_TAG, parse_summary_line, parse_test_line};
+use abi::report::{EXIT_TAG, parse_plan_line, parse_summary_line, parse_test_line};
 use std::fmt;
 
 /// One test case's result.
@@ -32,6 +32,8 @@ pub struct TestReport {
     pub summary: Option<(u32, u32)>,
     /// The name on the `KEXIT` line, if printed.
     pub exit_line: Option<String>,
+    /// The tests the `KTEST-PLAN` line named, if printed.
+    pub plan: Option<Vec<String>>,
 }
 
 /// A way the console output and the exit code disagree with a clean pass.
@@ -50,6 +52,8 @@ pub enum Problem {
     Missing(String),
     /// A case reported more than once.
     Duplicate(String),
+    /// A case reported that the kernel's plan did not name.
+    Unplanned(String),
     /// No case lines at all.
     NoCases,
     /// No summary line.
@@ -80,6 +84,7 @@ impl fmt::Display for Problem {
             },
             Problem::Missing(n) => write!(f, "{n}: no result line (not run, or lost)"),
             Problem::Duplicate(n) => write!(f, "{n}: reported more than once"),
+            Problem::Unplanned(n) => write!(f, "{n}: reported but not in the KTEST-PLAN line"),
             Problem::NoCases => f.write_str("no KTEST lines at all"),
             Problem::NoSummary => f.write_str("no KTEST-SUMMARY line"),
             Problem::SummaryMismatch { lines, summary } => write!(
@@ -108,6 +113,8 @@ impl TestReport {
                     passed: t.passed,
                     reason: t.reason.map(str::to_owned),
                 });
+            } else if let Some(names) = parse_plan_line(line) {
+                r.plan = Some(names.map(str::to_owned).collect());
             } else if let Some(s) = parse_summary_line(line) {
                 r.summary = Some(s);
             } else if let Some(rest) = line
@@ -148,10 +155,24 @@ impl TestReport {
             }
             seen.push(&c.name);
         }
-        if let Some(names) = requested {
-            for n in names {
-                if !seen.contains(&n.as_str()) {
-                    p.push(Problem::Missing(n.clone()));
+        // Every test asked for by name, and every test the kernel's plan named (a prefix's
+        // members), must report.
+        let planned = self.plan.iter().flatten();
+        let mut expected: Vec<&String> = requested.into_iter().flatten().collect();
+        for n in planned {
+            if !expected.contains(&n) {
+                expected.push(n);
+            }
+        }
+        for n in expected {
+            if !seen.contains(&n.as_str()) {
+                p.push(Problem::Missing(n.clone()));
+            }
+        }
+        if let Some(plan) = &self.plan {
+            for c in &self.cases {
+                if !plan.contains(&c.name) {
+                    p.push(Problem::Unplanned(c.name.clone()));
                 }
             }
         }
@@ -223,6 +244,25 @@ mod tests {
         assert!(
             !p.iter()
                 .any(|x| matches!(x, Problem::ExitLineMismatch { .. }))
+        );
+    }
+
+    #[test]
+    fn the_plan_line_names_what_must_report() {
+        let serial = "KTEST-PLAN 3 vm_a,vm_b,vm_c\nKTEST vm_a ok\nKTEST vm_c ok\nKTEST x ok\n\
+                      KTEST-SUMMARY 3 passed, 0 failed\nKEXIT success\n";
+        let r = TestReport::parse(serial);
+        assert_eq!(
+            r.plan.as_deref(),
+            Some(&names(&["vm_a", "vm_b", "vm_c"])[..])
+        );
+        let p = r.problems(OK, None);
+        assert_eq!(
+            p,
+            [
+                Problem::Missing("vm_b".into()),
+                Problem::Unplanned("x".into())
+            ]
         );
     }
 

@@ -396,6 +396,36 @@ fn import_of_a_truncated_log_writes_what_it_has_and_fails() {
 }
 
 #[test]
+fn import_of_a_log_of_invalid_records_names_the_first_bad_line() {
+    let dir = temp_dir("import-invalid");
+    let bad = dir.join("bad.log");
+    let mut text = String::from("boot\r\n");
+    text.push_str("KRESULT {\"type\":\"run\"}\r\n");
+    for _ in 0..3 {
+        text.push_str("KRESULT {\"type\":\"plan\"}\r\nKRESULT {\"type\":\"end\"}\r\n");
+    }
+    std::fs::write(&bad, text).unwrap();
+    let (code, _, stderr) = import(&bad, &dir.join("b"));
+    assert_eq!(code, RunnerExit::BadResults.status(), "{stderr}");
+    assert!(
+        stderr.contains("no valid KRESULT record in it: line 2: "),
+        "{stderr}"
+    );
+    assert!(stderr.contains("missing field"), "{stderr}");
+    assert!(
+        stderr.contains("and 6 more invalid KRESULT lines"),
+        "{stderr}"
+    );
+    assert!(!dir.join("b").exists());
+
+    // A directory where the log file is expected is a usage error, not a failed build.
+    let (code, _, stderr) = import(&dir, &dir.join("d"));
+    assert_eq!(code, RunnerExit::Usage.status(), "{stderr}");
+    assert!(stderr.contains("is a directory"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn compare_two_directories() {
     let dir = temp_dir("compare");
     let (a, b) = (dir.join("a"), dir.join("b"));

@@ -78,7 +78,10 @@ fn bad_arguments_exit_with_usage() {
         let (code, err) = kx(args);
         assert_eq!(code, RunnerExit::Usage.status(), "{args:?}: {err}");
         assert!(err.contains(msg), "{args:?}: {err}");
-        assert!(err.contains("usage: kx"), "{args:?}: {err}");
+        // The error and one line pointing at the help, not the whole usage.
+        assert!(err.contains("`kx help`"), "{args:?}: {err}");
+        assert!(!err.contains("usage: kx"), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 2, "{args:?}: {err}");
     }
 }
 

@@ -8,6 +8,7 @@
 //! command line and cached for the process. [`bench_direct`] runs `kx bench` itself (boot,
 //! progress, results directory) and [`results_dir`] checks what it wrote.
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod results_dir;
 
@@ -142,6 +143,21 @@ pub fn describe(out: &RunOutput) -> String {
         out.tail(40),
         out.qemu_stderr.trim_end()
     )
+}
+
+/// Asserts that an in-kernel test run passed cleanly: the kernel printed its plan (the tests a
+/// `PREFIX*` selection chose from its own table, so a new test joins every run of its
+/// prefix without an edit here), every planned test reported `ok` once, the summary and the
+/// exit code agree. Returns the names the plan held.
+#[track_caller]
+pub fn assert_suite_passed(out: &RunOutput) -> Vec<String> {
+    let report = qemu::TestReport::parse(&out.serial);
+    let Some(plan) = report.plan.clone() else {
+        panic!("no KTEST-PLAN line:\n{}", describe(out));
+    };
+    assert_eq!(report.problems(out.outcome, None), [], "{}", describe(out));
+    assert_exit(out, abi::ExitCode::Success);
+    plan
 }
 
 /// Asserts that the kernel ended the run with `code`, dumping the run otherwise.

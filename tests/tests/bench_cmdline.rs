@@ -3,6 +3,7 @@
 //! kernel with the bad-command-line code and a message naming the key (the runner's `kx
 //! bench` validates through the same parser before it boots); so does a CPU count above the
 //! CPUs that came online.
+#![forbid(unsafe_code)]
 
 use abi::ExitCode;
 use std::time::Duration;

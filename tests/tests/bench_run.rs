@@ -3,6 +3,7 @@
 //! rounds, each seed scenario's runs show the faults, reclaims and locks the scenario is
 //! about, the invariants held, and the runner writes a complete, well-formed results
 //! directory.
+#![forbid(unsafe_code)]
 
 use qemu::RunnerExit;
 use qemu::cli::BenchOptions;

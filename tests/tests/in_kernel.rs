@@ -1,11 +1,12 @@
 //! The in-kernel test suite, booted directly (`qemu -kernel`, multiboot1): every case passes,
 //! the summary agrees with the case lines, and a test can be selected by name.
+#![forbid(unsafe_code)]
 
 use abi::ExitCode;
 use qemu::{Outcome, RunOutput, TestReport};
 use std::sync::OnceLock;
 use std::time::Duration;
-use tests::{assert_exit, boot_direct, describe};
+use tests::{assert_exit, assert_suite_passed, boot_direct, describe};
 
 /// Generous: the suite runs under TCG on a loaded two-core machine.
 const SUITE_TIMEOUT: Duration = Duration::from_secs(300);
@@ -47,6 +48,38 @@ fn one_test_can_be_selected_by_name() {
     );
     let ran: Vec<&str> = report.cases.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(ran, [name.as_str()], "{}", describe(&out));
+}
+
+#[test]
+fn a_prefix_selects_its_tests_from_the_kernels_table_and_a_dead_one_is_refused() {
+    let all = TestReport::parse(&full_run().serial);
+    let want: Vec<&str> = all
+        .cases
+        .iter()
+        .map(|c| c.name.as_str())
+        .filter(|n| n.starts_with("mm_"))
+        .collect();
+    assert!(
+        !want.is_empty(),
+        "no mm_ tests in\n{}",
+        describe(full_run())
+    );
+    let out = boot_direct("run=test test=mm_*", SUITE_TIMEOUT);
+    let plan = assert_suite_passed(&out);
+    assert_eq!(plan, want, "{}", describe(&out));
+
+    // A name or a prefix that selects nothing is a bad command line, never an empty pass.
+    for (entry, says) in [
+        (
+            "nosuch_*",
+            "no test (slow ones aside) starts with `nosuch_`",
+        ),
+        ("nosuch", "no test named `nosuch`"),
+    ] {
+        let out = boot_direct(&format!("run=test test={entry}"), SUITE_TIMEOUT);
+        assert_exit(&out, ExitCode::BadCmdline);
+        assert!(out.serial.contains(says), "{}", describe(&out));
+    }
 }
 
 #[test]

@@ -1,32 +1,27 @@
 //! The page allocator, NUMA discovery and RCU in the booted kernel: the in-kernel suite at
 //! 1 and 4 vCPUs and with two NUMA nodes (`kx --nodes 2`), the system summary's node and
 //! zone lists, the `pcp_batch=` / `pcp_high=` overrides, and `run=pagealloc` completing.
+#![forbid(unsafe_code)]
 
 use abi::ExitCode;
-use qemu::{RunOutput, TestReport};
+use qemu::RunOutput;
 use std::time::Duration;
-use tests::{assert_exit, boot_direct_numa, describe};
+use tests::{assert_exit, assert_suite_passed, boot_direct_numa, describe};
 
 /// Generous: four vCPUs exhaust memory several times over on a loaded two-core host.
 const TIMEOUT: Duration = Duration::from_secs(240);
 
-/// The in-kernel page allocator and RCU tests.
-const TESTS: &str = "rcu_callback_after_every_cpu,rcu_synchronize_from_any_cpu,\
-rcu_synchronize_inside_a_call,\
-pagealloc_handover_figures,pagealloc_memmap_placement,pagealloc_exhaust_every_cpu,\
-pagealloc_order10_after_fragmentation,pagealloc_node_local_then_fallback";
+/// Every in-kernel page allocator and RCU test: the kernel expands the prefixes from its table.
+const TESTS: &str = "rcu_*,pagealloc_*";
 
 fn suite_passes(smp: u32, nodes: Option<u32>) -> RunOutput {
     let out = boot_direct_numa(smp, nodes, &format!("run=test test={TESTS}"), TIMEOUT);
-    let names: Vec<String> = TESTS.split(',').map(str::to_owned).collect();
-    let report = TestReport::parse(&out.serial);
-    assert_eq!(
-        report.problems(out.outcome, Some(&names)),
-        [],
-        "{}",
-        describe(&out)
+    let plan = assert_suite_passed(&out);
+    assert!(
+        plan.iter()
+            .all(|n| n.starts_with("rcu_") || n.starts_with("pagealloc_")),
+        "{plan:?}"
     );
-    assert_exit(&out, ExitCode::Success);
     let took = format!("  {smp} CPUs took ");
     assert!(
         out.lines().any(|l| l.starts_with(&took)),

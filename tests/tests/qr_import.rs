@@ -5,6 +5,7 @@
 //! of the same run's serial log, and so must the screenshots scaled down, turned a few
 //! degrees and with noise added; without one screenshot the import names the missing codes
 //! (status 12) and writes nothing.
+#![forbid(unsafe_code)]
 
 use qemu::Mode;
 use qemu::bench::qr::picture::{noise, rotate, scale};

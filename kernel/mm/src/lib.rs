@@ -1,7 +1,8 @@
 //! `mm`: the kernel's memory management, platform neutral so that the same code runs in the
 //! kernel and on host threads (the host benchmark hands it a memory arena).
 //!
-//! This crate holds the physical memory layer that the fault path allocates from:
+//! This crate holds the physical memory layer and, above it, the fault core that allocates
+//! from it:
 //!
 //! - [`numa`]: nodes, their memory and CPUs, distances (built by the kernel from the ACPI
 //!   SRAT/SLIT, by host callers from a list of ranges);
@@ -14,7 +15,13 @@
 //!   list sizes) and [`check`] (the invariant checker) extend it;
 //! - [`kmalloc`]: the kernel heap's size classes in front of its first-fit heap;
 //! - [`stats`]: per-CPU per-zone counters; [`microbench`]: the order-0 alloc/free
-//!   micro-benchmark shared by the host example and the kernel's `run=pagealloc`.
+//!   micro-benchmark shared by the host example and the kernel's `run=pagealloc`;
+//! - [`vm`]: the fault core above the allocator: address spaces (`mm_struct`) and their
+//!   regions (`vm_area_struct` with the per-VMA lock, read under RCU), page tables behind
+//!   the `Mmu` trait (the kernel's real ones, or a software MMU on the host),
+//!   `handle_mm_fault`, page-cache objects, `zap_page_range` with its `mmu_gather`, reclaim
+//!   through the reverse map, and the invariant checker; it calls `memcg` for charges and
+//!   `lru` for folio batches.
 //!
 //! CPU ids are arguments; the locks are ksync ticket locks of the classes `zone->lock` and
 //! `pcp->lock` (outer), whose statistics the benchmark reports.

@@ -78,9 +78,11 @@ fn slot_ranges_and_links() -> TestResult {
 
     let v = b.start() + 5 * PMD_SIZE + 0x1234;
     let pt = zeroed_frame().ok_or("out of frames")?;
-    // SAFETY (all links below): `pt` is a zeroed frame owned by this test, unlinked again
-    // before the test ends; nothing is mapped through it.
-    let link = |addr: u64, t: PhysAddr| unsafe { aspace::link_pte_table(addr, t, &mut PoolFrames) };
+    let link = |addr: u64, t: PhysAddr| {
+        // SAFETY: for every link below: `pt` is a zeroed frame owned by this test, unlinked
+        // again before the test ends; nothing is mapped through it.
+        unsafe { aspace::link_pte_table(addr, t, &mut PoolFrames) }
+    };
     ensure!(
         link(MM_SLOT_START - 4096, pt) == Err(AspaceError::OutsideSlot(MM_SLOT_START - 4096)),
         "link outside the slot accepted"

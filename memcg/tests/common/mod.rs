@@ -111,3 +111,11 @@ pub fn free(tree: &Tree, memcg: &Ref<'_>, cpu: usize, f: &'static Folio) {
     tree.lru().lru_del_folio(memcg, cpu, f).unwrap();
     tree.uncharge_folio(cpu, f).unwrap();
 }
+
+/// `n` faults into `m` on `node`, half of them anon.
+pub fn fill(s: &Setup, m: &Ref<'_>, node: u32, n: u64) {
+    for i in 0..n {
+        try_fault(&s.tree, m, 0, node, i % 2 == 0).unwrap();
+    }
+    s.tree.stocks().drain(0).unwrap();
+}

@@ -308,6 +308,29 @@ impl Collected {
             && self.end.is_none()
     }
 
+    /// Why [`Collected::is_empty`] holds, for the message that refuses the log: the first
+    /// line that looked like a record and was not one (and how many more there were), or that
+    /// no line looked like a record at all.
+    #[must_use]
+    pub fn why_empty(&self) -> String {
+        let mut bad = self.problems.iter().filter_map(|p| match p {
+            Problem::Malformed { line, error } => Some((*line, error.as_str())),
+            _ => None,
+        });
+        match bad.next() {
+            None => "no KRESULT records in it".into(),
+            Some((line, error)) => {
+                let more = bad.count();
+                let tail = if more == 0 {
+                    String::new()
+                } else {
+                    format!(" (and {more} more invalid KRESULT lines)")
+                };
+                format!("no valid KRESULT record in it: line {line}: {error}{tail}")
+            }
+        }
+    }
+
     /// The worst problem's severity (`None`: complete and consistent).
     #[must_use]
     pub fn worst(&self) -> Option<Severity> {

@@ -198,6 +198,9 @@ pub fn bench(
 
 /// `kx import LOG`: the results directory of a captured serial log.
 pub fn import(root: &Path, log: &Path, out: Option<&Path>) -> Result<RunnerExit, RunError> {
+    if log.is_dir() {
+        return Err(RunError::NotAFile(log.to_owned()));
+    }
     let bytes = std::fs::read(log).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
             RunError::NotFound(log.to_owned())
@@ -210,7 +213,7 @@ pub fn import(root: &Path, log: &Path, out: Option<&Path>) -> Result<RunnerExit,
     if c.is_empty() {
         return Err(RunError::BadInput {
             path: log.to_owned(),
-            why: "no KRESULT records in it".into(),
+            why: c.why_empty(),
         });
     }
     import_collected(root, &log.display().to_string(), &c, out)

@@ -190,7 +190,7 @@ pub struct VmAreaB {
     line2: RefcntLineB,
 }
 
-// SAFETY (for both): the raw pointers are back pointers to objects that outlive the
+// SAFETY: the raw pointers are back pointers to objects that outlive the
 // region (the address space, the object, the memcg: the address space's owner keeps them
 // alive while the region exists); they are only read. Everything mutable is atomic.
 unsafe impl Send for VmAreaA {}

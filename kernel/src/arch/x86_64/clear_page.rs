@@ -83,8 +83,8 @@ pub unsafe fn clear_page(page: *mut u8) {
 /// # Safety
 /// As [`clear_page`].
 pub unsafe fn clear_page_with(how: ClearPage, page: *mut u8) {
-    // SAFETY (all three): the caller guarantees 4096 writable bytes at `page`; the
-    // direction flag is clear at every call boundary (the ABI); only the named registers
+    // SAFETY: for each of the three forms: the caller guarantees 4096 writable bytes at
+    // `page`; the direction flag is clear at every call boundary (the ABI); only the named registers
     // change.
     unsafe {
         match how {

@@ -3,8 +3,8 @@
 //! counts (`getrusage(RUSAGE_THREAD)`), the parent-death signal, and the anonymous mappings
 //! the Linux reference faults in (`mmap` / `madvise(MADV_NOHUGEPAGE)` / `munmap`).
 //!
-//! This is the host-thread mode's one place with `unsafe` (the runner's other is
-//! [`crate::process`]).
+//! This is the host-thread mode's one place with `unsafe` (the runner's others are
+//! [`crate::process`] and [`crate::accel`]'s `/dev/kvm` check).
 #![allow(unsafe_code)]
 
 use std::io;
