@@ -173,7 +173,7 @@ impl Before {
         if self.busy {
             s.push_str(&format!(
                 ": the host is BUSY (more than {BUSY_CORES} core); they will take time from \
-                 the vCPUs and the runs they overlap are flagged (--strict refuses to start)"
+                 the benchmark's CPUs (--strict refuses to start)"
             ));
         }
         s

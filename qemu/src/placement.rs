@@ -268,7 +268,8 @@ impl HostPlacement {
         let g = &self.placement.guest_nodes;
         if self.topo.nodes.len() <= 1 {
             return format!(
-                "the host has 1 NUMA node: the guest gets {} node, its memory not bound                  (nothing to mirror)",
+                "the host has 1 NUMA node: the guest gets {} node, its memory not bound \
+                 (nothing to mirror)",
                 g.len()
             );
         }
@@ -434,8 +435,10 @@ impl PlacementRecord {
             .iter()
             .map(|t| {
                 let cpu = t.host_cpu.map_or("-".to_owned(), |c| c.to_string());
-                let node = match (t.guest_node, t.host_node) {
-                    (Some(g), Some(h)) => format!(" node {g}->{h}"),
+                let node = match (self.mode.as_str(), t.guest_node, t.host_node) {
+                    ("qemu", Some(g), Some(h)) => format!(" node {g}->{h}"),
+                    ("qemu", _, _) => String::new(),
+                    (_, _, Some(h)) if self.topology.nodes > 1 => format!(" node {h}"),
                     _ => String::new(),
                 };
                 match t.tid {
@@ -659,6 +662,30 @@ mod tests {
         let p = place(&t, &all(&t), 1, false, true);
         assert_eq!(p.guest_nodes.len(), 1);
         assert!(p.warnings[0].contains("mirrors the first 1"));
+    }
+
+    #[test]
+    fn nodes_host_says_what_it_mirrored() {
+        let f = fake::two_cores();
+        let t = topo(&f);
+        let h = HostPlacement::on(t.clone(), all(&t), 2, false, true);
+        assert_eq!(
+            h.mirror_line(),
+            "the host has 1 NUMA node: the guest gets 1 node, its memory not bound (nothing \
+             to mirror)"
+        );
+        assert!(!h.mirror().bind);
+        let f = fake::memoryless();
+        let t = topo(&f);
+        let h = HostPlacement::on(t.clone(), all(&t), 2, false, true);
+        assert!(h.mirror().bind);
+        assert_eq!(
+            h.mirror_line(),
+            "the host has 2 NUMA nodes: guest node 0 -> host node 0 (memory bound there), \
+             guest node 1 -> host node 1 (memoryless, as the host's)"
+        );
+        let r = h.record("host-threads", None);
+        assert_eq!(r.line(), "thread->host CPU 0->0 (node 0) 1->2 (node 1)");
     }
 
     #[test]
