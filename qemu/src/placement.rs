@@ -494,7 +494,10 @@ pub fn apply_to_qemu(
     started: Instant,
     deadline: Instant,
 ) {
-    let cpus = match crate::qmp::Qmp::connect(qmp, deadline).and_then(|mut q| q.vcpu_threads()) {
+    let alive = || Path::new(&format!("/proc/{pid}")).exists();
+    let cpus = match crate::qmp::Qmp::connect_while(qmp, deadline, &alive)
+        .and_then(|mut q| q.vcpu_threads())
+    {
         Ok(c) => c,
         Err(e) => {
             rec.error = Some(format!("QMP: {e}"));

@@ -38,11 +38,24 @@ impl Qmp {
     /// Connects to the socket at `path` (retrying until `deadline` while it is missing or
     /// refuses), reads the greeting and negotiates capabilities.
     pub fn connect(path: &Path, deadline: Instant) -> Result<Qmp, String> {
+        Qmp::connect_while(path, deadline, &|| true)
+    }
+
+    /// [`Qmp::connect`], giving up as soon as `alive` says QEMU is gone (a QEMU that fails at
+    /// start never creates its socket: no reason to wait for the deadline).
+    pub fn connect_while(
+        path: &Path,
+        deadline: Instant,
+        alive: &dyn Fn() -> bool,
+    ) -> Result<Qmp, String> {
         let stream = loop {
             match UnixStream::connect(path) {
                 Ok(s) => break s,
                 Err(e) if Instant::now() >= deadline => {
                     return Err(format!("cannot connect to {}: {e}", path.display()));
+                }
+                Err(_) if !alive() => {
+                    return Err("QEMU exited before its QMP socket answered".into());
                 }
                 Err(_) => std::thread::sleep(RETRY),
             }
@@ -205,6 +218,17 @@ mod tests {
         .err()
         .unwrap();
         assert!(e.contains("cannot connect to /nonexistent/qmp.sock"), "{e}");
+        // A QEMU that is gone is not waited for.
+        let t0 = Instant::now();
+        let e = Qmp::connect_while(
+            Path::new("/nonexistent/qmp.sock"),
+            t0 + Duration::from_secs(30),
+            &|| false,
+        )
+        .err()
+        .unwrap();
+        assert!(e.contains("QEMU exited"), "{e}");
+        assert!(t0.elapsed() < Duration::from_secs(5));
         let path = socket("err");
         let listener = UnixListener::bind(&path).unwrap();
         let server = std::thread::spawn(move || {
