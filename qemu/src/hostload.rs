@@ -188,8 +188,8 @@ pub fn before(source: &Source, span: Duration) -> Result<Before, String> {
     let b = source.sample()?;
     let (cores, _) = load_between(&a, &b);
     Ok(Before {
-        seconds: t0.elapsed().as_secs_f64(),
-        cores,
+        seconds: (t0.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
+        cores: (cores * 1000.0).round() / 1000.0,
         host_cpus: b.host.cpus,
         busy: cores > BUSY_CORES,
     })
