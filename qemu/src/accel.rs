@@ -227,6 +227,8 @@ pub fn probe_args(elf32: &Path) -> Vec<OsString> {
         ovmf_code: PathBuf::new(),
         ovmf_vars: None,
         accel: Accel::Kvm,
+        qmp: None,
+        mirror: None,
     };
     // A direct launch with a kernel is always consistent.
     launch.args().unwrap_or_default()

@@ -58,6 +58,9 @@ options:
   --mem MIB          guest memory in MiB, 32..=65536 (default: bench 1024, others 256)
   --nodes N          NUMA nodes, 1..=64: memory split evenly (at least 16 MiB each), vCPUs
                      round-robin, distances 10 + 10*|i-j| (default: no NUMA description)
+  --nodes host       as many nodes as the host has (with CPUs this process may use), each
+                     mirroring one: its vCPUs pinned to that host node's cores (bench), its
+                     memory bound there (host-nodes=, policy=bind) where the host has several
   --timeout SECS     kill QEMU after SECS, 1..=86400 (default: 60; UEFI modes 120; bench 1800)
   --accel ACCEL      auto | kvm | tcg (default: auto, KVM where a probe boot shows it works,
                      cached per host; kvm where it does not is an error, status 14)
@@ -73,6 +76,10 @@ options:
 bench options (kernel keys in parentheses; defaults are the kernel's):
   --host             run the scenarios on pinned host threads instead of booting, with
                      Linux's own fault path as the `linux` reference (no QEMU needed)
+  --smt              pin vCPUs (or --host threads) to SMT siblings too (default: one per
+                     physical core; vCPUs beyond the cores are left unpinned, with a warning)
+  --strict           refuse to start when other processes keep the host busy (more than
+                     0.1 core over the 1 s sampled before the run): exit status 15
   --quick            short run for tests and CI (quick=1: 2 rounds of 0.1 s, CPUs 1 and 2)
   --scenarios LIST   all | NAME[,NAME...] (scenarios=)
   --cpus LIST        CPU counts, e.g. 1,2,4, increasing, each <= --smp (bench_cpus=;
@@ -142,6 +149,8 @@ pub struct Options {
     pub mem_mib: u32,
     /// NUMA nodes (`None`: no NUMA description).
     pub nodes: Option<u32>,
+    /// `--nodes host`: `nodes` is the host's node count, each guest node mirroring one.
+    pub nodes_host: bool,
     /// Explicit timeout (`None`: the command's and mode's default).
     pub timeout: Option<Duration>,
     /// `--accel`.
@@ -170,6 +179,7 @@ impl Default for Options {
             smp: 2,
             mem_mib: 256,
             nodes: None,
+            nodes_host: false,
             timeout: None,
             accel: AccelRequest::Auto,
             append: String::new(),
@@ -188,6 +198,10 @@ impl Default for Options {
 pub struct BenchOptions {
     /// `--host`: on host threads instead of in QEMU (no kernel key).
     pub host: bool,
+    /// `--smt`: SMT siblings may be used for vCPUs or threads (no kernel key).
+    pub smt: bool,
+    /// `--strict`: refuse to start on a busy host (no kernel key).
+    pub strict: bool,
     /// `--quick` (`quick=1`).
     pub quick: bool,
     /// `--scenarios` (`scenarios=`).
@@ -321,6 +335,8 @@ pub enum CliError {
     },
     /// A command that needs positional arguments got too few.
     MissingArgument(&'static str),
+    /// `--nodes host`, and the host's topology cannot be read.
+    HostTopology(String),
 }
 
 /// Why a `--nodes` value does not fit the machine.
@@ -368,6 +384,9 @@ impl fmt::Display for CliError {
                 "--cpus: {cpus} CPUs asked for, but the machine has --smp {smp}"
             ),
             CliError::MissingArgument(what) => f.write_str(what),
+            CliError::HostTopology(why) => {
+                write!(f, "--nodes host: cannot read the host's topology: {why}")
+            }
             CliError::Nodes { nodes, why } => match why {
                 NodesProblem::MoreThanCpus(smp) => write!(
                     f,
@@ -494,6 +513,14 @@ where
                     seen.push("--host");
                     cli.options.bench.host = true;
                 }
+                ("--smt", None) => {
+                    seen.push("--smt");
+                    cli.options.bench.smt = true;
+                }
+                ("--strict", None) => {
+                    seen.push("--strict");
+                    cli.options.bench.strict = true;
+                }
                 _ => return Err(CliError::UnknownFlag(arg)),
             }
         }
@@ -519,7 +546,11 @@ fn apply_value(o: &mut Options, flag: &'static str, value: String) -> Result<(),
         "--accel" => o.accel = value.parse().map_err(CliError::BadAccel)?,
         "--smp" => o.smp = number(flag, &value, (1, u64::from(abi::cmdline::MAX_CPUS)))? as u32,
         "--mem" => o.mem_mib = number(flag, &value, (32, 65536))? as u32,
-        "--nodes" => o.nodes = Some(number(flag, &value, (1, u64::from(MAX_NODES)))? as u32),
+        "--nodes" if value == "host" => o.nodes_host = true,
+        "--nodes" => {
+            o.nodes_host = false;
+            o.nodes = Some(number(flag, &value, (1, u64::from(MAX_NODES)))? as u32);
+        }
         "--timeout" => o.timeout = Some(Duration::from_secs(number(flag, &value, (1, 86400))?)),
         "--append" => o.append = value,
         "--kernel" => o.kernel = Some(value.into()),
@@ -569,6 +600,18 @@ pub fn host_cores() -> u32 {
         .min(abi::cmdline::MAX_CPUS)
 }
 
+/// `--nodes host`: the host's NUMA nodes with CPUs this process may run on.
+fn host_nodes_with_cpus() -> Result<u32, String> {
+    let topo = crate::topology::Topology::host()?;
+    let allowed = crate::bench::threads::sys::allowed_cpus().map_err(|e| e.to_string())?;
+    let n = topo
+        .nodes
+        .iter()
+        .filter(|n| n.cpus.iter().any(|c| allowed.contains(c)))
+        .count() as u32;
+    Ok(n.clamp(1, MAX_NODES))
+}
+
 fn largest_cpus(b: &BenchOptions) -> Option<u32> {
     b.cpus
         .as_deref()
@@ -580,6 +623,8 @@ fn check_combination(cli: &mut Cli, seen: &[&'static str]) -> Result<(), CliErro
     if cli.command != Command::Bench && cli.command != Command::Help {
         for flag in [
             "--host",
+            "--smt",
+            "--strict",
             "--quick",
             "--scenarios",
             "--cpus",
@@ -690,6 +735,10 @@ fn check_combination(cli: &mut Cli, seen: &[&'static str]) -> Result<(), CliErro
             }
         }
         return Ok(());
+    }
+    if cli.options.nodes_host {
+        let nodes = host_nodes_with_cpus().map_err(CliError::HostTopology)?;
+        cli.options.nodes = Some(nodes);
     }
     if seen.contains(&"--out") && cli.command != Command::Help && cli.command != Command::Bench {
         return Err(CliError::NotForCommand {
@@ -1122,6 +1171,44 @@ mod tests {
         assert!(matches!(
             parse(["image", "--nodes", "2"]),
             Err(CliError::NotForCommand {
+                flag: "--nodes",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn placement_and_noise_options() {
+        let c = parse(["bench", "--smt", "--strict", "--nodes", "host"]).unwrap();
+        assert!(c.options.bench.smt && c.options.bench.strict && c.options.nodes_host);
+        // `host` becomes the host's node count (at least 1: this machine has one).
+        assert!(c.options.nodes.is_some_and(|n| n >= 1));
+        let c = parse(["bench", "--host", "--smt", "--strict"]).unwrap();
+        assert!(c.options.bench.smt && c.options.bench.strict);
+        // No kernel keys for these.
+        assert_eq!(c.options.bench.kernel_keys(), Vec::<String>::new());
+        // A number after `host` wins, and the other way round.
+        let c = parse(["summary", "--nodes", "host", "--nodes", "1"]).unwrap();
+        assert!(!c.options.nodes_host && c.options.nodes == Some(1));
+        for flag in ["--smt", "--strict"] {
+            assert_eq!(
+                parse(["run", flag]),
+                Err(CliError::NotForCommand {
+                    flag,
+                    command: "run"
+                })
+            );
+        }
+        assert!(matches!(
+            parse(["bench", "--host", "--nodes", "host"]),
+            Err(CliError::NotForCommand {
+                flag: "--nodes",
+                ..
+            })
+        ));
+        assert!(matches!(
+            parse(["run", "--nodes", "hosts"]),
+            Err(CliError::BadNumber {
                 flag: "--nodes",
                 ..
             })

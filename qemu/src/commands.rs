@@ -9,7 +9,7 @@
 use crate::cli::{Cli, Command, Options, USAGE};
 use crate::firmware::PrivateVars;
 use crate::mode::Firmware;
-use crate::process::run_streaming;
+use crate::process::run_streaming_with;
 use crate::results::TestReport;
 use crate::{Launch, Medium, Mode, Outcome, RunError, RunOutput, RunnerExit};
 use abi::ExitCode;
@@ -31,7 +31,7 @@ pub fn boot(
     timeout: Duration,
     echo: bool,
 ) -> Result<RunOutput, RunError> {
-    boot_inner(ws, launch, timeout, echo, &mut |_| {})
+    boot_inner(ws, launch, timeout, echo, &mut |_| {}, &mut |_| {})
 }
 
 /// [`boot`] without echo, handing every serial line to `on_line` while QEMU runs.
@@ -41,7 +41,19 @@ pub fn boot_streaming(
     timeout: Duration,
     on_line: &mut (dyn FnMut(&str) + Send),
 ) -> Result<RunOutput, RunError> {
-    boot_inner(ws, launch, timeout, false, on_line)
+    boot_inner(ws, launch, timeout, false, &mut |_| {}, on_line)
+}
+
+/// [`boot_streaming`], also calling `on_start` with QEMU's pid once it runs (from a thread
+/// of its own, while serial is read): where `kx bench` pins QEMU's threads.
+pub fn boot_streaming_with(
+    ws: &Workspace,
+    launch: &Launch,
+    timeout: Duration,
+    on_start: &mut (dyn FnMut(u32) + Send),
+    on_line: &mut (dyn FnMut(&str) + Send),
+) -> Result<RunOutput, RunError> {
+    boot_inner(ws, launch, timeout, false, on_start, on_line)
 }
 
 fn boot_inner(
@@ -49,6 +61,7 @@ fn boot_inner(
     launch: &Launch,
     timeout: Duration,
     echo: bool,
+    on_start: &mut (dyn FnMut(u32) + Send),
     on_line: &mut (dyn FnMut(&str) + Send),
 ) -> Result<RunOutput, RunError> {
     let uefi = launch.mode.firmware() == Firmware::Uefi;
@@ -67,7 +80,7 @@ fn boot_inner(
     };
     let args = launch.args().map_err(RunError::MediumMismatch)?;
     let qemu = boot::tool::find_on_path(QEMU).unwrap_or_else(|| PathBuf::from(QEMU));
-    let finished = run_streaming(&qemu, &args, timeout, echo, on_line)?;
+    let finished = run_streaming_with(&qemu, &args, timeout, echo, on_start, on_line)?;
     Ok(RunOutput::from_finished(finished, timeout))
 }
 
@@ -83,6 +96,8 @@ pub fn launch(mode: Mode, smp: u32, mem_mib: u32, nodes: Option<u32>, medium: Me
         ovmf_code: OVMF_CODE.into(),
         ovmf_vars: None,
         accel: crate::accel::Accel::Tcg,
+        qmp: None,
+        mirror: None,
     }
 }
 
@@ -271,6 +286,16 @@ fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
     );
     let mut launch = launch(o.mode, o.smp, o.mem_mib, o.nodes, medium);
     launch.accel = accel;
+    if o.nodes_host {
+        // `kx bench` pins the vCPUs to the mirrored nodes too (crate::bench::run).
+        let host = crate::placement::HostPlacement::choose(o.smp as usize, o.bench.smt, true)
+            .map_err(|why| RunError::BadInput {
+                path: PathBuf::from("/sys/devices/system"),
+                why: format!("--nodes host: {why}"),
+            })?;
+        eprintln!("kx: --nodes host: {}", host.mirror_line());
+        launch.mirror = Some(host.mirror());
+    }
     if cli.command == Command::Bench {
         return crate::bench::run::bench(&ws, o, &launch, timeout);
     }

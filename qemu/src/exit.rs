@@ -10,7 +10,7 @@
 //! lost comparison), 10 the benchmark's `end` record says its invariant checks failed;
 //! `kx import --qr`: 11 an image unreadable or without a code of ours, 12 codes missing,
 //! 13 codes that contradict each other or a payload that fails its checksum; 14
-//! `--accel kvm` where KVM does not work.
+//! `--accel kvm` where KVM does not work; 15 `kx bench --strict` on a busy host.
 
 use abi::ExitCode;
 use boot::error::{EXIT_BUILD_FAILED, EXIT_MISSING_PACKAGES, EXIT_NOT_FOUND, EXIT_USAGE};
@@ -50,13 +50,15 @@ pub enum RunnerExit {
     QrCorrupt,
     /// `--accel kvm`, and KVM does not work on this host (the probe says why).
     KvmUnavailable,
+    /// `kx bench --strict`, and other processes kept the host busy before the run.
+    HostBusy,
     /// The kernel exited with this code (any but success).
     Kernel(ExitCode),
 }
 
 impl RunnerExit {
     /// The runner's own codes with their meaning, for help text and the README table.
-    pub const OWN: [(RunnerExit, &'static str); 14] = [
+    pub const OWN: [(RunnerExit, &'static str); 15] = [
         (RunnerExit::Success, "the kernel reported success"),
         (RunnerExit::Usage, "bad runner arguments"),
         (
@@ -104,6 +106,10 @@ impl RunnerExit {
             RunnerExit::KvmUnavailable,
             "--accel kvm, and KVM does not work here (the probe says why)",
         ),
+        (
+            RunnerExit::HostBusy,
+            "bench --strict, and other processes kept the host busy (more than 0.1 core) before the run",
+        ),
     ];
 
     /// The process exit status.
@@ -124,6 +130,7 @@ impl RunnerExit {
             RunnerExit::QrMissing => 12,
             RunnerExit::QrCorrupt => 13,
             RunnerExit::KvmUnavailable => 14,
+            RunnerExit::HostBusy => 15,
             RunnerExit::Kernel(ExitCode::Success) => 0,
             RunnerExit::Kernel(code) => code.port_value() as i32,
         }
@@ -167,7 +174,7 @@ mod tests {
                 assert_eq!(s, 0);
             } else {
                 assert!(seen.insert(s), "{c:?} clashes");
-                assert!(s > 13 && s < 256);
+                assert!(s > 15 && s < 256);
             }
         }
         assert_eq!(RunnerExit::Kernel(ExitCode::Panic).status(), 0x12);

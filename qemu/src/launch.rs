@@ -20,11 +20,21 @@
 //! `-smp N` means on QEMU 7.2), and distances `10 + 10 * |i - j|`, nodes on a line, so
 //! that with three or more nodes the fallback order by distance is visible.
 //!
+//! With `--nodes host` ([`NodeMirror`]) guest node `i` mirrors a host node: memory is split
+//! over the guest nodes whose host node has memory, and where the host has several nodes each
+//! backend is bound to its host node (`host-nodes=H,policy=bind`); a guest node mirroring a
+//! memoryless host node is memoryless too (`-numa node,nodeid=i` without a memdev, which
+//! QEMU 7.2 accepts beside memdev nodes).
+//!
+//! With `qmp` the machine gets a QMP socket (`-qmp unix:PATH,server=on,wait=off`), through
+//! which the runner learns the vCPUs' thread ids to pin them ([`crate::placement`]).
+//!
 //! Images are opened with `snapshot=on`, so a run never writes the image and several runs can
 //! share one.
 
 use crate::accel::Accel;
 use crate::mode::{Firmware, Mode};
+use crate::placement::GuestNode;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -64,6 +74,19 @@ pub struct Launch {
     pub ovmf_vars: Option<PathBuf>,
     /// TCG or KVM ([`crate::accel`] decides).
     pub accel: Accel,
+    /// A QMP socket to create (`None`: none).
+    pub qmp: Option<PathBuf>,
+    /// `--nodes host`: which host node each guest node mirrors.
+    pub mirror: Option<NodeMirror>,
+}
+
+/// `--nodes host`: the guest's nodes as mirrors of the host's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeMirror {
+    /// Guest node `i` is `nodes[i]`.
+    pub nodes: Vec<GuestNode>,
+    /// Bind each node's memory to its host node (the host has several nodes).
+    pub bind: bool,
 }
 
 impl Launch {
@@ -86,8 +109,15 @@ impl Launch {
                 self.smp, self.smp
             )),
         }
-        for a in numa_args(self.nodes, self.smp, self.mem_mib) {
+        for a in numa_args(self.nodes, self.smp, self.mem_mib, self.mirror.as_ref()) {
             push(&a);
+        }
+        if let Some(q) = &self.qmp {
+            push("-qmp");
+            push(&format!(
+                "unix:{},server=on,wait=off",
+                q.to_string_lossy().replace(',', ",,")
+            ));
         }
         for s in [
             "-display",
@@ -160,13 +190,41 @@ pub fn node_sizes(nodes: u32, mem_mib: u32) -> Vec<u32> {
         .collect()
 }
 
-/// The `-object`/`-numa` arguments of a machine with `nodes` nodes (none for `None`).
-fn numa_args(nodes: Option<u32>, smp: u32, mem_mib: u32) -> Vec<String> {
+/// The `-object`/`-numa` arguments of a machine with `nodes` nodes (none for `None`),
+/// mirroring host nodes with `mirror`.
+fn numa_args(
+    nodes: Option<u32>,
+    smp: u32,
+    mem_mib: u32,
+    mirror: Option<&NodeMirror>,
+) -> Vec<String> {
     let Some(n) = nodes else { return Vec::new() };
     let mut a = Vec::new();
-    for (i, size) in node_sizes(n, mem_mib).into_iter().enumerate() {
+    // Per guest node: whether it has memory, and the host node to bind it to.
+    let per_node: Vec<(bool, Option<u32>)> = (0..n as usize)
+        .map(
+            |i| match mirror.and_then(|m| m.nodes.get(i).map(|g| (g, m.bind))) {
+                Some((g, bind)) => (g.memory, bind.then_some(g.host)),
+                None => (true, None),
+            },
+        )
+        .collect();
+    let with_memory = per_node.iter().filter(|(m, _)| *m).count().max(1) as u32;
+    let mut sizes = node_sizes(with_memory, mem_mib).into_iter();
+    for (i, (memory, host)) in per_node.into_iter().enumerate() {
+        if !memory {
+            a.push("-numa".into());
+            a.push(format!("node,nodeid={i}"));
+            continue;
+        }
+        let size = sizes.next().unwrap_or(0);
         a.push("-object".into());
-        a.push(format!("memory-backend-ram,id=ram-node{i},size={size}M"));
+        a.push(match host {
+            Some(h) => {
+                format!("memory-backend-ram,id=ram-node{i},size={size}M,host-nodes={h},policy=bind")
+            }
+            None => format!("memory-backend-ram,id=ram-node{i},size={size}M"),
+        });
         a.push("-numa".into());
         a.push(format!("node,nodeid={i},memdev=ram-node{i}"));
     }
@@ -212,7 +270,84 @@ mod tests {
             ovmf_code: "/fw/CODE.fd".into(),
             ovmf_vars: Some("/tmp/x/VARS.fd".into()),
             accel: Accel::Tcg,
+            qmp: None,
+            mirror: None,
         }
+    }
+
+    #[test]
+    fn qmp_socket_and_mirrored_host_nodes() {
+        let mut l = launch(
+            Mode::Direct,
+            Medium::Kernel {
+                elf32: "/k".into(),
+                cmdline: String::new(),
+            },
+        );
+        l.qmp = Some("/tmp/kx-qmp-1/qmp.sock".into());
+        assert!(joined(&l).contains(" -qmp unix:/tmp/kx-qmp-1/qmp.sock,server=on,wait=off "));
+        // Two host nodes, the second memoryless: all memory on node 0, bound there.
+        l.nodes = Some(2);
+        l.mem_mib = 256;
+        l.mirror = Some(NodeMirror {
+            nodes: vec![
+                GuestNode {
+                    guest: 0,
+                    host: 0,
+                    memory: true,
+                },
+                GuestNode {
+                    guest: 1,
+                    host: 1,
+                    memory: false,
+                },
+            ],
+            bind: true,
+        });
+        let s = joined(&l);
+        assert!(
+            s.contains(
+                "-object memory-backend-ram,id=ram-node0,size=256M,host-nodes=0,policy=bind \
+             -numa node,nodeid=0,memdev=ram-node0 -numa node,nodeid=1 -numa cpu"
+            ),
+            "{s}"
+        );
+        assert!(s.contains("-numa cpu,node-id=1,socket-id=0,core-id=1,thread-id=0"));
+        // Two nodes with memory, mirrored on a 2-node host: split and each bound.
+        l.mirror = Some(NodeMirror {
+            nodes: vec![
+                GuestNode {
+                    guest: 0,
+                    host: 0,
+                    memory: true,
+                },
+                GuestNode {
+                    guest: 1,
+                    host: 1,
+                    memory: true,
+                },
+            ],
+            bind: true,
+        });
+        let s = joined(&l);
+        assert!(s.contains("size=128M,host-nodes=0,policy=bind"), "{s}");
+        assert!(
+            s.contains("id=ram-node1,size=128M,host-nodes=1,policy=bind"),
+            "{s}"
+        );
+        // A 1-node host: one node, nothing bound.
+        l.nodes = Some(1);
+        l.mirror = Some(NodeMirror {
+            nodes: vec![GuestNode {
+                guest: 0,
+                host: 0,
+                memory: true,
+            }],
+            bind: false,
+        });
+        let s = joined(&l);
+        assert!(s.contains("-object memory-backend-ram,id=ram-node0,size=256M -numa node,nodeid=0,memdev=ram-node0"), "{s}");
+        assert!(!s.contains("host-nodes"));
     }
 
     #[test]

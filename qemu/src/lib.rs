@@ -9,11 +9,12 @@
 //!
 //! The `kx` binary ([`cli`], [`commands`]) builds the kernel with the `boot` crate and offers
 //! `summary`, `test`, `run`, `bench`, `compare`, `import`, `layout` and `image`; the
-//! benchmark's records, tables, plots and result directories are [`bench`]'s. `unsafe` is
-//! confined to [`process`] (process group kill and parent-death signal), [`accel`]'s
-//! `/dev/kvm` check (one `ioctl`) and the host-thread mode's system calls
-//! (`bench::threads::sys`: CPU affinity, clocks, fault counts and the Linux reference's
-//! mappings).
+//! benchmark's records, tables, plots and result directories are [`bench`]'s. Where the
+//! benchmark's CPUs run: [`topology`] (the host's, from sysfs), [`placement`] (the choice of
+//! host CPUs and its record), [`qmp`] (QEMU's vCPU thread ids); what else the host does
+//! meanwhile: [`hostload`]. `unsafe` is confined to [`process`] (process group kill and
+//! parent-death signal), [`accel`]'s `/dev/kvm` check (one `ioctl`) and
+//! `bench::threads::sys` (affinity, clocks, mappings).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -24,11 +25,15 @@ pub mod commands;
 pub mod error;
 pub mod exit;
 pub mod firmware;
+pub mod hostload;
 pub mod launch;
 pub mod mode;
 pub mod outcome;
+pub mod placement;
 pub mod process;
+pub mod qmp;
 pub mod results;
+pub mod topology;
 
 pub use error::RunError;
 pub use exit::RunnerExit;

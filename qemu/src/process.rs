@@ -70,6 +70,20 @@ pub fn run_streaming(
     echo: bool,
     on_line: &mut (dyn FnMut(&str) + Send),
 ) -> Result<Finished, RunError> {
+    run_streaming_with(program, args, timeout, echo, &mut |_| {}, on_line)
+}
+
+/// [`run_streaming`], also calling `on_start` with the process id once it runs, on a thread
+/// of its own while serial is read and the deadline watched (the runner pins QEMU's threads
+/// there); the run's result waits for it to return.
+pub fn run_streaming_with(
+    program: &Path,
+    args: &[OsString],
+    timeout: Duration,
+    echo: bool,
+    on_start: &mut (dyn FnMut(u32) + Send),
+    on_line: &mut (dyn FnMut(&str) + Send),
+) -> Result<Finished, RunError> {
     let mut cmd = Command::new(program);
     cmd.args(args)
         .stdin(Stdio::null())
@@ -104,7 +118,9 @@ pub fn run_streaming(
     let first = OnceLock::new();
     let out_pipe = child.stdout.take().expect("stdout is piped");
     let mut err_pipe = child.stderr.take().expect("stderr is piped");
+    let pid = child.id();
     let (termination, elapsed, stdout, stderr) = thread::scope(|scope| {
+        let started = scope.spawn(move || on_start(pid));
         let out = scope.spawn(|| pump(out_pipe, echo, &first, start, on_line));
         let err = scope.spawn(move || {
             let mut buf = Vec::new();
@@ -115,6 +131,7 @@ pub fn run_streaming(
         let elapsed = start.elapsed();
         let stdout = out.join().unwrap_or_default();
         let stderr = err.join().unwrap_or_default();
+        let _ = started.join();
         (termination, elapsed, stdout, stderr)
     });
     Ok(Finished {

@@ -109,3 +109,45 @@ fn help_succeeds_and_lists_exit_codes() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("exit status:") && text.contains("timeout"));
 }
+
+/// `kx bench --strict` on a busy host stops before booting, with its own status: a busy
+/// loop (a child of this test, so another process to `kx`) keeps a core busy while `kx`
+/// samples the host. The kernel file is never booted (any existing file passes the check).
+#[test]
+fn strict_refuses_a_busy_host() {
+    let mut busy = Command::new("sh")
+        .args(["-c", "while :; do :; done"])
+        .spawn()
+        .expect("sh runs");
+    // Let the loop get going before kx samples.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let out = Command::new(env!("CARGO_BIN_EXE_kx"))
+        .args([
+            "bench",
+            "--strict",
+            "--accel",
+            "tcg",
+            "--smp",
+            "1",
+            "--kernel",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"),
+            "--quick",
+        ])
+        .output();
+    let _ = busy.kill();
+    let _ = busy.wait();
+    let out = out.expect("kx runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(RunnerExit::HostBusy.status()),
+        "{err}"
+    );
+    assert_eq!(RunnerExit::HostBusy.status(), 15);
+    assert!(err.contains("the host is BUSY"), "{err}");
+    assert!(
+        err.contains("--strict: not starting on a busy host"),
+        "{err}"
+    );
+    assert!(!err.contains("pinning:"), "nothing booted: {err}");
+}

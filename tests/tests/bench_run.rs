@@ -44,6 +44,44 @@ fn quick_benchmark_writes_a_complete_results_directory() {
             assert_eq!(run["counters"]["page_fault_fixups"], 0, "{run}");
         }
     }
+    // The vCPUs were pinned through QMP, one per host CPU, and the record says where.
+    let placement = &r["host"]["placement"];
+    assert_eq!(placement["mode"], "qemu", "{placement}");
+    assert_eq!(placement["error"], serde_json::Value::Null, "{placement}");
+    let threads = placement["threads"].as_array().unwrap();
+    assert_eq!(threads.len(), tests::SMP as usize, "{placement}");
+    let mut cpus: Vec<u64> = threads
+        .iter()
+        .map(|t| {
+            assert!(t["tid"].as_i64().is_some_and(|tid| tid > 0), "{t}");
+            t["host_cpu"].as_u64().unwrap()
+        })
+        .collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    assert_eq!(
+        cpus.len(),
+        threads.len(),
+        "one host CPU per vCPU: {placement}"
+    );
+    assert!(placement["topology"]["cores"].as_u64().unwrap() >= 1);
+    assert!(placement["other_threads"]["tids"].as_array().is_some());
+    // Others' load: measured before, and for every run record.
+    let load = &r["host"]["host_load"];
+    assert!(load["before"]["cores"].as_f64().is_some(), "{load}");
+    assert_eq!(
+        load["runs"].as_array().unwrap().len(),
+        r["runs"].as_array().unwrap().len(),
+        "{load}"
+    );
+    assert!(
+        r["notes"].as_array().unwrap().iter().any(|n| n
+            .as_str()
+            .unwrap()
+            .starts_with("host load during the runs:")),
+        "{}",
+        r["notes"]
+    );
     assert!(r["machine"]["tsc_hz"].as_u64().unwrap() > 0);
     assert_eq!(r["machine"]["hypervisor"], "TCGTCGTCGTCG");
     let _ = std::fs::remove_dir_all(&out);

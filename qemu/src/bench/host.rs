@@ -1,6 +1,7 @@
 //! Where a results directory came from: the host, the workspace's git revision, the runner's
 //! command line, QEMU's version and a UTC timestamp, recorded in `results.json` beside the
-//! kernel's own `machine` record.
+//! kernel's own `machine` record; for `kx bench`, also the accelerator, the host's topology
+//! and the placement of the vCPUs or threads, and other processes' load on the host.
 //!
 //! The timestamp is computed from `SystemTime` with the days-to-civil algorithm (no date
 //! crate needed); the same instant names the default results directory
@@ -37,6 +38,17 @@ pub struct HostInfo {
     pub log: Option<String>,
     /// `kx bench`: how the QEMU run ended.
     pub outcome: Option<String>,
+    /// `kx bench`: the accelerator QEMU ran under.
+    #[serde(default)]
+    pub accel: Option<crate::accel::Accel>,
+    /// `kx bench` (QEMU and `--host`): the host's topology and where each vCPU or thread
+    /// ran ([`crate::placement`]).
+    #[serde(default)]
+    pub placement: Option<crate::placement::PlacementRecord>,
+    /// `kx bench`: other processes' CPU use before and during each run
+    /// ([`crate::hostload`]).
+    #[serde(default)]
+    pub host_load: Option<crate::hostload::HostLoadRecord>,
 }
 
 impl HostInfo {
@@ -70,6 +82,9 @@ impl HostInfo {
             timestamp: rfc3339(now),
             log: None,
             outcome: None,
+            accel: None,
+            placement: None,
+            host_load: None,
         }
     }
 }

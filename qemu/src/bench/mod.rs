@@ -6,7 +6,9 @@
 //! - [`results_file`]: `results.json`; [`csv`]: `results.csv`; [`plot`]: one SVG per
 //!   scenario (plotters); [`forest`]: one forest plot per scenario; [`html`]: `index.html`;
 //!   [`output`]: writes the directory;
-//! - [`host`]: git revision, host CPU, command line, QEMU version, timestamps;
+//! - [`host`]: git revision, host CPU, command line, QEMU version, timestamps, the
+//!   placement and the host's load; [`platform_note`]: the table's note on what the
+//!   platform (TCG or KVM, pinned or not, SMT siblings or not) can show;
 //! - [`run`]: `kx bench` and `kx import`; [`qr`]: `kx import --qr`, the same from the QR
 //!   codes the kernel shows; [`compare`]: `kx compare`;
 //! - [`threads`]: `kx bench --host`, the engine on pinned host threads, with the Linux
@@ -19,6 +21,7 @@ pub mod forest;
 pub mod host;
 pub mod html;
 pub mod output;
+pub mod platform_note;
 pub mod plot;
 pub mod qr;
 pub mod results_file;

@@ -18,7 +18,7 @@ use super::host::{self, HostInfo};
 use super::output::{self, Written};
 use super::results_file::ResultsFile;
 use crate::cli::Options;
-use crate::commands::{boot_streaming, exit_for};
+use crate::commands::exit_for;
 use crate::{Launch, Outcome, RunError, RunnerExit};
 use abi::ExitCode;
 use bench::{Progress, Record, Style, Table};
@@ -44,6 +44,15 @@ impl ProgressView {
                 .progress_chars("=> "),
         );
         ProgressView { bar, quiet }
+    }
+
+    /// A line of the runner's own (pinning, host load), shown even when quiet, above the bar.
+    pub fn message(&self, line: &str) {
+        if self.bar.is_hidden() {
+            eprintln!("{line}");
+        } else {
+            self.bar.println(line);
+        }
     }
 
     fn echo(&self, line: &str) {
@@ -150,23 +159,103 @@ pub fn bench_exit(outcome: Outcome, c: &Collected) -> RunnerExit {
     }
 }
 
-/// `kx bench` after the kernel is built: boots `launch`, shows progress, reports.
+/// `kx bench` after the kernel is built: samples the host's load (and with `--strict`
+/// refuses a busy host), chooses where the vCPUs run, boots `launch` with a QMP socket,
+/// pins the vCPU threads as soon as QEMU answers, measures other processes' load per run,
+/// shows progress, reports.
 pub fn bench(
     ws: &Workspace,
     o: &Options,
     launch: &Launch,
     timeout: Duration,
 ) -> Result<RunnerExit, RunError> {
+    use crate::hostload::{self, Monitor, Source};
+    use crate::placement::{HostPlacement, PlacementRecord, apply_to_qemu};
+    use std::sync::Mutex;
     let started = SystemTime::now();
-    let mut view = ProgressView::new(o.quiet);
-    let out = boot_streaming(ws, launch, timeout, &mut |l| view.line(l))?;
-    view.finish();
-    let c = Collected::from_log(&out.serial);
+    let source = Source::host();
+    let before = match hostload::before(&source, hostload::BEFORE) {
+        Ok(b) => {
+            eprintln!("kx: {}", b.line());
+            Some(b)
+        }
+        Err(e) => {
+            eprintln!("kx: host load: cannot sample the host: {e}");
+            None
+        }
+    };
+    if o.bench.strict && before.as_ref().is_some_and(|b| b.busy) {
+        eprintln!("kx: --strict: not starting on a busy host (exit status 15)");
+        return Ok(RunnerExit::HostBusy);
+    }
+    let mut launch = launch.clone();
+    let placed = HostPlacement::choose(launch.smp as usize, o.bench.smt, o.nodes_host);
+    let record = Mutex::new(match &placed {
+        Ok(p) => {
+            for w in &p.placement.warnings {
+                eprintln!("kx: pinning: {w}");
+            }
+            if o.nodes_host && launch.mirror.is_none() {
+                launch.mirror = Some(p.mirror());
+            }
+            p.record("qemu", Some(launch.accel))
+        }
+        Err(e) => PlacementRecord {
+            mode: "qemu".into(),
+            accel: Some(launch.accel),
+            error: Some(format!("no placement: {e}")),
+            ..PlacementRecord::default()
+        },
+    });
+    let qmp_dir = QmpDir::new()?;
+    launch.qmp = Some(qmp_dir.socket());
+    let monitor = Mutex::new(Monitor::new(source, before.clone()));
+    let view = Mutex::new(ProgressView::new(o.quiet));
+    let out = crate::commands::boot_streaming_with(
+        ws,
+        &launch,
+        timeout,
+        &mut |pid| {
+            let t0 = std::time::Instant::now();
+            monitor
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .qemu_started(pid);
+            let mut rec = record.lock().unwrap_or_else(|p| p.into_inner());
+            if let Ok(p) = &placed {
+                apply_to_qemu(
+                    pid,
+                    &qmp_dir.socket(),
+                    &p.placement,
+                    &mut rec,
+                    t0,
+                    t0 + QMP_WAIT,
+                );
+            }
+            let v = view.lock().unwrap_or_else(|p| p.into_inner());
+            v.message(&format!("kx: pinning: {}", rec.line()));
+        },
+        &mut |l| {
+            monitor.lock().unwrap_or_else(|p| p.into_inner()).line(l);
+            view.lock().unwrap_or_else(|p| p.into_inner()).line(l);
+        },
+    )?;
+    view.into_inner()
+        .unwrap_or_else(|p| p.into_inner())
+        .finish();
+    drop(qmp_dir);
+    let record = record.into_inner().unwrap_or_else(|p| p.into_inner());
+    let load = monitor
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner())
+        .record;
+    let mut c = Collected::from_log(&out.serial);
     eprintln!(
         "kx: {} (QEMU ran {:.1} s)",
         out.outcome,
         out.elapsed.as_secs_f64()
     );
+    eprintln!("kx: {}", load.line());
     let exit = bench_exit(out.outcome, &c);
     if c.is_empty() {
         eprintln!("kx: no KRESULT records on serial; nothing written");
@@ -179,11 +268,15 @@ pub fn bench(
             exit
         });
     }
+    super::platform_note::apply(&mut c.notes, launch.accel, &record, &load);
     let mut host = HostInfo::gather("kx bench", ws.root(), started);
     let qemu = boot::tool::find_on_path(boot::host_deps::QEMU)
         .unwrap_or_else(|| PathBuf::from(boot::host_deps::QEMU));
     host.qemu_version = host::qemu_version(&qemu);
     host.outcome = Some(out.outcome.to_string());
+    host.accel = Some(launch.accel);
+    host.placement = Some(record);
+    host.host_load = Some(load);
     let written = write_results(ws.root(), o.out.as_deref(), host, &c, started)?;
     print_report(&c, &written);
     if !out.outcome.is_success() {
@@ -194,6 +287,37 @@ pub fn bench(
         );
     }
     Ok(exit)
+}
+
+/// How long the runner waits for QEMU's QMP socket to answer before giving up on pinning.
+const QMP_WAIT: Duration = Duration::from_secs(15);
+
+/// A private directory for QEMU's QMP socket, removed on drop.
+struct QmpDir(PathBuf);
+
+impl QmpDir {
+    fn new() -> Result<QmpDir, RunError> {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "kx-qmp-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).map_err(|e| RunError::io(&dir, e))?;
+        Ok(QmpDir(dir))
+    }
+
+    fn socket(&self) -> PathBuf {
+        self.0.join("qmp.sock")
+    }
+}
+
+impl Drop for QmpDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// `kx import LOG`: the results directory of a captured serial log.

@@ -3,8 +3,13 @@
 //! The same engine and scenario code as the kernel run (`bench::engine`,
 //! `bench::scenarios::registry`), the same `run=bench` keys parsed by the same parser, the
 //! same records, progress bar, table and results directory; only the platform differs
-//! ([`platform::HostPlatform`]: one pinned thread per chosen core). The CPU counts default
-//! to 1, 2, 4, ... up to the cores this process may run on. `limit` is the software floor
+//! ([`platform::HostPlatform`]: one pinned thread per chosen core). The cores are chosen as
+//! for QEMU's vCPUs ([`crate::placement`]): one thread per physical core (SMT siblings only
+//! with `--smt`), spread over the NUMA nodes round-robin (thread `i` on node `i % N`, as
+//! vCPU `i` of `--nodes host`), among the CPUs this process may run on; results.json records
+//! the host's topology and the placement (`host.placement`). The CPU counts default to 1, 2,
+//! 4, ... up to the cores so chosen. Before the run the host's load is sampled for a second
+//! ([`crate::hostload::before`]; `--strict` refuses a busy host). `limit` is the software floor
 //! (`bench::scenarios::soft_floor`: a function call, not a trap), and the run adds
 //! [`linux_ref`]: Linux's own fault path as the variant `linux` of seed001 and seed003, in a
 //! fresh memcg where the host allows it. `results.json` says `"platform": "host-threads"`,
@@ -19,6 +24,8 @@ use super::collect::{Collected, Severity};
 use super::host::HostInfo;
 use super::run::{print_report, write_results};
 use crate::cli::Options;
+use crate::placement::HostPlacement;
+use crate::topology::Topology;
 use crate::{RunError, RunnerExit};
 use bench::engine::{self, Request};
 use bench::scenarios::soft_floor::SoftFloor;
@@ -71,6 +78,36 @@ pub fn bench(o: &Options) -> Result<RunnerExit, RunError> {
         path: PathBuf::from("/proc/self/status"),
         why: format!("cannot read this process's CPU affinity: {e}"),
     })?;
+    let topo = Topology::host().map_err(|why| RunError::BadInput {
+        path: PathBuf::from("/sys/devices/system"),
+        why: format!("cannot read the host's topology: {why}"),
+    })?;
+    let before =
+        match crate::hostload::before(&crate::hostload::Source::host(), crate::hostload::BEFORE) {
+            Ok(b) => {
+                eprintln!("kx: {}", b.line());
+                Some(b)
+            }
+            Err(e) => {
+                eprintln!("kx: host load: cannot sample the host: {e}");
+                None
+            }
+        };
+    if o.bench.strict && before.as_ref().is_some_and(|b| b.busy) {
+        eprintln!("kx: --strict: not starting on a busy host (exit status 15)");
+        return Ok(RunnerExit::HostBusy);
+    }
+    // Every core a thread may get: one per physical core (or every sibling with --smt).
+    let placeable = HostPlacement::on(
+        topo.clone(),
+        allowed.clone(),
+        allowed.len(),
+        o.bench.smt,
+        true,
+    )
+    .placement
+    .cpus()
+    .len();
     let keys = o.bench.kernel_keys();
     let cmdline = std::iter::once("run=bench".to_owned())
         .chain(keys)
@@ -81,21 +118,47 @@ pub fn bench(o: &Options) -> Result<RunnerExit, RunError> {
         why: format!("`{cmdline}`: {e}"),
     })?;
     let request =
-        Request::from_config(&cfg.bench, allowed.len() as u32).map_err(|e| RunError::BadInput {
+        Request::from_config(&cfg.bench, placeable as u32).map_err(|e| RunError::BadInput {
             path: PathBuf::from("--cpus"),
             why: e.to_string(),
         })?;
     let max = request.cpus.iter().copied().max().unwrap_or(1) as usize;
-    let cores: Vec<usize> = allowed[..max.min(allowed.len())].to_vec();
-    let mapping: Vec<String> = cores
-        .iter()
-        .enumerate()
-        .map(|(i, c)| format!("{i}->{c}"))
-        .collect();
+    let placed = HostPlacement::on(topo, allowed.clone(), max, o.bench.smt, true);
+    if !placed.placement.complete() {
+        return Err(RunError::BadInput {
+            path: PathBuf::from("--cpus"),
+            why: format!(
+                "{max} threads asked for, but this host offers the runner {placeable} {} \
+                 ({} logical CPUs{})",
+                if o.bench.smt {
+                    "logical CPUs"
+                } else {
+                    "physical cores"
+                },
+                allowed.len(),
+                if !o.bench.smt && placed.topo.smt() {
+                    "; --smt uses SMT siblings too"
+                } else {
+                    ""
+                }
+            ),
+        });
+    }
+    let cores = placed.placement.cpus();
+    let record = placed.record("host-threads", None);
+    eprintln!("kx: pinning: {}", record.line());
+    eprintln!("kx: host: {}", record.topology.line());
     let mut notes = vec![
         format!(
-            "host-threads: engine CPU i is a thread pinned to host core (i->core) {}",
-            mapping.join(" ")
+            "host-threads: engine CPU i is a thread pinned to host CPU (i->cpu) {}: {}, \
+             spread over the host's nodes round-robin; the Linux reference's threads use the \
+             same CPUs",
+            record.mapping(),
+            if record.siblings_used {
+                "SMT siblings used (--smt): threads on one core share its L1 and L2"
+            } else {
+                "one per physical core"
+            }
         ),
         "host-threads: our faults here are function calls, not traps: `limit` is the \
          software floor (a software PTE installed to a page of the CPU's own, 4 KiB zeroed, \
@@ -108,6 +171,9 @@ pub fn bench(o: &Options) -> Result<RunnerExit, RunError> {
     let worker = probe_worker(&exe, cores[0]);
     if let Err(why) = &worker {
         notes.push(format!("linux reference: not run: {why}"));
+    }
+    if let Some(b) = before.as_ref().filter(|b| b.busy) {
+        notes.push(b.line());
     }
     let machine = machine::machine(allowed.len() as u32, &cmdline);
     let soft: &'static SoftHost = Box::leak(Box::new(
@@ -137,6 +203,17 @@ pub fn bench(o: &Options) -> Result<RunnerExit, RunError> {
         .unwrap_or_else(|_| PathBuf::from("."));
     let mut host = HostInfo::gather("kx bench --host", &root, started);
     host.host_kernel = machine::kernel_version();
+    host.placement = Some(record);
+    host.host_load = Some(crate::hostload::HostLoadRecord {
+        threshold_cores: crate::hostload::BUSY_CORES,
+        before,
+        error: Some(
+            "not measured per run on host threads (the Linux reference's worker processes \
+             would count as others)"
+                .into(),
+        ),
+        ..crate::hostload::HostLoadRecord::default()
+    });
     host.outcome = Some(if report.passed() {
         "host threads: the benchmark completed".into()
     } else {

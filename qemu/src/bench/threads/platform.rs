@@ -1,7 +1,8 @@
 //! The benchmark engine's platform on host threads (`kx bench --host`).
 //!
-//! Engine CPU `i` is a thread pinned with `sched_setaffinity` to the `i`-th core this
-//! process may run on (its affinity mask, ascending), which declares itself CPU `i` to ksync
+//! Engine CPU `i` is a thread pinned with `sched_setaffinity` to the `i`-th host CPU of the
+//! placement ([`crate::placement`]: one per physical core unless `--smt`, spread over the
+//! NUMA nodes), which declares itself CPU `i` to ksync
 //! (`ksync::cpu::set_this_thread_cpu`) so that per-CPU statistics and slots index the same
 //! way as in the kernel. A run's threads are spawned for the run, pinned, lined up at a spin
 //! barrier and joined after (thread creation is outside the timed part, which starts behind

@@ -1,5 +1,6 @@
-//! The Linux system calls host-thread mode needs, with safe wrappers: CPU affinity
-//! (`sched_getaffinity` / `sched_setaffinity`), `CLOCK_MONOTONIC`, per-thread minor-fault
+//! The Linux system calls host-thread mode (and the pinning of QEMU's threads) needs, with
+//! safe wrappers: CPU affinity (`sched_getaffinity` / `sched_setaffinity`, of this thread or
+//! of any thread by id), `CLOCK_MONOTONIC`, per-thread minor-fault
 //! counts (`getrusage(RUSAGE_THREAD)`), the parent-death signal, and the anonymous mappings
 //! the Linux reference faults in (`mmap` / `madvise(MADV_NOHUGEPAGE)` / `munmap`).
 //!
@@ -47,6 +48,48 @@ pub fn pin_this_thread(cpu: usize) -> io::Result<()> {
     } else {
         Err(io::Error::last_os_error())
     }
+}
+
+/// Pins thread `tid` (of any process the runner may change: its own, QEMU's) to `cpus`.
+pub fn set_thread_affinity(tid: i32, cpus: &[usize]) -> io::Result<()> {
+    let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
+    if cpus.is_empty() || cpus.iter().any(|&c| c >= max) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "empty CPU set or cpu id too large",
+        ));
+    }
+    // SAFETY: a zeroed set with bits set below its capacity (checked above), passed by
+    // pointer with its size; `tid` is a plain number (a thread that is gone gives ESRCH).
+    let r = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            libc::CPU_SET(c, &mut set);
+        }
+        libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The CPUs thread `tid` may run on, ascending.
+pub fn thread_affinity(tid: i32) -> io::Result<Vec<usize>> {
+    // SAFETY: as in [`allowed_cpus`], for thread `tid`.
+    let set = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        set
+    };
+    let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
+    Ok((0..max)
+        // SAFETY: CPU_ISSET only reads the set, for indices below its capacity.
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect())
 }
 
 /// `CLOCK_MONOTONIC` in ns: one clock for every thread and process of the machine.
@@ -180,6 +223,21 @@ mod tests {
         let a = monotonic_ns();
         assert!(monotonic_ns() >= a);
         assert!(pin_this_thread(1 << 20).is_err());
+        // Another thread, by id: pinned and read back.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let h = std::thread::spawn(move || {
+            // SAFETY: gettid has no arguments.
+            tx.send(unsafe { libc::gettid() }).unwrap();
+            let _ = done_rx.recv();
+        });
+        let tid = rx.recv().unwrap();
+        let all = allowed_cpus().unwrap();
+        set_thread_affinity(tid, &all[..1]).unwrap();
+        assert_eq!(thread_affinity(tid).unwrap(), &all[..1]);
+        assert!(set_thread_affinity(tid, &[]).is_err());
+        done_tx.send(()).unwrap();
+        h.join().unwrap();
     }
 
     #[test]
