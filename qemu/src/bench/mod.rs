@@ -9,6 +9,8 @@
 //! - [`host`]: git revision, host CPU, command line, QEMU version, timestamps;
 //! - [`run`]: `kx bench` and `kx import`; [`qr`]: `kx import --qr`, the same from the QR
 //!   codes the kernel shows; [`compare`]: `kx compare`;
+//! - [`linux_qemu`]: the `linux` reference of `kx bench` in QEMU (Debian's Linux booted in
+//!   the same QEMU after the benchmark);
 //! - [`threads`]: `kx bench --host`, the engine on pinned host threads, with the Linux
 //!   reference.
 
@@ -18,6 +20,7 @@ pub mod csv;
 pub mod forest;
 pub mod host;
 pub mod html;
+pub mod linux_qemu;
 pub mod output;
 pub mod plot;
 pub mod qr;
