@@ -239,6 +239,10 @@ fn try_run(
     });
     let _ = std::fs::remove_file(&initrd);
     let finished = finished.map_err(|e| format!("cannot run QEMU: {e}"))?;
+    eprintln!(
+        "kx: linux reference: QEMU ran {:.1} s",
+        finished.elapsed.as_secs_f64()
+    );
     let serial = String::from_utf8_lossy(&finished.stdout);
     let rep = report::Report::read(&serial);
     let tail = || {
