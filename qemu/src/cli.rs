@@ -970,6 +970,41 @@ mod tests {
     }
 
     #[test]
+    fn the_linux_reference_flags() {
+        let c = parse(["bench", "--quick", "--linux"]).unwrap();
+        assert!(c.options.bench.linux && c.options.bench.linux_kernel.is_none());
+        assert_eq!(c.options.bench.kernel_keys(), ["quick=1"]);
+        let c = parse(["bench", "--linux-kernel", "/boot/vmlinuz"]).unwrap();
+        assert_eq!(
+            c.options.bench.linux_kernel,
+            Some(PathBuf::from("/boot/vmlinuz"))
+        );
+        assert_eq!(
+            parse(["bench", "--linux-kernel"]),
+            Err(CliError::MissingValue("--linux-kernel"))
+        );
+        for (args, flag, command) in [
+            (&["test", "--linux"][..], "--linux", "test"),
+            (
+                &["summary", "--linux-kernel", "k"][..],
+                "--linux-kernel",
+                "summary",
+            ),
+            (
+                &["bench", "--host", "--linux"][..],
+                "--linux",
+                "bench --host",
+            ),
+        ] {
+            assert_eq!(
+                parse(args.iter().copied()),
+                Err(CliError::NotForCommand { flag, command }),
+                "{args:?}"
+            );
+        }
+    }
+
+    #[test]
     fn host_mode_takes_the_bench_options_but_not_qemus() {
         let c = parse(["bench", "--host", "--quick", "--rounds", "3", "--out", "x"]).unwrap();
         assert!(c.options.bench.host && c.options.bench.quick);
