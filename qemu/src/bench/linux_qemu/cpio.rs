@@ -85,9 +85,7 @@ impl Entry {
 }
 
 fn pad4(out: &mut Vec<u8>) {
-    while out.len() % 4 != 0 {
-        out.push(0);
-    }
+    out.resize(out.len().next_multiple_of(4), 0);
 }
 
 fn header(out: &mut Vec<u8>, ino: u32, mode: u32, size: u32, rdev: (u32, u32), name: &str) {
@@ -214,7 +212,7 @@ mod tests {
     #[test]
     fn round_trip() {
         let bytes = write(&sample());
-        assert_eq!(bytes.len() % 4, 0);
+        assert!(bytes.len().is_multiple_of(4));
         assert_eq!(parse(&bytes).unwrap(), sample());
     }
 
