@@ -43,7 +43,7 @@ Usage: scripts/tcg-profile.py [--apic [--log FILE] [--inlined]] [--smp N] [--mem
                               [--kernel DIR]
 Exit status: 0 done; 2 bad arguments; 3 kernel not built (the message says how); 4 QEMU
 or nm missing; 5 (--apic) no KPROF lines in the log; 6 QEMU failed; 7 timeout (the partial
-profile is still printed).
+profile is still printed); 8 (--apic) the log comes from another kernel build than the ELF.
 """
 
 import argparse
@@ -175,6 +175,8 @@ def monitor(sock, cmd):
 
 KPROF = re.compile(r"^KPROF (\d+) ([0-9a-f]+) (\d+)\s*$")
 KPROFILE_CPU = re.compile(r"^KPROFILE cpu=(\d+) samples=(\d+) dropped=(\d+)")
+KPROFILE_ANCHOR = re.compile(r"^KPROFILE hz=.* anchor=([0-9a-f]+)")
+ANCHOR_SYMBOL = "kernel::arch::x86_64::profile::stop_and_dump"
 
 
 def inlined_names(elf, rips):
@@ -200,7 +202,8 @@ def inlined_names(elf, rips):
 def after_sti(elf):
     """Addresses where a maskable interrupt pending since before an `sti` is taken: the
     instruction after the one in the sti's shadow. Samples there are time spent with
-    interrupts off before it (the trap entry up to the #PF handler's sti, cli sections)."""
+    interrupts off before it (the trap entry up to the #PF handler's sti, cli sections), or
+    halted when the shadow instruction is `hlt` (the idle loop's `sti; hlt`)."""
     if shutil.which("objdump") is None:
         return set()
     out = subprocess.run(
@@ -211,7 +214,12 @@ def after_sti(elf):
         m = re.match(r"^\s+([0-9a-f]+):\s+(\S+)", line)
         if m:
             insns.append((int(m.group(1), 16), m.group(2)))
-    return {insns[i + 2][0] for i, (_, op) in enumerate(insns[:-2]) if op == "sti"}
+    # {address: whether the shadow instruction is hlt (idle, not interrupts-off time)}
+    return {
+        insns[i + 2][0]: insns[i + 1][1] == "hlt"
+        for i, (_, op) in enumerate(insns[:-2])
+        if op == "sti"
+    }
 
 
 def apic_profile(a, elf64, elf32, addrs, names):
@@ -239,7 +247,7 @@ def apic_profile(a, elf64, elf32, addrs, names):
             timed_out = True
     elif not os.path.isfile(log):
         die(2, f"--log {log}: no such file")
-    per_cpu, header = {}, {}
+    per_cpu, header, anchor = {}, {}, None
     with open(log, "rb") as f:
         for raw in f:
             line = raw.decode(errors="replace").strip("\r\n")
@@ -251,9 +259,17 @@ def apic_profile(a, elf64, elf32, addrs, names):
             m = KPROFILE_CPU.match(line)
             if m:
                 header[int(m.group(1))] = (int(m.group(2)), int(m.group(3)))
+            m = KPROFILE_ANCHOR.match(line)
+            if m:
+                anchor = int(m.group(1), 16)
     if not header:
         print(f"tcg-profile: no KPROFILE lines in {log}", file=sys.stderr)
         sys.exit(7 if timed_out else 5)
+    want = [ad for ad, n in zip(addrs, names) if short(n) == ANCHOR_SYMBOL]
+    if anchor is None or anchor not in want:
+        die(8, f"the log's kernel is not {elf64}: its {ANCHOR_SYMBOL} is at "
+            f"{'?' if anchor is None else hex(anchor)}, the ELF's at "
+            f"{', '.join(hex(w) for w in want) or 'nowhere'} (profile the same build)")
     inl = inlined_names(elf64, {r for c in per_cpu.values() for r in c}) if a.inlined else {}
     sti = after_sti(elf64)
 
@@ -261,6 +277,8 @@ def apic_profile(a, elf64, elf32, addrs, names):
         if rip in sti:
             i = bisect.bisect_right(addrs, rip) - 1
             where = short(names[i]) if i >= 0 else f"?{rip:#x}"
+            if sti[rip]:
+                return f"[idle: sti; hlt in {where}]"
             return f"[interrupts off until {where}'s sti]"
         if rip in inl:
             return inl[rip]

@@ -4,12 +4,14 @@
 //! buffers are dumped on the console, each CPU's samples counted by address:
 //!
 //! ```text
-//! KPROFILE hz=<HZ> period_ticks=<N> ticks_per_s=<T> cpus=<C> capacity=<per CPU>
+//! KPROFILE hz=<HZ> period_ticks=<N> ticks_per_s=<T> cpus=<C> capacity=<per CPU> anchor=<A>
 //! KPROFILE cpu=<i> samples=<S> dropped=<D>
 //! KPROF <cpu> <rip hex> <count>
 //! ```
 //!
-//! `scripts/tcg-profile.py --apic` boots with it and symbolises the addresses. Unlike the
+//! `anchor` is the address of [`stop_and_dump`]: `scripts/tcg-profile.py --apic` boots with
+//! it and symbolises the addresses, after checking the anchor against the ELF it reads (a
+//! log of another build would be symbolised wrongly). Unlike the
 //! script's monitor sampling (which stops the VM, and under TCG tends to see the vCPU only
 //! at its next exception), the timer is a guest interrupt: QEMU delivers it at the next
 //! translation-block boundary, wherever the vCPU is, so the samples are spread over time as
@@ -164,11 +166,13 @@ pub fn stop_and_dump() {
         return;
     };
     println!(
-        "KPROFILE hz={} period_ticks={} ticks_per_s={} cpus={} capacity={CAPACITY}",
+        "KPROFILE hz={} period_ticks={} ticks_per_s={} cpus={} capacity={CAPACITY} \
+         anchor={:x}",
         HZ.load(Relaxed),
         PERIOD.load(Relaxed),
         TICKS_PER_S.load(Relaxed),
-        buffers.len()
+        buffers.len(),
+        stop_and_dump as fn() as usize
     );
     for (cpu, b) in buffers.iter().enumerate() {
         let n = b.len.load(Relaxed).min(CAPACITY);
