@@ -14,6 +14,9 @@ pub const MAX_PCP_BATCH: u32 = 65_536;
 /// Largest `pcp_high=` (frames a per-CPU page list may hold).
 pub const MAX_PCP_HIGH: u32 = 1 << 24;
 
+/// Largest `profile=` rate (Hz).
+pub const MAX_PROFILE_HZ: u32 = 10_000;
+
 /// Every key the kernel accepts, with the values it takes (printed on a parse error).
 pub const ACCEPTED: &[(&str, &str)] = &[
     (
@@ -61,6 +64,10 @@ pub const ACCEPTED: &[(&str, &str)] = &[
     (
         "qr",
         "auto | on | off   (with run=bench; results as QR codes on the screen at the end: auto = on real hardware only)",
+    ),
+    (
+        "profile",
+        "1..=10000   (with run=bench; sample every CPU's RIP at this many Hz on the APIC timer, dumped at the end as KPROF lines)",
     ),
     (
         "pcp_batch",
@@ -218,6 +225,8 @@ pub struct Config<'a> {
     pub fail_charge: Option<crate::fault_spec::FaultSpec>,
     /// `qr=`: the results as QR codes at the end of `run=bench`.
     pub qr: QrMode,
+    /// `profile=`: sample every CPU's RIP at this rate (Hz) during `run=bench`.
+    pub profile_hz: Option<u32>,
 }
 
 impl Default for Config<'_> {
@@ -232,6 +241,7 @@ impl Default for Config<'_> {
             fail_page_alloc: None,
             fail_charge: None,
             qr: QrMode::Auto,
+            profile_hz: None,
         }
     }
 }
@@ -320,6 +330,10 @@ pub fn parse(line: &str, skip_image_path: bool) -> Result<Config<'_>, CmdlineErr
                 cfg.cpus = Some(n);
             }
             "pcp_batch" => cfg.pcp_batch = Some(number(value, 1, MAX_PCP_BATCH).ok_or(bad)?),
+            "profile" => {
+                bench_key.get_or_insert(key);
+                cfg.profile_hz = Some(number(value, 1, MAX_PROFILE_HZ).ok_or(bad)?);
+            }
             "pcp_high" => cfg.pcp_high = Some(number(value, 0, MAX_PCP_HIGH).ok_or(bad)?),
             "fail_page_alloc" => {
                 fault_key.get_or_insert(key);
@@ -517,6 +531,34 @@ mod tests {
             let line = std::format!("run={v}");
             assert!(parse(&line, false).is_ok(), "{line} is listed but rejected");
         }
+    }
+
+    #[test]
+    fn profile_rate() {
+        assert_eq!(
+            parse("run=bench profile=1000", false).unwrap().profile_hz,
+            Some(1000)
+        );
+        assert_eq!(parse("run=bench", false).unwrap().profile_hz, None);
+        assert_eq!(
+            parse("run=bench profile=10000", false).unwrap().profile_hz,
+            Some(MAX_PROFILE_HZ)
+        );
+        for bad in ["0", "10001", "1k", "", "+5", "-1"] {
+            let line = std::format!("run=bench profile={bad}");
+            assert_eq!(
+                parse(&line, false),
+                Err(CmdlineError::BadValue {
+                    key: "profile",
+                    value: bad
+                }),
+                "{line}"
+            );
+        }
+        assert_eq!(
+            parse("run=test profile=100", false),
+            Err(CmdlineError::BenchKeyWithoutRun("profile"))
+        );
     }
 
     #[test]

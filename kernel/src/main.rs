@@ -136,7 +136,17 @@ pub extern "C" fn kmain(_: usize) -> ! {
             ExitCode::Success
         }
         Action::Test(sel) => ktest::run(sel),
-        Action::Bench => bench::run(&cfg.bench, bi),
+        Action::Bench => {
+            let profiling = cfg.profile_hz.map(arch::x86_64::profile::start);
+            if let Some(Err(e)) = profiling {
+                println!("profile: not sampling: {e}");
+            }
+            let code = bench::run(&cfg.bench, bi);
+            if let Some(Ok(())) = profiling {
+                arch::x86_64::profile::stop_and_dump();
+            }
+            code
+        }
         Action::Layout => layout::print(),
         Action::PageAlloc => pagealloc_bench::run(),
         Action::Crash(c) => crash::crash(c),

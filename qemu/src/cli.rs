@@ -93,7 +93,12 @@ bench options (kernel keys in parentheses; defaults are the kernel's):
                      --quick or --budget)
   --budget SECS      stop adding rounds once the benchmark has run this long, pro rata per
                      point, 1..=86400 (budget=; kx bench in QEMU: 420, unless --quick or
-                     --ci-width)";
+                     --ci-width)
+  --linux            after the benchmark, boot Debian's Linux (linux-image-cloud-amd64) in
+                     the same QEMU as the `linux` reference rows, fetching it with apt-get
+                     into the kx cache if needed (a default run, not --quick, does this
+                     when the kernel is in the cache already; none there: skipped, a note)
+  --linux-kernel FILE  the same with this Linux image (also $KX_LINUX_KERNEL)";
 
 /// What to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -218,6 +223,11 @@ pub struct BenchOptions {
     pub ci_width: Option<String>,
     /// `--budget` (`budget=`).
     pub budget: Option<String>,
+    /// `--linux`: boot Debian's Linux after the benchmark as the `linux` reference,
+    /// fetching the package if needed (no kernel key).
+    pub linux: bool,
+    /// `--linux-kernel FILE`: that Linux image as the reference (no kernel key).
+    pub linux_kernel: Option<PathBuf>,
 }
 
 impl BenchOptions {
@@ -430,6 +440,7 @@ const FLAGS_WITH_VALUE: &[&str] = &[
     "--memcgs",
     "--ci-width",
     "--budget",
+    "--linux-kernel",
 ];
 
 /// Parses the arguments after the program name.
@@ -521,6 +532,10 @@ where
                     seen.push("--strict");
                     cli.options.bench.strict = true;
                 }
+                ("--linux", None) => {
+                    seen.push("--linux");
+                    cli.options.bench.linux = true;
+                }
                 _ => return Err(CliError::UnknownFlag(arg)),
             }
         }
@@ -556,6 +571,7 @@ fn apply_value(o: &mut Options, flag: &'static str, value: String) -> Result<(),
         "--kernel" => o.kernel = Some(value.into()),
         "--image" => o.image = Some(value.into()),
         "--out" => o.out = Some(value.into()),
+        "--linux-kernel" => o.bench.linux_kernel = Some(value.into()),
         "--scenarios" | "--cpus" | "--rounds" | "--seconds" | "--memcgs" | "--ci-width"
         | "--budget" => {
             let key = BENCH_FLAGS
@@ -633,6 +649,8 @@ fn check_combination(cli: &mut Cli, seen: &[&'static str]) -> Result<(), CliErro
             "--memcgs",
             "--ci-width",
             "--budget",
+            "--linux",
+            "--linux-kernel",
         ] {
             if seen.contains(&flag) {
                 return Err(CliError::NotForCommand { flag, command });
@@ -674,6 +692,8 @@ fn check_combination(cli: &mut Cli, seen: &[&'static str]) -> Result<(), CliErro
         }
         Command::Bench if cli.options.bench.host => {
             for flag in [
+                "--linux",
+                "--linux-kernel",
                 "--mode",
                 "--accel",
                 "--smp",
@@ -996,6 +1016,41 @@ mod tests {
             assert!(parse(["bench", "--ci-width", bad]).is_err(), "{bad}");
         }
         assert!(parse(["bench", "--budget", "0"]).is_err());
+    }
+
+    #[test]
+    fn the_linux_reference_flags() {
+        let c = parse(["bench", "--quick", "--linux"]).unwrap();
+        assert!(c.options.bench.linux && c.options.bench.linux_kernel.is_none());
+        assert_eq!(c.options.bench.kernel_keys(), ["quick=1"]);
+        let c = parse(["bench", "--linux-kernel", "/boot/vmlinuz"]).unwrap();
+        assert_eq!(
+            c.options.bench.linux_kernel,
+            Some(PathBuf::from("/boot/vmlinuz"))
+        );
+        assert_eq!(
+            parse(["bench", "--linux-kernel"]),
+            Err(CliError::MissingValue("--linux-kernel"))
+        );
+        for (args, flag, command) in [
+            (&["test", "--linux"][..], "--linux", "test"),
+            (
+                &["summary", "--linux-kernel", "k"][..],
+                "--linux-kernel",
+                "summary",
+            ),
+            (
+                &["bench", "--host", "--linux"][..],
+                "--linux",
+                "bench --host",
+            ),
+        ] {
+            assert_eq!(
+                parse(args.iter().copied()),
+                Err(CliError::NotForCommand { flag, command }),
+                "{args:?}"
+            );
+        }
     }
 
     #[test]

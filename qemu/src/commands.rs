@@ -206,7 +206,10 @@ fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
     if cli.command == Command::Bench && o.bench.host {
         return crate::bench::threads::bench(o);
     }
-    for f in [&o.kernel, &o.image].into_iter().flatten() {
+    for f in [&o.kernel, &o.image, &o.bench.linux_kernel]
+        .into_iter()
+        .flatten()
+    {
         if f.is_dir() {
             return Err(RunError::NotAFile(f.clone()));
         }

@@ -8,7 +8,9 @@
 //! a printed one that disagrees with its runs is listed in [`Summary::disagreeing`]. Variants
 //! and scenarios the catalog does not know (e.g. a host run's `linux` reference) are kept,
 //! after the known ones, in the order they first appear; only the catalog's own variants get
-//! a floor fraction (a reference takes its faults some other way than the floor measures).
+//! a floor fraction (a reference takes its faults some other way than the floor measures),
+//! and the rows of scenario [`LINUX_REFERENCE`]: Linux booted in the same QEMU after the
+//! benchmark (`kx bench` in QEMU), whose faults the same emulator executes as the floor's.
 //!
 //! The summary also decides the marks (issue 20): Holm-Bonferroni over every comparison of
 //! the run but the A/A controls, at a family-wise [`stats::ALPHA`] (each comparison's
@@ -23,6 +25,10 @@ use crate::record::{self, Comparison, Run};
 use crate::stats::{self, RateSummary};
 use alloc::string::String;
 use alloc::vec::Vec;
+
+/// The scenario of `kx bench`'s Linux reference in QEMU (Linux's own fault path, booted in
+/// the same emulator): its rows get a floor fraction like the fault scenarios'.
+pub const LINUX_REFERENCE: &str = "linux";
 
 /// One variant at one point.
 #[derive(Clone, Debug, PartialEq)]
@@ -178,10 +184,16 @@ impl Summary {
             .filter_map(|p| Some((p.cpus, p.variants.first()?.stats.hmean)))
             .collect();
         for p in &mut self.points {
-            let Some(s) = catalog::scenario(&p.scenario).filter(|s| s.fault_path) else {
+            let Some(floor) = floors.iter().find(|(c, _)| *c == p.cpus).map(|f| f.1) else {
                 continue;
             };
-            let Some(floor) = floors.iter().find(|(c, _)| *c == p.cpus).map(|f| f.1) else {
+            if p.scenario == LINUX_REFERENCE {
+                for v in &mut p.variants {
+                    v.floor_fraction = Some(v.stats.hmean / floor);
+                }
+                continue;
+            }
+            let Some(s) = catalog::scenario(&p.scenario).filter(|s| s.fault_path) else {
                 continue;
             };
             // Only our own variants run on the platform the floor measures; a reference
@@ -360,6 +372,14 @@ mod tests {
                 ));
                 out.push(run("seed003-pft", "anon", "linux", cpus, round, 300));
                 out.push(run("mystery", "x", "only", cpus, round, 7));
+                out.push(run(
+                    LINUX_REFERENCE,
+                    "anon",
+                    "mmap-touch-munmap",
+                    cpus,
+                    round,
+                    250,
+                ));
             }
         }
         out
@@ -369,7 +389,7 @@ mod tests {
     fn groups_in_catalog_order_without_warmups() {
         let s = Summary::new(&runs(), &[]);
         let names: Vec<_> = s.scenarios().iter().map(|(n, _)| *n).collect();
-        assert_eq!(names, ["seed003-pft", "limit", "mystery"]);
+        assert_eq!(names, ["seed003-pft", "limit", "mystery", LINUX_REFERENCE]);
         let p = &s.points[0];
         assert_eq!((p.scenario.as_str(), p.cpus), ("seed003-pft", 1));
         let order: Vec<_> = p.variants.iter().map(|v| v.variant.as_str()).collect();
@@ -381,9 +401,16 @@ mod tests {
         assert!(
             s.points
                 .iter()
-                .filter(|p| p.scenario != "seed003-pft")
+                .filter(|p| p.scenario != "seed003-pft" && p.scenario != LINUX_REFERENCE)
                 .all(|p| p.variants[0].floor_fraction.is_none())
         );
+        // Linux in the same QEMU: 250/s against the floor's 1000/s at 1 CPU.
+        let linux = s
+            .points
+            .iter()
+            .find(|p| p.scenario == LINUX_REFERENCE && p.cpus == 1)
+            .unwrap();
+        assert_eq!(linux.variants[0].floor_fraction, Some(0.25));
         assert_eq!(p.variant("linux").unwrap().floor_fraction, None);
     }
 

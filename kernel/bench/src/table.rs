@@ -209,6 +209,17 @@ impl Table<'_> {
                     None => {}
                 }
             }
+            None if name == crate::summary::LINUX_REFERENCE => wrap(
+                f,
+                "",
+                "",
+                &alloc::format!(
+                    "{name}: Linux's own fault path, booted in the same QEMU after the \
+                     benchmark (mmap / touch every 4 KiB page / munmap per CPU; floor = rate \
+                     / limit's)"
+                ),
+                width,
+            )?,
             None => writeln!(f, "{name}: (not in the catalog)")?,
         }
         match self.style {
@@ -461,6 +472,13 @@ mod tests {
                 );
             }
             push("limit", "anon", "floor", cpus, 12_000_000);
+            push(
+                crate::summary::LINUX_REFERENCE,
+                "anon",
+                "mmap-touch-munmap",
+                cpus,
+                3_000_000,
+            );
             push("seed002-reclaim", "1500", "A", cpus, 12);
             push("seed002-reclaim", "1500", "B", cpus, 114);
         }
@@ -487,6 +505,8 @@ mod tests {
             assert!(t.contains("seed +17.9% @20"), "{t}");
             assert!(t.contains("seed +850.0% @8"), "{t}");
             assert!(t.contains("floor"));
+            assert!(t.contains("linux: Linux's own fault path"), "{t}");
+            assert!(t.contains("mmap-touch-munmap"), "{t}");
         }
         let wide = render(Style::Wide);
         assert!(

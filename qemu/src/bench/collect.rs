@@ -16,6 +16,9 @@
 //! - `end` saying the invariant checks failed ([`Problem::InvariantsFailed`]), or that the
 //!   benchmark stopped early on a scenario's error ([`Problem::Stopped`]).
 //!
+//! The Linux reference of a QEMU run ([`super::linux_qemu`]) adds its runs with
+//! [`Collected::add_reference`], or its failure as [`Problem::Reference`].
+//!
 //! `note` records (a skipped scenario, how the Linux reference was set up, what a platform's
 //! numbers mean) are kept in order in [`Collected::notes`]; they are no problem.
 //!
@@ -97,6 +100,9 @@ pub enum Problem {
     /// `end` says the benchmark stopped early (a scenario's setup, batch or teardown
     /// failed), with its invariants holding.
     Stopped(Vec<String>),
+    /// The Linux reference booted after the benchmark failed: its program's error, a run
+    /// whose faults did not match its pages, a timeout ([`super::linux_qemu`]).
+    Reference(String),
 }
 
 impl Problem {
@@ -162,6 +168,7 @@ impl fmt::Display for Problem {
                 }
                 Ok(())
             }
+            Problem::Reference(why) => write!(f, "the linux reference failed: {why}"),
         }
     }
 }
@@ -295,6 +302,24 @@ impl Collected {
                 self.problems.push(Problem::Stopped(end.failures.clone()));
             }
         }
+    }
+
+    /// Adds the runs of a reference measured outside the log (the Linux reference booted
+    /// after the benchmark), each with its floor fraction against this run's `limit`, and
+    /// the note that says what they are; the summary is made again.
+    pub fn add_reference(&mut self, runs: Vec<Run>, note: String) {
+        for mut r in runs {
+            r.floor_fraction = self
+                .summary
+                .points
+                .iter()
+                .find(|p| p.scenario == bench::catalog::LIMIT && p.cpus == r.cpus)
+                .and_then(|p| p.variants.first())
+                .map(|v| r.ops_per_s / v.stats.hmean);
+            self.runs.push(r);
+        }
+        self.notes.push(note);
+        self.summary = Summary::new(&self.runs, &self.comparisons);
     }
 
     /// Whether any record was found at all.

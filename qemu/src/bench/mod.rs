@@ -11,6 +11,8 @@
 //!   platform (TCG or KVM, pinned or not, SMT siblings or not) can show;
 //! - [`run`]: `kx bench` and `kx import`; [`qr`]: `kx import --qr`, the same from the QR
 //!   codes the kernel shows; [`compare`]: `kx compare`;
+//! - [`linux_qemu`]: the `linux` reference of `kx bench` in QEMU (Debian's Linux booted in
+//!   the same QEMU after the benchmark);
 //! - [`threads`]: `kx bench --host`, the engine on pinned host threads, with the Linux
 //!   reference.
 
@@ -20,6 +22,7 @@ pub mod csv;
 pub mod forest;
 pub mod host;
 pub mod html;
+pub mod linux_qemu;
 pub mod output;
 pub mod platform_note;
 pub mod plot;

@@ -6,6 +6,8 @@
 //! printed as they come), then reads the whole log with [`Collected::from_log`], prints the
 //! table and writes the directory. `kx import LOG` does the second half for a log captured
 //! on a real machine. Both write what they received even when it is incomplete, and say so.
+//! After a benchmark boot that ended well, `kx bench` boots the Linux reference
+//! ([`super::linux_qemu`]) when asked or when its kernel is at hand, and adds its rows.
 //!
 //! Exit status: a kernel that did not get to exit cleanly (timeout, panic, exception, QEMU
 //! failure) gives its own status; otherwise failed invariants give
@@ -256,6 +258,16 @@ pub fn bench(
         out.elapsed.as_secs_f64()
     );
     eprintln!("kx: {}", load.line());
+    if out.outcome.is_success() && !c.is_empty() {
+        let env = std::env::var_os(super::linux_qemu::kernel::ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from);
+        let want = super::linux_qemu::Want::from_options(&o.bench, env);
+        // The same machine without the benchmark boot's QMP socket (its directory is gone).
+        let mut linux_launch = launch.clone();
+        linux_launch.qmp = None;
+        super::linux_qemu::attach(&mut c, &want, &linux_launch, o.quiet);
+    }
     let exit = bench_exit(out.outcome, &c);
     if c.is_empty() {
         eprintln!("kx: no KRESULT records on serial; nothing written");

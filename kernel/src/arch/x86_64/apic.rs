@@ -90,7 +90,8 @@ fn read_base() -> u64 {
     unsafe { Msr::new(IA32_APIC_BASE).read() }
 }
 
-fn read(r: u32) -> u32 {
+/// Reads register `r` (xAPIC offset) of this CPU's local APIC.
+pub(super) fn read(r: u32) -> u32 {
     if X2APIC.load(Relaxed) {
         // SAFETY: in x2APIC mode the registers are MSRs 0x800 + r/16; only readable ones are
         // read here.
@@ -103,7 +104,8 @@ fn read(r: u32) -> u32 {
     }
 }
 
-fn write(r: u32, v: u32) {
+/// Writes `v` to register `r` (xAPIC offset) of this CPU's local APIC.
+pub(super) fn write(r: u32, v: u32) {
     if X2APIC.load(Relaxed) {
         // SAFETY: as in `read`; the values written are architectural register contents.
         unsafe { Msr::new(0x800 + r / 16).write(u64::from(v)) }

@@ -1,6 +1,6 @@
 //! x86_64: boot stub, CPU tables, traps, paging, serial, the page-fault path's platform
 //! side (address-space slot, PTE encoding, touch routines, exception table, #PF dispatch,
-//! TLB shootdown), and the instructions the rest of the kernel needs by name.
+//! TLB shootdown), the APIC-timer sampling profiler, and the instructions the rest of the kernel needs by name.
 
 pub mod acpi;
 pub mod apic;
@@ -18,6 +18,7 @@ pub mod numa;
 pub mod paging;
 pub mod percpu;
 pub mod pic;
+pub mod profile;
 pub mod pte;
 pub mod serial;
 pub mod smp;

@@ -1,0 +1,436 @@
+//! The Linux reference of `kx bench` in QEMU: Debian's packaged Linux kernel booted in the
+//! same QEMU as the benchmark's own boot (same accelerator and CPU model, vCPUs, memory and
+//! NUMA description), running mmap / store to every 4 KiB page / munmap on one pinned
+//! thread per CPU for the plan's CPU counts, warm-up and measured rounds and seconds, with
+//! transparent huge pages off. Its runs are the rows of scenario `linux`, config `anon`,
+//! variant [`VARIANT`], beside the floor and the fault scenarios of the same `kx bench`,
+//! with their floor fraction (the rate over `limit`'s at the same CPU count of that run):
+//! the same emulator executes both kernels' fault paths.
+//!
+//! - [`kernel`]: which kernel (`--linux-kernel FILE`, `$KX_LINUX_KERNEL`, or Debian's
+//!   `linux-image-cloud-amd64` kept in `<kx cache>/linux`, fetched with `apt-get download`);
+//! - [`program`]: the `/init` program (C, `cc -static`) and the initramfs around it;
+//! - [`cpio`]: the initramfs format;
+//! - [`report`]: the program's console lines, the fault check (one minor fault per page
+//!   touched: a mismatch is an error, not a result) and the `run` records.
+//!
+//! When it runs ([`Want`]): with `--linux` or `--linux-kernel` (fetching the package if it
+//! is not in the cache), and in a default-length `kx bench` (not `--quick`) when the kernel
+//! is in the cache already (no download: a default run needs no network). Where the kernel
+//! cannot be had, the reference is skipped with one message (a note in the results) and
+//! the exit status is the benchmark's; where it ran and failed (the program's error, a
+//! fault-count mismatch, a timeout, QEMU's failure), that is a problem of the results
+//! ([`crate::RunnerExit::BadResults`]). The QEMU run has a timeout of [`BOOT_ALLOWANCE`]
+//! plus four times the runs' planned seconds.
+//!
+//! The Linux process runs in a cgroup v2 memcg of its own (as seed001 charges one memcg),
+//! with the kernel's default boot options otherwise (`console=ttyS0 quiet panic=-1
+//! transparent_hugepage=never`).
+
+pub mod cpio;
+pub mod kernel;
+pub mod program;
+pub mod report;
+
+use super::collect::{Collected, Problem};
+use crate::launch::{Launch, Medium};
+use crate::mode::Mode;
+use crate::process::{Termination, run_streaming};
+use bench::{Plan, Run};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The scenario name of the reference's rows.
+pub const SCENARIO: &str = bench::summary::LINUX_REFERENCE;
+/// Its config.
+pub const CONFIG: &str = "anon";
+/// Its variant.
+pub const VARIANT: &str = "mmap-touch-munmap";
+/// Pages per mmap/touch/munmap cycle: 2 MiB, one page table, like seed001's window.
+pub const PAGES: u64 = 512;
+/// The program's isa-debug-exit value when every run is done (QEMU exits 2 * v + 1).
+pub const EXIT_DONE: u8 = 0x31;
+/// Its value when it failed (it printed `KXLINUX error ...` first).
+pub const EXIT_FAILED: u8 = 0x32;
+/// Time allowed for Linux to boot under TCG, beyond the runs.
+pub const BOOT_ALLOWANCE: Duration = Duration::from_secs(180);
+/// The Linux command line.
+pub const CMDLINE: &str = "console=ttyS0 quiet panic=-1 transparent_hugepage=never";
+
+/// Whether `kx bench` boots the reference.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Want {
+    /// No (a `--quick` run without `--linux`).
+    No,
+    /// If the kernel is in the cache (a default run).
+    IfCached,
+    /// Yes, fetching the package if needed (`--linux`).
+    Fetch,
+    /// Yes, this kernel image (`--linux-kernel` or `$KX_LINUX_KERNEL`).
+    Kernel(PathBuf),
+}
+
+impl Want {
+    /// What `o`'s options ask for (`env`: `$KX_LINUX_KERNEL`).
+    #[must_use]
+    pub fn from_options(o: &crate::cli::BenchOptions, env: Option<PathBuf>) -> Want {
+        match (&o.linux_kernel, env, o.linux, o.quick) {
+            (Some(k), _, _, _) => Want::Kernel(k.clone()),
+            (None, Some(k), _, _) => Want::Kernel(k),
+            (None, None, true, _) => Want::Fetch,
+            (None, None, false, false) => Want::IfCached,
+            (None, None, false, true) => Want::No,
+        }
+    }
+
+    /// The kernel image, or why the reference is not run.
+    pub fn kernel(&self, cache: Option<&Path>) -> Result<PathBuf, String> {
+        let no_cache = "no kx cache directory ($KX_CACHE_DIR, $XDG_CACHE_HOME or $HOME unset)";
+        match self {
+            Want::No => Err("not asked for (--linux adds it to a --quick run)".into()),
+            Want::Kernel(k) if k.is_file() => Ok(k.clone()),
+            Want::Kernel(k) => Err(format!("{} does not exist", k.display())),
+            Want::IfCached => {
+                let cache = cache.ok_or(no_cache)?;
+                kernel::cached(cache).ok_or_else(|| {
+                    format!(
+                        "no Debian kernel in {} (`kx bench --linux` fetches {} with apt-get: \
+                         about 26 MB, network or a local mirror needed)",
+                        kernel::dir(cache).display(),
+                        kernel::META_PACKAGE
+                    )
+                })
+            }
+            Want::Fetch => {
+                let cache = cache.ok_or(no_cache)?;
+                if let Some(k) = kernel::cached(cache) {
+                    return Ok(k);
+                }
+                eprintln!(
+                    "kx: fetching Debian's {} into {} (apt-get download)",
+                    kernel::META_PACKAGE,
+                    kernel::dir(cache).display()
+                );
+                kernel::fetch(cache)
+                    .map_err(|e| format!("cannot fetch Debian's {}: {e}", kernel::META_PACKAGE))
+            }
+        }
+    }
+}
+
+/// How one boot of the reference went.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    /// Every run measured and checked: the records and the note that says what they are.
+    Runs(Vec<Run>, String),
+    /// It ran and failed: why (a problem of the results).
+    Failed(String),
+}
+
+/// The program's settings for `plan`: its CPU counts, rounds, warm-up and seconds.
+pub fn conf_for(plan: &Plan) -> Result<program::Conf, String> {
+    let seconds = plan
+        .seconds
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .ok_or("the plan has no run length in seconds")?;
+    if plan.cpus.is_empty() {
+        return Err("the plan has no CPU counts".into());
+    }
+    Ok(program::Conf {
+        cpus: plan.cpus.clone(),
+        rounds: plan.rounds,
+        warmup: plan.warmup_rounds,
+        seconds_ns: (seconds * 1e9).round() as u64,
+        pages: PAGES,
+    })
+}
+
+/// The QEMU timeout for `conf`: [`BOOT_ALLOWANCE`] plus four times the runs' seconds.
+#[must_use]
+pub fn timeout_for(conf: &program::Conf) -> Duration {
+    let runs = conf.cpus.len() as u64 * u64::from(conf.rounds + conf.warmup);
+    BOOT_ALLOWANCE + Duration::from_nanos(conf.seconds_ns.saturating_mul(runs).saturating_mul(4))
+}
+
+/// What QEMU's end says: `Ok` for the program's "done", else why not.
+pub fn decode_end(t: Termination, timeout: Duration) -> Result<(), String> {
+    let code = match t {
+        Termination::TimedOut => {
+            return Err(format!(
+                "Linux did not finish within {} s (killed)",
+                timeout.as_secs()
+            ));
+        }
+        Termination::Exited(s) => s.code(),
+    };
+    match code {
+        Some(c) if c == i32::from(EXIT_DONE) * 2 + 1 => Ok(()),
+        Some(c) if c == i32::from(EXIT_FAILED) * 2 + 1 => {
+            Err("the program failed (exit device: failed)".into())
+        }
+        Some(0) => Err(
+            "Linux stopped without the program's exit (init died: a panic, \
+                        or a power-off without the exit device)"
+                .into(),
+        ),
+        other => Err(format!("QEMU failed (exit status {other:?})")),
+    }
+}
+
+/// Boots `kernel` on `launch`'s machine with the program for `plan`; `dir` keeps the
+/// program and the initramfs. Progress lines on stderr unless `quiet`.
+pub fn run(kernel: &Path, launch: &Launch, plan: &Plan, dir: &Path, quiet: bool) -> Outcome {
+    match try_run(kernel, launch, plan, dir, quiet) {
+        Ok((runs, note)) => Outcome::Runs(runs, note),
+        Err(e) => Outcome::Failed(e),
+    }
+}
+
+fn try_run(
+    kernel: &Path,
+    launch: &Launch,
+    plan: &Plan,
+    dir: &Path,
+    quiet: bool,
+) -> Result<(Vec<Run>, String), String> {
+    let conf = conf_for(plan)?;
+    let exe = program::build(dir)?;
+    let bytes = std::fs::read(&exe).map_err(|e| format!("cannot read {}: {e}", exe.display()))?;
+    let image = program::initramfs(bytes, &conf);
+    cpio::parse(&image).map_err(|e| format!("the initramfs does not read back: {e}"))?;
+    let initrd = dir.join(format!("initramfs-{}.cpio", std::process::id()));
+    std::fs::write(&initrd, &image)
+        .map_err(|e| format!("cannot write {}: {e}", initrd.display()))?;
+    let mut l = launch.clone();
+    l.mode = Mode::Direct;
+    l.medium = Medium::Kernel {
+        elf32: kernel.to_owned(),
+        cmdline: CMDLINE.into(),
+    };
+    let mut args = l.args()?;
+    args.push("-initrd".into());
+    args.push(initrd.clone().into());
+    let timeout = timeout_for(&conf);
+    let qemu = boot::tool::find_on_path(boot::host_deps::QEMU)
+        .unwrap_or_else(|| PathBuf::from(boot::host_deps::QEMU));
+    if !quiet {
+        eprintln!(
+            "kx: linux reference: booting {} ({} vCPUs, {} MiB, {}, timeout {} s)",
+            kernel.display(),
+            l.smp,
+            l.mem_mib,
+            l.accel,
+            timeout.as_secs()
+        );
+    }
+    let finished = run_streaming(&qemu, &args, timeout, false, &mut |line| {
+        if quiet {
+            return;
+        }
+        if let Some(Ok(report::Line::Run(r))) = report::parse_line(line) {
+            let ops: u64 = r.threads.iter().map(|t| t.ops).sum();
+            eprintln!(
+                "kx: linux cpus={} round={} {:.0} pages/s",
+                r.cpus,
+                r.round,
+                ops as f64 * 1e9 / r.ns.max(1) as f64
+            );
+        }
+    });
+    let _ = std::fs::remove_file(&initrd);
+    let finished = finished.map_err(|e| format!("cannot run QEMU: {e}"))?;
+    eprintln!(
+        "kx: linux reference: QEMU ran {:.1} s",
+        finished.elapsed.as_secs_f64()
+    );
+    let serial = String::from_utf8_lossy(&finished.stdout);
+    let rep = report::Report::read(&serial);
+    let tail = || {
+        let lines: Vec<&str> = serial.lines().collect();
+        let stderr = String::from_utf8_lossy(&finished.stderr);
+        format!(
+            "; last console lines: {}{}",
+            lines[lines.len().saturating_sub(5)..].join(" | "),
+            stderr
+                .lines()
+                .last()
+                .map_or(String::new(), |l| format!("; QEMU: {l}"))
+        )
+    };
+    let runs = match (decode_end(finished.termination, timeout), rep.runs()) {
+        (_, Err(e)) => return Err(e),
+        (Err(e), Ok(_)) => return Err(format!("{e}{}", tail())),
+        (Ok(()), Ok(runs)) => runs,
+    };
+    let expected = conf.cpus.len() * (conf.rounds + conf.warmup) as usize;
+    if !rep.end || runs.len() != expected {
+        return Err(format!(
+            "{} of {expected} runs reported{}",
+            runs.len(),
+            if rep.end { "" } else { " and no end line" }
+        ));
+    }
+    let (online, memcg, release) = rep.ready.clone().ok_or("no ready line")?;
+    let note = format!(
+        "linux reference: Linux {release} ({}) booted in the same QEMU ({}, {online} vCPUs \
+         online, {} MiB) with kx's initramfs: one pinned thread per CPU repeating mmap of \
+         {PAGES} pages (2 MiB, MADV_NOHUGEPAGE, transparent huge pages never) / a store to \
+         every 4 KiB page / munmap, for the plan's rounds of {:.2} s, {}; every run took one \
+         minor fault per page touched (at most {} more per thread); floor = rate / this \
+         run's `limit`",
+        kernel.display(),
+        l.accel,
+        l.mem_mib,
+        conf.seconds_ns as f64 / 1e9,
+        if memcg {
+            "in a cgroup v2 memcg of its own"
+        } else {
+            "WITHOUT a memcg of its own (cgroup2 could not be set up)"
+        },
+        report::FAULT_SLACK
+    );
+    Ok((runs, note))
+}
+
+/// Runs the reference for `kx bench` as `want` asks, after the benchmark's boot on
+/// `launch` whose records are `c`, and adds its runs (or the note saying why it did not
+/// run, or the problem) to `c`.
+pub fn attach(c: &mut Collected, want: &Want, launch: &Launch, quiet: bool) {
+    if *want == Want::No {
+        return;
+    }
+    let cache = crate::accel::cache_dir();
+    let kernel = match want.kernel(cache.as_deref()) {
+        Ok(k) => k,
+        Err(why) => {
+            eprintln!("kx: linux reference: not run: {why}");
+            c.notes.push(format!("linux reference: not run: {why}"));
+            return;
+        }
+    };
+    let Some(plan) = c.plan.clone() else {
+        let why = "the benchmark printed no plan";
+        eprintln!("kx: linux reference: not run: {why}");
+        c.notes.push(format!("linux reference: not run: {why}"));
+        return;
+    };
+    let dir = cache.map_or_else(
+        || std::env::temp_dir().join("kx-linux"),
+        |d| kernel::dir(&d),
+    );
+    match run(&kernel, launch, &plan, &dir, quiet) {
+        Outcome::Runs(runs, note) => c.add_reference(runs, note),
+        Outcome::Failed(why) => {
+            eprintln!("kx: linux reference: FAILED: {why}");
+            c.problems.push(Problem::Reference(why));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::BenchOptions;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::ExitStatus;
+
+    #[test]
+    fn when_it_runs() {
+        let o = |quick, linux, kernel: Option<&str>| BenchOptions {
+            quick,
+            linux,
+            linux_kernel: kernel.map(PathBuf::from),
+            ..BenchOptions::default()
+        };
+        assert_eq!(
+            Want::from_options(&o(false, false, None), None),
+            Want::IfCached
+        );
+        assert_eq!(Want::from_options(&o(true, false, None), None), Want::No);
+        assert_eq!(Want::from_options(&o(true, true, None), None), Want::Fetch);
+        assert_eq!(
+            Want::from_options(&o(true, false, Some("/k")), None),
+            Want::Kernel("/k".into())
+        );
+        assert_eq!(
+            Want::from_options(&o(true, false, None), Some("/e".into())),
+            Want::Kernel("/e".into())
+        );
+    }
+
+    #[test]
+    fn without_a_kernel_it_is_skipped_with_a_message() {
+        let empty = std::env::temp_dir().join(format!("kx-linux-none-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&empty);
+        let why = Want::IfCached.kernel(Some(&empty)).unwrap_err();
+        assert!(
+            why.contains("no Debian kernel in") && why.contains("--linux"),
+            "{why}"
+        );
+        let why = Want::Kernel("/no/such/vmlinuz".into())
+            .kernel(None)
+            .unwrap_err();
+        assert_eq!(why, "/no/such/vmlinuz does not exist");
+        assert!(Want::IfCached.kernel(None).is_err());
+        // In a benchmark's records: a note, no problem, no runs.
+        let mut c = Collected::default();
+        let launch = crate::commands::launch(
+            Mode::Direct,
+            1,
+            256,
+            None,
+            Medium::Kernel {
+                elf32: "/k".into(),
+                cmdline: String::new(),
+            },
+        );
+        attach(
+            &mut c,
+            &Want::Kernel("/no/such/vmlinuz".into()),
+            &launch,
+            true,
+        );
+        assert_eq!(
+            c.notes,
+            ["linux reference: not run: /no/such/vmlinuz does not exist"]
+        );
+        assert!(c.runs.is_empty() && c.problems.is_empty());
+    }
+
+    #[test]
+    fn the_end_is_decoded() {
+        let t = |code: i32| Termination::Exited(ExitStatus::from_raw(code << 8));
+        let limit = Duration::from_secs(1);
+        assert_eq!(decode_end(t(0x63), limit), Ok(()));
+        assert!(
+            decode_end(t(0x65), limit)
+                .unwrap_err()
+                .contains("program failed")
+        );
+        assert!(decode_end(t(0), limit).unwrap_err().contains("init died"));
+        assert!(decode_end(t(1), limit).unwrap_err().contains("QEMU failed"));
+        assert!(
+            decode_end(Termination::TimedOut, limit)
+                .unwrap_err()
+                .contains("within 1 s")
+        );
+    }
+
+    #[test]
+    fn the_plan_decides_the_runs() {
+        let plan = Plan::new(vec![], vec![1, 2], 5, 1, Some(0.5), None);
+        let c = conf_for(&plan).unwrap();
+        assert_eq!(
+            c,
+            program::Conf {
+                cpus: vec![1, 2],
+                rounds: 5,
+                warmup: 1,
+                seconds_ns: 500_000_000,
+                pages: PAGES
+            }
+        );
+        assert_eq!(timeout_for(&c), BOOT_ALLOWANCE + Duration::from_secs(24));
+        assert!(conf_for(&Plan::new(vec![], vec![1], 5, 1, None, Some(10))).is_err());
+    }
+}

@@ -1,0 +1,142 @@
+//! The reference's `/init` (`init.c`, compiled into kx as text) built with the host's C
+//! compiler as a static executable (`cc -static -O2 -pthread`: glibc's `libc.a`), kept in
+//! `<kx cache>/linux/kx-linux-init-<hash of the source>` so that it is built once per
+//! version of the source, and the initramfs around it.
+
+use super::cpio::{self, Entry};
+use crate::process::{Termination, run_with_timeout};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The program's source.
+pub const SOURCE: &str = include_str!("init.c");
+/// The longest the compiler may take.
+const CC_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// FNV-1a, 64 bits: names a build of the source.
+#[must_use]
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The program, built into `dir` unless it is there already.
+pub fn build(dir: &Path) -> Result<PathBuf, String> {
+    let name = format!("kx-linux-init-{:016x}", fnv1a(SOURCE.as_bytes()));
+    let exe = dir.join(&name);
+    if exe.is_file() {
+        return Ok(exe);
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let src = dir.join(format!("{name}.c"));
+    let tmp = dir.join(format!("{name}.tmp{}", std::process::id()));
+    std::fs::write(&src, SOURCE).map_err(|e| format!("cannot write {}: {e}", src.display()))?;
+    let cc = boot::tool::find_on_path("cc").ok_or("no C compiler (`cc`) on PATH")?;
+    let args: Vec<std::ffi::OsString> = vec![
+        "-static".into(),
+        "-O2".into(),
+        "-pthread".into(),
+        "-o".into(),
+        tmp.clone().into(),
+        src.clone().into(),
+    ];
+    let f = run_with_timeout(&cc, &args, CC_TIMEOUT, false)
+        .map_err(|e| format!("cannot run {}: {e}", cc.display()))?;
+    match f.termination {
+        Termination::Exited(s) if s.success() => {}
+        _ => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(format!(
+                "`cc -static -O2 -pthread {}` failed (is glibc's static libc.a installed? \
+                 Debian: libc6-dev): {}",
+                src.display(),
+                String::from_utf8_lossy(&f.stderr).trim()
+            ));
+        }
+    }
+    std::fs::rename(&tmp, &exe).map_err(|e| format!("cannot rename {}: {e}", tmp.display()))?;
+    Ok(exe)
+}
+
+/// What `/init` runs: `/kx.conf`'s one line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Conf {
+    /// CPU counts, increasing.
+    pub cpus: Vec<u32>,
+    /// Measured rounds at each.
+    pub rounds: u32,
+    /// Warm-up rounds before them.
+    pub warmup: u32,
+    /// Length of a run, ns.
+    pub seconds_ns: u64,
+    /// Pages per mmap/touch/munmap cycle.
+    pub pages: u64,
+}
+
+impl Conf {
+    /// The line `init.c` reads.
+    #[must_use]
+    pub fn line(&self) -> String {
+        let cpus: Vec<String> = self.cpus.iter().map(ToString::to_string).collect();
+        format!(
+            "cpus={} rounds={} warmup={} seconds_ns={} pages={}\n",
+            cpus.join(","),
+            self.rounds,
+            self.warmup,
+            self.seconds_ns,
+            self.pages
+        )
+    }
+}
+
+/// The initramfs: `/init` (the program), `/kx.conf`, `/dev/console` (the kernel opens it
+/// as init's stdin/stdout/stderr), empty `/proc` and `/sys`.
+#[must_use]
+pub fn initramfs(program: Vec<u8>, conf: &Conf) -> Vec<u8> {
+    cpio::write(&[
+        Entry::dir("dev", 0o755),
+        Entry::char_dev("dev/console", 0o600, 5, 1),
+        Entry::dir("proc", 0o555),
+        Entry::dir("sys", 0o555),
+        Entry::file("init", 0o755, program),
+        Entry::file("kx.conf", 0o644, conf.line().into_bytes()),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_initramfs_holds_init_and_its_conf() {
+        let conf = Conf {
+            cpus: vec![1, 2],
+            rounds: 5,
+            warmup: 1,
+            seconds_ns: 500_000_000,
+            pages: 512,
+        };
+        let bytes = initramfs(b"\x7fELF".to_vec(), &conf);
+        let entries = cpio::parse(&bytes).unwrap();
+        let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["dev", "dev/console", "proc", "sys", "init", "kx.conf"]
+        );
+        assert_eq!(entries[1].kind, cpio::Kind::CharDev(5, 1));
+        assert_eq!(
+            entries[5].kind,
+            cpio::Kind::File(
+                b"cpus=1,2 rounds=5 warmup=1 seconds_ns=500000000 pages=512\n".to_vec()
+            )
+        );
+        assert_eq!(entries[4].perm, 0o755);
+    }
+
+    #[test]
+    fn builds_are_named_by_their_source() {
+        assert_ne!(fnv1a(b"a"), fnv1a(b"b"));
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+    }
+}

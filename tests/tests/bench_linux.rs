@@ -1,0 +1,107 @@
+//! `kx bench --linux`: after the benchmark's boot, Debian's Linux kernel boots in the same
+//! QEMU (2 vCPUs, the tests' memory) with kx's initramfs and its runs become the `linux`
+//! rows beside the floor, each with one minor fault per page touched and a floor fraction.
+//! The real kernel is booted only when it is in the kx cache already (`kx bench --linux`
+//! fetches it with apt-get; the test does not download): otherwise that test says it is
+//! skipped. A file that is no kernel makes the reference fail, which is a problem of the
+//! results (status 9), not a silent skip.
+
+use qemu::RunnerExit;
+use qemu::bench::linux_qemu::{self, kernel};
+use qemu::cli::BenchOptions;
+use std::path::PathBuf;
+use std::time::Duration;
+
+fn out_dir(name: &str) -> PathBuf {
+    let out = std::env::temp_dir().join(format!("kx-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    out
+}
+
+fn results(out: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap()
+}
+
+fn quick_floor_with(kernel: PathBuf) -> BenchOptions {
+    BenchOptions {
+        quick: true,
+        scenarios: Some("limit".into()),
+        linux_kernel: Some(kernel),
+        ..BenchOptions::default()
+    }
+}
+
+#[test]
+fn debian_linux_runs_beside_the_floor() {
+    let Some(image) = qemu::accel::cache_dir().and_then(|c| kernel::cached(&c)) else {
+        eprintln!(
+            "skipped: no Debian kernel in the kx cache (`cargo run --release -p qemu -- bench \
+             --quick --linux` fetches {} with apt-get)",
+            kernel::META_PACKAGE
+        );
+        return;
+    };
+    let out = out_dir("bench-linux");
+    let exit = tests::bench_direct(quick_floor_with(image), &out, Duration::from_secs(600));
+    assert_eq!(exit, RunnerExit::Success, "see {}", out.display());
+    let r = results(&out);
+    let linux: Vec<&serde_json::Value> = r["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["scenario"] == linux_qemu::SCENARIO)
+        .collect();
+    // CPUs 1 and 2, one warm-up and two measured rounds each.
+    assert_eq!(linux.len(), 2 * (1 + abi::bench::QUICK_ROUNDS as usize));
+    for run in &linux {
+        assert_eq!(run["config"], linux_qemu::CONFIG);
+        assert_eq!(run["variant"], linux_qemu::VARIANT);
+        let (ops, faults) = (
+            run["ops"].as_i64().unwrap(),
+            run["counters"]["linux_minor_faults"].as_i64().unwrap(),
+        );
+        let threads = run["cpus"].as_i64().unwrap();
+        assert!(ops > 0 && ops % linux_qemu::PAGES as i64 == 0, "{run}");
+        assert!(
+            faults >= ops && faults <= ops + threads * linux_qemu::report::FAULT_SLACK as i64,
+            "{run}"
+        );
+        let f = run["floor_fraction"].as_f64().unwrap();
+        assert!(f > 0.0 && f < 1.0, "{run}");
+    }
+    assert!(
+        r["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().starts_with("linux reference: Linux 6.")),
+        "{}",
+        r["notes"]
+    );
+    assert_eq!(r["complete"], true);
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn a_file_that_is_no_kernel_fails_the_reference() {
+    let out = out_dir("bench-linux-bad");
+    std::fs::create_dir_all(&out).unwrap();
+    let bogus = out.join("vmlinuz-bogus");
+    std::fs::write(&bogus, b"not a kernel").unwrap();
+    let exit = tests::bench_direct(quick_floor_with(bogus), &out, Duration::from_secs(300));
+    assert_eq!(exit, RunnerExit::BadResults, "see {}", out.display());
+    let r = results(&out);
+    let problems = r["problems"].to_string();
+    assert!(
+        problems.contains("the linux reference failed: QEMU failed"),
+        "{problems}"
+    );
+    assert!(
+        r["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|x| x["scenario"] != linux_qemu::SCENARIO)
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
