@@ -28,10 +28,12 @@
 //!   and `uncharge_batch()` uncharges the batch with one `page_counter_uncharge()` walk
 //!   and counts `PGPGOUT`.
 //!
-//! So per 64 pages: two charge walks, one uncharge walk and about four stat walks, each
-//! over three levels: `usage` written about nine times, `parent` read about eighteen
-//! times. In A, every `parent` read is a load of a line other CPUs keep writing; in B it
-//! is a line that stays shared in every cache.
+//! So per 64 pages: two charge walks, one uncharge walk and about five stat walks, each
+//! over three levels: `usage` written 9 times (3 of them the shared parent's: the
+//! `parent_usage_writes_per_op` of 3/64 the runs show) and `parent` loaded about 39 times
+//! (the walks' steps up, `propagate_protected_usage()`'s, the high check's and the stat
+//! walks'; `parent_reads_per_op` about 0.61). In A, every `parent` load is from a line
+//! other CPUs keep writing; in B from a line that stays shared in every cache.
 //!
 //! Counters (absolute, summed over CPUs): `pages`, `charge_walks`, `uncharge_walks`,
 //! `stat_walks`, `parent_usage_writes` (RMWs on the shared parent's `usage`),
