@@ -80,8 +80,11 @@ const PGPGOUT: usize = 2;
 
 /// A memcg of the model: its `memory` counter first (so a counter reached through
 /// `parent` is its memcg, `mem_cgroup_from_counter()`), then its hierarchical stats on a
-/// line of their own (`memcg->vmstats[]`).
-#[repr(C)]
+/// line of their own (`memcg->vmstats[]`). Aligned to a 128-byte pair, so that every
+/// instance places its counters the same way towards the adjacent-line prefetcher
+/// (`memory` alone in the first pair, the stats in the second): A and its control A' then
+/// differ in nothing but their addresses.
+#[repr(C, align(128))]
 struct Memcg<L> {
     memory: L,
     stats: Stats,
