@@ -18,6 +18,9 @@
 //! * `seed002-reclaim`: Max Kellermann's cached FIFO tail in `lru_gen_memcg`;
 //! * `seed000-refault`: Ridong Chen's grouping of `lru_gen_folio`'s atomic stats;
 //! * `seed003-pft`: Suren Baghdasaryan's `vm_lock_seq` placement (mmtests pft);
+//! * `page-counter-802f1d`: not a seed: Linux commit 802f1d522d5f (Feng Tang, v5.12) moved
+//!   `struct page_counter`'s `parent` off the line of `usage` (will-it-scale page_fault2),
+//!   added by following `docs/experiments.md`;
 //! * `limit`: the hardware (or emulator) floor under every fault scenario.
 //!
 //! A comparison is always "B over A" of the rate (ops/s): above 1.0 means B is faster. The
@@ -90,6 +93,11 @@ pub struct Scenario {
     pub fault_path: bool,
     /// The seed's figures (`None` for `limit`).
     pub published: Option<Published>,
+    /// The premises every variant's instance judges (the names in the `end` record's
+    /// `premises`, in the order the instance reports them): what must have happened in the
+    /// runs for the ratio to mean anything. Empty only for `limit`; the engine refuses a
+    /// premise an instance reports that is not listed here.
+    pub premises: &'static [&'static str],
 }
 
 impl Scenario {
@@ -239,6 +247,7 @@ pub const SCENARIOS: &[Scenario] = &[
             unit: "pages/s",
             points: &SEED001_POINTS,
         }),
+        premises: &["list_head_writes_per_op"],
     },
     Scenario {
         name: "seed004-readtwice",
@@ -256,6 +265,12 @@ pub const SCENARIOS: &[Scenario] = &[
             unit: "",
             points: &[r("A", "B", "2-per-memcg", 208, 1.80)],
         }),
+        premises: &[
+            "activations_per_op",
+            "evicted_per_op",
+            "variant_lock_acquisitions_per_op",
+            "other_lock_acquisitions_per_op",
+        ],
     },
     Scenario {
         name: "seed002-reclaim",
@@ -273,6 +288,12 @@ pub const SCENARIOS: &[Scenario] = &[
             unit: "",
             points: &[r("A", "B", "1500", 8, 9.5)],
         }),
+        premises: &[
+            "eagain_per_request",
+            "tries_per_request",
+            "priority_passes_per_request",
+            "shrink_many_per_request",
+        ],
     },
     Scenario {
         name: "seed000-refault",
@@ -304,6 +325,7 @@ pub const SCENARIOS: &[Scenario] = &[
             unit: "IOPS",
             points: &SEED000_POINTS,
         }),
+        premises: &["refaults_per_op", "refaulted_on_node_line_share"],
     },
     Scenario {
         name: "seed003-pft",
@@ -331,6 +353,41 @@ pub const SCENARIOS: &[Scenario] = &[
                 p("A", "B", "anon", 56, (103189.6761, 92989.3749)),
             ],
         }),
+        premises: &["faults_per_op", "mmap_lock_fallbacks_per_op"],
+    },
+    Scenario {
+        name: "page-counter-802f1d",
+        summary: "every CPU charges and uncharges pages in a 3-level memcg hierarchy \
+                  (v5.11's stock and stat batching): one shared leaf, or a leaf per CPU \
+                  under one parent",
+        op: "one page charged and uncharged",
+        configs: &["one-memcg", "siblings"],
+        variants: &[
+            v("A", "v5.11 page_counter: parent on usage's line"),
+            v(
+                "B",
+                "802f1d522d5f: parent moved to the end, off usage's line",
+            ),
+        ],
+        comparisons: &[c("A", "B")],
+        fault_path: false,
+        published: Some(Published {
+            text: "Linux 802f1d522d5f (v5.12), will-it-scale page_fault2 per-process ops B/A: \
+                   +3.0% (96 tasks), +4.4% (48) on 2 sockets 48C/96T; +9.9% (144), +9.8% (72) \
+                   on 4 sockets 72C/144T",
+            unit: "ops/process/s",
+            points: &[
+                p("A", "B", "one-memcg", 48, (183_960.0, 192_078.0)),
+                p("A", "B", "one-memcg", 72, (198_195.0, 217_526.0)),
+                p("A", "B", "one-memcg", 96, (79_028.0, 81_411.0)),
+                p("A", "B", "one-memcg", 144, (85_966.0, 94_467.0)),
+            ],
+        }),
+        premises: &[
+            "parent_usage_writes_per_op",
+            "parent_reads_per_op",
+            "usage_parent_same_line",
+        ],
     },
     Scenario {
         name: LIMIT,
@@ -341,6 +398,7 @@ pub const SCENARIOS: &[Scenario] = &[
         comparisons: &[],
         fault_path: false,
         published: None,
+        premises: &[],
     },
 ];
 
@@ -413,6 +471,45 @@ mod tests {
         }
     }
 
+    /// An experiment is registered with what makes its ratio mean something: the premises
+    /// its runs are judged by and the published figure it is checked against (with where
+    /// that figure comes from, in its text). Only the `limit` floor has neither.
+    #[test]
+    fn every_experiment_has_premises_and_a_published_figure() {
+        for s in SCENARIOS {
+            if s.name == LIMIT {
+                assert!(s.published.is_none() && s.premises.is_empty());
+                continue;
+            }
+            assert!(
+                !s.premises.is_empty(),
+                "{}: registered without a premise",
+                s.name
+            );
+            for (i, p) in s.premises.iter().enumerate() {
+                assert!(
+                    s.premises[..i].iter().all(|o| o != p),
+                    "{}: {p} twice",
+                    s.name
+                );
+                assert!(
+                    !p.is_empty() && p.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                    "{}: premise name {p:?}",
+                    s.name
+                );
+            }
+            let published = s
+                .published
+                .unwrap_or_else(|| panic!("{}: registered without a published figure", s.name));
+            assert!(
+                !published.points.is_empty() && !published.text.is_empty(),
+                "{}: a published figure needs its text and at least one point",
+                s.name
+            );
+            assert!(!s.comparisons.is_empty(), "{}: no comparison", s.name);
+        }
+    }
+
     #[test]
     fn published_ratios_match_the_seeds_text() {
         let s = scenario("seed001-faultfree").unwrap();
@@ -432,5 +529,12 @@ mod tests {
         assert_eq!(p.threads, 24);
         assert!(published_near(refault, "A@+0", "B@+0", "anon", 2).is_none());
         assert!(published_near(scenario(LIMIT).unwrap(), "a", "b", "anon", 1).is_none());
+        let pc = scenario("page-counter-802f1d").unwrap();
+        let p = published_near(pc, "A", "B", "one-memcg", 2).unwrap();
+        assert_eq!(p.threads, 48);
+        assert!((p.ratio - 1.044).abs() < 0.001, "{}", p.ratio);
+        let p = published_near(pc, "A", "B", "one-memcg", 144).unwrap();
+        assert!((p.ratio - 1.099).abs() < 0.001, "{}", p.ratio);
+        assert!(published_near(pc, "A", "B", "siblings", 2).is_none());
     }
 }

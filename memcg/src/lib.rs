@@ -5,6 +5,9 @@
 //!
 //! - [`page_counter`]: hierarchical `struct page_counter` (`memory.max`, failcnt, watermark),
 //!   usage alone on its cacheline.
+//! - [`page_counter_802f1d`]: `struct page_counter` before and after Linux commit
+//!   802f1d522d5f (`parent` off `usage`'s line) as two layout types with v5.11's walks, for
+//!   the `page-counter-802f1d` benchmark scenario.
 //! - [`stock`]: the per-CPU charge stock (`MEMCG_CHARGE_BATCH` = 64 pages).
 //! - [`stats`]: per-CPU memcg and lruvec counters with the rstat-style flush threshold
 //!   (`MEMCG_CHARGE_BATCH * nr_cpus` pending updates).
@@ -45,6 +48,7 @@ pub mod error;
 pub mod lru_glue;
 pub mod memcontrol;
 pub mod page_counter;
+pub mod page_counter_802f1d;
 pub mod percpu_ref;
 pub mod pn;
 pub mod reclaim;

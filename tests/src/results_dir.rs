@@ -249,8 +249,9 @@ fn acquisitions(run: &serde_json::Value, class: &str) -> u64 {
 /// Checks that every catalog scenario ran (none skipped) and that each seed scenario's runs
 /// did what the scenario says, as the fault core's counters and the lock statistics show:
 /// the faults and frees behind seed001 and seed003, the EAGAIN requests and FIFO rotations of
-/// seed002, the refaults of seed000, and for seed004 which lru_lock each variant took (A:
-/// the node's shared one, B: each memcg's own). What every run must show is checked per run;
+/// seed002, the refaults of seed000, for seed004 which lru_lock each variant took (A:
+/// the node's shared one, B: each memcg's own), and the page_counter walks of
+/// page-counter-802f1d (every walk writes the shared parent's `usage` once). What every run must show is checked per run;
 /// what needs the memcg to fill first (evictions, refaults) over each variant's runs
 /// together, since a short run under TCG may end before. `skip` names the variants that are
 /// not the fault core's (the host's `linux` reference).
@@ -319,6 +320,17 @@ pub fn check_seed_scenarios(r: &serde_json::Value, skip: &[&str]) {
                     "B" => assert!(own > 0 && node == 0, "{run}"),
                     v => panic!("seed004: unknown variant {v}"),
                 }
+            }
+            "page-counter-802f1d" => {
+                assert_eq!(c("pages"), ops, "{run}");
+                // Two 32-page refills per 64-page batch, one uncharge walk per batch.
+                assert!(c("charge_walks") > 0 && c("uncharge_walks") > 0, "{run}");
+                assert_eq!(
+                    c("parent_usage_writes"),
+                    c("charge_walks") + c("uncharge_walks"),
+                    "{run}"
+                );
+                assert!(c("parent_reads") > c("parent_usage_writes"), "{run}");
             }
             _ => {}
         }

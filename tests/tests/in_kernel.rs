@@ -100,6 +100,8 @@ fn layout_report_lists_every_key_struct_with_both_variants() {
         "struct lruvec (base lrugen) ",
         "struct lru_gen_memcg ",
         "struct page_counter ",
+        "struct page_counter (v5.11, parent on usage's line) ",
+        "struct page_counter (802f1d522d5f, parent at the end) ",
         "struct mem_cgroup_per_node (base) ",
         "struct mem_cgroup_per_node (paired) ",
         "struct mem_cgroup_per_node (v1, base lrugen) ",
@@ -124,6 +126,18 @@ fn layout_report_lists_every_key_struct_with_both_variants() {
         "{v1:?}\n{}",
         describe(&out)
     );
+    // The sixth experiment's two layouts: `parent` on `usage`'s line before 802f1d522d5f,
+    // off it after.
+    for line in [
+        "usage on line 0, max on line 0, parent on line 0: parent shares usage's line",
+        "usage on line 0, max on line 0, parent on line 1: parent is off usage's line",
+    ] {
+        assert!(
+            out.lines().any(|l| l.trim() == line),
+            "no `{line}`:\n{}",
+            describe(&out)
+        );
+    }
     // The kernel's lru_lock is its own ticket lock, and the report shows where it sits.
     assert!(
         out.lines().any(|l| l.trim_start().starts_with("lru_lock ")),

@@ -249,7 +249,8 @@ pub fn page_counter_fields() -> Vec<FieldDesc> {
     v
 }
 
-/// Prints `page_counter` and both `mem_cgroup_per_node` layouts `Base` and `Paired` (with
+/// Prints `page_counter` (today's, then v5.11's and 802f1d522d5f's: the
+/// `page-counter-802f1d` scenario's two layouts) and both `mem_cgroup_per_node` layouts `Base` and `Paired` (with
 /// the default grouped `lru_gen_folio`), then both layouts with the base `lru_gen_folio`,
 /// then mainline's layout (`V1`) with the base `lru_gen_folio` and the grouped one: seed
 /// 000's "before" and patch, as embedded in the struct.
@@ -270,6 +271,7 @@ where
         fields: &pc,
     }
     .print(w)?;
+    crate::page_counter_802f1d::report(w)?;
     print_pn::<BaseG>(w, "mem_cgroup_per_node (base)")?;
     print_pn::<PairedG>(w, "mem_cgroup_per_node (paired)")?;
     print_pn::<BaseB>(w, "mem_cgroup_per_node (base, base lrugen)")?;

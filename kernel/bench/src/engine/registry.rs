@@ -103,6 +103,13 @@ impl<'a> Registry<'a> {
             .filter(move |s| s.name() == name)
     }
 
+    /// Every provider's catalog name, in the order they were added (a name twice where two
+    /// providers serve it).
+    #[must_use]
+    pub fn names(&self) -> Vec<&'static str> {
+        self.entries.iter().map(|e| e.name()).collect()
+    }
+
     /// Whether some provider runs `name`.
     #[must_use]
     pub fn is_built(&self, name: &str) -> bool {

@@ -414,7 +414,13 @@ impl Engine<'_> {
                     figure: p.figure,
                     expect: p.expect,
                 };
-                if !premise.held {
+                if !scenario.premises.contains(&p.name) {
+                    failed.push(format!(
+                        "{} {config} {variant} cpus={cpus}: premise {} is not declared in the \
+                         catalog (it declares {:?})",
+                        scenario.name, p.name, scenario.premises
+                    ));
+                } else if !premise.held {
                     failed.push(format!(
                         "{} {config} {variant} cpus={cpus}: premise {} did not hold: {} (expected {})",
                         scenario.name, premise.name, premise.figure, premise.expect

@@ -1,24 +1,27 @@
 //! The scenarios, platform neutral, and THE table the engine runs them from.
 //!
-//! [`registry`] is the one place a scenario is added: implement
-//! [`crate::engine::BenchScenario`] (and its instance) in a module here, and add it to the
-//! table below. Both platforms build their registry with it, so a scenario added here runs
-//! in the kernel and under `kx bench --host` alike. Each platform hands in what only it can
-//! provide: its `limit` floor (the kernel's takes a real #PF on a not-present page, with
-//! invlpg; the host's is [`soft_floor`], a function call, since host threads cannot take
-//! their own page faults) and, once the fault core lands, its memory and page-table side.
-//! A platform may add providers of its own after this table (the host adds the Linux
-//! reference's `linux` variants of seed001 and seed003).
+//! [`registry`] is built from one table, [`scenarios!`]: one line per scenario, naming its
+//! module and its provider type (`seed001::Seed001`). That line declares the module and
+//! adds the provider to every platform's registry, so a scenario added here runs in the
+//! kernel (`kx bench`) and under `kx bench --host` alike; the summary, the tables, the
+//! verdicts and the README's scenario-table test follow from its catalog entry
+//! (`abi::catalog::SCENARIOS`: names, variants, comparisons, premises, published figure).
+//! [`tests`]' `registration` tests tie the two: every catalog experiment has exactly one
+//! line here and every line a catalog entry with premises and a published figure.
+//! `docs/experiments.md` walks through adding one.
+//!
+//! Each platform hands in what only it can provide: its `limit` floor (the kernel's takes a
+//! real #PF on a not-present page, with invlpg; the host's is [`soft_floor`], a function
+//! call, since host threads cannot take their own page faults) and its fault core
+//! ([`VmHost`]). A platform may add providers of its own after this table (the host adds
+//! the Linux reference's `linux` variants of seed001 and seed003).
 //!
 //! The seeds' five scenarios (`seed001-faultfree`, `seed004-readtwice`, `seed002-reclaim`,
 //! `seed000-refault`, `seed003-pft`) run on the fault core through the platform's
 //! [`VmHost`]: the kernel's real page faults, or the host's software MMU.
+//! `page-counter-802f1d` (Linux commit 802f1d522d5f, built by following the guide) runs
+//! hierarchical charges in both `page_counter` layouts.
 
-pub mod seed000;
-pub mod seed001;
-pub mod seed002;
-pub mod seed003;
-pub mod seed004;
 pub mod soft_floor;
 #[cfg(test)]
 pub(crate) mod tests;
@@ -27,17 +30,36 @@ use crate::engine::{BenchScenario, Registry};
 use crate::vm::VmHost;
 use alloc::boxed::Box;
 
-/// Every scenario built into the benchmark: the platform's `limit` floor and the seeds'
+/// Declares each scenario's module and the function that adds every provider to a
+/// registry, in the order given (the catalog's).
+macro_rules! scenarios {
+    ($($module:ident :: $provider:ident),+ $(,)?) => {
+        $(pub mod $module;)+
+
+        /// Adds one provider per registered scenario over `host`, in registration order.
+        fn add_registered<'a, H: VmHost>(r: &mut Registry<'a>, host: &'a H) {
+            $(r.add($module::$provider::new(host));)+
+        }
+    };
+}
+
+// THE registration: one line per scenario (see the module doc and docs/experiments.md).
+scenarios! {
+    seed001::Seed001,
+    seed004::Seed004,
+    seed002::Seed002,
+    seed000::Seed000,
+    seed003::Seed003,
+    page_counter::PageCounterRelayout,
+}
+
+/// Every scenario built into the benchmark: the platform's `limit` floor and the registered
 /// scenarios on its fault core, in catalog order.
 #[must_use]
 pub fn registry<'a, H: VmHost>(floor: Box<dyn BenchScenario + 'a>, host: &'a H) -> Registry<'a> {
     let mut r = Registry::new();
     r.add_boxed(floor);
-    r.add(seed001::Seed001::new(host));
-    r.add(seed004::Seed004::new(host));
-    r.add(seed002::Seed002::new(host));
-    r.add(seed000::Seed000::new(host));
-    r.add(seed003::Seed003::new(host));
+    add_registered(&mut r, host);
     r
 }
 
@@ -47,4 +69,40 @@ pub fn floor_only<'a>(floor: Box<dyn BenchScenario + 'a>) -> Registry<'a> {
     let mut r = Registry::new();
     r.add_boxed(floor);
     r
+}
+
+#[cfg(test)]
+mod registration {
+    use super::*;
+    use crate::catalog;
+
+    /// The registration and the catalog agree: every catalog experiment has exactly one
+    /// line in [`scenarios!`] (so the kernel and `--host` run it), every line names a
+    /// catalog entry, and that entry declares its premises and its published figure (the
+    /// catalog's own test checks what they hold).
+    #[test]
+    fn every_catalog_experiment_is_registered_once_with_premises_and_a_figure() {
+        let host = tests::soft(1, 64);
+        let r = registry(Box::new(soft_floor::SoftFloor), host);
+        let names = r.names();
+        for s in catalog::SCENARIOS {
+            let n = names.iter().filter(|n| **n == s.name).count();
+            assert_eq!(n, 1, "{}: registered {n} times", s.name);
+        }
+        for name in names {
+            let s = catalog::scenario(name)
+                .unwrap_or_else(|| panic!("{name}: registered without a catalog entry"));
+            if name == catalog::LIMIT {
+                continue;
+            }
+            assert!(
+                !s.premises.is_empty(),
+                "{name}: registered without a premise"
+            );
+            assert!(
+                s.published.is_some_and(|p| !p.points.is_empty()),
+                "{name}: registered without a published figure"
+            );
+        }
+    }
 }

@@ -13,12 +13,18 @@ struct Premised {
     failing: Option<&'static str>,
     /// Sleep this long before the first batch of every run, untimed.
     untimed_ms: u64,
+    /// The premise's name (the catalog declares `activations_per_op` for this scenario).
+    premise: &'static str,
 }
+
+/// The premise seed004's catalog entry declares, which the fake instance reports.
+const DECLARED: &str = "activations_per_op";
 
 struct PremisedInstance {
     variant: &'static str,
     failing: bool,
     untimed_ms: u64,
+    premise: &'static str,
     ops: AtomicU64,
     /// Per CPU: whether this run's untimed work was done (reset by `check`, after every
     /// run).
@@ -39,6 +45,7 @@ impl BenchScenario for Premised {
             variant,
             failing: self.failing == Some(variant),
             untimed_ms: self.untimed_ms,
+            premise: self.premise,
             ops: AtomicU64::new(0),
             paused: Default::default(),
         }))
@@ -76,7 +83,7 @@ impl Instance for PremisedInstance {
 
     fn premises(&self, runs: &[&Run]) -> Vec<PremiseCheck> {
         vec![PremiseCheck::above_zero(
-            "events_per_op",
+            self.premise,
             premise::per_op(runs, "events"),
         )]
     }
@@ -104,6 +111,7 @@ fn every_premise_is_judged_per_variant_and_point_and_recorded_in_end() {
         Premised {
             failing: None,
             untimed_ms: 0,
+            premise: DECLARED,
         },
         COUNTED,
     );
@@ -113,7 +121,7 @@ fn every_premise_is_judged_per_variant_and_point_and_recorded_in_end() {
     // Two variants and the A/A control (A') at two CPU counts.
     assert_eq!(premises.len(), 6, "{premises:?}");
     for pr in premises {
-        assert_eq!(pr["name"], "events_per_op");
+        assert_eq!(pr["name"], DECLARED);
         assert_eq!(pr["held"], true);
         // Every operation counted one event: the figure is over the measured runs only.
         assert_eq!(pr["figure"], 1.0);
@@ -129,6 +137,7 @@ fn a_premise_that_does_not_hold_fails_the_benchmark_like_an_invariant() {
         Premised {
             failing: Some("B"),
             untimed_ms: 0,
+            premise: DECLARED,
         },
         COUNTED,
     );
@@ -137,7 +146,7 @@ fn a_premise_that_does_not_hold_fails_the_benchmark_like_an_invariant() {
     assert_eq!(report.end.failures.len(), 1, "{:?}", report.end.failures);
     let f = &report.end.failures[0];
     assert!(
-        f.contains("B cpus=1") && f.contains("premise events_per_op did not hold"),
+        f.contains("B cpus=1") && f.contains("premise activations_per_op did not hold"),
         "{f}"
     );
     // The benchmark stopped at the first point: A and its control held there, B did not.
@@ -157,6 +166,28 @@ fn a_premise_that_does_not_hold_fails_the_benchmark_like_an_invariant() {
     );
 }
 
+/// A premise the catalog does not declare for the scenario is refused: what an instance
+/// judges is part of the registration, not something it can add quietly.
+#[test]
+fn a_premise_the_catalog_does_not_declare_fails_the_benchmark() {
+    let _g = serial();
+    let (_p, report) = run_premised(
+        Premised {
+            failing: None,
+            untimed_ms: 0,
+            premise: "events_per_op",
+        },
+        COUNTED,
+    );
+    assert!(!report.passed());
+    assert!(!report.end.invariants_ok);
+    let f = &report.end.failures[0];
+    assert!(
+        f.contains("A cpus=1: premise events_per_op is not declared in the catalog"),
+        "{f}"
+    );
+}
+
 #[test]
 fn untimed_work_is_left_out_of_the_run_and_counted() {
     let _g = serial();
@@ -164,6 +195,7 @@ fn untimed_work_is_left_out_of_the_run_and_counted() {
         Premised {
             failing: None,
             untimed_ms: 40,
+            premise: DECLARED,
         },
         COUNTED,
     );
