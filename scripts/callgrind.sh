@@ -4,7 +4,7 @@
 #
 # Builds `kernel/bench/examples/ops.rs` (the host-thread mode's scenario code on the software
 # MMU: the same mm / memcg / lru / ksync code the kernel runs) with the kernel's Cargo
-# release profile, runs each scenario for a fixed number of
+# profile (`kernel`: fat LTO, one codegen unit), runs each scenario for a fixed number of
 # operations after a warm-up under `valgrind --tool=callgrind`, collecting only inside the
 # timed batch (`--toggle-collect` on `ops::measured`), and prints per operation:
 #   Ir     instructions executed
@@ -37,7 +37,7 @@ for tool in valgrind objdump python3; do
     command -v "$tool" >/dev/null || { echo "callgrind.sh: $tool is missing" >&2; exit 2; }
 done
 
-PROFILE=${CALLGRIND_PROFILE:-release}
+PROFILE=${CALLGRIND_PROFILE:-kernel}
 cargo build -q -p bench --example ops --profile "$PROFILE"
 BIN=target/$PROFILE/examples/ops
 [[ -x $BIN ]] || { echo "callgrind.sh: $BIN was not built" >&2; exit 1; }
