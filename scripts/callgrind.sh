@@ -11,6 +11,8 @@
 #   calls  calls made (each one a call/return pair)
 #   lock   locked read-modify-writes (lock-prefixed instructions and xchg with memory)
 #   div    integer divisions (div / idiv)
+#   libc   of the Ir, those in the C library (memset/memcpy: the scenarios' page zeroing on
+#          the software MMU; the host floor zeroes with its own loop, inside the binary)
 # The last two come from callgrind's per-instruction counts (--dump-instr=yes) matched with
 # the binary's disassembly (objdump).
 #
@@ -45,7 +47,7 @@ OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 objdump -d --no-show-raw-insn "$BIN" >"$OUT/dis"
 
-printf '%-40s %10s %8s %8s %8s\n' "scenario config variant" "Ir/op" "calls/op" "lock/op" "div/op"
+printf '%-36s %9s %9s %8s %8s %7s\n' "scenario config variant" "Ir/op" "libc/op" "calls/op" "lock/op" "div/op"
 for spec in "$@"; do
     IFS=: read -r scenario config variant <<<"$spec"
     cg=$OUT/cg.out
@@ -78,7 +80,7 @@ for line in open(dis):
         kind[int(m.group(1), 16)] = 'div'
 # Callgrind's cost lines: "ADDR LINE? Ir" with absolute addresses (--compress-pos=no);
 # after a "calls=" line the next cost line is the call's inclusive cost, not self cost.
-total = calls = 0
+total = calls = libc = 0
 by = {'lock': 0, 'div': 0}
 obj = ''
 after_call = False
@@ -99,13 +101,17 @@ for line in open(cg):
     if after_call:  # the call's inclusive cost, counted where it was spent
         after_call = False
         continue
-    if len(parts) < 2 or not obj.endswith('/ops'):
+    if len(parts) < 2:
+        continue
+    if not obj.endswith('/ops'):
+        if 'libc' in obj:
+            libc += int(parts[-1])
         continue
     addr = int(parts[0], 16) if parts[0].startswith('0x') else int(parts[0])
     ir = int(parts[-1])
     k = kind.get(addr)
     if k:
         by[k] += ir
-print(f"{name:40s} {total/ops:10.1f} {calls/ops:8.1f} {by['lock']/ops:8.2f} {by['div']/ops:8.2f}")
+print(f"{name:36s} {total/ops:9.1f} {libc/ops:9.1f} {calls/ops:8.1f} {by['lock']/ops:8.2f} {by['div']/ops:7.2f}")
 EOF
 done
