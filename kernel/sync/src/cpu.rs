@@ -45,6 +45,15 @@ pub fn set_cpu_id_fn(f: fn() -> usize) {
     CPU_ID_FN.store(f as usize, Ordering::Release);
 }
 
+/// `cpu` folded into `0..nr` (`nr` 0 counts as 1): `cpu % nr`, without the division when
+/// `cpu` is already in range, as it is on every hot path (a division is tens of cycles, and
+/// a helper call under an emulator).
+#[inline]
+#[must_use]
+pub fn fold(cpu: usize, nr: usize) -> usize {
+    if cpu < nr { cpu } else { cpu % nr.max(1) }
+}
+
 /// Whether the platform installed a CPU-id hook ([`set_cpu_id_fn`]): only then does
 /// [`this_cpu`] tell CPUs apart in a no_std build.
 #[inline]
@@ -144,6 +153,15 @@ mod thread {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fold_is_the_remainder_without_dividing_in_range() {
+        for nr in 0..5 {
+            for cpu in 0..12 {
+                assert_eq!(fold(cpu, nr), cpu % nr.max(1), "fold({cpu}, {nr})");
+            }
+        }
+    }
 
     #[test]
     fn pinned_thread_reports_its_cpu() {
