@@ -105,7 +105,7 @@ def parse_args():
     )
     p.add_argument(
         "--kernel",
-        default="target-kernel/x86_64-unknown-linux-gnu/release",
+        default="target-kernel/x86_64-unknown-linux-gnu/kernel",
         help="directory with `kernel` (ELF64) and `kernel32.elf`",
     )
     try:

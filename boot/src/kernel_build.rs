@@ -2,7 +2,7 @@
 //! `qemu -kernel`.
 //!
 //! `RUSTFLAGS="-C relocation-model=static -C no-redzone=yes" cargo build -p kernel
-//! --target x86_64-unknown-linux-gnu --target-dir <workspace>/target-kernel [--release]`,
+//! --target x86_64-unknown-linux-gnu --target-dir <workspace>/target-kernel [--profile kernel]`,
 //! run from the workspace root with a clean environment ([`crate::cargo_env`]). The explicit
 //! `--target` keeps the flags away from build scripts and proc-macros. QEMU's multiboot1
 //! loader only takes a 32-bit ELF, so the ELF64 is then copied with
@@ -20,23 +20,36 @@ pub const KERNEL_TARGET: &str = "x86_64-unknown-linux-gnu";
 /// The code-generation flags the kernel needs.
 pub const KERNEL_RUSTFLAGS: &str = "-C relocation-model=static -C no-redzone=yes";
 
+/// The Cargo profile of the release kernel (`[profile.kernel]` in the workspace manifest).
+pub const RELEASE_PROFILE: &str = "kernel";
+
 /// Cargo profile of the kernel.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Profile {
     /// `dev`: debug assertions and overflow checks, slow under TCG.
     Debug,
-    /// `release`: what the benchmark and the USB image use.
+    /// `kernel` (the workspace's release profile with fat LTO and one codegen unit):
+    /// what the benchmark and the USB image use.
     #[default]
     Release,
 }
 
 impl Profile {
+    /// Its name for people and file names: `debug` or `release`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Profile::Debug => "debug",
+            Profile::Release => "release",
+        }
+    }
+
     /// The directory name cargo uses for it.
     #[must_use]
     pub const fn dir(self) -> &'static str {
         match self {
             Profile::Debug => "debug",
-            Profile::Release => "release",
+            Profile::Release => RELEASE_PROFILE,
         }
     }
 }
@@ -82,7 +95,7 @@ pub fn cargo_command(ws: &Workspace, opts: BuildOptions) -> Command {
         .arg("--target-dir")
         .arg(ws.kernel_target_dir());
     if opts.profile == Profile::Release {
-        cmd.arg("--release");
+        cmd.args(["--profile", RELEASE_PROFILE]);
     }
     if opts.quiet {
         cmd.arg("--quiet");
@@ -153,9 +166,12 @@ mod tests {
         );
         let line = crate::tool::describe(&cmd);
         assert!(line.ends_with(&format!(
-            "build -p kernel --target x86_64-unknown-linux-gnu --target-dir {} --release",
+            "build -p kernel --target x86_64-unknown-linux-gnu --target-dir {} --profile kernel",
             ws.kernel_target_dir().display()
         )));
+        assert!(
+            elf64_path(&ws, Profile::Release).ends_with("x86_64-unknown-linux-gnu/kernel/kernel")
+        );
         let flags = cmd
             .get_envs()
             .find(|(k, _)| *k == "RUSTFLAGS")
@@ -173,7 +189,7 @@ mod tests {
     fn debug_build_has_no_release_flag() {
         let ws = Workspace::locate().unwrap();
         let cmd = cargo_command(&ws, BuildOptions::default_debug());
-        assert!(!cmd.get_args().any(|a| a == "--release"));
+        assert!(!cmd.get_args().any(|a| a == "--release" || a == "--profile"));
         assert!(elf64_path(&ws, Profile::Debug).ends_with("x86_64-unknown-linux-gnu/debug/kernel"));
     }
 

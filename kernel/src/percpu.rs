@@ -155,6 +155,9 @@ pub fn init_boot_cpu(capacity: usize, apic_id: u32) {
         .state
         .store(CpuState::Online as u8, Ordering::Release);
     arch::mark_ready();
+    // SAFETY: the boot CPU's GS base points at its area (above), whose second word is its
+    // id; every AP installs its own area before it runs anything else.
+    unsafe { ksync::cpu::set_cpu_id_gs_offset(core::mem::offset_of!(CpuArea, cpu)) };
 }
 
 /// Fills area `cpu` (not yet published) and returns its address, for the AP trampoline.

@@ -308,6 +308,27 @@ impl Folio {
         self.flags.fetch_or(f.bits(), Ordering::AcqRel);
     }
 
+    /// Set `f` on a folio nobody else can see yet (Linux's `__folio_set_swapbacked()`:
+    /// a fresh frame before it is mapped, cached or batched for an LRU): a load and a store,
+    /// no locked read-modify-write. A concurrent update of the flags would be lost, which
+    /// is why it is only for a folio that is still the caller's alone.
+    pub fn set_unshared(&self, f: FolioFlags) {
+        let old = self.flags.load(Ordering::Relaxed);
+        self.flags.store(old | f.bits(), Ordering::Release);
+    }
+
+    /// The first page-table mapping of a folio nobody else can see yet (Linux's
+    /// `folio_add_new_anon_rmap()` sets `_mapcount` to 0 with `atomic_set`): a store, no
+    /// locked read-modify-write. Debug builds check that it was unmapped.
+    pub fn set_first_mapping(&self) {
+        debug_assert_eq!(
+            self.mapcount.load(Ordering::Relaxed),
+            -1,
+            "the first mapping of a folio that is already mapped"
+        );
+        self.mapcount.store(0, Ordering::Release);
+    }
+
     /// Atomically clear `f`.
     pub fn clear(&self, f: FolioFlags) {
         self.flags.fetch_and(!f.bits(), Ordering::AcqRel);
@@ -479,6 +500,28 @@ mod tests {
 
     fn folio() -> Folio {
         Folio::new(7, 1, Zone::Normal).unwrap()
+    }
+
+    #[test]
+    fn unshared_updates_keep_the_other_flags_and_map_once() {
+        let f = folio();
+        f.set(FolioFlags::ACTIVE);
+        f.set_unshared(FolioFlags::SWAPBACKED);
+        assert!(f.test(FolioFlags::ACTIVE) && f.test(FolioFlags::SWAPBACKED));
+        assert!(!f.is_file_lru());
+        assert_eq!(f.mapcount(), 0);
+        f.set_first_mapping();
+        assert_eq!(f.mapcount(), 1);
+        assert_eq!(f.dec_mapcount(), Ok(true));
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "already mapped")]
+    fn a_first_mapping_of_a_mapped_folio_is_caught_in_debug_builds() {
+        let f = folio();
+        f.set_first_mapping();
+        f.set_first_mapping();
     }
 
     #[test]

@@ -94,7 +94,7 @@ impl PercpuRef {
     #[inline]
     fn note_atomic_write(&self, cpu: Option<usize>) {
         let nr = self.cpus.nr_cpus();
-        let cpu = cpu.unwrap_or_else(ksync::this_cpu) % nr;
+        let cpu = ksync::cpu::fold(cpu.unwrap_or_else(ksync::this_cpu), nr);
         if let Some(s) = self.cpus.get(cpu) {
             s.atomic_writes.fetch_add(1, Ordering::Relaxed);
         }

@@ -137,7 +137,7 @@ pub fn image_name(profile: boot::Profile, cmdline: &str) -> String {
     let hash = joined.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     });
-    format!("{}-{readable}-{hash:016x}.img", profile.dir())
+    format!("{}-{readable}-{hash:016x}.img", profile.name())
 }
 
 /// The kernel command line a command boots with.

@@ -1,7 +1,9 @@
 //! The running CPU's id (`smp_processor_id()`), from a hook the platform installs.
 //!
 //! The kernel installs a function that reads its per-CPU area through GS
-//! ([`set_cpu_id_fn`]); host threads that stand in for CPUs say which CPU they are with
+//! ([`set_cpu_id_fn`]) and, once that area exists, tells where in it the id lies
+//! ([`set_cpu_id_gs_offset`], x86_64): then the id is one `mov` from GS, without a call
+//! through the hook on every per-CPU statistic and lock; host threads that stand in for CPUs say which CPU they are with
 //! [`set_this_thread_cpu`] (feature `std`), and any other host thread gets a dense id of its
 //! own on first use. Without a hook and without `std`, every caller is CPU 0 (early boot:
 //! only the boot CPU runs).
@@ -17,10 +19,39 @@ pub const MAX_CPUS: usize = 256;
 /// The installed hook, as an address (0 = none).
 static CPU_ID_FN: AtomicUsize = AtomicUsize::new(0);
 
+/// One more than the offset of the running CPU's id in the per-CPU area GS points at
+/// (0 = none): [`set_cpu_id_gs_offset`].
+#[cfg(all(target_arch = "x86_64", not(loom)))]
+static CPU_ID_GS: AtomicUsize = AtomicUsize::new(0);
+
+/// Tells [`this_cpu`] that every running CPU's GS base points at a per-CPU area holding the
+/// CPU's id as a 64-bit word at `offset` (Linux's `this_cpu_read(cpu_number)`): from then
+/// on the id is one `mov` from `gs:[offset]`, with no call through the hook (which stays
+/// the fallback). The kernel calls this once the boot CPU's area is installed, before any
+/// other CPU starts (each installs its own before running anything else).
+///
+/// # Safety
+///
+/// From now on, on every thread that calls [`this_cpu`] without a pinned host id, GS must
+/// point at such an area (so never on a host whose threads use GS otherwise).
+#[cfg(all(target_arch = "x86_64", not(loom)))]
+pub unsafe fn set_cpu_id_gs_offset(offset: usize) {
+    CPU_ID_GS.store(offset + 1, Ordering::Release);
+}
+
 /// Installs the function that returns the running CPU's id. The kernel calls this once per
 /// boot, before any other CPU starts.
 pub fn set_cpu_id_fn(f: fn() -> usize) {
     CPU_ID_FN.store(f as usize, Ordering::Release);
+}
+
+/// `cpu` folded into `0..nr` (`nr` 0 counts as 1): `cpu % nr`, without the division when
+/// `cpu` is already in range, as it is on every hot path (a division is tens of cycles, and
+/// a helper call under an emulator).
+#[inline]
+#[must_use]
+pub fn fold(cpu: usize, nr: usize) -> usize {
+    if cpu < nr { cpu } else { cpu % nr.max(1) }
 }
 
 /// Whether the platform installed a CPU-id hook ([`set_cpu_id_fn`]): only then does
@@ -38,6 +69,24 @@ pub fn this_cpu() -> usize {
     #[cfg(any(test, feature = "std"))]
     if let Some(cpu) = thread::pinned() {
         return cpu;
+    }
+    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    {
+        let gs = CPU_ID_GS.load(Ordering::Relaxed);
+        if gs != 0 {
+            let id: usize;
+            // SAFETY: `set_cpu_id_gs_offset`'s contract: GS points at this CPU's area, with
+            // its id as a word at `gs - 1`. A read with no other effect.
+            unsafe {
+                core::arch::asm!(
+                    "mov {id}, qword ptr gs:[{off}]",
+                    id = out(reg) id,
+                    off = in(reg) gs - 1,
+                    options(nostack, preserves_flags, readonly),
+                );
+            }
+            return id % MAX_CPUS;
+        }
     }
     let f = CPU_ID_FN.load(Ordering::Acquire);
     if f != 0 {
@@ -104,6 +153,15 @@ mod thread {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fold_is_the_remainder_without_dividing_in_range() {
+        for nr in 0..5 {
+            for cpu in 0..12 {
+                assert_eq!(fold(cpu, nr), cpu % nr.max(1), "fold({cpu}, {nr})");
+            }
+        }
+    }
 
     #[test]
     fn pinned_thread_reports_its_cpu() {

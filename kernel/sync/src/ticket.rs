@@ -8,8 +8,10 @@
 //! arrival order, so no CPU starves however hard the others hammer the lock: that fairness
 //! is what makes lru_lock contention comparable between variants.
 //!
-//! Only the holder changes `owner`, so `unlock` knows its value; at `0xffff` it subtracts
-//! `0xffff` instead of adding 1, so the low half wraps to 0 without carrying into `next`.
+//! Only the holder changes `owner`, so `unlock` needs no locked instruction: on x86 it is a
+//! plain 16-bit `add` to the owner half (Linux's unlock, without a lock prefix), which wraps
+//! to 0 inside the half; elsewhere (and under loom) an atomic add of 1, or a subtraction of
+//! `0xffff` at `0xffff`, so the low half wraps without carrying into `next`.
 //! 65 535 simultaneous waiters would be needed to overflow the queue.
 //!
 //! The lock is exactly its word: the class `C` is zero-sized, and statistics
@@ -178,12 +180,33 @@ impl<C: LockClass> TicketLock<C> {
     #[inline]
     pub unsafe fn release(&self) {
         crate::lockdep::release(C::data());
-        // Only the holder (us, by the caller's contract) changes the owner half.
-        let served = owner(self.word.load(Ordering::Relaxed));
-        if served == u16::MAX {
-            self.word.fetch_sub(OWNER_MASK, Ordering::Release);
-        } else {
-            self.word.fetch_add(1, Ordering::Release);
+        #[cfg(all(target_arch = "x86_64", not(loom)))]
+        // SAFETY: the word is this lock's, live for `&self`. Only the holder (us, by the
+        // caller's contract) writes the owner half (the low 16 bits on little-endian
+        // x86), and a 16-bit `add` writes only those two bytes: a waiter's concurrent
+        // `lock xadd` on the whole word changes only the `next` half (it writes the
+        // owner bytes back unchanged, atomically), so it can neither lose our increment
+        // nor be lost by it. The increment wraps from 0xffff to 0 inside the half. x86
+        // orders a store after every earlier load and store (TSO), and the asm is a
+        // compiler barrier (it may read and write memory), so it is a release. This is
+        // Linux's ticket `arch_spin_unlock` (`__add(&lock->tickets.head, 1,
+        // UNLOCK_LOCK_PREFIX)`, no lock prefix): no locked read-modify-write per unlock.
+        unsafe {
+            core::arch::asm!(
+                "add word ptr [{w}], 1",
+                w = in(reg) self.word.as_ptr(),
+                options(nostack),
+            );
+        }
+        #[cfg(not(all(target_arch = "x86_64", not(loom))))]
+        {
+            // Only the holder changes the owner half.
+            let served = owner(self.word.load(Ordering::Relaxed));
+            if served == u16::MAX {
+                self.word.fetch_sub(OWNER_MASK, Ordering::Release);
+            } else {
+                self.word.fetch_add(1, Ordering::Release);
+            }
         }
     }
 

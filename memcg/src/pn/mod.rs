@@ -178,10 +178,10 @@ macro_rules! impl_pn {
                 delta: isize,
             ) {
                 let pn = <Self as MemCgroupPerNode>::from_lruvec(lruvec);
-                let nr_cpus = pn.read_mostly().lruvec_stats_percpu.nr_cpus().max(1);
+                let nr_cpus = pn.read_mostly().lruvec_stats_percpu.nr_cpus();
                 let _ = crate::memcontrol::mod_lruvec_state(
                     lruvec,
-                    ksync::this_cpu() % nr_cpus,
+                    ksync::cpu::fold(ksync::this_cpu(), nr_cpus),
                     crate::stats::NodeStatItem::lru(lru),
                     delta as i64,
                 );

@@ -296,7 +296,7 @@ impl<P: MemCgroupPerNode<Family = F>, F: LockFamily, M: Mmu> Vm<P, M> {
     /// `cpu` folded into this context's CPU range (hooks may run on a CPU id the caller
     /// did not pass, e.g. `ksync::this_cpu()` on a host thread).
     pub(crate) fn cpu(&self, cpu: usize) -> usize {
-        cpu % self.nr_cpus.max(1)
+        ksync::cpu::fold(cpu, self.nr_cpus)
     }
 
     /// Counts an event.

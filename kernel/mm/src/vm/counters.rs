@@ -139,8 +139,7 @@ impl VmCounters {
     /// Counts `n` events on `cpu` (folded into range).
     #[inline]
     pub fn add(&self, cpu: usize, ev: VmEvent, n: u64) {
-        let nr = self.cpus.nr_cpus().max(1);
-        if let Some(c) = self.cpus.get(cpu % nr) {
+        if let Some(c) = self.cpus.get(ksync::cpu::fold(cpu, self.cpus.nr_cpus())) {
             let c = &c[ev as usize];
             c.store(c.load(Relaxed).wrapping_add(n), Relaxed);
         }

@@ -285,7 +285,8 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         // SAFETY: the region was made by this Vm's `mmap` and is read-locked.
         let memcg = unsafe { memcg_of::<P, V>(vma) };
         self.charge(memcg, cpu, folio)?;
-        folio.set(FolioFlags::SWAPBACKED);
+        // Still ours alone (not mapped, cached or batched): `__folio_set_swapbacked`.
+        folio.set_unshared(FolioFlags::SWAPBACKED);
         folio.set_mapping(anon_mapping(mm.id()), addr >> 12);
         let mut pte = table.lock();
         if pte.pfn(idx).is_some() {
@@ -294,8 +295,9 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
             self.uncharge_and_free(cpu, folio);
             return Ok(());
         }
-        // folio_add_new_anon_rmap + folio_add_lru_vma + set_pte_at, under the PTE lock.
-        folio.inc_mapcount();
+        // folio_add_new_anon_rmap + folio_add_lru_vma + set_pte_at, under the PTE lock. The
+        // folio is still ours alone: its first mapping is a store, as Linux's atomic_set.
+        folio.set_first_mapping();
         self.mod_folio_stat(
             memcg,
             cpu,
@@ -403,7 +405,8 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
             self.charge(memcg, cpu, folio)?;
             if obj.kind() == ObjectKind::Shmem {
                 // shmem is swap-backed: on the anonymous LRU (not reclaimable without swap).
-                folio.set(FolioFlags::SWAPBACKED);
+                // Not in the cache yet, so still ours alone.
+                folio.set_unshared(FolioFlags::SWAPBACKED);
             }
             folio.set_mapping(core::ptr::from_ref(obj) as u64, index);
             // One reference for the cache, one for the caller.
