@@ -80,6 +80,9 @@ impl PageAlloc {
                     if f.refcount() != 0 {
                         return Err(bad(p, "free frame is referenced"));
                     }
+                    if f.mapcount() != 0 {
+                        return Err(bad(p, "free frame is mapped"));
+                    }
                     if p != pfn && f.test(FolioFlags::BUDDY) {
                         return Err(bad(p, "PageBuddy inside a free block"));
                     }
@@ -112,6 +115,9 @@ impl PageAlloc {
                     }
                     if f.refcount() != 0 {
                         return Err(bad(pfn, "per-CPU list frame is referenced"));
+                    }
+                    if f.mapcount() != 0 {
+                        return Err(bad(pfn, "per-CPU list frame is mapped"));
                     }
                     if f.test(FolioFlags::BUDDY) {
                         return Err(bad(pfn, "PageBuddy on a per-CPU list"));

@@ -97,6 +97,27 @@ fn split_and_merge() {
     pa.check().unwrap();
 }
 
+/// The release free path leaves `free_page_is_bad()`'s mapping check to debug builds, as
+/// Linux leaves it to `check_pages_enabled`; the invariant checker still finds a mapped
+/// frame on a free list, per-CPU or buddy.
+#[test]
+fn the_checker_finds_a_mapped_frame_on_a_free_list() {
+    let pa = single(1, 4096, 2048, PcpConfig::default());
+    let f = pa.alloc_page(0, 0).unwrap();
+    pa.free_page(0, f).unwrap();
+    pa.check().unwrap();
+    assert!(f.inc_mapcount());
+    let e = pa.check().unwrap_err();
+    assert_eq!((e.pfn, e.what), (f.pfn(), "per-CPU list frame is mapped"));
+    f.dec_mapcount().unwrap();
+    let g = pa.alloc_pages_buddy(0, 0, 0).unwrap();
+    assert!(pa.free_pages_buddy(0, g, 0).unwrap());
+    pa.check().unwrap();
+    assert!(g.inc_mapcount());
+    let e = pa.check().unwrap_err();
+    assert_eq!((e.pfn, e.what), (g.pfn(), "free frame is mapped"));
+}
+
 /// Free every other frame: only order-0 blocks exist and nothing larger can be had; free
 /// the rest and an order-10 block is there again.
 #[test]

@@ -332,22 +332,45 @@ pub fn clear_region_fault_handler(handle: RegionHandle) -> Result<(), RegionErro
     Ok(())
 }
 
+/// Slot `s`'s handler and region if it is registered and contains `addr`.
+fn probe(s: &Slot, addr: u64) -> Option<(RegionFaultHandler, Region)> {
+    let (h, r) = s.read();
+    if h == 0 || !(r.start..r.end).contains(&addr) {
+        return None;
+    }
+    // SAFETY: only `set_region_fault_handler` stores a non-zero handler, and it stores a
+    // `RegionFaultHandler`; fn pointers and usize have the same size here.
+    let f = unsafe { core::mem::transmute::<usize, RegionFaultHandler>(h) };
+    Some((f, r))
+}
+
 /// The registered region containing `addr`, with its handler.
+///
+/// The slot this CPU last found is tried first, as Linux's per-thread `vmacache` was: a
+/// benchmark's CPU faults its own region over and over, and scanning every registered slot
+/// (a seqcount read each) per fault was a cost Linux does not pay. The hint only picks the
+/// slot read first; the read itself is checked as every other, and regions never overlap,
+/// so a stale hint costs one probe and nothing else.
 fn lookup(addr: u64) -> Option<(RegionFaultHandler, Region)> {
     if !(MM_SLOT_START..MM_SLOT_END).contains(&addr) {
         return None;
     }
     let high = HIGH.load(Ordering::Acquire).min(MAX_REGIONS);
-    REGIONS[..high].iter().find_map(|s| {
-        let (h, r) = s.read();
-        if h == 0 || !(r.start..r.end).contains(&addr) {
-            return None;
-        }
-        // SAFETY: only `set_region_fault_handler` stores a non-zero handler, and it stores a
-        // `RegionFaultHandler`; fn pointers and usize have the same size here.
-        let f = unsafe { core::mem::transmute::<usize, RegionFaultHandler>(h) };
-        Some((f, r))
-    })
+    let hint = COUNTERS.get(cpu_id()).map(|c| &c.last_hit);
+    if let Some(i) = hint.map(|h| h.load(Ordering::Relaxed))
+        && i < high
+        && let Some(hit) = probe(&REGIONS[i], addr)
+    {
+        return Some(hit);
+    }
+    let (i, hit) = REGIONS[..high]
+        .iter()
+        .enumerate()
+        .find_map(|(i, s)| probe(s, addr).map(|hit| (i, hit)))?;
+    if let Some(h) = hint {
+        h.store(i, Ordering::Relaxed);
+    }
+    Some(hit)
 }
 
 /// The registered region containing `addr`, if any (a fault there would go to its handler).
@@ -362,6 +385,8 @@ struct Counters {
     faults: AtomicU64,
     resolved: AtomicU64,
     fixups: AtomicU64,
+    /// The region slot this CPU's last lookup found ([`lookup`]'s hint).
+    last_hit: AtomicUsize,
 }
 
 static COUNTERS: [Counters; MAX_CPUS] = [const {
@@ -369,6 +394,7 @@ static COUNTERS: [Counters; MAX_CPUS] = [const {
         faults: AtomicU64::new(0),
         resolved: AtomicU64::new(0),
         fixups: AtomicU64::new(0),
+        last_hit: AtomicUsize::new(0),
     }
 }; MAX_CPUS];
 
