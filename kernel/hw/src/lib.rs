@@ -9,7 +9,14 @@
 //! - [`pmu`]: the architectural performance-monitoring unit (CPUID leaf 0xA; the
 //!   `IA32_PERFEVTSELx`, `IA32_FIXED_CTR_CTRL` and `IA32_PERF_GLOBAL_CTRL` encodings of the
 //!   SDM, Vol. 3B, ch. 20 "Performance Monitoring").
+//! - [`acpi`]: the SRAT and SLIT, from their bytes.
+//! - [`cpuid`]: the CPUID leaves the kernel decides on (x2APIC, TSC frequency, invariant
+//!   TSC, hypervisor), from recorded values.
 #![cfg_attr(not(test), no_std)]
 #![warn(missing_docs)]
 
+extern crate alloc;
+
+pub mod acpi;
+pub mod cpuid;
 pub mod pmu;
