@@ -6,7 +6,8 @@
 //! when it reports a usable PMU (version 2 or later, two fixed counters) the whole start
 //! sequence is written once and the counters read back through [`super::msr`]'s safe
 //! accessors, so a CPU model or hypervisor that advertises counters it does not implement
-//! gives "no PMU" (with the MSR that faulted) rather than a fatal #GP. The CPUs of a machine
+//! gives "no PMU" (with the MSR that faulted) rather than a fatal #GP, and one whose MSRs
+//! accept everything but count nothing (an emulator) gives "no PMU" too. The CPUs of a machine
 //! are assumed alike (one CPUID for all), and every later access is still the safe one: an
 //! AP that faults reports no counts for its runs.
 //!
@@ -39,6 +40,13 @@ pub enum Pmu {
         /// The access.
         fault: MsrFault,
     },
+    /// CPUID reports one and its MSRs accept every access, but the counters did not count
+    /// (QEMU's TCG answers MSRs it does not implement with 0 and ignores writes, without a
+    /// #GP: a model that advertised leaf 0xA there would read as this).
+    Inert {
+        /// Leaf 0xA.
+        info: PmuInfo,
+    },
 }
 
 static PMU: Once<Pmu> = Once::new();
@@ -47,10 +55,17 @@ fn leaf_0a() -> PmuInfo {
     hw::cpuid::pmu_info(&raw_cpuid::CpuIdReaderNative)
 }
 
-fn probe(setup: &Setup) -> Result<(), MsrFault> {
+/// Reads global control, then counts a short stretch of code: `Ok(false)` when the counters
+/// stayed at zero.
+fn probe(setup: &Setup) -> Result<bool, MsrFault> {
     msr::read_safe(pmu_msr::IA32_PERF_GLOBAL_CTRL)?;
     start(setup)?;
-    stop(setup).map(|_| ())
+    let mut x = 0u64;
+    for i in 0..1000u64 {
+        x = core::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+    }
+    let c = stop(setup)?;
+    Ok(c.instructions > 0 && c.cycles > 0)
 }
 
 /// Detects the PMU (boot CPU; the first call decides, later calls return its result).
@@ -61,7 +76,8 @@ pub fn init() -> &'static Pmu {
         match info.setup() {
             Err(why) => Pmu::NotReported(why),
             Ok(setup) => match probe(&setup) {
-                Ok(()) => Pmu::Present { info, setup },
+                Ok(true) => Pmu::Present { info, setup },
+                Ok(false) => Pmu::Inert { info },
                 Err(fault) => Pmu::Faulted { info, fault },
             },
         }
@@ -110,6 +126,13 @@ impl Pmu {
                 info.general,
                 info.fixed
             )),
+            Pmu::Inert { info } => Some(alloc::format!(
+                "CPUID leaf 0xA reports version {} with {} general and {} fixed counters, but \
+                 they counted nothing over a test loop",
+                info.version,
+                info.general,
+                info.fixed
+            )),
         }
     }
 }
@@ -130,7 +153,7 @@ impl core::fmt::Display for Pmu {
                     f.write_str(" (no LLC events: fewer than 2 general counters or not offered)")
                 }
             }
-            Pmu::NotReported(_) | Pmu::Faulted { .. } => {
+            Pmu::NotReported(_) | Pmu::Faulted { .. } | Pmu::Inert { .. } => {
                 write!(f, "none: {}", self.why_none().unwrap_or_default())
             }
         }
