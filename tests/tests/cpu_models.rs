@@ -19,7 +19,7 @@ use qemu::{Medium, Mode, Outcome, RunOutput};
 use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::os::unix::process::ExitStatusExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// Per boot: the summary comes in well under a second; a wedged model must not hold the
@@ -156,9 +156,9 @@ fn numa_topologies() -> Vec<Topology> {
 
 /// The direct launch's arguments with `model`, `smp` and `numa` in place of the runner's
 /// `-cpu max`, `-smp 2` and no NUMA.
-fn args(kernel: &PathBuf, model: &str, smp: u32, numa: &[String]) -> Vec<OsString> {
+fn args(kernel: &Path, model: &str, smp: u32, numa: &[String]) -> Vec<OsString> {
     let medium = Medium::Kernel {
-        elf32: kernel.clone(),
+        elf32: kernel.to_path_buf(),
         cmdline: "run=summary".into(),
     };
     let launch = qemu::commands::launch(Mode::Direct, 2, MEM_MIB, None, medium);
@@ -189,7 +189,7 @@ struct Row {
     secs: f64,
 }
 
-fn boot(kernel: &PathBuf, model: &str, t: &Topology) -> Row {
+fn boot(kernel: &Path, model: &str, t: &Topology) -> Row {
     let t0 = Instant::now();
     let finished = run_with_timeout(
         &PathBuf::from("qemu-system-x86_64"),
