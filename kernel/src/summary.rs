@@ -85,6 +85,7 @@ pub fn print(bi: &BootInfo) {
     let _ = cpu::describe(&mut ConsoleWriter);
     let _ = crate::arch::x86_64::smp::describe(&mut ConsoleWriter);
     let _ = crate::arch::x86_64::numa::describe(&mut ConsoleWriter);
+    let _ = crate::arch::x86_64::pmu::describe(&mut ConsoleWriter);
     let _ = crate::mm::page_alloc::describe(&mut ConsoleWriter);
     println!(
         "serial console: {}",

@@ -5,6 +5,7 @@
 //! fetches it with apt-get; the test does not download): otherwise that test says it is
 //! skipped. A file that is no kernel makes the reference fail, which is a problem of the
 //! results (status 9), not a silent skip.
+#![forbid(unsafe_code)]
 
 use qemu::RunnerExit;
 use qemu::bench::linux_qemu::{self, kernel};

@@ -2,13 +2,58 @@
 //! quick=1`, runs every scenario at every requested CPU count with warm-up and measured
 //! rounds, each seed scenario's runs show the faults, reclaims and locks the scenario is
 //! about, the invariants held, and the runner writes a complete, well-formed results
-//! directory.
+//! directory. Under TCG there is no PMU: every run record says `pmu: null` and the table
+//! says so once.
 #![forbid(unsafe_code)]
 
 use qemu::RunnerExit;
 use qemu::cli::BenchOptions;
 use std::time::Duration;
 use tests::results_dir::{Expect, check, check_seed_scenarios};
+
+/// What the kernel's table says, once, where the CPU has no PMU under TCG.
+const NO_PMU: &str = "no PMU (TCG): no hardware counters";
+
+/// The kernel's own records and table (serial) under TCG, whose CPU models have no PMU (the
+/// runner's `-cpu max` among them): `pmu` is null in every run record, the wide table says
+/// so once, and prints no counter rows.
+#[test]
+fn tcg_runs_say_pmu_null_and_the_table_says_so_once() {
+    let out = tests::boot_direct(
+        "run=bench quick=1 scenarios=seed003-pft bench_cpus=1,2",
+        Duration::from_secs(240),
+    );
+    tests::assert_exit(&out, abi::ExitCode::Success);
+    let mut runs = 0;
+    for line in out.lines() {
+        let Some(json) = line.trim_end().split_once("KRESULT ").map(|x| x.1) else {
+            continue;
+        };
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
+        if v["type"] == "run" {
+            runs += 1;
+            assert!(v.get("pmu").is_some_and(|p| p.is_null()), "{line}");
+        }
+    }
+    assert!(runs > 0, "{}", tests::describe(&out));
+    let serial: Vec<&str> = out.lines().collect();
+    let start = serial
+        .iter()
+        .position(|l| l.starts_with("Results: harmonic mean"))
+        .expect("the wide table");
+    let end = serial[start..]
+        .iter()
+        .position(|l| l.contains("KRESULT {\"type\":\"end\""))
+        .expect("the end record after the table")
+        + start;
+    let table = serial[start..end].join("\n");
+    assert_eq!(table.matches(NO_PMU).count(), 1, "{table}");
+    assert!(
+        table.contains("CPUID leaf 0xA reports no architectural PMU"),
+        "{table}"
+    );
+    assert!(!table.contains("hw counters per op"), "{table}");
+}
 
 #[test]
 fn quick_benchmark_writes_a_complete_results_directory() {
@@ -84,5 +129,11 @@ fn quick_benchmark_writes_a_complete_results_directory() {
     );
     assert!(r["machine"]["tsc_hz"].as_u64().unwrap() > 0);
     assert_eq!(r["machine"]["hypervisor"], "TCGTCGTCGTCG");
+    // TCG emulates no PMU: the runner kept every run's `pmu` key, null, and the note.
+    for run in r["runs"].as_array().unwrap() {
+        assert!(run.get("pmu").is_some_and(|p| p.is_null()), "{run}");
+    }
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert_eq!(html.matches(NO_PMU).count(), 1, "the table says it once");
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -46,7 +46,7 @@ pub mod vm;
 pub use progress::Progress;
 pub use record::{
     Comparison, CpuShare, End, KResult, LockStat, Machine, Note, Plan, PlanScenario, Platform,
-    Premise, Record, Run,
+    PmuCpu, Premise, Record, Run, RunPmu,
 };
 pub use summary::Summary;
 pub use table::{Style, Table};

@@ -9,7 +9,7 @@
 //! | `machine` | `cpu_model`, `vcpus`, `memory_mib`, `nodes`, `platform` (`qemu-tcg` \| `qemu-kvm` \| `other-hypervisor` \| `real-hardware` \| `host-threads`), `hypervisor` (CPUID vendor, `""` on bare metal), `tsc_hz`, `boot_protocol`, `cmdline` |
 //! | `plan` | `scenarios` [{`name`, `configs` [..], `variants` [..]}], `cpus` [..], `rounds`, `warmup_rounds`, `seconds` (per run, or `null`), `ops` (per run, or `null`), `total_runs`; then `skipped` [..] (requested scenarios this build cannot run) |
 //! | `note` | `text`: a sentence for the reader of the results (a skipped scenario, how a scenario was set up, what a platform's numbers mean) |
-//! | `run` | `scenario`, `config`, `variant`, `cpus`, `round`, `warmup`, `order` (position in the round, from 1), `ops`, `ns`, `ops_per_s`; then `per_cpu` [{`cpu`, `ops`, `ns`}], `locks` {class -> {`acquisitions`, `contended`, `wait_total_cycles`, `wait_max_cycles`}}, `counters` {name -> integer}, `floor_fraction` (number or `null`) |
+//! | `run` | `scenario`, `config`, `variant`, `cpus`, `round`, `warmup`, `order` (position in the round, from 1), `ops`, `ns`, `ops_per_s`; then `per_cpu` [{`cpu`, `ops`, `ns`}], `locks` {class -> {`acquisitions`, `contended`, `wait_total_cycles`, `wait_max_cycles`}}, `counters` {name -> integer}, `floor_fraction` (number or `null`), `pmu` (hardware counters, or `null` where the platform has none: see below) |
 //! | `comparison` | `scenario`, `config`, `cpus`, `a`, `b`, `ratio`, `ci_low`, `ci_high` (numbers, or `null` with fewer than two rounds), `significant`; then `a_hmean`, `b_hmean`, `rounds`, `method`, `paired`, `n`, `p`, `p_adjusted` (`null`: the runner's summary fills it in), `control` (the A/A control) |
 //! | `end` | `runs`, `comparisons`, `invariants_ok`, `failures` [..] (failed invariants and premises, and the error that stopped a run early), `elapsed_ns`; then `premises` [{`scenario`, `config`, `variant`, `cpus`, `name`, `held`, `figure`, `expect`}] |
 //!
@@ -22,6 +22,15 @@
 //! harmonic means are kept for display. A variant name ending in `'` is the A/A control, a
 //! second instance of the baseline ([`control_name`]). `end` closes a complete run: a log without
 //! it is incomplete. Lines of the same run never interleave (each is printed whole).
+//!
+//! A run's `pmu` object holds what the CPUs' performance counters counted over the run, per
+//! operation (every CPU's count over the run's `ops`): `cycles_per_op` (unhalted core
+//! cycles), `instructions_per_op` (instructions retired), `llc_refs_per_op` and
+//! `llc_misses_per_op` (the architectural last-level-cache events, `null` where the PMU does
+//! not offer them), and `per_cpu` [{`cpu`, `cycles`, `instructions`, `llc_refs`,
+//! `llc_misses`}], the raw counts. A CPU counts from just before its first batch to just
+//! after its last, everything it executes (the untimed work and interrupts too). `pmu` is
+//! `null` where the platform counts nothing (QEMU's TCG emulates no PMU; host threads).
 //!
 //! Progress lines are human-readable (they are also shown on a real machine's screen), see
 //! [`crate::progress`]. The kernel builds a record with its constructor and prints it with
@@ -223,6 +232,90 @@ impl From<ksync::LockStatSnapshot> for LockStat {
     }
 }
 
+/// One CPU's hardware counts over a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+pub struct PmuCpu {
+    /// CPU id.
+    pub cpu: u32,
+    /// Unhalted core cycles.
+    pub cycles: u64,
+    /// Instructions retired.
+    pub instructions: u64,
+    /// Last-level-cache references (`None`: not counted).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub llc_refs: Option<u64>,
+    /// Last-level-cache misses (`None`: not counted).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub llc_misses: Option<u64>,
+}
+
+/// A run's hardware counts, per operation and per CPU.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+pub struct RunPmu {
+    /// Cycles over every CPU / ops.
+    pub cycles_per_op: f64,
+    /// Instructions over every CPU / ops.
+    pub instructions_per_op: f64,
+    /// LLC references / ops (`None`: not counted on every CPU).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub llc_refs_per_op: Option<f64>,
+    /// LLC misses / ops.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub llc_misses_per_op: Option<f64>,
+    /// The raw counts.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub per_cpu: Vec<PmuCpu>,
+}
+
+fn per_op(counts: impl Iterator<Item = Option<u64>>, ops: u64) -> Option<f64> {
+    let mut sum: u128 = 0;
+    for c in counts {
+        sum += u128::from(c?);
+    }
+    Some(sum as f64 / ops as f64)
+}
+
+impl RunPmu {
+    /// The per-op figures of `per_cpu` over `ops` operations (`ops` > 0).
+    #[must_use]
+    pub fn new(per_cpu: Vec<PmuCpu>, ops: u64) -> RunPmu {
+        let ops = ops.max(1);
+        RunPmu {
+            cycles_per_op: per_op(per_cpu.iter().map(|c| Some(c.cycles)), ops).unwrap_or(0.0),
+            instructions_per_op: per_op(per_cpu.iter().map(|c| Some(c.instructions)), ops)
+                .unwrap_or(0.0),
+            llc_refs_per_op: per_op(per_cpu.iter().map(|c| c.llc_refs), ops),
+            llc_misses_per_op: per_op(per_cpu.iter().map(|c| c.llc_misses), ops),
+            per_cpu,
+        }
+    }
+
+    /// Whether the per-op figures are what the per-CPU counts give over `ops`.
+    fn check(&self, ops: u64) -> Result<(), RecordError> {
+        if self.per_cpu.is_empty() {
+            return Err(RecordError::PmuMismatch);
+        }
+        let own = RunPmu::new(self.per_cpu.clone(), ops);
+        let close = |x: f64, y: f64| x.is_finite() && (x - y).abs() <= 1e-9 * y.abs().max(1.0);
+        let close_opt = |x: Option<f64>, y: Option<f64>| match (x, y) {
+            (Some(x), Some(y)) => close(x, y),
+            (None, None) => true,
+            _ => false,
+        };
+        if close(self.cycles_per_op, own.cycles_per_op)
+            && close(self.instructions_per_op, own.instructions_per_op)
+            && close_opt(self.llc_refs_per_op, own.llc_refs_per_op)
+            && close_opt(self.llc_misses_per_op, own.llc_misses_per_op)
+        {
+            Ok(())
+        } else {
+            Err(RecordError::PmuMismatch)
+        }
+    }
+}
+
 /// The `run` record: one variant, one CPU count, one round.
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
@@ -262,6 +355,9 @@ pub struct Run {
     /// This rate over `limit`'s at the same CPU count (fault scenarios).
     #[cfg_attr(feature = "serde", serde(default))]
     pub floor_fraction: Option<f64>,
+    /// Hardware counts (`None`: the platform has no PMU).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub pmu: Option<RunPmu>,
 }
 
 /// A record that cannot be built or does not hold together.
@@ -282,6 +378,8 @@ pub enum RecordError {
     BadRound,
     /// The statistics could not be computed from the runs.
     Stats(StatsError),
+    /// A run's `pmu` per-op figures disagree with its per-CPU counts (or it has none).
+    PmuMismatch,
 }
 
 impl fmt::Display for RecordError {
@@ -298,6 +396,9 @@ impl fmt::Display for RecordError {
             }
             RecordError::BadRound => f.write_str("round 0 is the warm-up round and only it"),
             RecordError::Stats(e) => write!(f, "statistics: {e}"),
+            RecordError::PmuMismatch => {
+                f.write_str("the pmu per-op figures are not the per-CPU counts over ops")
+            }
         }
     }
 }
@@ -331,6 +432,7 @@ impl Run {
             locks: BTreeMap::new(),
             counters: BTreeMap::new(),
             floor_fraction: None,
+            pmu: None,
         };
         run.check()?;
         Ok(run)
@@ -362,6 +464,9 @@ impl Run {
             .is_some_and(|f| !f.is_finite() || f <= 0.0)
         {
             return Err(RecordError::BadNumber);
+        }
+        if let Some(p) = &self.pmu {
+            p.check(self.ops)?;
         }
         Ok(())
     }
@@ -826,8 +931,46 @@ impl KResult for Run {
             w.int(*v)?;
         }
         w.end_object()?;
-        w.field_opt_float("floor_fraction", self.floor_fraction)
+        w.field_opt_float("floor_fraction", self.floor_fraction)?;
+        w.key("pmu")?;
+        match &self.pmu {
+            None => w.null(),
+            Some(p) => write_pmu(w, p),
+        }
     }
+}
+
+fn write_opt_uint<W: Write + ?Sized>(
+    w: &mut JsonWriter<'_, W>,
+    key: &str,
+    v: Option<u64>,
+) -> fmt::Result {
+    w.key(key)?;
+    match v {
+        Some(v) => w.uint(v),
+        None => w.null(),
+    }
+}
+
+fn write_pmu<W: Write + ?Sized>(w: &mut JsonWriter<'_, W>, p: &RunPmu) -> fmt::Result {
+    w.begin_object()?;
+    w.field_float("cycles_per_op", p.cycles_per_op)?;
+    w.field_float("instructions_per_op", p.instructions_per_op)?;
+    w.field_opt_float("llc_refs_per_op", p.llc_refs_per_op)?;
+    w.field_opt_float("llc_misses_per_op", p.llc_misses_per_op)?;
+    w.key("per_cpu")?;
+    w.begin_array()?;
+    for c in &p.per_cpu {
+        w.begin_object()?;
+        w.field_uint("cpu", c.cpu.into())?;
+        w.field_uint("cycles", c.cycles)?;
+        w.field_uint("instructions", c.instructions)?;
+        write_opt_uint(w, "llc_refs", c.llc_refs)?;
+        write_opt_uint(w, "llc_misses", c.llc_misses)?;
+        w.end_object()?;
+    }
+    w.end_array()?;
+    w.end_object()
 }
 
 impl KResult for Comparison {
@@ -997,6 +1140,18 @@ mod tests {
         r.counters.insert("pgfault".into(), 123_456);
         r.counters.insert("nr_anon_delta".into(), -7);
         r.floor_fraction = Some(0.4125);
+        r.pmu = Some(RunPmu::new(
+            (0..4)
+                .map(|cpu| PmuCpu {
+                    cpu,
+                    cycles: 9_000_000 + u64::from(cpu),
+                    instructions: 4_000_000,
+                    llc_refs: Some(60_000),
+                    llc_misses: (cpu != 2).then_some(1_000),
+                })
+                .collect(),
+            123_456,
+        ));
         r
     }
 
@@ -1021,6 +1176,47 @@ mod tests {
         assert_eq!(v["locks"]["zone \"lock\"\n"]["acquisitions"], 0);
         assert_eq!(v["counters"]["nr_anon_delta"], -7);
         assert_eq!(v["floor_fraction"], 0.4125);
+        let pmu = &v["pmu"];
+        assert_eq!(
+            pmu["cycles_per_op"].as_f64().unwrap(),
+            36_000_006.0 / 123_456.0
+        );
+        assert_eq!(
+            pmu["instructions_per_op"].as_f64().unwrap(),
+            16e6 / 123_456.0
+        );
+        assert_eq!(
+            pmu["llc_refs_per_op"].as_f64().unwrap(),
+            240_000.0 / 123_456.0
+        );
+        assert!(
+            pmu["llc_misses_per_op"].is_null(),
+            "CPU 2 did not count misses"
+        );
+        assert_eq!(pmu["per_cpu"][3]["cycles"], 9_000_003);
+        assert!(pmu["per_cpu"][2]["llc_misses"].is_null());
+        assert_eq!(pmu["per_cpu"][1]["llc_misses"], 1_000);
+        // Without counters the key is there, null.
+        let plain = run("A", 1, 10).line().to_string();
+        let v: serde_json::Value = serde_json::from_str(&plain["KRESULT ".len()..]).unwrap();
+        assert!(
+            v.get("pmu").is_some_and(serde_json::Value::is_null),
+            "{plain}"
+        );
+    }
+
+    #[test]
+    fn pmu_figures_must_be_the_counts_over_ops() {
+        let mut r = full_run();
+        assert_eq!(r.check(), Ok(()));
+        r.pmu.as_mut().unwrap().cycles_per_op *= 1.01;
+        assert_eq!(r.check(), Err(RecordError::PmuMismatch));
+        let mut r = full_run();
+        r.pmu.as_mut().unwrap().llc_misses_per_op = Some(0.5);
+        assert_eq!(r.check(), Err(RecordError::PmuMismatch));
+        let mut r = full_run();
+        r.pmu.as_mut().unwrap().per_cpu.clear();
+        assert_eq!(r.check(), Err(RecordError::PmuMismatch));
     }
 
     #[test]
@@ -1196,6 +1392,11 @@ mod tests {
             ));
             let unknown = r#"KRESULT {"type":"bogus","x":1}"#;
             assert!(matches!(parse_line(unknown), Some(Err(LineError::Json(_)))));
+            let cooked = line.replace("\"cycles_per_op\":", "\"cycles_per_op\":1");
+            assert!(matches!(
+                parse_line(&cooked),
+                Some(Err(LineError::Invalid(RecordError::PmuMismatch)))
+            ));
             let wrong = line.replace("\"ops\":123456", "\"ops\":123457");
             assert!(matches!(
                 parse_line(&wrong),

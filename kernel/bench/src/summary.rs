@@ -12,6 +12,9 @@
 //! and the rows of scenario [`LINUX_REFERENCE`]: Linux booted in the same QEMU after the
 //! benchmark (`kx bench` in QEMU), whose faults the same emulator executes as the floor's.
 //!
+//! Where the runs carry hardware counts ([`crate::record::RunPmu`]), each variant gets their
+//! mean per op over its measured rounds ([`PmuPoint`]), and the table divides B's by A's.
+//!
 //! The summary also decides the marks (issue 20): Holm-Bonferroni over every comparison of
 //! the run but the A/A controls, at a family-wise [`stats::ALPHA`] (each comparison's
 //! `p_adjusted`), and a comparison is marked ([`Comparison::marked`]) only when its own
@@ -43,6 +46,65 @@ pub struct VariantPoint {
     pub stats: RateSummary,
     /// Harmonic mean over `limit`'s at the same CPU count (fault scenarios).
     pub floor_fraction: Option<f64>,
+    /// Hardware counts per op, when every measured round has them.
+    pub pmu: Option<PmuPoint>,
+}
+
+/// A variant's hardware counts per op at one point: the mean over its measured rounds of
+/// each run's figure (every CPU's count over the run's ops, [`crate::record::RunPmu`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PmuPoint {
+    /// Unhalted core cycles per op.
+    pub cycles_per_op: f64,
+    /// Instructions retired per op.
+    pub instructions_per_op: f64,
+    /// LLC misses per op (`None`: some round did not count them).
+    pub llc_misses_per_op: Option<f64>,
+}
+
+impl PmuPoint {
+    /// The mean of `runs`' figures; `None` when some run has no counts (or there is none).
+    #[must_use]
+    pub fn of(runs: &[&Run]) -> Option<PmuPoint> {
+        let pmus: Vec<&record::RunPmu> =
+            runs.iter().map(|r| r.pmu.as_ref()).collect::<Option<_>>()?;
+        let n = pmus.len() as f64;
+        if pmus.is_empty() {
+            return None;
+        }
+        let mean = |f: &dyn Fn(&record::RunPmu) -> f64| pmus.iter().map(|p| f(p)).sum::<f64>() / n;
+        let misses: Option<Vec<f64>> = pmus.iter().map(|p| p.llc_misses_per_op).collect();
+        Some(PmuPoint {
+            cycles_per_op: mean(&|p| p.cycles_per_op),
+            instructions_per_op: mean(&|p| p.instructions_per_op),
+            llc_misses_per_op: misses.map(|m| m.iter().sum::<f64>() / n),
+        })
+    }
+
+    /// `self / a`, figure by figure (B/A when `self` is B).
+    #[must_use]
+    pub fn over(&self, a: &PmuPoint) -> PmuRatio {
+        let div = |b: f64, a: f64| (a > 0.0).then(|| b / a);
+        PmuRatio {
+            cycles: div(self.cycles_per_op, a.cycles_per_op),
+            instructions: div(self.instructions_per_op, a.instructions_per_op),
+            llc_misses: match (self.llc_misses_per_op, a.llc_misses_per_op) {
+                (Some(b), Some(a)) => div(b, a),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// B/A of two variants' [`PmuPoint`]s (`None` where A's figure is 0 or absent).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PmuRatio {
+    /// Cycles per op.
+    pub cycles: Option<f64>,
+    /// Instructions per op.
+    pub instructions: Option<f64>,
+    /// LLC misses per op.
+    pub llc_misses: Option<f64>,
 }
 
 /// One (scenario, config, CPU count).
@@ -155,6 +217,7 @@ impl Summary {
                     rounds: alloc::vec![r.round],
                     stats: stats::summarize(&[r.ops_per_s]).expect("checked run rate"),
                     floor_fraction: None,
+                    pmu: None,
                 }),
             }
         }
@@ -164,6 +227,17 @@ impl Summary {
                 if let Ok(s) = stats::summarize(&v.rates) {
                     v.stats = s;
                 }
+                let of_variant: Vec<&Run> = measured
+                    .iter()
+                    .copied()
+                    .filter(|r| {
+                        r.scenario == p.scenario
+                            && r.config == p.config
+                            && r.cpus == p.cpus
+                            && r.variant == v.variant
+                    })
+                    .collect();
+                v.pmu = PmuPoint::of(&of_variant);
             }
         }
         let mut summary = Summary {
@@ -331,6 +405,14 @@ impl Summary {
     /// Every comparison in the table, in order.
     pub fn comparisons(&self) -> impl Iterator<Item = &Comparison> {
         self.points.iter().flat_map(|p| &p.comparisons)
+    }
+
+    /// Whether some variant somewhere has hardware counts.
+    #[must_use]
+    pub fn has_pmu(&self) -> bool {
+        self.points
+            .iter()
+            .any(|p| p.variants.iter().any(|v| v.pmu.is_some()))
     }
 }
 

@@ -11,6 +11,12 @@
 //! console, the runner); [`Style::Compact`] fits 80 (an 80x25 screen): it drops min/max and
 //! the interval, and abbreviates.
 //!
+//! Where the runs carry hardware counts, each point is followed by their rows: per variant
+//! the mean cycles, instructions and LLC misses per op over the measured rounds, and per
+//! comparison the same three as B/A ([`crate::summary::PmuPoint`]). Where no run has any,
+//! the table says nothing of its own: the platform's note says why (the kernel's under TCG:
+//! "no PMU (TCG): no hardware counters"), once, with the notes.
+//!
 //! The table opens with one verdict line per seed ([`crate::verdict`]). The run's `note`
 //! records follow the table ([`Table::with_notes`]). The benchmark engine
 //! prints it at the end of a run in both styles (the platform shows each where it fits); the
@@ -18,7 +24,7 @@
 
 use crate::catalog::{self, Scenario};
 use crate::record::Comparison;
-use crate::summary::{Point, Summary};
+use crate::summary::{PmuPoint, Point, Summary};
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
@@ -325,7 +331,78 @@ impl Table<'_> {
                 wrap(f, "                     ", "", &text, self.style.columns())?;
             }
         }
+        self.pmu_rows(f, p)
+    }
+
+    /// The point's hardware-counter rows, when some variant has counts.
+    fn pmu_rows(&self, f: &mut fmt::Formatter<'_>, p: &Point) -> fmt::Result {
+        if p.variants.iter().all(|v| v.pmu.is_none()) {
+            return Ok(());
+        }
+        // Under the variant column.
+        let indent = match self.style {
+            Style::Wide => 21,
+            Style::Compact => 18,
+        };
+        let pad = " ".repeat(indent);
+        writeln!(
+            f,
+            "{pad}{:<24} {:>9} {:>9} {:>9}",
+            "hw counters per op", "cycles", "instr", "LLC miss"
+        )?;
+        for v in &p.variants {
+            let Some(x) = &v.pmu else {
+                writeln!(f, "{pad}{:<24} {:>9}", clip(&v.variant, 24), "-")?;
+                continue;
+            };
+            writeln!(
+                f,
+                "{pad}{:<24} {:>9} {:>9} {:>9}",
+                clip(&v.variant, 24),
+                PerOp(Some(x.cycles_per_op)),
+                PerOp(Some(x.instructions_per_op)),
+                PerOp(x.llc_misses_per_op),
+            )?;
+        }
+        for c in &p.comparisons {
+            let (Some(a), Some(b)) = (pmu_of(p, &c.a), pmu_of(p, &c.b)) else {
+                continue;
+            };
+            let r = b.over(a);
+            let ratio = |x: Option<f64>| match x {
+                Some(x) => alloc::format!("{x:.4}"),
+                None => "-".into(),
+            };
+            writeln!(
+                f,
+                "{pad}{:<24} {:>9} {:>9} {:>9}",
+                clip(&label(c), 24),
+                ratio(r.cycles),
+                ratio(r.instructions),
+                ratio(r.llc_misses),
+            )?;
+        }
         Ok(())
+    }
+}
+
+fn pmu_of<'p>(p: &'p Point, variant: &str) -> Option<&'p PmuPoint> {
+    p.variant(variant)?.pmu.as_ref()
+}
+
+/// A per-op count in at most 9 characters: `0.0123`, `123.4`, `1234567.8`, `1.235e8`; `-`
+/// when absent.
+struct PerOp(Option<f64>);
+
+impl fmt::Display for PerOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self.0 {
+            None => alloc::string::String::from("-"),
+            Some(x) if x < 10.0 => alloc::format!("{x:.4}"),
+            Some(x) if x < 1e7 => alloc::format!("{x:.1}"),
+            Some(x) => alloc::format!("{x:.3e}"),
+        };
+        f.pad(&s)
     }
 }
 
@@ -404,6 +481,18 @@ impl fmt::Display for Table<'_> {
              nearest thread count (@N).",
             width,
         )?;
+        if self.summary.has_pmu() {
+            wrap(
+                f,
+                "",
+                "",
+                "hw counters per op: the mean over the measured rounds of every CPU's count \
+                 over the run's ops (cycles = unhalted core cycles, instr = instructions \
+                 retired, LLC miss = last-level-cache misses; all rings, the whole run on each \
+                 CPU); the B/A rows divide those means.",
+                width,
+            )?;
+        }
         if self.summary.points.is_empty() {
             writeln!(f, "\n(no measured runs)")?;
         }
@@ -599,6 +688,66 @@ mod tests {
         );
         let none = Table::new(&summary, Style::Wide).to_string();
         assert!(!none.contains("premise "));
+    }
+
+    /// seed002's runs with counts: A at 2000 cycles/op, 1000 instructions/op, 4 LLC
+    /// misses/op per round; B at half the cycles, the same instructions, 6 misses/op.
+    fn runs_with_pmu() -> Vec<Run> {
+        let mut runs = runs();
+        for r in &mut runs {
+            if r.scenario != "seed002-reclaim" {
+                continue;
+            }
+            let (cycles, misses) = if r.variant == "A" {
+                (2000, 4)
+            } else {
+                (1000, 6)
+            };
+            let per_cpu = (0..r.cpus)
+                .map(|cpu| crate::record::PmuCpu {
+                    cpu,
+                    cycles: cycles * r.ops / u64::from(r.cpus),
+                    instructions: 1000 * r.ops / u64::from(r.cpus),
+                    llc_refs: Some(10 * r.ops / u64::from(r.cpus)),
+                    llc_misses: Some(misses * r.ops / u64::from(r.cpus)),
+                })
+                .collect();
+            r.pmu = Some(crate::record::RunPmu::new(per_cpu, r.ops));
+        }
+        runs
+    }
+
+    #[test]
+    fn hardware_counters_per_variant_and_their_ratio() {
+        let summary = Summary::new(&runs_with_pmu(), &[]);
+        let row = |name: &str, a: &str, b: &str, c: &str| {
+            alloc::format!("{name:<24} {a:>9} {b:>9} {c:>9}")
+        };
+        for style in [Style::Wide, Style::Compact] {
+            let t = Table::new(&summary, style).to_string();
+            assert!(t.lines().all(|l| l.len() <= style.columns()), "{t}");
+            assert!(
+                t.contains("hw counters per op: the mean over the measured rounds"),
+                "{t}"
+            );
+            // Two points (1 and 2 CPUs) of seed002 have counts; seed001's have none.
+            let header = row("hw counters per op", "cycles", "instr", "LLC miss");
+            assert_eq!(t.matches(&header).count(), 2, "{t}");
+            assert!(t.contains(&row("A", "2000.0", "1000.0", "4.0000")), "{t}");
+            assert!(t.contains(&row("B", "1000.0", "1000.0", "6.0000")), "{t}");
+            assert!(t.contains(&row("B/A", "0.5000", "1.0000", "1.5000")), "{t}");
+        }
+        let plain = Table::new(&Summary::new(&runs(), &[]), Style::Wide).to_string();
+        assert!(!plain.contains("hw counters"), "{plain}");
+    }
+
+    #[test]
+    fn per_op_formats() {
+        assert_eq!(PerOp(Some(0.01234)).to_string(), "0.0123");
+        assert_eq!(PerOp(Some(1234.56)).to_string(), "1234.6");
+        assert_eq!(PerOp(Some(9_999_999.0)).to_string(), "9999999.0");
+        assert_eq!(PerOp(Some(123_456_789.0)).to_string(), "1.235e8");
+        assert_eq!(PerOp(None).to_string(), "-");
     }
 
     #[test]

@@ -5,9 +5,11 @@
 //! and the NUMA layout; records go to serial alone, progress lines and messages to
 //! serial and screen, the wide table to serial and the 80-column one to the screen (a real
 //! machine without a serial cable shows its results there); records are also kept for the
-//! QR display at the end ([`crate::console::qr`]).
+//! QR display at the end ([`crate::console::qr`]). Where the CPU has an architectural PMU
+//! ([`crate::arch::x86_64::pmu`]) every worker CPU starts its counters right before its
+//! first batch and stops them after its last; where it has none, a note says so once.
 
-use crate::arch::x86_64::{clear_page, cpu, numa, tsc};
+use crate::arch::x86_64::{clear_page, cpu, numa, pmu, tsc};
 use crate::boot_info::{BootInfo, BootProtocol};
 use crate::console::{self, Sink};
 use crate::percpu::{self, CpuSet};
@@ -19,11 +21,16 @@ use bench::engine::{BenchPlatform, Output, PlatformError};
 use bench::{Machine, Platform};
 use core::fmt;
 use core::num::NonZeroU32;
+use core::sync::atomic::{AtomicBool, Ordering};
 
 /// This kernel as a benchmark platform.
 pub struct KernelPlatform {
     cpus: u32,
     machine: Machine,
+    /// What PMU detection found on the boot CPU.
+    pmu: &'static pmu::Pmu,
+    /// Per CPU: its counters were started for the current run.
+    pmu_started: Vec<AtomicBool>,
 }
 
 /// The quiescent point a CPU passes between two benchmark batches: it holds no reference
@@ -54,6 +61,8 @@ impl KernelPlatform {
         };
         KernelPlatform {
             cpus: online,
+            pmu: pmu::init(),
+            pmu_started: (0..online).map(|_| AtomicBool::new(false)).collect(),
             machine: Machine {
                 cpu_model: cpu::brand_string().unwrap_or_else(|| "unknown".into()),
                 vcpus: online,
@@ -119,11 +128,46 @@ impl BenchPlatform for KernelPlatform {
         self.machine.clone()
     }
 
+    fn pmu_start(&self, cpu: u32) {
+        let (Some(setup), Some(started)) = (pmu::setup(), self.pmu_started.get(cpu as usize))
+        else {
+            return;
+        };
+        started.store(pmu::start(&setup).is_ok(), Ordering::Relaxed);
+    }
+
+    fn pmu_stop(&self, cpu: u32) -> Option<bench::PmuCpu> {
+        let setup = pmu::setup()?;
+        if !self
+            .pmu_started
+            .get(cpu as usize)?
+            .swap(false, Ordering::Relaxed)
+        {
+            return None;
+        }
+        let c = pmu::stop(&setup).ok()?;
+        Some(bench::PmuCpu {
+            cpu,
+            cycles: c.cycles,
+            instructions: c.instructions,
+            llc_refs: c.llc_refs,
+            llc_misses: c.llc_misses,
+        })
+    }
+
     fn notes(&self) -> Vec<String> {
         let mut notes = alloc::vec![format!(
             "limit: one #PF per op, its frame zeroed with {} (the kernel's clear_page here)",
             clear_page::chosen().name()
         )];
+        if let Some(why) = self.pmu.why_none() {
+            let who = if self.machine.platform == Platform::QemuTcg {
+                "no PMU (TCG)"
+            } else {
+                "no PMU"
+            };
+            notes.push(format!("{who}: no hardware counters ({why})"));
+        }
         if self.machine.platform == Platform::QemuTcg {
             notes.push(String::from(
                 "qemu-tcg: timings are the emulator's; compare variants as ratios within this \

@@ -3,6 +3,7 @@
 mod boot;
 mod fault_arch;
 mod mm;
+mod msr;
 mod page_alloc;
 mod rcu;
 mod smp;
@@ -18,6 +19,7 @@ pub static SUITES: &[&[Test]] = &[
     traps::TESTS,
     smp::TESTS,
     fault_arch::TESTS,
+    msr::TESTS,
     rcu::TESTS,
     page_alloc::TESTS,
     vm::TESTS,

@@ -15,17 +15,21 @@
 //! batch with the CPU's clock paused: its time is left out of the CPU's and its deadline
 //! moves by as much, and the run's counters carry it as `untimed_ns` (every CPU's sum).
 //!
+//! Each CPU starts its hardware counters ([`super::BenchPlatform::pmu_start`]) right before
+//! its first clock reading and stops them after its last; the run keeps the counts only when
+//! every CPU returned some.
+//!
 //! Lock statistics are zeroed before the run (the engine owns them while it runs; every CPU
 //! is idle) and read after it, so a run's numbers, the longest wait included, are its own.
 
 use super::platform::BenchPlatform;
 use super::request::RunLength;
 use super::scenario::{BatchCtx, Instance, ScenarioError};
-use crate::record::{CpuShare, LockStat};
+use crate::record::{CpuShare, LockStat, PmuCpu};
 use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 
 ksync::lock_class!(
     /// The first error of a run (taken only when a batch fails).
@@ -41,6 +45,8 @@ pub struct Measured {
     pub locks: BTreeMap<String, LockStat>,
     /// Counter changes over the run.
     pub counters: BTreeMap<String, i64>,
+    /// Per CPU: hardware counts (`None`: some CPU's platform counted nothing).
+    pub pmu: Option<Vec<PmuCpu>>,
 }
 
 impl Measured {
@@ -88,6 +94,46 @@ struct Slot {
     ops: AtomicU64,
     ns: AtomicU64,
     untimed_ns: AtomicU64,
+    pmu: PmuSlot,
+}
+
+/// One CPU's hardware counts, written by that CPU and read after `on_cpus` returned.
+#[derive(Default)]
+struct PmuSlot {
+    /// Bit 0: counted; bit 1: `llc_refs` counted; bit 2: `llc_misses` counted.
+    present: AtomicU8,
+    cycles: AtomicU64,
+    instructions: AtomicU64,
+    llc_refs: AtomicU64,
+    llc_misses: AtomicU64,
+}
+
+impl PmuSlot {
+    fn set(&self, p: Option<PmuCpu>) {
+        let Some(p) = p else {
+            self.present.store(0, Ordering::Relaxed);
+            return;
+        };
+        self.cycles.store(p.cycles, Ordering::Relaxed);
+        self.instructions.store(p.instructions, Ordering::Relaxed);
+        self.llc_refs
+            .store(p.llc_refs.unwrap_or(0), Ordering::Relaxed);
+        self.llc_misses
+            .store(p.llc_misses.unwrap_or(0), Ordering::Relaxed);
+        let bits = 1 | u8::from(p.llc_refs.is_some()) << 1 | u8::from(p.llc_misses.is_some()) << 2;
+        self.present.store(bits, Ordering::Relaxed);
+    }
+
+    fn get(&self, cpu: u32) -> Option<PmuCpu> {
+        let bits = self.present.load(Ordering::Relaxed);
+        (bits & 1 != 0).then(|| PmuCpu {
+            cpu,
+            cycles: self.cycles.load(Ordering::Relaxed),
+            instructions: self.instructions.load(Ordering::Relaxed),
+            llc_refs: (bits & 2 != 0).then(|| self.llc_refs.load(Ordering::Relaxed)),
+            llc_misses: (bits & 4 != 0).then(|| self.llc_misses.load(Ordering::Relaxed)),
+        })
+    }
 }
 
 fn counter_deltas(before: Vec<(String, i64)>, after: Vec<(String, i64)>) -> BTreeMap<String, i64> {
@@ -133,6 +179,7 @@ pub fn measure(
         c.reset();
     }
     let worker = |cpu: u32| {
+        platform.pmu_start(cpu);
         let start = platform.now_ns();
         let deadline = span_ns.map_or(u64::MAX, |ns| start.saturating_add(ns));
         let mut done: u64 = 0;
@@ -184,7 +231,9 @@ pub fn measure(
             }
             platform.quiescent(cpu);
         }
+        let pmu = platform.pmu_stop(cpu);
         let slot = &slots[cpu as usize];
+        slot.pmu.set(pmu);
         slot.ops.store(done, Ordering::Relaxed);
         slot.ns.store(
             end.saturating_sub(start).saturating_sub(paused),
@@ -217,10 +266,16 @@ pub fn measure(
     if untimed > 0 {
         counters.insert(UNTIMED_NS.into(), untimed as i64);
     }
+    let pmu = slots
+        .iter()
+        .enumerate()
+        .map(|(cpu, s)| s.pmu.get(cpu as u32))
+        .collect();
     Ok(Measured {
         per_cpu,
         locks,
         counters,
+        pmu,
     })
 }
 

@@ -1,5 +1,6 @@
 //! What the engine needs from the machine it runs on: CPUs to run closures on together, a
-//! clock, a quiescent point between batches, somewhere to print, and a description of itself.
+//! clock, a quiescent point between batches, somewhere to print, a description of itself,
+//! and (where it has them) hardware performance counters.
 //!
 //! Two implementations exist: the kernel's (`on_cpus` to the chosen CPUs with a spin barrier
 //! in front, the TSC, serial and framebuffer consoles) and the host runner's (`kx bench
@@ -8,7 +9,7 @@
 //! engine itself knows nothing else about either, which is what lets the same scenario code
 //! run on both.
 
-use crate::record::Machine;
+use crate::record::{Machine, PmuCpu};
 use crate::table::Style;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -68,6 +69,19 @@ pub trait BenchPlatform: Sync {
 
     /// The `machine` record of this platform.
     fn machine(&self) -> Machine;
+
+    /// Called by CPU `cpu` on itself right before its first batch of a run: zeroes and
+    /// starts its hardware performance counters, where the platform has them (the kernel:
+    /// the architectural PMU's fixed and LLC counters). The default counts nothing.
+    fn pmu_start(&self, _cpu: u32) {}
+
+    /// Called by CPU `cpu` on itself right after its last batch of a run: stops its counters
+    /// and returns what they counted since [`Self::pmu_start`] (`cpu` filled in), or `None`
+    /// where the platform counts nothing. A run records counts only when every CPU of it
+    /// returned some.
+    fn pmu_stop(&self, _cpu: u32) -> Option<PmuCpu> {
+        None
+    }
 
     /// Sentences about this platform that belong with its results (printed as `note`
     /// records after the plan): what its numbers can and cannot mean.

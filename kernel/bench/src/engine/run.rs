@@ -378,6 +378,7 @@ impl Engine<'_> {
         run.per_cpu = m.per_cpu;
         run.locks = m.locks;
         run.counters = m.counters;
+        run.pmu = m.pmu.map(|per_cpu| record::RunPmu::new(per_cpu, run.ops));
         Ok(run)
     }
 

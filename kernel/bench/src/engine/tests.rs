@@ -30,6 +30,13 @@ struct Threads {
     quiescent: AtomicU64,
     /// The fault core the seeds' scenarios run on, told of every quiescent point.
     soft: Option<&'static crate::vm::soft::SoftHost>,
+    /// Whether it pretends to have hardware counters (`pmu_start`/`pmu_stop`).
+    pmu: bool,
+    /// Per CPU: counters started and not stopped (1), or not (0); set on a start that finds
+    /// them running, or a stop that finds them off, or a call from another CPU.
+    pmu_running: [AtomicU32; 4],
+    pmu_misuse: AtomicU32,
+    pmu_stops: AtomicU32,
 }
 
 impl Threads {
@@ -40,6 +47,10 @@ impl Threads {
             out: Mutex::new(Vec::new()),
             quiescent: AtomicU64::new(0),
             soft: None,
+            pmu: false,
+            pmu_running: Default::default(),
+            pmu_misuse: AtomicU32::new(0),
+            pmu_stops: AtomicU32::new(0),
         }
     }
 
@@ -127,6 +138,36 @@ impl BenchPlatform for Threads {
 
     fn notes(&self) -> Vec<String> {
         vec!["synthetic platform".into()]
+    }
+
+    fn pmu_start(&self, cpu: u32) {
+        if !self.pmu {
+            return;
+        }
+        let on_itself = ksync::cpu::this_cpu() == cpu as usize;
+        if self.pmu_running[cpu as usize].swap(1, Ordering::Relaxed) != 0 || !on_itself {
+            self.pmu_misuse.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// CPU `c` counted `1000 + c` cycles, 3000 instructions, 40 LLC references, and LLC
+    /// misses on CPU 0 alone (another CPU's PMU "cannot count them").
+    fn pmu_stop(&self, cpu: u32) -> Option<crate::record::PmuCpu> {
+        if !self.pmu {
+            return None;
+        }
+        let on_itself = ksync::cpu::this_cpu() == cpu as usize;
+        if self.pmu_running[cpu as usize].swap(0, Ordering::Relaxed) != 1 || !on_itself {
+            self.pmu_misuse.fetch_add(1, Ordering::Relaxed);
+        }
+        self.pmu_stops.fetch_add(1, Ordering::Relaxed);
+        Some(crate::record::PmuCpu {
+            cpu: 99,
+            cycles: 1000 + u64::from(cpu),
+            instructions: 3000,
+            llc_refs: Some(40),
+            llc_misses: (cpu == 0).then_some(5),
+        })
     }
 }
 
@@ -420,6 +461,72 @@ fn limit_first_then_every_point_interleaved_after_a_warmup() {
     assert_eq!(
         p.quiescent.load(Ordering::Relaxed),
         9 * cpu_runs(3) + cpu_runs(1)
+    );
+}
+
+#[test]
+fn pmu_counts_become_per_op_figures_and_absent_ones_null() {
+    let _g = serial();
+    let without = Threads::new(2);
+    let mut reg = crate::scenarios::floor_only(Box::new(SoftFloor));
+    reg.add(Counter::new("seed003-pft"));
+    let req = request(&["seed003-pft"], &[1, 2], 1, COUNTED);
+    assert!(run(&without, &reg, &req).passed());
+    for r in without.of_type("run") {
+        assert!(r["pmu"].is_null(), "{r}");
+    }
+
+    let mut with = Threads::new(2);
+    with.pmu = true;
+    let report = run(&with, &reg, &req);
+    assert!(report.passed(), "{:?}", report.end);
+    assert_eq!(
+        with.pmu_misuse.load(Ordering::Relaxed),
+        0,
+        "start/stop paired, on the CPU"
+    );
+    // One start and one stop per CPU per run: 1 + 2 CPUs, 2 rounds (warm-up and one), for
+    // the floor's one variant and pft's three.
+    assert_eq!(with.pmu_stops.load(Ordering::Relaxed), 3 * 2 * (1 + 3));
+    for r in with.of_type("run") {
+        let cpus = r["cpus"].as_u64().unwrap();
+        let ops = r["ops"].as_f64().unwrap();
+        let pmu = &r["pmu"];
+        let cycles: u64 = (0..cpus).map(|c| 1000 + c).sum();
+        assert_eq!(
+            pmu["cycles_per_op"].as_f64().unwrap(),
+            cycles as f64 / ops,
+            "{r}"
+        );
+        assert_eq!(
+            pmu["instructions_per_op"].as_f64().unwrap(),
+            3000.0 * cpus as f64 / ops
+        );
+        assert_eq!(
+            pmu["llc_refs_per_op"].as_f64().unwrap(),
+            40.0 * cpus as f64 / ops
+        );
+        // Misses are per op only when every CPU counted them.
+        if cpus == 1 {
+            assert_eq!(pmu["llc_misses_per_op"].as_f64().unwrap(), 5.0 / ops);
+        } else {
+            assert!(pmu["llc_misses_per_op"].is_null(), "{r}");
+        }
+        let per_cpu = pmu["per_cpu"].as_array().unwrap();
+        assert_eq!(per_cpu.len() as u64, cpus);
+        for (i, c) in per_cpu.iter().enumerate() {
+            assert_eq!(
+                c["cpu"], i as u64,
+                "the engine names the CPU, not the platform"
+            );
+            assert_eq!(c["cycles"], 1000 + i as u64);
+        }
+    }
+    let measured: Vec<&Run> = report.runs.iter().filter(|r| r.measured()).collect();
+    assert!(
+        measured
+            .iter()
+            .all(|r| r.pmu.is_some() && r.check().is_ok())
     );
 }
 

@@ -77,19 +77,14 @@ pub fn rdtsc_ordered() -> u64 {
     rdtsc()
 }
 
+/// CPUID's statement of the frequency ([`hw::cpuid::tsc_hz`], host-tested on recorded CPUs).
 fn from_cpuid() -> Option<(u64, TscSource)> {
-    let cpuid = CpuId::new();
-    if let Some(t) = cpuid.get_tsc_info() {
-        let (den, num) = (u64::from(t.denominator()), u64::from(t.numerator()));
-        let crystal = u64::from(t.nominal_frequency());
-        if den != 0 && num != 0 && crystal != 0 {
-            return Some((crystal * num / den, TscSource::Cpuid15));
-        }
-    }
-    let mhz = cpuid
-        .get_processor_frequency_info()?
-        .processor_base_frequency();
-    (mhz != 0).then_some((u64::from(mhz) * 1_000_000, TscSource::Cpuid16))
+    let (hz, from) = hw::cpuid::tsc_hz(&CpuId::new())?;
+    let source = match from {
+        hw::cpuid::TscFrom::Leaf15 => TscSource::Cpuid15,
+        hw::cpuid::TscFrom::Leaf16 => TscSource::Cpuid16,
+    };
+    Some((hz, source))
 }
 
 /// Counts TSC ticks over a [`CALIBRATE_MS`] one-shot of PIT channel 2.
