@@ -195,6 +195,28 @@ pub fn before(source: &Source, span: Duration) -> Result<Before, String> {
     })
 }
 
+/// What `kx bench` does before it starts, in QEMU and on host threads alike: samples the
+/// host for [`BEFORE`], says how busy it is, and with `strict` refuses a busy host
+/// (`Err`: the runner exits [`crate::RunnerExit::HostBusy`]). A host that cannot be sampled
+/// is said so and not refused.
+pub fn before_start(source: &Source, strict: bool) -> Result<Option<Before>, crate::RunnerExit> {
+    let before = match before(source, BEFORE) {
+        Ok(b) => {
+            eprintln!("kx: {}", b.line());
+            Some(b)
+        }
+        Err(e) => {
+            eprintln!("kx: host load: cannot sample the host: {e}");
+            None
+        }
+    };
+    if strict && before.as_ref().is_some_and(|b| b.busy) {
+        eprintln!("kx: --strict: not starting on a busy host (exit status 15)");
+        return Err(crate::RunnerExit::HostBusy);
+    }
+    Ok(before)
+}
+
 /// Others' load during one run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunLoad {

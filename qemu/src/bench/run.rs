@@ -176,20 +176,10 @@ pub fn bench(
     use std::sync::Mutex;
     let started = SystemTime::now();
     let source = Source::host();
-    let before = match hostload::before(&source, hostload::BEFORE) {
-        Ok(b) => {
-            eprintln!("kx: {}", b.line());
-            Some(b)
-        }
-        Err(e) => {
-            eprintln!("kx: host load: cannot sample the host: {e}");
-            None
-        }
+    let before = match hostload::before_start(&source, o.bench.strict) {
+        Ok(b) => b,
+        Err(exit) => return Ok(exit),
     };
-    if o.bench.strict && before.as_ref().is_some_and(|b| b.busy) {
-        eprintln!("kx: --strict: not starting on a busy host (exit status 15)");
-        return Ok(RunnerExit::HostBusy);
-    }
     let mut launch = launch.clone();
     let placed = HostPlacement::choose(launch.smp as usize, o.bench.smt, o.nodes_host);
     let record = Mutex::new(match &placed {

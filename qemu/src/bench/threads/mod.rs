@@ -83,20 +83,10 @@ pub fn bench(o: &Options) -> Result<RunnerExit, RunError> {
         why: format!("cannot read the host's topology: {why}"),
     })?;
     let before =
-        match crate::hostload::before(&crate::hostload::Source::host(), crate::hostload::BEFORE) {
-            Ok(b) => {
-                eprintln!("kx: {}", b.line());
-                Some(b)
-            }
-            Err(e) => {
-                eprintln!("kx: host load: cannot sample the host: {e}");
-                None
-            }
+        match crate::hostload::before_start(&crate::hostload::Source::host(), o.bench.strict) {
+            Ok(b) => b,
+            Err(exit) => return Ok(exit),
         };
-    if o.bench.strict && before.as_ref().is_some_and(|b| b.busy) {
-        eprintln!("kx: --strict: not starting on a busy host (exit status 15)");
-        return Ok(RunnerExit::HostBusy);
-    }
     // Every core a thread may get: one per physical core (or every sibling with --smt).
     let placeable = HostPlacement::on(
         topo.clone(),
