@@ -111,12 +111,13 @@ impl<L: PageCounterLayout> Memcg<L> {
     /// `parent_mem_cgroup()`: one load of `memory.parent`.
     #[inline]
     fn parent(&self) -> Option<&Memcg<L>> {
-        // SAFETY: every counter of this scenario is the `memory` field, at offset 0 of a
-        // `#[repr(C)]` `Memcg<L>`, built only by `Memcg::new`, so the parent counter's
-        // address is its memcg's; `new`'s contract keeps that memcg alive as long as this.
-        self.memory
-            .parent_ptr()
-            .map(|p| unsafe { p.cast::<Memcg<L>>().as_ref() })
+        self.memory.parent_ptr().map(|p| {
+            // SAFETY: every counter of this scenario is the `memory` field, at offset 0 of
+            // a `#[repr(C)]` `Memcg<L>`, built only by `Memcg::new`, so the parent counter's
+            // address is its memcg's; `new`'s contract keeps that memcg alive as long as
+            // this one.
+            unsafe { p.cast::<Memcg<L>>().as_ref() }
+        })
     }
 }
 
