@@ -85,15 +85,20 @@ impl Placement {
     /// `vCPU->host CPU` pairs, `0->0 1->1`, unpinned ones as `2->-`.
     #[must_use]
     pub fn mapping(&self) -> String {
-        self.slots
-            .iter()
-            .map(|s| match s.host_cpu {
-                Some(c) => format!("{}->{c}", s.index),
-                None => format!("{}->-", s.index),
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
+        mapping(self.slots.iter().map(|s| (s.index, s.host_cpu)))
     }
+}
+
+/// `index->host CPU` pairs joined by spaces (`0->0 1->1`; `-` for an unpinned one): the
+/// one spelling of a placement in messages and notes.
+fn mapping(pairs: impl Iterator<Item = (u32, Option<usize>)>) -> String {
+    pairs
+        .map(|(index, cpu)| match cpu {
+            Some(c) => format!("{index}->{c}"),
+            None => format!("{index}->-"),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Chooses host CPUs for `n` vCPUs on `topo`, among `allowed` (see the module doc).
@@ -411,14 +416,7 @@ impl PlacementRecord {
     /// `index->host CPU` pairs (`0->0 1->1`; `-` for an unpinned one).
     #[must_use]
     pub fn mapping(&self) -> String {
-        self.threads
-            .iter()
-            .map(|t| match t.host_cpu {
-                Some(c) => format!("{}->{c}", t.index),
-                None => format!("{}->-", t.index),
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
+        mapping(self.threads.iter().map(|t| (t.index, t.host_cpu)))
     }
 
     /// One line for the terminal: `pinning: vCPU->host CPU 0->0 (tid 123) 1->1 (tid 124);
