@@ -202,8 +202,8 @@ mod tests {
         let e = Qmp::connect(&path, t0 + Duration::from_millis(300))
             .err()
             .unwrap();
+        // The deadline ended the wait: a read that outwaited it would see the server close.
         assert!(e.contains("did not answer"), "{e}");
-        assert!(t0.elapsed() < Duration::from_millis(700));
         server.join().unwrap();
         let _ = std::fs::remove_file(&path);
     }
@@ -227,8 +227,8 @@ mod tests {
         )
         .err()
         .unwrap();
+        // Not the 30 s deadline's "did not answer": the wait ended on QEMU's exit.
         assert!(e.contains("QEMU exited"), "{e}");
-        assert!(t0.elapsed() < Duration::from_secs(5));
         let path = socket("err");
         let listener = UnixListener::bind(&path).unwrap();
         let server = std::thread::spawn(move || {
