@@ -6,7 +6,7 @@
 //! with that command line in its grub.cfg for the others), [`execute`] is the whole command.
 //! `bench`, `compare` and `import` continue in [`crate::bench::run`].
 
-use crate::cli::{Cli, Command, Options, USAGE};
+use crate::cli::{Cli, Command, Options};
 use crate::firmware::PrivateVars;
 use crate::mode::Firmware;
 use crate::process::run_streaming_with;
@@ -151,7 +151,7 @@ pub fn cmdline_for(command: &Command, append: &str) -> String {
         Command::Layout => "run=layout".to_owned(),
         Command::Run
         | Command::Image
-        | Command::Help
+        | Command::Help(_)
         | Command::Compare(_)
         | Command::Import(_)
         | Command::ImportQr(_) => String::new(),
@@ -196,8 +196,8 @@ pub fn execute(cli: &Cli) -> RunnerExit {
 
 fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
     let o = &cli.options;
-    if cli.command == Command::Help {
-        println!("{USAGE}\n\n{}", exit_code_help());
+    if let Command::Help(text) = &cli.command {
+        print!("{text}");
         return Ok(RunnerExit::Success);
     }
     if let Command::Compare(dirs) = &cli.command {
@@ -221,7 +221,7 @@ fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
     if let Command::ImportQr(images) = &cli.command {
         return crate::bench::qr::import(ws.root(), images, o.out.as_deref());
     }
-    if let Command::Import(Some(log)) = &cli.command {
+    if let Command::Import(log) = &cli.command {
         return crate::bench::run::import(ws.root(), log, o.out.as_deref());
     }
     let build = BuildOptions {
@@ -405,23 +405,40 @@ fn print_test_report(report: &TestReport, out: &RunOutput, requested: Option<&[S
     }
 }
 
-/// The exit-code table printed by `kx help`.
+/// The exit-code table printed by `kx help`: one entry a status, wrapped under its text to
+/// fit an 80-column terminal (clap would wrap it from the line's start).
 #[must_use]
 pub fn exit_code_help() -> String {
     let mut s = String::from("exit status:\n");
+    let mut entry = |status: i32, what: &str| {
+        let mut line = format!("  {status:>3} ");
+        for word in what.split(' ') {
+            if line.len() + 1 + word.len() > 79 {
+                s.push_str(&line);
+                s.push('\n');
+                line = " ".repeat(6);
+            }
+            line.push(' ');
+            line.push_str(word);
+        }
+        s.push_str(&line);
+        s.push('\n');
+    };
     for (e, what) in RunnerExit::OWN {
-        s.push_str(&format!("  {:>3}  {what}\n", e.status()));
+        entry(e.status(), what);
     }
     for c in ExitCode::ALL
         .into_iter()
         .filter(|c| *c != ExitCode::Success)
     {
-        s.push_str(&format!(
-            "  {:>3}  the kernel exited with {} (0x{:02x})\n",
+        entry(
             RunnerExit::Kernel(c).status(),
-            c.name(),
-            c.port_value()
-        ));
+            &format!(
+                "the kernel exited with {} (0x{:02x})",
+                c.name(),
+                c.port_value()
+            ),
+        );
     }
     s
 }
@@ -507,5 +524,6 @@ mod tests {
             assert!(h.contains(&format!("  {:>3}  ", e.status())));
         }
         assert!(h.contains("panic (0x12)"));
+        assert!(h.lines().all(|l| l.len() < 80), "{h}");
     }
 }

@@ -11,7 +11,10 @@ fn main() -> ExitCode {
     let exit = match qemu::cli::parse(args) {
         Ok(cli) => qemu::commands::execute(&cli),
         Err(e) => {
-            eprintln!("kx: {e}\nkx: `kx help` lists the commands, options and exit codes");
+            eprintln!(
+                "kx: {e}\nkx: `kx help` lists the commands and exit codes, `kx help COMMAND` a \
+                 command's options"
+            );
             qemu::RunnerExit::Usage
         }
     };

@@ -123,7 +123,7 @@ fn host_mode_rejects_qemu_options_and_too_many_cpus() {
     let (code, _, stderr) = kx(&["bench", "--host", "--smp", "4"]);
     assert_eq!(code, 2, "{stderr}");
     assert!(
-        stderr.contains("--smp is not used by `kx bench --host`"),
+        stderr.contains("the argument '--host' cannot be used with '--smp <N>'"),
         "{stderr}"
     );
     let many = (qemu::cli::host_cores() + 1).to_string();
