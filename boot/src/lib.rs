@@ -10,7 +10,8 @@
 //!   written to a USB stick with `dd` ([`image`]), with its SHA-256 ([`sha256`]).
 //!
 //! [`host_deps`] checks for the Debian packages these steps (and the QEMU runner) need and
-//! installs them when it can. Nothing here uses `unsafe`.
+//! installs them when it can; [`usage`] is how the workspace's binaries report a usage
+//! error. Nothing here uses `unsafe`.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -22,6 +23,7 @@ pub mod image;
 pub mod kernel_build;
 pub mod sha256;
 pub mod tool;
+pub mod usage;
 pub mod workspace;
 
 pub use error::BootError;

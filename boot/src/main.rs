@@ -2,55 +2,60 @@
 //!
 //! `cargo run -p boot -- [--debug] [--append "CMDLINE"] [--out FILE]`. The runner's
 //! `kx image` does the same; this binary exists so the image can be made without the runner.
+//! Its arguments are one clap struct ([`Args`]); a usage error is clap's message on one line
+//! ([`boot::usage`]) and a pointer at `--help`, with status 2 like `kx`'s.
 
 use boot::{BuildOptions, Profile, Workspace, build_image, build_kernel};
+use clap::Parser;
+use clap::error::ErrorKind;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: boot [--debug | --release] [--append \"CMDLINE\"] [--out FILE]\n\
-  builds the kernel and a GRUB hybrid image (BIOS + UEFI) for a USB stick\n\
-  --debug / --release   kernel profile (default: release)\n\
-  --append CMDLINE      kernel command line baked into grub.cfg (default: empty = summary)\n\
-  --out FILE            image path (default: out/kx-usb.img)";
-
+/// Builds the kernel and a GRUB hybrid image (BIOS + UEFI) for a USB stick.
+#[derive(Parser, Debug)]
+#[command(name = "boot", args_override_self = true)]
 struct Args {
-    profile: Profile,
-    cmdline: String,
+    /// Build the debug kernel
+    #[arg(long, overrides_with = "release")]
+    debug: bool,
+    /// Build the release kernel (the default)
+    #[arg(long, overrides_with = "debug")]
+    release: bool,
+    /// The kernel command line baked into grub.cfg [default: empty, the summary]
+    #[arg(
+        long,
+        value_name = "CMDLINE",
+        default_value = "",
+        hide_default_value = true
+    )]
+    append: String,
+    /// The image file [default: out/kx-usb.img]
+    #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
 }
 
-fn parse(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, String> {
-    let mut parsed = Args {
-        profile: Profile::Release,
-        cmdline: String::new(),
-        out: None,
-    };
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "-h" | "--help" => return Ok(None),
-            "--debug" => parsed.profile = Profile::Debug,
-            "--release" => parsed.profile = Profile::Release,
-            "--append" => {
-                parsed.cmdline = args.next().ok_or("--append needs a value")?;
-            }
-            "--out" => {
-                parsed.out = Some(args.next().ok_or("--out needs a file path")?.into());
-            }
-            other => return Err(format!("unknown argument `{other}`")),
+impl Args {
+    fn profile(&self) -> Profile {
+        if self.debug {
+            Profile::Debug
+        } else {
+            Profile::Release
         }
     }
-    Ok(Some(parsed))
 }
 
 fn main() -> ExitCode {
-    let args = match parse(std::env::args().skip(1)) {
-        Ok(Some(a)) => a,
-        Ok(None) => {
-            println!("{USAGE}");
+    let args = match Args::try_parse() {
+        Ok(a) => a,
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+            print!("{}", e.render());
             return ExitCode::SUCCESS;
         }
-        Err(msg) => {
-            eprintln!("boot: {msg}\n{USAGE}");
+        Err(e) => {
+            eprintln!(
+                "boot: {}\nboot: `boot --help` lists the options",
+                boot::usage::one_line(&e)
+            );
             return ExitCode::from(boot::error::EXIT_USAGE as u8);
         }
     };
@@ -58,12 +63,12 @@ fn main() -> ExitCode {
         let kernel = build_kernel(
             &ws,
             BuildOptions {
-                profile: args.profile,
+                profile: args.profile(),
                 quiet: false,
             },
         )?;
         let out = args.out.unwrap_or_else(|| ws.out_dir().join("kx-usb.img"));
-        build_image(&kernel, &args.cmdline, &out)
+        build_image(&kernel, &args.append, &out)
     });
     match result {
         Ok(image) => {
@@ -80,34 +85,60 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
 
-    fn args(a: &[&str]) -> Result<Option<Args>, String> {
-        parse(a.iter().map(|s| s.to_string()))
+    fn args(a: &[&str]) -> Result<Args, String> {
+        Args::try_parse_from(std::iter::once("boot").chain(a.iter().copied()))
+            .map_err(|e| boot::usage::one_line(&e))
+    }
+
+    #[test]
+    fn the_clap_definition_is_consistent() {
+        Args::command().debug_assert();
     }
 
     #[test]
     fn parses_options() {
-        let a = args(&["--debug", "--append", "run=test", "--out", "x.img"])
-            .unwrap()
-            .unwrap();
-        assert_eq!(a.profile, Profile::Debug);
-        assert_eq!(a.cmdline, "run=test");
+        let a = args(&["--debug", "--append", "run=test", "--out", "x.img"]).unwrap();
+        assert_eq!(a.profile(), Profile::Debug);
+        assert_eq!(a.append, "run=test");
         assert_eq!(a.out, Some(PathBuf::from("x.img")));
-        let d = args(&[]).unwrap().unwrap();
+        let d = args(&[]).unwrap();
         assert_eq!(
-            (d.profile, d.cmdline.as_str(), d.out),
+            (d.profile(), d.append.as_str(), d.out),
             (Profile::Release, "", None)
         );
-        assert!(args(&["--help"]).unwrap().is_none());
+        // The last of --debug and --release wins.
+        assert_eq!(
+            args(&["--debug", "--release"]).unwrap().profile(),
+            Profile::Release
+        );
+        let help = Args::try_parse_from(["boot", "--help"]).unwrap_err();
+        assert_eq!(help.kind(), ErrorKind::DisplayHelp);
+        assert!(help.render().to_string().contains("--append <CMDLINE>"));
     }
 
     #[test]
     fn rejects_bad_arguments() {
-        assert_eq!(
-            args(&["--fast"]).err().unwrap(),
-            "unknown argument `--fast`"
+        assert!(
+            args(&["--fast"])
+                .unwrap_err()
+                .starts_with("unexpected argument '--fast' found")
         );
-        assert_eq!(args(&["--out"]).err().unwrap(), "--out needs a file path");
-        assert_eq!(args(&["--append"]).err().unwrap(), "--append needs a value");
+        assert!(
+            args(&["--out"])
+                .unwrap_err()
+                .starts_with("a value is required for '--out <FILE>'")
+        );
+        assert!(
+            args(&["--append"])
+                .unwrap_err()
+                .starts_with("a value is required for '--append <CMDLINE>'")
+        );
+        assert!(
+            args(&["stick"])
+                .unwrap_err()
+                .starts_with("unexpected argument 'stick' found")
+        );
     }
 }

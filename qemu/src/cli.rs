@@ -17,8 +17,8 @@
 //! with `--host`, in the cores this process may run on; `--nodes` must fit the vCPUs and the
 //! memory; `--kernel` is for direct mode and `--image` for the others.
 //!
-//! Every mistake is a [`CliError`] of one line (clap's own are cut to their first lines, not
-//! its usage); the runner prints it with one line pointing at the help and exits with
+//! Every mistake is a [`CliError`] of one line (clap's own without its usage:
+//! [`boot::usage`]); the runner prints it with one line pointing at the help and exits with
 //! [`crate::RunnerExit::Usage`]. Files that do not exist are checked when the command runs
 //! ([`crate::RunnerExit::NotFound`]).
 
@@ -629,26 +629,8 @@ where
                 options: Options::default(),
             })
         }
-        Err(e) => Err(CliError::Arguments(brief(&e))),
+        Err(e) => Err(CliError::Arguments(boot::usage::one_line(&e))),
     }
-}
-
-/// Clap's message for `e` on one line: its error and tips, without the usage and the pointer
-/// at `--help` (the runner adds its own).
-fn brief(e: &clap::Error) -> String {
-    let text = e.render().to_string();
-    let mut parts: Vec<String> = Vec::new();
-    for line in text.lines().map(str::trim) {
-        if line.starts_with("Usage:") || line.starts_with("For more information") {
-            break;
-        }
-        if let Some(tip) = line.strip_prefix("tip: ") {
-            parts.push(format!("({tip})"));
-        } else if !line.is_empty() {
-            parts.push(line.strip_prefix("error: ").unwrap_or(line).to_owned());
-        }
-    }
-    parts.join(" ")
 }
 
 impl Sub {
