@@ -20,11 +20,14 @@
 //! - no NaN or infinity: serde_json writes a non-finite float as `null`, which the parser
 //!   rejects for a required field; the record constructors refuse such values first.
 //!
-//! Lines written before serde wrote them (the hand-written writer this replaced) differ in
-//! spelling only: `\u0008` and `\u000c` for `\b` and `\f`, `1e21` for `1e+21`, and
-//! `1.5e-5` for `0.000015` (floats in [1e-5, 1e-4)). Both spell the same JSON values, read
-//! by the same parser ([`crate::record::parse_line`]); the record tests keep an old line
-//! readable. Every other byte of a line is what the old writer wrote.
+//! Lines written before serde wrote them (the hand-written writer this replaced, Rust's
+//! `{:?}` for floats) differ in spelling only: `\u0008` and `\u000c` for `\b` and `\f`;
+//! `1e21` for `1e+21` (floats from 1e16 up); `1.5e-5` for `0.000015` (floats in
+//! [1e-5, 1e-4)); and, for some floats from 1e10 up, the other of two equally short digit
+//! strings that read back to the same f64 (`82133090470.20313` for `82133090470.20312`).
+//! Both spell the same JSON values, read by the same parser
+//! ([`crate::record::parse_line`]); the record tests keep an old line readable. Every other
+//! byte of a line is what the old writer wrote.
 
 use abi::report::RESULT_TAG;
 use alloc::string::String;
