@@ -187,4 +187,22 @@ mod tests {
             assert_eq!(v["f"].as_f64(), Some(f), "{l}");
         }
     }
+
+    proptest::proptest! {
+        /// Any string and any finite float: the line is one line of ASCII and reads back
+        /// to the same string and the same f64, bit for bit.
+        #[test]
+        fn any_string_and_float_reads_back(s in ".*", bits in proptest::num::u64::ANY) {
+            let f = f64::from_bits(bits);
+            proptest::prop_assume!(f.is_finite());
+            let l = line("t", &Sample { s: &s, f, o: Some(-f), m: BTreeMap::from([(&*s, 1)]) });
+            proptest::prop_assert!(l.is_ascii() && !l.contains(['\n', '\r', '\x7f']), "{}", l);
+            let v: serde_json::Value = serde_json::from_str(&l[8..]).unwrap();
+            proptest::prop_assert_eq!(v["s"].as_str(), Some(&*s));
+            proptest::prop_assert_eq!(v["m"][&*s].as_i64(), Some(1));
+            let back = v["f"].as_f64().unwrap();
+            proptest::prop_assert_eq!(back.to_bits(), f.to_bits(), "{}", l);
+            proptest::prop_assert_eq!(v["o"].as_f64().unwrap().to_bits(), (-f).to_bits());
+        }
+    }
 }
