@@ -483,7 +483,7 @@ mod tests {
 
     fn run_line(variant: &str, round: u32) -> String {
         let r = bench::Run::new("limit", "anon", variant, 2, round, round == 0, 100, 1000).unwrap();
-        bench::KResult::line(&r).to_string()
+        bench::KResult::line(&r)
     }
 
     /// Each run gets the load of the interval since the record before it, and a busy one

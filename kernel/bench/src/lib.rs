@@ -8,8 +8,8 @@
 //!   its 95% interval (Student's t on the per-round log ratios; Welch's t where nothing
 //!   pairs), p-values and Holm's correction;
 //! - [`record`]: the `KRESULT {json}` records (`machine`, `plan`, `run`, `comparison`, `note`,
-//!   `end`), their hand-written one-line JSON ([`json`]) and, on the host (feature `serde`),
-//!   their parser;
+//!   `end`), written as one-line JSON by serde ([`json`]) in the kernel and read back by the
+//!   same types in the runner;
 //! - [`progress`]: the human-readable `KPROGRESS` line;
 //! - [`summary`]: runs grouped per scenario, config and CPU count, with comparisons
 //!   (recomputed where a log lost them), Holm's correction and the marks (the A/A control);

@@ -91,7 +91,7 @@ pub fn log(spec: &Spec) -> String {
         boot_protocol: "multiboot1".into(),
         cmdline: "run=bench quick=1".into(),
     };
-    line(&mut out, &machine.line().to_string());
+    line(&mut out, &machine.line());
     let mut scenarios: Vec<PlanScenario> = Vec::new();
     for (s, c, vs) in &spec.points {
         scenarios.push(PlanScenario {
@@ -108,7 +108,7 @@ pub fn log(spec: &Spec) -> String {
         Some(0.1),
         None,
     );
-    line(&mut out, &plan.line().to_string());
+    line(&mut out, &plan.line());
     let (mut step, mut n, mut runs, mut comparisons) = (0, 0u64, Vec::new(), Vec::new());
     for (s, c, vs) in &spec.points {
         for &cpus in &spec.cpus {
@@ -147,7 +147,7 @@ pub fn log(spec: &Spec) -> String {
                         },
                     );
                     r.counters.insert("pgfault".into(), ops as i64);
-                    line(&mut out, &r.line().to_string());
+                    line(&mut out, &r.line());
                     let p = Progress {
                         step,
                         total: plan.total_runs,
@@ -176,7 +176,7 @@ pub fn log(spec: &Spec) -> String {
                     continue;
                 }
                 let cmp = Comparison::from_runs(s, c, cpus, a, b, &point_runs).unwrap();
-                line(&mut out, &cmp.line().to_string());
+                line(&mut out, &cmp.line());
                 comparisons.push(cmp);
             }
             runs.extend(point_runs);
@@ -203,7 +203,7 @@ pub fn log(spec: &Spec) -> String {
         elapsed_ns: 9_000_000_000,
         premises: vec![],
     };
-    line(&mut out, &end.line().to_string());
+    line(&mut out, &end.line());
     line(
         &mut out,
         if spec.invariants_ok {

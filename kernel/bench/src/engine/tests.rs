@@ -530,7 +530,6 @@ fn pmu_counts_become_per_op_figures_and_absent_ones_null() {
     );
 }
 
-#[cfg(feature = "serde")]
 #[test]
 fn every_line_parses_as_a_record() {
     let _g = serial();
