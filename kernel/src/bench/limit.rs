@@ -20,14 +20,14 @@
 //! since setup (so each operation really trapped: a translation `invlpg` failed to drop
 //! would let a write through without a fault) with no fault ending at a fixup.
 
-use crate::arch::x86_64::aspace::{self, MmRange, TableFrames};
+use crate::arch::x86_64::aspace::{self, MmRange};
 use crate::arch::x86_64::clear_page::clear_page;
 use crate::arch::x86_64::fault::{self, FaultError, FaultInfo, FaultStats, RegionHandle};
 use crate::arch::x86_64::pte::{PMD_SIZE, PTRS_PER_PTE, Pte, PteProt, pte_index};
 use crate::arch::x86_64::{tlb, touch};
-use crate::mm::{frame, phys_to_virt};
+use crate::mm::frame_pool::{PoolFrames, recycle, zeroed_frame};
+use crate::mm::phys_to_virt;
 use crate::percpu::CpuSet;
-use crate::sync::{KernelLock, SpinMutex};
 use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::String;
@@ -38,37 +38,6 @@ use x86_64::PhysAddr;
 
 /// Operations per batch (at most).
 const BATCH: u64 = 32;
-
-/// Frames the floor has used, kept for the next instance (the early allocator never frees).
-static POOL: SpinMutex<KernelLock, Vec<u64>> = SpinMutex::new(Vec::new());
-
-fn zeroed_frame() -> Option<PhysAddr> {
-    let f = POOL
-        .lock()
-        .pop()
-        .map(PhysAddr::new)
-        .or_else(|| frame::alloc().map(|f| f.start_address()))?;
-    // SAFETY: a free frame (from the pool or the allocator) that the floor owns from now
-    // on, written through the always-mapped direct map.
-    unsafe { core::ptr::write_bytes(phys_to_virt(f).as_mut_ptr::<u8>(), 0, 4096) };
-    Some(f)
-}
-
-fn recycle(f: PhysAddr) {
-    POOL.lock().push(f.as_u64());
-}
-
-/// Frames for the slot's upper-level tables.
-struct PoolFrames;
-
-impl TableFrames for PoolFrames {
-    fn alloc(&mut self) -> Option<PhysAddr> {
-        zeroed_frame()
-    }
-    fn free(&mut self, frame: PhysAddr) {
-        recycle(frame);
-    }
-}
 
 /// The kernel's `limit` floor (variant `floor`).
 #[derive(Clone, Copy, Debug, Default)]

@@ -1,11 +1,12 @@
 //! Memory management: physical frames, the kernel's address space, stacks, heap, and the
-//! page allocator.
+//! page allocator; `frame_pool` recycles the frames of the kernel's own page-table fixtures.
 //!
 //! Boot order: `frame::init` (from the memory map) -> `arch::x86_64::paging::init` (own page
 //! tables, direct map) -> `stack` (guarded stacks) -> `heap` -> (SMP, NUMA) ->
 //! `page_alloc::init` (memmap, handover of the free frames to the buddy allocator).
 
 pub mod frame;
+pub mod frame_pool;
 pub mod heap;
 pub mod page_alloc;
 pub mod stack;

@@ -18,9 +18,10 @@ use crate::arch::x86_64::touch::{self, TouchError};
 use crate::arch::x86_64::{cpu, extable};
 use crate::ensure;
 use crate::ktest::{Test, TestResult};
+use crate::mm::frame_pool::{PoolFrames, recycle, zeroed_frame};
 use crate::mm::phys_to_virt;
 use crate::percpu::{self, CpuSet};
-use harness::{Ctx, PoolFrames, Space, my_stats, on_fault, pte_slot, recycle, zeroed_frame};
+use harness::{Ctx, Space, my_stats, on_fault, pte_slot};
 use shootdown::{concurrent_shootdowns, handler_serves_shootdown, shootdown_replaces_translation};
 use x86_64::PhysAddr;
 

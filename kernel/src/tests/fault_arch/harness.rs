@@ -1,60 +1,27 @@
 //! The fault tests' harness: an address space per test (a slot range with a region whose
-//! handler maps fresh frames), the handler steered through a [`Ctx`], and a frame pool.
+//! handler maps fresh frames) and the handler steered through a [`Ctx`].
 //!
 //! [`on_fault`] is the region handler of every test. It records the fault, then fails it
 //! (when the test asked for that page to fail), waits with interrupts on until released
 //! (for the test of a shootdown into a handler), or maps a zeroed frame, linking a page
 //! table first when the 2 MiB has none. The region's data word is the test's `Ctx`. Frames
-//! come from the early allocator and are recycled through [`POOL`], since that allocator
-//! never frees. [`Space::teardown`] unmaps, unlinks (shooting down on every CPU) and frees.
+//! come from, and go back to, the kernel's fixture pool ([`crate::mm::frame_pool`]). [`Space::teardown`] unmaps, unlinks (shooting down on every CPU) and frees.
 
 use alloc::format;
 use alloc::string::String;
-use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use crate::arch::x86_64::aspace::{self, AspaceError, MmRange, TableFrames};
+use crate::arch::x86_64::aspace::{self, AspaceError, MmRange};
 use crate::arch::x86_64::fault::{self, FaultError, FaultInfo, RegionHandle};
 use crate::arch::x86_64::pte::{PMD_SIZE, Pte, PteProt, pte_index};
 use crate::arch::x86_64::tsc;
 use crate::ktest::TestResult;
-use crate::mm::{frame, phys_to_virt};
+use crate::mm::frame_pool::{PoolFrames, recycle, zeroed_frame};
 use crate::percpu::{self, CpuSet};
 use crate::sync::{KernelLock, SpinMutex};
 use x86_64::PhysAddr;
 
 pub(super) type R<T> = Result<T, String>;
-
-/// Recycled frames (the early allocator never frees).
-static POOL: SpinMutex<KernelLock, Vec<u64>> = SpinMutex::new(Vec::new());
-
-/// A zeroed frame from the pool or the early allocator.
-pub(super) fn zeroed_frame() -> Option<PhysAddr> {
-    let f = POOL
-        .lock()
-        .pop()
-        .map(PhysAddr::new)
-        .or_else(|| frame::alloc().map(|f| f.start_address()))?;
-    // SAFETY: a free frame owned by the test from now on, written through the direct map.
-    unsafe { core::ptr::write_bytes(phys_to_virt(f).as_mut_ptr::<u8>(), 0, 4096) };
-    Some(f)
-}
-
-pub(super) fn recycle(f: PhysAddr) {
-    POOL.lock().push(f.as_u64());
-}
-
-/// The tests' frame source for the slot's upper levels.
-pub(super) struct PoolFrames;
-
-impl TableFrames for PoolFrames {
-    fn alloc(&mut self) -> Option<PhysAddr> {
-        zeroed_frame()
-    }
-    fn free(&mut self, frame: PhysAddr) {
-        recycle(frame);
-    }
-}
 
 /// The entry that maps `vaddr` (its page table must be linked and owned by the test).
 pub(super) fn pte_slot(vaddr: u64) -> R<&'static AtomicU64> {

@@ -8,13 +8,14 @@ use alloc::vec::Vec;
 use core::num::NonZeroU32;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use super::harness::{Ctx, Space, map_fresh, pte_slot, recycle, wait_until, zeroed_frame};
+use super::harness::{Ctx, Space, map_fresh, pte_slot, wait_until};
 use crate::arch::x86_64::fault::{self, FaultError};
 use crate::arch::x86_64::pte::{PMD_SIZE, Pte, PteProt};
 use crate::arch::x86_64::tlb::{self, TlbFlush};
 use crate::arch::x86_64::touch;
 use crate::ensure;
 use crate::ktest::TestResult;
+use crate::mm::frame_pool::{recycle, zeroed_frame};
 use crate::mm::phys_to_virt;
 use crate::percpu::{self, CpuSet, PerCpuShared, on_cpus, on_each_cpu};
 use crate::sync::{Barrier, KernelLock, SpinMutex};
