@@ -18,6 +18,7 @@ use super::premise::PremiseCheck;
 use crate::catalog;
 use crate::record::Run;
 use alloc::boxed::Box;
+use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
@@ -60,6 +61,18 @@ impl ScenarioError {
     #[must_use]
     pub fn new(msg: impl Into<String>) -> ScenarioError {
         ScenarioError(msg.into())
+    }
+
+    /// A setup whose configuration `config` the scenario does not have.
+    #[must_use]
+    pub fn no_config(config: &str) -> ScenarioError {
+        ScenarioError(format!("no config `{config}`"))
+    }
+
+    /// A setup whose variant `variant` the scenario does not have.
+    #[must_use]
+    pub fn no_variant(variant: &str) -> ScenarioError {
+        ScenarioError(format!("no variant `{variant}`"))
     }
 }
 

@@ -18,10 +18,13 @@
 //!
 //! The seeds' five scenarios (`seed001-faultfree`, `seed004-readtwice`, `seed002-reclaim`,
 //! `seed000-refault`, `seed003-pft`) run on the fault core through the platform's
-//! [`VmHost`]: the kernel's real page faults, or the host's software MMU.
+//! [`VmHost`]: the kernel's real page faults, or the host's software MMU. Their instances
+//! are [`fault_core::FaultCoreInstance`]s: what they share (the counters' order, the
+//! checker first, the one teardown) is written once there.
 //! `page-counter-802f1d` (Linux commit 802f1d522d5f, built by following the guide) runs
 //! hierarchical charges in both `page_counter` layouts.
 
+pub mod fault_core;
 pub mod soft_floor;
 #[cfg(test)]
 pub(crate) mod tests;

@@ -430,12 +430,12 @@ impl<H: VmHost> BenchScenario for PageCounterRelayout<'_, H> {
         let one_leaf = match setup.config {
             "one-memcg" => true,
             "siblings" => false,
-            c => return Err(ScenarioError::new(format!("no config `{c}`"))),
+            c => return Err(ScenarioError::no_config(c)),
         };
         Ok(match setup.variant {
             "A" => Box::new(PageCounterInst::<PageCounterV511>::build(setup.cpus, one_leaf, true)),
             "B" => Box::new(PageCounterInst::<PageCounter802f1d>::build(setup.cpus, one_leaf, false)),
-            v => return Err(ScenarioError::new(format!("no variant `{v}`"))),
+            v => return Err(ScenarioError::no_variant(v)),
         })
     }
 }

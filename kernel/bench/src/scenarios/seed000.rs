@@ -29,6 +29,7 @@
 
 use crate::engine::premise::{self, PremiseCheck};
 use crate::engine::{BatchCtx, BenchScenario, Instance, ScenarioError, Setup};
+use crate::scenarios::fault_core::{FaultCoreInstance, VmCtx, split_placement};
 use crate::record::Run;
 use crate::vm::{Ctx, Pn, PnGenBase, PnGenGrouped, VmHost};
 use alloc::boxed::Box;
@@ -41,6 +42,7 @@ use ksync::CachePadded;
 use lru::events::TierCounter;
 use lru::lru_gen::MAX_NR_TIERS;
 use memcg::PnPlacement;
+use mm::vm::check::VmCensus;
 use mm::vm::context::VmConfig;
 use mm::vm::object::ObjectKind;
 use mm::vm::vma::VmAreaA;
@@ -137,8 +139,8 @@ impl<'h, H: VmHost, P: Pn> Refault<'h, H, P> {
     }
 }
 
-impl<H: VmHost, P: Pn> Instance for Refault<'_, H, P> {
-    fn run_batch(&self, ctx: &BatchCtx) -> Result<u64, ScenarioError> {
+impl<H: VmHost, P: Pn> FaultCoreInstance for Refault<'_, H, P> {
+    fn batch(&self, ctx: &BatchCtx) -> Result<u64, ScenarioError> {
         let (cpu, i) = (ctx.cpu as usize, ctx.index as usize);
         let obj = self.ctx.object(i);
         let memcg = self.ctx.memcg(0);
@@ -158,12 +160,11 @@ impl<H: VmHost, P: Pn> Instance for Refault<'_, H, P> {
         Ok(n)
     }
 
-    fn counters(&self) -> Vec<(String, i64)> {
-        let mut c = self.ctx.counters();
+    fn own_counters(&self) -> Vec<(String, i64)> {
         let (evicted, evicted_on_line) = Self::tier_counts(TierCounter::Evicted);
         let (refaulted, refaulted_on_line) = Self::tier_counts(TierCounter::Refaulted);
         let refaulted_all: i64 = refaulted.iter().map(|(_, n)| n).sum();
-        c.extend(evicted);
+        let mut c = evicted;
         c.extend(refaulted);
         c.push(("evicted_on_node_line".into(), evicted_on_line));
         c.push(("refaulted_on_node_line".into(), refaulted_on_line));
@@ -171,7 +172,7 @@ impl<H: VmHost, P: Pn> Instance for Refault<'_, H, P> {
         c
     }
 
-    fn premises(&self, runs: &[&Run]) -> Vec<PremiseCheck> {
+    fn premise_checks(&self, runs: &[&Run]) -> Vec<PremiseCheck> {
         let all = premise::total(runs, "refaulted_all_tiers");
         let share = if all == 0 {
             0.0
@@ -189,8 +190,7 @@ impl<H: VmHost, P: Pn> Instance for Refault<'_, H, P> {
         ]
     }
 
-    fn check(&self) -> Result<(), String> {
-        self.ctx.check()?;
+    fn check_census(&self, _: &VmCensus) -> Result<(), String> {
         let m = self.ctx.memcg(0);
         if m.usage() > m.memory().max() {
             return Err(format!(
@@ -202,8 +202,12 @@ impl<H: VmHost, P: Pn> Instance for Refault<'_, H, P> {
         Ok(())
     }
 
-    fn teardown(mut self: Box<Self>) -> Result<(), ScenarioError> {
-        self.ctx.shutdown().map_err(ScenarioError::from)
+    fn ctx(&self) -> &dyn VmCtx {
+        &self.ctx
+    }
+
+    fn ctx_mut(&mut self) -> &mut dyn VmCtx {
+        &mut self.ctx
     }
 }
 
@@ -217,15 +221,10 @@ impl<H: VmHost> BenchScenario for Seed000<'_, H> {
         setup: &Setup<'_>,
     ) -> Result<Box<dyn Instance + 'a>, ScenarioError> {
         if setup.config != "file" {
-            return Err(ScenarioError::new(format!("no config `{}`", setup.config)));
+            return Err(ScenarioError::no_config(setup.config));
         }
-        let bad = || ScenarioError::new(format!("no variant `{}`", setup.variant));
-        let (layout, at) = setup.variant.split_once('@').ok_or_else(bad)?;
-        let placement = match at {
-            "+0" => PnPlacement::PairStart,
-            "+64" => PnPlacement::PairMiddle,
-            _ => return Err(bad()),
-        };
+        let bad = || ScenarioError::no_variant(setup.variant);
+        let (layout, placement) = split_placement(setup.variant).ok_or_else(bad)?;
         Ok(match layout {
             "A" => Box::new(Refault::<H, PnGenBase>::build(
                 self.host, setup.cpus, placement,

@@ -39,6 +39,7 @@
 
 use crate::engine::premise::{self, PremiseCheck};
 use crate::engine::{BatchCtx, BenchScenario, Instance, ScenarioError, Setup};
+use crate::scenarios::fault_core::{FaultCoreInstance, VmCtx, split_placement};
 use crate::record::Run;
 use crate::vm::{Ctx, Pn, PnBase, PnPaired, VmHost};
 use alloc::boxed::Box;
@@ -50,6 +51,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use ksync::CachePadded;
 use lru::events::LruEvent;
 use memcg::PnPlacement;
+use mm::vm::check::VmCensus;
 use mm::vm::context::{StatPath, VmConfig};
 use mm::vm::object::ObjectKind;
 use mm::vm::vma::VmAreaA;
@@ -81,12 +83,7 @@ struct FaultFree<'h, H: VmHost, P: Pn> {
 }
 
 fn config_of(variant: &str) -> Option<(bool, PnPlacement, StatPath)> {
-    let (layout, at) = variant.split_once('@')?;
-    let placement = match at {
-        "+0" => PnPlacement::PairStart,
-        "+64" => PnPlacement::PairMiddle,
-        _ => return None,
-    };
+    let (layout, placement) = split_placement(variant)?;
     let (paired, path) = match layout {
         "base" => (false, StatPath::ThroughLruvec),
         "patch1" => (true, StatPath::ThroughLruvec),
@@ -106,7 +103,7 @@ impl<'h, H: VmHost, P: Pn> FaultFree<'h, H, P> {
         let shmem = match setup.config {
             "anon" => false,
             "shmem" => true,
-            c => return Err(format!("no config `{c}`")),
+            c => return Err(ScenarioError::no_config(c).0),
         };
         let mut cfg = VmConfig::new(host.nr_cpus());
         cfg.mglru = false;
@@ -133,8 +130,8 @@ impl<'h, H: VmHost, P: Pn> FaultFree<'h, H, P> {
     }
 }
 
-impl<H: VmHost, P: Pn> Instance for FaultFree<'_, H, P> {
-    fn run_batch(&self, ctx: &BatchCtx) -> Result<u64, ScenarioError> {
+impl<H: VmHost, P: Pn> FaultCoreInstance for FaultFree<'_, H, P> {
+    fn batch(&self, ctx: &BatchCtx) -> Result<u64, ScenarioError> {
         let (cpu, i) = (ctx.cpu as usize, ctx.index as usize);
         let space = self.ctx.space(i);
         space.use_mm(cpu);
@@ -164,33 +161,33 @@ impl<H: VmHost, P: Pn> Instance for FaultFree<'_, H, P> {
         Ok(n)
     }
 
-    fn counters(&self) -> Vec<(String, i64)> {
-        let mut c = self.ctx.counters();
-        c.extend(
-            LruEvent::ALL
-                .iter()
-                .map(|&e| (String::from(e.name()), lru::events::total(e) as i64)),
-        );
-        c
+    fn own_counters(&self) -> Vec<(String, i64)> {
+        LruEvent::ALL
+            .iter()
+            .map(|&e| (String::from(e.name()), lru::events::total(e) as i64))
+            .collect()
     }
 
-    fn premises(&self, runs: &[&Run]) -> Vec<PremiseCheck> {
+    fn premise_checks(&self, runs: &[&Run]) -> Vec<PremiseCheck> {
         vec![PremiseCheck::above_zero(
             "list_head_writes_per_op",
             premise::per_op(runs, LruEvent::ListHeadWrite.name()),
         )]
     }
 
-    fn check(&self) -> Result<(), String> {
-        let c = self.ctx.check()?;
+    fn check_census(&self, c: &VmCensus) -> Result<(), String> {
         if c.mapped_ptes != 0 || c.lru_folios != 0 || c.charged != 0 {
             return Err(format!("pages left after the batches: {c:?}"));
         }
         Ok(())
     }
 
-    fn teardown(mut self: Box<Self>) -> Result<(), ScenarioError> {
-        self.ctx.shutdown().map_err(ScenarioError::from)
+    fn ctx(&self) -> &dyn VmCtx {
+        &self.ctx
+    }
+
+    fn ctx_mut(&mut self) -> &mut dyn VmCtx {
+        &mut self.ctx
     }
 }
 
@@ -204,7 +201,7 @@ impl<H: VmHost> BenchScenario for Seed001<'_, H> {
         setup: &Setup<'_>,
     ) -> Result<Box<dyn Instance + 'a>, ScenarioError> {
         let (paired, placement, path) = config_of(setup.variant)
-            .ok_or_else(|| ScenarioError::new(format!("no variant `{}`", setup.variant)))?;
+            .ok_or_else(|| ScenarioError::no_variant(setup.variant))?;
         let inst: Box<dyn Instance + 'a> = if paired {
             Box::new(FaultFree::<H, PnPaired>::build(
                 self.host, setup, placement, path,

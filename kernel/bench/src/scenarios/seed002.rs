@@ -32,6 +32,7 @@
 
 use crate::engine::premise::{self, PremiseCheck};
 use crate::engine::{BatchCtx, BenchScenario, Instance, ScenarioError, Setup};
+use crate::scenarios::fault_core::{FaultCoreInstance, VmCtx};
 use crate::record::Run;
 use crate::vm::{Ctx, PnPaired, VmHost};
 use alloc::boxed::Box;
@@ -43,6 +44,7 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use lru::TailMode;
 use memcg::reclaim::ReclaimStats;
 use memcg::{MemcgError, ReclaimRequest};
+use mm::vm::check::VmCensus;
 use mm::vm::context::VmConfig;
 use mm::vm::pgtable::Mmu;
 use mm::vm::vma::VmAreaA;
@@ -181,8 +183,8 @@ impl<'h, H: VmHost> Reclaim<'h, H> {
     }
 }
 
-impl<H: VmHost> Instance for Reclaim<'_, H> {
-    fn run_batch(&self, ctx: &BatchCtx) -> Result<u64, ScenarioError> {
+impl<H: VmHost> FaultCoreInstance for Reclaim<'_, H> {
+    fn batch(&self, ctx: &BatchCtx) -> Result<u64, ScenarioError> {
         let cpu = ctx.cpu as usize;
         if let Some(flag) = self.conditioned.get(cpu)
             && !flag.swap(true, Ordering::Relaxed)
@@ -205,7 +207,7 @@ impl<H: VmHost> Instance for Reclaim<'_, H> {
         }
     }
 
-    fn note(&self) -> Option<String> {
+    fn setup_note(&self) -> Option<String> {
         let (memcgs, lruvecs) = self.working_set_pages();
         Some(format!(
             "{} memcgs on {memcgs} 4 KiB pages, their node-0 lruvecs (the FIFO entries) on \
@@ -214,8 +216,8 @@ impl<H: VmHost> Instance for Reclaim<'_, H> {
         ))
     }
 
-    fn counters(&self) -> Vec<(String, i64)> {
-        let mut c = self.ctx.counters();
+    fn own_counters(&self) -> Vec<(String, i64)> {
+        let mut c = Vec::new();
         let k = &self.counts;
         for (name, v) in [
             ("reclaim_eagain", &k.again),
@@ -233,7 +235,7 @@ impl<H: VmHost> Instance for Reclaim<'_, H> {
 
     /// [`PREMISE`]: every request ended in EAGAIN, after the modelled tries, priority
     /// passes and `shrink_many` calls per request.
-    fn premises(&self, runs: &[&Run]) -> Vec<PremiseCheck> {
+    fn premise_checks(&self, runs: &[&Run]) -> Vec<PremiseCheck> {
         let nodes = self.ctx.tree().node_data().len();
         let (tries, priorities, shrink_many) = expected_per_request(nodes);
         let ops = premise::ops(runs);
@@ -254,8 +256,7 @@ impl<H: VmHost> Instance for Reclaim<'_, H> {
         ]
     }
 
-    fn check(&self) -> Result<(), String> {
-        self.ctx.check()?;
+    fn check_census(&self, _: &VmCensus) -> Result<(), String> {
         for (node, pgdat) in self.ctx.tree().node_data().iter().enumerate() {
             let n = pgdat
                 .memcg_lru()
@@ -272,8 +273,12 @@ impl<H: VmHost> Instance for Reclaim<'_, H> {
         Ok(())
     }
 
-    fn teardown(mut self: Box<Self>) -> Result<(), ScenarioError> {
-        self.ctx.shutdown().map_err(ScenarioError::from)
+    fn ctx(&self) -> &dyn VmCtx {
+        &self.ctx
+    }
+
+    fn ctx_mut(&mut self) -> &mut dyn VmCtx {
+        &mut self.ctx
     }
 }
 
@@ -293,11 +298,11 @@ impl<H: VmHost> BenchScenario for Seed002<'_, H> {
         let memcgs: usize = setup
             .config
             .parse()
-            .map_err(|_| ScenarioError::new(format!("no config `{}`", setup.config)))?;
+            .map_err(|_| ScenarioError::no_config(setup.config))?;
         let mode = match setup.variant {
             "A" => TailMode::Walk,
             "B" => TailMode::Cached,
-            v => return Err(ScenarioError::new(format!("no variant `{v}`"))),
+            v => return Err(ScenarioError::no_variant(v)),
         };
         Ok(Box::new(Reclaim::build(self.host, memcgs, mode)?))
     }

@@ -29,6 +29,7 @@
 
 use crate::engine::premise::{self, PremiseCheck};
 use crate::engine::{BatchCtx, BenchScenario, Instance, ScenarioError, Setup};
+use crate::scenarios::fault_core::{FaultCoreInstance, VmCtx};
 use crate::record::Run;
 use crate::vm::{Ctx, PnPaired, VmHost};
 use alloc::boxed::Box;
@@ -38,6 +39,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 use ksync::CachePadded;
+use mm::vm::check::VmCensus;
 use mm::vm::context::VmConfig;
 use mm::vm::vma::{VmArea, VmAreaA, VmAreaB};
 
@@ -79,8 +81,8 @@ impl<'h, H: VmHost, V: VmArea + 'static> Pft<'h, H, V> {
     }
 }
 
-impl<H: VmHost, V: VmArea + 'static> Instance for Pft<'_, H, V> {
-    fn untimed(&self, ctx: &BatchCtx) -> Result<bool, ScenarioError> {
+impl<H: VmHost, V: VmArea + 'static> FaultCoreInstance for Pft<'_, H, V> {
+    fn untimed_work(&self, ctx: &BatchCtx) -> Result<bool, ScenarioError> {
         let (cpu, i) = (ctx.cpu as usize, ctx.index as usize);
         if self.done[i].0.load(Ordering::Relaxed) != SLICE {
             return Ok(false);
@@ -95,7 +97,7 @@ impl<H: VmHost, V: VmArea + 'static> Instance for Pft<'_, H, V> {
         Ok(true)
     }
 
-    fn run_batch(&self, ctx: &BatchCtx) -> Result<u64, ScenarioError> {
+    fn batch(&self, ctx: &BatchCtx) -> Result<u64, ScenarioError> {
         let (cpu, i) = (ctx.cpu as usize, ctx.index as usize);
         let space = self.ctx.space(0);
         space.use_mm(cpu);
@@ -117,11 +119,7 @@ impl<H: VmHost, V: VmArea + 'static> Instance for Pft<'_, H, V> {
         Ok(n)
     }
 
-    fn counters(&self) -> Vec<(String, i64)> {
-        self.ctx.counters()
-    }
-
-    fn premises(&self, runs: &[&Run]) -> Vec<PremiseCheck> {
+    fn premise_checks(&self, runs: &[&Run]) -> Vec<PremiseCheck> {
         vec![
             PremiseCheck::above_zero("faults_per_op", premise::per_op(runs, "faults")),
             PremiseCheck::zero(
@@ -131,8 +129,7 @@ impl<H: VmHost, V: VmArea + 'static> Instance for Pft<'_, H, V> {
         ]
     }
 
-    fn check(&self) -> Result<(), String> {
-        let c = self.ctx.check()?;
+    fn check_census(&self, c: &VmCensus) -> Result<(), String> {
         let faulted: u64 = self.done.iter().map(|d| d.0.load(Ordering::Relaxed)).sum();
         if (c.mapped_ptes, c.lru_folios, c.charged) != (faulted, faulted, faulted) {
             return Err(format!(
@@ -142,8 +139,12 @@ impl<H: VmHost, V: VmArea + 'static> Instance for Pft<'_, H, V> {
         Ok(())
     }
 
-    fn teardown(mut self: Box<Self>) -> Result<(), ScenarioError> {
-        self.ctx.shutdown().map_err(ScenarioError::from)
+    fn ctx(&self) -> &dyn VmCtx {
+        &self.ctx
+    }
+
+    fn ctx_mut(&mut self) -> &mut dyn VmCtx {
+        &mut self.ctx
     }
 }
 
@@ -157,12 +158,12 @@ impl<H: VmHost> BenchScenario for Seed003<'_, H> {
         setup: &Setup<'_>,
     ) -> Result<Box<dyn Instance + 'a>, ScenarioError> {
         if setup.config != "anon" {
-            return Err(ScenarioError::new(format!("no config `{}`", setup.config)));
+            return Err(ScenarioError::no_config(setup.config));
         }
         Ok(match setup.variant {
             "A" => Box::new(Pft::<H, VmAreaA>::build(self.host, setup.cpus)?),
             "B" => Box::new(Pft::<H, VmAreaB>::build(self.host, setup.cpus)?),
-            v => return Err(ScenarioError::new(format!("no variant `{v}`"))),
+            v => return Err(ScenarioError::no_variant(v)),
         })
     }
 }

@@ -33,6 +33,7 @@
 
 use crate::engine::premise::{self, PremiseCheck};
 use crate::engine::{BatchCtx, BenchScenario, Instance, ScenarioError, Setup};
+use crate::scenarios::fault_core::{FaultCoreInstance, VmCtx};
 use crate::record::Run;
 use crate::vm::{Ctx, PnPaired, VmHost};
 use alloc::boxed::Box;
@@ -43,6 +44,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 use ksync::CachePadded;
 use lru::LruvecLock;
+use mm::vm::check::VmCensus;
 use mm::vm::context::VmConfig;
 use mm::vm::object::ObjectKind;
 use mm::vm::vma::VmAreaA;
@@ -95,7 +97,7 @@ struct ReadTwice<'h, H: VmHost> {
 impl<'h, H: VmHost> ReadTwice<'h, H> {
     fn build(host: &'h H, setup: &Setup<'_>, lock: LruvecLock) -> Result<Self, String> {
         if setup.config != "2-per-memcg" {
-            return Err(format!("no config `{}`", setup.config));
+            return Err(ScenarioError::no_config(setup.config).0);
         }
         let cpus = setup.cpus as usize;
         let mut cfg = VmConfig::new(host.nr_cpus());
@@ -126,8 +128,8 @@ impl<'h, H: VmHost> ReadTwice<'h, H> {
     }
 }
 
-impl<H: VmHost> Instance for ReadTwice<'_, H> {
-    fn run_batch(&self, ctx: &BatchCtx) -> Result<u64, ScenarioError> {
+impl<H: VmHost> FaultCoreInstance for ReadTwice<'_, H> {
+    fn batch(&self, ctx: &BatchCtx) -> Result<u64, ScenarioError> {
         let (cpu, i) = (ctx.cpu as usize, ctx.index as usize);
         let obj = self.ctx.object(i);
         let memcg = self.ctx.memcg(i);
@@ -145,17 +147,15 @@ impl<H: VmHost> Instance for ReadTwice<'_, H> {
         Ok(n)
     }
 
-    fn counters(&self) -> Vec<(String, i64)> {
-        let mut c = self.ctx.counters();
+    fn own_counters(&self) -> Vec<(String, i64)> {
         let active: u64 = (0..self.ctx.nr_memcgs())
             .filter_map(|i| self.ctx.memcg(i).lruvec(0).ok())
             .map(|lv| lv.lru_size(lru::LruList::ActiveFile) as u64)
             .sum();
-        c.push(("active_file".into(), active as i64));
-        c
+        vec![("active_file".into(), active as i64)]
     }
 
-    fn premises(&self, runs: &[&Run]) -> Vec<PremiseCheck> {
+    fn premise_checks(&self, runs: &[&Run]) -> Vec<PremiseCheck> {
         let (taken, not_taken) = match self.lock {
             LruvecLock::Node => (NODE_LOCK, MEMCG_LOCK),
             LruvecLock::Own => (MEMCG_LOCK, NODE_LOCK),
@@ -179,8 +179,7 @@ impl<H: VmHost> Instance for ReadTwice<'_, H> {
         ]
     }
 
-    fn check(&self) -> Result<(), String> {
-        self.ctx.check()?;
+    fn check_census(&self, _: &VmCensus) -> Result<(), String> {
         for i in 0..self.ctx.nr_memcgs() {
             let m = self.ctx.memcg(i);
             if m.usage() > m.memory().max() {
@@ -194,8 +193,12 @@ impl<H: VmHost> Instance for ReadTwice<'_, H> {
         Ok(())
     }
 
-    fn teardown(mut self: Box<Self>) -> Result<(), ScenarioError> {
-        self.ctx.shutdown().map_err(ScenarioError::from)
+    fn ctx(&self) -> &dyn VmCtx {
+        &self.ctx
+    }
+
+    fn ctx_mut(&mut self) -> &mut dyn VmCtx {
+        &mut self.ctx
     }
 }
 
@@ -211,7 +214,7 @@ impl<H: VmHost> BenchScenario for Seed004<'_, H> {
         let lock = match setup.variant {
             "A" => LruvecLock::Node,
             "B" => LruvecLock::Own,
-            v => return Err(ScenarioError::new(format!("no variant `{v}`"))),
+            v => return Err(ScenarioError::no_variant(v)),
         };
         Ok(Box::new(ReadTwice::build(self.host, setup, lock)?))
     }
