@@ -208,13 +208,7 @@ fn a_charge_retries_reclaim_that_made_no_progress() {
                 }
             }),
         );
-        let tree = memcg::MemcgTree::with_new_nodes(
-            memcg::MemcgConfig::new(1, 1),
-            lru::TailMode::Cached,
-            rcu(1),
-            lru,
-        )
-        .unwrap();
+        let tree = tree_with(memcg::MemcgConfig::new(1, 1), lru);
         let a = tree.root().create_child().unwrap();
         a.set_max(0, 8).unwrap();
         for _ in 0..8 {

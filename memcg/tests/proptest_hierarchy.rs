@@ -12,7 +12,7 @@ mod common;
 
 use common::*;
 use lru::Folio;
-use memcg::{FolioFree, MemcgConfig, MemcgError, MemcgTree, ReclaimRequest, TreeLru};
+use memcg::{FolioFree, MemcgConfig, MemcgError, ReclaimRequest, TreeLru};
 use proptest::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -112,13 +112,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             }
         }),
     );
-    let tree: Tree = MemcgTree::with_new_nodes(
-        MemcgConfig::new(CPUS, 2),
-        lru::TailMode::Cached,
-        rcu(CPUS),
-        lru,
-    )
-    .unwrap();
+    let tree = tree_with(MemcgConfig::new(CPUS, 2), lru);
     let mut memcgs: Vec<Ref<'_>> = vec![tree.root()];
     for p in PARENT.iter().skip(1) {
         let child = memcgs[p.unwrap()].create_child().unwrap();

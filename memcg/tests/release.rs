@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use lru::{Folio, FolioFlags, Shadow};
-use memcg::{FolioFree, MemcgTree, TreeLru};
+use memcg::{FolioFree, TreeLru};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -70,13 +70,7 @@ fn a_putback_dropping_the_last_reference_releases_the_folio() {
         }),
     )
     .with_swappiness(0);
-    let tree = MemcgTree::with_new_nodes(
-        memcg::MemcgConfig::new(1, 1),
-        lru::TailMode::Cached,
-        rcu(1),
-        lru,
-    )
-    .unwrap();
+    let tree = tree_with(memcg::MemcgConfig::new(1, 1), lru);
     let s = Setup {
         tree,
         freed: Arc::default(),

@@ -48,13 +48,7 @@ fn busy_folios_go_back_on_the_lru_still_charged() {
             }
         }),
     );
-    let tree = memcg::MemcgTree::with_new_nodes(
-        memcg::MemcgConfig::new(1, 1),
-        lru::TailMode::Cached,
-        rcu(1),
-        lru,
-    )
-    .unwrap();
+    let tree = tree_with(memcg::MemcgConfig::new(1, 1), lru);
     let root = tree.root();
     let a = root.create_child().unwrap();
     for _ in 0..64 {
@@ -103,13 +97,7 @@ fn frozen_folios_reach_the_free_batch_hook_in_one_call_uncharged() {
             c2.lock().unwrap().push((folios.len(), usage));
         }),
     );
-    let tree = memcg::MemcgTree::with_new_nodes(
-        memcg::MemcgConfig::new(1, 1),
-        lru::TailMode::Cached,
-        rcu(1),
-        lru,
-    )
-    .unwrap();
+    let tree = tree_with(memcg::MemcgConfig::new(1, 1), lru);
     let a = tree.root().create_child().unwrap();
     for _ in 0..64 {
         try_fault(&tree, &a, 0, 0, false).unwrap();

@@ -1,6 +1,11 @@
 //! Shared host-test setup: a memcg tree on ksync's ticket locks over fresh nodes, an RCU
 //! domain whose CPUs the test thread stands in for, leaked `'static` folios, and a free
 //! hook that counts reclaimed folios.
+//!
+//! [`setup`] is the usual tree, whose free hook frees every folio and counts it. A test
+//! about what reclaim does with the hook's answer (busy folios put back, frozen ones
+//! handed to a batch hook, a race with truncation) writes its own [`TreeLru`] and gets
+//! the same tree around it from [`tree_with`].
 #![allow(dead_code)]
 
 use ksync::Ticket;
@@ -53,11 +58,16 @@ pub fn tree_lru(mglru: bool, freed: Arc<AtomicU64>) -> TreeLru {
     )
 }
 
+/// A tree of `config` over fresh nodes (cached LRU tails) and a fresh RCU domain, whose
+/// reclaim frees folios through `lru`'s hooks.
+pub fn tree_with(config: MemcgConfig, lru: TreeLru) -> Tree {
+    MemcgTree::with_new_nodes(config, lru::TailMode::Cached, rcu(config.nr_cpus), lru)
+        .expect("valid config")
+}
+
 pub fn setup_with(config: MemcgConfig, mglru: bool) -> Setup {
     let freed = Arc::new(AtomicU64::new(0));
-    let lru = tree_lru(mglru, freed.clone());
-    let tree = MemcgTree::with_new_nodes(config, lru::TailMode::Cached, rcu(config.nr_cpus), lru)
-        .expect("valid config");
+    let tree = tree_with(config, tree_lru(mglru, freed.clone()));
     Setup { tree, freed }
 }
 
