@@ -160,6 +160,56 @@ pub fn assert_suite_passed(out: &RunOutput) -> Vec<String> {
     plan
 }
 
+/// Boots `smp` vCPUs on `nodes` NUMA nodes (as [`boot_direct_numa`]) with
+/// `run=test test=SELECTION EXTRA` and asserts that the suite passed
+/// ([`assert_suite_passed`]) and that the kernel planned only tests the selection's
+/// `PREFIX*` entries (and plain names) choose. The multi-CPU QEMU suites are this call at
+/// each size; returns the run, for the lines a suite adds to check.
+#[track_caller]
+pub fn suite_passes(
+    smp: u32,
+    nodes: Option<u32>,
+    selection: &str,
+    extra: &str,
+    timeout: Duration,
+) -> RunOutput {
+    let cmdline = format!("run=test test={selection} {extra}");
+    let out = boot_direct_numa(smp, nodes, cmdline.trim_end(), timeout);
+    let plan = assert_suite_passed(&out);
+    let chosen = |name: &str| {
+        selection.split(',').any(|e| match e.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => name == e,
+        })
+    };
+    let strays: Vec<&String> = plan.iter().filter(|n| !chosen(n)).collect();
+    assert!(
+        strays.is_empty(),
+        "`test={selection}` planned {strays:?}:\n{}",
+        describe(&out)
+    );
+    out
+}
+
+/// The first serial line of `out` that starts with `prefix`; fails the test, with the run,
+/// when there is none.
+#[track_caller]
+pub fn line_starting<'o>(out: &'o RunOutput, prefix: &str) -> &'o str {
+    out.lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no `{prefix}...` line:\n{}", describe(out)))
+}
+
+/// Asserts that `out` printed the line `want`, exactly.
+#[track_caller]
+pub fn assert_line(out: &RunOutput, want: &str) {
+    assert!(
+        out.lines().any(|l| l == want),
+        "no `{want}` line:\n{}",
+        describe(out)
+    );
+}
+
 /// Asserts that the kernel ended the run with `code`, dumping the run otherwise.
 #[track_caller]
 pub fn assert_exit(out: &RunOutput, code: abi::ExitCode) {

@@ -6,7 +6,7 @@
 #![forbid(unsafe_code)]
 
 use std::time::Duration;
-use tests::{assert_suite_passed, boot_direct_smp, describe};
+use tests::{describe, line_starting, suite_passes};
 
 /// Generous: each boot takes about a second, but the CI machine is shared.
 const TIMEOUT: Duration = Duration::from_secs(120);
@@ -15,15 +15,9 @@ const TIMEOUT: Duration = Duration::from_secs(120);
 const FAULT_TESTS: &str = "fault_*";
 
 fn fault_suite_passes(smp: u32) {
-    let out = boot_direct_smp(smp, &format!("run=test test={FAULT_TESTS}"), TIMEOUT);
-    let plan = assert_suite_passed(&out);
-    assert!(plan.iter().all(|n| n.starts_with("fault_")), "{plan:?}");
+    let out = suite_passes(smp, None, FAULT_TESTS, "", TIMEOUT);
     let others = smp - 1;
-    let stale = "  tlb: without a shootdown ";
-    let line = out
-        .lines()
-        .find(|l| l.starts_with(stale))
-        .unwrap_or_else(|| panic!("no staleness line:\n{}", describe(&out)));
+    let line = line_starting(&out, "  tlb: without a shootdown ");
     assert!(
         line.ends_with(&format!(" of {others} other CPUs still read the old frame")),
         "{line}\n{}",

@@ -6,7 +6,7 @@
 use abi::ExitCode;
 use qemu::RunOutput;
 use std::time::Duration;
-use tests::{assert_exit, assert_suite_passed, boot_direct_numa, describe};
+use tests::{assert_exit, assert_line, boot_direct_numa, describe, line_starting};
 
 /// Generous: four vCPUs exhaust memory several times over on a loaded two-core host.
 const TIMEOUT: Duration = Duration::from_secs(240);
@@ -15,19 +15,8 @@ const TIMEOUT: Duration = Duration::from_secs(240);
 const TESTS: &str = "rcu_*,pagealloc_*";
 
 fn suite_passes(smp: u32, nodes: Option<u32>) -> RunOutput {
-    let out = boot_direct_numa(smp, nodes, &format!("run=test test={TESTS}"), TIMEOUT);
-    let plan = assert_suite_passed(&out);
-    assert!(
-        plan.iter()
-            .all(|n| n.starts_with("rcu_") || n.starts_with("pagealloc_")),
-        "{plan:?}"
-    );
-    let took = format!("  {smp} CPUs took ");
-    assert!(
-        out.lines().any(|l| l.starts_with(&took)),
-        "no `{took}`:\n{}",
-        describe(&out)
-    );
+    let out = tests::suite_passes(smp, nodes, TESTS, "", TIMEOUT);
+    line_starting(&out, &format!("  {smp} CPUs took "));
     out
 }
 
@@ -40,11 +29,9 @@ fn page_alloc_suite_1_cpu() {
 fn page_alloc_suite_4_cpus() {
     let out = suite_passes(4, None);
     for cpu in 0..4 {
-        let want = format!("  cpu {cpu} (node 0): frames per zonelist entry [");
-        assert!(
-            out.lines().any(|l| l.starts_with(&want)),
-            "no `{want}`:\n{}",
-            describe(&out)
+        line_starting(
+            &out,
+            &format!("  cpu {cpu} (node 0): frames per zonelist entry ["),
         );
     }
 }
@@ -59,10 +46,7 @@ fn page_alloc_suite_2_nodes() {
             "  cpu {cpu} (node {}): frames per zonelist entry [",
             cpu % 2
         );
-        let line = out
-            .lines()
-            .find(|l| l.starts_with(&start))
-            .unwrap_or_else(|| panic!("no `{start}`:\n{}", describe(&out)));
+        let line = line_starting(&out, &start);
         line[start.len()..line.len() - 1]
             .split(", ")
             .map(|n| n.parse().expect("a number"))
@@ -99,18 +83,10 @@ fn summary_lists_numa_nodes() {
         "    0x000008000000-0x00000ffdf000    130940 KiB",
         "  distances: [10 20] [20 10]",
     ] {
-        assert!(
-            out.lines().any(|l| l == want),
-            "no `{want}`:\n{}",
-            describe(&out)
-        );
+        assert_line(&out, want);
     }
     for node in 0..2 {
-        let want = format!("  node {node}: total ");
-        let line = out
-            .lines()
-            .find(|l| l.starts_with(&want))
-            .unwrap_or_else(|| panic!("no `{want}`:\n{}", describe(&out)));
+        let line = line_starting(&out, &format!("  node {node}: total "));
         for field in ["free ", "reserved ", "memmap ", "bytes per frame"] {
             assert!(line.contains(field), "`{field}` missing in `{line}`");
         }
@@ -134,11 +110,7 @@ fn summary_without_numa_is_one_node() {
         "numa: 1 node (no ACPI SRAT: one node)",
         "  node 0: 255 MiB in 2 ranges, cpus 0,1",
     ] {
-        assert!(
-            out.lines().any(|l| l == want),
-            "no `{want}`:\n{}",
-            describe(&out)
-        );
+        assert_line(&out, want);
     }
 }
 

@@ -6,7 +6,7 @@
 use abi::ExitCode;
 use qemu::{Outcome, RunOutput};
 use std::time::Duration;
-use tests::{assert_exit, assert_suite_passed, boot_direct_smp, describe};
+use tests::{assert_exit, assert_line, boot_direct_smp, describe, suite_passes};
 
 /// Generous: eight vCPUs on a loaded two-core host.
 const TIMEOUT: Duration = Duration::from_secs(240);
@@ -19,22 +19,10 @@ fn boot_smp(smp: u32, cmdline: &str) -> RunOutput {
 }
 
 fn smp_suite_passes(smp: u32) {
-    let out = boot_smp(smp, &format!("run=test test={SMP_TESTS}"));
-    let plan = assert_suite_passed(&out);
-    assert!(plan.iter().all(|n| n.starts_with("smp_")), "{plan:?}");
-    let line = format!("smp: {smp} of {smp} CPUs online");
-    assert!(
-        out.lines().any(|l| l == line),
-        "no `{line}`:\n{}",
-        describe(&out)
-    );
+    let out = suite_passes(smp, None, SMP_TESTS, "", TIMEOUT);
+    assert_line(&out, &format!("smp: {smp} of {smp} CPUs online"));
     for cpu in 0..smp {
-        let want = format!("  cpu {cpu}: apic id {cpu}");
-        assert!(
-            out.lines().any(|l| l == want),
-            "no `{want}`:\n{}",
-            describe(&out)
-        );
+        assert_line(&out, &format!("  cpu {cpu}: apic id {cpu}"));
     }
 }
 
@@ -65,11 +53,7 @@ fn cpus_limit_is_obeyed() {
         "run=test test=smp_cpus_online,smp_cpus_limit,smp_ticket_lock_contention cpus=2",
     );
     assert_exit(&out, ExitCode::Success);
-    assert!(
-        out.lines().any(|l| l == "smp: 2 of 4 CPUs online (cpus=2)"),
-        "{}",
-        describe(&out)
-    );
+    assert_line(&out, "smp: 2 of 4 CPUs online (cpus=2)");
     assert!(
         !out.lines().any(|l| l == "  cpu 2: apic id 2"),
         "{}",
@@ -100,10 +84,6 @@ fn summary_lists_cpus_found_and_started() {
         "  apic id   2 (acpi uid 2): online as cpu 2",
         "  apic id   3 (acpi uid 3): not started (cpus= limit)",
     ] {
-        assert!(
-            out.lines().any(|l| l == want),
-            "no `{want}`:\n{}",
-            describe(&out)
-        );
+        assert_line(&out, want);
     }
 }

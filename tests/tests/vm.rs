@@ -8,7 +8,7 @@
 use abi::ExitCode;
 use qemu::RunOutput;
 use std::time::Duration;
-use tests::{assert_exit, assert_suite_passed, boot_direct_numa, boot_direct_smp, describe};
+use tests::{assert_exit, assert_line, boot_direct_smp, describe, line_starting};
 
 /// Generous: the suite takes a few seconds at 4 vCPUs, but the CI machine is shared.
 const TIMEOUT: Duration = Duration::from_secs(300);
@@ -17,15 +17,7 @@ const TIMEOUT: Duration = Duration::from_secs(300);
 const VM_TESTS: &str = "vm_*";
 
 fn suite_passes(smp: u32, nodes: Option<u32>, extra: &str) -> RunOutput {
-    let out = boot_direct_numa(
-        smp,
-        nodes,
-        &format!("run=test test={VM_TESTS} {extra}"),
-        TIMEOUT,
-    );
-    let plan = assert_suite_passed(&out);
-    assert!(plan.iter().all(|n| n.starts_with("vm_")), "{plan:?}");
-    out
+    tests::suite_passes(smp, nodes, VM_TESTS, extra, TIMEOUT)
 }
 
 #[test]
@@ -36,11 +28,7 @@ fn vm_suite_1_cpu() {
 #[test]
 fn vm_suite_4_cpus() {
     let out = suite_passes(4, None, "");
-    assert!(
-        out.lines().any(|l| l.starts_with("  1500 ops per CPU: ")),
-        "no soak line:\n{}",
-        describe(&out)
-    );
+    line_starting(&out, "  1500 ops per CPU: ");
 }
 
 #[test]
@@ -53,17 +41,10 @@ fn vm_suite_2_nodes() {
 #[test]
 fn command_line_fault_injection_reaches_the_fault_path() {
     let out = suite_passes(2, None, "fail_page_alloc=every:3");
-    assert!(
-        out.lines()
-            .any(|l| l == "  fail_page_alloc Every(3), fail_charge Off"),
-        "{}",
-        describe(&out)
-    );
-    assert!(
-        out.lines()
-            .any(|l| l == "  333 of 1000 touches failed: 333 frame allocations, 0 charges"),
-        "{}",
-        describe(&out)
+    assert_line(&out, "  fail_page_alloc Every(3), fail_charge Off");
+    assert_line(
+        &out,
+        "  333 of 1000 touches failed: 333 frame allocations, 0 charges",
     );
 }
 
