@@ -266,6 +266,20 @@ impl<'h, H: VmHost, P: Pn, V: VmArea + 'static> Ctx<'h, H, P, V> {
             .map_err(|e| format!("invariant: {e}"))
     }
 
+    /// Memcg `i`'s usage is within its memory.max (the invariant of a scenario that runs
+    /// against a limit: reclaim keeps it there).
+    pub fn check_within_max(&self, i: usize) -> Result<(), String> {
+        let m = self.memcg(i);
+        if m.usage() > m.memory().max() {
+            return Err(format!(
+                "usage {} above max {}",
+                m.usage(),
+                m.memory().max()
+            ));
+        }
+        Ok(())
+    }
+
     /// The fault core's event counts, by name, for the run records.
     #[must_use]
     pub fn counters(&self) -> Vec<(String, i64)> {

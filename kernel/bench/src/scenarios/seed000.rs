@@ -191,15 +191,7 @@ impl<H: VmHost, P: Pn> FaultCoreInstance for Refault<'_, H, P> {
     }
 
     fn check_census(&self, _: &VmCensus) -> Result<(), String> {
-        let m = self.ctx.memcg(0);
-        if m.usage() > m.memory().max() {
-            return Err(format!(
-                "usage {} above max {}",
-                m.usage(),
-                m.memory().max()
-            ));
-        }
-        Ok(())
+        self.ctx.check_within_max(0)
     }
 
     fn ctx(&self) -> &dyn VmCtx {

@@ -181,14 +181,9 @@ impl<H: VmHost> FaultCoreInstance for ReadTwice<'_, H> {
 
     fn check_census(&self, _: &VmCensus) -> Result<(), String> {
         for i in 0..self.ctx.nr_memcgs() {
-            let m = self.ctx.memcg(i);
-            if m.usage() > m.memory().max() {
-                return Err(format!(
-                    "memcg {i}: usage {} above max {}",
-                    m.usage(),
-                    m.memory().max()
-                ));
-            }
+            self.ctx
+                .check_within_max(i)
+                .map_err(|e| format!("memcg {i}: {e}"))?;
         }
         Ok(())
     }
