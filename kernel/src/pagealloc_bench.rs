@@ -18,7 +18,7 @@ use abi::ExitCode;
 use alloc::vec::Vec;
 use core::num::NonZeroU32;
 use ksync::LockClass;
-use ksync::class::std_classes::ZoneLock;
+use mm::lock_classes::ZoneLock;
 use mm::microbench::{CpuRun, Path, PathResult, Platform, run_cpu, saved_per_1000};
 
 /// Rounds per path (pcp and buddy alternate).

@@ -9,9 +9,9 @@
 //! `lru_gen_folio` base/grouped (seed 000), FIFO tail insertion walk/cached (seed 002),
 //! and the lock is per lruvec (seed 004).
 //!
-//! Nothing here knows about x86: every lock is `F::Lock<Class>` of a
-//! [`ksync::LockFamily`] `F` (the kernel, the host tests and the host benchmarks all use
-//! [`ksync::Ticket`], so layouts and lock statistics are the same everywhere; loom models
+//! Nothing here knows about x86: every lock is `F::Lock<Class>`, its class declared in
+//! [`lock_classes`], of a [`ksync::LockFamily`] `F` (the kernel, the host tests and the host
+//! benchmarks all use [`ksync::Ticket`], so layouts and lock statistics are the same everywhere; loom models
 //! substitute their own family), the CPU is a `cpu: usize` argument, CPU counts are fixed at
 //! construction, and time comes in as a `now` argument.
 
@@ -29,6 +29,7 @@ pub mod hlist_nulls;
 pub mod layout;
 pub mod layout_report;
 pub mod list;
+pub mod lock_classes;
 pub mod lru_gen;
 pub mod lru_gen_folio;
 pub mod lruvec;

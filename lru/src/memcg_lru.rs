@@ -28,6 +28,7 @@ use crate::hlist_nulls::{
     HlistNullsHead, HlistNullsNode, add_behind_rcu, add_head_rcu, add_tail_rcu, del_init_rcu,
 };
 use crate::layout::{FieldDesc, StructLayout};
+use crate::lock_classes::MemcgLruLock;
 use crate::lru_gen::{LruGenFolio, LruGenMemcgNode};
 use crate::lruvec::{Lruvec, LruvecHost};
 use crate::rcu::{Rcu, RcuReadGuard};
@@ -37,7 +38,6 @@ use core::marker::PhantomData;
 use core::mem::offset_of;
 use core::ops::ControlFlow;
 use ksync::LockFamily;
-use ksync::class::std_classes::MemcgLruLock;
 
 /// Generations of the memcg FIFO (`MEMCG_NR_GENS`).
 pub const MEMCG_NR_GENS: usize = 3;

@@ -27,6 +27,7 @@
 use crate::cacheline::CacheAligned;
 use crate::error::LruError;
 use crate::folio::MAX_NUMNODES;
+use crate::lock_classes::PgdatLruLock;
 use crate::lruvec::{Lruvec, LruvecHost};
 use crate::memcg_lru::{LruGenMemcg, TailMode};
 use crate::rcu::Rcu;
@@ -34,7 +35,6 @@ use crate::sync::Lock;
 use crate::vmstat::{NodeStatItem, NodeVmstat, stat_threshold};
 use alloc::boxed::Box;
 use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
-use ksync::class::std_classes::PgdatLruLock;
 use lock_api::RawMutex;
 
 /// What a node does with a folio whose last reference was just dropped (`__folio_put`):

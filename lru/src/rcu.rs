@@ -22,13 +22,13 @@
 //! reports never bounce a neighbour's line.
 
 use crate::error::LruError;
+use crate::lock_classes::RcuCallbackLock;
 use crate::sync::Lock;
 use crate::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use crate::sync::hint::spin_loop;
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
-use ksync::class::std_classes::RcuCallbackLock;
 use ksync::{CachePadded, LockFamily, PerCpu};
 
 /// Counter value of an offline CPU (in an extended quiescent state).

@@ -12,10 +12,10 @@
 
 use crate::error::LruError;
 use crate::folio::{Folio, FolioFlags};
+use crate::lock_classes::{FbatchLock, LruDrainLock};
 use crate::lruvec::{LruvecGuard, LruvecHost, LruvecLookup, folio_lruvec_relock};
 use crate::sync::Lock;
 use crate::sync::atomic::{AtomicU64, Ordering};
-use ksync::class::std_classes::{FbatchLock, LruDrainLock};
 use ksync::{LockFamily, PerCpu};
 
 /// Entries per batch (`PAGEVEC_SIZE`).

@@ -6,7 +6,7 @@
 //! call [`hint::spin_loop`], which under loom yields to the model scheduler.
 //!
 //! Locks are not here: every lock of this crate is `F::Lock<C>` for the caller's
-//! [`ksync::LockFamily`] `F` and the lock's class `C` from [`ksync::class::std_classes`].
+//! [`ksync::LockFamily`] `F` and the lock's class `C` from [`crate::lock_classes`].
 //! The kernel, the host tests and the host benchmarks all use [`ksync::Ticket`] (the
 //! four-byte ticket lock), so every struct that embeds a lock has one layout everywhere;
 //! loom models plug in a family of loom-aware locks.

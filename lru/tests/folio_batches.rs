@@ -206,7 +206,7 @@ fn errors_of_other_folios_come_back_in_stats() {
 #[test]
 fn node_lock_batches_one_hold_per_node_and_counts_its_own_class() {
     use ksync::LockClass;
-    use ksync::class::std_classes::PgdatLruLock;
+    use lru::lock_classes::PgdatLruLock;
     type H = common::Sa<Ticket, G>;
     ksync::stat::set_enabled(true);
     let node = common::pgdat::<H>();

@@ -45,6 +45,7 @@ extern crate alloc;
 pub mod cacheline;
 pub mod charge;
 pub mod error;
+pub mod lock_classes;
 pub mod lru_glue;
 pub mod memcontrol;
 pub mod page_counter;

@@ -22,9 +22,9 @@
 //! uncontended and a draining CPU takes remotely, which gives the same exclusion.
 
 use crate::error::MemcgError;
+use crate::lock_classes::StockLock;
 use crate::page_counter::PageCounter;
 use core::ptr::NonNull;
-use ksync::class::std_classes::StockLock;
 use ksync::{LockFamily, PerCpu};
 use lock_api::Mutex;
 use lru::sync::Lock;

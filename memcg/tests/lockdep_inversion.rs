@@ -12,8 +12,9 @@ mod common;
 
 use common::*;
 use ksync::LockClass;
-use ksync::class::std_classes::{LruLock, MemcgTreeLock};
 use ksync::lockdep::{seen_before, take_inversion};
+use lru::lock_classes::LruLock;
+use memcg::lock_classes::MemcgTreeLock;
 
 #[test]
 fn tree_lock_under_an_lru_lock_is_reported() {

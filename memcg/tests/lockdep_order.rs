@@ -13,11 +13,10 @@ mod common;
 
 use common::*;
 use ksync::LockClass;
-use ksync::class::std_classes::{
-    FbatchLock, LruDrainLock, LruLock, MemcgLruLock, MemcgTreeLock, PgdatLruLock, RstatLock,
-};
 use ksync::lockdep::{seen_before, take_inversion};
+use lru::lock_classes::{FbatchLock, LruDrainLock, LruLock, MemcgLruLock, PgdatLruLock};
 use lru::{LruBatches, LruvecLock};
+use memcg::lock_classes::{MemcgTreeLock, RstatLock};
 use memcg::{MemcgConfig, ReclaimRequest};
 
 const CPUS: usize = 2;

@@ -116,7 +116,7 @@ fn root_reclaim_walks_the_fifo_and_rotates_every_memcg_it_cannot_shrink() {
     }
     let fifo = s.tree.node_data()[0].memcg_lru();
     let seq = fifo.seq();
-    let lock = <ksync::class::std_classes::MemcgLruLock as ksync::LockClass>::data();
+    let lock = <lru::lock_classes::MemcgLruLock as ksync::LockClass>::data();
     ksync::stat::set_enabled(true);
     let before = lock.snapshot();
     // Only anon pages, file-only request: shrink_many visits every memcg of the old

@@ -13,7 +13,7 @@
 //!  [--pairs P] [--rounds R] [--pages F] [--batch B] [--high H]`
 
 use ksync::class::LockClass;
-use ksync::class::std_classes::ZoneLock;
+use mm::lock_classes::ZoneLock;
 use mm::microbench::{CpuRun, Path, PathResult, Platform, run_cpu, saved_per_1000};
 use mm::{HeapStorage, NumaTopology, PageAlloc, PcpConfig, PfnRange};
 use std::sync::Barrier;

@@ -36,6 +36,7 @@ pub mod check;
 pub mod error;
 pub mod init;
 pub mod kmalloc;
+pub mod lock_classes;
 pub mod memmap;
 pub mod microbench;
 pub mod numa;

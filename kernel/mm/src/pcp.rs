@@ -37,11 +37,11 @@
 //! one frame when `high < batch` (a list that barely caches).
 
 use crate::buddy::FreeArea;
+use crate::lock_classes::PcpLock;
 use crate::memmap::Memmap;
 use crate::stats::PcpStats;
 use crate::zone::Zone;
 use ksync::SpinMutex;
-use ksync::class::std_classes::PcpLock;
 use lru::Folio;
 use lru::list::{FolioList, folio_list};
 

@@ -19,12 +19,12 @@
 //! `high` is derived from the low watermark ([`crate::pcp`]).
 
 use crate::buddy::FreeArea;
+use crate::lock_classes::ZoneLock;
 use crate::memmap::{Memmap, PAGE_SHIFT};
 use crate::numa::PfnRange;
 use crate::pcp::Pcp;
 use crate::stats::PcpStats;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use ksync::class::std_classes::ZoneLock;
 use ksync::{CachePadded, PerCpu, SpinMutex};
 use lru::Folio;
 use lru::Zone as ZoneType;

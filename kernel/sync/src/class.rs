@@ -7,7 +7,9 @@
 //! [`LockClass::data`]. Classes register themselves on first use; [`classes`] lists them
 //! for reports.
 //!
-//! [`lock_class!`](crate::lock_class) defines a class; [`std_classes`] holds the kernel's.
+//! [`lock_class!`](crate::lock_class) defines a class. Each crate declares the classes of the
+//! locks it owns (`mm::lock_classes`, `memcg::lock_classes`, `lru::lock_classes`): this crate
+//! knows none of its users' locks, and a new lock is added next to the code that takes it.
 
 use crate::stat::{ClassStats, LockStatSnapshot};
 use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
@@ -180,66 +182,4 @@ macro_rules! lock_class {
             }
         }
     };
-}
-
-/// The kernel's lock classes, in the intended acquisition order where one nests in another
-/// (outer first; see the crate's lock-order documentation in `docs/design.md`).
-pub mod std_classes {
-    crate::lock_class!(
-        /// The memcg hierarchy's topology lock (Linux's `cgroup_mutex`).
-        pub MemcgTreeLock, "memcg_tree"
-    );
-    crate::lock_class!(
-        /// Serialises stat flushes (Linux's `rstat_lock`).
-        pub RstatLock, "rstat_lock"
-    );
-    crate::lock_class!(
-        /// The address space's write lock (`mmap_lock`, write side).
-        pub MmapLock, "mmap_lock"
-    );
-    crate::lock_class!(
-        /// A page-cache object's tree lock (`mapping->i_pages` xa_lock).
-        pub PageCacheLock, "i_pages"
-    );
-    crate::lock_class!(
-        /// A page-table page's lock (split PTE lock, `ptl`).
-        pub PteLock, "ptl"
-    );
-    crate::lock_class!(
-        /// Serialises `lru_add_drain_all` (`lru_drain_mutex`).
-        pub LruDrainLock, "lru_drain_mutex"
-    );
-    crate::lock_class!(
-        /// One CPU's folio batches (`cpu_fbatches.lock`, a local_lock in Linux).
-        pub FbatchLock, "cpu_fbatches.lock"
-    );
-    crate::lock_class!(
-        /// One CPU's memcg charge stock (`memcg_stock.stock_lock`).
-        pub StockLock, "memcg_stock.lock"
-    );
-    crate::lock_class!(
-        /// A node's memcg FIFO lock (`pgdat->memcg_lru.lock`).
-        pub MemcgLruLock, "memcg_lru.lock"
-    );
-    crate::lock_class!(
-        /// The per-node LRU lock every lruvec of a node shares (`pgdat->lru_lock`, before
-        /// Alex Shi's series; seed 004's variant A).
-        pub PgdatLruLock, "pgdat->lru_lock"
-    );
-    crate::lock_class!(
-        /// A lruvec's own LRU lock (`lruvec->lru_lock`, per memcg per node).
-        pub LruLock, "lruvec->lru_lock"
-    );
-    crate::lock_class!(
-        /// A zone's per-CPU page list lock (`pcp->lock`).
-        pub PcpLock, "pcp->lock"
-    );
-    crate::lock_class!(
-        /// A zone's buddy free-list lock (`zone->lock`).
-        pub ZoneLock, "zone->lock"
-    );
-    crate::lock_class!(
-        /// The RCU callback queue.
-        pub RcuCallbackLock, "rcu_callbacks"
-    );
 }

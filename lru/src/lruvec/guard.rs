@@ -19,12 +19,12 @@ use super::{
 use crate::error::LruError;
 use crate::folio::{Folio, FolioFlags, LRU_GEN_ANON, LRU_GEN_FILE, NO_SLOT, Zone};
 use crate::list::FolioList;
+use crate::lock_classes::LruLock;
 use crate::lru_gen::{GenFolioLists, LruGenFolio, MAX_NR_GENS, MIN_NR_GENS, lru_gen_from_seq};
 use crate::sync::Lock;
 use crate::sync::atomic::Ordering;
 use core::marker::PhantomData;
 use core::ptr;
-use ksync::class::std_classes::LruLock;
 use lock_api::RawMutex;
 
 /// The lruvec's lock, held. All list changes go through it.

@@ -96,7 +96,7 @@ mod layout_asserts {
                 assert!(offset_of!($t, lists) == 0);
                 // spinlock_t without debugging: 4 bytes right after the 80 bytes of heads.
                 assert!(offset_of!($t, lru_lock) == 80);
-                assert!(size_of::<ksync::TicketLock<ksync::class::std_classes::LruLock>>() == 4);
+                assert!(size_of::<ksync::TicketLock<crate::lock_classes::LruLock>>() == 4);
                 assert!(offset_of!($t, anon_cost) == 88);
                 assert!(offset_of!($t, file_cost) == 96);
                 assert!(offset_of!($t, nonresident_age) == 104);

@@ -33,6 +33,7 @@
 use crate::error::LruError;
 use crate::folio::{ANON_AND_FILE, Folio, FolioFlags, MAX_NR_ZONES, NO_SLOT, Zone};
 use crate::list::{FolioList, folio_list};
+use crate::lock_classes::LruLock;
 use crate::lru_gen::{LruGenFolio, MAX_NR_GENS};
 use crate::pgdat::PgData;
 use crate::sync::Lock;
@@ -40,7 +41,6 @@ use crate::sync::atomic::{AtomicU64, Ordering};
 use core::cell::UnsafeCell;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
-use ksync::class::std_classes::LruLock;
 use lock_api::RawMutex;
 
 mod guard;

@@ -27,6 +27,7 @@ pub(crate) mod idr;
 pub use handle::MemcgRef;
 
 use crate::error::{MemcgError, MemcgId};
+use crate::lock_classes::{MemcgTreeLock, RstatLock};
 use crate::lru_glue::TreeLru;
 use crate::memcontrol::{MemCgroup, MemcgInit, NodeData};
 use crate::pn::{MemCgroupPerNode, PnCache, PnPlacement};
@@ -35,7 +36,6 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::ptr::NonNull;
 use idr::IdTable;
-use ksync::class::std_classes::{MemcgTreeLock, RstatLock};
 use lock_api::Mutex;
 use lru::rcu::RcuReadGuard;
 use lru::sync::Lock;

@@ -17,6 +17,7 @@
 //! is detached. The address space itself must stay where it is while it has regions (the
 //! regions point back at it): [`MmStruct::new`] returns it boxed.
 
+use crate::lock_classes::MmapLock;
 use crate::vm::cpumask::CpuMask;
 use crate::vm::pgtable::{Mmu, PageTable, PtError};
 use crate::vm::rcu::RcuDefer;
@@ -29,7 +30,6 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use ksync::SpinMutex;
-use ksync::class::std_classes::MmapLock;
 
 /// Why a change of the address space was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,17 +12,17 @@
 //! - the cache holds one reference on every folio it contains;
 //! - readers never lock: [`PageCache::lookup`] pins a folio with `try_get` (which fails on a
 //!   folio whose count reached 0 or was frozen by reclaim) and re-checks the slot;
-//! - writers hold the object's `i_pages` lock ([`ksync::class::std_classes::PageCacheLock`]).
+//! - writers hold the object's `i_pages` lock ([`crate::lock_classes::PageCacheLock`]).
 //!
 //! Folios are `'static` (they live in the memmap), so a reader that loaded a stale address
 //! can always look at it; `try_get` plus the re-check make sure it only *uses* a folio that
 //! is still this slot's.
 
+use crate::lock_classes::PageCacheLock;
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 use ksync::SpinMutex;
-use ksync::class::std_classes::PageCacheLock;
 use lru::{Folio, Shadow};
 
 /// What a slot holds, as a lookup saw it.

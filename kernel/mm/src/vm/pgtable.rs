@@ -20,10 +20,10 @@
 //! PTE writes happen only under the table's lock; reads may be lockless (the hardware
 //! walker reads concurrently anyway), so every entry is an `AtomicU64`.
 
+use crate::lock_classes::PteLock;
 use crate::vm::cpumask::CpuMask;
 use alloc::boxed::Box;
 use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
-use ksync::class::std_classes::PteLock;
 use ksync::{SpinMutex, TicketLock};
 use lru::Folio;
 

@@ -1,0 +1,35 @@
+//! The lock classes of the page allocator and the fault core: the locks this crate
+//! declares, and where each sits in the lock order.
+//!
+//! A class is what Linux's `lock_class_key` is to lockdep and lock_stat: a name, per-CPU
+//! statistics and a node in the order graph (`ksync::lock_class!`). mm declares the classes
+//! of the locks it owns; memcg's and the LRU's are `memcg::lock_classes` and
+//! `lru::lock_classes`.
+//!
+//! The order of the fault path (outer first; docs/design.md, "The fault path", has it with
+//! the memcg and LRU locks): `mmap_lock` → `i_pages` → `ptl` → `cpu_fbatches.lock` → the lru
+//! locks; the charge runs before `ptl` is taken. `pcp->lock` → `zone->lock` are the
+//! allocator's, and nothing else is taken under them. The object's `i_mmap_rwsem` is declared
+//! with the object (`vm::object`). lockdep (`ksync::lockdep`) learns the order as the locks
+//! are taken and reports an inversion.
+
+ksync::lock_class!(
+    /// The address space's write lock (`mmap_lock`, write side).
+    pub MmapLock, "mmap_lock"
+);
+ksync::lock_class!(
+    /// A page-cache object's tree lock (`mapping->i_pages` xa_lock).
+    pub PageCacheLock, "i_pages"
+);
+ksync::lock_class!(
+    /// A page-table page's lock (split PTE lock, `ptl`).
+    pub PteLock, "ptl"
+);
+ksync::lock_class!(
+    /// A zone's per-CPU page list lock (`pcp->lock`).
+    pub PcpLock, "pcp->lock"
+);
+ksync::lock_class!(
+    /// A zone's buddy free-list lock (`zone->lock`).
+    pub ZoneLock, "zone->lock"
+);
