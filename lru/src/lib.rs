@@ -36,6 +36,7 @@ pub mod lruvec;
 pub mod memcg_lru;
 pub mod pgdat;
 pub mod rcu;
+pub mod release;
 pub mod swap;
 pub mod sync;
 pub mod vmscan;
@@ -53,6 +54,7 @@ pub use lruvec::{
 pub use memcg_lru::{LruGenMemcg, MemcgFifoEntry, MemcgLruOp, TailMode};
 pub use pgdat::PgData;
 pub use rcu::Rcu;
+pub use release::{FolioRelease, folio_put};
 pub use swap::{FOLIO_BATCH_SIZE, FolioBatch, LruBatches};
 pub use vmscan::{EvictStats, MAX_SWAPPINESS, SWAPPINESS_ANON_ONLY};
 pub use vmstat::NodeStatItem;

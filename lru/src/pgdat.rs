@@ -12,12 +12,8 @@
 //! Zones, the buddy allocator and per-CPU page lists are the page allocator's (the `mm`
 //! crate holds these `PgData`s next to its own per-node state); nothing here allocates.
 //!
-//! A folio whose last reference is dropped inside lru or memcg (a folio batch's
-//! `folios_put`, reclaim putting back a folio it had isolated) is handed to the node's
-//! release hook ([`PgData::folio_put`]): Linux's `__folio_put()`, which takes the folio off
-//! its LRU, uncharges it and frees the frame. The owner of the frames (the page allocator's
-//! user) installs it ([`PgData::set_folio_release`]); without one the folio is counted as
-//! leaked, which only lru's and memcg's own tests, whose folios are not frames, accept.
+//! A node holds no hook into the layer above: a folio whose last reference drops inside lru
+//! or memcg goes to the releaser its caller passed ([`crate::release`]).
 //!
 //! The groups follow Linux's placement: `node_id` read-mostly at the start, then
 //! `lru_lock` on its own line (5.x's `ZONE_PADDING(_pad1_)` before it, "write-intensive
@@ -33,22 +29,12 @@ use crate::memcg_lru::{LruGenMemcg, TailMode};
 use crate::rcu::Rcu;
 use crate::sync::Lock;
 use crate::vmstat::{NodeStatItem, NodeVmstat, stat_threshold};
-use alloc::boxed::Box;
-use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use lock_api::RawMutex;
-
-/// What a node does with a folio whose last reference was just dropped (`__folio_put`):
-/// `(cpu, folio)`.
-pub type FolioReleaseFn = Box<dyn Fn(usize, &'static crate::Folio) + Send + Sync>;
 
 /// A node's LRU state (`struct pglist_data`, LRU part), for lruvecs hosted by `H`.
 #[repr(C)]
 pub struct PgData<H: LruvecHost> {
     node_id: u32,
-    /// The release hook (`__folio_put`), installed once by the frames' owner.
-    release: AtomicPtr<FolioReleaseFn>,
-    /// Folios whose last reference dropped with no release hook installed.
-    leaked: AtomicU64,
     /// `pgdat->lru_lock`: one lock for every lruvec of the node in seed 004's "before".
     lru_lock: CacheAligned<Lock<H::Family, PgdatLruLock>>,
     /// `pgdat->memcg_lru`: the node's memcg FIFO.
@@ -89,8 +75,6 @@ impl<H: LruvecHost> PgData<H> {
         }
         Ok(PgData {
             node_id,
-            release: AtomicPtr::new(core::ptr::null_mut()),
-            leaked: AtomicU64::new(0),
             lru_lock: CacheAligned(<Lock<H::Family, PgdatLruLock> as RawMutex>::INIT),
             memcg_lru: CacheAligned(LruGenMemcg::new(tail_mode, node_id + 1, rcu)),
             vmstat: CacheAligned(NodeVmstat::new(
@@ -98,46 +82,6 @@ impl<H: LruvecHost> PgData<H> {
                 stat_threshold(nr_cpus, managed_pages),
             )),
         })
-    }
-
-    /// Installs the release hook (once: a second call is refused and returns its hook).
-    pub fn set_folio_release(&self, f: FolioReleaseFn) -> Result<(), FolioReleaseFn> {
-        let p = Box::into_raw(Box::new(f));
-        match self.release.compare_exchange(
-            core::ptr::null_mut(),
-            p,
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        ) {
-            Ok(_) => Ok(()),
-            // SAFETY: `p` came from `Box::into_raw` just above and was not published.
-            Err(_) => Err(*unsafe { Box::from_raw(p) }),
-        }
-    }
-
-    /// `folio_put()` for code that may drop the last reference: when it does, the folio
-    /// goes to the release hook (or is counted as leaked without one). A put of an
-    /// unreferenced folio is reported.
-    pub fn folio_put(&self, cpu: usize, folio: &'static crate::Folio) -> Result<(), LruError> {
-        if folio.put()? {
-            let hook = self.release.load(Ordering::Acquire);
-            // SAFETY: a non-null hook was published by `set_folio_release` from a leaked
-            // Box and is never freed while the node lives (nodes live as long as the
-            // system, or until `drop` below with `&mut self`).
-            match unsafe { hook.as_ref() } {
-                Some(f) => f(cpu, folio),
-                None => {
-                    self.leaked.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Folios released with no hook installed.
-    #[must_use]
-    pub fn leaked(&self) -> u64 {
-        self.leaked.load(Ordering::Relaxed)
     }
 
     /// `pgdat->node_id`.
@@ -192,17 +136,6 @@ impl<H: LruvecHost> PgData<H> {
     #[must_use]
     pub fn node_page_state(&self, item: NodeStatItem) -> i64 {
         self.vmstat.state(item)
-    }
-}
-
-impl<H: LruvecHost> Drop for PgData<H> {
-    fn drop(&mut self) {
-        let p = *self.release.get_mut();
-        if !p.is_null() {
-            // SAFETY: published by `set_folio_release` from `Box::into_raw`; `&mut self`
-            // means nobody can be calling it.
-            drop(unsafe { Box::from_raw(p) });
-        }
     }
 }
 

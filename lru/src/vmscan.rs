@@ -16,6 +16,7 @@ use crate::lru_gen::{
     lru_gen_from_seq, lru_hist_from_seq, lru_tier_from_refs,
 };
 use crate::lruvec::{Lruvec, LruvecGuard, LruvecHost, decode_mglru_slot, mglru_slot};
+use crate::release::{FolioRelease, folio_put};
 use crate::sync::atomic::Ordering;
 use crate::workingset::Shadow;
 use crate::{LruError, LruMode};
@@ -479,17 +480,20 @@ impl<H: LruvecHost> Lruvec<H> {
     /// `swappiness` 0 = file only, [`SWAPPINESS_ANON_ONLY`] = anon only, in between a weight
     /// (anon vs file, out of [`MAX_SWAPPINESS`]). Each evicted folio is
     /// off every list with LRU clear, and is passed with its shadow to `sink` after
-    /// lru_lock is dropped; the caller frees it.
-    pub fn evict_folios(
+    /// lru_lock is dropped; the caller frees it. A folio isolated and then kept (deferred)
+    /// drops reclaim's reference again; if that was the last one (a truncation raced with
+    /// reclaim) the folio goes to `release` (`__folio_put`, see [`crate::release`]).
+    pub fn evict_folios<R: FolioRelease + ?Sized>(
         &self,
         nr_to_evict: usize,
         swappiness: u8,
         now: u64,
+        release: &R,
         mut sink: impl FnMut(&'static Folio, Shadow),
     ) -> Result<EvictStats, LruError> {
         let swappiness = swappiness.min(SWAPPINESS_ANON_ONLY);
         if self.mode() != LruMode::Mglru {
-            return self.shrink_classic(nr_to_evict, swappiness, sink);
+            return self.shrink_classic(nr_to_evict, swappiness, release, sink);
         }
         let mut stats = EvictStats::default();
         let total = usize::try_from(self.eligible_pages(swappiness)).unwrap_or(0);
@@ -514,7 +518,7 @@ impl<H: LruvecHost> Lruvec<H> {
             };
             let cpu = ksync::this_cpu();
             for folio in out.deferred[..out.nr_deferred].iter().flatten() {
-                self.pgdat().folio_put(cpu, folio)?;
+                folio_put(release, cpu, folio)?;
             }
             for folio in out.folios[..out.nr].iter().flatten() {
                 let shadow = self.lru_gen_eviction(folio);

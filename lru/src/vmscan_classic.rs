@@ -14,6 +14,7 @@
 use crate::error::LruError;
 use crate::folio::{Folio, FolioFlags, LRU_GEN_ANON, LRU_GEN_FILE};
 use crate::lruvec::{LruList, LruMode, Lruvec, LruvecGuard, LruvecHost};
+use crate::release::{FolioRelease, folio_put};
 use crate::vmscan::{EvictStats, SWAP_CLUSTER_MAX, SWAPPINESS_ANON_ONLY};
 use crate::workingset::Shadow;
 
@@ -116,10 +117,11 @@ impl<H: LruvecHost> Lruvec<H> {
     /// with LRU clear and are passed with their shadow to `sink` after lru_lock is dropped.
     /// Each round notes its rotations as reclaim cost (`lru_note_cost()`: on this lruvec
     /// before its lock is dropped, then on the ancestors'; no writeback, so no I/O cost).
-    pub(crate) fn shrink_classic(
+    pub(crate) fn shrink_classic<R: FolioRelease + ?Sized>(
         &self,
         nr_to_reclaim: usize,
         swappiness: u8,
+        release: &R,
         mut sink: impl FnMut(&'static Folio, Shadow),
     ) -> Result<EvictStats, LruError> {
         debug_assert_eq!(self.mode(), LruMode::Classic);
@@ -172,7 +174,7 @@ impl<H: LruvecHost> Lruvec<H> {
             }
             let cpu = ksync::this_cpu();
             for folio in deferred.drain(..) {
-                self.pgdat().folio_put(cpu, folio)?;
+                folio_put(release, cpu, folio)?;
             }
             for folio in out.drain(..) {
                 let shadow = self.workingset_eviction(folio);

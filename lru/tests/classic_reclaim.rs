@@ -19,7 +19,9 @@ fn evicts_inactive_tail_and_gives_referenced_a_second_chance() {
     // f[0] is the inactive tail; reference it so it survives one pass.
     f[0].set(FolioFlags::REFERENCED);
     let mut out = Vec::new();
-    let s = lv.evict_folios(2, 0, 0, |x, sh| out.push((x, sh))).unwrap();
+    let s = lv
+        .evict_folios(2, 0, 0, &(), |x, sh| out.push((x, sh)))
+        .unwrap();
     assert_eq!(s.evicted, 2);
     assert_eq!(s.protected, 1);
     assert!(out.iter().all(|(x, _)| !std::ptr::eq(*x, f[0])));
@@ -41,7 +43,9 @@ fn deactivates_when_inactive_is_low_and_honours_swappiness() {
     }
     assert_eq!(lv.lru_size(LruList::ActiveFile), 8);
     let mut out = Vec::new();
-    let s = lv.evict_folios(3, 0, 0, |x, sh| out.push((x, sh))).unwrap();
+    let s = lv
+        .evict_folios(3, 0, 0, &(), |x, sh| out.push((x, sh)))
+        .unwrap();
     assert_eq!(s.evicted, 3);
     assert!(out.iter().all(|(x, _)| x.is_file_lru()));
     assert!(
@@ -55,12 +59,12 @@ fn deactivates_when_inactive_is_low_and_honours_swappiness() {
         "swappiness 0 leaves anon alone"
     );
     let s = lv
-        .evict_folios(100, SWAPPINESS_ANON_ONLY, 0, |x, _| {
+        .evict_folios(100, SWAPPINESS_ANON_ONLY, 0, &(), |x, _| {
             assert!(!x.is_file_lru())
         })
         .unwrap();
     assert_eq!(s.evicted, 4);
-    let s = lv.evict_folios(100, 60, 0, |_, _| {}).unwrap();
+    let s = lv.evict_folios(100, 60, 0, &(), |_, _| {}).unwrap();
     assert_eq!(s.evicted, 5);
     assert_eq!(lv.nr_folios(), 0);
 }
@@ -76,7 +80,7 @@ fn refault_distance_decides_activation() {
     let victim = folios(1, 1, false)[0];
     lv.lock().add_folio(victim).unwrap();
     let mut shadow = None;
-    lv.evict_folios(1, 0, 0, |x, s| {
+    lv.evict_folios(1, 0, 0, &(), |x, s| {
         assert!(std::ptr::eq(x, victim));
         shadow = Some(s);
     })
@@ -125,7 +129,7 @@ fn rotations_and_working_set_refaults_are_noted_as_cost() {
     for &x in &f[..3] {
         x.set(FolioFlags::REFERENCED);
     }
-    let s = lv.evict_folios(2, 0, 0, |_, _| {}).unwrap();
+    let s = lv.evict_folios(2, 0, 0, &(), |_, _| {}).unwrap();
     assert_eq!((s.evicted, s.protected), (2, 3));
     assert_eq!(lv.costs(), (0, 3), "(anon_cost, file_cost)");
     // An anon folio that was in the working set (deactivated, so WORKINGSET) refaults
@@ -135,7 +139,7 @@ fn rotations_and_working_set_refaults_are_noted_as_cost() {
     a.set(FolioFlags::ACTIVE);
     lv.lock().add_folio(a).unwrap();
     let mut shadow = None;
-    lv.evict_folios(1, SWAPPINESS_ANON_ONLY, 0, |_, s| shadow = Some(s))
+    lv.evict_folios(1, SWAPPINESS_ANON_ONLY, 0, &(), |_, s| shadow = Some(s))
         .unwrap();
     let shadow = shadow.unwrap();
     assert!(shadow.workingset());
@@ -150,7 +154,7 @@ fn rotations_and_working_set_refaults_are_noted_as_cost() {
     let b = folios(1, 1, true)[0];
     lv.lock().add_folio(b).unwrap();
     let mut shadow = None;
-    lv.evict_folios(1, SWAPPINESS_ANON_ONLY, 0, |_, s| shadow = Some(s))
+    lv.evict_folios(1, SWAPPINESS_ANON_ONLY, 0, &(), |_, s| shadow = Some(s))
         .unwrap();
     let shadow = shadow.unwrap();
     assert!(!shadow.workingset());
@@ -236,7 +240,7 @@ fn inactive_is_low_deactivates_half_the_difference_and_every_look_is_counted() {
     // No inactive folio, 8 active: deactivate (8 - 0) / 2 = 4 from the active tail (the
     // oldest: f[0..4]), then take 3 of them from the inactive tail.
     let mut out = Vec::new();
-    let s = lv.evict_folios(3, 0, 0, |x, _| out.push(x)).unwrap();
+    let s = lv.evict_folios(3, 0, 0, &(), |x, _| out.push(x)).unwrap();
     assert_eq!(
         (s.scanned, s.evicted, s.skipped, s.protected),
         (4 + 3, 3, 0, 0)
@@ -261,7 +265,7 @@ fn inactive_is_low_deactivates_half_the_difference_and_every_look_is_counted() {
         }
         lv.lock().add_folio(x).unwrap();
     }
-    let s = lv.evict_folios(1, 0, 0, |_, _| {}).unwrap();
+    let s = lv.evict_folios(1, 0, 0, &(), |_, _| {}).unwrap();
     assert_eq!((s.scanned, s.evicted), (3 + 1, 1));
     assert_eq!(
         (
@@ -284,7 +288,7 @@ fn folios_someone_else_holds_are_skipped_and_counted() {
     }
     assert!(f[0].test_clear_lru());
     let mut out = Vec::new();
-    let s = lv.evict_folios(1, 0, 0, |x, _| out.push(x)).unwrap();
+    let s = lv.evict_folios(1, 0, 0, &(), |x, _| out.push(x)).unwrap();
     // Deactivation of (4 - 0) / 2 = 2 looks: f[0] skipped, f[1] deactivated and evicted.
     assert_eq!((s.scanned, s.skipped, s.evicted), (2 + 1, 1, 1));
     assert!(std::ptr::eq(out[0], f[1]));
@@ -302,7 +306,7 @@ fn folios_someone_else_holds_are_skipped_and_counted() {
     assert_eq!(f[0].put(), Ok(true), "the last reference");
     assert!(f[1].test_clear_lru());
     let mut out = Vec::new();
-    let s = lv.evict_folios(1, 0, 0, |x, _| out.push(x)).unwrap();
+    let s = lv.evict_folios(1, 0, 0, &(), |x, _| out.push(x)).unwrap();
     assert_eq!((s.scanned, s.skipped, s.evicted), (3, 2, 1));
     assert!(std::ptr::eq(out[0], f[2]));
     assert_eq!(
@@ -327,7 +331,7 @@ fn a_run_of_referenced_folios_does_not_keep_a_small_reclaim_from_evicting() {
     // Every folio gets its second chance (to the inactive head, REFERENCED cleared), then
     // the first of them, back at the tail, is evicted.
     let mut out = Vec::new();
-    let s = lv.evict_folios(1, 0, 0, |x, _| out.push(x)).unwrap();
+    let s = lv.evict_folios(1, 0, 0, &(), |x, _| out.push(x)).unwrap();
     assert_eq!((s.scanned, s.protected, s.evicted), (n + 1, n, 1));
     assert!(std::ptr::eq(out[0], f[0]));
     // lru_lock is dropped after each batch of looks, a batch beyond the one folio wanted
@@ -349,7 +353,7 @@ fn file_then_anon_takes_only_what_is_still_wanted() {
     // Swappiness between 0 and max: file first (both of its folios), then anon for the one
     // still wanted.
     let mut out = Vec::new();
-    let s = lv.evict_folios(3, 60, 0, |x, _| out.push(x)).unwrap();
+    let s = lv.evict_folios(3, 60, 0, &(), |x, _| out.push(x)).unwrap();
     assert_eq!(s.evicted, 3);
     assert_eq!(out.iter().filter(|x| x.is_file_lru()).count(), 2);
     assert_eq!(lv.lru_size(LruList::InactiveAnon), 9);
@@ -418,10 +422,10 @@ fn rotation_costs_go_to_every_ancestor_by_type() {
     for &x in file[..3].iter().chain(anon[..2].iter()) {
         x.set(FolioFlags::REFERENCED);
     }
-    let s = child.evict_folios(2, 0, 0, |_, _| {}).unwrap();
+    let s = child.evict_folios(2, 0, 0, &(), |_, _| {}).unwrap();
     assert_eq!((s.evicted, s.protected), (2, 3));
     let s = child
-        .evict_folios(2, SWAPPINESS_ANON_ONLY, 0, |_, _| {})
+        .evict_folios(2, SWAPPINESS_ANON_ONLY, 0, &(), |_, _| {})
         .unwrap();
     assert_eq!((s.evicted, s.protected), (2, 2));
     for lv in [child, parent, root] {
@@ -446,7 +450,9 @@ fn reclaim_that_finds_only_folios_being_freed_stops_at_its_round_bound() {
         for &x in &f {
             assert_eq!(x.put(), Ok(true), "the last reference");
         }
-        let s = lv.evict_folios(nr_to_reclaim, 0, 0, |_, _| {}).unwrap();
+        let s = lv
+            .evict_folios(nr_to_reclaim, 0, 0, &(), |_, _| {})
+            .unwrap();
         let rounds = 8 + 4 * (n / lru::vmscan::SWAP_CLUSTER_MAX + 1) + nr_to_reclaim;
         let per_round = nr_to_reclaim + lru::vmscan::SWAP_CLUSTER_MAX;
         assert_eq!(s.evicted, 0);
@@ -469,7 +475,7 @@ fn a_request_above_a_batch_takes_what_is_left_in_the_next_round() {
         lv.lock().add_folio(x).unwrap();
     }
     let mut out = Vec::new();
-    let s = lv.evict_folios(40, 0, 0, |x, _| out.push(x)).unwrap();
+    let s = lv.evict_folios(40, 0, 0, &(), |x, _| out.push(x)).unwrap();
     assert_eq!(s.evicted, 40);
     assert_eq!(out.len(), 40);
     assert_eq!(s.scanned, 40, "every folio looked at was taken");

@@ -17,7 +17,7 @@ fn evict_all<G: LruGenFolio>(
     swappiness: u8,
 ) -> Vec<(&'static Folio, Shadow)> {
     let mut out = Vec::new();
-    lv.evict_folios(n, swappiness, 100, |f, s| out.push((f, s)))
+    lv.evict_folios(n, swappiness, 100, &(), |f, s| out.push((f, s)))
         .unwrap();
     out
 }
@@ -81,7 +81,7 @@ fn swappiness_selects_the_type() {
     assert!(out.iter().all(|(f, _)| !f.is_file_lru()));
     assert_eq!(lv.nr_folios(), 0);
     let stats = lv
-        .evict_folios(10, 100, 0, |_, _| panic!("nothing left"))
+        .evict_folios(10, 100, 0, &(), |_, _| panic!("nothing left"))
         .unwrap();
     assert_eq!(stats.evicted, 0);
 }
@@ -96,7 +96,7 @@ fn eviction_ages_when_needed_and_empties_everything() {
     }
     let mut out = Vec::new();
     let stats = lv
-        .evict_folios(1000, 0, 5, |f, s| out.push((f, s)))
+        .evict_folios(1000, 0, 5, &(), |f, s| out.push((f, s)))
         .unwrap();
     assert_eq!(stats.evicted, 300);
     assert!(stats.aged > 0, "youngest-only folios need aging first");
@@ -213,7 +213,7 @@ fn refaulting_tier_gets_protected() {
     }
     let mut evicted_hot = 0;
     let stats = lv
-        .evict_folios(50, 0, 1000, |f, _| {
+        .evict_folios(50, 0, 1000, &(), |f, _| {
             if hot2.iter().any(|h| std::ptr::eq(*h, f)) {
                 evicted_hot += 1;
             }

@@ -21,7 +21,9 @@ fn new_lv() -> &'static Lv {
 
 fn evict(lv: &Lv, n: usize) -> (Vec<(&'static Folio, Shadow)>, lru::EvictStats) {
     let mut out = Vec::new();
-    let stats = lv.evict_folios(n, 0, 7, |f, s| out.push((f, s))).unwrap();
+    let stats = lv
+        .evict_folios(n, 0, 7, &(), |f, s| out.push((f, s)))
+        .unwrap();
     (out, stats)
 }
 
@@ -153,7 +155,7 @@ fn a_protected_tier_is_moved_up_and_counted_in_its_tier() {
     let before = file_tiers(lv.lrugen().protected());
     let mut evicted_hot = 0;
     let stats = lv
-        .evict_folios(32, 0, 9, |f, _| {
+        .evict_folios(32, 0, 9, &(), |f, _| {
             evicted_hot += usize::from(hot2.iter().any(|h| std::ptr::eq(*h, f)));
         })
         .unwrap();
@@ -396,7 +398,7 @@ fn folios_someone_else_holds_are_skipped_and_keep_their_references() {
     assert_eq!(refs, [1, 0, 1, 1]);
     let mut out = Vec::new();
     let stats = lv
-        .evict_folios(4, 0, 3, |x, s| out.push((x.pfn(), s)))
+        .evict_folios(4, 0, 3, &(), |x, s| out.push((x.pfn(), s)))
         .unwrap();
     assert_eq!(stats.evicted, 2, "{stats:?}");
     assert!(stats.skipped >= 2, "{stats:?}");
@@ -446,7 +448,7 @@ fn nothing_to_evict_does_nothing() {
     let lv = new_lv();
     let max = max_seq(lv);
     let stats = lv
-        .evict_folios(10, 100, 1, |_, _| panic!("nothing"))
+        .evict_folios(10, 100, 1, &(), |_, _| panic!("nothing"))
         .unwrap();
     assert_eq!(stats, lru::EvictStats::default());
     assert_eq!(max_seq(lv), max, "no aging without pages");
@@ -456,7 +458,7 @@ fn nothing_to_evict_does_nothing() {
         lv.lock().add_folio(x).unwrap();
     }
     let stats = lv
-        .evict_folios(10, 0, 1, |_, _| panic!("anon at 0"))
+        .evict_folios(10, 0, 1, &(), |_, _| panic!("anon at 0"))
         .unwrap();
     assert_eq!(stats, lru::EvictStats::default());
     assert_eq!(max_seq(lv), max);
@@ -475,7 +477,7 @@ fn the_other_type_is_scanned_when_the_first_has_nothing() {
         }
         let mut n = 0;
         let stats = lv
-            .evict_folios(40, swappiness, 1, |x, _| {
+            .evict_folios(40, swappiness, 1, &(), |x, _| {
                 assert_eq!(x.is_file_lru(), !anon);
                 n += 1;
             })
@@ -692,7 +694,7 @@ fn every_zone_has_its_own_generation_lists() {
 
 fn lru_evict_all(lv: &Lv) -> (usize, lru::EvictStats) {
     let mut n = 0;
-    let stats = lv.evict_folios(100, 100, 5, |_, _| n += 1).unwrap();
+    let stats = lv.evict_folios(100, 100, 5, &(), |_, _| n += 1).unwrap();
     (n, stats)
 }
 
@@ -719,7 +721,7 @@ fn the_preferred_type_keeps_being_scanned_while_it_has_folios() {
     assert_ne!(oldest[0].lru_gen(), newer[0].lru_gen());
     let mut file = 0;
     let stats = lv
-        .evict_folios(20, 100, 2, |x, _| file += usize::from(x.is_file_lru()))
+        .evict_folios(20, 100, 2, &(), |x, _| file += usize::from(x.is_file_lru()))
         .unwrap();
     assert_eq!((stats.evicted, file), (20, 20), "{stats:?}");
     assert!(oldest.iter().all(|x| !x.test_lru()));
@@ -791,7 +793,7 @@ fn a_lock_hold_scans_at_most_two_batches() {
     );
     let before = lv.raw_lock().acquisitions();
     let mut n = 0;
-    let stats = lv.evict_folios(2, 0, 1, |_, _| n += 1).unwrap();
+    let stats = lv.evict_folios(2, 0, 1, &(), |_, _| n += 1).unwrap();
     assert_eq!(
         (n, stats.scanned, stats.skipped),
         (2, 202, 200),

@@ -223,7 +223,7 @@ fn run<G: LruGenFolio>(ops: &[Op], anon_mask: u32, mode: LruMode) {
             Op::Evict(n, swappiness) => {
                 let mut out = Vec::new();
                 let stats = lv
-                    .evict_folios(n, swappiness, now, |x, s| out.push((x, s)))
+                    .evict_folios(n, swappiness, now, &(), |x, s| out.push((x, s)))
                     .unwrap();
                 assert_eq!(stats.evicted, out.len());
                 assert!(out.len() <= n);

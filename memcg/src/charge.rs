@@ -18,6 +18,7 @@
 //! reaped, and the folio's memcg id stays valid while the folio is charged.
 
 use crate::error::{MemcgError, MemcgId};
+use crate::lru_glue::FolioOwner;
 use crate::memcontrol::MemCgroup;
 use crate::pn::MemCgroupPerNode;
 use crate::stock::MEMCG_CHARGE_BATCH;
@@ -49,7 +50,7 @@ pub struct UnchargeBatch {
     pub failed: u64,
 }
 
-impl<P: MemCgroupPerNode> MemcgTree<P> {
+impl<P: MemCgroupPerNode, O: FolioOwner<P>> MemcgTree<P, O> {
     /// Charges `nr_pages` to `memcg` on `cpu` (`try_charge_memcg()`), reclaiming from the
     /// memcg over its limit if needed.
     pub fn try_charge(
@@ -293,7 +294,7 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
     }
 }
 
-impl<'t, P: MemCgroupPerNode> MemcgRef<'t, P> {
+impl<'t, P: MemCgroupPerNode, O: FolioOwner<P>> MemcgRef<'t, P, O> {
     /// [`MemcgTree::try_charge`] on this memcg.
     pub fn try_charge(&self, cpu: usize, nr_pages: u64) -> Result<(), MemcgError> {
         self.tree.try_charge(self, cpu, nr_pages)
@@ -324,7 +325,7 @@ impl<'t, P: MemCgroupPerNode> MemcgRef<'t, P> {
     }
 
     /// Creates a child memcg.
-    pub fn create_child(&self) -> Result<MemcgRef<'t, P>, MemcgError> {
+    pub fn create_child(&self) -> Result<MemcgRef<'t, P, O>, MemcgError> {
         self.tree.create_under(self.id())
     }
 

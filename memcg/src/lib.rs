@@ -61,7 +61,9 @@ pub mod tree;
 
 pub use charge::{MAX_RECLAIM_PASSES, MAX_RECLAIM_RETRIES, UnchargeBatch};
 pub use error::{MemcgError, MemcgId};
-pub use lru_glue::{FolioFree, FolioFreeBatchFn, FolioFreeFn, TreeLru};
+pub use lru_glue::{
+    FolioFree, FolioFreeBatchFn, FolioFreeFn, FolioHooks, FolioOwner, FolioReleaseFn, TreeLru,
+};
 pub use memcontrol::{MemCgroup, NodeData};
 pub use page_counter::{PAGE_COUNTER_MAX, PageCounter};
 pub use pn::{

@@ -40,6 +40,7 @@
 //! priority pass per call (plus the `memory.low` retry).
 
 use crate::error::MemcgError;
+use crate::lru_glue::FolioOwner;
 use crate::memcontrol::MemCgroup;
 use crate::pn::MemCgroupPerNode;
 use crate::reclaim_req::ReclaimRequest;
@@ -118,7 +119,7 @@ fn node_reclaimable<H: lru::LruvecHost>(pgdat: &PgData<H>, swappiness: u8) -> u6
     r
 }
 
-impl<P: MemCgroupPerNode> MemcgTree<P> {
+impl<P: MemCgroupPerNode, O: FolioOwner<P>> MemcgTree<P, O> {
     /// `memory.reclaim`: reclaims `req.nr_pages` from `memcg`'s subtree with the request's
     /// swappiness (the tree's default if none). Returns the pages reclaimed (at least
     /// `nr_pages`), or [`MemcgError::Again`] with what was reclaimed when
@@ -388,7 +389,7 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
             }
             Protection::None => {}
         }
-        let (freed, success) = self.lru.shrink_lruvec(m, node, cpu, nr, swappiness);
+        let (freed, success) = self.lru.shrink_lruvec(self, m, node, cpu, nr, swappiness);
         *reclaimed += freed;
         if success && m.is_online() {
             return MemcgLruOp::Young;
@@ -456,10 +457,10 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
                 if skip[idx] {
                     continue;
                 }
-                let victim: &MemcgRef<'_, P> = &subtree[idx];
+                let victim: &MemcgRef<'_, P, O> = &subtree[idx];
                 let (freed, rotate) =
                     self.lru
-                        .shrink_lruvec(victim, node, cpu, target - reclaimed, swappiness);
+                        .shrink_lruvec(self, victim, node, cpu, target - reclaimed, swappiness);
                 reclaimed += freed;
                 if rotate {
                     self.lru.rotate(victim, node, MemcgLruOp::Young);

@@ -1,7 +1,7 @@
 //! Who drops the last reference of a folio releases it (`__folio_put`), wherever that
 //! happens: a per-CPU folio batch that outlived its folio's owner, or reclaim putting back
-//! a folio it had isolated when truncation raced with it. Both go to the node's release
-//! hook, exactly once, with no reference left.
+//! a folio it had isolated when truncation raced with it. Both go to the tree's owner
+//! (`FolioOwner::release_folio`), exactly once, with no reference left.
 #![cfg(not(loom))]
 
 mod common;
@@ -12,28 +12,26 @@ use memcg::{FolioFree, TreeLru};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-fn counting_release(s: &Setup, node: usize) -> Arc<AtomicU64> {
+/// A release closure that checks the folio has no reference left and counts it.
+fn counting_release() -> (Arc<AtomicU64>, memcg::FolioReleaseFn) {
     let released = Arc::new(AtomicU64::new(0));
     let r = released.clone();
-    s.tree
-        .root()
-        .pgdat(node)
-        .unwrap()
-        .set_folio_release(Box::new(move |_cpu, f: &'static Folio| {
-            // Released with no reference left; it may still be on its LRU list (the real
-            // hook takes it off, as `__page_cache_release` does).
-            assert_eq!(f.refcount(), 0, "released with a reference left");
-            r.fetch_add(1, Ordering::Relaxed);
-        }))
-        .ok()
-        .expect("the first hook");
-    released
+    let hook: memcg::FolioReleaseFn = Box::new(move |_cpu, f: &'static Folio| {
+        // Released with no reference left; it may still be on its LRU list (the kernel's
+        // owner takes it off, as `__page_cache_release` does).
+        assert_eq!(f.refcount(), 0, "released with a reference left");
+        r.fetch_add(1, Ordering::Relaxed);
+    });
+    (released, hook)
 }
 
 #[test]
 fn a_batch_dropping_the_last_reference_releases_the_folio() {
-    let s = setup(1, 1, true);
-    let released = counting_release(&s, 0);
+    let (released, hook) = counting_release();
+    let freed = Arc::new(AtomicU64::new(0));
+    let lru = tree_lru(true, freed.clone()).with_release(hook);
+    let tree = tree_with(memcg::MemcgConfig::new(1, 1), lru);
+    let s = Setup { tree, freed };
     let m = s.tree.root().create_child().unwrap();
     let batches = lru::LruBatches::<ksync::Ticket>::new(1);
     let f = folio(0, true);
@@ -45,10 +43,9 @@ fn a_batch_dropping_the_last_reference_releases_the_folio() {
     assert_eq!(released.load(Ordering::Relaxed), 0);
     // Draining adds it to the LRU and drops the batch's reference: the last one.
     batches.drain_all(0, &s.tree).unwrap();
-    // The release hook here only counts (it leaves the folio where it is: a real one
-    // takes it off the LRU); the folio reached it exactly once.
+    // The release closure here only counts (it leaves the folio where it is: the kernel's
+    // owner takes it off the LRU); the folio reached it exactly once.
     assert_eq!(released.load(Ordering::Relaxed), 1);
-    assert_eq!(s.tree.root().pgdat(0).unwrap().leaked(), 0);
 }
 
 /// Reclaim isolates a folio (pinning it), the free hook finds it busy because its last
@@ -56,6 +53,7 @@ fn a_batch_dropping_the_last_reference_releases_the_folio() {
 /// putback drops the pin: that is the last reference, so the folio is released.
 #[test]
 fn a_putback_dropping_the_last_reference_releases_the_folio() {
+    let (released, hook) = counting_release();
     let racing: Arc<std::sync::Mutex<Option<&'static Folio>>> = Arc::default();
     let r2 = racing.clone();
     let lru = TreeLru::new(
@@ -69,13 +67,13 @@ fn a_putback_dropping_the_last_reference_releases_the_folio() {
             FolioFree::Busy
         }),
     )
+    .with_release(hook)
     .with_swappiness(0);
     let tree = tree_with(memcg::MemcgConfig::new(1, 1), lru);
     let s = Setup {
         tree,
         freed: Arc::default(),
     };
-    let released = counting_release(&s, 0);
     let m = s.tree.root().create_child().unwrap();
     let f = folio(0, false);
     s.tree.charge_folio(&m, 0, f).unwrap();

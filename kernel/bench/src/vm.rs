@@ -25,6 +25,7 @@ use mm::vm::check::VmCensus;
 use mm::vm::context::{Vm, VmConfig};
 use mm::vm::counters::VmEvent;
 use mm::vm::fault::FaultError;
+use mm::vm::folios::VmFolios;
 use mm::vm::mm_struct::MmStruct;
 use mm::vm::mmap::MapRequest;
 use mm::vm::object::{Object, ObjectKind};
@@ -120,7 +121,7 @@ unsafe fn extend<T: ?Sized>(r: &T) -> &'static T {
 pub struct Ctx<'h, H: VmHost, P: Pn, V: VmArea + 'static> {
     host: &'h H,
     spaces: Vec<Box<dyn Space<V, H::Mmu> + 'static>>,
-    memcgs: Vec<MemcgRef<'static, P>>,
+    memcgs: Vec<MemcgRef<'static, P, VmFolios>>,
     /// Boxed: regions and page-cache folios point at their object, so it must not move
     /// when the vector grows.
     #[allow(clippy::vec_box)]
@@ -159,7 +160,7 @@ impl<'h, H: VmHost, P: Pn, V: VmArea + 'static> Ctx<'h, H, P, V> {
 
     /// The hierarchy, for as long as the context lives.
     #[must_use]
-    pub fn tree(&self) -> &'static MemcgTree<P> {
+    pub fn tree(&self) -> &'static MemcgTree<P, VmFolios> {
         self.vm_static().tree()
     }
 
@@ -192,7 +193,7 @@ impl<'h, H: VmHost, P: Pn, V: VmArea + 'static> Ctx<'h, H, P, V> {
 
     /// Memcg `i`.
     #[must_use]
-    pub fn memcg(&self, i: usize) -> &MemcgRef<'static, P> {
+    pub fn memcg(&self, i: usize) -> &MemcgRef<'static, P, VmFolios> {
         &self.memcgs[i]
     }
 

@@ -24,8 +24,8 @@ struct Healthy {
     w: &'static World,
     mm: Box<MmStruct<VmAreaA, SoftMmu>>,
     obj: &'static Object,
-    m: MemcgRef<'static, Pn>,
-    other: MemcgRef<'static, Pn>,
+    m: MemcgRef<'static, Pn, mm::vm::folios::VmFolios>,
+    other: MemcgRef<'static, Pn, mm::vm::folios::VmFolios>,
 }
 
 /// `ANON` anonymous pages mapped and `FILE` file pages read (cached, not mapped), all

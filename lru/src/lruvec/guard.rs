@@ -471,8 +471,9 @@ pub trait LruvecLookup<H: LruvecHost> {
     ) -> Option<&'g Lruvec<H>>;
 
     /// Drops a reference a folio batch held (`folios_put`); the last one releases the folio
-    /// through its node ([`crate::PgData::folio_put`]). By default the reference is just
-    /// dropped: lookups whose folios are not frames (tests) have nothing to release.
+    /// (`__folio_put`, through the lookup's owner of the frames: [`crate::release`]). By
+    /// default the reference is just dropped: lookups whose folios are not frames (tests)
+    /// have nothing to release.
     fn folio_put(&self, _cpu: usize, folio: &'static Folio) -> Result<(), LruError> {
         folio.put().map(|_| ())
     }

@@ -15,7 +15,7 @@ use crate::sync::Ordering;
 use alloc::vec::Vec;
 use lru::lru_gen::{LruGenFolio, lru_gen_from_seq};
 use lru::lruvec::lruvec_relock;
-use lru::{Folio, LruList, Lruvec, LruvecGuard, LruvecHost, Shadow, Zone};
+use lru::{Folio, FolioRelease, LruList, Lruvec, LruvecGuard, LruvecHost, Shadow, Zone};
 
 /// Every zone a folio can be in, for walks over all generation lists.
 const ZONES: [Zone; 4] = [Zone::Dma, Zone::Dma32, Zone::Normal, Zone::Movable];
@@ -84,15 +84,16 @@ fn isolate<H: LruvecHost>(
 
 /// Evicts up to `nr` of the coldest folios of `lruvec` (lru's `evict_folios()`, either
 /// mode); evicted folios come from the oldest generation or the inactive lists, so they
-/// were counted as inactive.
-pub(crate) fn reclaim<H: LruvecHost>(
+/// were counted as inactive. A folio whose last reference reclaim drops goes to `release`.
+pub(crate) fn reclaim<H: LruvecHost, R: FolioRelease + ?Sized>(
     lruvec: &Lruvec<H>,
     nr: usize,
     swappiness: u8,
     now: u64,
+    release: &R,
 ) -> Isolated {
     let mut out = Isolated::default();
-    let res = lruvec.evict_folios(nr, swappiness, now, |folio, shadow| {
+    let res = lruvec.evict_folios(nr, swappiness, now, release, |folio, shadow| {
         let item = if folio.is_file_lru() {
             NodeStatItem::NrInactiveFile
         } else {

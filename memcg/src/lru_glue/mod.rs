@@ -4,73 +4,48 @@
 //! (`shrink_lruvec()` / `lru_gen_shrink_lruvec()`), and moving folios to the parent on
 //! offline (reparenting).
 //!
-//! A reclaimed folio is handed with its shadow entry to the owner's free hook
-//! ([`FolioFreeFn`]: the kernel unmaps it through the reverse map, freezes its refcount and
-//! frees the frame). The hook may decline (the folio is busy: mapped again, or its refcount
+//! A reclaimed folio is handed with its shadow entry to the owner of the tree's frames
+//! ([`FolioOwner::evict_folio`], see [`owner`]: the kernel unmaps it through the reverse map,
+//! freezes its refcount and frees the frame). The owner may decline (the folio is busy: mapped again, or its refcount
 //! cannot be frozen); such a folio goes back on its LRU (`folio_putback_lru()`) and is
 //! neither uncharged nor counted as reclaimed. A freed folio is uncharged from its memcg,
 //! drops the css reference its charge held, and is counted (`pgsteal`, its LRU list size);
 //! the batch's freed folios are uncharged together (one page-counter update and one
-//! `css_put_many` per lruvec pass). A hook may also leave the frame to be freed later
-//! ([`FolioFree::Frozen`]): those folios go to the free-batch hook in one call once
-//! uncharged, as `shrink_folio_list()` ends with `free_unref_folios()`.
+//! `css_put_many` per lruvec pass). The owner may also leave the frame to be freed later
+//! ([`FolioFree::Frozen`]): those folios go back to it in one call once uncharged
+//! ([`FolioOwner::free_evicted`]), as `shrink_folio_list()` ends with `free_unref_folios()`.
 
 mod lruvec_ops;
+pub mod owner;
 
 pub use lruvec_ops::{Isolated, Moved, Reclaimed};
 pub(crate) use lruvec_ops::{add_folio, del_folio, reclaim, splice_to};
+pub use owner::{FolioFree, FolioFreeBatchFn, FolioFreeFn, FolioHooks, FolioOwner, FolioReleaseFn};
 
 use crate::error::MemcgError;
 use crate::memcontrol::MemCgroup;
 use crate::pn::MemCgroupPerNode;
 use crate::stats::MemcgEvent;
 use crate::sync::{AtomicU64, Ordering};
-use alloc::boxed::Box;
+use crate::tree::MemcgTree;
 use alloc::vec::Vec;
-use lru::{Folio, LruMode, MemcgLruOp, Shadow};
+use lru::{Folio, LruMode, MemcgLruOp};
 
 /// Linux's default `vm.swappiness`.
 pub const DEFAULT_SWAPPINESS: u8 = 60;
 
-/// What the free hook did with a reclaimed folio.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[must_use = "a busy folio must be put back on its LRU"]
-pub enum FolioFree {
-    /// Unmapped, frozen and freed: the frame is gone, the shadow is stored.
-    Freed,
-    /// Unmapped and frozen, the shadow stored, the frame not freed yet: memcg hands every
-    /// such folio of the reclaim batch to the tree's free-batch hook
-    /// ([`TreeLru::with_free_batch`]) at once after uncharging them, as
-    /// `shrink_folio_list()` collects `free_folios` for `mem_cgroup_uncharge_folios()` and
-    /// `free_unref_folios()`. Only for a tree that has that hook.
-    Frozen,
-    /// Busy (mapped again, or a reference could not be frozen): the folio stays.
-    Busy,
-}
-
-/// Hook receiving reclaimed folios (`cpu`, folio, its shadow entry); the kernel frees the
-/// frame and keeps the shadow for refault detection, or reports the folio busy. A folio
-/// arrives holding the reference reclaim took to isolate it: `Freed` means the hook
-/// consumed it (froze the count and freed the frame); after `Busy` memcg drops it.
-pub type FolioFreeFn = Box<dyn Fn(usize, &'static Folio, Shadow) -> FolioFree + Send + Sync>;
-
-/// Hook receiving (`cpu`, the folios the free hook returned [`FolioFree::Frozen`] for in
-/// one reclaim batch, already uncharged): it frees their frames.
-pub type FolioFreeBatchFn = Box<dyn Fn(usize, &[&'static Folio]) + Send + Sync>;
-
 /// memcg's view of `lru` shared by the whole tree: the lruvec mode, reclaim's swappiness
-/// and clock, and the hook that frees reclaimed folios. The memcg FIFOs are the nodes'
-/// (`pgdat->memcg_lru`).
-pub struct TreeLru {
-    free_folio: FolioFreeFn,
-    free_batch: Option<FolioFreeBatchFn>,
+/// and clock, and the owner of the folios' frames (`O`, see [`owner`]). The memcg FIFOs are
+/// the nodes' (`pgdat->memcg_lru`).
+pub struct TreeLru<O = FolioHooks> {
+    owner: O,
     mglru: bool,
     swappiness: u8,
     /// The clock MGLRU aging stamps generations with, set by the owner.
     now: AtomicU64,
 }
 
-impl core::fmt::Debug for TreeLru {
+impl<O> core::fmt::Debug for TreeLru<O> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("TreeLru")
             .field("mglru", &self.mglru)
@@ -79,23 +54,41 @@ impl core::fmt::Debug for TreeLru {
     }
 }
 
-impl TreeLru {
-    /// Lruvecs run MGLRU if `mglru`; reclaimed folios go to `free_folio`.
+impl TreeLru<FolioHooks> {
+    /// Lruvecs run MGLRU if `mglru`; reclaimed folios go to `free_folio` (a tree whose
+    /// folios are not frames: [`FolioHooks`]).
     pub fn new(mglru: bool, free_folio: FolioFreeFn) -> Self {
+        Self::with_owner(mglru, FolioHooks::new(free_folio))
+    }
+
+    /// Installs the closure that frees, in one call per reclaim batch, the folios the free
+    /// hook returned [`FolioFree::Frozen`] for.
+    pub fn with_free_batch(mut self, free_batch: FolioFreeBatchFn) -> Self {
+        self.owner = self.owner.with_free_batch(free_batch);
+        self
+    }
+
+    /// Installs the closure that gets folios whose last reference drops inside memcg or lru.
+    pub fn with_release(mut self, release: FolioReleaseFn) -> Self {
+        self.owner = self.owner.with_release(release);
+        self
+    }
+}
+
+impl<O> TreeLru<O> {
+    /// Lruvecs run MGLRU if `mglru`; the folios' frames are `owner`'s.
+    pub fn with_owner(mglru: bool, owner: O) -> Self {
         Self {
-            free_folio,
-            free_batch: None,
+            owner,
             mglru,
             swappiness: DEFAULT_SWAPPINESS,
             now: AtomicU64::new(0),
         }
     }
 
-    /// Installs the hook that frees, in one call per reclaim batch, the folios the free hook
-    /// returned [`FolioFree::Frozen`] for.
-    pub fn with_free_batch(mut self, free_batch: FolioFreeBatchFn) -> Self {
-        self.free_batch = Some(free_batch);
-        self
+    /// The owner of the folios' frames.
+    pub fn owner(&self) -> &O {
+        &self.owner
     }
 
     /// Sets the default swappiness memcg reclaim passes to eviction (0 = file only,
@@ -184,26 +177,30 @@ impl TreeLru {
     }
 
     /// Evicts up to `nr` pages from `m`'s lruvec on `node` with `swappiness`, hands them to
-    /// the free hook, and for the freed ones uncharges, drops their css references and
-    /// counts; busy ones go back on the LRU. Returns (pages reclaimed, whether the lruvec
-    /// is out of cold folios).
+    /// the owner, and for the freed ones uncharges, drops their css references and counts;
+    /// busy ones go back on the LRU. Returns (pages reclaimed, whether the lruvec is out of
+    /// cold folios). `tree` is the tree this is the LRU view of (the owner works on it).
     pub(crate) fn shrink_lruvec<P: MemCgroupPerNode>(
         &self,
+        tree: &MemcgTree<P, O>,
         m: &MemCgroup<P>,
         node: usize,
         cpu: usize,
         nr: u64,
         swappiness: u8,
-    ) -> (u64, bool) {
+    ) -> (u64, bool)
+    where
+        O: FolioOwner<P>,
+    {
         let Ok(lruvec) = m.lruvec(node) else {
             return (0, false);
         };
         let nr = usize::try_from(nr).unwrap_or(usize::MAX);
-        let iso = reclaim(lruvec, nr, swappiness, self.now());
+        let iso = reclaim(lruvec, nr, swappiness, self.now(), tree);
         let mut freed = 0u64;
         let mut frozen: Vec<&'static Folio> = Vec::new();
         for r in &iso.folios {
-            match (self.free_folio)(cpu, r.folio, r.shadow) {
+            match self.owner.evict_folio(tree, cpu, r.folio, r.shadow) {
                 FolioFree::Freed => freed += 1,
                 FolioFree::Frozen => {
                     freed += 1;
@@ -214,7 +211,7 @@ impl TreeLru {
                     // reference reclaim took to isolate it dropped (maybe the last one:
                     // truncation may have raced; then the node releases it).
                     let _ = add_folio(lruvec, r.folio);
-                    let _ = lruvec.pgdat().folio_put(cpu, r.folio);
+                    let _ = lru::folio_put(tree, cpu, r.folio);
                 }
             }
         }
@@ -231,13 +228,7 @@ impl TreeLru {
         }
         // Uncharged: now their frames, in one batch.
         if !frozen.is_empty() {
-            debug_assert!(
-                self.free_batch.is_some(),
-                "a free hook returned Frozen without a free-batch hook"
-            );
-            if let Some(free_batch) = &self.free_batch {
-                free_batch(cpu, &frozen);
-            }
+            self.owner.free_evicted(tree, cpu, &frozen);
         }
         if iso.scanned > 0 {
             let _ = m.count_events(cpu, MemcgEvent::PgScan, iso.scanned);
@@ -279,7 +270,7 @@ impl TreeLru {
     }
 }
 
-impl TreeLru {
+impl<O> TreeLru<O> {
     /// Puts a charged folio on its memcg's lruvec and counts it under its LRU list
     /// (`lru_add_fn()` + `update_lru_size()`), for callers that do not batch.
     pub fn lru_add_folio<P: MemCgroupPerNode>(

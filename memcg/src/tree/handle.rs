@@ -5,30 +5,31 @@
 //! uncharged, after a grace period).
 
 use super::MemcgTree;
+use crate::lru_glue::{FolioHooks, FolioOwner};
 use crate::memcontrol::MemCgroup;
 use crate::pn::MemCgroupPerNode;
 use core::ptr::NonNull;
 
 /// A counted reference to a memcg (`css_get()` on creation and clone, `css_put()` on drop).
-pub struct MemcgRef<'t, P: MemCgroupPerNode> {
-    pub(crate) tree: &'t MemcgTree<P>,
+pub struct MemcgRef<'t, P: MemCgroupPerNode, O: FolioOwner<P> = FolioHooks> {
+    pub(crate) tree: &'t MemcgTree<P, O>,
     pub(crate) memcg: NonNull<MemCgroup<P>>,
 }
 
 // SAFETY: a handle is a shared reference to the tree plus a counted reference to a memcg;
 // both may be used from any thread (the tree and its memcgs are Sync).
-unsafe impl<P: MemCgroupPerNode> Send for MemcgRef<'_, P> {}
+unsafe impl<P: MemCgroupPerNode, O: FolioOwner<P>> Send for MemcgRef<'_, P, O> {}
 // SAFETY: as above; `&MemcgRef` only gives `&MemCgroup`.
-unsafe impl<P: MemCgroupPerNode> Sync for MemcgRef<'_, P> {}
+unsafe impl<P: MemCgroupPerNode, O: FolioOwner<P>> Sync for MemcgRef<'_, P, O> {}
 
-impl<'t, P: MemCgroupPerNode> MemcgRef<'t, P> {
+impl<'t, P: MemCgroupPerNode, O: FolioOwner<P>> MemcgRef<'t, P, O> {
     /// Wraps a reference the caller has already counted on `memcg`.
-    pub(crate) fn new(tree: &'t MemcgTree<P>, memcg: NonNull<MemCgroup<P>>) -> Self {
+    pub(crate) fn new(tree: &'t MemcgTree<P, O>, memcg: NonNull<MemCgroup<P>>) -> Self {
         Self { tree, memcg }
     }
 
     /// The tree this memcg belongs to.
-    pub fn tree(&self) -> &'t MemcgTree<P> {
+    pub fn tree(&self) -> &'t MemcgTree<P, O> {
         self.tree
     }
 
@@ -42,7 +43,7 @@ impl<'t, P: MemCgroupPerNode> MemcgRef<'t, P> {
     }
 }
 
-impl<P: MemCgroupPerNode> core::ops::Deref for MemcgRef<'_, P> {
+impl<P: MemCgroupPerNode, O: FolioOwner<P>> core::ops::Deref for MemcgRef<'_, P, O> {
     type Target = MemCgroup<P>;
     fn deref(&self) -> &MemCgroup<P> {
         // SAFETY: the handle holds a reference, so the memcg is not freed.
@@ -50,7 +51,7 @@ impl<P: MemCgroupPerNode> core::ops::Deref for MemcgRef<'_, P> {
     }
 }
 
-impl<P: MemCgroupPerNode> Clone for MemcgRef<'_, P> {
+impl<P: MemCgroupPerNode, O: FolioOwner<P>> Clone for MemcgRef<'_, P, O> {
     fn clone(&self) -> Self {
         self.css_get();
         Self {
@@ -60,13 +61,13 @@ impl<P: MemCgroupPerNode> Clone for MemcgRef<'_, P> {
     }
 }
 
-impl<P: MemCgroupPerNode> Drop for MemcgRef<'_, P> {
+impl<P: MemCgroupPerNode, O: FolioOwner<P>> Drop for MemcgRef<'_, P, O> {
     fn drop(&mut self) {
         self.css_put();
     }
 }
 
-impl<P: MemCgroupPerNode> core::fmt::Debug for MemcgRef<'_, P> {
+impl<P: MemCgroupPerNode, O: FolioOwner<P>> core::fmt::Debug for MemcgRef<'_, P, O> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         core::fmt::Debug::fmt(&**self, f)
     }

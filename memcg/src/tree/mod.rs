@@ -28,7 +28,7 @@ pub use handle::MemcgRef;
 
 use crate::error::{MemcgError, MemcgId};
 use crate::lock_classes::{MemcgTreeLock, RstatLock};
-use crate::lru_glue::TreeLru;
+use crate::lru_glue::{FolioHooks, FolioOwner, TreeLru};
 use crate::memcontrol::{MemCgroup, MemcgInit, NodeData};
 use crate::pn::{MemCgroupPerNode, PnCache, PnPlacement};
 use crate::stock::ChargeStocks;
@@ -160,8 +160,9 @@ impl<P: MemCgroupPerNode> TreeInner<P> {
 }
 
 /// The memcg hierarchy and everything shared by its memcgs (charge stocks, flush lock,
-/// the nodes and their RCU domain).
-pub struct MemcgTree<P: MemCgroupPerNode> {
+/// the nodes and their RCU domain), its folios' frames owned by `O` (the layer above, which
+/// frees what reclaim evicts and releases folios whose last reference drops here).
+pub struct MemcgTree<P: MemCgroupPerNode, O: FolioOwner<P> = FolioHooks> {
     config: MemcgConfig,
     node_data: NodeData<P>,
     /// id -> memcg, read under RCU.
@@ -170,17 +171,18 @@ pub struct MemcgTree<P: MemCgroupPerNode> {
     /// Serialises stat flushes (Linux's rstat lock); nests inside the tree lock.
     flush_lock: Mutex<Lock<P::Family, RstatLock>, ()>,
     pub(crate) stocks: ChargeStocks<P::Family, MemCgroup<P>>,
-    pub(crate) lru: TreeLru,
+    pub(crate) lru: TreeLru<O>,
     rcu: &'static Rcu<P::Family>,
     root: NonNull<MemCgroup<P>>,
 }
 
-// SAFETY: all shared state is behind the tree's locks or atomic; memcgs are Send + Sync.
-unsafe impl<P: MemCgroupPerNode> Send for MemcgTree<P> {}
+// SAFETY: all shared state is behind the tree's locks or atomic; memcgs are Send + Sync, and
+// so is the owner (`FolioOwner: Send + Sync`).
+unsafe impl<P: MemCgroupPerNode, O: FolioOwner<P>> Send for MemcgTree<P, O> {}
 // SAFETY: as above.
-unsafe impl<P: MemCgroupPerNode> Sync for MemcgTree<P> {}
+unsafe impl<P: MemCgroupPerNode, O: FolioOwner<P>> Sync for MemcgTree<P, O> {}
 
-impl<P: MemCgroupPerNode> core::fmt::Debug for MemcgTree<P> {
+impl<P: MemCgroupPerNode, O: FolioOwner<P>> core::fmt::Debug for MemcgTree<P, O> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("MemcgTree")
             .field("config", &self.config)
@@ -189,13 +191,13 @@ impl<P: MemCgroupPerNode> core::fmt::Debug for MemcgTree<P> {
     }
 }
 
-impl<P: MemCgroupPerNode> MemcgTree<P> {
+impl<P: MemCgroupPerNode, O: FolioOwner<P>> MemcgTree<P, O> {
     /// A tree holding only the root memcg (id [`ROOT_ID`], no limit) over the nodes `node_data`
     /// (`NODE_DATA()`, one `PgData` per node, sharing the RCU domain memcgs are freed by).
     pub fn new(
         config: MemcgConfig,
         node_data: NodeData<P>,
-        lru: TreeLru,
+        lru: TreeLru<O>,
     ) -> Result<Self, MemcgError> {
         config.validate(node_data)?;
         let init = Self::init_of(&config, node_data, &lru);
@@ -244,7 +246,7 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         config: MemcgConfig,
         tail_mode: lru::TailMode,
         rcu: &'static Rcu<P::Family>,
-        lru: TreeLru,
+        lru: TreeLru<O>,
     ) -> Result<Self, MemcgError> {
         let nodes = lru::pgdat::alloc_nodes::<P>(
             config.nr_nodes.max(1),
@@ -263,7 +265,7 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         Self::new(config, nodes, lru)
     }
 
-    fn init_of(config: &MemcgConfig, node_data: NodeData<P>, lru: &TreeLru) -> MemcgInit<P> {
+    fn init_of(config: &MemcgConfig, node_data: NodeData<P>, lru: &TreeLru<O>) -> MemcgInit<P> {
         MemcgInit {
             nr_cpus: config.nr_cpus,
             node_data,
@@ -284,7 +286,7 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
     }
 
     /// The `lru` side: folio free hook, reclaim parameters, LRU add/del helpers.
-    pub fn lru(&self) -> &TreeLru {
+    pub fn lru(&self) -> &TreeLru<O> {
         &self.lru
     }
 
@@ -300,7 +302,7 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
     }
 
     /// The root memcg.
-    pub fn root(&self) -> MemcgRef<'_, P> {
+    pub fn root(&self) -> MemcgRef<'_, P, O> {
         // SAFETY: the root is never freed before the tree; the new handle takes a reference.
         let root = unsafe { self.root.as_ref() };
         root.css_get();
@@ -344,12 +346,12 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
     }
 
     /// Creates a memcg under `parent` (`mkdir`).
-    pub fn create(&self, parent: &MemcgRef<'_, P>) -> Result<MemcgRef<'_, P>, MemcgError> {
+    pub fn create(&self, parent: &MemcgRef<'_, P, O>) -> Result<MemcgRef<'_, P, O>, MemcgError> {
         self.create_under(parent.id())
     }
 
     /// Creates a memcg under the memcg with id `parent`.
-    pub fn create_under(&self, parent: MemcgId) -> Result<MemcgRef<'_, P>, MemcgError> {
+    pub fn create_under(&self, parent: MemcgId) -> Result<MemcgRef<'_, P, O>, MemcgError> {
         let mut inner = self.inner.lock();
         let pslot = inner
             .slot(parent)
@@ -398,7 +400,7 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
     /// Looks up an online memcg by id under the tree lock (`mem_cgroup_from_id()` +
     /// `css_tryget_online()` on a management path, as under `cgroup_mutex`). The hot paths
     /// use [`Self::lookup_rcu`] / [`Self::tryget_online`] instead.
-    pub fn lookup(&self, id: MemcgId) -> Result<MemcgRef<'_, P>, MemcgError> {
+    pub fn lookup(&self, id: MemcgId) -> Result<MemcgRef<'_, P, O>, MemcgError> {
         let inner = self.inner.lock();
         let slot = inner.slot(id).ok_or(MemcgError::NoSuchMemcg { id })?;
         // SAFETY: linked memcgs are alive while the tree lock is held.
@@ -414,7 +416,7 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
     /// count already dropped to zero may be taken again: only the reaper acts on a zero
     /// count, and it does so under the tree lock held here, so it cannot unlink the memcg
     /// meanwhile (lockless lookups never revive a zero count: they `tryget`).
-    pub fn lookup_any(&self, id: MemcgId) -> Result<MemcgRef<'_, P>, MemcgError> {
+    pub fn lookup_any(&self, id: MemcgId) -> Result<MemcgRef<'_, P, O>, MemcgError> {
         let inner = self.inner.lock();
         let slot = inner.slot(id).ok_or(MemcgError::NoSuchMemcg { id })?;
         // SAFETY: linked memcgs are alive while the tree lock is held.
@@ -446,7 +448,7 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
         &self,
         guard: &RcuReadGuard<'_>,
         id: MemcgId,
-    ) -> Result<MemcgRef<'_, P>, MemcgError> {
+    ) -> Result<MemcgRef<'_, P, O>, MemcgError> {
         let m = self.lookup_rcu(guard, id)?;
         if !m.is_online() {
             return Err(MemcgError::Offline { id });
@@ -652,14 +654,14 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
 
     /// Every linked memcg (online and zombie), parents before children, each with a
     /// reference (for invariant checkers and reports).
-    pub fn all_memcgs(&self) -> Vec<MemcgRef<'_, P>> {
+    pub fn all_memcgs(&self) -> Vec<MemcgRef<'_, P, O>> {
         // SAFETY: the root is never freed before the tree.
         self.subtree_refs(unsafe { self.root.as_ref() })
     }
 
     /// The linked memcgs of `memcg`'s subtree (zombies included: reclaim empties them too),
     /// pre-order, each with a reference (`mem_cgroup_iter()` over the subtree).
-    pub(crate) fn subtree_refs(&self, memcg: &MemCgroup<P>) -> Vec<MemcgRef<'_, P>> {
+    pub(crate) fn subtree_refs(&self, memcg: &MemCgroup<P>) -> Vec<MemcgRef<'_, P, O>> {
         let inner = self.inner.lock();
         let mut ids = Vec::new();
         inner.subtree(memcg.id(), &mut ids);
@@ -675,7 +677,7 @@ impl<P: MemCgroupPerNode> MemcgTree<P> {
     }
 }
 
-impl<P: MemCgroupPerNode> lru::LruvecLookup<P> for MemcgTree<P> {
+impl<P: MemCgroupPerNode, O: FolioOwner<P>> lru::LruvecLookup<P> for MemcgTree<P, O> {
     type Guard<'a>
         = RcuReadGuard<'a>
     where
@@ -697,17 +699,22 @@ impl<P: MemCgroupPerNode> lru::LruvecLookup<P> for MemcgTree<P> {
         m.lruvec(folio.node() as usize).ok()
     }
 
-    /// A batch's reference dropped; the last one releases the folio through its node
-    /// (`__folio_put`).
+    /// A batch's reference dropped; the last one releases the folio (`__folio_put`, by the
+    /// tree's owner).
     fn folio_put(&self, cpu: usize, folio: &'static lru::Folio) -> Result<(), lru::LruError> {
-        match self.node_data.get(folio.node() as usize) {
-            Some(pgdat) => pgdat.folio_put(cpu, folio),
-            None => folio.put().map(|_| ()),
-        }
+        lru::folio_put(self, cpu, folio)
     }
 }
 
-impl<P: MemCgroupPerNode> Drop for MemcgTree<P> {
+/// `__folio_put` for the LRU code working on this tree's folios: the owner of the frames
+/// releases them, with the tree at hand.
+impl<P: MemCgroupPerNode, O: FolioOwner<P>> lru::FolioRelease for MemcgTree<P, O> {
+    fn release_folio(&self, cpu: usize, folio: &'static lru::Folio) {
+        self.lru.owner().release_folio(self, cpu, folio);
+    }
+}
+
+impl<P: MemCgroupPerNode, O: FolioOwner<P>> Drop for MemcgTree<P, O> {
     fn drop(&mut self) {
         // No handle outlives the tree (they borrow it), so only the tree's own references,
         // the stocks' and the children's remain.

@@ -56,7 +56,7 @@ pub(crate) fn run_with(counters: &[(&str, i64)], ops: u64) -> crate::record::Run
 
 /// Charges one page to `m` that no folio holds: the accounting the checker and teardown
 /// verify is now wrong, as a scenario that leaked a charge would leave it.
-pub(crate) fn leak_a_charge<P: Pn>(m: &MemcgRef<'static, P>) {
+pub(crate) fn leak_a_charge<P: Pn>(m: &MemcgRef<'static, P, mm::vm::folios::VmFolios>) {
     m.try_charge(0, 1).expect("one page fits");
 }
 

@@ -9,38 +9,23 @@
 //! `lru_gen_folio` layout) or the hierarchy's configuration (the lru_lock variant, the
 //! memcg FIFO's tail mode), all over the one page allocator of the machine.
 //!
-//! The memcg crate and the LRU code call back into the `Vm` through two hooks, installed
-//! here: the free hook of memcg reclaim ([`Vm::evict_folio`], in `vm/reclaim.rs`) and the
-//! nodes' release hook (`__folio_put`, [`Vm::release_folio`]), which runs wherever a
-//! folio's last reference drops. Both reach the `Vm` through a pointer published after the
-//! `Vm` is boxed and withdrawn before it is dropped.
-//!
-//! Statistics: folio stats (`NR_ANON_MAPPED`, `NR_FILE_PAGES`, `NR_SHMEM`) go through the
-//! lruvec or with the memcg and node known ([`StatPath`]: seed 001's patch 2), chosen at run
-//! time; the LRU size statistics are the list code's and always go through the lruvec.
+//! The memcg crate and the LRU code call back up when reclaim evicts a folio and when a
+//! folio's last reference drops inside them (`__folio_put`). They reach no `Vm`: the tree is
+//! generic over the owner of its frames and holds it by value ([`VmFolios`], `vm/folios.rs`:
+//! the page allocator, the event counters, the stat path), handing it the tree at each call.
+//! The `Vm` reaches the same state through its tree ([`Vm::folios`]).
 
 use crate::page_alloc::PageAlloc;
 use crate::vm::counters::{VmCounters, VmEvent};
 use crate::vm::fault_inject::{FaultAttr, FaultSpec};
+pub use crate::vm::folios::StatPath;
+use crate::vm::folios::VmFolios;
 use crate::vm::pgtable::Mmu;
 use crate::vm::rcu::RcuDefer;
 use alloc::boxed::Box;
-use alloc::sync::Arc;
-use core::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
 use ksync::LockFamily;
 use lru::{Folio, LruvecLock, NodeStatItem, TailMode};
-use memcg::{FolioFree, MemCgroup, MemCgroupPerNode, MemcgConfig, MemcgTree, PnPlacement, TreeLru};
-
-/// How folio statistics reach the memcg (seed 001 patch 2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum StatPath {
-    /// Through the lruvec (`__lruvec_stat_mod_folio` before the patch): the node is
-    /// `lruvec->pgdat`, the memcg `container_of(lruvec)->memcg`.
-    ThroughLruvec = 0,
-    /// With the memcg and node the caller knows (after the patch).
-    Direct = 1,
-}
+use memcg::{MemCgroup, MemCgroupPerNode, MemcgConfig, MemcgTree, PnPlacement, TreeLru};
 
 /// What a [`Vm`] is built with.
 #[derive(Debug, Clone, Copy)]
@@ -98,24 +83,15 @@ pub enum VmError {
 /// The memory-management context; see the module documentation.
 pub struct Vm<P: MemCgroupPerNode, M: Mmu> {
     pub(crate) alloc: &'static PageAlloc,
-    pub(crate) tree: MemcgTree<P>,
+    /// The memcg hierarchy, holding the owner of the folios' frames.
+    pub(crate) tree: MemcgTree<P, VmFolios>,
     pub(crate) batches: lru::LruBatches<P::Family>,
     pub(crate) mmu: &'static M,
     pub(crate) rcu: &'static dyn RcuDefer,
-    stat_path: AtomicU8,
     pub(crate) fail_page_alloc: FaultAttr,
     pub(crate) fail_charge: FaultAttr,
-    pub(crate) counters: VmCounters,
-    /// Where the hooks find this `Vm` (null while it is being built or dropped).
-    hooks: Arc<AtomicPtr<()>>,
     nr_cpus: usize,
 }
-
-// SAFETY: every field is Sync (the hooks' pointer is an atomic); the raw pointer inside
-// `hooks` is only ever turned back into a shared `&Vm`.
-unsafe impl<P: MemCgroupPerNode, M: Mmu> Sync for Vm<P, M> {}
-// SAFETY: as above.
-unsafe impl<P: MemCgroupPerNode, M: Mmu> Send for Vm<P, M> {}
 
 impl<P: MemCgroupPerNode, M: Mmu> core::fmt::Debug for Vm<P, M> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -124,17 +100,6 @@ impl<P: MemCgroupPerNode, M: Mmu> core::fmt::Debug for Vm<P, M> {
             .field("stat_path", &self.stat_path())
             .finish()
     }
-}
-
-/// Turns the hooks' pointer back into the `Vm`, if it is still there.
-///
-/// # Safety
-///
-/// `p` is null or was published by [`Vm::new`] for a `Vm<P, M>` that is still alive (the
-/// `Vm` clears it before it is dropped, and hooks only run while it lives).
-unsafe fn vm_of<'a, P: MemCgroupPerNode, M: Mmu>(p: *mut ()) -> Option<&'a Vm<P, M>> {
-    // SAFETY: per the contract.
-    unsafe { p.cast::<Vm<P, M>>().as_ref() }
 }
 
 impl<P: MemCgroupPerNode<Family = F>, F: LockFamily, M: Mmu> Vm<P, M> {
@@ -151,7 +116,6 @@ impl<P: MemCgroupPerNode<Family = F>, F: LockFamily, M: Mmu> Vm<P, M> {
         if cfg.nr_cpus == 0 || cfg.nr_cpus > alloc.nr_cpus() {
             return Err(VmError::TooManyCpus);
         }
-        let hooks: Arc<AtomicPtr<()>> = Arc::new(AtomicPtr::new(core::ptr::null_mut()));
         let nr_nodes = alloc.nodes().len().max(1);
         let managed: u64 = alloc.zones().map(crate::Zone::managed).sum::<u64>() / nr_nodes as u64;
         let nodes = lru::pgdat::alloc_nodes::<P>(
@@ -162,39 +126,10 @@ impl<P: MemCgroupPerNode<Family = F>, F: LockFamily, M: Mmu> Vm<P, M> {
             lru_rcu,
         )
         .map_err(VmError::Lru)?;
-        for pgdat in nodes {
-            let h = hooks.clone();
-            let hook: lru::pgdat::FolioReleaseFn = Box::new(move |cpu, folio| {
-                // SAFETY: `h` holds null or the address of the live `Vm<P, M>` (see `vm_of`).
-                // Null means the Vm is gone and nothing owns the frame any more (never while
-                // a Vm has folios: its owner frees them all before dropping it).
-                if let Some(vm) = unsafe { vm_of::<P, M>(h.load(Ordering::Acquire)) } {
-                    vm.release_folio(cpu, folio);
-                }
-            });
-            // Fresh nodes: the hook slot is empty.
-            let _ = pgdat.set_folio_release(hook);
-        }
-        let h = hooks.clone();
-        let free_hook: memcg::FolioFreeFn = Box::new(move |cpu, folio, shadow| {
-            // SAFETY: as above.
-            match unsafe { vm_of::<P, M>(h.load(Ordering::Acquire)) } {
-                Some(vm) => vm.evict_folio(cpu, folio, shadow),
-                None => FolioFree::Busy,
-            }
-        });
         // No swap device: reclaim takes file pages only (anonymous and shmem-like memory is
         // not reclaimable, as on a machine without swap).
-        let h = hooks.clone();
-        let free_batch: memcg::FolioFreeBatchFn = Box::new(move |cpu, folios| {
-            // SAFETY: as above.
-            if let Some(vm) = unsafe { vm_of::<P, M>(h.load(Ordering::Acquire)) } {
-                vm.free_evicted(cpu, folios);
-            }
-        });
-        let tree_lru = TreeLru::new(cfg.mglru, free_hook)
-            .with_free_batch(free_batch)
-            .with_swappiness(0);
+        let owner = VmFolios::new(alloc, cfg.nr_cpus, cfg.stat_path);
+        let tree_lru = TreeLru::with_owner(cfg.mglru, owner).with_swappiness(0);
         let mconf = MemcgConfig {
             nr_cpus: cfg.nr_cpus,
             nr_nodes,
@@ -209,17 +144,10 @@ impl<P: MemCgroupPerNode<Family = F>, F: LockFamily, M: Mmu> Vm<P, M> {
             batches: lru::LruBatches::new(cfg.nr_cpus),
             mmu,
             rcu,
-            stat_path: AtomicU8::new(cfg.stat_path as u8),
             fail_page_alloc: FaultAttr::new("fail_page_alloc", cfg.fail_page_alloc),
             fail_charge: FaultAttr::new("fail_charge", cfg.fail_charge),
-            counters: VmCounters::new(cfg.nr_cpus),
-            hooks,
             nr_cpus: cfg.nr_cpus,
         });
-        vm.hooks.store(
-            core::ptr::from_ref(&*vm).cast_mut().cast(),
-            Ordering::Release,
-        );
         Ok(vm)
     }
 
@@ -235,8 +163,15 @@ impl<P: MemCgroupPerNode<Family = F>, F: LockFamily, M: Mmu> Vm<P, M> {
 
     /// The memcg hierarchy.
     #[must_use]
-    pub fn tree(&self) -> &MemcgTree<P> {
+    pub fn tree(&self) -> &MemcgTree<P, VmFolios> {
         &self.tree
+    }
+
+    /// The owner of the folios' frames (held by the tree): the counters and the stat path.
+    #[inline]
+    #[must_use]
+    pub fn folios(&self) -> &VmFolios {
+        self.tree.lru().owner()
     }
 
     /// The page allocator.
@@ -267,9 +202,9 @@ impl<P: MemCgroupPerNode<Family = F>, F: LockFamily, M: Mmu> Vm<P, M> {
     /// first (it takes the tree lock: read between runs, not on a hot path).
     #[must_use]
     pub fn counters(&self) -> &VmCounters {
-        self.counters
-            .set_total(VmEvent::CssAtomicWrites, self.tree.css_atomic_writes());
-        &self.counters
+        let counters = &self.folios().counters;
+        counters.set_total(VmEvent::CssAtomicWrites, self.tree.css_atomic_writes());
+        counters
     }
 
     /// The fault-injection knobs `(fail_page_alloc, fail_charge)`.
@@ -281,20 +216,17 @@ impl<P: MemCgroupPerNode<Family = F>, F: LockFamily, M: Mmu> Vm<P, M> {
     /// The stat path folio statistics take now.
     #[must_use]
     pub fn stat_path(&self) -> StatPath {
-        if self.stat_path.load(Ordering::Relaxed) == StatPath::Direct as u8 {
-            StatPath::Direct
-        } else {
-            StatPath::ThroughLruvec
-        }
+        self.folios().stat_path()
     }
 
     /// Switches the stat path (between runs).
     pub fn set_stat_path(&self, p: StatPath) {
-        self.stat_path.store(p as u8, Ordering::Relaxed);
+        self.folios().set_stat_path(p);
     }
 
     /// `cpu` folded into this context's CPU range (hooks may run on a CPU id the caller
     /// did not pass, e.g. `ksync::this_cpu()` on a host thread).
+    #[inline]
     pub(crate) fn cpu(&self, cpu: usize) -> usize {
         ksync::cpu::fold(cpu, self.nr_cpus)
     }
@@ -302,7 +234,7 @@ impl<P: MemCgroupPerNode<Family = F>, F: LockFamily, M: Mmu> Vm<P, M> {
     /// Counts an event.
     #[inline]
     pub(crate) fn count(&self, cpu: usize, ev: VmEvent) {
-        self.counters.add(cpu, ev, 1);
+        self.folios().count(cpu, ev);
     }
 
     /// A folio statistic of `memcg` on `node`, by the current [`StatPath`]
@@ -316,12 +248,7 @@ impl<P: MemCgroupPerNode<Family = F>, F: LockFamily, M: Mmu> Vm<P, M> {
         item: NodeStatItem,
         delta: i64,
     ) {
-        let _ = match self.stat_path() {
-            StatPath::ThroughLruvec => memcg
-                .lruvec_ref(node)
-                .and_then(|l| l.mod_state(cpu, item, delta)),
-            StatPath::Direct => memcg.mod_lruvec_state(cpu, node, item, delta),
-        };
+        self.folios().mod_folio_stat(memcg, cpu, node, item, delta);
     }
 
     /// A folio statistic of the memcg `folio` is charged to (found under RCU).
@@ -332,12 +259,8 @@ impl<P: MemCgroupPerNode<Family = F>, F: LockFamily, M: Mmu> Vm<P, M> {
         item: NodeStatItem,
         delta: i64,
     ) {
-        let Ok(guard) = self.tree.rcu().read_lock(cpu) else {
-            return;
-        };
-        if let Ok(m) = self.tree.lookup_rcu(&guard, folio.memcg_id()) {
-            self.mod_folio_stat(m, cpu, folio.node() as usize, item, delta);
-        }
+        self.folios()
+            .mod_folio_stat_of(&self.tree, cpu, folio, item, delta);
     }
 
     /// A folio statistic of the memcg with id `id` (found under RCU) on `node`.
@@ -349,25 +272,13 @@ impl<P: MemCgroupPerNode<Family = F>, F: LockFamily, M: Mmu> Vm<P, M> {
         item: NodeStatItem,
         delta: i64,
     ) {
-        let Ok(guard) = self.tree.rcu().read_lock(cpu) else {
-            return;
-        };
-        if let Ok(m) = self.tree.lookup_rcu(&guard, id) {
-            self.mod_folio_stat(m, cpu, node, item, delta);
-        }
+        self.folios()
+            .mod_memcg_stat_by_id(&self.tree, cpu, id, node, item, delta);
     }
 
     /// Moves every CPU's folio batches to the LRUs (`lru_add_drain_all`), from `cpu` (the
     /// caller's CPU: the moves run in its RCU read-side section).
     pub fn lru_add_drain_all(&self, cpu: usize) {
         let _ = self.batches.drain_all(self.cpu(cpu), &self.tree);
-    }
-}
-
-impl<P: MemCgroupPerNode, M: Mmu> Drop for Vm<P, M> {
-    fn drop(&mut self) {
-        // The hooks stop reaching this Vm; anything they would still be asked to do has no
-        // owner any more.
-        self.hooks.store(core::ptr::null_mut(), Ordering::Release);
     }
 }

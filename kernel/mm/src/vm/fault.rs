@@ -30,6 +30,7 @@
 use crate::vm::backing;
 use crate::vm::context::Vm;
 use crate::vm::counters::VmEvent;
+use crate::vm::folios::VmFolios;
 use crate::vm::mm_struct::{MmStruct, VmaReadGuard};
 use crate::vm::object::{Object, ObjectKind};
 use crate::vm::page_cache::{AddError, Entry};
@@ -81,7 +82,7 @@ pub(crate) unsafe fn object_of(folio: &Folio) -> Option<&Object> {
 
 /// Where a region's memcg is kept: the handle [`Vm::mmap`] took, boxed; the region stores
 /// its address (`vm_private_data`).
-pub(crate) type RegionMemcg<'t, P> = MemcgRef<'t, P>;
+pub(crate) type RegionMemcg<'t, P> = MemcgRef<'t, P, VmFolios>;
 
 /// The memcg a region charges to.
 ///

@@ -14,6 +14,7 @@
 use crate::vm::context::Vm;
 use crate::vm::counters::VmEvent;
 use crate::vm::fault::{FaultError, RegionMemcg};
+use crate::vm::folios::VmFolios;
 use crate::vm::mm_struct::{MmError, MmStruct};
 use crate::vm::mmu_gather::{MAX_GATHER_BATCH, MmuGather};
 use crate::vm::object::{Mapping, Object};
@@ -49,7 +50,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         &'t self,
         mm: &MmStruct<V, M>,
         req: &MapRequest<'_>,
-        memcg: &MemcgRef<'t, P>,
+        memcg: &MemcgRef<'t, P, VmFolios>,
     ) -> Result<&'static V, MmError> {
         let flags = if req.write {
             VmFlags::READ | VmFlags::WRITE
@@ -236,16 +237,17 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         }
         // Off the LRU now: uncharge, clear, free.
         if let Ok(u) = self.tree.uncharge_folios(cpu, folios) {
-            self.counters.add(cpu, VmEvent::UnchargeBatches, u.batches);
+            self.folios()
+                .counters
+                .add(cpu, VmEvent::UnchargeBatches, u.batches);
         }
         for &f in folios {
             let _ = f.reset_lru_state();
         }
         if let Ok(freed) = self.alloc.free_frozen_folios(cpu, folios) {
-            self.counters
-                .add(cpu, VmEvent::Released, freed.freed as u64);
-            self.counters
-                .add(cpu, VmEvent::PcpFreeRounds, freed.rounds as u64);
+            let counters = &self.folios().counters;
+            counters.add(cpu, VmEvent::Released, freed.freed as u64);
+            counters.add(cpu, VmEvent::PcpFreeRounds, freed.rounds as u64);
         }
     }
 

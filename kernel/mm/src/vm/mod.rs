@@ -9,6 +9,7 @@ pub mod cpumask;
 pub mod fault;
 pub mod fault_inject;
 pub mod filemap;
+pub mod folios;
 pub mod mm_struct;
 pub mod mmap;
 pub mod mmu_gather;

@@ -4,7 +4,10 @@
 //! `__remove_mapping` with `folio_ref_freeze`, `workingset_eviction`), mm/rmap.c's
 //! `try_to_unmap_one` for object pages, and mm/swap.c's `__folio_put`.
 //!
-//! **Eviction** ([`Vm::evict_folio`], memcg reclaim's free hook). The folio comes isolated
+//! Both run in [`VmFolios`], the owner of the frames that the `Vm`'s memcg tree holds
+//! (memcg's `FolioOwner`, see `vm/folios.rs`); the tree hands it itself at every call.
+//!
+//! **Eviction** (`FolioOwner::evict_folio`, memcg reclaim's free hook). The folio comes isolated
 //! (off the LRU) and pinned by reclaim. Anonymous and shmem-like folios are refused: there is
 //! no swap device. For a file page: every PTE that maps it is cleared through the object's
 //! list of mapping regions, each under its table's lock and with a TLB flush (a shootdown
@@ -12,11 +15,11 @@
 //! count is frozen at exactly the cache's reference plus reclaim's pin (`folio_ref_freeze`:
 //! anyone who looked the page up meanwhile makes this fail, and the folio goes back); the
 //! page-cache slot gets the shadow entry. memcg uncharges the reclaim batch's evicted folios
-//! together, counts them reclaimed and hands them back to [`Vm::free_evicted`], which frees
+//! together, counts them reclaimed and hands them back (`FolioOwner::free_evicted`), which frees
 //! their frames under one `pcp->lock` hold per run of one zone (`shrink_folio_list`'s
 //! `free_unref_folios`).
 //!
-//! **Release** ([`Vm::release_folio`], the nodes' `__folio_put`): whoever drops a folio's
+//! **Release** (`FolioOwner::release_folio`, `__folio_put`): whoever drops a folio's
 //! last reference (an unmap, a truncation, a folio batch, reclaim's putback) ends here: the
 //! folio leaves its LRU (TestClearLRU first, then its lruvec's lock), is uncharged, and its
 //! frame goes back to the running CPU's per-CPU list.
@@ -24,11 +27,12 @@
 use crate::vm::context::Vm;
 use crate::vm::counters::VmEvent;
 use crate::vm::fault::object_of;
+use crate::vm::folios::VmFolios;
 use crate::vm::mm_struct::MmStruct;
 use crate::vm::pgtable::{Mmu, pte_index};
 use crate::vm::vma::VmArea;
 use lru::{Folio, FolioFlags, NodeStatItem, Shadow};
-use memcg::{FolioFree, MemCgroupPerNode};
+use memcg::{FolioFree, FolioOwner, MemCgroupPerNode, MemcgTree};
 
 /// `try_to_unmap_one` for an object page mapped by the address space at `mm` (type-erased:
 /// the object's mapping list stores this function, monomorphised for the address space's
@@ -68,18 +72,25 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
     /// `__folio_put`: `folio`'s last reference is gone. Takes it off its LRU, uncharges it
     /// and frees its frame to `cpu`'s per-CPU list.
     pub fn release_folio(&self, cpu: usize, folio: &'static Folio) {
+        self.folios().release_folio(&self.tree, cpu, folio);
+    }
+}
+
+impl<P: MemCgroupPerNode> FolioOwner<P> for VmFolios {
+    /// `__folio_put`; see the module documentation.
+    fn release_folio(&self, tree: &MemcgTree<P, Self>, cpu: usize, folio: &'static Folio) {
         let cpu = self.cpu(cpu);
         if folio.test_clear_lru() {
             // Nobody else can isolate it (isolation pins first, and the count is zero):
             // ours to unlink, under its lruvec's lock.
-            if let Ok(guard) = self.tree.rcu().read_lock(cpu)
-                && let Ok(m) = self.tree.lookup_rcu(&guard, folio.memcg_id())
+            if let Ok(guard) = tree.rcu().read_lock(cpu)
+                && let Ok(m) = tree.lookup_rcu(&guard, folio.memcg_id())
                 && let Ok(lruvec) = m.lruvec(folio.node() as usize)
             {
                 let _ = lruvec.lock().del_folio(folio);
             }
         }
-        if folio.memcg_id() != 0 && self.tree.uncharge_folio(cpu, folio).is_ok() {
+        if folio.memcg_id() != 0 && tree.uncharge_folio(cpu, folio).is_ok() {
             self.count(cpu, VmEvent::UnchargeBatches);
         }
         let _ = folio.reset_lru_state();
@@ -91,7 +102,13 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
 
     /// memcg reclaim's free hook: evict the isolated, pinned `folio` with `shadow`, or say
     /// it is busy. See the module documentation.
-    pub fn evict_folio(&self, cpu: usize, folio: &'static Folio, shadow: Shadow) -> FolioFree {
+    fn evict_folio(
+        &self,
+        tree: &MemcgTree<P, Self>,
+        cpu: usize,
+        folio: &'static Folio,
+        shadow: Shadow,
+    ) -> FolioFree {
         let cpu = self.cpu(cpu);
         if folio.test(FolioFlags::SWAPBACKED) {
             // Anonymous or shmem-like: nowhere to write it (no swap).
@@ -113,7 +130,13 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                 self.count(cpu, VmEvent::Shootdown);
             }
             if cleared > 0 {
-                self.mod_folio_stat_of(cpu, folio, NodeStatItem::NrFileMapped, -(cleared as i64));
+                self.mod_folio_stat_of(
+                    tree,
+                    cpu,
+                    folio,
+                    NodeStatItem::NrFileMapped,
+                    -(cleared as i64),
+                );
             }
         }
         // The cache's reference and reclaim's pin, nothing else.
@@ -126,17 +149,17 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
             self.count(cpu, VmEvent::EvictBusy);
             return FolioFree::Busy;
         }
-        self.mod_folio_stat_of(cpu, folio, NodeStatItem::NrFilePages, -1);
+        self.mod_folio_stat_of(tree, cpu, folio, NodeStatItem::NrFilePages, -1);
         // memcg uncharges the reclaim batch's frozen folios (one page-counter update and
         // one `css_put_many` per lruvec) and then hands them to `free_evicted`.
         self.count(cpu, VmEvent::Evicted);
         FolioFree::Frozen
     }
 
-    /// memcg reclaim's free-batch hook: the frames of one reclaim batch's evicted folios
+    /// memcg reclaim's free-batch step: the frames of one reclaim batch's evicted folios
     /// (frozen, uncharged) go back to `cpu`'s per-CPU lists with one `pcp->lock` hold per
     /// run of one zone (`free_unref_folios`, as `shrink_folio_list()` ends).
-    pub fn free_evicted(&self, cpu: usize, folios: &[&'static Folio]) {
+    fn free_evicted(&self, _tree: &MemcgTree<P, Self>, cpu: usize, folios: &[&'static Folio]) {
         let cpu = self.cpu(cpu);
         for &f in folios {
             let _ = f.reset_lru_state();
