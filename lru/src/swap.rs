@@ -153,7 +153,10 @@ where
             stats.error = Some(e);
             // Nothing was moved; the batch's references are still dropped.
             for folio in batch.iter() {
-                let _ = lookup.folio_put(cpu, folio);
+                ksync::warn_on_once!(
+                    lookup.folio_put(cpu, folio).is_err(),
+                    "a folio batch dropped a reference the folio did not hold"
+                );
             }
             return stats;
         }

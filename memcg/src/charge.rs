@@ -164,7 +164,10 @@ impl<P: MemCgroupPerNode, O: FolioOwner<P>> MemcgTree<P, O> {
         self.charge_pages(memcg, cpu, 1, true)?;
         if let Err(e) = folio.set_memcg_id(memcg.id()) {
             // Undo the charge we just made; it cannot underflow.
-            let _ = memcg.memory.uncharge(1);
+            ksync::warn_on_once!(
+                memcg.memory.uncharge(1).is_err(),
+                "undoing a folio's charge underflowed"
+            );
             memcg.css_put_many_on(cpu, 1);
             return Err(MemcgError::Lru(e));
         }

@@ -335,7 +335,10 @@ impl PageCounter {
                     // and sees this charge, or our CAS read from it and this load sees its
                     // new max.
                     if new > self.limits.max.load(Ordering::Acquire) {
-                        let _ = self.cancel_level(nr_pages);
+                        ksync::warn_on_once!(
+                            self.cancel_level(nr_pages).is_err(),
+                            "page_counter_cancel underflowed"
+                        );
                         return false;
                     }
                     self.usage_changed(new);
@@ -390,7 +393,10 @@ impl PageCounter {
                         break;
                     }
                     // Cannot underflow: we charged this level ourselves just above.
-                    let _ = u.cancel_level(nr_pages);
+                    ksync::warn_on_once!(
+                        u.cancel_level(nr_pages).is_err(),
+                        "page_counter_cancel underflowed"
+                    );
                     undo = u.parent();
                 }
                 return Err(ChargeFailure { over_limit: c });

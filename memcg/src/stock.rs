@@ -84,7 +84,10 @@ impl<T: StockTarget> MemcgStock<T> {
             if nr > 0 {
                 // The stocked pages were charged by `refill`'s caller and never handed out,
                 // so this cannot underflow.
-                let _ = target.page_counter().uncharge(nr);
+                ksync::warn_on_once!(
+                    target.page_counter().uncharge(nr).is_err(),
+                    "draining a stock uncharged more than was charged"
+                );
             }
             // SAFETY: drops the cache's reference and the stocked pages', all taken in
             // `refill` (consumed pages took theirs away); `old` is not used again.

@@ -169,7 +169,7 @@ fn cpu_ids_are_checked_on_every_charge_path() {
     assert_eq!(a.set_max(2, 100), Err(bad(2)));
     assert_eq!(a.memory().max(), memcg::PAGE_COUNTER_MAX);
     let f = try_fault(&s.tree, &a, 1, 0, false).unwrap();
-    s.tree.lru().lru_del_folio(&a, 1, f).unwrap();
+    s.tree.lru().lru_del_folio(&a, f).unwrap();
     let usage = a.usage();
     assert_eq!(s.tree.uncharge_folio(2, f), Err(bad(2)));
     assert_eq!(a.usage(), usage, "nothing uncharged");

@@ -473,7 +473,7 @@ fn charged_folios_hold_their_memcg() {
     let id = a.id();
     let f = try_fault(&s.tree, &a, 0, 0, false).unwrap();
     // Take it off the LRU (so offline does not reparent it) but keep it charged.
-    s.tree.lru().lru_del_folio(&a, 0, f).unwrap();
+    s.tree.lru().lru_del_folio(&a, f).unwrap();
     drop(a);
     s.tree.stocks().drain(0).unwrap();
     s.tree.offline(id, 0).unwrap();
@@ -501,7 +501,7 @@ fn folios_reparented_to_the_root_stay_charged_and_uncharge_from_it() {
     assert_eq!(f.memcg_id(), memcg::ROOT_ID);
     s.tree.stocks().drain_all(|_| true);
     assert_eq!(root.usage(), 1);
-    s.tree.lru().lru_del_folio(&root, 0, f).unwrap();
+    s.tree.lru().lru_del_folio(&root, f).unwrap();
     s.tree.uncharge_folio(0, f).unwrap();
     assert_eq!(root.usage(), 0);
 }

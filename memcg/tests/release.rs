@@ -77,7 +77,7 @@ fn a_putback_dropping_the_last_reference_releases_the_folio() {
     let m = s.tree.root().create_child().unwrap();
     let f = folio(0, false);
     s.tree.charge_folio(&m, 0, f).unwrap();
-    s.tree.lru().lru_add_folio(&m, 0, f).unwrap();
+    s.tree.lru().lru_add_folio(&m, f).unwrap();
     let got = m.memory_reclaim(0, memcg::ReclaimRequest::pages(1));
     assert!(got.is_err(), "nothing could be freed: {got:?}");
     assert!(core::ptr::eq(racing.lock().unwrap().unwrap(), f));

@@ -130,10 +130,10 @@ fn a_batch_is_uncharged_once_per_run_of_one_memcg() {
         .map(|_| try_fault(&s.tree, &b, 0, 0, true).unwrap())
         .collect();
     for f in &fa {
-        s.tree.lru().lru_del_folio(&a, 0, f).unwrap();
+        s.tree.lru().lru_del_folio(&a, f).unwrap();
     }
     for f in &fb {
-        s.tree.lru().lru_del_folio(&b, 0, f).unwrap();
+        s.tree.lru().lru_del_folio(&b, f).unwrap();
     }
     s.tree.stocks().drain(0).unwrap();
     assert_eq!((a.usage(), b.usage(), root.usage()), (5, 3, 8));

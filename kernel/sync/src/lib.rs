@@ -18,6 +18,8 @@
 //!   adjacent-line prefetcher fetches), and [`CachePadded`].
 //! - [`cpu`]: the running CPU's id, from a hook the platform installs (the kernel reads GS,
 //!   host threads use a thread-local id).
+//! - [`warn`]: `WARN_ON_ONCE` ([`warn_on_once!`]): errors that cannot happen and have no
+//!   caller to go to are counted per call site, and the invariant checker fails on any.
 #![cfg_attr(not(any(test, any(test, feature = "std"))), no_std)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
@@ -31,6 +33,7 @@ pub mod lockdep;
 pub mod percpu;
 pub mod stat;
 pub mod ticket;
+pub mod warn;
 
 pub use class::{ClassData, LockClass, classes};
 pub use cpu::{MAX_CPUS, this_cpu};

@@ -189,9 +189,15 @@ pub(crate) fn splice_to<H: LruvecHost>(
             }
             Err(_) => {
                 // Cannot happen for an isolated folio; put it back where it was.
-                let _ = f.set_memcg_id(src.memcg_id());
+                ksync::warn_on_once!(
+                    f.set_memcg_id(src.memcg_id()).is_err(),
+                    "reparenting: a folio could not get its memcg back"
+                );
                 let mut back = lruvec_relock(Some(guard), src);
-                let _ = back.add_folio(f);
+                ksync::warn_on_once!(
+                    back.add_folio(f).is_err(),
+                    "reparenting: a folio could not go back on its LRU"
+                );
                 guard = lruvec_relock(Some(back), dst);
             }
         }

@@ -210,8 +210,14 @@ impl<O> TreeLru<O> {
                     // folio_putback_lru(): back on the LRU, still charged, and the
                     // reference reclaim took to isolate it dropped (maybe the last one:
                     // truncation may have raced; then the node releases it).
-                    let _ = add_folio(lruvec, r.folio);
-                    let _ = lru::folio_put(tree, cpu, r.folio);
+                    ksync::warn_on_once!(
+                        add_folio(lruvec, r.folio).is_err(),
+                        "reclaim could not put a busy folio back on its LRU"
+                    );
+                    ksync::warn_on_once!(
+                        lru::folio_put(tree, cpu, r.folio).is_err(),
+                        "reclaim's putback dropped a reference the folio did not hold"
+                    );
                 }
             }
         }
@@ -222,16 +228,26 @@ impl<O> TreeLru<O> {
         }
         if freed > 0 {
             // Each freed folio carried one page of charge and one css reference.
-            let _ = m.memory.uncharge(freed);
+            ksync::warn_on_once!(
+                m.memory.uncharge(freed).is_err(),
+                "reclaim uncharged more than was charged"
+            );
             m.css_put_many_on(cpu, freed as usize);
-            let _ = m.count_events(cpu, MemcgEvent::PgSteal, freed);
+            ksync::warn_on_once!(
+                m.count_events(cpu, MemcgEvent::PgSteal, freed).is_err(),
+                "reclaim counted on a CPU the memcg does not have"
+            );
         }
         // Uncharged: now their frames, in one batch.
         if !frozen.is_empty() {
             self.owner.free_evicted(tree, cpu, &frozen);
         }
         if iso.scanned > 0 {
-            let _ = m.count_events(cpu, MemcgEvent::PgScan, iso.scanned);
+            ksync::warn_on_once!(
+                m.count_events(cpu, MemcgEvent::PgScan, iso.scanned)
+                    .is_err(),
+                "reclaim counted on a CPU the memcg does not have"
+            );
         }
         (freed, iso.out_of_cold)
     }
@@ -243,7 +259,6 @@ impl<O> TreeLru<O> {
         child: &MemCgroup<P>,
         parent: &MemCgroup<P>,
         node: usize,
-        cpu: usize,
     ) {
         let (Ok(src), Ok(dst), Ok(pn)) = (
             child.lruvec(node),
@@ -259,10 +274,12 @@ impl<O> TreeLru<O> {
             return;
         }
         // The LRU size statistics moved with the list operations themselves.
-        let _ = cpu;
         // The pages stay charged at the parent and above: drop only the child's level. The
         // folios' css references move with them.
-        let _ = child.memory.cancel_local(n);
+        ksync::warn_on_once!(
+            child.memory.cancel_local(n).is_err(),
+            "reparenting cancelled more than the child had charged"
+        );
         parent.css_get_many(n as usize);
         child.css_put_many(n as usize);
         pn.cold().reparented_folios.fetch_add(n, Ordering::Relaxed);
@@ -276,7 +293,6 @@ impl<O> TreeLru<O> {
     pub fn lru_add_folio<P: MemCgroupPerNode>(
         &self,
         m: &MemCgroup<P>,
-        cpu: usize,
         folio: &'static Folio,
     ) -> Result<(), MemcgError> {
         let node = folio.node() as usize;
@@ -287,7 +303,6 @@ impl<O> TreeLru<O> {
         }
         // The LRU size statistics are the list code's (`update_lru_size`, through the
         // lruvec host), as in Linux.
-        let _ = cpu;
         add_folio(m.lruvec(node)?, folio).map(|_| ())
     }
 
@@ -296,11 +311,9 @@ impl<O> TreeLru<O> {
     pub fn lru_del_folio<P: MemCgroupPerNode>(
         &self,
         m: &MemCgroup<P>,
-        cpu: usize,
         folio: &'static Folio,
     ) -> Result<(), MemcgError> {
         let node = folio.node() as usize;
-        let _ = cpu;
         del_folio(m.lruvec(node)?, folio).map(|_| ())
     }
 }

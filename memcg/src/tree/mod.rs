@@ -499,7 +499,7 @@ impl<P: MemCgroupPerNode, O: FolioOwner<P>> MemcgTree<P, O> {
         let m = unsafe { ptr.as_ref() };
         self.stocks.drain_all(|c| c.is_descendant(m));
         self.lru.offline(m);
-        self.reparent(m, cpu);
+        self.reparent(m);
         // `percpu_ref_kill()`: from here on every get and put of this memcg's css uses the
         // shared count; once a grace period has passed since the flag was set, no CPU can
         // still be writing its slot and `reap` folds the slots into it.
@@ -517,10 +517,10 @@ impl<P: MemCgroupPerNode, O: FolioOwner<P>> MemcgTree<P, O> {
     }
 
     /// Moves `m`'s LRU folios and their charges to its parent.
-    fn reparent(&self, m: &MemCgroup<P>, cpu: usize) {
+    fn reparent(&self, m: &MemCgroup<P>) {
         if let Some(parent) = m.parent() {
             for node in 0..m.nr_nodes() {
-                self.lru.reparent_node(m, parent, node, cpu);
+                self.lru.reparent_node(m, parent, node);
             }
         }
     }
@@ -559,7 +559,7 @@ impl<P: MemCgroupPerNode, O: FolioOwner<P>> MemcgTree<P, O> {
                     continue;
                 }
                 // Folios that reached its LRU after offline (e.g. from per-CPU batches).
-                self.reparent(m, cpu);
+                self.reparent(m);
                 if m.usage() != 0 {
                     inner.zombies.push(id);
                     continue;

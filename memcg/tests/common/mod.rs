@@ -112,13 +112,13 @@ pub fn try_fault(
 ) -> Result<&'static Folio, memcg::MemcgError> {
     let f = folio(node, anon);
     tree.charge_folio(memcg, cpu, f)?;
-    tree.lru().lru_add_folio(memcg, cpu, f)?;
+    tree.lru().lru_add_folio(memcg, f)?;
     Ok(f)
 }
 
 /// The free path: off the LRU, uncharge.
 pub fn free(tree: &Tree, memcg: &Ref<'_>, cpu: usize, f: &'static Folio) {
-    tree.lru().lru_del_folio(memcg, cpu, f).unwrap();
+    tree.lru().lru_del_folio(memcg, f).unwrap();
     tree.uncharge_folio(cpu, f).unwrap();
 }
 

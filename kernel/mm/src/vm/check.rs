@@ -17,7 +17,9 @@
 //! - every page-cache entry holds a folio that names its object and index, holds a
 //!   reference for the cache plus one per mapping, is charged and on an LRU; the object's
 //!   counts of folios and shadows match its slots;
-//! - every LRU folio is accounted for: mapped (anonymous) or cached (object).
+//! - every LRU folio is accounted for: mapped (anonymous) or cached (object);
+//! - no `WARN_ON_ONCE` site fired ([`ksync::warn`]: an uncharge or a free that failed, a
+//!   folio put back nowhere), here or anywhere since boot.
 
 use crate::vm::context::Vm;
 use crate::vm::fault::{MAPPING_ANON, object_of};
@@ -291,7 +293,15 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                 );
             }
         }
-        let _ = cpu;
+        // WARN_ON_ONCE sites: an error that cannot happen was met somewhere (not only in this
+        // context: the count is global, as Linux's taint is).
+        let warnings = ksync::warn::count();
+        if warnings > 0 {
+            let first = ksync::warn::first()
+                .map(|w| format!("{w}"))
+                .unwrap_or_default();
+            fail!("{warnings} warning(s) counted (WARN_ON_ONCE), the first at {first}");
+        }
         Ok(census)
     }
 }

@@ -175,7 +175,10 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                 addr,
                 || self.alloc.alloc_page(cpu, node),
                 |f| {
-                    let _ = self.alloc.free_page(cpu, f);
+                    ksync::warn_on_once!(
+                        self.alloc.free_page(cpu, f).is_err(),
+                        "freeing an unused page-table frame failed"
+                    );
                 },
             )
             .map_err(|e| match e {
@@ -218,16 +221,28 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                 Err(_) => FaultError::MemcgOom,
             }
         };
-        let _ = self.alloc.free_page(cpu, folio);
+        ksync::warn_on_once!(
+            self.alloc.free_page(cpu, folio).is_err(),
+            "freeing a frame whose charge failed failed"
+        );
         Err(err)
     }
 
     /// Undoes a charge made for a folio that lost the race to be mapped or cached, and
     /// frees it.
     pub(crate) fn uncharge_and_free(&self, cpu: usize, folio: &'static Folio) {
-        let _ = self.tree.uncharge_folio(cpu, folio);
-        let _ = folio.reset_lru_state();
-        let _ = self.alloc.free_page(cpu, folio);
+        ksync::warn_on_once!(
+            self.tree.uncharge_folio(cpu, folio).is_err(),
+            "uncharging a folio that lost a race failed"
+        );
+        ksync::warn_on_once!(
+            folio.reset_lru_state().is_err(),
+            "a folio that lost a race is on an LRU list"
+        );
+        ksync::warn_on_once!(
+            self.alloc.free_page(cpu, folio).is_err(),
+            "freeing a folio that lost a race failed"
+        );
     }
 
     /// Zeroes a frame (`clear_page`).
@@ -312,7 +327,10 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         if self.tree.lru().mglru() {
             folio.set(FolioFlags::ACTIVE);
         }
-        let _ = self.batches.folio_add_lru(cpu, folio, &self.tree);
+        ksync::warn_on_once!(
+            self.batches.folio_add_lru(cpu, folio, &self.tree).is_err(),
+            "a new folio could not be queued for the LRU"
+        );
         pte.set(idx, folio.pfn(), vma.vm_page_prot() & PROT_WRITE != 0);
         Ok(())
     }
@@ -417,12 +435,18 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                 Err(AddError::Exists) => {
                     // Another CPU cached the page first: drop the cache's reference we took
                     // and free ours; use theirs.
-                    let _ = folio.put();
+                    ksync::warn_on_once!(
+                        folio.put() != Ok(false),
+                        "dropping the cache's reference of an uncached folio"
+                    );
                     self.uncharge_and_free(cpu, folio);
                     continue;
                 }
                 Err(AddError::OutOfRange) => {
-                    let _ = folio.put();
+                    ksync::warn_on_once!(
+                        folio.put() != Ok(false),
+                        "dropping the cache's reference of an uncached folio"
+                    );
                     self.uncharge_and_free(cpu, folio);
                     return Err(FaultError::NoRegion);
                 }
@@ -435,7 +459,10 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
             if let Some(shadow) = shadow {
                 self.refault(memcg, cpu, folio, shadow, in_fault);
             }
-            let _ = self.batches.folio_add_lru(cpu, folio, &self.tree);
+            ksync::warn_on_once!(
+                self.batches.folio_add_lru(cpu, folio, &self.tree).is_err(),
+                "a new folio could not be queued for the LRU"
+            );
             return Ok(folio);
         }
     }

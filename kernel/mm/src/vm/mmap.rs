@@ -133,7 +133,10 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         let cpus = unsafe { &*cpumask };
         let cpu = self.cpu(cpu);
         mm.pgtable_mut().free_tables(cpus, cpu, |f| {
-            let _ = self.alloc.free_page(cpu, f);
+            ksync::warn_on_once!(
+                self.alloc.free_page(cpu, f).is_err(),
+                "freeing a page-table frame failed"
+            );
         });
     }
 
@@ -169,7 +172,10 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                     && let Some(folio) = self.alloc.pfn_to_folio(pfn)
                 {
                     // folio_remove_rmap_pte, under the PTE lock.
-                    let _ = folio.dec_mapcount();
+                    ksync::warn_on_once!(
+                        folio.dec_mapcount().is_err(),
+                        "unmapping a folio with no mapcount"
+                    );
                     // NR_ANON_MAPPED or NR_FILE_MAPPED, per folio as
                     // folio_remove_rmap_pte() updates it (Linux does not fold these
                     // across folios: seed 001 measures exactly these updates).
@@ -228,7 +234,10 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                 }
                 match folio_lruvec_relock(guard.take(), f, &self.tree, &rcu) {
                     Ok(mut g) => {
-                        let _ = g.del_folio(f);
+                        ksync::warn_on_once!(
+                            g.del_folio(f).is_err(),
+                            "a released folio with its LRU flag was on no list of its lruvec"
+                        );
                         guard = Some(g);
                     }
                     Err(_) => f.set(lru::FolioFlags::LRU),
@@ -236,18 +245,30 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
             }
         }
         // Off the LRU now: uncharge, clear, free.
-        if let Ok(u) = self.tree.uncharge_folios(cpu, folios) {
-            self.folios()
+        match self.tree.uncharge_folios(cpu, folios) {
+            Ok(u) => self
+                .folios()
                 .counters
-                .add(cpu, VmEvent::UnchargeBatches, u.batches);
+                .add(cpu, VmEvent::UnchargeBatches, u.batches),
+            Err(_) => {
+                ksync::warn_on_once!(true, "uncharging released folios failed");
+            }
         }
         for &f in folios {
-            let _ = f.reset_lru_state();
+            ksync::warn_on_once!(
+                f.reset_lru_state().is_err(),
+                "a released folio is still on an LRU list"
+            );
         }
-        if let Ok(freed) = self.alloc.free_frozen_folios(cpu, folios) {
-            let counters = &self.folios().counters;
-            counters.add(cpu, VmEvent::Released, freed.freed as u64);
-            counters.add(cpu, VmEvent::PcpFreeRounds, freed.rounds as u64);
+        match self.alloc.free_frozen_folios(cpu, folios) {
+            Ok(freed) => {
+                let counters = &self.folios().counters;
+                counters.add(cpu, VmEvent::Released, freed.freed as u64);
+                counters.add(cpu, VmEvent::PcpFreeRounds, freed.rounds as u64);
+            }
+            Err(_) => {
+                ksync::warn_on_once!(true, "freeing released frames failed");
+            }
         }
     }
 

@@ -50,7 +50,10 @@ pub(crate) fn unmap_one<V: VmArea, M: Mmu>(mm: *const (), va: u64, pfn: u64) -> 
     if pte.pfn(idx) != Some(pfn) {
         return false;
     }
-    let _ = pte.clear(idx);
+    ksync::warn_on_once!(
+        pte.clear(idx).is_none(),
+        "try_to_unmap_one could not clear a PTE it had just read"
+    );
     drop(pte);
     let mmu = mm.pgtable().mmu();
     let me = ksync::this_cpu();
@@ -87,14 +90,24 @@ impl<P: MemCgroupPerNode> FolioOwner<P> for VmFolios {
                 && let Ok(m) = tree.lookup_rcu(&guard, folio.memcg_id())
                 && let Ok(lruvec) = m.lruvec(folio.node() as usize)
             {
-                let _ = lruvec.lock().del_folio(folio);
+                ksync::warn_on_once!(
+                    lruvec.lock().del_folio(folio).is_err(),
+                    "__folio_put: a folio with its LRU flag was on no list of its lruvec"
+                );
             }
         }
-        if folio.memcg_id() != 0 && tree.uncharge_folio(cpu, folio).is_ok() {
-            self.count(cpu, VmEvent::UnchargeBatches);
+        if folio.memcg_id() != 0 {
+            let uncharged = tree.uncharge_folio(cpu, folio);
+            if !ksync::warn_on_once!(uncharged.is_err(), "__folio_put: uncharge failed") {
+                self.count(cpu, VmEvent::UnchargeBatches);
+            }
         }
-        let _ = folio.reset_lru_state();
-        if self.alloc.free_frozen_page(cpu, folio).is_ok() {
+        ksync::warn_on_once!(
+            folio.reset_lru_state().is_err(),
+            "__folio_put: a released folio is still on an LRU list"
+        );
+        let freed = self.alloc.free_frozen_page(cpu, folio);
+        if !ksync::warn_on_once!(freed.is_err(), "__folio_put: freeing the frame failed") {
             self.count(cpu, VmEvent::Released);
             self.count(cpu, VmEvent::PcpFreeRounds);
         }
@@ -124,9 +137,15 @@ impl<P: MemCgroupPerNode> FolioOwner<P> for VmFolios {
         if folio.mapcount() > 0 {
             let cleared = obj.unmap_page(index, folio.pfn());
             for _ in 0..cleared {
-                let _ = folio.dec_mapcount();
+                ksync::warn_on_once!(
+                    folio.dec_mapcount().is_err(),
+                    "eviction unmapped a folio with no mapcount"
+                );
                 // The mapping's reference; reclaim's pin keeps it from being the last.
-                let _ = folio.put();
+                ksync::warn_on_once!(
+                    folio.put() != Ok(false),
+                    "eviction dropped a mapping's reference that was the last or missing"
+                );
                 self.count(cpu, VmEvent::Shootdown);
             }
             if cleared > 0 {
@@ -162,11 +181,18 @@ impl<P: MemCgroupPerNode> FolioOwner<P> for VmFolios {
     fn free_evicted(&self, _tree: &MemcgTree<P, Self>, cpu: usize, folios: &[&'static Folio]) {
         let cpu = self.cpu(cpu);
         for &f in folios {
-            let _ = f.reset_lru_state();
+            ksync::warn_on_once!(
+                f.reset_lru_state().is_err(),
+                "an evicted folio is still on an LRU list"
+            );
         }
-        if let Ok(freed) = self.alloc.free_frozen_folios(cpu, folios) {
-            self.counters
-                .add(cpu, VmEvent::PcpFreeRounds, freed.rounds as u64);
+        match self.alloc.free_frozen_folios(cpu, folios) {
+            Ok(freed) => self
+                .counters
+                .add(cpu, VmEvent::PcpFreeRounds, freed.rounds as u64),
+            Err(_) => {
+                ksync::warn_on_once!(true, "freeing evicted frames failed");
+            }
         }
     }
 }
