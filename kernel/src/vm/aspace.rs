@@ -108,7 +108,10 @@ impl<'v, P: MemCgroupPerNode, V: VmArea> KernelMm<'v, P, V> {
         let mm = match vm.new_mm::<V>(start, end - start) {
             Ok(mm) => mm,
             Err(e) => {
-                let _ = aspace::mm_range_free(range);
+                ksync::warn_on_once!(
+                    aspace::mm_range_free(range).is_err(),
+                    "freeing an address-space range failed"
+                );
                 return Err(KernelMmError::Mm(e));
             }
         };
@@ -125,7 +128,10 @@ impl<'v, P: MemCgroupPerNode, V: VmArea> KernelMm<'v, P, V> {
             Err(e) => {
                 // SAFETY: `target` came from `Box::into_raw` above and was not published.
                 drop(unsafe { Box::from_raw(target) });
-                let _ = aspace::mm_range_free(range);
+                ksync::warn_on_once!(
+                    aspace::mm_range_free(range).is_err(),
+                    "freeing an address-space range failed"
+                );
                 return Err(KernelMmError::Region(e));
             }
         };
@@ -163,7 +169,10 @@ impl<'v, P: MemCgroupPerNode, V: VmArea> KernelMm<'v, P, V> {
 impl<P: MemCgroupPerNode, V: VmArea> Drop for KernelMm<'_, P, V> {
     fn drop(&mut self) {
         if let Some(h) = self.handle.take() {
-            let _ = fault::clear_region_fault_handler(h);
+            ksync::warn_on_once!(
+                fault::clear_region_fault_handler(h).is_err(),
+                "clearing a region's fault handler failed"
+            );
         }
         // SAFETY: the registration is gone, so no fault handler can be using the target.
         drop(unsafe { Box::from_raw(self.target) });
@@ -172,7 +181,10 @@ impl<P: MemCgroupPerNode, V: VmArea> Drop for KernelMm<'_, P, V> {
             drop(mm);
         }
         if let Some(r) = self.range.take() {
-            let _ = aspace::mm_range_free(r);
+            ksync::warn_on_once!(
+                aspace::mm_range_free(r).is_err(),
+                "freeing an address-space range failed"
+            );
         }
     }
 }

@@ -51,7 +51,10 @@ impl TableFrames for AllocatorFrames {
             crate::mm::page_alloc::get().and_then(|pa| pa.pfn_to_folio(frame.as_u64() >> 12)),
         ) {
             UPPER_TABLES.fetch_sub(1, Ordering::Relaxed);
-            let _ = pa.free_page(crate::percpu::cpu_id(), f);
+            ksync::warn_on_once!(
+                pa.free_page(crate::percpu::cpu_id(), f).is_err(),
+                "freeing an upper page-table frame failed"
+            );
         }
     }
 }
