@@ -19,11 +19,11 @@ use crate::vm::mm_struct::{MmError, MmStruct};
 use crate::vm::mmu_gather::{MAX_GATHER_BATCH, MmuGather};
 use crate::vm::object::{Mapping, Object};
 use crate::vm::pgtable::{Mmu, PTE_TABLE_SPAN, pte_index};
-use crate::vm::reclaim::unmap_one;
 use crate::vm::vma::{VmArea, VmFlags, VmaDesc};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use arrayvec::ArrayVec;
+use core::ptr::NonNull;
 use lru::lruvec::folio_lruvec_relock;
 use lru::{Folio, LruvecGuard, NodeStatItem};
 use memcg::{MemCgroupPerNode, MemcgRef};
@@ -74,12 +74,12 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         match w.insert(&desc) {
             Ok(vma) => {
                 if let Some((obj, pgoff)) = req.object {
+                    let target: NonNull<MmStruct<V, M>> = NonNull::from(mm);
                     obj.map(Mapping {
-                        mm: mm.as_vm_mm(),
+                        mm: target,
                         start: vma.vm_start(),
                         end: vma.vm_end(),
                         pgoff,
-                        unmap_one: unmap_one::<V, M>,
                     });
                 }
                 Ok(vma)
@@ -106,7 +106,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         let vma = w.write_lock(start, start.saturating_add(len))?;
         self.zap_page_range(mm, cpu, vma.vm_start(), vma.vm_end());
         if let Some(obj) = vma.vm_file() {
-            obj.unmap(mm.as_vm_mm(), vma.vm_start());
+            obj.unmap(mm, vma.vm_start());
         }
         let held = vma.memcg().cast::<RegionMemcg<'_, P>>().cast_mut();
         w.remove(vma)?;

@@ -14,6 +14,7 @@
 
 use crate::vm::page_cache::PageCache;
 use alloc::vec::Vec;
+use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU64, Ordering};
 use ksync::SpinMutex;
 
@@ -31,20 +32,28 @@ pub enum ObjectKind {
     Shmem,
 }
 
-/// One region that maps an object, as the reverse map needs it (type-erased: the address
-/// space's owner registers a function that knows the types).
+/// An address space as the reverse map reaches it (`try_to_unmap_one`). Implemented by
+/// every `MmStruct`, whatever its region and MMU types, so an object's list of mappings can
+/// hold regions of address spaces of different types.
+pub trait RmapTarget: Sync {
+    /// Clears the PTE at `va` if it maps `pfn`, flushes the translation everywhere it may
+    /// be cached, and drops the mapping's reference; returns whether it did.
+    fn try_to_unmap_one(&self, va: u64, pfn: u64) -> bool;
+}
+
+/// One region that maps an object, as the reverse map needs it.
 #[derive(Debug, Clone, Copy)]
 pub struct Mapping {
-    /// The address space (type-erased).
-    pub mm: *const (),
+    /// The address space. `Vm::mmap` registers it and `Vm::munmap` unregisters it (under
+    /// the object's `i_mmap` lock) before the address space can go away, a lifetime the
+    /// borrow checker cannot see: hence a pointer, typed by what the walk calls on it.
+    pub mm: NonNull<dyn RmapTarget>,
     /// First virtual address of the region.
     pub start: u64,
     /// One past its last byte.
     pub end: u64,
     /// Object page mapped at `start`.
     pub pgoff: u64,
-    /// Clears the PTE at `va` if it maps `pfn`; returns whether it did (`try_to_unmap_one`).
-    pub unmap_one: fn(mm: *const (), va: u64, pfn: u64) -> bool,
 }
 
 impl Mapping {
@@ -57,8 +66,8 @@ impl Mapping {
     }
 }
 
-// SAFETY: `mm` is only passed back to `unmap_one`, whose owner guarantees the address space
-// outlives its registration (it unregisters before the address space goes away).
+// SAFETY: `mm` is only dereferenced as a shared `&dyn RmapTarget` (which is `Sync`) by the
+// reverse-map walk, under the object's lock, while the registration keeps it alive.
 unsafe impl Send for Mapping {}
 
 /// Source of object ids; 0 means "no mapping" in a folio. A plain counter.
@@ -115,10 +124,10 @@ impl Object {
     }
 
     /// Unregisters the region of `mm` starting at `start`.
-    pub fn unmap(&self, mm: *const (), start: u64) {
+    pub fn unmap(&self, mm: &dyn RmapTarget, start: u64) {
         self.i_mmap
             .lock()
-            .retain(|m| !(core::ptr::eq(m.mm, mm) && m.start == start));
+            .retain(|m| !(core::ptr::addr_eq(m.mm.as_ptr(), mm) && m.start == start));
     }
 
     /// `rmap_walk_file`: clears every PTE that maps page `index` as frame `pfn`; returns how
@@ -128,7 +137,12 @@ impl Object {
         let maps = self.i_mmap.lock();
         maps.iter()
             .filter_map(|m| m.address_of(index).map(|va| (m, va)))
-            .filter(|(m, va)| (m.unmap_one)(m.mm, *va, pfn))
+            .filter(|(m, va)| {
+                // SAFETY: the address space was registered by `Vm::mmap` and is unregistered
+                // under this lock (which we hold) before it goes away; the walk only shares it.
+                let mm = unsafe { m.mm.as_ref() };
+                mm.try_to_unmap_one(*va, pfn)
+            })
             .count()
     }
 
@@ -143,12 +157,15 @@ impl Object {
 mod tests {
     use super::*;
 
-    fn never(_: *const (), _: u64, _: u64) -> bool {
-        false
+    /// An address space whose PTEs always (or never) map the page asked for.
+    struct Fake(bool);
+    impl RmapTarget for Fake {
+        fn try_to_unmap_one(&self, _va: u64, _pfn: u64) -> bool {
+            self.0
+        }
     }
-    fn always(_: *const (), _: u64, _: u64) -> bool {
-        true
-    }
+    static ALWAYS: Fake = Fake(true);
+    static NEVER: Fake = Fake(false);
 
     #[test]
     fn mapping_addresses_and_rmap_walk() {
@@ -156,11 +173,10 @@ mod tests {
         assert!(o.id() > 0);
         assert_eq!(o.nr_pages(), 64);
         let m = Mapping {
-            mm: 0x10 as *const (),
+            mm: NonNull::from(&ALWAYS),
             start: 0x10_0000,
             end: 0x10_0000 + 8 * 4096,
             pgoff: 4,
-            unmap_one: always,
         };
         assert_eq!(m.address_of(3), None);
         assert_eq!(m.address_of(4), Some(0x10_0000));
@@ -168,15 +184,14 @@ mod tests {
         assert_eq!(m.address_of(12), None);
         o.map(m);
         o.map(Mapping {
-            unmap_one: never,
+            mm: NonNull::from(&NEVER),
             start: 0x20_0000,
             end: 0x20_0000 + 64 * 4096,
             pgoff: 0,
-            ..m
         });
         assert_eq!(o.unmap_page(5, 1), 1, "only the mapping that clears counts");
         assert_eq!(o.unmap_page(40, 1), 0, "outside the first mapping");
-        o.unmap(m.mm, 0x10_0000);
+        o.unmap(&ALWAYS, 0x10_0000);
         assert_eq!(o.nr_mappings(), 1);
     }
 }

@@ -29,39 +29,39 @@ use crate::vm::counters::VmEvent;
 use crate::vm::fault::object_of;
 use crate::vm::folios::VmFolios;
 use crate::vm::mm_struct::MmStruct;
+use crate::vm::object::RmapTarget;
 use crate::vm::pgtable::{Mmu, pte_index};
 use crate::vm::vma::VmArea;
 use lru::{Folio, FolioFlags, NodeStatItem, Shadow};
 use memcg::{FolioFree, FolioOwner, MemCgroupPerNode, MemcgTree};
 
-/// `try_to_unmap_one` for an object page mapped by the address space at `mm` (type-erased:
-/// the object's mapping list stores this function, monomorphised for the address space's
-/// types, next to the address space): clears the PTE at `va` if it maps `pfn`, flushes the
-/// translation everywhere it may be cached, and drops the mapping's reference.
-pub(crate) fn unmap_one<V: VmArea, M: Mmu>(mm: *const (), va: u64, pfn: u64) -> bool {
-    // SAFETY: `Vm::mmap` registered `mm` (the address of a live `MmStruct<V, M>`) together
-    // with this function, and unregisters it before the address space goes away.
-    let mm = unsafe { &*mm.cast::<MmStruct<V, M>>() };
-    let Some(table) = mm.pgtable().table(va) else {
-        return false;
-    };
-    let idx = pte_index(va);
-    let mut pte = table.lock();
-    if pte.pfn(idx) != Some(pfn) {
-        return false;
+/// `try_to_unmap_one` for an object page mapped by this address space (the reverse map
+/// walks an object's mappings through [`RmapTarget`]): clears the PTE at `va` if it maps
+/// `pfn`, flushes the translation everywhere it may be cached, and drops the mapping's
+/// reference.
+impl<V: VmArea, M: Mmu> RmapTarget for MmStruct<V, M> {
+    fn try_to_unmap_one(&self, va: u64, pfn: u64) -> bool {
+        let Some(table) = self.pgtable().table(va) else {
+            return false;
+        };
+        let idx = pte_index(va);
+        let mut pte = table.lock();
+        if pte.pfn(idx) != Some(pfn) {
+            return false;
+        }
+        ksync::warn_on_once!(
+            pte.clear(idx).is_none(),
+            "try_to_unmap_one could not clear a PTE it had just read"
+        );
+        drop(pte);
+        let mmu = self.pgtable().mmu();
+        let me = ksync::this_cpu();
+        mmu.flush_tlb_local(&[va]);
+        if self.cpumask().any_other_than(me) {
+            mmu.flush_tlb_others(self.cpumask(), me, &[va]);
+        }
+        true
     }
-    ksync::warn_on_once!(
-        pte.clear(idx).is_none(),
-        "try_to_unmap_one could not clear a PTE it had just read"
-    );
-    drop(pte);
-    let mmu = mm.pgtable().mmu();
-    let me = ksync::this_cpu();
-    mmu.flush_tlb_local(&[va]);
-    if mm.cpumask().any_other_than(me) {
-        mmu.flush_tlb_others(mm.cpumask(), me, &[va]);
-    }
-    true
 }
 
 impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
