@@ -22,6 +22,7 @@
 //! a benchmark takes the difference over a run. Two threads that declare the same CPU id
 //! may lose counts (as two tasks on one CPU cannot in Linux).
 
+#[cfg(not(loom))]
 use ksync::{CachePadded, MAX_CPUS};
 
 #[cfg(not(loom))]
@@ -72,6 +73,7 @@ pub enum TierCounter {
 }
 
 /// Slots per [`TierCounter`]: one per type and tier.
+#[cfg(not(loom))]
 const TIER_SLOTS: usize = crate::folio::ANON_AND_FILE * crate::lru_gen::MAX_NR_TIERS;
 
 #[cfg(not(loom))]
