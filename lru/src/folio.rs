@@ -9,9 +9,9 @@
 //! off its list.
 
 use crate::error::LruError;
+use crate::list::FolioLink;
 use crate::sync::atomic::{AtomicI32, AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering};
 use bitflags::bitflags;
-use intrusive_collections::linked_list::AtomicLink;
 
 /// Number of NUMA nodes a shadow entry can name (6 bits).
 pub const MAX_NUMNODES: u32 = 64;
@@ -112,7 +112,7 @@ pub struct Folio {
     pub(crate) owner: AtomicU32,
     /// `folio->lru`: the intrusive list link, owned by whichever list holds it (a lruvec
     /// list while on the LRU, a buddy free list or a per-CPU page list while free).
-    pub(crate) lru: AtomicLink,
+    pub(crate) lru: FolioLink,
     /// `folio->mapping`: the object (page cache) or region (anonymous) this page belongs
     /// to, as an id; 0 = none. Used by the reverse map.
     mapping: AtomicU64,
@@ -185,7 +185,7 @@ impl Folio {
         Ok(Folio {
             flags: AtomicU32::new(0),
             owner: AtomicU32::new(0),
-            lru: AtomicLink::new(),
+            lru: FolioLink::new(),
             mapping: AtomicU64::new(0),
             index: AtomicU64::new(0),
             private: AtomicU32::new(0),

@@ -12,7 +12,7 @@
 use crate::folio::{ANON_AND_FILE, MAX_NR_ZONES};
 use crate::hlist_nulls::HlistNullsNode;
 use crate::layout::FieldDesc;
-use crate::list::FolioList;
+use crate::list::{FolioList, folio_list};
 use crate::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU32, AtomicU64};
 use core::cell::UnsafeCell;
 
@@ -67,6 +67,21 @@ pub const fn lru_tier_from_refs(refs: u32, workingset: bool) -> usize {
 
 /// `folios[gen][type][zone]`: the generation lists, protected by lru_lock.
 pub type GenFolioLists = [[[FolioList; MAX_NR_ZONES]; ANON_AND_FILE]; MAX_NR_GENS];
+
+/// Empty generation lists (every one `LIST_HEAD_INIT`).
+pub(crate) fn gen_folio_lists() -> GenFolioLists {
+    core::array::from_fn(|_| {
+        core::array::from_fn(|_| {
+            core::array::from_fn(|_| {
+                // SAFETY: as an lruvec's classic lists: the generation lists are changed
+                // only under the lruvec's lru_lock, and a folio is linked onto them only by
+                // the thread that owns it (a batch's new folio, one isolated with
+                // `folio_test_clear_lru`, or one moved under the same lock).
+                unsafe { folio_list() }
+            })
+        })
+    })
+}
 /// `nr_pages[gen][type][zone]`: written under lru_lock, read locklessly.
 pub type GenNrPages = [[[AtomicI64; MAX_NR_ZONES]; ANON_AND_FILE]; MAX_NR_GENS];
 /// `avg_refaulted[type][tier]` / `avg_total[type][tier]`: PID controller history.

@@ -15,7 +15,7 @@ use crate::folio::ANON_AND_FILE;
 use crate::layout::FieldDesc;
 use crate::lru_gen::{
     GenFolioLists, GenNrPages, LruGenFolio, LruGenMemcgNode, MAX_NR_GENS, Sealed, TierAvg,
-    TierHist, atomic_array,
+    TierHist, atomic_array, gen_folio_lists,
 };
 use crate::sync::atomic::{AtomicBool, AtomicU64};
 use core::cell::UnsafeCell;
@@ -214,7 +214,7 @@ impl LruGenFolioBase {
             max_seq,
             min_seq,
             timestamps,
-            folios: Default::default(),
+            folios: UnsafeCell::new(gen_folio_lists()),
             nr_pages: Default::default(),
             avg_refaulted: Default::default(),
             avg_total: Default::default(),
@@ -238,7 +238,7 @@ impl LruGenFolioGrouped {
             min_seq,
             timestamps,
             memcg,
-            folios: Default::default(),
+            folios: UnsafeCell::new(gen_folio_lists()),
             nr_pages: Default::default(),
             avg_refaulted: Default::default(),
             avg_total: Default::default(),

@@ -19,8 +19,7 @@
 //! Everything in this module runs under the zone's lock, which `&mut FreeArea` stands for.
 
 use crate::memmap::Memmap;
-use intrusive_collections::Adapter;
-use lru::list::{FolioAdapter, FolioList, folio_list};
+use lru::list::{FolioList, folio_list};
 use lru::{Folio, FolioFlags};
 
 /// Largest order (`MAX_PAGE_ORDER`): blocks of 1024 frames.
@@ -50,10 +49,7 @@ impl Default for FreeArea {
 /// Whether `folio`'s `lru` link is on some list (a buddy list, a per-CPU list, an LRU).
 #[must_use]
 pub(crate) fn is_linked(folio: &Folio) -> bool {
-    let adapter = FolioAdapter::new();
-    // SAFETY: `get_link` only computes the address of the `lru` field of a live folio,
-    // which stays valid while `folio` is borrowed; `is_linked` reads its atomic marker.
-    unsafe { adapter.get_link(folio).as_ref().is_linked() }
+    lru::list::is_linked(folio)
 }
 
 impl FreeArea {
@@ -62,7 +58,10 @@ impl FreeArea {
     pub fn new() -> Self {
         FreeArea {
             orders: core::array::from_fn(|_| FreeList {
-                list: folio_list(),
+                // SAFETY: the buddy lists change only under `zone->lock`; a block is put on
+                // one only by the thread that freed or split it (or merged it with its
+                // buddy) under that lock, so no two threads insert one block at once.
+                list: unsafe { folio_list() },
                 nr_free: 0,
             }),
         }

@@ -76,7 +76,11 @@ impl Pcp {
                 high: 0,
                 batch: 1,
                 free_factor: 0,
-                list: folio_list(),
+                // SAFETY: the list changes only under `pcp->lock`; a frame is put on it only
+                // by the thread that freed it (its last reference dropped) or that took it
+                // off the buddy lists under `zone->lock` (`rmqueue_bulk`), so no two
+                // threads insert one frame at once.
+                list: unsafe { folio_list() },
             }),
             stats: PcpStats::default(),
         }
@@ -299,7 +303,8 @@ mod tests {
             high: 100,
             batch: 10,
             free_factor: 0,
-            list: folio_list(),
+            // SAFETY: nothing is ever inserted into this test's list.
+            list: unsafe { folio_list() },
         };
         assert_eq!(nr_pcp_free(&mut p), 10);
         assert_eq!(nr_pcp_free(&mut p), 20);
@@ -325,7 +330,8 @@ mod tests {
             high: 30,
             batch: 10,
             free_factor: 0,
-            list: folio_list(),
+            // SAFETY: nothing is ever inserted into this test's list.
+            list: unsafe { folio_list() },
         };
         assert_eq!(nr_pcp_free(&mut p), 10);
         assert_eq!(nr_pcp_free(&mut p), 20, "batch << 1 == high - batch");

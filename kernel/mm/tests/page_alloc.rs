@@ -299,7 +299,7 @@ fn bad_frees_are_refused() {
         Err(FreeError::BadState(c.pfn(), "still charged to a memcg"))
     );
     let l = pa.alloc_page(1, 0).unwrap();
-    let mut list = lru::list::folio_list();
+    let mut list = lru::list::checked_folio_list();
     list.push_back(l);
     assert_eq!(
         pa.free_page(1, l),

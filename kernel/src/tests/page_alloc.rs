@@ -21,7 +21,7 @@ use alloc::string::String;
 use core::num::NonZeroU32;
 use core::sync::atomic::{AtomicU64, Ordering};
 use lru::FolioFlags;
-use lru::list::{FolioList, folio_list};
+use lru::list::{CheckedFolioList, checked_folio_list};
 use mm::{AllocError, Memmap, PageAlloc, PageStats};
 
 pub static TESTS: &[Test] = &[
@@ -72,7 +72,7 @@ fn settled(pa: &PageAlloc) -> Result<u64, String> {
 }
 
 /// Takes a frame into `list`, failing on a frame that is already held.
-fn hold(list: &mut FolioList, f: &'static lru::Folio) -> Result<(), String> {
+fn hold(list: &mut CheckedFolioList, f: &'static lru::Folio) -> Result<(), String> {
     if f.test_and_set(HELD) {
         return Err(format!("pfn {:#x} handed out twice", f.pfn()));
     }
@@ -88,7 +88,7 @@ fn hold(list: &mut FolioList, f: &'static lru::Folio) -> Result<(), String> {
 }
 
 /// Frees every frame of `list` on `cpu`; returns how many, or the first error.
-fn release(pa: &PageAlloc, cpu: usize, list: &mut FolioList) -> Result<u64, String> {
+fn release(pa: &PageAlloc, cpu: usize, list: &mut CheckedFolioList) -> Result<u64, String> {
     let mut n = 0;
     while let Some(f) = list.pop_front() {
         f.clear(HELD);
@@ -244,7 +244,7 @@ fn exhaust_every_cpu() -> TestResult {
     let left_at_exhaustion = AtomicU64::new(u64::MAX);
     on_each_cpu(&|cpu| {
         let node = percpu::cpu_to_node(cpu);
-        let mut list = folio_list();
+        let mut list = checked_folio_list();
         b.wait();
         let mut count = 0;
         while let Some(f) = pa.alloc_page(cpu, node) {
@@ -333,8 +333,8 @@ fn order10_after_fragmentation() -> TestResult {
     let pa = pa()?;
     let free0 = settled(pa)?;
     let node = percpu::numa_node_id();
-    let mut even = folio_list();
-    let mut odd = folio_list();
+    let mut even = checked_folio_list();
+    let mut odd = checked_folio_list();
     while let Some(f) = pa.alloc_page(0, node) {
         if f.pfn() % 2 == 0 {
             hold(&mut even, f)?;
@@ -423,7 +423,7 @@ fn take_everything(
     zonelist: &mm::zonelist::Zonelist,
     own_free: u64,
 ) -> Result<alloc::vec::Vec<u64>, String> {
-    let mut list = folio_list();
+    let mut list = checked_folio_list();
     let mut per_zone = alloc::vec![0u64; zonelist.zones().len()];
     let mut last = 0;
     let mut first_node = None;

@@ -247,7 +247,11 @@ impl<H: LruvecHost> Lruvec<H> {
             LruvecLock::Node => lruvec_flags::LRUVEC_NODE_LRU_LOCK,
         };
         Lruvec {
-            lists: UnsafeCell::new(core::array::from_fn(|_| folio_list())),
+            // SAFETY: these lists are changed only under this lruvec's lru_lock
+            // (`LruvecGuard::link`/`unlink`), and a folio is linked onto them only by the
+            // thread that owns it: newly added from a per-CPU batch, or isolated with
+            // `folio_test_clear_lru` (or moved under this lock from another of its lists).
+            lists: UnsafeCell::new(core::array::from_fn(|_| unsafe { folio_list() })),
             lru_lock: <Lock<H::Family, LruLock> as RawMutex>::INIT,
             anon_cost: AtomicU64::new(0),
             file_cost: AtomicU64::new(0),
