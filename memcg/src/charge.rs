@@ -191,7 +191,8 @@ impl<P: MemCgroupPerNode, O: FolioOwner<P>> MemcgTree<P, O> {
     /// `folios_put_refs()` and `release_pages()` call with their whole batch): as Linux's
     /// `uncharge_gather`, each run of consecutive folios charged to one memcg costs one
     /// page-counter update up the hierarchy and one `css_put_many` (`uncharge_batch()`),
-    /// instead of one of each per folio. Uncharged folios (memcg id 0) are skipped. The
+    /// instead of one of each per folio. Each charged folio's memcg id is cleared (its
+    /// `memcg_data`); uncharged folios (memcg id 0) are skipped. The
     /// memcgs are found in the id table under RCU on `cpu` (no lock). Call after the folios
     /// left the LRU. A run whose memcg cannot be found or whose uncharge would underflow is
     /// counted in [`UnchargeBatch::failed`] and the others are still uncharged.
@@ -224,6 +225,9 @@ impl<P: MemCgroupPerNode, O: FolioOwner<P>> MemcgTree<P, O> {
             if id == 0 {
                 continue;
             }
+            // uncharge_folio(): `folio->memcg_data = 0`; the page and the css reference go
+            // with the run's batch below (off the LRU, as the caller promises: cannot fail).
+            let _ = f.set_memcg_id(0);
             match &mut run {
                 Some((rid, n)) if *rid == id => *n += 1,
                 _ => {

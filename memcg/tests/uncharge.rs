@@ -145,6 +145,10 @@ fn a_batch_is_uncharged_once_per_run_of_one_memcg() {
     let out = s.tree.uncharge_folios(0, &batch).unwrap();
     assert_eq!((out.pages, out.batches, out.failed), (8, 4, 0));
     assert_eq!((a.usage(), b.usage(), root.usage()), (0, 0, 0));
+    assert!(
+        batch.iter().all(|f| f.memcg_id() == 0),
+        "uncharge_folio clears memcg_data"
+    );
     assert_eq!(
         s.tree.uncharge_folios(1, &batch),
         Err(MemcgError::InvalidCpu { cpu: 1, nr_cpus: 1 })

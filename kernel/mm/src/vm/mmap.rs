@@ -244,7 +244,9 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                 }
             }
         }
-        // Off the LRU now: uncharge, clear, free.
+        // Off the LRU now: uncharge (which clears each folio's memcg id), then free (whose
+        // `free_pages_prepare` resets the rest of the folio, once, and refuses a folio still
+        // linked on an LRU list).
         match self.tree.uncharge_folios(cpu, folios) {
             Ok(u) => self
                 .folios()
@@ -254,17 +256,15 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                 ksync::warn_on_once!(true, "uncharging released folios failed");
             }
         }
-        for &f in folios {
-            ksync::warn_on_once!(
-                f.reset_lru_state().is_err(),
-                "a released folio is still on an LRU list"
-            );
-        }
         match self.alloc.free_frozen_folios(cpu, folios) {
             Ok(freed) => {
                 let counters = &self.folios().counters;
                 counters.add(cpu, VmEvent::Released, freed.freed as u64);
                 counters.add(cpu, VmEvent::PcpFreeRounds, freed.rounds as u64);
+                ksync::warn_on_once!(
+                    freed.failed > 0,
+                    "a released folio failed free_pages_prepare (still on an LRU list?)"
+                );
             }
             Err(_) => {
                 ksync::warn_on_once!(true, "freeing released frames failed");
