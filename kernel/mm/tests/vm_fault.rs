@@ -742,3 +742,56 @@ fn reclaim_unmaps_and_evicts_a_mapped_file_page() {
     w.vm.destroy_mm(&mut mm, 0);
     w.vm.truncate(obj, 0);
 }
+
+/// The unmap's `NR_FILE_MAPPED` decrements go to the memcg each folio is charged to, also
+/// when a region maps page-cache folios of two memcgs in turn (a shared object's pages are
+/// charged to whoever read them first): the zap looks a memcg up again whenever the
+/// folio's memcg id differs from the previous folio's.
+#[test]
+fn unmap_counts_each_folio_against_its_own_memcg() {
+    let w = world(1, 1024, |_| {});
+    let root = w.vm.tree().root();
+    let a = root.create_child().unwrap();
+    let b = root.create_child().unwrap();
+    let obj: &'static Object = Box::leak(Box::new(Object::new(ObjectKind::File, 4)));
+    let mut mm_a = w.vm.new_mm::<VmAreaA>(VA, VA_LEN).unwrap();
+    let mut mm_b = w.vm.new_mm::<VmAreaA>(VA, VA_LEN).unwrap();
+    for (mm, m) in [(&mm_a, &a), (&mm_b, &b)] {
+        let req = MapRequest {
+            start: VA,
+            len: 4 * 4096,
+            write: false,
+            object: Some((obj, 0)),
+            node: 0,
+        };
+        w.vm.mmap(mm, &req, m).unwrap();
+    }
+    // b reads pages 1 and 3 first, a reads 0 and 2: the cache charges them so.
+    for page in [1, 3] {
+        w.vm.touch(&mm_b, 0, VA + page * 4096, false).unwrap();
+    }
+    for page in 0..4 {
+        w.vm.touch(&mm_a, 0, VA + page * 4096, false).unwrap();
+    }
+    for page in [0, 2] {
+        w.vm.touch(&mm_b, 0, VA + page * 4096, false).unwrap();
+    }
+    let mapped = |m: &memcg::MemcgRef<'_, Pn, mm::vm::folios::VmFolios>| {
+        m.flush_stats();
+        m.memory_stat(lru::NodeStatItem::NrFileMapped)
+    };
+    assert_eq!(
+        (mapped(&a), mapped(&b)),
+        (4, 4),
+        "two mappings of two pages each"
+    );
+    w.vm.munmap(&mm_a, 0, VA, 4 * 4096).unwrap();
+    assert_eq!(
+        (mapped(&a), mapped(&b)),
+        (2, 2),
+        "a's unmap took one mapping of each page from its own memcg"
+    );
+    w.vm.destroy_mm(&mut mm_a, 0);
+    w.vm.destroy_mm(&mut mm_b, 0);
+    w.vm.truncate(obj, 0);
+}

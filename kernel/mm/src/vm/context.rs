@@ -263,19 +263,6 @@ impl<P: MemCgroupPerNode<Family = F>, F: LockFamily, M: Mmu> Vm<P, M> {
             .mod_folio_stat_of(&self.tree, cpu, folio, item, delta);
     }
 
-    /// A folio statistic of the memcg with id `id` (found under RCU) on `node`.
-    pub(crate) fn mod_memcg_stat_by_id(
-        &self,
-        cpu: usize,
-        id: memcg::MemcgId,
-        node: usize,
-        item: NodeStatItem,
-        delta: i64,
-    ) {
-        self.folios()
-            .mod_memcg_stat_by_id(&self.tree, cpu, id, node, item, delta);
-    }
-
     /// Moves every CPU's folio batches to the LRUs (`lru_add_drain_all`), from `cpu` (the
     /// caller's CPU: the moves run in its RCU read-side section).
     pub fn lru_add_drain_all(&self, cpu: usize) {

@@ -26,7 +26,7 @@ use arrayvec::ArrayVec;
 use core::ptr::NonNull;
 use lru::lruvec::folio_lruvec_relock;
 use lru::{Folio, LruvecGuard, NodeStatItem};
-use memcg::{MemCgroupPerNode, MemcgRef};
+use memcg::{MemCgroup, MemCgroupPerNode, MemcgRef};
 
 /// What a new region maps.
 #[derive(Debug, Clone, Copy)]
@@ -162,37 +162,51 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                 continue;
             };
             let mut pte = table.lock();
-            for va in (from..stop).step_by(4096) {
+            let mut va = from;
+            while va < stop {
                 if tlb.is_full() {
                     drop(pte);
                     self.tlb_flush(&mut tlb, cpu);
                     pte = table.lock();
                 }
-                if let Some(pfn) = pte.clear(pte_index(va))
-                    && let Some(folio) = self.alloc.pfn_to_folio(pfn)
-                {
-                    // folio_remove_rmap_pte, under the PTE lock.
-                    ksync::warn_on_once!(
-                        folio.dec_mapcount().is_err(),
-                        "unmapping a folio with no mapcount"
-                    );
-                    // NR_ANON_MAPPED or NR_FILE_MAPPED, per folio as
-                    // folio_remove_rmap_pte() updates it (Linux does not fold these
-                    // across folios: seed 001 measures exactly these updates).
-                    let item = if folio.mapping() & crate::vm::fault::MAPPING_ANON != 0 {
-                        NodeStatItem::NrAnonMapped
-                    } else {
-                        NodeStatItem::NrFileMapped
-                    };
-                    self.mod_memcg_stat_by_id(
-                        cpu,
-                        folio.memcg_id(),
-                        folio.node() as usize,
-                        item,
-                        -1,
-                    );
-                    let _ = tlb.remove_page(va, folio);
-                    self.count(cpu, VmEvent::Unmapped);
+                // folio_memcg(): each mapped folio holds a reference on the memcg it is
+                // charged to, so that memcg outlives its PTE; one RCU read section per
+                // gather (ended before the flush and its shootdown) keeps the last memcg
+                // found by id valid, and consecutive folios of one memcg (the rule in a
+                // region) look it up once instead of once per page.
+                let rcu = self.tree.rcu().read_lock(cpu).ok();
+                let mut last: Option<(memcg::MemcgId, &MemCgroup<P>)> = None;
+                while va < stop && !tlb.is_full() {
+                    if let Some(pfn) = pte.clear(pte_index(va))
+                        && let Some(folio) = self.alloc.pfn_to_folio(pfn)
+                    {
+                        // folio_remove_rmap_pte, under the PTE lock.
+                        ksync::warn_on_once!(
+                            folio.dec_mapcount().is_err(),
+                            "unmapping a folio with no mapcount"
+                        );
+                        // NR_ANON_MAPPED or NR_FILE_MAPPED, per folio as
+                        // folio_remove_rmap_pte() updates it (Linux does not fold these
+                        // across folios: seed 001 measures exactly these updates).
+                        let item = if folio.mapping() & crate::vm::fault::MAPPING_ANON != 0 {
+                            NodeStatItem::NrAnonMapped
+                        } else {
+                            NodeStatItem::NrFileMapped
+                        };
+                        let id = folio.memcg_id();
+                        let memcg = match (last, &rcu) {
+                            (Some((last_id, m)), _) if last_id == id => Some(m),
+                            (_, Some(guard)) => self.tree.lookup_rcu(guard, id).ok(),
+                            (_, None) => None,
+                        };
+                        if let Some(m) = memcg {
+                            last = Some((id, m));
+                            self.mod_folio_stat(m, cpu, folio.node() as usize, item, -1);
+                        }
+                        let _ = tlb.remove_page(va, folio);
+                        self.count(cpu, VmEvent::Unmapped);
+                    }
+                    va += 4096;
                 }
             }
             drop(pte);
