@@ -15,6 +15,7 @@
 pub mod limit;
 pub mod platform;
 pub mod vmhost;
+pub mod window;
 
 use crate::boot_info::BootInfo;
 use crate::percpu;

@@ -129,6 +129,7 @@ impl BenchPlatform for KernelPlatform {
     }
 
     fn pmu_start(&self, cpu: u32) {
+        super::window::kx_measured_window_begin(cpu);
         let (Some(setup), Some(started)) = (pmu::setup(), self.pmu_started.get(cpu as usize))
         else {
             return;
@@ -137,6 +138,7 @@ impl BenchPlatform for KernelPlatform {
     }
 
     fn pmu_stop(&self, cpu: u32) -> Option<bench::PmuCpu> {
+        super::window::kx_measured_window_end(cpu);
         let setup = pmu::setup()?;
         if !self
             .pmu_started

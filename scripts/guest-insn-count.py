@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""Per operation, what the kernel's own machine code executes in a benchmark run under TCG.
+
+Boots the release kernel (ELF32 copy of the `kernel` profile's ELF) in QEMU's TCG with one
+vCPU and one scenario (`run=bench scenarios=S bench_cpus=1 rounds=1 seconds=SECS`), with
+QEMU logging each translated block's disassembly and each block execution
+(`-d in_asm,exec,nochain`, streamed through a pipe, never written to disk). The measured
+window is what runs between an execution of `kx_measured_window_begin` and the next of
+`kx_measured_window_end` (kernel/src/bench/window.rs: where the engine starts and stops a
+CPU's hardware counters, so the window a PMU counts on real hardware). For each window it
+sums, over the blocks executed in it:
+  insn   guest instructions
+  calls  call instructions (each one a call/return pair)
+  lock   locked read-modify-writes (lock-prefixed instructions and xchg with memory)
+  div    integer divisions (div / idiv)
+and divides by the operations of the run record (KRESULT) of the same window: the n-th
+window is the n-th run record. Deterministic for one kernel build and command line up to
+where the timed run stops (its length is guest time), so per-operation figures are stable
+to a fraction of a percent; no timing is involved.
+
+Known limits: a block that faults part-way (the touch that raises #PF) is counted whole,
+which adds the few instructions after the touch in its block once per fault; interrupts
+taken inside the window are counted, as a PMU would count them. Needs QEMU's exec log,
+which Debian's QEMU 7.2 has (it ships no TCG plugins).
+
+Usage: scripts/guest-insn-count.py [--kernel DIR] [--seconds S] [--timeout T]
+                                   SCENARIO:CONFIG:VARIANT ...
+  e.g. limit:anon:floor seed001-faultfree:anon:base@+0 seed001-faultfree:shmem:base@+0
+       seed003-pft:anon:A (the default). The kernel is built first unless --no-build
+  (`cargo build -p kernel --profile kernel`, the recipe of boot/src/kernel_build.rs); wrap
+  the command in the shared build lock on a shared machine.
+Exit status: 0 done; 2 bad arguments; 3 no kernel; 4 a tool missing; 6 QEMU failed or
+timed out; 7 the windows and run records do not pair up, or a requested run is missing.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from collections import defaultdict
+
+DEFAULT_SPECS = [
+    "limit:anon:floor",
+    "seed001-faultfree:anon:base@+0",
+    "seed001-faultfree:shmem:base@+0",
+    "seed003-pft:anon:A",
+]
+KERNEL_DIR = "target-kernel/x86_64-unknown-linux-gnu/kernel"
+RUSTFLAGS = "-C relocation-model=static -C no-redzone=yes"
+# "0xADDR:  bytes  mnemonic operands"; a continuation line (the bytes of a long instruction
+# past the eighth) has no mnemonic and does not match.
+INSN = re.compile(r"^0x([0-9a-f]+):  (?:[0-9a-f]{2} )*[0-9a-f]{2} +([a-z][a-z0-9.]*)\s*(.*)$")
+TRACE = re.compile(r"^Trace \d+: 0x[0-9a-f]+ \[[0-9a-f]+/([0-9a-f]+)/")
+DIVS = {"div", "idiv", "divb", "divw", "divl", "divq", "idivb", "idivw", "idivl", "idivq"}
+
+
+def die(code, msg):
+    print(f"guest-insn-count: {msg}", file=sys.stderr)
+    sys.exit(code)
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("specs", nargs="*", help="SCENARIO:CONFIG:VARIANT")
+    p.add_argument("--kernel", default=KERNEL_DIR, help="directory of the `kernel` ELF64")
+    p.add_argument("--no-build", action="store_true", help="use the kernel as it is")
+    p.add_argument("--seconds", type=float, default=0.05,
+                   help="guest seconds per run (default 0.05; the log slows the guest)")
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds per boot")
+    try:
+        a = p.parse_args()
+    except SystemExit as e:
+        sys.exit(0 if e.code == 0 else 2)
+    a.specs = a.specs or DEFAULT_SPECS
+    for s in a.specs:
+        if len(s.split(":")) != 3:
+            die(2, f"{s}: expected SCENARIO:CONFIG:VARIANT")
+    if not 0.01 <= a.seconds <= 10:
+        die(2, f"--seconds {a.seconds}: expected 0.01..=10")
+    return a
+
+
+def kind(mnemonic, operands):
+    """'call', 'lock', 'div' or None for one instruction."""
+    if mnemonic.startswith("call"):
+        return "call"
+    if mnemonic == "lock" or (mnemonic.startswith("xchg") and "(" in operands):
+        return "lock"
+    if mnemonic in DIVS:
+        return "div"
+    return None
+
+
+def count_windows(log, begin, end):
+    """Per window: {insn, call, lock, div} summed over the blocks executed in it."""
+    blocks = {}  # block start -> (insn, call, lock, div)
+    cur = None  # (start, [insn, call, lock, div]) of the block being read
+    windows = []
+    open_w = None
+    for line in log:
+        if line.startswith("Trace "):
+            m = TRACE.match(line)
+            if not m:
+                continue
+            pc = int(m.group(1), 16)
+            if pc == begin:
+                open_w = [0, 0, 0, 0]
+                continue
+            if pc == end:
+                if open_w is not None:
+                    windows.append(open_w)
+                open_w = None
+                continue
+            if open_w is not None:
+                b = blocks.get(pc)
+                if b is None:
+                    die(7, f"block {pc:#x} executed before its disassembly was logged")
+                for i in range(4):
+                    open_w[i] += b[i]
+        elif line.startswith("IN:"):
+            cur = None
+        elif line.startswith("0x"):
+            m = INSN.match(line)
+            if not m:
+                continue
+            addr = int(m.group(1), 16)
+            if cur is None:
+                cur = [0, 0, 0, 0]
+                blocks[addr] = cur
+            cur[0] += 1
+            k = kind(m.group(2), m.group(3))
+            if k:
+                cur[("insn", "call", "lock", "div").index(k)] += 1
+        elif not line.strip():
+            cur = None
+    return windows
+
+
+def symbol(elf, name):
+    out = subprocess.run(["nm", elf], capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[2] == name:
+            return int(parts[0], 16)
+    die(3, f"{elf} has no symbol {name} (a kernel before the measured-window markers?)")
+
+
+def boot(a, elf32, scenario):
+    tmp = tempfile.mkdtemp(prefix="guest-insn-count.")
+    fifo = os.path.join(tmp, "log")
+    os.mkfifo(fifo)
+    serial = os.path.join(tmp, "serial.log")
+    append = f"run=bench scenarios={scenario} bench_cpus=1 rounds=1 seconds={a.seconds}"
+    args = [
+        "qemu-system-x86_64", "-machine", "q35", "-cpu", "max", "-m", "1024", "-smp", "1",
+        "-accel", "tcg", "-display", "none", "-serial", f"file:{serial}", "-nic", "none",
+        "-no-reboot", "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
+        "-kernel", elf32, "-append", append, "-d", "in_asm,exec,nochain", "-D", fifo,
+    ]
+    qemu = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    timer = threading.Timer(a.timeout, qemu.kill)
+    timer.start()
+    return qemu, timer, fifo, serial, tmp
+
+
+def main():
+    a = parse_args()
+    for tool in ("qemu-system-x86_64", "nm", "objcopy"):
+        if shutil.which(tool) is None:
+            die(4, f"{tool} not found")
+    if not a.no_build:
+        env = dict(os.environ, RUSTFLAGS=RUSTFLAGS)
+        r = subprocess.run(["cargo", "build", "-q", "-p", "kernel", "--target",
+                            "x86_64-unknown-linux-gnu", "--target-dir", "target-kernel",
+                            "--profile", "kernel"], env=env)
+        if r.returncode != 0:
+            die(3, "the kernel build failed")
+    elf64 = os.path.join(a.kernel, "kernel")
+    if not os.path.isfile(elf64):
+        die(3, f"{elf64} not found")
+    begin = symbol(elf64, "kx_measured_window_begin")
+    end = symbol(elf64, "kx_measured_window_end")
+    tmp = tempfile.mkdtemp(prefix="guest-insn-count.")
+    elf32 = os.path.join(tmp, "kernel32.elf")
+    subprocess.run(["objcopy", "-O", "elf32-i386", elf64, elf32], check=True)
+
+    wanted = defaultdict(list)
+    for s in a.specs:
+        sc, cfg, var = s.split(":")
+        wanted[sc].append((cfg, var))
+    print(f"{'scenario config variant':<36} {'ops':>6} {'insn/op':>9} {'calls/op':>9} "
+          f"{'lock/op':>8} {'div/op':>7}")
+    for sc, runs in wanted.items():
+        qemu, timer, fifo, serial, btmp = boot(a, elf32, sc)
+        with open(fifo, errors="replace") as log:
+            windows = count_windows(log, begin, end)
+        qemu.wait()
+        timer.cancel()
+        err = qemu.stderr.read().decode(errors="replace")
+        records = []
+        with open(serial, errors="replace") as f:
+            for line in f:
+                if line.startswith("KRESULT "):
+                    r = json.loads(line[len("KRESULT "):])
+                    if r.get("type") == "run":
+                        records.append(r)
+        shutil.rmtree(btmp, ignore_errors=True)
+        if not records:
+            die(6, f"{sc}: no run records (QEMU status {qemu.returncode}): {err.strip()[-400:]}")
+        if len(records) != len(windows):
+            die(7, f"{sc}: {len(windows)} measured windows but {len(records)} run records")
+        for cfg, var in runs:
+            hits = [(r, w) for r, w in zip(records, windows)
+                    if r["config"] == cfg and r["variant"] == var and not r["warmup"]]
+            if not hits:
+                die(7, f"{sc}:{cfg}:{var}: no measured run of it in the log")
+            ops = sum(r["ops"] for r, _ in hits)
+            tot = [sum(w[i] for _, w in hits) for i in range(4)]
+            print(f"{sc + ' ' + cfg + ' ' + var:<36} {ops:>6} {tot[0] / ops:>9.1f} "
+                  f"{tot[1] / ops:>9.2f} {tot[2] / ops:>8.2f} {tot[3] / ops:>7.2f}",
+                  flush=True)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
