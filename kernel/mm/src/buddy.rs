@@ -17,8 +17,14 @@
 //! One list per order: there are no migrate types here (no compaction, no reclaim by
 //! mobility), so Linux's `free_area[order].free_list[MIGRATE_*]` collapses into one.
 //! Everything in this module runs under the zone's lock, which `&mut FreeArea` stands for.
+//! [`ZoneFree`] is that lock with the lists and `NR_FREE_PAGES` (the part of `struct zone`
+//! the per-CPU lists refill from and spill to), so [`crate::pcp`] needs the buddy layer
+//! and not the zone above it.
 
+use crate::lock_classes::ZoneLock;
 use crate::memmap::Memmap;
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use ksync::SpinMutex;
 use lru::list::{FolioList, folio_list};
 use lru::{Folio, FolioFlags};
 
@@ -26,6 +32,38 @@ use lru::{Folio, FolioFlags};
 pub const MAX_ORDER: u32 = 10;
 /// Number of orders (`NR_PAGE_ORDERS`).
 pub const NR_PAGE_ORDERS: usize = MAX_ORDER as usize + 1;
+
+/// What `zone->lock` guards, plus the counter readers may load without it.
+#[derive(Debug)]
+pub(crate) struct ZoneFree {
+    /// The buddy lists under `zone->lock`.
+    pub(crate) area: SpinMutex<ZoneLock, FreeArea>,
+    /// `NR_FREE_PAGES`: frames on the buddy lists (pages on per-CPU lists are not free,
+    /// as in Linux). Written under `zone->lock`.
+    pub(crate) nr_free: AtomicU64,
+}
+
+impl ZoneFree {
+    /// Empty lists, nothing free.
+    pub(crate) fn new() -> Self {
+        ZoneFree {
+            area: SpinMutex::new(FreeArea::new()),
+            nr_free: AtomicU64::new(0),
+        }
+    }
+
+    /// `NR_FREE_PAGES += n`; the caller holds `zone->lock`.
+    pub(crate) fn add_free(&self, n: u64) {
+        let c = &self.nr_free;
+        c.store(c.load(Relaxed) + n, Relaxed);
+    }
+
+    /// `NR_FREE_PAGES -= n`; the caller holds `zone->lock`.
+    pub(crate) fn sub_free(&self, n: u64) {
+        let c = &self.nr_free;
+        c.store(c.load(Relaxed) - n, Relaxed);
+    }
+}
 
 /// One order's free list (`struct free_area`).
 #[derive(Debug)]

@@ -13,7 +13,8 @@
 use crate::buddy::NR_PAGE_ORDERS;
 use crate::error::CheckError;
 use crate::page_alloc::PageAlloc;
-use crate::zone::{Zone, zone_for_pfn};
+use crate::pfn::zone_for_pfn;
+use crate::zone::Zone;
 use alloc::vec::Vec;
 use lru::{Folio, FolioFlags};
 

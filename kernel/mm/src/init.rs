@@ -20,9 +20,10 @@ use crate::error::{HandoverError, InitError};
 use crate::memmap::{Memmap, PRIVATE_RESERVED};
 use crate::numa::{NumaTopology, PfnRange};
 use crate::page_alloc::{PageAlloc, PcpConfig};
-use crate::pcp::{self, zone_batchsize, zone_highsize};
+use crate::pcp::{zone_batchsize, zone_highsize};
+use crate::pfn::zone_pfn_limits;
 use crate::storage::MemmapStorage;
-use crate::zone::{Watermarks, zone_pfn_limits};
+use crate::zone::Watermarks;
 use crate::zonelist::ZONES_HIGH_TO_LOW;
 use alloc::vec::Vec;
 use lru::FolioFlags;
@@ -176,7 +177,7 @@ impl PageAlloc {
             let high = cfg
                 .high
                 .unwrap_or_else(|| zone_highsize(w.low, batch, split));
-            pcp::set_high_and_batch(zone, batch, high);
+            zone.set_high_and_batch(batch, high);
         }
     }
 }

@@ -4,6 +4,8 @@
 //! This crate holds the physical memory layer and, above it, the fault core that allocates
 //! from it:
 //!
+//! - [`pfn`]: the frame size, [`Pfn`], and the frames each zone type may hold (the bottom
+//!   layer: `pfn` < `memmap` < `buddy` < `pcp` < `zone` < `page_alloc`);
 //! - [`numa`]: nodes, their memory and CPUs, distances (built by the kernel from the ACPI
 //!   SRAT/SLIT, by host callers from a list of ranges);
 //! - [`memmap`]: the sparse memmap, one [`lru::Folio`] per frame in per-section arrays
@@ -42,6 +44,7 @@ pub mod microbench;
 pub mod numa;
 pub mod page_alloc;
 pub mod pcp;
+pub mod pfn;
 pub mod stats;
 pub mod storage;
 pub mod vm;
@@ -51,9 +54,10 @@ pub mod zonelist;
 pub use buddy::{MAX_ORDER, NR_PAGE_ORDERS};
 pub use check::Census;
 pub use error::{AllocError, CheckError, FreeError, HandoverError, InitError};
-pub use memmap::{Memmap, PAGE_SIZE};
+pub use memmap::Memmap;
 pub use numa::{NumaBuilder, NumaTopology, PfnRange};
 pub use page_alloc::{PageAlloc, PcpConfig, PgData};
+pub use pfn::{PAGE_SIZE, Pfn};
 pub use stats::PageStats;
 pub use storage::{HeapStorage, MemmapBlock, MemmapStorage};
 pub use zone::Zone;

@@ -25,8 +25,8 @@
 //! is the only way a descriptor reaches the buddy allocator.
 
 use crate::numa::{NumaTopology, PfnRange};
+use crate::pfn::{PAGE_SHIFT, zone_for_pfn};
 use crate::storage::{MemmapBlock, MemmapStorage};
-use crate::zone::zone_for_pfn;
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::fmt;
@@ -35,10 +35,6 @@ use lru::{Folio, LruError};
 
 /// log2 of the section size in bytes (x86_64's `SECTION_SIZE_BITS`).
 pub const SECTION_SIZE_BITS: u32 = 27;
-/// log2 of the frame size.
-pub const PAGE_SHIFT: u32 = 12;
-/// Frame size in bytes.
-pub const PAGE_SIZE: u64 = 1 << PAGE_SHIFT;
 /// log2 of the frames per section (`PFN_SECTION_SHIFT`).
 pub const PFN_SECTION_SHIFT: u32 = SECTION_SIZE_BITS - PAGE_SHIFT;
 /// Frames per section (`PAGES_PER_SECTION`).

@@ -25,10 +25,10 @@ use crate::buddy::is_linked;
 use crate::error::{AllocError, FreeError, InitError};
 use crate::memmap::Memmap;
 use crate::numa::NumaTopology;
-use crate::pcp;
+use crate::pfn::zone_pfn_limits;
 use crate::stats::PageStats;
 use crate::storage::MemmapStorage;
-use crate::zone::{Zone, zone_pfn_limits};
+use crate::zone::Zone;
 use crate::zonelist::{ZONES_HIGH_TO_LOW, Zonelist, build_all_zonelists};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -281,7 +281,7 @@ impl PageAlloc {
                 let stats = &zone.pcp(cpu).ok_or(AllocError::BadCpu(cpu))?.stats;
                 loop {
                     let got = if order == 0 && use_pcp {
-                        pcp::rmqueue_pcplist(zone, &self.memmap, cpu)
+                        zone.rmqueue_pcplist(&self.memmap, cpu)
                     } else {
                         zone.rmqueue_buddy(&self.memmap, order, stats)
                     };
@@ -353,7 +353,7 @@ impl PageAlloc {
         }
         let zone = self.folio_zone(folio).ok_or(FreeError::Foreign(pfn))?;
         self.free_frozen_prepare(folio)?;
-        pcp::free_unref_page(zone, &self.memmap, cpu, folio);
+        zone.free_unref_page(&self.memmap, cpu, folio);
         Ok(())
     }
 
@@ -411,10 +411,11 @@ impl PageAlloc {
                 out.failed += now.len();
                 continue;
             };
-            let freed = pcp::free_unref_folios(zone, &self.memmap, cpu, now, |f| {
-                self.free_frozen_prepare(f).is_ok()
-            })
-            .ok_or(FreeError::BadCpu(cpu))? as usize;
+            let freed = zone
+                .free_unref_folios(&self.memmap, cpu, now, |f| {
+                    self.free_frozen_prepare(f).is_ok()
+                })
+                .ok_or(FreeError::BadCpu(cpu))? as usize;
             out.freed += freed;
             out.failed += now.len() - freed;
             out.rounds += 1;
@@ -456,7 +457,7 @@ impl PageAlloc {
         let _ = folio.reset_lru_state();
         folio.set_private(0);
         if order == 0 && use_pcp {
-            pcp::free_unref_page(zone, &self.memmap, cpu, folio);
+            zone.free_unref_page(&self.memmap, cpu, folio);
         } else {
             let stats = zone.pcp(cpu).map(|p| &p.stats);
             zone.free_block(&self.memmap, folio, order, stats);
@@ -468,7 +469,7 @@ impl PageAlloc {
     /// `drain_pages()` for a remote CPU: safe from any CPU). Returns the frames moved.
     pub fn drain_cpu(&self, cpu: usize) -> u64 {
         self.zones()
-            .map(|z| u64::from(pcp::drain_zone(z, &self.memmap, cpu)))
+            .map(|z| u64::from(z.drain_pages_zone(&self.memmap, cpu)))
             .sum()
     }
 

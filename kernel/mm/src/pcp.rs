@@ -36,11 +36,10 @@
 //! spill without an allocation in between and halves on every allocation; everything but
 //! one frame when `high < batch` (a list that barely caches).
 
-use crate::buddy::FreeArea;
+use crate::buddy::{FreeArea, ZoneFree};
 use crate::lock_classes::PcpLock;
 use crate::memmap::Memmap;
 use crate::stats::PcpStats;
-use crate::zone::Zone;
 use ksync::SpinMutex;
 use lru::Folio;
 use lru::list::{FolioList, folio_list};
@@ -98,12 +97,19 @@ impl Pcp {
         let p = self.pages.lock();
         (p.batch, p.high)
     }
+
+    /// Sets `batch` (at least 1) and `high` (`pageset_update()`).
+    pub(crate) fn set_high_and_batch(&self, batch: u32, high: u32) {
+        let mut p = self.pages.lock();
+        p.batch = batch.max(1);
+        p.high = high;
+    }
 }
 
 /// `zone_batchsize()` for a zone of `managed` frames.
 #[must_use]
 pub fn zone_batchsize(managed: u64) -> u32 {
-    let mut batch = (managed >> 10).min((1 << 20) / crate::memmap::PAGE_SIZE);
+    let mut batch = (managed >> 10).min((1 << 20) / crate::pfn::PAGE_SIZE);
     batch /= 4;
     // `if (batch < 1) batch = 1;`
     batch = batch.max(1);
@@ -134,19 +140,10 @@ fn nr_pcp_free(p: &mut PerCpuPages) -> u32 {
     (scaled.min(u64::from(max_nr_free)) as u32).max(min_nr_free)
 }
 
-/// Sets `batch` and `high` of every CPU's list in `zone` (`zone_set_pageset_high_and_batch`).
-pub(crate) fn set_high_and_batch(zone: &Zone, batch: u32, high: u32) {
-    for (_, pcp) in zone.pcp.iter() {
-        let mut p = pcp.pages.lock();
-        p.batch = batch.max(1);
-        p.high = high;
-    }
-}
-
 /// Moves up to `count` frames from the buddy lists to the tail of `list`
 /// (`rmqueue_bulk()`); returns how many. Takes `zone->lock` once.
-fn rmqueue_bulk(zone: &Zone, memmap: &Memmap, count: u32, list: &mut FolioList) -> u32 {
-    let mut area = zone.free.area.lock();
+fn rmqueue_bulk(zone: &ZoneFree, memmap: &Memmap, count: u32, list: &mut FolioList) -> u32 {
+    let mut area = zone.area.lock();
     let mut got = 0;
     while got < count {
         let Some(folio) = area.rmqueue_smallest(memmap, 0) else {
@@ -162,12 +159,12 @@ fn rmqueue_bulk(zone: &Zone, memmap: &Memmap, count: u32, list: &mut FolioList) 
 
 /// Gives `count` frames from the cold end of the list back to the buddy lists
 /// (`free_pcppages_bulk()`); returns how many went. Takes `zone->lock` once.
-fn free_pcppages_bulk(zone: &Zone, memmap: &Memmap, count: u32, p: &mut PerCpuPages) -> u32 {
+fn free_pcppages_bulk(zone: &ZoneFree, memmap: &Memmap, count: u32, p: &mut PerCpuPages) -> u32 {
     let count = count.min(p.count);
     if count == 0 {
         return 0;
     }
-    let mut area = zone.free.area.lock();
+    let mut area = zone.area.lock();
     let mut freed = 0;
     while freed < count {
         let Some(folio) = p.list.pop_back() else {
@@ -182,11 +179,14 @@ fn free_pcppages_bulk(zone: &Zone, memmap: &Memmap, count: u32, p: &mut PerCpuPa
     freed
 }
 
-/// Allocates an order-0 frame from `cpu`'s list of `zone`, refilling it from the buddy
-/// lists when empty (`rmqueue_pcplist()` / `__rmqueue_pcplist()`). `None` when the list
-/// and the zone are both empty.
-pub(crate) fn rmqueue_pcplist(zone: &Zone, memmap: &Memmap, cpu: usize) -> Option<&'static Folio> {
-    let pcp = zone.pcp(cpu)?;
+/// Allocates an order-0 frame from the list `pcp` of the zone whose buddy lists are
+/// `zone`, refilling it from them when empty (`rmqueue_pcplist()` /
+/// `__rmqueue_pcplist()`). `None` when the list and the zone are both empty.
+pub(crate) fn rmqueue_pcplist(
+    pcp: &Pcp,
+    zone: &ZoneFree,
+    memmap: &Memmap,
+) -> Option<&'static Folio> {
     let mut p = pcp.pages.lock();
     p.free_factor >>= 1;
     if p.list.is_empty() {
@@ -203,32 +203,19 @@ pub(crate) fn rmqueue_pcplist(zone: &Zone, memmap: &Memmap, cpu: usize) -> Optio
     Some(folio)
 }
 
-/// Frees an order-0 frame to `cpu`'s list of `zone`, spilling to the buddy lists when
-/// the list reaches `high` (`free_unref_page_commit()`). Returns `false` when `cpu` has
-/// no slot (nothing was done).
-pub(crate) fn free_unref_page(
-    zone: &Zone,
-    memmap: &Memmap,
-    cpu: usize,
-    folio: &'static Folio,
-) -> bool {
-    free_unref_folios(zone, memmap, cpu, &[folio], |_| true) == Some(1)
-}
-
-/// Frees the order-0 frames of `folios` (all of `zone`) to `cpu`'s list under one hold of
-/// its `pcp->lock` (`free_unref_folios()`, whose loop keeps the lock while the zone stays
-/// the same), spilling to the buddy lists whenever the list reaches `high`. `prepare` is
-/// run on each frame under the lock and says whether it may be freed (a frame it refuses
-/// is left alone). Returns how many were freed, or `None` when `cpu` has no slot (nothing
-/// was done, nothing prepared).
+/// Frees the order-0 frames of `folios` (all of the zone whose buddy lists are `zone`)
+/// to the list `pcp` under one hold of its `pcp->lock` (`free_unref_folios()`, whose loop
+/// keeps the lock while the zone stays the same; `free_unref_page_commit()` for one),
+/// spilling to the buddy lists whenever the list reaches `high`. `prepare` is run on each
+/// frame under the lock and says whether it may be freed (a frame it refuses is left
+/// alone). Returns how many were freed.
 pub(crate) fn free_unref_folios(
-    zone: &Zone,
+    pcp: &Pcp,
+    zone: &ZoneFree,
     memmap: &Memmap,
-    cpu: usize,
     folios: &[&'static Folio],
     mut prepare: impl FnMut(&'static Folio) -> bool,
-) -> Option<u32> {
-    let pcp = zone.pcp(cpu)?;
+) -> u32 {
     let mut p = pcp.pages.lock();
     pcp.stats.free_rounds.add(1);
     let mut n = 0;
@@ -248,15 +235,12 @@ pub(crate) fn free_unref_folios(
         }
     }
     drop(p);
-    Some(n)
+    n
 }
 
-/// Empties `cpu`'s list of `zone` into the buddy lists (`drain_pages_zone()`); callable
+/// Empties the list `pcp` into the buddy lists `zone` (`drain_pages_zone()`); callable
 /// from any CPU. Returns the frames moved.
-pub(crate) fn drain_zone(zone: &Zone, memmap: &Memmap, cpu: usize) -> u32 {
-    let Some(pcp) = zone.pcp(cpu) else {
-        return 0;
-    };
+pub(crate) fn drain_pages(pcp: &Pcp, zone: &ZoneFree, memmap: &Memmap) -> u32 {
     let mut p = pcp.pages.lock();
     let count = p.count;
     if count == 0 {

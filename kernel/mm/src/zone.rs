@@ -3,55 +3,33 @@
 //!
 //! Models `struct zone` (include/linux/mmzone.h) for the two zones a 64-bit machine without
 //! ISA DMA needs: `ZONE_DMA32` for frames below 4 GiB and `ZONE_NORMAL` above
-//! ([`zone_for_pfn`]; Linux's 16 MiB `ZONE_DMA` and `ZONE_MOVABLE` stay empty). As in
+//! ([`zone_for_pfn`](crate::pfn::zone_for_pfn); Linux's 16 MiB `ZONE_DMA` and `ZONE_MOVABLE` stay empty). As in
 //! Linux, `spanned` is the pfn range from the zone's first to its last frame, `present`
 //! the frames of RAM in it, `managed` the frames the buddy allocator owns (what the
 //! handover freed); the difference `present - managed` is reserved (kernel image, boot
 //! structures, memmap, heap, page tables, stacks).
 //!
-//! `zone->lock` is a [`TicketLock`](ksync::TicketLock) of class [`ZoneLock`]: it guards
-//! the free lists and `NR_FREE_PAGES`, and its statistics appear in every benchmark report.
-//! The lock, the lists and the free counter share one 128-byte-aligned group, apart from
-//! the read-mostly fields, as Linux pads `zone->lock` onto its own lines.
+//! `zone->lock` is a [`TicketLock`](ksync::TicketLock) of class
+//! [`ZoneLock`](crate::lock_classes::ZoneLock): it guards the free lists and
+//! `NR_FREE_PAGES` (`ZoneFree`, defined with the lists in [`crate::buddy`]), and its
+//! statistics appear in every benchmark report. The lock, the lists and the free counter
+//! share one 128-byte-aligned group, apart from the read-mostly fields, as Linux pads
+//! `zone->lock` onto its own lines. The per-CPU lists ([`crate::pcp`]) sit below the zone:
+//! the zone hands each operation its CPU's list and its `ZoneFree`.
 //!
 //! Watermarks are computed as `__setup_per_zone_wmarks()` does (the allocator itself does
 //! not check them yet: with no reclaim a zone is used until empty); the per-CPU lists'
 //! `high` is derived from the low watermark ([`crate::pcp`]).
 
-use crate::buddy::FreeArea;
-use crate::lock_classes::ZoneLock;
-use crate::memmap::{Memmap, PAGE_SHIFT};
+use crate::buddy::ZoneFree;
+use crate::memmap::Memmap;
 use crate::numa::PfnRange;
-use crate::pcp::Pcp;
+use crate::pcp::{self, Pcp};
 use crate::stats::PcpStats;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use ksync::{CachePadded, PerCpu, SpinMutex};
+use ksync::{CachePadded, PerCpu};
 use lru::Folio;
 use lru::Zone as ZoneType;
-
-/// First frame above `ZONE_DMA32` (4 GiB).
-pub const DMA32_END_PFN: u64 = 1 << (32 - PAGE_SHIFT);
-
-/// The zone a frame belongs to: `ZONE_DMA32` below 4 GiB, `ZONE_NORMAL` above.
-#[must_use]
-pub const fn zone_for_pfn(pfn: u64) -> ZoneType {
-    if pfn < DMA32_END_PFN {
-        ZoneType::Dma32
-    } else {
-        ZoneType::Normal
-    }
-}
-
-/// The frames a zone type may hold.
-#[must_use]
-pub const fn zone_pfn_limits(kind: ZoneType) -> PfnRange {
-    match kind {
-        ZoneType::Dma => PfnRange::new(0, 0),
-        ZoneType::Dma32 => PfnRange::new(0, DMA32_END_PFN),
-        ZoneType::Normal => PfnRange::new(DMA32_END_PFN, lru::folio::MAX_PFN),
-        ZoneType::Movable => PfnRange::new(0, 0),
-    }
-}
 
 /// Linux's short zone names (`zone_names[]`).
 #[must_use]
@@ -73,16 +51,6 @@ pub struct Watermarks {
     pub low: u64,
     /// `WMARK_HIGH`.
     pub high: u64,
-}
-
-/// What `zone->lock` guards, plus the counter readers may load without it.
-#[derive(Debug)]
-pub(crate) struct ZoneFree {
-    /// The buddy lists under `zone->lock`.
-    pub(crate) area: SpinMutex<ZoneLock, FreeArea>,
-    /// `NR_FREE_PAGES`: frames on the buddy lists (pages on per-CPU lists are not free,
-    /// as in Linux). Written under `zone->lock`.
-    pub(crate) nr_free: AtomicU64,
 }
 
 /// One zone of one node.
@@ -133,10 +101,7 @@ impl Zone {
             watermark_min: AtomicU64::new(0),
             watermark_low: AtomicU64::new(0),
             watermark_high: AtomicU64::new(0),
-            free: CachePadded(ZoneFree {
-                area: SpinMutex::new(FreeArea::new()),
-                nr_free: AtomicU64::new(0),
-            }),
+            free: CachePadded(ZoneFree::new()),
             pcp: PerCpu::new(nr_cpus, |_| Pcp::new()),
         }
     }
@@ -270,13 +235,62 @@ impl Zone {
 
     /// `NR_FREE_PAGES += n`; the caller holds `zone->lock`.
     pub(crate) fn add_free(&self, n: u64) {
-        let c = &self.free.nr_free;
-        c.store(c.load(Relaxed) + n, Relaxed);
+        self.free.add_free(n);
     }
 
     /// `NR_FREE_PAGES -= n`; the caller holds `zone->lock`.
     pub(crate) fn sub_free(&self, n: u64) {
-        let c = &self.free.nr_free;
-        c.store(c.load(Relaxed) - n, Relaxed);
+        self.free.sub_free(n);
+    }
+
+    /// Sets `batch` and `high` of every CPU's list in this zone
+    /// (`zone_set_pageset_high_and_batch()`).
+    pub(crate) fn set_high_and_batch(&self, batch: u32, high: u32) {
+        for (_, pcp) in self.pcp.iter() {
+            pcp.set_high_and_batch(batch, high);
+        }
+    }
+
+    /// Allocates an order-0 frame from `cpu`'s list of this zone, refilling it from the
+    /// buddy lists when empty (`rmqueue_pcplist()`). `None` when `cpu` has no slot or the
+    /// list and the zone are both empty.
+    pub(crate) fn rmqueue_pcplist(&self, memmap: &Memmap, cpu: usize) -> Option<&'static Folio> {
+        pcp::rmqueue_pcplist(self.pcp(cpu)?, &self.free, memmap)
+    }
+
+    /// Frees an order-0 frame of this zone to `cpu`'s list (`free_unref_page()`); `false`
+    /// when `cpu` has no slot (nothing was done).
+    pub(crate) fn free_unref_page(
+        &self,
+        memmap: &Memmap,
+        cpu: usize,
+        folio: &'static Folio,
+    ) -> bool {
+        self.free_unref_folios(memmap, cpu, &[folio], |_| true) == Some(1)
+    }
+
+    /// Frees order-0 frames of this zone to `cpu`'s list under one hold of its
+    /// `pcp->lock` ([`pcp::free_unref_folios`]); `None` when `cpu` has no slot.
+    pub(crate) fn free_unref_folios(
+        &self,
+        memmap: &Memmap,
+        cpu: usize,
+        folios: &[&'static Folio],
+        prepare: impl FnMut(&'static Folio) -> bool,
+    ) -> Option<u32> {
+        Some(pcp::free_unref_folios(
+            self.pcp(cpu)?,
+            &self.free,
+            memmap,
+            folios,
+            prepare,
+        ))
+    }
+
+    /// Empties `cpu`'s list of this zone into the buddy lists (`drain_pages_zone()`);
+    /// callable from any CPU. Returns the frames moved.
+    pub(crate) fn drain_pages_zone(&self, memmap: &Memmap, cpu: usize) -> u32 {
+        self.pcp(cpu)
+            .map_or(0, |pcp| pcp::drain_pages(pcp, &self.free, memmap))
     }
 }

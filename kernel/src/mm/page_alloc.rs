@@ -214,7 +214,7 @@ pub fn describe(w: &mut dyn core::fmt::Write) -> core::fmt::Result {
             "  node {}: total {total} frames ({} MiB), free {free}, reserved {reserved}, memmap \
              {} KiB ({} bytes per frame, {} KiB stored on this node)",
             node.id(),
-            (total << mm::memmap::PAGE_SHIFT) >> 20,
+            (total << mm::pfn::PAGE_SHIFT) >> 20,
             memmap >> 10,
             per_frame(memmap, total),
             mm.bytes_on_node(node.id()) >> 10

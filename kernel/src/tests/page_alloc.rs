@@ -185,7 +185,7 @@ fn memmap_placement() -> TestResult {
                 f.node()
             );
             ensure!(
-                f.zone() == mm::zone::zone_for_pfn(pfn),
+                f.zone() == mm::pfn::zone_for_pfn(pfn),
                 "pfn {pfn:#x}: zone {:?}",
                 f.zone()
             );

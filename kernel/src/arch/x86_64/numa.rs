@@ -19,8 +19,8 @@ use super::srat::{self, Slit, Srat};
 use crate::boot_info::{BootInfo, MemKind};
 use alloc::string::String;
 use alloc::vec::Vec;
-use mm::memmap::PAGE_SHIFT;
 use mm::numa::{MAX_NUMNODES, NumaBuilder, NumaTopology, PfnRange};
+use mm::pfn::PAGE_SHIFT;
 
 /// Where the node layout came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
