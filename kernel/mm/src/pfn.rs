@@ -8,9 +8,11 @@
 //! `zone` < `page_alloc`.
 //!
 //! [`Pfn`] is a frame number as a type of its own (Linux passes `unsigned long pfn` and
-//! relies on names); the allocator's internals and `lru`'s [`Folio::pfn`] still carry the
-//! plain number, and the conversions are explicit ([`Pfn::new`], [`Pfn::of`],
-//! [`Pfn::as_u64`]).
+//! relies on names): what crosses the platform boundary of the fault core
+//! ([`crate::vm::pgtable::Mmu`]) is a `Pfn`, a [`crate::vm::VirtAddr`] or a
+//! [`crate::vm::pgtable::Pte`], so one cannot be passed where another is meant. The
+//! allocator's internals and `lru`'s [`Folio::pfn`] still carry the plain number; the
+//! conversions are explicit ([`Pfn::new`], [`Pfn::of`], [`Pfn::as_u64`]).
 //!
 //! Zones: a 64-bit machine without ISA DMA needs two, `ZONE_DMA32` for frames below 4 GiB
 //! and `ZONE_NORMAL` above ([`zone_for_pfn`]); Linux's 16 MiB `ZONE_DMA` and
@@ -53,6 +55,12 @@ impl Pfn {
     #[must_use]
     pub const fn phys_addr(self) -> u64 {
         self.0 << PAGE_SHIFT
+    }
+}
+
+impl core::fmt::LowerHex for Pfn {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::LowerHex::fmt(&self.0, f)
     }
 }
 

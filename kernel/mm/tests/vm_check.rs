@@ -258,7 +258,7 @@ fn a_mapped_folio_off_every_lru_is_found() {
     let h = healthy();
     let va = VA + 3 * 4096;
     let pfn = h.mm.pgtable().table(va).unwrap().lock().pfn(3).unwrap();
-    let f = h.w.pa.pfn_to_folio(pfn).unwrap();
+    let f = h.w.pa.pfn_to_folio(pfn.as_u64()).unwrap();
     h.off_lru_fails_with(
         f,
         &format!("PTE {va:#x} maps pfn {pfn:#x}, which is on no LRU"),
@@ -300,7 +300,7 @@ fn a_pte_mapping_a_free_frame_is_found() {
         .table(VA)
         .unwrap()
         .lock()
-        .set(idx, free.pfn(), true);
+        .set(idx, mm::Pfn::of(free), true);
     h.fails_with(&format!(
         "PTE {va:#x} maps pfn {:#x}, which is on no LRU (free or lost)",
         free.pfn()

@@ -50,7 +50,7 @@ fn anonymous_fault_in_and_unmap_give_every_frame_back() {
             .lock()
             .pfn(pte_index(va))
             .unwrap();
-        let f = w.pa.pfn_to_folio(pfn).unwrap();
+        let f = w.pa.pfn_to_folio(pfn.as_u64()).unwrap();
         assert_eq!(
             (f.mapping() >> 1, f.mapping() & MAPPING_ANON, f.index()),
             (mm.id(), MAPPING_ANON, va >> 12)
@@ -568,7 +568,7 @@ fn an_object_fault_maps_the_cached_folio() {
     let pte = mm.pgtable().read_pte(VA + 2 * 4096);
     assert_eq!(
         pte,
-        mm::vm::pgtable::Mmu::mk_pte(w.mmu, f.pfn(), false),
+        mm::vm::pgtable::Mmu::mk_pte(w.mmu, mm::Pfn::of(f), false),
         "the PTE maps the cached folio, read-only as its region"
     );
     assert_eq!(
@@ -602,7 +602,7 @@ fn an_object_fault_maps_the_cached_folio() {
     g.put().unwrap();
     assert_eq!(
         mm.pgtable().read_pte(rw + 4096),
-        mm::vm::pgtable::Mmu::mk_pte(w.mmu, g.pfn(), true)
+        mm::vm::pgtable::Mmu::mk_pte(w.mmu, mm::Pfn::of(g), true)
     );
     w.vm.check(0, &[&*mm], &[obj]).unwrap();
     w.vm.destroy_mm(&mut mm, 0);

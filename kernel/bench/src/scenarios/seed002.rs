@@ -170,7 +170,7 @@ impl<'h, H: VmHost> Reclaim<'h, H> {
     /// the last interval used.
     fn condition_tlb(&self) {
         // More pages than the kernel's single-page flush ceiling (33): a full flush.
-        let many = [0u64; 64];
+        let many = [mm::vm::VirtAddr::new(0); 64];
         for _ in 0..TLB_CONDITIONING_ROUNDS {
             for i in 0..self.memcgs {
                 core::hint::black_box(self.ctx.memcg(i).usage());

@@ -197,6 +197,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                     let Some(pfn) = self.mmu.pte_pfn(table.read(i)) else {
                         continue;
                     };
+                    let pfn = pfn.as_u64();
                     census.mapped_ptes += 1;
                     let va = base + i as u64 * 4096;
                     // A folio on an LRU list is charged: the walk above checked that its

@@ -27,6 +27,7 @@
 //! References: a new anonymous folio's one reference belongs to its PTE (dropped by
 //! `zap_page_range`); a page-cache folio holds one for the cache and one per PTE mapping.
 
+use crate::pfn::Pfn;
 use crate::vm::backing;
 use crate::vm::context::Vm;
 use crate::vm::counters::VmEvent;
@@ -248,7 +249,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
     /// Zeroes a frame (`clear_page`).
     pub(crate) fn zero_frame(&self, folio: &Folio) {
         // SAFETY: the frame was just allocated by us; nobody else can see it yet.
-        unsafe { self.mmu.clear_page(folio.pfn()) };
+        unsafe { self.mmu.clear_page(Pfn::of(folio)) };
     }
 
     /// The 512 words of a frame.
@@ -258,7 +259,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         unsafe {
             &*self
                 .mmu
-                .frame_ptr(folio.pfn())
+                .frame_ptr(Pfn::of(folio))
                 .cast::<[u64; backing::PAGE_WORDS]>()
         }
     }
@@ -276,7 +277,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         unsafe {
             &mut *self
                 .mmu
-                .frame_ptr(folio.pfn())
+                .frame_ptr(Pfn::of(folio))
                 .cast::<[u64; backing::PAGE_WORDS]>()
         }
     }
@@ -331,7 +332,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
             self.batches.folio_add_lru(cpu, folio, &self.tree).is_err(),
             "a new folio could not be queued for the LRU"
         );
-        pte.set(idx, folio.pfn(), vma.vm_page_prot() & PROT_WRITE != 0);
+        pte.set(idx, Pfn::of(folio), vma.vm_page_prot() & PROT_WRITE != 0);
         Ok(())
     }
 
@@ -384,7 +385,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
             } else {
                 self.mod_folio_stat_of(cpu, folio, NodeStatItem::NrFileMapped, 1);
             }
-            pte.set(idx, folio.pfn(), vma.vm_page_prot() & PROT_WRITE != 0);
+            pte.set(idx, Pfn::of(folio), vma.vm_page_prot() & PROT_WRITE != 0);
             return Ok(());
         }
     }

@@ -178,7 +178,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                 let mut last: Option<(memcg::MemcgId, &MemCgroup<P>)> = None;
                 while va < stop && !tlb.is_full() {
                     if let Some(pfn) = pte.clear(pte_index(va))
-                        && let Some(folio) = self.alloc.pfn_to_folio(pfn)
+                        && let Some(folio) = self.alloc.pfn_to_folio(pfn.as_u64())
                     {
                         // folio_remove_rmap_pte, under the PTE lock.
                         ksync::warn_on_once!(

@@ -12,6 +12,7 @@
 //! ([`crate::vm::pgtable::Mmu::flush_tlb_others`]); the platform turns a long list into a
 //! full flush (Linux's `tlb_single_page_flush_ceiling`).
 
+use crate::vm::addr::VirtAddr;
 use crate::vm::cpumask::CpuMask;
 use crate::vm::pgtable::Mmu;
 use arrayvec::ArrayVec;
@@ -27,7 +28,7 @@ pub struct MmuGather<'a, M: Mmu> {
     cpu: usize,
     /// Left uninitialised beyond what is gathered: a gather lives for one unmap, often of
     /// a few pages, and zeroing 8 KiB for each would cost more than the pages' own work.
-    vas: ArrayVec<u64, MAX_GATHER_BATCH>,
+    vas: ArrayVec<VirtAddr, MAX_GATHER_BATCH>,
     folios: ArrayVec<&'static Folio, MAX_GATHER_BATCH>,
     /// Flushes done (local or shootdown), for the statistics.
     flushes: u64,
@@ -75,7 +76,7 @@ impl<'a, M: Mmu> MmuGather<'a, M> {
         if self.is_full() {
             return false;
         }
-        self.vas.push(va);
+        self.vas.push(VirtAddr::new(va));
         self.folios.push(folio);
         true
     }
@@ -106,7 +107,7 @@ impl<'a, M: Mmu> MmuGather<'a, M> {
         }
         self.flushes += 1;
         for (va, f) in self.vas.drain(..).zip(self.folios.drain(..)) {
-            release(va, f);
+            release(va.as_u64(), f);
         }
     }
 

@@ -1,6 +1,7 @@
 //! The virtual-memory half of `mm`: address spaces, regions, page tables, page-cache
 //! objects and the fault core.
 
+pub mod addr;
 pub mod backing;
 pub mod check;
 pub mod context;
@@ -21,3 +22,5 @@ pub mod reclaim;
 pub mod soft_mmu;
 pub mod vma;
 pub mod vma_lock;
+
+pub use addr::VirtAddr;

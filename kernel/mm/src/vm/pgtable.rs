@@ -18,9 +18,15 @@
 //! runs on both.
 //!
 //! PTE writes happen only under the table's lock; reads may be lockless (the hardware
-//! walker reads concurrently anyway), so every entry is an `AtomicU64`.
+//! walker reads concurrently anyway), so every entry is an `AtomicU64` holding a [`Pte`].
+//!
+//! The trait speaks in typed values ([`Pfn`], [`VirtAddr`], [`Pte`], see
+//! [`super::addr`]): a frame number cannot be passed where an address or an entry is
+//! meant. The table's own API keeps the fault core's plain `u64` addresses.
 
 use crate::lock_classes::PteLock;
+use crate::pfn::Pfn;
+use crate::vm::addr::VirtAddr;
 use crate::vm::cpumask::CpuMask;
 use alloc::boxed::Box;
 use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
@@ -37,38 +43,71 @@ ksync::lock_class!(
     pub PageTableLock, "page_table_lock"
 );
 
+/// A page-table entry as the platform encodes it (`pte_t`): only [`Mmu`] makes and reads
+/// one; the table stores it as a word.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(transparent)]
+pub struct Pte(u64);
+
+impl Pte {
+    /// The clear entry (`pte_none()`: maps nothing).
+    pub const NONE: Pte = Pte(0);
+
+    /// The entry whose word is `raw` (`__pte()`).
+    #[must_use]
+    pub const fn from_raw(raw: u64) -> Self {
+        Pte(raw)
+    }
+
+    /// The entry's word (`pte_val()`).
+    #[must_use]
+    pub const fn raw(self) -> u64 {
+        self.0
+    }
+
+    /// Whether the entry is clear (`pte_none()`).
+    #[must_use]
+    pub const fn is_none(self) -> bool {
+        self.0 == 0
+    }
+}
+
 /// What the fault core needs from the platform's MMU.
 pub trait Mmu: Send + Sync + 'static {
     /// Where the bytes of frame `pfn` can be read and written (the kernel's direct map, or
     /// the host arena).
-    fn frame_ptr(&self, pfn: u64) -> *mut u8;
+    fn frame_ptr(&self, pfn: Pfn) -> *mut u8;
     /// Zeroes frame `pfn` (`clear_page`): every new anonymous or shmem page and every new
     /// page table. The default writes zeroes through [`Mmu::frame_ptr`]; a platform with a
     /// faster way (the kernel's `clear_page`, chosen per CPU as Linux does) overrides it.
     ///
     /// # Safety
     /// The caller owns frame `pfn` exclusively (just allocated, not yet visible to anyone).
-    unsafe fn clear_page(&self, pfn: u64) {
+    unsafe fn clear_page(&self, pfn: Pfn) {
         // SAFETY: the caller owns the frame; `frame_ptr` covers its 4 KiB.
         unsafe { core::ptr::write_bytes(self.frame_ptr(pfn), 0, 4096) };
     }
     /// Makes the (zeroed) PTE table in frame `pt_pfn` the one that maps the 2 MiB at `va`.
-    fn link_pte_table(&self, va: u64, pt_pfn: u64) -> Result<(), PtError>;
+    fn link_pte_table(&self, va: VirtAddr, pt_pfn: Pfn) -> Result<(), PtError>;
     /// Undoes [`Mmu::link_pte_table`] for the 2 MiB at `va` (all its PTEs are clear), and
     /// flushes whatever the CPUs of `cpus` may have cached of the table (paging-structure
     /// caches) before returning.
-    fn unlink_pte_table(&self, va: u64, cpus: &CpuMask, me: usize);
-    /// The PTE mapping frame `pfn`, present, writable if `writable`, never executable.
-    fn mk_pte(&self, pfn: u64, writable: bool) -> u64;
-    /// The frame a PTE maps, if it is present.
-    fn pte_pfn(&self, pte: u64) -> Option<u64>;
+    fn unlink_pte_table(&self, va: VirtAddr, cpus: &CpuMask, me: usize);
+    /// The PTE mapping frame `pfn`, present, writable if `writable`, never executable
+    /// (`pfn_pte()`).
+    #[must_use]
+    fn mk_pte(&self, pfn: Pfn, writable: bool) -> Pte;
+    /// The frame a PTE maps, if it is present (`pte_pfn()` of a `pte_present()` entry).
+    #[must_use]
+    fn pte_pfn(&self, pte: Pte) -> Option<Pfn>;
     /// Whether a PTE is present and allows writes (`pte_write()`).
-    fn pte_write(&self, pte: u64) -> bool;
+    #[must_use]
+    fn pte_write(&self, pte: Pte) -> bool;
     /// Drops this CPU's translations of `vas` (`invlpg`).
-    fn flush_tlb_local(&self, vas: &[u64]);
+    fn flush_tlb_local(&self, vas: &[VirtAddr]);
     /// Drops the translations of `vas` on every CPU of `cpus` except `me`, and waits until
     /// each has (a TLB shootdown).
-    fn flush_tlb_others(&self, cpus: &CpuMask, me: usize, vas: &[u64]);
+    fn flush_tlb_others(&self, cpus: &CpuMask, me: usize, vas: &[VirtAddr]);
 }
 
 /// Why a page-table operation failed.
@@ -162,8 +201,8 @@ impl<'a, M: Mmu> PteTable<'a, M> {
 
     /// Reads entry `idx` without the lock (a racy snapshot).
     #[must_use]
-    pub fn read(&self, idx: usize) -> u64 {
-        self.entries[idx % PTRS_PER_PTE].load(Ordering::Acquire)
+    pub fn read(&self, idx: usize) -> Pte {
+        Pte(self.entries[idx % PTRS_PER_PTE].load(Ordering::Acquire))
     }
 
     /// The table frame's folio.
@@ -176,29 +215,29 @@ impl<'a, M: Mmu> PteTable<'a, M> {
 impl<M: Mmu> PteGuard<'_, M> {
     /// Entry `idx`.
     #[must_use]
-    pub fn get(&self, idx: usize) -> u64 {
+    pub fn get(&self, idx: usize) -> Pte {
         self.table.read(idx)
     }
 
     /// The frame entry `idx` maps, if present.
     #[must_use]
-    pub fn pfn(&self, idx: usize) -> Option<u64> {
+    pub fn pfn(&self, idx: usize) -> Option<Pfn> {
         self.table.mmu.pte_pfn(self.get(idx))
     }
 
     /// Sets entry `idx` to map `pfn` (`set_pte_at`); the entry must be clear (a present
     /// entry is only ever replaced by clearing it first and flushing).
-    pub fn set(&mut self, idx: usize, pfn: u64, writable: bool) {
+    pub fn set(&mut self, idx: usize, pfn: Pfn, writable: bool) {
         let pte = self.table.mmu.mk_pte(pfn, writable);
-        self.table.entries[idx % PTRS_PER_PTE].store(pte, Ordering::Release);
+        self.table.entries[idx % PTRS_PER_PTE].store(pte.raw(), Ordering::Release);
     }
 
     /// Clears entry `idx` (`ptep_get_and_clear`), returning the frame it mapped. The caller
     /// flushes the TLB before the frame is reused.
     #[must_use]
-    pub fn clear(&mut self, idx: usize) -> Option<u64> {
-        let old = self.table.entries[idx % PTRS_PER_PTE].swap(0, Ordering::AcqRel);
-        self.table.mmu.pte_pfn(old)
+    pub fn clear(&mut self, idx: usize) -> Option<Pfn> {
+        let old = self.table.entries[idx % PTRS_PER_PTE].swap(Pte::NONE.raw(), Ordering::AcqRel);
+        self.table.mmu.pte_pfn(Pte(old))
     }
 }
 
@@ -246,7 +285,7 @@ impl<M: Mmu> PageTable<M> {
     fn table_at(&self, folio: &'static Folio) -> PteTable<'_, M> {
         let ptr = self
             .mmu
-            .frame_ptr(folio.pfn())
+            .frame_ptr(Pfn::of(folio))
             .cast::<[AtomicU64; PTRS_PER_PTE]>();
         PteTable {
             folio,
@@ -281,7 +320,7 @@ impl<M: Mmu> PageTable<M> {
             return Ok(t);
         }
         let folio = alloc().ok_or(PtError::NoMemory)?;
-        let pfn = folio.pfn();
+        let pfn = Pfn::of(folio);
         // SAFETY: the frame was just allocated for us; nothing else uses its bytes.
         unsafe { self.mmu.clear_page(pfn) };
         folio.private_word().store(0, Ordering::Release);
@@ -292,7 +331,7 @@ impl<M: Mmu> PageTable<M> {
             return Ok(self.table_at(won));
         }
         let span_base = va - (va - self.base) % PTE_TABLE_SPAN;
-        if let Err(e) = self.mmu.link_pte_table(span_base, pfn) {
+        if let Err(e) = self.mmu.link_pte_table(VirtAddr::new(span_base), pfn) {
             drop(_g);
             free(folio);
             return Err(e);
@@ -301,10 +340,11 @@ impl<M: Mmu> PageTable<M> {
         Ok(self.table_at(folio))
     }
 
-    /// Lockless read of the PTE mapping `va` (0 when there is no table or no entry).
+    /// Lockless read of the PTE mapping `va` ([`Pte::NONE`] when there is no table or no
+    /// entry).
     #[must_use]
-    pub fn read_pte(&self, va: u64) -> u64 {
-        self.table(va).map_or(0, |t| t.read(pte_index(va)))
+    pub fn read_pte(&self, va: u64) -> Pte {
+        self.table(va).map_or(Pte::NONE, |t| t.read(pte_index(va)))
     }
 
     /// PTE tables now.
@@ -330,8 +370,11 @@ impl<M: Mmu> PageTable<M> {
             let p = self.pmd[i].swap(core::ptr::null_mut(), Ordering::AcqRel);
             // SAFETY: as in `load`: null or a `'static` memmap folio.
             if let Some(folio) = unsafe { p.as_ref() } {
-                self.mmu
-                    .unlink_pte_table(self.base + i as u64 * PTE_TABLE_SPAN, cpus, me);
+                self.mmu.unlink_pte_table(
+                    VirtAddr::new(self.base + i as u64 * PTE_TABLE_SPAN),
+                    cpus,
+                    me,
+                );
                 free(folio);
             }
         }
@@ -369,30 +412,31 @@ pub(crate) mod tests {
     }
 
     impl Mmu for SoftMmu {
-        fn frame_ptr(&self, pfn: u64) -> *mut u8 {
-            assert!((pfn as usize) < self.frames);
-            (self.base + pfn as usize * 4096) as *mut u8
+        fn frame_ptr(&self, pfn: Pfn) -> *mut u8 {
+            let pfn = pfn.as_u64() as usize;
+            assert!(pfn < self.frames);
+            (self.base + pfn * 4096) as *mut u8
         }
-        fn link_pte_table(&self, _va: u64, _pt_pfn: u64) -> Result<(), PtError> {
+        fn link_pte_table(&self, _va: VirtAddr, _pt_pfn: Pfn) -> Result<(), PtError> {
             self.linked.fetch_add(1, Ordering::Relaxed);
             Ok(())
         }
-        fn unlink_pte_table(&self, _va: u64, _cpus: &CpuMask, _me: usize) {
+        fn unlink_pte_table(&self, _va: VirtAddr, _cpus: &CpuMask, _me: usize) {
             self.linked.fetch_sub(1, Ordering::Relaxed);
         }
-        fn mk_pte(&self, pfn: u64, writable: bool) -> u64 {
-            (pfn << 12) | 1 | (u64::from(writable) << 1)
+        fn mk_pte(&self, pfn: Pfn, writable: bool) -> Pte {
+            Pte::from_raw((pfn.as_u64() << 12) | 1 | (u64::from(writable) << 1))
         }
-        fn pte_pfn(&self, pte: u64) -> Option<u64> {
-            (pte & 1 == 1).then_some(pte >> 12)
+        fn pte_pfn(&self, pte: Pte) -> Option<Pfn> {
+            (pte.raw() & 1 == 1).then_some(Pfn::new(pte.raw() >> 12))
         }
-        fn pte_write(&self, pte: u64) -> bool {
-            pte & 3 == 3
+        fn pte_write(&self, pte: Pte) -> bool {
+            pte.raw() & 3 == 3
         }
-        fn flush_tlb_local(&self, vas: &[u64]) {
+        fn flush_tlb_local(&self, vas: &[VirtAddr]) {
             self.local_flushes.fetch_add(vas.len(), Ordering::Relaxed);
         }
-        fn flush_tlb_others(&self, cpus: &CpuMask, me: usize, vas: &[u64]) {
+        fn flush_tlb_others(&self, cpus: &CpuMask, me: usize, vas: &[VirtAddr]) {
             let n = cpus.iter().filter(|&c| c != me).count();
             self.remote_flushes
                 .fetch_add(n * vas.len(), Ordering::Relaxed);
@@ -410,7 +454,7 @@ pub(crate) mod tests {
         assert!(PageTable::new(base + 4096, PTE_TABLE_SPAN, mmu).is_err());
         let mut pt = PageTable::new(base, 4 * PTE_TABLE_SPAN, mmu).unwrap();
         assert!(pt.table(base).is_none());
-        assert_eq!(pt.read_pte(base + 8192), 0);
+        assert_eq!(pt.read_pte(base + 8192), Pte::NONE);
         let va = base + PTE_TABLE_SPAN + 3 * 4096;
         let t = pt
             .table_or_alloc(va, || Some(frame(1)), |_| panic!("no race"))
@@ -429,15 +473,15 @@ pub(crate) mod tests {
         {
             let mut g = t.lock();
             assert_eq!(g.pfn(pte_index(va)), None);
-            g.set(pte_index(va), 5, true);
-            assert_eq!(g.pfn(pte_index(va)), Some(5));
+            g.set(pte_index(va), Pfn::new(5), true);
+            assert_eq!(g.pfn(pte_index(va)), Some(Pfn::new(5)));
         }
-        assert_eq!(pt.read_pte(va), (5 << 12) | 3);
+        assert_eq!(pt.read_pte(va), Pte::from_raw((5 << 12) | 3));
         assert!(!t.ptl().is_held(), "guard released the lock");
         {
             let mut g = t.lock();
             assert!(t.ptl().is_held());
-            assert_eq!(g.clear(pte_index(va)), Some(5));
+            assert_eq!(g.clear(pte_index(va)), Some(Pfn::new(5)));
             assert_eq!(g.clear(pte_index(va)), None);
         }
         assert_eq!((pt.nr_tables(), mmu.linked.load(Ordering::Relaxed)), (1, 1));

@@ -24,6 +24,8 @@
 //! folio leaves its LRU (TestClearLRU first, then its lruvec's lock), is uncharged, and its
 //! frame goes back to the running CPU's per-CPU list.
 
+use crate::pfn::Pfn;
+use crate::vm::addr::VirtAddr;
 use crate::vm::context::Vm;
 use crate::vm::counters::VmEvent;
 use crate::vm::fault::object_of;
@@ -46,7 +48,7 @@ impl<V: VmArea, M: Mmu> RmapTarget for MmStruct<V, M> {
         };
         let idx = pte_index(va);
         let mut pte = table.lock();
-        if pte.pfn(idx) != Some(pfn) {
+        if pte.pfn(idx) != Some(Pfn::new(pfn)) {
             return false;
         }
         ksync::warn_on_once!(
@@ -56,9 +58,10 @@ impl<V: VmArea, M: Mmu> RmapTarget for MmStruct<V, M> {
         drop(pte);
         let mmu = self.pgtable().mmu();
         let me = ksync::this_cpu();
-        mmu.flush_tlb_local(&[va]);
+        let vas = [VirtAddr::new(va)];
+        mmu.flush_tlb_local(&vas);
         if self.cpumask().any_other_than(me) {
-            mmu.flush_tlb_others(self.cpumask(), me, &[va]);
+            mmu.flush_tlb_others(self.cpumask(), me, &vas);
         }
         true
     }

@@ -13,8 +13,10 @@
 //! writable, NX, frame number in bits 12..52), so the two sides differ in nothing but the
 //! hardware.
 
+use crate::pfn::Pfn;
+use crate::vm::addr::VirtAddr;
 use crate::vm::cpumask::CpuMask;
-use crate::vm::pgtable::{Mmu, PtError};
+use crate::vm::pgtable::{Mmu, PtError, Pte};
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -72,15 +74,17 @@ impl SoftMmu {
 }
 
 impl Mmu for SoftMmu {
-    fn frame_ptr(&self, pfn: u64) -> *mut u8 {
+    fn frame_ptr(&self, pfn: Pfn) -> *mut u8 {
         let off = pfn
+            .as_u64()
             .checked_sub(self.base_pfn)
             .filter(|&o| o < self.nr_frames)
             .unwrap_or_else(|| panic!("pfn {pfn:#x} outside the arena"));
         (self.base + off as usize * 4096) as *mut u8
     }
 
-    fn link_pte_table(&self, _va: u64, pt_pfn: u64) -> Result<(), PtError> {
+    fn link_pte_table(&self, _va: VirtAddr, pt_pfn: Pfn) -> Result<(), PtError> {
+        let pt_pfn = pt_pfn.as_u64();
         if pt_pfn < self.base_pfn || pt_pfn >= self.base_pfn + self.nr_frames {
             return Err(PtError::Platform);
         }
@@ -88,27 +92,28 @@ impl Mmu for SoftMmu {
         Ok(())
     }
 
-    fn unlink_pte_table(&self, _va: u64, _cpus: &CpuMask, _me: usize) {
+    fn unlink_pte_table(&self, _va: VirtAddr, _cpus: &CpuMask, _me: usize) {
         self.linked.fetch_sub(1, Relaxed);
     }
 
-    fn mk_pte(&self, pfn: u64, writable: bool) -> u64 {
-        (pfn << 12) & FRAME | PRESENT | NX | if writable { WRITABLE } else { 0 }
+    fn mk_pte(&self, pfn: Pfn, writable: bool) -> Pte {
+        Pte::from_raw(pfn.phys_addr() & FRAME | PRESENT | NX | if writable { WRITABLE } else { 0 })
     }
 
-    fn pte_pfn(&self, pte: u64) -> Option<u64> {
-        (pte & PRESENT != 0).then_some((pte & FRAME) >> 12)
+    fn pte_pfn(&self, pte: Pte) -> Option<Pfn> {
+        let pte = pte.raw();
+        (pte & PRESENT != 0).then_some(Pfn::new((pte & FRAME) >> 12))
     }
 
-    fn pte_write(&self, pte: u64) -> bool {
-        pte & (PRESENT | WRITABLE) == PRESENT | WRITABLE
+    fn pte_write(&self, pte: Pte) -> bool {
+        pte.raw() & (PRESENT | WRITABLE) == PRESENT | WRITABLE
     }
 
-    fn flush_tlb_local(&self, vas: &[u64]) {
+    fn flush_tlb_local(&self, vas: &[VirtAddr]) {
         self.local_flushes.fetch_add(vas.len() as u64, Relaxed);
     }
 
-    fn flush_tlb_others(&self, cpus: &CpuMask, me: usize, _vas: &[u64]) {
+    fn flush_tlb_others(&self, cpus: &CpuMask, me: usize, _vas: &[VirtAddr]) {
         if cpus.any_other_than(me) {
             self.shootdowns.fetch_add(1, Relaxed);
         }
