@@ -23,6 +23,7 @@ use alloc::vec::Vec;
 use core::cell::{Cell, UnsafeCell};
 use core::fmt;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicU32, AtomicUsize, Ordering};
+use lru::NodeId;
 
 use crate::arch::x86_64::percpu as arch;
 use crate::mm::stack::KernelStack;
@@ -83,7 +84,7 @@ impl CpuArea {
 
     /// The CPU's NUMA node.
     #[must_use]
-    pub fn node(&self) -> u32 {
+    pub fn node(&self) -> NodeId {
         self.node.load(Ordering::Relaxed)
     }
 
@@ -236,7 +237,7 @@ pub fn cpu_to_node(cpu: usize) -> u32 {
 
 /// The running CPU's NUMA node (`numa_node_id()`).
 #[must_use]
-pub fn numa_node_id() -> u32 {
+pub fn numa_node_id() -> NodeId {
     this_area().map_or(0, CpuArea::node)
 }
 

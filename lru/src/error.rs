@@ -4,13 +4,14 @@
 //! test kernel and host tests returns them instead, so a caller's bug is reported, never
 //! turned into a panic or a corrupted list.
 
+use crate::folio::NodeId;
 use core::fmt;
 
 /// What went wrong in an `lru` operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LruError {
     /// A node id at or above [`crate::folio::MAX_NUMNODES`].
-    InvalidNode(u32),
+    InvalidNode(NodeId),
     /// A CPU index at or above the number of CPUs fixed at construction.
     InvalidCpu(usize),
     /// The folio's LRU flag was already clear: someone else isolated it first.

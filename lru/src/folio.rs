@@ -13,8 +13,16 @@ use crate::list::FolioLink;
 use crate::sync::atomic::{AtomicI32, AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering};
 use bitflags::bitflags;
 
+/// A NUMA node id (Linux's `int nid`), `0..MAX_NUMNODES`: the one type every crate of the
+/// workspace uses for a node in its signatures (the folio's node, a pgdat's, a zone's, a
+/// memcg's per-node info, a CPU's node), so a node is never a `u32` in one place and a
+/// `usize` in another. An alias, not a newtype: node ids are small numbers that index
+/// per-node arrays everywhere (`as usize` at each index is the one conversion), and
+/// nothing else in those signatures is a `u32` a node id could be confused with.
+pub type NodeId = u32;
+
 /// Number of NUMA nodes a shadow entry can name (6 bits).
-pub const MAX_NUMNODES: u32 = 64;
+pub const MAX_NUMNODES: NodeId = 64;
 /// Number of zones per node (`MAX_NR_ZONES`): DMA, DMA32, NORMAL, MOVABLE and DEVICE, as in
 /// an x86-64 Linux build with `CONFIG_ZONE_DEVICE` (the build of seed 000, whose
 /// `lru_gen_folio` is 1360 bytes). Per-zone arrays (`folios[][][]`, `nr_pages[][][]`,
@@ -175,7 +183,7 @@ impl core::fmt::Debug for Folio {
 impl Folio {
     /// A free folio for frame `pfn` in `node`/`zone`: no flags, refcount 0, unmapped,
     /// uncharged.
-    pub fn new(pfn: u64, node: u32, zone: Zone) -> Result<Folio, LruError> {
+    pub fn new(pfn: u64, node: NodeId, zone: Zone) -> Result<Folio, LruError> {
         if node >= MAX_NUMNODES {
             return Err(LruError::InvalidNode(node));
         }
@@ -205,7 +213,7 @@ impl Folio {
 
     /// The node (`folio_nid`).
     #[must_use]
-    pub fn node(&self) -> u32 {
+    pub fn node(&self) -> NodeId {
         (self.pfn_zone_node >> (PFN_BITS + 2)) as u32
     }
 

@@ -45,7 +45,7 @@ pub mod vmstat;
 pub mod workingset;
 
 pub use error::LruError;
-pub use folio::{Folio, FolioFlags, Zone};
+pub use folio::{Folio, FolioFlags, NodeId, Zone};
 pub use lru_gen::{LruGenFolio, LruGenMemcgNode};
 pub use lru_gen_folio::{LruGenFolioBase, LruGenFolioGrouped};
 pub use lruvec::{

@@ -23,6 +23,7 @@
 use crate::cacheline::CacheAligned;
 use crate::error::LruError;
 use crate::folio::MAX_NUMNODES;
+use crate::folio::NodeId;
 use crate::lock_classes::PgdatLruLock;
 use crate::lruvec::{Lruvec, LruvecHost};
 use crate::memcg_lru::{LruGenMemcg, TailMode};
@@ -34,7 +35,7 @@ use lock_api::RawMutex;
 /// A node's LRU state (`struct pglist_data`, LRU part), for lruvecs hosted by `H`.
 #[repr(C)]
 pub struct PgData<H: LruvecHost> {
-    node_id: u32,
+    node_id: NodeId,
     /// `pgdat->lru_lock`: one lock for every lruvec of the node in seed 004's "before".
     lru_lock: CacheAligned<Lock<H::Family, PgdatLruLock>>,
     /// `pgdat->memcg_lru`: the node's memcg FIFO.
@@ -64,7 +65,7 @@ impl<H: LruvecHost> PgData<H> {
     /// fold threshold as Linux does), its memcg FIFO inserting at the tail by `tail_mode`
     /// (seed 002's variants) and freeing entries after grace periods of `rcu`.
     pub fn new(
-        node_id: u32,
+        node_id: NodeId,
         nr_cpus: usize,
         managed_pages: u64,
         tail_mode: TailMode,
@@ -87,7 +88,7 @@ impl<H: LruvecHost> PgData<H> {
     /// `pgdat->node_id`.
     #[inline]
     #[must_use]
-    pub fn node_id(&self) -> u32 {
+    pub fn node_id(&self) -> NodeId {
         self.node_id
     }
 

@@ -18,6 +18,7 @@
 //! activates.
 
 use crate::error::LruError;
+use crate::folio::NodeId;
 use crate::folio::{Folio, FolioFlags, LRU_REFS_WIDTH, MAX_NUMNODES};
 use crate::lru_gen::{LruGenFolio, MAX_NR_GENS, lru_hist_from_seq, lru_tier_from_refs};
 use crate::lruvec::{LruList, LruMode, Lruvec, LruvecHost};
@@ -39,7 +40,7 @@ impl Shadow {
     /// Pack a shadow (`pack_shadow`): `token | memcg | node | workingset | 1`, the low bit
     /// marking an xarray value entry.
     #[must_use]
-    pub fn pack(memcg_id: u16, node: u32, token: u64, workingset: bool) -> Shadow {
+    pub fn pack(memcg_id: u16, node: NodeId, token: u64, workingset: bool) -> Shadow {
         let mut v = token & EVICTION_MASK;
         v = (v << MEM_CGROUP_ID_SHIFT) | u64::from(memcg_id);
         v = (v << NODES_SHIFT) | u64::from(node % MAX_NUMNODES);
@@ -70,7 +71,7 @@ impl Shadow {
 
     /// The node the folio was evicted from.
     #[must_use]
-    pub fn node(self) -> u32 {
+    pub fn node(self) -> NodeId {
         ((self.0 >> (1 + WORKINGSET_SHIFT)) & ((1 << NODES_SHIFT) - 1)) as u32
     }
 

@@ -5,6 +5,7 @@
 //! a memcg, a `memory.reclaim` target that cannot be met) is reported here, never by a panic.
 
 use core::fmt;
+use lru::NodeId;
 
 /// Identifier of a memory cgroup (`mem_cgroup_id()`, 16 bits as in Linux and in `lru`'s
 /// folios); the root is always id 0.
@@ -100,7 +101,7 @@ pub enum MemcgError {
     /// A node id outside `0..nr_nodes`.
     InvalidNode {
         /// The id passed in.
-        node: usize,
+        node: NodeId,
         /// The number of nodes the structures were built for.
         nr_nodes: usize,
     },

@@ -25,6 +25,7 @@ use crate::stock::StockTarget;
 use crate::sync::{AtomicBool, Ordering};
 use alloc::boxed::Box;
 use core::ptr::NonNull;
+use lru::NodeId;
 use lru::{LruMode, Lruvec, LruvecLock, PgData};
 
 /// Reference count and online state (`struct cgroup_subsys_state`).
@@ -200,9 +201,9 @@ impl<P: MemCgroupPerNode> MemCgroup<P> {
 
     /// The per-node info of `node` (`memcg->nodeinfo[nid]`).
     #[inline]
-    pub fn nodeinfo(&self, node: usize) -> Result<&P, MemcgError> {
+    pub fn nodeinfo(&self, node: NodeId) -> Result<&P, MemcgError> {
         self.nodeinfo
-            .get(node)
+            .get(node as usize)
             // SAFETY: the per-node objects live as long as their memcg (freed together by
             // `MemCgroup::free`), so for the borrow of `self`.
             .map(|p| unsafe { p.as_ref() })
@@ -214,7 +215,7 @@ impl<P: MemCgroupPerNode> MemCgroup<P> {
 
     /// The lruvec of `node` (`mem_cgroup_lruvec()`).
     #[inline]
-    pub fn lruvec(&self, node: usize) -> Result<&Lruvec<P>, MemcgError> {
+    pub fn lruvec(&self, node: NodeId) -> Result<&Lruvec<P>, MemcgError> {
         Ok(self.nodeinfo(node)?.lruvec())
     }
 
@@ -250,14 +251,14 @@ impl<P: MemCgroupPerNode> MemCgroup<P> {
     pub fn mod_lruvec_state(
         &self,
         cpu: usize,
-        node: usize,
+        node: NodeId,
         item: NodeStatItem,
         val: i64,
     ) -> Result<(), MemcgError> {
         lru::events::count(lru::events::LruEvent::StatDirect, 1);
         let pn = self.nodeinfo(node)?;
         self.check_cpu(cpu)?;
-        let pgdat = self.node_data[node];
+        let pgdat = self.node_data[node as usize];
         pgdat
             .mod_node_page_state(cpu, item, val)
             .map_err(|_| self.bad_cpu(cpu))?;
@@ -469,16 +470,16 @@ pub fn mod_lruvec_state<P: MemCgroupPerNode>(
 
 impl<P: MemCgroupPerNode> MemCgroup<P> {
     /// The lruvec of `node` as a handle for the through-the-lruvec stat path.
-    pub fn lruvec_ref(&self, node: usize) -> Result<MemcgLruvec<'_, P>, MemcgError> {
+    pub fn lruvec_ref(&self, node: NodeId) -> Result<MemcgLruvec<'_, P>, MemcgError> {
         Ok(MemcgLruvec {
             lruvec: self.lruvec(node)?,
         })
     }
 
     /// `NODE_DATA(node)`.
-    pub fn pgdat(&self, node: usize) -> Result<&'static PgData<P>, MemcgError> {
+    pub fn pgdat(&self, node: NodeId) -> Result<&'static PgData<P>, MemcgError> {
         self.node_data
-            .get(node)
+            .get(node as usize)
             .copied()
             .ok_or(MemcgError::InvalidNode {
                 node,
@@ -487,7 +488,7 @@ impl<P: MemCgroupPerNode> MemCgroup<P> {
     }
 
     /// Node-`node` lruvec totals at the last flush (`lruvec_page_state()`).
-    pub fn lruvec_state(&self, node: usize, item: NodeStatItem) -> Result<i64, MemcgError> {
+    pub fn lruvec_state(&self, node: NodeId, item: NodeStatItem) -> Result<i64, MemcgError> {
         Ok(self
             .nodeinfo(node)?
             .read_mostly()
@@ -496,7 +497,7 @@ impl<P: MemCgroupPerNode> MemCgroup<P> {
     }
 
     /// Node-`node` lruvec totals of this memcg alone at the last flush.
-    pub fn lruvec_state_local(&self, node: usize, item: NodeStatItem) -> Result<i64, MemcgError> {
+    pub fn lruvec_state_local(&self, node: NodeId, item: NodeStatItem) -> Result<i64, MemcgError> {
         Ok(self
             .nodeinfo(node)?
             .read_mostly()

@@ -48,6 +48,7 @@ use crate::sync::Ordering;
 use crate::tree::{MemcgRef, MemcgTree};
 use crate::{MAX_RECLAIM_RETRIES, charge::SWAP_CLUSTER_MAX};
 use core::ptr::NonNull;
+use lru::NodeId;
 use lru::memcg_lru::{ShrinkManyStats, ShrinkStep, seg};
 use lru::vmstat::NodeStatItem;
 use lru::{LruGenFolio, MemcgLruOp, PgData};
@@ -258,7 +259,7 @@ impl<P: MemCgroupPerNode, O: FolioOwner<P>> MemcgTree<P, O> {
             loop {
                 stats.priorities += 1;
                 // shrink_zones(): shrink_node() -> lru_gen_shrink_node() per node.
-                for (node, pgdat) in self.node_data().iter().enumerate() {
+                for (node, pgdat) in (0..).zip(self.node_data().iter()) {
                     if priority == DEF_PRIORITY && target >= MIN_LRU_BATCH {
                         priority = initial_priority(node_reclaimable(pgdat, swappiness), target);
                     }
@@ -312,7 +313,7 @@ impl<P: MemCgroupPerNode, O: FolioOwner<P>> MemcgTree<P, O> {
     #[allow(clippy::too_many_arguments)]
     fn shrink_many(
         &self,
-        node: usize,
+        node: NodeId,
         pgdat: &PgData<P>,
         cpu: usize,
         target: u64,
@@ -369,7 +370,7 @@ impl<P: MemCgroupPerNode, O: FolioOwner<P>> MemcgTree<P, O> {
     fn shrink_one(
         &self,
         m: &MemCgroup<P>,
-        node: usize,
+        node: NodeId,
         cpu: usize,
         nr: u64,
         priority: u32,
@@ -439,7 +440,7 @@ impl<P: MemCgroupPerNode, O: FolioOwner<P>> MemcgTree<P, O> {
             })
             .collect();
         let mut reclaimed = 0;
-        for node in 0..memcg.nr_nodes() {
+        for node in 0..memcg.nr_nodes() as NodeId {
             let Ok(pn) = memcg.nodeinfo(node) else {
                 continue;
             };

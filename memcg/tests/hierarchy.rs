@@ -270,7 +270,7 @@ fn offline_reparents_folios_charges_and_stats() {
         assert_eq!(parent.usage(), parent_usage);
         for f in &folios {
             assert_eq!(f.memcg_id(), parent.id());
-            assert!(parent.lruvec(f.node() as usize).unwrap().owns(f));
+            assert!(parent.lruvec(f.node()).unwrap().owns(f));
         }
         let cold: u64 = (0..2)
             .map(|n| child.nodeinfo(n).unwrap().cold().reparented_folios())

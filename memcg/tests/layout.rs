@@ -206,7 +206,8 @@ fn per_node_objects_sit_back_to_back_in_the_slab() {
         let a = s.tree.root().create_child().unwrap();
         let b = s.tree.root().create_child().unwrap();
         let size = core::mem::size_of::<common::Pn>();
-        let addr = |m: &common::Ref<'_>, n: usize| m.nodeinfo(n).unwrap() as *const _ as usize;
+        let addr =
+            |m: &common::Ref<'_>, n: lru::NodeId| m.nodeinfo(n).unwrap() as *const _ as usize;
         for m in [&a, &b] {
             for node in 0..2 {
                 let pn = m.nodeinfo(node).unwrap();

@@ -35,7 +35,7 @@ enum Op {
     Fault {
         m: usize,
         cpu: usize,
-        node: u32,
+        node: lru::NodeId,
         anon: bool,
     },
     Free {

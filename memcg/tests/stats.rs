@@ -29,7 +29,7 @@ fn exact_after_flush_with_many_threads_and_concurrent_flushes() {
             .map(|cpu| {
                 let (leaf, mid) = (&leaf, &mid);
                 sc.spawn(move || {
-                    let node = cpu % 2;
+                    let node = (cpu % 2) as lru::NodeId;
                     let via_lruvec = leaf.lruvec_ref(node).unwrap();
                     for i in 0..ROUNDS {
                         if i % 2 == 0 {

@@ -20,6 +20,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use ksync::Ticket;
+use lru::NodeId;
 use memcg::{MemCgroupPerNode, MemcgRef, MemcgTree};
 use mm::vm::check::VmCensus;
 use mm::vm::context::{Vm, VmConfig};
@@ -237,7 +238,7 @@ impl<'h, H: VmHost, P: Pn, V: VmArea + 'static> Ctx<'h, H, P, V> {
         pages: u64,
         object: Option<usize>,
         memcg: usize,
-        node: u32,
+        node: NodeId,
     ) -> Result<(), String> {
         let obj: Option<&'static Object> = object.map(|i| {
             // SAFETY: objects are boxed and outlive the address spaces (`shutdown` drops

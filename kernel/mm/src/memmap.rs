@@ -31,6 +31,7 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::fmt;
 use core::ptr::NonNull;
+use lru::NodeId;
 use lru::{Folio, LruError};
 
 /// log2 of the section size in bytes (x86_64's `SECTION_SIZE_BITS`).
@@ -54,7 +55,7 @@ pub enum MemmapError {
     /// The storage had no block of `bytes` for a section of `node`.
     OutOfStorage {
         /// The node asked for.
-        node: u32,
+        node: NodeId,
         /// Bytes asked for.
         bytes: usize,
     },
@@ -90,7 +91,7 @@ pub struct MemSection {
     nr_pages: u64,
     present_pages: u64,
     map: NonNull<Folio>,
-    node: u32,
+    node: NodeId,
 }
 
 impl MemSection {
@@ -332,7 +333,7 @@ impl Memmap {
 
     /// Bytes of arrays stored in `node`'s memory.
     #[must_use]
-    pub fn bytes_on_node(&self, node: u32) -> u64 {
+    pub fn bytes_on_node(&self, node: NodeId) -> u64 {
         self.sections()
             .filter(|s| s.node == node)
             .map(MemSection::bytes)

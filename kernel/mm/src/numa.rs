@@ -22,6 +22,7 @@
 use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt;
+use lru::NodeId;
 
 /// Most nodes (a folio stores its node in 6 bits, Linux's `NODES_SHIFT` on x86_64).
 pub const MAX_NUMNODES: usize = lru::folio::MAX_NUMNODES as usize;
@@ -80,7 +81,7 @@ pub enum NumaError {
     /// No nodes, or more than [`MAX_NUMNODES`].
     BadNodeCount(usize),
     /// A node id at or above the node count.
-    NoSuchNode(u32),
+    NoSuchNode(NodeId),
     /// A CPU id at or above the CPU count.
     NoSuchCpu(usize),
     /// An empty or inverted range.
@@ -91,7 +92,7 @@ pub enum NumaError {
     Overlap(PfnRange, PfnRange),
     /// A distance table that breaks the SLIT rules (the diagonal must be
     /// [`LOCAL_DISTANCE`], every other entry above it): the first bad `(from, to, value)`.
-    BadDistance(u32, u32, u8),
+    BadDistance(NodeId, NodeId, u8),
 }
 
 impl fmt::Display for NumaError {
@@ -116,7 +117,7 @@ impl fmt::Display for NumaError {
 /// One node: its memory and its CPUs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NumaNode {
-    id: u32,
+    id: NodeId,
     ranges: Vec<PfnRange>,
     cpus: Vec<usize>,
 }
@@ -124,7 +125,7 @@ pub struct NumaNode {
 impl NumaNode {
     /// The node id.
     #[must_use]
-    pub fn id(&self) -> u32 {
+    pub fn id(&self) -> NodeId {
         self.id
     }
 
@@ -157,8 +158,8 @@ impl NumaNode {
 #[derive(Clone, Debug)]
 pub struct NumaBuilder {
     nr_nodes: usize,
-    ranges: Vec<(u32, PfnRange)>,
-    cpu_node: Vec<u32>,
+    ranges: Vec<(NodeId, PfnRange)>,
+    cpu_node: Vec<NodeId>,
     distance: Option<Vec<u8>>,
     /// A CPU placed that does not exist (reported by `build`).
     bad_cpu: Option<usize>,
@@ -178,13 +179,13 @@ impl NumaBuilder {
     }
 
     /// Gives `node` the frames `range`.
-    pub fn memory(&mut self, node: u32, range: PfnRange) -> &mut Self {
+    pub fn memory(&mut self, node: NodeId, range: PfnRange) -> &mut Self {
         self.ranges.push((node, range));
         self
     }
 
     /// Places `cpu` on `node` (`numa_set_node()`); checked by [`Self::build`].
-    pub fn cpu(&mut self, cpu: usize, node: u32) -> &mut Self {
+    pub fn cpu(&mut self, cpu: usize, node: NodeId) -> &mut Self {
         match self.cpu_node.get_mut(cpu) {
             Some(n) => *n = node,
             None => self.bad_cpu = self.bad_cpu.or(Some(cpu)),
@@ -295,7 +296,7 @@ impl NumaBuilder {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NumaTopology {
     nodes: Vec<NumaNode>,
-    cpu_node: Vec<u32>,
+    cpu_node: Vec<NodeId>,
     distance: Vec<u8>,
 }
 
@@ -343,19 +344,19 @@ impl NumaTopology {
 
     /// Node `id`.
     #[must_use]
-    pub fn node(&self, id: u32) -> Option<&NumaNode> {
+    pub fn node(&self, id: NodeId) -> Option<&NumaNode> {
         self.nodes.get(id as usize)
     }
 
     /// The node of `cpu` (`cpu_to_node()`); node 0 for a CPU the description does not know.
     #[must_use]
-    pub fn cpu_to_node(&self, cpu: usize) -> u32 {
+    pub fn cpu_to_node(&self, cpu: usize) -> NodeId {
         self.cpu_node.get(cpu).copied().unwrap_or(0)
     }
 
     /// The node whose memory holds `pfn` (`early_pfn_to_nid()`).
     #[must_use]
-    pub fn pfn_to_node(&self, pfn: u64) -> Option<u32> {
+    pub fn pfn_to_node(&self, pfn: u64) -> Option<NodeId> {
         self.nodes
             .iter()
             .find(|n| n.ranges.iter().any(|r| r.contains(pfn)))
@@ -364,7 +365,7 @@ impl NumaTopology {
 
     /// `node_distance(from, to)`; `u8::MAX` for a node that does not exist.
     #[must_use]
-    pub fn distance(&self, from: u32, to: u32) -> u8 {
+    pub fn distance(&self, from: NodeId, to: NodeId) -> u8 {
         let n = self.nodes.len();
         let (a, b) = (from as usize, to as usize);
         if a >= n || b >= n {
@@ -375,8 +376,8 @@ impl NumaTopology {
 
     /// Every memory range with its node, sorted by start.
     #[must_use]
-    pub fn memory(&self) -> Vec<(u32, PfnRange)> {
-        let mut v: Vec<(u32, PfnRange)> = self
+    pub fn memory(&self) -> Vec<(NodeId, PfnRange)> {
+        let mut v: Vec<(NodeId, PfnRange)> = self
             .nodes
             .iter()
             .flat_map(|n| n.ranges.iter().map(move |r| (n.id, *r)))
@@ -390,7 +391,7 @@ impl NumaTopology {
     /// (node `n` first when it has memory). Computed for all nodes at once because
     /// `node_load` carries over from one node's list to the next, as in Linux.
     #[must_use]
-    pub fn fallback_orders(&self) -> Vec<Vec<u32>> {
+    pub fn fallback_orders(&self) -> Vec<Vec<NodeId>> {
         let mut node_load = vec![0u32; self.nodes.len()];
         (0..self.nodes.len() as u32)
             .map(|local| self.fallback_order(local, &mut node_load))
@@ -398,7 +399,7 @@ impl NumaTopology {
     }
 
     /// One node's order (`build_zonelists()` over `find_next_best_node()`).
-    fn fallback_order(&self, local: u32, node_load: &mut [u32]) -> Vec<u32> {
+    fn fallback_order(&self, local: NodeId, node_load: &mut [u32]) -> Vec<NodeId> {
         let n = self.nodes.len();
         let mut used = vec![false; n];
         let mut order = Vec::with_capacity(n);
@@ -415,7 +416,12 @@ impl NumaTopology {
         order
     }
 
-    fn find_next_best_node(&self, local: u32, used: &mut [bool], load: &[u32]) -> Option<u32> {
+    fn find_next_best_node(
+        &self,
+        local: NodeId,
+        used: &mut [bool],
+        load: &[u32],
+    ) -> Option<NodeId> {
         if !used[local as usize] {
             used[local as usize] = true;
             return Some(local);

@@ -34,6 +34,7 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use ksync::PerCpu;
+use lru::NodeId;
 use lru::folio::MAX_NR_ZONES;
 use lru::{Folio, FolioFlags, Zone as ZoneType};
 
@@ -186,7 +187,7 @@ impl PageAlloc {
 
     /// Zone `kind` of `node`, if populated.
     #[must_use]
-    pub fn zone(&self, node: u32, kind: ZoneType) -> Option<&Zone> {
+    pub fn zone(&self, node: NodeId, kind: ZoneType) -> Option<&Zone> {
         self.nodes
             .get(node as usize)?
             .zones
@@ -202,7 +203,7 @@ impl PageAlloc {
 
     /// `node`'s zonelist.
     #[must_use]
-    pub fn zonelist(&self, node: u32) -> Option<&Zonelist> {
+    pub fn zonelist(&self, node: NodeId) -> Option<&Zonelist> {
         self.zonelists.get(node as usize)
     }
 
@@ -225,7 +226,7 @@ impl PageAlloc {
     pub fn try_alloc_pages(
         &self,
         cpu: usize,
-        node: u32,
+        node: NodeId,
         order: u32,
     ) -> Result<&'static Folio, AllocError> {
         self.alloc_inner(cpu, node, order, true)
@@ -234,28 +235,33 @@ impl PageAlloc {
     /// [`Self::try_alloc_pages`], `None` on any failure (`alloc_pages_node()`).
     #[inline]
     #[must_use]
-    pub fn alloc_pages(&self, cpu: usize, node: u32, order: u32) -> Option<&'static Folio> {
+    pub fn alloc_pages(&self, cpu: usize, node: NodeId, order: u32) -> Option<&'static Folio> {
         self.alloc_inner(cpu, node, order, true).ok()
     }
 
     /// One frame through `cpu`'s per-CPU lists (`alloc_page()`).
     #[inline]
     #[must_use]
-    pub fn alloc_page(&self, cpu: usize, node: u32) -> Option<&'static Folio> {
+    pub fn alloc_page(&self, cpu: usize, node: NodeId) -> Option<&'static Folio> {
         self.alloc_inner(cpu, node, 0, true).ok()
     }
 
     /// A block straight from the buddy lists, bypassing the per-CPU lists even at order 0
     /// (what every allocation costs without them; the benchmark's baseline).
     #[must_use]
-    pub fn alloc_pages_buddy(&self, cpu: usize, node: u32, order: u32) -> Option<&'static Folio> {
+    pub fn alloc_pages_buddy(
+        &self,
+        cpu: usize,
+        node: NodeId,
+        order: u32,
+    ) -> Option<&'static Folio> {
         self.alloc_inner(cpu, node, order, false).ok()
     }
 
     fn alloc_inner(
         &self,
         cpu: usize,
-        node: u32,
+        node: NodeId,
         order: u32,
         use_pcp: bool,
     ) -> Result<&'static Folio, AllocError> {
@@ -487,7 +493,7 @@ impl PageAlloc {
 
     /// `NR_FREE_PAGES` of `node`.
     #[must_use]
-    pub fn nr_free_node(&self, node: u32) -> u64 {
+    pub fn nr_free_node(&self, node: NodeId) -> u64 {
         self.nodes
             .get(node as usize)
             .map_or(0, |n| n.zones().map(Zone::nr_free).sum())

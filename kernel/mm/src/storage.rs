@@ -11,6 +11,7 @@
 
 use core::alloc::Layout;
 use core::ptr::NonNull;
+use lru::NodeId;
 
 /// A block of memory for folio descriptors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,7 +19,7 @@ pub struct MemmapBlock {
     /// Start of the block: at least 64-byte aligned, `bytes` long.
     pub ptr: NonNull<u8>,
     /// The node whose memory it is (the requested one unless the platform fell back).
-    pub node: u32,
+    pub node: NodeId,
 }
 
 /// A source of memmap memory.
@@ -31,7 +32,7 @@ pub struct MemmapBlock {
 pub unsafe trait MemmapStorage {
     /// `bytes` bytes for the memmap of frames on `node`, preferably in `node`'s memory.
     /// `None` when no memory is left.
-    fn alloc(&mut self, node: u32, bytes: usize) -> Option<MemmapBlock>;
+    fn alloc(&mut self, node: NodeId, bytes: usize) -> Option<MemmapBlock>;
 }
 
 /// Host storage: leaked blocks of the global allocator, attributed to the node asked for.
@@ -57,7 +58,7 @@ impl HeapStorage {
 // SAFETY: every block is a fresh allocation of the global allocator, 64-byte aligned, that
 // is never deallocated (leaked), so it stays valid and unaliased forever.
 unsafe impl MemmapStorage for HeapStorage {
-    fn alloc(&mut self, node: u32, bytes: usize) -> Option<MemmapBlock> {
+    fn alloc(&mut self, node: NodeId, bytes: usize) -> Option<MemmapBlock> {
         let layout = Layout::from_size_align(bytes.max(64), 64).ok()?;
         // SAFETY: the layout has a non-zero size.
         let ptr = NonNull::new(unsafe { alloc::alloc::alloc(layout) })?;

@@ -29,6 +29,7 @@ use crate::stats::PcpStats;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use ksync::{CachePadded, PerCpu};
 use lru::Folio;
+use lru::NodeId;
 use lru::Zone as ZoneType;
 
 /// Linux's short zone names (`zone_names[]`).
@@ -55,7 +56,7 @@ pub struct Watermarks {
 
 /// One zone of one node.
 pub struct Zone {
-    node: u32,
+    node: NodeId,
     kind: ZoneType,
     span: PfnRange,
     present: u64,
@@ -86,7 +87,7 @@ impl Zone {
     /// A zone of `node` spanning `span` with `present` frames of RAM, nothing managed yet,
     /// and per-CPU lists for `nr_cpus` CPUs.
     pub(crate) fn new(
-        node: u32,
+        node: NodeId,
         kind: ZoneType,
         span: PfnRange,
         present: u64,
@@ -108,7 +109,7 @@ impl Zone {
 
     /// The node (`zone_to_nid()`).
     #[must_use]
-    pub fn node(&self) -> u32 {
+    pub fn node(&self) -> NodeId {
         self.node
     }
 

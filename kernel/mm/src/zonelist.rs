@@ -10,13 +10,14 @@
 
 use crate::numa::NumaTopology;
 use alloc::vec::Vec;
+use lru::NodeId;
 use lru::Zone as ZoneType;
 
 /// A reference to one zone (`struct zoneref`): node and zone type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ZoneRef {
     /// The node.
-    pub node: u32,
+    pub node: NodeId,
     /// The zone type.
     pub kind: ZoneType,
 }

@@ -25,7 +25,7 @@ const CPUS: usize = 3;
 enum Op {
     Alloc {
         cpu: usize,
-        node: u32,
+        node: lru::NodeId,
         order: u32,
         direct: bool,
     },
@@ -86,7 +86,7 @@ struct Model {
 
 /// Could an allocation have been given a block of `order` from `node`'s zonelist? Called right
 /// after a failed allocation (single-threaded, so nothing changed since).
-fn could_allocate(pa: &PageAlloc, node: u32, order: u32, direct: bool) -> bool {
+fn could_allocate(pa: &PageAlloc, node: lru::NodeId, order: u32, direct: bool) -> bool {
     pa.zonelist(node).unwrap().zones().iter().any(|z| {
         let zone = pa.zone(z.node, z.kind).unwrap();
         let buddy = pa.free_blocks(zone).iter().any(|&(_, o)| o >= order);

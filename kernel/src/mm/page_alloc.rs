@@ -21,6 +21,7 @@ use crate::percpu;
 use alloc::vec::Vec;
 use core::ptr::NonNull;
 use lru::Folio;
+use lru::NodeId;
 use mm::numa::PfnRange;
 use mm::{InitError, MemmapBlock, MemmapStorage, PageAlloc, PcpConfig};
 use x86_64::PhysAddr;
@@ -36,7 +37,7 @@ pub struct BootFigures {
     /// `NR_FREE_PAGES` right after the handover, per zone as `(node, zone, free)`.
     pub free: Vec<(u32, lru::Zone, u64)>,
     /// Memmap arrays that could not be placed on their own node.
-    pub memmap_off_node: u32,
+    pub memmap_off_node: NodeId,
 }
 
 impl BootFigures {
@@ -62,7 +63,7 @@ pub fn boot_figures() -> Option<&'static BootFigures> {
 /// Memmap storage from the early allocator, inside the asking node's RAM when it can.
 struct EarlyStorage<'a> {
     ram: &'a [(u32, PfnRange)],
-    off_node: u32,
+    off_node: NodeId,
 }
 
 impl EarlyStorage<'_> {
@@ -85,7 +86,7 @@ impl EarlyStorage<'_> {
 // freed: they stay reserved), reached through the direct map, which maps all RAM read-write
 // for the kernel's whole life; frame alignment exceeds the 64 bytes a folio needs.
 unsafe impl MemmapStorage for EarlyStorage<'_> {
-    fn alloc(&mut self, node: u32, bytes: usize) -> Option<MemmapBlock> {
+    fn alloc(&mut self, node: NodeId, bytes: usize) -> Option<MemmapBlock> {
         let pages = (bytes as u64).div_ceil(frame::FRAME_SIZE);
         let (phys, got) = self
             .take(Some(node), pages)

@@ -21,6 +21,7 @@ use alloc::string::String;
 use core::num::NonZeroU32;
 use core::sync::atomic::{AtomicU64, Ordering};
 use lru::FolioFlags;
+use lru::NodeId;
 use lru::list::{CheckedFolioList, checked_folio_list};
 use mm::{AllocError, Memmap, PageAlloc, PageStats};
 
@@ -419,7 +420,7 @@ fn node_local_then_fallback() -> TestResult {
 fn take_everything(
     pa: &PageAlloc,
     cpu: usize,
-    node: u32,
+    node: NodeId,
     zonelist: &mm::zonelist::Zonelist,
     own_free: u64,
 ) -> Result<alloc::vec::Vec<u64>, String> {

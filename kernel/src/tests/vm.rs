@@ -33,6 +33,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
+use lru::NodeId;
 use mm::vm::backing;
 use mm::vm::context::VmConfig;
 use mm::vm::counters::VmEvent;
@@ -104,7 +105,7 @@ fn new_mm<'v, V: VmArea>(vm: &'v TestVm, size: u64) -> Result<KernelMm<'v, Pn, V
     KernelMm::new(vm, size).map_err(|e| format!("no address space: {e:?}"))
 }
 
-fn anon(start: u64, pages: u64, node: u32) -> MapRequest<'static> {
+fn anon(start: u64, pages: u64, node: NodeId) -> MapRequest<'static> {
     MapRequest {
         start,
         len: pages * PAGE,

@@ -31,6 +31,7 @@
 //! is held, and the host is reached by `container_of` under [`LruvecHost`]'s contract.
 
 use crate::error::LruError;
+use crate::folio::NodeId;
 use crate::folio::{ANON_AND_FILE, Folio, FolioFlags, MAX_NR_ZONES, NO_SLOT, Zone};
 use crate::list::{FolioList, folio_list};
 use crate::lock_classes::LruLock;
@@ -295,7 +296,7 @@ impl<H: LruvecHost> Lruvec<H> {
     /// The node this lruvec belongs to (`lruvec_pgdat(lruvec)->node_id`).
     #[inline]
     #[must_use]
-    pub fn node(&self) -> u32 {
+    pub fn node(&self) -> NodeId {
         self.pgdat().node_id()
     }
 

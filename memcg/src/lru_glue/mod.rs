@@ -29,6 +29,7 @@ use crate::stats::MemcgEvent;
 use crate::sync::{AtomicU64, Ordering};
 use crate::tree::MemcgTree;
 use alloc::vec::Vec;
+use lru::NodeId;
 use lru::{Folio, LruMode, MemcgLruOp};
 
 /// Linux's default `vm.swappiness`.
@@ -132,7 +133,7 @@ impl<O> TreeLru<O> {
         if !self.mglru {
             return;
         }
-        for node in 0..m.nr_nodes() {
+        for node in 0..m.nr_nodes() as NodeId {
             if let Ok(lruvec) = m.lruvec(node) {
                 // SAFETY: the memcg (and with it this lruvec) is released from every FIFO
                 // in `release` before the tree unlinks it, and freed only after a grace
@@ -146,7 +147,7 @@ impl<O> TreeLru<O> {
 
     /// `lru_gen_offline_memcg()`: move to the old generation so it is reclaimed first.
     pub(crate) fn offline<P: MemCgroupPerNode>(&self, m: &MemCgroup<P>) {
-        for node in 0..m.nr_nodes() {
+        for node in 0..m.nr_nodes() as NodeId {
             if let Ok(lruvec) = m.lruvec(node) {
                 // Not on the FIFO (classic mode): nothing to do.
                 let _ = lruvec.pgdat().memcg_lru().offline(lruvec);
@@ -156,7 +157,7 @@ impl<O> TreeLru<O> {
 
     /// `lru_gen_release_memcg()`: take it off every FIFO before it is freed.
     pub(crate) fn release<P: MemCgroupPerNode>(&self, m: &MemCgroup<P>) {
-        for node in 0..m.nr_nodes() {
+        for node in 0..m.nr_nodes() as NodeId {
             if let Ok(lruvec) = m.lruvec(node) {
                 lruvec.pgdat().memcg_lru().release(lruvec);
             }
@@ -167,7 +168,7 @@ impl<O> TreeLru<O> {
     pub(crate) fn rotate<P: MemCgroupPerNode>(
         &self,
         m: &MemCgroup<P>,
-        node: usize,
+        node: NodeId,
         op: MemcgLruOp,
     ) {
         if let Ok(lruvec) = m.lruvec(node) {
@@ -184,7 +185,7 @@ impl<O> TreeLru<O> {
         &self,
         tree: &MemcgTree<P, O>,
         m: &MemCgroup<P>,
-        node: usize,
+        node: NodeId,
         cpu: usize,
         nr: u64,
         swappiness: u8,
@@ -258,7 +259,7 @@ impl<O> TreeLru<O> {
         &self,
         child: &MemCgroup<P>,
         parent: &MemCgroup<P>,
-        node: usize,
+        node: NodeId,
     ) {
         let (Ok(src), Ok(dst), Ok(pn)) = (
             child.lruvec(node),
@@ -295,7 +296,7 @@ impl<O> TreeLru<O> {
         m: &MemCgroup<P>,
         folio: &'static Folio,
     ) -> Result<(), MemcgError> {
-        let node = folio.node() as usize;
+        let node = folio.node();
         if folio.memcg_id() != m.id() {
             return Err(MemcgError::NoSuchMemcg {
                 id: folio.memcg_id(),
@@ -313,7 +314,7 @@ impl<O> TreeLru<O> {
         m: &MemCgroup<P>,
         folio: &'static Folio,
     ) -> Result<(), MemcgError> {
-        let node = folio.node() as usize;
+        let node = folio.node();
         del_folio(m.lruvec(node)?, folio).map(|_| ())
     }
 }

@@ -14,6 +14,7 @@ use crate::stats::{LruvecStats, LruvecStatsPercpu};
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use alloc::boxed::Box;
 use core::ptr::NonNull;
+use lru::NodeId;
 
 /// Read by every stat update, written only at creation (`memcg_pn_read_mostly`).
 #[repr(C)]
@@ -27,7 +28,7 @@ pub struct PnReadMostly {
     /// Flushed lruvec totals (`lruvec_stats`).
     pub(crate) lruvec_stats: Box<LruvecStats>,
     /// The node this info belongs to.
-    pub(crate) node: u32,
+    pub(crate) node: NodeId,
     /// The owning memcg's id.
     pub(crate) memcg_id: MemcgId,
 }
@@ -39,12 +40,12 @@ unsafe impl Send for PnReadMostly {}
 unsafe impl Sync for PnReadMostly {}
 
 impl PnReadMostly {
-    pub(crate) fn new(memcg: NonNull<()>, memcg_id: MemcgId, node: usize, nr_cpus: usize) -> Self {
+    pub(crate) fn new(memcg: NonNull<()>, memcg_id: MemcgId, node: NodeId, nr_cpus: usize) -> Self {
         Self {
             memcg,
             lruvec_stats_percpu: crate::stats::lruvec_stats_percpu(nr_cpus),
             lruvec_stats: Box::new(LruvecStats::new()),
-            node: node as u32,
+            node,
             memcg_id,
         }
     }
@@ -55,8 +56,8 @@ impl PnReadMostly {
     }
 
     /// The node id.
-    pub fn node(&self) -> usize {
-        self.node as usize
+    pub fn node(&self) -> NodeId {
+        self.node
     }
 }
 

@@ -199,7 +199,7 @@ macro_rules! impl_pn {
                         .cast::<crate::MemCgroup<Self>>()
                         .as_ref()
                 };
-                memcg.parent()?.lruvec(self.read_mostly.0.node as usize).ok()
+                memcg.parent()?.lruvec(self.read_mostly.0.node).ok()
             }
         }
 
@@ -212,7 +212,7 @@ macro_rules! impl_pn {
 
             fn new(init: PnInit<'_, Self>) -> Self {
                 const { assert_pn_layouts::<$ty<F, G>>() };
-                let node = init.pgdat.node_id() as usize;
+                let node = init.pgdat.node_id();
                 Self {
                     read_mostly: $wrap(PnReadMostly::new(
                         init.memcg,

@@ -39,7 +39,7 @@ use idr::IdTable;
 use lock_api::Mutex;
 use lru::rcu::RcuReadGuard;
 use lru::sync::Lock;
-use lru::{LruvecLock, Rcu};
+use lru::{LruvecLock, NodeId, Rcu};
 
 /// Largest number of memcgs an id can name (`MEM_CGROUP_ID_MAX` + 1; ids are 16-bit, the
 /// width `lru`'s folios store).
@@ -257,7 +257,7 @@ impl<P: MemCgroupPerNode, O: FolioOwner<P>> MemcgTree<P, O> {
         )
         .map_err(|e| match e {
             lru::LruError::InvalidNode(n) => MemcgError::InvalidNode {
-                node: n as usize,
+                node: n,
                 nr_nodes: config.nr_nodes,
             },
             e => MemcgError::Lru(e),
@@ -519,7 +519,7 @@ impl<P: MemCgroupPerNode, O: FolioOwner<P>> MemcgTree<P, O> {
     /// Moves `m`'s LRU folios and their charges to its parent.
     fn reparent(&self, m: &MemCgroup<P>) {
         if let Some(parent) = m.parent() {
-            for node in 0..m.nr_nodes() {
+            for node in 0..m.nr_nodes() as NodeId {
                 self.lru.reparent_node(m, parent, node);
             }
         }
@@ -614,7 +614,7 @@ impl<P: MemCgroupPerNode, O: FolioOwner<P>> MemcgTree<P, O> {
     fn flush_one(&self, m: &MemCgroup<P>) {
         let parent = m.parent();
         m.vmstats.flush(parent.map(|p| &p.vmstats));
-        for node in 0..m.nr_nodes() {
+        for node in 0..m.nr_nodes() as NodeId {
             let Ok(pn) = m.nodeinfo(node) else { continue };
             let ppn = parent.and_then(|p| p.nodeinfo(node).ok());
             let rm = pn.read_mostly();
@@ -696,7 +696,7 @@ impl<P: MemCgroupPerNode, O: FolioOwner<P>> lru::LruvecLookup<P> for MemcgTree<P
         folio: &lru::Folio,
     ) -> Option<&'g lru::Lruvec<P>> {
         let m = self.lookup_rcu(guard, folio.memcg_id()).ok()?;
-        m.lruvec(folio.node() as usize).ok()
+        m.lruvec(folio.node()).ok()
     }
 
     /// A batch's reference dropped; the last one releases the folio (`__folio_put`, by the

@@ -9,7 +9,7 @@
 #![allow(dead_code)]
 
 use ksync::Ticket;
-use lru::{Folio, FolioFlags, LruGenFolioGrouped, Rcu, Zone};
+use lru::{Folio, FolioFlags, LruGenFolioGrouped, NodeId, Rcu, Zone};
 use memcg::{FolioFree, MemCgroupPerNodePaired, MemcgConfig, MemcgTree, TreeLru};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -79,7 +79,7 @@ static NEXT_PFN: AtomicU64 = AtomicU64::new(1);
 
 /// A leaked folio on `node` (anon if `anon`), holding its owner's one reference (as an
 /// allocated frame does; reclaim pins folios with `try_get` and skips unreferenced ones).
-pub fn folio(node: u32, anon: bool) -> &'static Folio {
+pub fn folio(node: NodeId, anon: bool) -> &'static Folio {
     let pfn = NEXT_PFN.fetch_add(1, Ordering::Relaxed);
     let f: &'static Folio = Box::leak(Box::new(Folio::new(pfn, node, Zone::Normal).unwrap()));
     f.get();
@@ -94,7 +94,7 @@ pub fn fault_err(
     tree: &Tree,
     memcg: &Ref<'_>,
     cpu: usize,
-    node: u32,
+    node: NodeId,
     anon: bool,
 ) -> memcg::MemcgError {
     match try_fault(tree, memcg, cpu, node, anon) {
@@ -107,7 +107,7 @@ pub fn try_fault(
     tree: &Tree,
     memcg: &Ref<'_>,
     cpu: usize,
-    node: u32,
+    node: NodeId,
     anon: bool,
 ) -> Result<&'static Folio, memcg::MemcgError> {
     let f = folio(node, anon);
@@ -123,7 +123,7 @@ pub fn free(tree: &Tree, memcg: &Ref<'_>, cpu: usize, f: &'static Folio) {
 }
 
 /// `n` faults into `m` on `node`, half of them anon.
-pub fn fill(s: &Setup, m: &Ref<'_>, node: u32, n: u64) {
+pub fn fill(s: &Setup, m: &Ref<'_>, node: NodeId, n: u64) {
     for i in 0..n {
         try_fault(&s.tree, m, 0, node, i % 2 == 0).unwrap();
     }

@@ -93,7 +93,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         let mut on_lru: BTreeMap<u64, &'static Folio> = BTreeMap::new();
         let mut own: BTreeMap<u16, u64> = BTreeMap::new();
         for m in self.tree.all_memcgs() {
-            for node in 0..m.nr_nodes() {
+            for node in 0..m.nr_nodes() as lru::NodeId {
                 let Ok(lruvec) = m.lruvec(node) else { continue };
                 let mut g = lruvec.lock();
                 let mut bad: Option<String> = None;
@@ -103,7 +103,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                     }
                     if on_lru.insert(f.pfn(), f).is_some() {
                         bad = Some(format!("pfn {:#x} on two LRU lists ({what})", f.pfn()));
-                    } else if f.memcg_id() != m.id() || f.node() as usize != node {
+                    } else if f.memcg_id() != m.id() || f.node() != node {
                         bad = Some(format!(
                             "pfn {:#x} of memcg {} node {} on the lruvec of memcg {} node {node} ({what})",
                             f.pfn(),

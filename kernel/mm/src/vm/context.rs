@@ -24,6 +24,7 @@ use crate::vm::pgtable::Mmu;
 use crate::vm::rcu::RcuDefer;
 use alloc::boxed::Box;
 use ksync::LockFamily;
+use lru::NodeId;
 use lru::{Folio, LruvecLock, NodeStatItem, TailMode};
 use memcg::{MemCgroup, MemCgroupPerNode, MemcgConfig, MemcgTree, PnPlacement, TreeLru};
 
@@ -244,7 +245,7 @@ impl<P: MemCgroupPerNode<Family = F>, F: LockFamily, M: Mmu> Vm<P, M> {
         &self,
         memcg: &MemCgroup<P>,
         cpu: usize,
-        node: usize,
+        node: NodeId,
         item: NodeStatItem,
         delta: i64,
     ) {

@@ -38,6 +38,7 @@ use crate::vm::page_cache::{AddError, Entry};
 use crate::vm::pgtable::{Mmu, PtError, PteTable, pte_index};
 use crate::vm::vma::{Backing, PROT_WRITE, VmArea, VmFlags};
 use crate::vm::vma_lock::VmaReadError;
+use lru::NodeId;
 use lru::{Folio, FolioFlags, NodeStatItem};
 use memcg::{MemCgroup, MemCgroupPerNode, MemcgError, MemcgRef};
 
@@ -168,7 +169,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         &self,
         mm: &'a MmStruct<V, M>,
         cpu: usize,
-        node: u32,
+        node: NodeId,
         addr: u64,
     ) -> Result<PteTable<'a, M>, FaultError> {
         mm.pgtable()
@@ -189,7 +190,11 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
     }
 
     /// A fresh frame for `cpu` on `node`, or the injected / real failure.
-    pub(crate) fn alloc_frame(&self, cpu: usize, node: u32) -> Result<&'static Folio, FaultError> {
+    pub(crate) fn alloc_frame(
+        &self,
+        cpu: usize,
+        node: NodeId,
+    ) -> Result<&'static Folio, FaultError> {
         if self.fail_page_alloc.should_fail(cpu) {
             return Err(FaultError::Injected);
         }
@@ -315,13 +320,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         // folio_add_new_anon_rmap + folio_add_lru_vma + set_pte_at, under the PTE lock. The
         // folio is still ours alone: its first mapping is a store, as Linux's atomic_set.
         folio.set_first_mapping();
-        self.mod_folio_stat(
-            memcg,
-            cpu,
-            folio.node() as usize,
-            NodeStatItem::NrAnonMapped,
-            1,
-        );
+        self.mod_folio_stat(memcg, cpu, folio.node(), NodeStatItem::NrAnonMapped, 1);
         // folio_add_lru_vma: under MGLRU a folio faulted in starts in the youngest
         // generation (`lru_gen_in_fault()` sets it active); on the classic lists a new
         // anonymous folio goes to the inactive list (Linux 5.9+).
@@ -375,13 +374,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
             // folio_add_file_rmap_pte: NR_FILE_MAPPED of the folio's memcg.
             folio.inc_mapcount();
             if folio.memcg_id() == memcg.id() {
-                self.mod_folio_stat(
-                    memcg,
-                    cpu,
-                    folio.node() as usize,
-                    NodeStatItem::NrFileMapped,
-                    1,
-                );
+                self.mod_folio_stat(memcg, cpu, folio.node(), NodeStatItem::NrFileMapped, 1);
             } else {
                 self.mod_folio_stat_of(cpu, folio, NodeStatItem::NrFileMapped, 1);
             }
@@ -400,7 +393,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         obj: &Object,
         memcg: &MemCgroup<P>,
         cpu: usize,
-        node: u32,
+        node: NodeId,
         index: u64,
         in_fault: bool,
     ) -> Result<&'static Folio, FaultError> {
@@ -452,7 +445,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                     return Err(FaultError::NoRegion);
                 }
             };
-            let n = folio.node() as usize;
+            let n = folio.node();
             self.mod_folio_stat(memcg, cpu, n, NodeStatItem::NrFilePages, 1);
             if obj.kind() == ObjectKind::Shmem {
                 self.mod_folio_stat(memcg, cpu, n, NodeStatItem::NrShmem, 1);
@@ -479,7 +472,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         in_fault: bool,
     ) {
         self.count(cpu, VmEvent::Refault);
-        let node = folio.node() as usize;
+        let node = folio.node();
         let item = if folio.is_file_lru() {
             NodeStatItem::WorkingsetRefaultFile
         } else {

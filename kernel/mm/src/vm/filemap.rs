@@ -21,6 +21,7 @@ use crate::vm::fault::FaultError;
 use crate::vm::object::{Object, ObjectKind};
 use crate::vm::pgtable::Mmu;
 use alloc::vec::Vec;
+use lru::NodeId;
 use lru::{FolioFlags, NodeStatItem};
 use memcg::{MemCgroup, MemCgroupPerNode};
 
@@ -53,7 +54,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         obj: &Object,
         memcg: &MemCgroup<P>,
         cpu: usize,
-        node: u32,
+        node: NodeId,
         index: u64,
         verify: bool,
     ) -> Result<u64, ReadError> {

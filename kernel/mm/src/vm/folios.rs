@@ -19,7 +19,7 @@
 use crate::page_alloc::PageAlloc;
 use crate::vm::counters::{VmCounters, VmEvent};
 use core::sync::atomic::{AtomicU8, Ordering};
-use lru::{Folio, NodeStatItem};
+use lru::{Folio, NodeId, NodeStatItem};
 use memcg::{MemCgroup, MemCgroupPerNode, MemcgTree};
 
 /// How folio statistics reach the memcg (seed 001 patch 2).
@@ -96,7 +96,7 @@ impl VmFolios {
         &self,
         memcg: &MemCgroup<P>,
         cpu: usize,
-        node: usize,
+        node: NodeId,
         item: NodeStatItem,
         delta: i64,
     ) {
@@ -117,14 +117,7 @@ impl VmFolios {
         item: NodeStatItem,
         delta: i64,
     ) {
-        self.mod_memcg_stat_by_id(
-            tree,
-            cpu,
-            folio.memcg_id(),
-            folio.node() as usize,
-            item,
-            delta,
-        );
+        self.mod_memcg_stat_by_id(tree, cpu, folio.memcg_id(), folio.node(), item, delta);
     }
 
     /// A folio statistic of the memcg of `tree` with id `id` (found under RCU) on `node`.
@@ -133,7 +126,7 @@ impl VmFolios {
         tree: &MemcgTree<P, Self>,
         cpu: usize,
         id: memcg::MemcgId,
-        node: usize,
+        node: NodeId,
         item: NodeStatItem,
         delta: i64,
     ) {

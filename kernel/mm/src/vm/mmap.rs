@@ -24,6 +24,7 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 use arrayvec::ArrayVec;
 use core::ptr::NonNull;
+use lru::NodeId;
 use lru::lruvec::folio_lruvec_relock;
 use lru::{Folio, LruvecGuard, NodeStatItem};
 use memcg::{MemCgroup, MemCgroupPerNode, MemcgRef};
@@ -40,7 +41,7 @@ pub struct MapRequest<'a> {
     /// The object mapped at page `pgoff`, or `None` for anonymous memory.
     pub object: Option<(&'a Object, u64)>,
     /// Node to allocate from first.
-    pub node: u32,
+    pub node: NodeId,
 }
 
 impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
@@ -201,7 +202,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                         };
                         if let Some(m) = memcg {
                             last = Some((id, m));
-                            self.mod_folio_stat(m, cpu, folio.node() as usize, item, -1);
+                            self.mod_folio_stat(m, cpu, folio.node(), item, -1);
                         }
                         let _ = tlb.remove_page(va, folio);
                         self.count(cpu, VmEvent::Unmapped);

@@ -91,7 +91,7 @@ impl<P: MemCgroupPerNode> FolioOwner<P> for VmFolios {
             // ours to unlink, under its lruvec's lock.
             if let Ok(guard) = tree.rcu().read_lock(cpu)
                 && let Ok(m) = tree.lookup_rcu(&guard, folio.memcg_id())
-                && let Ok(lruvec) = m.lruvec(folio.node() as usize)
+                && let Ok(lruvec) = m.lruvec(folio.node())
             {
                 ksync::warn_on_once!(
                     lruvec.lock().del_folio(folio).is_err(),

@@ -30,6 +30,7 @@
 use crate::vm::object::Object;
 use core::mem::offset_of;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use lru::NodeId;
 use lru::layout::FieldDesc;
 
 bitflags::bitflags! {
@@ -72,7 +73,7 @@ pub struct VmaDesc<'a> {
     /// knows the type and holds a reference for the region's lifetime).
     pub memcg: *const (),
     /// Node to allocate from first.
-    pub node: u32,
+    pub node: NodeId,
     /// The anonymous reverse-map id (`anon_vma`): the address space's id.
     pub anon_id: u64,
     /// The address space (type-erased back pointer, `vm_mm`).
@@ -113,7 +114,7 @@ pub trait VmArea: sealed::Sealed + core::fmt::Debug + Send + Sync + Sized + 'sta
     /// `vm_private_data`: the memcg to charge, type-erased.
     fn memcg(&self) -> *const ();
     /// `vm_policy`: the node to allocate from first.
-    fn node(&self) -> u32;
+    fn node(&self) -> NodeId;
     /// The pahole table.
     fn layout_fields() -> &'static [FieldDesc];
 }
@@ -285,7 +286,7 @@ macro_rules! impl_vm_area {
             fn memcg(&self) -> *const () {
                 self.vm_private_data
             }
-            fn node(&self) -> u32 {
+            fn node(&self) -> NodeId {
                 self.vm_policy as u32
             }
             fn layout_fields() -> &'static [FieldDesc] {
