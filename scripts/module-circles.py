@@ -5,7 +5,8 @@ A file depends on another file of the same crate when it names an item of it by 
 starts with `crate::`, `super::` or `self::` (in a `use` or inline in code). Paths through a
 re-export (`pub use foo::Bar;` in lib.rs or a mod.rs) are followed to the file that defines
 the item, so a parent that only re-exports its children does not close a circle; a
-re-export is not itself an edge. Comments, strings and `#[cfg(test)]` modules are ignored
+re-export is not itself an edge; nor is an exported macro (`$crate::println!` names the
+file that defines the macro, not the crate root). Comments, strings and `#[cfg(test)]` modules are ignored
 (a test module may reach anywhere without making the code a circle); `--tests` counts them.
 
 Prints, per crate, every component with more than one file, largest first, and with
@@ -110,6 +111,7 @@ class Crate:
         self.modfile = {}    # module path (file or inline) -> file
         self.reexports = {}  # (module path, name) -> full path
         self.refs = []       # (file, module path the ref is in, path segments)
+        self.macros = {}     # exported macro name -> file
         src = os.path.join(ROOT, path, "src")
         root = "main.rs" if os.path.exists(os.path.join(src, "main.rs")) and not os.path.exists(
             os.path.join(src, "lib.rs")) else "lib.rs"
@@ -132,6 +134,10 @@ class Crate:
         self.modfile[mod] = rel
         with open(fpath, encoding="utf-8") as f:
             text = strip(f.read())
+        # `#[macro_export]` macros live at the crate root whatever file defines them:
+        # `$crate::name!` names the defining file.
+        for m in re.finditer(r"#\s*\[\s*macro_export[^\]]*\]\s*macro_rules!\s*(\w+)", text):
+            self.macros[m.group(1)] = rel
         # Walk the text tracking inline `mod x { ... }` blocks.
         stack = [(mod, -1, False)]  # (module path, brace depth it closes at, is a test block)
         depth, i, n = 0, 0, len(text)
@@ -213,6 +219,8 @@ class Crate:
     def resolve(self, path, seen=()):
         """The file that defines what crate-absolute `path` names."""
         path = tuple(p for p in path if p != "*")
+        if len(path) == 1 and path[0] in self.macros:
+            return self.macros[path[0]]
         for k in range(len(path), -1, -1):
             mod = path[:k]
             if mod not in self.modfile:
