@@ -4,13 +4,13 @@
 //! test kernel and host tests returns them instead, so a caller's bug is reported, never
 //! turned into a panic or a corrupted list.
 
-use crate::folio::NodeId;
+use crate::nid::NodeId;
 use core::fmt;
 
 /// What went wrong in an `lru` operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LruError {
-    /// A node id at or above [`crate::folio::MAX_NUMNODES`].
+    /// A node id at or above [`crate::nid::MAX_NUMNODES`].
     InvalidNode(NodeId),
     /// A CPU index at or above the number of CPUs fixed at construction.
     InvalidCpu(usize),

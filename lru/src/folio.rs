@@ -10,19 +10,10 @@
 
 use crate::error::LruError;
 use crate::list::FolioLink;
+use crate::nid::{MAX_NUMNODES, NodeId};
 use crate::sync::atomic::{AtomicI32, AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering};
 use bitflags::bitflags;
 
-/// A NUMA node id (Linux's `int nid`), `0..MAX_NUMNODES`: the one type every crate of the
-/// workspace uses for a node in its signatures (the folio's node, a pgdat's, a zone's, a
-/// memcg's per-node info, a CPU's node), so a node is never a `u32` in one place and a
-/// `usize` in another. An alias, not a newtype: node ids are small numbers that index
-/// per-node arrays everywhere (`as usize` at each index is the one conversion), and
-/// nothing else in those signatures is a `u32` a node id could be confused with.
-pub type NodeId = u32;
-
-/// Number of NUMA nodes a shadow entry can name (6 bits).
-pub const MAX_NUMNODES: NodeId = 64;
 /// Number of zones per node (`MAX_NR_ZONES`): DMA, DMA32, NORMAL, MOVABLE and DEVICE, as in
 /// an x86-64 Linux build with `CONFIG_ZONE_DEVICE` (the build of seed 000, whose
 /// `lru_gen_folio` is 1360 bytes). Per-zone arrays (`folios[][][]`, `nr_pages[][][]`,

@@ -1,6 +1,6 @@
 //! `lru`: a no_std model of Linux's LRU machinery, built to A/B-test cacheline placement.
 //!
-//! Folio descriptors ([`folio`]), the per-(memcg, node) [`lruvec`] with its lru_lock and
+//! Folio descriptors ([`folio`]) and node ids ([`nid`]), the per-(memcg, node) [`lruvec`] with its lru_lock and
 //! Alex Shi's TestClearLRU isolation protocol, per-CPU folio batches ([`swap`]), the
 //! multi-gen LRU ([`lru_gen`], [`lru_gen_folio`], [`vmscan`]) with shadow-entry refault
 //! detection ([`workingset`]), the memcg FIFO of hlist_nulls lists ([`hlist_nulls`],
@@ -34,6 +34,7 @@ pub mod lru_gen;
 pub mod lru_gen_folio;
 pub mod lruvec;
 pub mod memcg_lru;
+pub mod nid;
 pub mod pgdat;
 pub mod rcu;
 pub mod release;
@@ -45,13 +46,14 @@ pub mod vmstat;
 pub mod workingset;
 
 pub use error::LruError;
-pub use folio::{Folio, FolioFlags, NodeId, Zone};
+pub use folio::{Folio, FolioFlags, Zone};
 pub use lru_gen::{LruGenFolio, LruGenMemcgNode};
 pub use lru_gen_folio::{LruGenFolioBase, LruGenFolioGrouped};
 pub use lruvec::{
     LruList, LruMode, Lruvec, LruvecGuard, LruvecHost, LruvecLock, LruvecLookup, LruvecStandalone,
 };
 pub use memcg_lru::{LruGenMemcg, MemcgFifoEntry, MemcgLruOp, TailMode};
+pub use nid::NodeId;
 pub use pgdat::PgData;
 pub use rcu::Rcu;
 pub use release::{FolioRelease, folio_put};

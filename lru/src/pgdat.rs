@@ -22,11 +22,11 @@
 
 use crate::cacheline::CacheAligned;
 use crate::error::LruError;
-use crate::folio::MAX_NUMNODES;
-use crate::folio::NodeId;
 use crate::lock_classes::PgdatLruLock;
 use crate::lruvec::{Lruvec, LruvecHost};
 use crate::memcg_lru::{LruGenMemcg, TailMode};
+use crate::nid::MAX_NUMNODES;
+use crate::nid::NodeId;
 use crate::rcu::Rcu;
 use crate::sync::Lock;
 use crate::vmstat::{NodeStatItem, NodeVmstat, stat_threshold};

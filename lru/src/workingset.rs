@@ -18,10 +18,11 @@
 //! activates.
 
 use crate::error::LruError;
-use crate::folio::NodeId;
-use crate::folio::{Folio, FolioFlags, LRU_REFS_WIDTH, MAX_NUMNODES};
+use crate::folio::{Folio, FolioFlags, LRU_REFS_WIDTH};
 use crate::lru_gen::{LruGenFolio, MAX_NR_GENS, lru_hist_from_seq, lru_tier_from_refs};
 use crate::lruvec::{LruList, LruMode, Lruvec, LruvecHost};
+use crate::nid::MAX_NUMNODES;
+use crate::nid::NodeId;
 use crate::sync::atomic::Ordering;
 
 const WORKINGSET_SHIFT: u32 = 1;

@@ -25,7 +25,7 @@ use core::fmt;
 use lru::NodeId;
 
 /// Most nodes (a folio stores its node in 6 bits, Linux's `NODES_SHIFT` on x86_64).
-pub const MAX_NUMNODES: usize = lru::folio::MAX_NUMNODES as usize;
+pub const MAX_NUMNODES: usize = lru::nid::MAX_NUMNODES as usize;
 /// Distance of a node to itself (`LOCAL_DISTANCE`).
 pub const LOCAL_DISTANCE: u8 = 10;
 /// Distance between two nodes when firmware gives no table (`REMOTE_DISTANCE`).

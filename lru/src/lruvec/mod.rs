@@ -31,11 +31,11 @@
 //! is held, and the host is reached by `container_of` under [`LruvecHost`]'s contract.
 
 use crate::error::LruError;
-use crate::folio::NodeId;
 use crate::folio::{ANON_AND_FILE, Folio, FolioFlags, MAX_NR_ZONES, NO_SLOT, Zone};
 use crate::list::{FolioList, folio_list};
 use crate::lock_classes::LruLock;
 use crate::lru_gen::{LruGenFolio, MAX_NR_GENS};
+use crate::nid::NodeId;
 use crate::pgdat::PgData;
 use crate::sync::Lock;
 use crate::sync::atomic::{AtomicU64, Ordering};
