@@ -54,7 +54,7 @@ pub struct CpuArea {
 }
 
 const _: () = assert!(core::mem::offset_of!(CpuArea, self_ptr) == 0);
-const _: () = assert!(core::mem::offset_of!(CpuArea, cpu) == 8);
+const _: () = assert!(core::mem::offset_of!(CpuArea, cpu) == arch::CPU_ID_OFFSET);
 
 /// Where a CPU is in bring-up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -197,7 +197,7 @@ pub(crate) fn publish(cpu: usize) {
 #[inline]
 #[must_use]
 pub fn cpu_id() -> usize {
-    arch::gs_word::<8>() as usize
+    arch::cpu_id()
 }
 
 /// How many CPUs are online; their ids are `0..nr_cpu_ids()`.

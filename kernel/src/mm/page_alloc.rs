@@ -16,7 +16,8 @@
 //! per-CPU area.
 
 use super::frame;
-use crate::arch::x86_64::{numa, paging};
+use crate::arch::x86_64::numa;
+use crate::arch::x86_64::vmlayout::phys_to_virt;
 use crate::percpu;
 use alloc::vec::Vec;
 use core::ptr::NonNull;
@@ -94,7 +95,7 @@ unsafe impl MemmapStorage for EarlyStorage<'_> {
         if got != node {
             self.off_node += 1;
         }
-        let ptr = NonNull::new(paging::phys_to_virt(phys).as_mut_ptr::<u8>())?;
+        let ptr = NonNull::new(phys_to_virt(phys).as_mut_ptr::<u8>())?;
         Some(MemmapBlock { ptr, node: got })
     }
 }

@@ -39,17 +39,11 @@ use core::ops::Range;
 use core::sync::atomic::{AtomicU64, Ordering};
 use x86_64::PhysAddr;
 
-/// The PML4 slot the address spaces live in.
-pub const MM_SLOT_INDEX: usize = 448;
-/// First address of the slot.
-pub const MM_SLOT_START: u64 = 0xFFFF_0000_0000_0000 | ((MM_SLOT_INDEX as u64) << 39);
-/// One past the slot's last address.
-pub const MM_SLOT_END: u64 = MM_SLOT_START + (1 << 39);
+pub use super::vmlayout::{MM_SLOT_END, MM_SLOT_INDEX, MM_SLOT_START};
+
 /// Granularity and alignment of [`mm_range_alloc`] (one PDPT entry: 1 GiB).
 pub const MM_RANGE_ALIGN: u64 = 1 << 30;
 const BLOCKS: usize = 512;
-
-const _: () = assert!(MM_SLOT_START == 0xFFFF_E000_0000_0000);
 
 /// Table-entry bits for the PDPT and PD levels: present, writable (plus NX where the CPU has
 /// it: nothing in the slot is ever executed).

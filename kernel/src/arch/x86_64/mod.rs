@@ -29,6 +29,7 @@ pub mod tlb;
 pub mod touch;
 pub mod trap;
 pub mod tsc;
+pub mod vmlayout;
 
 /// Installs the page-fault and TLB-shootdown handlers, masks the legacy PICs and enables
 /// interrupts on the boot CPU, which from then on serves IPIs like every other CPU (the APs
@@ -50,7 +51,7 @@ pub fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {
 /// Index of the executing CPU (0 = the boot CPU).
 #[must_use]
 pub fn cpu_index() -> usize {
-    crate::percpu::cpu_id()
+    percpu::cpu_id()
 }
 
 /// Moves execution to a new stack: calls `f(arg)` with `rsp = top`. Never returns.

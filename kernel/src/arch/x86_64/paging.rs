@@ -27,8 +27,7 @@ use x86_64::structures::paging::{
 };
 use x86_64::{PhysAddr, VirtAddr};
 
-/// Virtual address of physical address 0 in the direct map (PML4 slot 256).
-pub const PHYS_OFFSET: u64 = 0xFFFF_8000_0000_0000;
+pub use super::vmlayout::{PHYS_OFFSET, phys_to_virt};
 
 static MAPPER: Mutex<Option<OffsetPageTable<'static>>> = Mutex::new(None);
 
@@ -64,7 +63,7 @@ pub enum PagingError {
 }
 
 fn in_mm_slot(virt: VirtAddr) -> bool {
-    (super::aspace::MM_SLOT_START..super::aspace::MM_SLOT_END).contains(&virt.as_u64())
+    (super::vmlayout::MM_SLOT_START..super::vmlayout::MM_SLOT_END).contains(&virt.as_u64())
 }
 
 impl<S: PageSize> From<MapToError<S>> for PagingError {
@@ -174,12 +173,6 @@ pub unsafe fn init(phys_top: u64) -> Result<(), PagingError> {
     };
     *MAPPER.lock() = Some(m);
     Ok(())
-}
-
-/// Kernel virtual address of physical address `phys` through the direct map.
-#[must_use]
-pub fn phys_to_virt(phys: PhysAddr) -> VirtAddr {
-    VirtAddr::new(PHYS_OFFSET + phys.as_u64())
 }
 
 /// Maps one 4 KiB page.

@@ -36,6 +36,18 @@ pub fn ready() -> bool {
     READY.load(Ordering::Acquire)
 }
 
+/// Offset of the CPU id in every CPU's area (`gs:[8]`; [`crate::percpu::CpuArea`] is laid
+/// out to match).
+pub const CPU_ID_OFFSET: usize = 8;
+
+/// The id of the running CPU (0 before per-CPU areas exist, when only the boot CPU runs):
+/// one `mov reg, gs:[8]` (`raw_smp_processor_id()`).
+#[inline]
+#[must_use]
+pub fn cpu_id() -> usize {
+    gs_word::<CPU_ID_OFFSET>() as usize
+}
+
 /// Reads the word at `gs:[offset]` (0 before the boot CPU's area is installed).
 #[inline]
 #[must_use]

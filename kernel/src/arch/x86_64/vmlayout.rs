@@ -1,0 +1,35 @@
+//! The kernel's virtual memory layout: where the direct map and the address-space slot sit.
+//!
+//! Linux documents its x86_64 layout in Documentation/arch/x86/x86_64/mm.rst and defines
+//! it in asm/page_64_types.h (`__PAGE_OFFSET`, `__va()`); here it is two PML4 slots:
+//!
+//! - slot 256 ([`PHYS_OFFSET`]): the direct map of all physical memory, so a frame's bytes
+//!   are at [`phys_to_virt`] of its address;
+//! - slot 448 ([`MM_SLOT_INDEX`], [`MM_SLOT_START`]..[`MM_SLOT_END`]): the address-space
+//!   slot whose lower levels [`super::aspace`] manages and the boot mapper
+//!   ([`super::paging`]) refuses to touch.
+//!
+//! A leaf: the mapper, the address-space slot, the touch routines, the fault handler and
+//! every user of the direct map (ACPI, the APIC, SMP bring-up, the page allocator's
+//! memmap) read these constants without depending on each other. [`super::paging`] and
+//! [`super::aspace`] re-export them under the names their callers use.
+
+use x86_64::{PhysAddr, VirtAddr};
+
+/// Virtual address of physical address 0 in the direct map (PML4 slot 256).
+pub const PHYS_OFFSET: u64 = 0xFFFF_8000_0000_0000;
+
+/// Kernel virtual address of physical address `phys` through the direct map (`__va()`).
+#[must_use]
+pub fn phys_to_virt(phys: PhysAddr) -> VirtAddr {
+    VirtAddr::new(PHYS_OFFSET + phys.as_u64())
+}
+
+/// The PML4 slot the address spaces live in.
+pub const MM_SLOT_INDEX: usize = 448;
+/// First address of the slot.
+pub const MM_SLOT_START: u64 = 0xFFFF_0000_0000_0000 | ((MM_SLOT_INDEX as u64) << 39);
+/// One past the slot's last address.
+pub const MM_SLOT_END: u64 = MM_SLOT_START + (1 << 39);
+
+const _: () = assert!(MM_SLOT_START == 0xFFFF_E000_0000_0000);
