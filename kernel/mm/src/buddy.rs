@@ -17,7 +17,7 @@
 //! One list per order: there are no migrate types here (no compaction, no reclaim by
 //! mobility), so Linux's `free_area[order].free_list[MIGRATE_*]` collapses into one.
 //! Everything in this module runs under the zone's lock, which `&mut FreeArea` stands for.
-//! [`ZoneFree`] is that lock with the lists and `NR_FREE_PAGES` (the part of `struct zone`
+//! `ZoneFree` is that lock with the lists and `NR_FREE_PAGES` (the part of `struct zone`
 //! the per-CPU lists refill from and spill to), so [`crate::pcp`] needs the buddy layer
 //! and not the zone above it.
 
