@@ -10,19 +10,9 @@
 //! ([`crate::tests::SLOW_SUITES`], a long soak) run only when named: `test=all` leaves them
 //! out.
 
+pub use crate::tests::case::{Test, TestResult};
 use abi::{ExitCode, TestPattern, TestSelection};
 use alloc::string::String;
-
-/// Result of one test: `Err` carries the reason.
-pub type TestResult = Result<(), String>;
-
-/// A named test.
-pub struct Test {
-    /// Name used on the command line (`test=NAME`).
-    pub name: &'static str,
-    /// The test body.
-    pub run: fn() -> TestResult,
-}
 
 /// Every registered test that `test=all` runs.
 pub fn all() -> impl Iterator<Item = &'static Test> {

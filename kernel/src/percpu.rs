@@ -26,7 +26,7 @@ use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicU32, AtomicUsize
 use lru::NodeId;
 
 use crate::arch::x86_64::percpu as arch;
-use crate::mm::stack::KernelStack;
+use crate::mm::stack_range::KernelStack;
 pub use on_each_cpu::{CallError, CpuSet, on_cpus, on_each_cpu};
 
 /// Largest number of CPUs the kernel brings up.

@@ -17,16 +17,7 @@ const STACK_AREA_SIZE: u64 = 1 << 39;
 
 static NEXT: AtomicU64 = AtomicU64::new(STACK_AREA);
 
-/// A mapped kernel stack.
-#[derive(Clone, Copy, Debug)]
-pub struct KernelStack {
-    /// The unmapped page right below the stack.
-    pub guard: VirtAddr,
-    /// Lowest mapped byte.
-    pub bottom: VirtAddr,
-    /// One past the highest byte: the initial stack pointer.
-    pub top: VirtAddr,
-}
+pub use super::stack_range::KernelStack;
 
 /// Why a stack could not be made.
 #[derive(Clone, Copy, Debug)]

@@ -1,6 +1,7 @@
 //! In-kernel test suites, one table per subsystem, run by [`crate::ktest`].
 
 mod boot;
+pub mod case;
 mod fault_arch;
 mod mm;
 mod msr;
@@ -10,7 +11,7 @@ mod smp;
 mod traps;
 mod vm;
 
-use crate::ktest::Test;
+use case::Test;
 
 /// Every suite, in run order.
 pub static SUITES: &[&[Test]] = &[
