@@ -130,10 +130,6 @@ pub struct Ctx<'h, H: VmHost, P: Pn, V: VmArea + 'static> {
     vm: Option<Box<Vm<P, H::Mmu>>>,
 }
 
-// SAFETY: every field is Sync: the spaces by their trait bound, memcg references and
-// objects are shared between CPUs by design, the context is Sync; `host` is Sync.
-unsafe impl<H: VmHost, P: Pn, V: VmArea + 'static> Sync for Ctx<'_, H, P, V> {}
-
 impl<'h, H: VmHost, P: Pn, V: VmArea + 'static> Ctx<'h, H, P, V> {
     /// A context with `cfg` on `host`.
     pub fn new(host: &'h H, cfg: VmConfig) -> Result<Self, String> {
