@@ -9,7 +9,7 @@
 //! off its list.
 
 use crate::error::LruError;
-use crate::list::FolioLink;
+use crate::link::FolioLink;
 use crate::nid::{MAX_NUMNODES, NodeId};
 use crate::sync::atomic::{AtomicI32, AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering};
 use bitflags::bitflags;

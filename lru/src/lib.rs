@@ -28,6 +28,7 @@ pub mod folio;
 pub mod hlist_nulls;
 pub mod layout;
 pub mod layout_report;
+pub mod link;
 pub mod list;
 pub mod lock_classes;
 pub mod lru_gen;

@@ -27,81 +27,12 @@
 //! same.
 
 use crate::folio::Folio;
+pub use crate::link::FolioLink;
+use crate::link::UNLINKED;
 use core::ptr::{NonNull, null_mut};
-use core::sync::atomic::{AtomicPtr, Ordering};
+use core::sync::atomic::Ordering;
 use intrusive_collections::linked_list::LinkedListOps;
 use intrusive_collections::{Adapter, DefaultPointerOps, LinkOps, LinkedList};
-
-/// The "on no list" value of [`FolioLink`]'s `next` (Linux poisons `lru.next` instead).
-const UNLINKED: *mut FolioLink = core::ptr::without_provenance_mut(1);
-
-/// `folio->lru`: the two list pointers of a folio.
-#[repr(C, align(8))]
-pub struct FolioLink {
-    /// The next link, [`UNLINKED`] while on no list, null at the list's tail.
-    next: AtomicPtr<FolioLink>,
-    /// The previous link, null at the list's head; meaningless while unlinked.
-    prev: AtomicPtr<FolioLink>,
-}
-
-impl FolioLink {
-    /// A link on no list.
-    #[must_use]
-    pub const fn new() -> FolioLink {
-        FolioLink {
-            next: AtomicPtr::new(UNLINKED),
-            prev: AtomicPtr::new(null_mut()),
-        }
-    }
-
-    /// Whether the folio is on some list (its marker claimed).
-    #[must_use]
-    pub fn is_linked(&self) -> bool {
-        self.next.load(Ordering::Relaxed) != UNLINKED
-    }
-
-    fn next(&self) -> Option<NonNull<FolioLink>> {
-        NonNull::new(self.next.load(Ordering::Relaxed))
-    }
-
-    fn set_next(&self, next: Option<NonNull<FolioLink>>) {
-        self.next
-            .store(next.map_or(null_mut(), NonNull::as_ptr), Ordering::Relaxed);
-    }
-
-    fn prev(&self) -> Option<NonNull<FolioLink>> {
-        NonNull::new(self.prev.load(Ordering::Relaxed))
-    }
-
-    fn set_prev(&self, prev: Option<NonNull<FolioLink>>) {
-        self.prev
-            .store(prev.map_or(null_mut(), NonNull::as_ptr), Ordering::Relaxed);
-    }
-
-    /// Claims the marker with a compare-exchange: fails if the folio is on a list or
-    /// another thread claimed it first.
-    fn claim_atomic(&self) -> bool {
-        self.next
-            .compare_exchange(UNLINKED, null_mut(), Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-    }
-}
-
-impl Default for FolioLink {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl core::fmt::Debug for FolioLink {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(if self.is_linked() {
-            "linked"
-        } else {
-            "unlinked"
-        })
-    }
-}
 
 /// Link operations of [`FolioList`]: the claim is a load and a store in release builds.
 /// Constructed only through [`folio_list`], whose caller promises the claims never race.
