@@ -121,6 +121,14 @@ static FRAMES: Mutex<EarlyFrames> = Mutex::new(EarlyFrames::empty());
 static HANDED_OVER: AtomicBool = AtomicBool::new(false);
 /// Frames [`alloc`] took from the page allocator since the handover.
 static LATE_FRAMES: AtomicU64 = AtomicU64::new(0);
+/// What serves [`alloc`] after the handover: the page allocator's one-frame allocation,
+/// passed down by [`hand_over`] (this module sits below the page allocator and never
+/// names it).
+static LATE_SOURCE: spin::Once<LateFrameSource> = spin::Once::new();
+
+/// The page allocator's side of [`alloc`] after the handover: one frame, or `None` when
+/// it has none left.
+pub type LateFrameSource = fn() -> Option<PhysFrame>;
 
 /// Fills the allocator from the memory map, minus `reserved` physical ranges.
 pub fn init(info: &BootInfo, reserved: &[(u64, u64)]) {
@@ -152,11 +160,10 @@ pub fn init(info: &BootInfo, reserved: &[(u64, u64)]) {
 #[must_use]
 pub fn alloc() -> Option<PhysFrame> {
     if HANDED_OVER.load(Ordering::Acquire) {
-        let f = crate::mm::page_alloc::alloc_kernel_frame()?;
+        let source = LATE_SOURCE.get().expect("set before HANDED_OVER");
+        let f = source()?;
         LATE_FRAMES.fetch_add(1, Ordering::Relaxed);
-        return Some(PhysFrame::containing_address(PhysAddr::new(
-            f.pfn() * FRAME_SIZE,
-        )));
+        return Some(f);
     }
     alloc_contiguous(1, FRAME_SIZE).map(PhysFrame::containing_address)
 }
@@ -180,8 +187,10 @@ pub fn alloc_contiguous_in(count: u64, align: u64, lo: u64, hi: u64) -> Option<P
         .alloc_contiguous(count, align.max(FRAME_SIZE), lo, hi)
 }
 
-/// Marks the handover done: [`alloc`] now takes frames from the page allocator.
-pub fn hand_over() {
+/// Marks the handover done: [`alloc`] now takes frames from `source` (the page
+/// allocator). A second handover keeps the first source.
+pub fn hand_over(source: LateFrameSource) {
+    LATE_SOURCE.call_once(|| source);
     HANDED_OVER.store(true, Ordering::Release);
 }
 

@@ -129,7 +129,7 @@ pub fn init(config: PcpConfig) -> Result<&'static PageAlloc, InitError> {
     }
     pa.setup_pcp();
     let pa = PAGE_ALLOC.call_once(|| pa);
-    frame::hand_over();
+    frame::hand_over(late_frame);
     BOOT.call_once(|| BootFigures {
         handed_over,
         free: pa
@@ -148,6 +148,14 @@ pub fn alloc_kernel_frame() -> Option<&'static Folio> {
     let pa = get()?;
     let cpu = percpu::cpu_id();
     pa.alloc_page(cpu, percpu::cpu_to_node(cpu))
+}
+
+/// [`frame::alloc`]'s source after the handover: [`alloc_kernel_frame`] as a physical frame.
+fn late_frame() -> Option<x86_64::structures::paging::PhysFrame> {
+    let f = alloc_kernel_frame()?;
+    Some(x86_64::structures::paging::PhysFrame::containing_address(
+        PhysAddr::new(f.pfn() * frame::FRAME_SIZE),
+    ))
 }
 
 /// Empties every CPU's per-CPU lists: each CPU drains its own through `on_each_cpu`
