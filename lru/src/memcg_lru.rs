@@ -30,7 +30,6 @@ use crate::hlist_nulls::{
 use crate::layout::{FieldDesc, StructLayout};
 use crate::lock_classes::MemcgLruLock;
 use crate::lru_gen::{LruGenFolio, LruGenMemcgNode};
-use crate::lruvec::{Lruvec, LruvecHost};
 use crate::rcu::{Rcu, RcuReadGuard};
 use crate::sync::Lock;
 use crate::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -101,16 +100,6 @@ pub unsafe trait MemcgFifoEntry: Sync + 'static {
     const MEMCG_NODE_OFFSET: usize;
     /// The embedded node.
     fn memcg_node(&self) -> &LruGenMemcgNode;
-}
-
-// SAFETY: `LruGenFolio::memcg_node` returns the field at `G::MEMCG_NODE_OFFSET` (computed
-// by `offset_of!` in lru_gen_folio.rs), and `Lruvec::MEMCG_NODE_OFFSET` adds the offset of
-// `lrugen` within the lruvec.
-unsafe impl<H: LruvecHost> MemcgFifoEntry for Lruvec<H> {
-    const MEMCG_NODE_OFFSET: usize = Lruvec::<H>::MEMCG_NODE_OFFSET;
-    fn memcg_node(&self) -> &LruGenMemcgNode {
-        self.lrugen().memcg_node()
-    }
 }
 
 // SAFETY: `memcg_node` returns the field at `MEMCG_NODE_OFFSET` by construction.

@@ -10,7 +10,8 @@
 
 use super::{Lruvec, LruvecHost};
 use crate::layout::{FieldDesc, StructLayout};
-use crate::lru_gen::LruGenFolio;
+use crate::lru_gen::{LruGenFolio, LruGenMemcgNode};
+use crate::memcg_lru::MemcgFifoEntry;
 
 /// The pahole table of `Lruvec<H>`.
 pub fn lruvec_fields<H: LruvecHost>() -> [FieldDesc; 11] {
@@ -74,6 +75,17 @@ impl<H: LruvecHost> Lruvec<H> {
     pub const LRUGEN_OFFSET: usize = core::mem::offset_of!(Self, lrugen);
     /// Byte offset of `pgdat` (the last field) inside `Lruvec<H>`.
     pub const PGDAT_OFFSET: usize = core::mem::offset_of!(Self, pgdat);
+}
+
+// SAFETY: `LruGenFolio::memcg_node` returns the field at `G::MEMCG_NODE_OFFSET` (computed
+// by `offset_of!` in lru_gen_folio.rs), and `Lruvec::MEMCG_NODE_OFFSET` adds the offset of
+// `lrugen` within the lruvec. The impl sits here, with the offset, so that the FIFO
+// (memcg_lru.rs) stays generic over its entries and below the lruvec.
+unsafe impl<H: LruvecHost> MemcgFifoEntry for Lruvec<H> {
+    const MEMCG_NODE_OFFSET: usize = Lruvec::<H>::MEMCG_NODE_OFFSET;
+    fn memcg_node(&self) -> &LruGenMemcgNode {
+        self.lrugen().memcg_node()
+    }
 }
 
 // Placement checks with the kernel's lock (ksync's ticket lock, used on the host too), for
