@@ -24,9 +24,9 @@ use crate::{LruError, LruMode};
 /// Largest swappiness weight (`MAX_SWAPPINESS`): 0 means file only, 200 weighs anon most.
 pub const MAX_SWAPPINESS: u8 = 200;
 
-/// Folios moved or isolated per lock hold, and the I/O weight of `lru_note_cost()`
-/// (`SWAP_CLUSTER_MAX`).
-pub const SWAP_CLUSTER_MAX: usize = 32;
+/// The reclaim batch, defined in a leaf below the lruvec (re-exported here, where reclaim
+/// reads it).
+pub use crate::swap_cluster::SWAP_CLUSTER_MAX;
 /// `SWAPPINESS_ANON_ONLY` (`memory.reclaim`'s `swappiness=max`): anon only.
 pub const SWAPPINESS_ANON_ONLY: u8 = MAX_SWAPPINESS + 1;
 

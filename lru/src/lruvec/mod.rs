@@ -53,68 +53,7 @@ pub use guard::{LruvecGuard, LruvecLookup, folio_lruvec_relock, lruvec_relock};
 pub use host::{LruZoneSize, LruvecHost, LruvecStandalone, new_lru_zone_size, zone_size};
 pub use layout::{lruvec_fields, lruvec_fields_expanded, lruvec_layout};
 
-/// Number of classic LRU lists (`NR_LRU_LISTS`).
-pub const NR_LRU_LISTS: usize = 5;
-
-/// The classic LRU lists (`enum lru_list`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum LruList {
-    /// `LRU_INACTIVE_ANON`.
-    InactiveAnon = 0,
-    /// `LRU_ACTIVE_ANON`.
-    ActiveAnon = 1,
-    /// `LRU_INACTIVE_FILE`.
-    InactiveFile = 2,
-    /// `LRU_ACTIVE_FILE`.
-    ActiveFile = 3,
-    /// `LRU_UNEVICTABLE`.
-    Unevictable = 4,
-}
-
-impl LruList {
-    /// All lists in index order (`for_each_lru`).
-    pub const ALL: [LruList; NR_LRU_LISTS] = [
-        LruList::InactiveAnon,
-        LruList::ActiveAnon,
-        LruList::InactiveFile,
-        LruList::ActiveFile,
-        LruList::Unevictable,
-    ];
-
-    /// The list a folio belongs on by its flags (`folio_lru_list`).
-    #[must_use]
-    pub fn of(folio: &Folio) -> LruList {
-        let f = folio.flags();
-        if f.contains(FolioFlags::UNEVICTABLE) {
-            return LruList::Unevictable;
-        }
-        match (folio.is_file_lru(), f.contains(FolioFlags::ACTIVE)) {
-            (false, false) => LruList::InactiveAnon,
-            (false, true) => LruList::ActiveAnon,
-            (true, false) => LruList::InactiveFile,
-            (true, true) => LruList::ActiveFile,
-        }
-    }
-
-    /// The list's index.
-    #[must_use]
-    pub const fn idx(self) -> usize {
-        self as usize
-    }
-
-    /// Whether this is an active list (`is_active_lru`).
-    #[must_use]
-    pub const fn is_active(self) -> bool {
-        matches!(self, LruList::ActiveAnon | LruList::ActiveFile)
-    }
-
-    /// Whether this is a file list (`is_file_lru`).
-    #[must_use]
-    pub const fn is_file(self) -> bool {
-        matches!(self, LruList::InactiveFile | LruList::ActiveFile)
-    }
-}
+pub use crate::lru_list::{LruList, NR_LRU_LISTS};
 
 /// Which reclaim algorithm the lruvec runs (`lru_gen_enabled()`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -464,7 +403,7 @@ impl<H: LruvecHost> Lruvec<H> {
     /// lru_lock taken on its own (never nested). Nothing is done (no lock taken) for a zero
     /// cost. Called with no lru_lock held.
     pub fn lru_note_cost(&self, file: bool, nr_io: u64, nr_rotated: u64) {
-        let cost = nr_io * crate::vmscan::SWAP_CLUSTER_MAX as u64 + nr_rotated;
+        let cost = nr_io * crate::swap_cluster::SWAP_CLUSTER_MAX as u64 + nr_rotated;
         if cost == 0 {
             return;
         }
