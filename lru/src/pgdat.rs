@@ -23,7 +23,7 @@
 use crate::cacheline::CacheAligned;
 use crate::error::LruError;
 use crate::lock_classes::PgdatLruLock;
-use crate::lruvec::{Lruvec, LruvecHost};
+use crate::lruvec::{Lruvec, LruvecHost, LruvecNode};
 use crate::memcg_lru::{LruGenMemcg, TailMode};
 use crate::nid::MAX_NUMNODES;
 use crate::nid::NodeId;
@@ -57,6 +57,20 @@ impl<H: LruvecHost> core::fmt::Debug for PgData<H> {
             .field("stat_threshold", &self.vmstat.threshold())
             .field("memcg_lru", &*self.memcg_lru)
             .finish()
+    }
+}
+
+// The lruvec reaches its node through this trait (`lruvec->pgdat`), so lruvec code does not
+// import the node, which is built on top of it.
+impl<H: LruvecHost> LruvecNode<H::Family> for PgData<H> {
+    #[inline]
+    fn node_id(&self) -> NodeId {
+        self.node_id
+    }
+
+    #[inline]
+    fn lru_lock(&self) -> &Lock<H::Family, PgdatLruLock> {
+        &self.lru_lock
     }
 }
 

@@ -372,6 +372,7 @@ struct Nested {
 unsafe impl lru::LruvecHost for Nested {
     type Family = Ticket;
     type Gen = G;
+    type Node = lru::PgData<Self>;
     const LRUVEC_OFFSET: usize = std::mem::offset_of!(Nested, lruvec);
 
     fn lru_zone_size(&self) -> &lru::lruvec::LruZoneSize {

@@ -7,18 +7,16 @@
 //! mem_cgroup_per_node, lruvec)`. [`LruvecHost`] is that container, as a type parameter of
 //! [`Lruvec`]: the list code in this crate updates the host's [`LruZoneSize`], wherever the
 //! host keeps it. memcg implements it for both `mem_cgroup_per_node` layouts;
-//! [`LruvecStandalone`] is the host of a lruvec that belongs to no memcg (the tests and
-//! benchmarks of this crate), with its sizes right after the lruvec as memcg's are.
+//! [`LruvecStandalone`](super::LruvecStandalone) is the host of a lruvec that belongs to
+//! no memcg (the tests and benchmarks of this crate), with its sizes right after the
+//! lruvec as memcg's are.
 //!
-//! The host also names the lruvec's lock family and `lru_gen_folio` layout, so a lruvec
-//! type is `Lruvec<H>` with a single parameter.
+//! The host also names the lruvec's lock family, `lru_gen_folio` layout and node type
+//! ([`LruvecNode`]), so a lruvec type is `Lruvec<H>` with a single parameter.
 
-use super::{LruList, Lruvec, LruvecLock, NR_LRU_LISTS};
-use crate::LruMode;
+use super::{LruList, Lruvec, LruvecNode, NR_LRU_LISTS};
 use crate::folio::MAX_NR_ZONES;
 use crate::lru_gen::LruGenFolio;
-use crate::lru_gen_folio::LruGenFolioGrouped;
-use crate::pgdat::PgData;
 use crate::sync::atomic::{AtomicUsize, Ordering};
 use ksync::LockFamily;
 
@@ -53,6 +51,9 @@ pub unsafe trait LruvecHost: Sized + Send + Sync + 'static {
     type Family: LockFamily;
     /// The `lru_gen_folio` layout (seed 000's base or grouped).
     type Gen: LruGenFolio;
+    /// The node type the lruvec points at (`lruvec->pgdat`): [`crate::pgdat::PgData`]
+    /// of this host, for every host in the workspace.
+    type Node: LruvecNode<Self::Family>;
     /// Byte offset of the `Lruvec<Self>` field inside `Self`.
     const LRUVEC_OFFSET: usize;
     /// The lruvec's per-zone list sizes (`mem_cgroup_per_node::lru_zone_size`).
@@ -68,59 +69,5 @@ pub unsafe trait LruvecHost: Sized + Send + Sync + 'static {
     /// noted by [`Lruvec::lru_note_cost`] go up the hierarchy). None by default.
     fn parent_lruvec(&self) -> Option<&Lruvec<Self>> {
         None
-    }
-}
-
-/// The host of a lruvec that belongs to no `mem_cgroup_per_node`: the lruvec followed by its
-/// zone sizes, as memcg lays them out.
-#[repr(C)]
-pub struct LruvecStandalone<F: LockFamily, G: LruGenFolio = LruGenFolioGrouped> {
-    lruvec: Lruvec<LruvecStandalone<F, G>>,
-    lru_zone_size: LruZoneSize,
-}
-
-// SAFETY: `lruvec` is private and only built in place by `new` below, so every
-// `Lruvec<LruvecStandalone<F, G>>` is the `lruvec` field of a `LruvecStandalone`; the offset
-// is computed by `offset_of!`.
-unsafe impl<F: LockFamily, G: LruGenFolio> LruvecHost for LruvecStandalone<F, G> {
-    type Family = F;
-    type Gen = G;
-    const LRUVEC_OFFSET: usize = core::mem::offset_of!(LruvecStandalone<F, G>, lruvec);
-
-    fn lru_zone_size(&self) -> &LruZoneSize {
-        &self.lru_zone_size
-    }
-}
-
-impl<F: LockFamily, G: LruGenFolio> LruvecStandalone<F, G> {
-    /// An empty lruvec for memcg `memcg_id` on `pgdat`'s node, owning its lru_lock or
-    /// sharing the node's (`lock`); `now` stamps the first generations.
-    pub fn new(
-        memcg_id: u16,
-        pgdat: &'static PgData<Self>,
-        mode: LruMode,
-        lock: LruvecLock,
-        now: u64,
-    ) -> Self {
-        LruvecStandalone {
-            // SAFETY: the lruvec is built in place as the `lruvec` field of the returned
-            // value, which is the contract of `Lruvec::new` and of `LruvecHost`.
-            lruvec: unsafe { Lruvec::new(memcg_id, pgdat, mode, lock, now) },
-            lru_zone_size: new_lru_zone_size(),
-        }
-    }
-}
-
-impl<F: LockFamily, G: LruGenFolio> core::ops::Deref for LruvecStandalone<F, G> {
-    type Target = Lruvec<LruvecStandalone<F, G>>;
-
-    fn deref(&self) -> &Self::Target {
-        &self.lruvec
-    }
-}
-
-impl<F: LockFamily, G: LruGenFolio> core::fmt::Debug for LruvecStandalone<F, G> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        core::fmt::Debug::fmt(&self.lruvec, f)
     }
 }

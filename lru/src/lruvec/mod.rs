@@ -36,7 +36,6 @@ use crate::list::{FolioList, folio_list};
 use crate::lock_classes::LruLock;
 use crate::lru_gen::{LruGenFolio, MAX_NR_GENS};
 use crate::nid::NodeId;
-use crate::pgdat::PgData;
 use crate::sync::Lock;
 use crate::sync::atomic::{AtomicU64, Ordering};
 use core::cell::UnsafeCell;
@@ -47,11 +46,15 @@ use lock_api::RawMutex;
 mod guard;
 mod host;
 mod layout;
+mod node;
+mod standalone;
 
 pub(crate) use guard::gen_lists;
 pub use guard::{LruvecGuard, LruvecLookup, folio_lruvec_relock, lruvec_relock};
-pub use host::{LruZoneSize, LruvecHost, LruvecStandalone, new_lru_zone_size, zone_size};
+pub use host::{LruZoneSize, LruvecHost, new_lru_zone_size, zone_size};
 pub use layout::{lruvec_fields, lruvec_fields_expanded, lruvec_layout};
+pub use node::LruvecNode;
+pub use standalone::LruvecStandalone;
 
 pub use crate::lru_list::{LruList, NR_LRU_LISTS};
 
@@ -126,7 +129,7 @@ pub struct Lruvec<H: LruvecHost> {
     id: u32,
     lrugen: H::Gen,
     /// `lruvec->pgdat`: the node, last as in Linux.
-    pgdat: NonNull<PgData<H>>,
+    pgdat: NonNull<H::Node>,
     _host: PhantomData<fn() -> H>,
 }
 
@@ -136,7 +139,7 @@ static NEXT_LRUVEC_ID: core::sync::atomic::AtomicU32 = core::sync::atomic::Atomi
 
 // SAFETY: the UnsafeCells (`lists` here, `folios` inside `lrugen`) are only accessed
 // through an `LruvecGuard`, i.e. with the lruvec's lock held; `pgdat` points at a
-// `&'static PgData`, which is Sync; everything else is atomic or immutable. The lists hold
+// `&'static H::Node`, which is Sync (a bound of `LruvecNode`); everything else is atomic or immutable. The lists hold
 // `&'static Folio`, which are Send + Sync.
 unsafe impl<H: LruvecHost> Sync for Lruvec<H> {}
 // SAFETY: as above; moving the lruvec moves list heads, which point at folios only.
@@ -177,7 +180,7 @@ impl<H: LruvecHost> Lruvec<H> {
     /// reaches the host's zone sizes by `container_of`.
     pub unsafe fn new(
         memcg_id: u16,
-        pgdat: &'static PgData<H>,
+        pgdat: &'static H::Node,
         mode: LruMode,
         lock: LruvecLock,
         now: u64,
@@ -220,8 +223,8 @@ impl<H: LruvecHost> Lruvec<H> {
     /// The node (`lruvec_pgdat()`).
     #[inline]
     #[must_use]
-    pub fn pgdat(&self) -> &'static PgData<H> {
-        // SAFETY: built from a `&'static PgData` in `new` and never changed.
+    pub fn pgdat(&self) -> &'static H::Node {
+        // SAFETY: built from a `&'static H::Node` in `new` and never changed.
         unsafe { self.pgdat.as_ref() }
     }
 

@@ -80,8 +80,9 @@ pub struct PnInit<'a, P: LruvecHost> {
     pub _marker: core::marker::PhantomData<&'a ()>,
 }
 
-/// A `mem_cgroup_per_node` layout: the host of its lruvec.
-pub trait MemCgroupPerNode: LruvecHost {
+/// A `mem_cgroup_per_node` layout: the host of its lruvec, which points at a [`PgData`]
+/// (`lruvec->pgdat`).
+pub trait MemCgroupPerNode: LruvecHost<Node = PgData<Self>> {
     /// Which layout this is.
     const KIND: PnLayoutKind;
     /// Byte offset of `memcg_pn_read_mostly`.
@@ -159,6 +160,7 @@ macro_rules! impl_pn {
         unsafe impl<F: LockFamily, G: LruGenFolio> LruvecHost for $ty<F, G> {
             type Family = F;
             type Gen = G;
+            type Node = PgData<Self>;
             const LRUVEC_OFFSET: usize = offset_of!($ty<F, G>, lruvec);
 
             #[inline]
