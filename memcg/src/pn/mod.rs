@@ -22,7 +22,8 @@
 //!   `lru_gen_folio` (the patch) the lruvec becomes 64-byte aligned, as in Linux, and the
 //!   struct grows.
 //!
-//! All three are compiled into every build. Each is the [`lru::LruvecHost`] of its lruvec:
+//! All three are compiled into every build. Each is the [`lru::LruvecHost`] of its lruvec
+//! (the impls are in the child module `host`, the one part that calls up into the memcg):
 //! the lruvec's list code updates `lru_zone_size` here, in the write-hot group after the
 //! lruvec, as `mem_cgroup_update_lru_size()` does through `container_of`. The compile-time
 //! assertions below are written against the embedded offsets (lrugen inside the lruvec
@@ -31,6 +32,7 @@
 //! or +64 of a 128-byte pair, so benchmarks show both pairings.
 
 mod groups;
+mod host;
 pub mod layout;
 mod slab;
 
@@ -152,59 +154,6 @@ macro_rules! impl_pn {
         impl_pn!($ty, $kind, $wrap, { $($extra: $init),* }, None);
     };
     ($ty:ident, $kind:expr, $wrap:ident, { $($extra:ident: $init:expr),* }, $soft:expr) => {
-        // SAFETY: `lruvec` is private to this module and built only in place in `new`
-        // (as a field of the struct literal), so every `Lruvec<$ty<F, G>>` is the `lruvec`
-        // field of a `$ty<F, G>`; `CacheAligned` is `repr(C)` and `Natural` is
-        // `repr(transparent)`, both with the value at offset 0, so the lruvec is at
-        // `offset_of!($ty<F, G>, lruvec)`.
-        unsafe impl<F: LockFamily, G: LruGenFolio> LruvecHost for $ty<F, G> {
-            type Family = F;
-            type Gen = G;
-            type Node = PgData<Self>;
-            const LRUVEC_OFFSET: usize = offset_of!($ty<F, G>, lruvec);
-
-            #[inline]
-            fn lru_zone_size(&self) -> &LruZoneSize {
-                &self.write_hot.lru_zone_size
-            }
-
-            /// `__update_lru_size()`'s `__mod_lruvec_state(lruvec, NR_LRU_BASE + lru, nr)`:
-            /// the lruvec, memcg and node counters, through the lruvec (stat path A: this
-            /// runs under lru_lock, where Linux always goes through the lruvec). On the
-            /// running CPU, folded into the tree's CPU range.
-            #[inline]
-            fn lru_size_changed(
-                lruvec: &Lruvec<Self>,
-                lru: lru::LruList,
-                _zone: usize,
-                delta: isize,
-            ) {
-                let pn = <Self as MemCgroupPerNode>::from_lruvec(lruvec);
-                let nr_cpus = pn.read_mostly().lruvec_stats_percpu.nr_cpus();
-                let _ = crate::memcontrol::mod_lruvec_state(
-                    lruvec,
-                    ksync::cpu::fold(ksync::this_cpu(), nr_cpus),
-                    crate::stats::NodeStatItem::lru(lru),
-                    delta as i64,
-                );
-            }
-
-            /// The parent memcg's lruvec on this node (`parent_lruvec()`).
-            fn parent_lruvec(&self) -> Option<&Lruvec<Self>> {
-                // SAFETY: `memcg` is the back pointer set at allocation to the memcg that
-                // owns this `mem_cgroup_per_node`, which outlives it; a memcg holds a
-                // reference on its parent, so the parent outlives it too.
-                let memcg = unsafe {
-                    self.read_mostly
-                        .0
-                        .memcg
-                        .cast::<crate::MemCgroup<Self>>()
-                        .as_ref()
-                };
-                memcg.parent()?.lruvec(self.read_mostly.0.node).ok()
-            }
-        }
-
         impl<F: LockFamily, G: LruGenFolio> MemCgroupPerNode for $ty<F, G> {
             const KIND: PnLayoutKind = $kind;
             const READ_MOSTLY_OFFSET: usize = offset_of!($ty<F, G>, read_mostly);
@@ -224,7 +173,7 @@ macro_rules! impl_pn {
                     )),
                     $($extra: $init,)*
                     // SAFETY: built in place as the `lruvec` field of `Self` (see the
-                    // `LruvecHost` impl above).
+                    // `LruvecHost` impl in host.rs).
                     lruvec: $wrap(unsafe {
                         Lruvec::new(init.memcg_id, init.pgdat, init.mode, init.lock, init.now)
                     }),
