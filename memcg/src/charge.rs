@@ -50,7 +50,7 @@ pub struct UnchargeBatch {
     pub failed: u64,
 }
 
-impl<P: MemCgroupPerNode, O: FolioOwner<P>> MemcgTree<P, O> {
+impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> MemcgTree<P, O> {
     /// Charges `nr_pages` to `memcg` on `cpu` (`try_charge_memcg()`), reclaiming from the
     /// memcg over its limit if needed.
     pub fn try_charge(
@@ -301,7 +301,7 @@ impl<P: MemCgroupPerNode, O: FolioOwner<P>> MemcgTree<P, O> {
     }
 }
 
-impl<'t, P: MemCgroupPerNode, O: FolioOwner<P>> MemcgRef<'t, P, O> {
+impl<'t, P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> MemcgRef<'t, P, O> {
     /// [`MemcgTree::try_charge`] on this memcg.
     pub fn try_charge(&self, cpu: usize, nr_pages: u64) -> Result<(), MemcgError> {
         self.tree.try_charge(self, cpu, nr_pages)

@@ -120,7 +120,7 @@ fn node_reclaimable<H: lru::LruvecHost>(pgdat: &PgData<H>, swappiness: u8) -> u6
     r
 }
 
-impl<P: MemCgroupPerNode, O: FolioOwner<P>> MemcgTree<P, O> {
+impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> MemcgTree<P, O> {
     /// `memory.reclaim`: reclaims `req.nr_pages` from `memcg`'s subtree with the request's
     /// swappiness (the tree's default if none). Returns the pages reclaimed (at least
     /// `nr_pages`), or [`MemcgError::Again`] with what was reclaimed when

@@ -27,10 +27,9 @@ use crate::memcontrol::MemCgroup;
 use crate::pn::MemCgroupPerNode;
 use crate::stats::MemcgEvent;
 use crate::sync::{AtomicU64, Ordering};
-use crate::tree::MemcgTree;
 use alloc::vec::Vec;
 use lru::NodeId;
-use lru::{Folio, LruMode, MemcgLruOp};
+use lru::{Folio, FolioRelease, LruMode, MemcgLruOp};
 
 /// Linux's default `vm.swappiness`.
 pub const DEFAULT_SWAPPINESS: u8 = 60;
@@ -181,9 +180,9 @@ impl<O> TreeLru<O> {
     /// the owner, and for the freed ones uncharges, drops their css references and counts;
     /// busy ones go back on the LRU. Returns (pages reclaimed, whether the lruvec is out of
     /// cold folios). `tree` is the tree this is the LRU view of (the owner works on it).
-    pub(crate) fn shrink_lruvec<P: MemCgroupPerNode>(
+    pub(crate) fn shrink_lruvec<P: MemCgroupPerNode, T: FolioRelease>(
         &self,
-        tree: &MemcgTree<P, O>,
+        tree: &T,
         m: &MemCgroup<P>,
         node: NodeId,
         cpu: usize,
@@ -191,7 +190,7 @@ impl<O> TreeLru<O> {
         swappiness: u8,
     ) -> (u64, bool)
     where
-        O: FolioOwner<P>,
+        O: FolioOwner<T>,
     {
         let Ok(lruvec) = m.lruvec(node) else {
             return (0, false);

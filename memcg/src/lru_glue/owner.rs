@@ -17,9 +17,13 @@
 //!
 //! Trees whose folios are not frames (memcg's tests and examples) use [`FolioHooks`], an
 //! owner made of closures.
+//!
+//! The trait is generic over the type of the tree it is handed (`T`: a tree of per-node
+//! structs `P` holding owner `O` requires `O: FolioOwner<MemcgTree<P, O>>`), so this file
+//! names no tree and sits below it: the tree is built on its owner's contract, not the
+//! other way round. The kernel's owner implements it for the tree it is held by;
+//! [`FolioHooks`] for any tree, since its closures ignore it.
 
-use crate::pn::MemCgroupPerNode;
-use crate::tree::MemcgTree;
 use alloc::boxed::Box;
 use lru::{Folio, Shadow};
 
@@ -38,28 +42,23 @@ pub enum FolioFree {
     Busy,
 }
 
-/// The owner of a tree's frames; see the module documentation. Each method gets the tree
-/// it is called for.
-pub trait FolioOwner<P: MemCgroupPerNode>: Sized + Send + Sync {
+/// The owner of a tree's frames, for trees of type `T`; see the module documentation. Each
+/// method gets the tree it is called for.
+pub trait FolioOwner<T: ?Sized>: Sized + Send + Sync {
     /// `__folio_put`: `folio`'s last reference dropped (on `cpu`) inside memcg or lru. Take
     /// it off its LRU if it is on one, uncharge it and free its frame.
-    fn release_folio(&self, tree: &MemcgTree<P, Self>, cpu: usize, folio: &'static Folio);
+    fn release_folio(&self, tree: &T, cpu: usize, folio: &'static Folio);
 
     /// Reclaim's free hook: evict the isolated `folio` with `shadow`. It arrives holding the
     /// reference reclaim took to isolate it: [`FolioFree::Freed`] and [`FolioFree::Frozen`]
     /// mean the owner consumed it; after [`FolioFree::Busy`] memcg puts the folio back and
     /// drops it.
-    fn evict_folio(
-        &self,
-        tree: &MemcgTree<P, Self>,
-        cpu: usize,
-        folio: &'static Folio,
-        shadow: Shadow,
-    ) -> FolioFree;
+    fn evict_folio(&self, tree: &T, cpu: usize, folio: &'static Folio, shadow: Shadow)
+    -> FolioFree;
 
     /// The folios [`Self::evict_folio`] returned [`FolioFree::Frozen`] for in one reclaim
     /// batch, already uncharged: free their frames.
-    fn free_evicted(&self, tree: &MemcgTree<P, Self>, cpu: usize, folios: &[&'static Folio]);
+    fn free_evicted(&self, tree: &T, cpu: usize, folios: &[&'static Folio]);
 }
 
 /// Reclaim's free hook as a closure: (`cpu`, folio, its shadow entry).
@@ -117,8 +116,8 @@ impl FolioHooks {
     }
 }
 
-impl<P: MemCgroupPerNode> FolioOwner<P> for FolioHooks {
-    fn release_folio(&self, _tree: &MemcgTree<P, Self>, cpu: usize, folio: &'static Folio) {
+impl<T: ?Sized> FolioOwner<T> for FolioHooks {
+    fn release_folio(&self, _tree: &T, cpu: usize, folio: &'static Folio) {
         if let Some(release) = &self.release {
             release(cpu, folio);
         }
@@ -126,7 +125,7 @@ impl<P: MemCgroupPerNode> FolioOwner<P> for FolioHooks {
 
     fn evict_folio(
         &self,
-        _tree: &MemcgTree<P, Self>,
+        _tree: &T,
         cpu: usize,
         folio: &'static Folio,
         shadow: Shadow,
@@ -134,7 +133,7 @@ impl<P: MemCgroupPerNode> FolioOwner<P> for FolioHooks {
         (self.free_folio)(cpu, folio, shadow)
     }
 
-    fn free_evicted(&self, _tree: &MemcgTree<P, Self>, cpu: usize, folios: &[&'static Folio]) {
+    fn free_evicted(&self, _tree: &T, cpu: usize, folios: &[&'static Folio]) {
         debug_assert!(
             self.free_batch.is_some(),
             "a free hook returned Frozen without a free-batch hook"

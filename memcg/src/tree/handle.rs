@@ -11,18 +11,18 @@ use crate::pn::MemCgroupPerNode;
 use core::ptr::NonNull;
 
 /// A counted reference to a memcg (`css_get()` on creation and clone, `css_put()` on drop).
-pub struct MemcgRef<'t, P: MemCgroupPerNode, O: FolioOwner<P> = FolioHooks> {
+pub struct MemcgRef<'t, P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>> = FolioHooks> {
     pub(crate) tree: &'t MemcgTree<P, O>,
     pub(crate) memcg: NonNull<MemCgroup<P>>,
 }
 
 // SAFETY: a handle is a shared reference to the tree plus a counted reference to a memcg;
 // both may be used from any thread (the tree and its memcgs are Sync).
-unsafe impl<P: MemCgroupPerNode, O: FolioOwner<P>> Send for MemcgRef<'_, P, O> {}
+unsafe impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> Send for MemcgRef<'_, P, O> {}
 // SAFETY: as above; `&MemcgRef` only gives `&MemCgroup`.
-unsafe impl<P: MemCgroupPerNode, O: FolioOwner<P>> Sync for MemcgRef<'_, P, O> {}
+unsafe impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> Sync for MemcgRef<'_, P, O> {}
 
-impl<'t, P: MemCgroupPerNode, O: FolioOwner<P>> MemcgRef<'t, P, O> {
+impl<'t, P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> MemcgRef<'t, P, O> {
     /// Wraps a reference the caller has already counted on `memcg`.
     pub(crate) fn new(tree: &'t MemcgTree<P, O>, memcg: NonNull<MemCgroup<P>>) -> Self {
         Self { tree, memcg }
@@ -43,7 +43,7 @@ impl<'t, P: MemCgroupPerNode, O: FolioOwner<P>> MemcgRef<'t, P, O> {
     }
 }
 
-impl<P: MemCgroupPerNode, O: FolioOwner<P>> core::ops::Deref for MemcgRef<'_, P, O> {
+impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> core::ops::Deref for MemcgRef<'_, P, O> {
     type Target = MemCgroup<P>;
     fn deref(&self) -> &MemCgroup<P> {
         // SAFETY: the handle holds a reference, so the memcg is not freed.
@@ -51,7 +51,7 @@ impl<P: MemCgroupPerNode, O: FolioOwner<P>> core::ops::Deref for MemcgRef<'_, P,
     }
 }
 
-impl<P: MemCgroupPerNode, O: FolioOwner<P>> Clone for MemcgRef<'_, P, O> {
+impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> Clone for MemcgRef<'_, P, O> {
     fn clone(&self) -> Self {
         self.css_get();
         Self {
@@ -61,13 +61,13 @@ impl<P: MemCgroupPerNode, O: FolioOwner<P>> Clone for MemcgRef<'_, P, O> {
     }
 }
 
-impl<P: MemCgroupPerNode, O: FolioOwner<P>> Drop for MemcgRef<'_, P, O> {
+impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> Drop for MemcgRef<'_, P, O> {
     fn drop(&mut self) {
         self.css_put();
     }
 }
 
-impl<P: MemCgroupPerNode, O: FolioOwner<P>> core::fmt::Debug for MemcgRef<'_, P, O> {
+impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> core::fmt::Debug for MemcgRef<'_, P, O> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         core::fmt::Debug::fmt(&**self, f)
     }

@@ -162,7 +162,7 @@ impl<P: MemCgroupPerNode> TreeInner<P> {
 /// The memcg hierarchy and everything shared by its memcgs (charge stocks, flush lock,
 /// the nodes and their RCU domain), its folios' frames owned by `O` (the layer above, which
 /// frees what reclaim evicts and releases folios whose last reference drops here).
-pub struct MemcgTree<P: MemCgroupPerNode, O: FolioOwner<P> = FolioHooks> {
+pub struct MemcgTree<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>> = FolioHooks> {
     config: MemcgConfig,
     node_data: NodeData<P>,
     /// id -> memcg, read under RCU.
@@ -178,11 +178,11 @@ pub struct MemcgTree<P: MemCgroupPerNode, O: FolioOwner<P> = FolioHooks> {
 
 // SAFETY: all shared state is behind the tree's locks or atomic; memcgs are Send + Sync, and
 // so is the owner (`FolioOwner: Send + Sync`).
-unsafe impl<P: MemCgroupPerNode, O: FolioOwner<P>> Send for MemcgTree<P, O> {}
+unsafe impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> Send for MemcgTree<P, O> {}
 // SAFETY: as above.
-unsafe impl<P: MemCgroupPerNode, O: FolioOwner<P>> Sync for MemcgTree<P, O> {}
+unsafe impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> Sync for MemcgTree<P, O> {}
 
-impl<P: MemCgroupPerNode, O: FolioOwner<P>> core::fmt::Debug for MemcgTree<P, O> {
+impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> core::fmt::Debug for MemcgTree<P, O> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("MemcgTree")
             .field("config", &self.config)
@@ -191,7 +191,7 @@ impl<P: MemCgroupPerNode, O: FolioOwner<P>> core::fmt::Debug for MemcgTree<P, O>
     }
 }
 
-impl<P: MemCgroupPerNode, O: FolioOwner<P>> MemcgTree<P, O> {
+impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> MemcgTree<P, O> {
     /// A tree holding only the root memcg (id [`ROOT_ID`], no limit) over the nodes `node_data`
     /// (`NODE_DATA()`, one `PgData` per node, sharing the RCU domain memcgs are freed by).
     pub fn new(
@@ -677,7 +677,7 @@ impl<P: MemCgroupPerNode, O: FolioOwner<P>> MemcgTree<P, O> {
     }
 }
 
-impl<P: MemCgroupPerNode, O: FolioOwner<P>> lru::LruvecLookup<P> for MemcgTree<P, O> {
+impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> lru::LruvecLookup<P> for MemcgTree<P, O> {
     type Guard<'a>
         = RcuReadGuard<'a>
     where
@@ -708,13 +708,13 @@ impl<P: MemCgroupPerNode, O: FolioOwner<P>> lru::LruvecLookup<P> for MemcgTree<P
 
 /// `__folio_put` for the LRU code working on this tree's folios: the owner of the frames
 /// releases them, with the tree at hand.
-impl<P: MemCgroupPerNode, O: FolioOwner<P>> lru::FolioRelease for MemcgTree<P, O> {
+impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> lru::FolioRelease for MemcgTree<P, O> {
     fn release_folio(&self, cpu: usize, folio: &'static lru::Folio) {
         self.lru.owner().release_folio(self, cpu, folio);
     }
 }
 
-impl<P: MemCgroupPerNode, O: FolioOwner<P>> Drop for MemcgTree<P, O> {
+impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> Drop for MemcgTree<P, O> {
     fn drop(&mut self) {
         // No handle outlives the tree (they borrow it), so only the tree's own references,
         // the stocks' and the children's remain.

@@ -82,7 +82,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
     }
 }
 
-impl<P: MemCgroupPerNode> FolioOwner<P> for VmFolios {
+impl<P: MemCgroupPerNode> FolioOwner<MemcgTree<P, Self>> for VmFolios {
     /// `__folio_put`; see the module documentation.
     fn release_folio(&self, tree: &MemcgTree<P, Self>, cpu: usize, folio: &'static Folio) {
         let cpu = self.cpu(cpu);
