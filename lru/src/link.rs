@@ -3,7 +3,7 @@
 //!
 //! Each pointer is an atomic word read and written with relaxed loads and stores (plain
 //! moves on x86), so no interleaving of two threads on one folio is a data race. `next`
-//! doubles as the "linked" marker ([`UNLINKED`] while on no list) that a list claims when
+//! doubles as the "linked" marker (`UNLINKED` while on no list) that a list claims when
 //! it inserts the folio; how it is claimed, and under which promise, is the list's
 //! business (see [`crate::list`]).
 

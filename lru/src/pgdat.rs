@@ -10,7 +10,7 @@
 //! Every lruvec points back at its node's `PgData` (`lruvec->pgdat`, the last field of
 //! `struct lruvec`), so a `PgData` must outlive its lruvecs: they take `&'static PgData`.
 //! The lruvec names it only as its host's node type, through
-//! [`LruvecNode`](crate::lruvec::LruvecNode) (the id and `lru_lock` it reads), which
+//! [`LruvecNode`] (the id and `lru_lock` it reads), which
 //! `PgData` implements: the node is built on the lruvec, and the lruvec code does not
 //! import it.
 //! Zones, the buddy allocator and per-CPU page lists are the page allocator's (the `mm`

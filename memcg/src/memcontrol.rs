@@ -12,7 +12,7 @@
 //! so they write no line other CPUs share; handles and the tree's bookkeeping use the
 //! shared count.
 //! It is freed only when it is offline, unreferenced and has no charged pages left, and only
-//! after an RCU grace period (see [`crate::rcu`]).
+//! after an RCU grace period (see `lru::rcu`).
 
 use crate::error::{MemcgError, MemcgId};
 use crate::page_counter::PageCounter;

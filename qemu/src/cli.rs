@@ -1,7 +1,7 @@
 //! The `kx` command line: one clap argument struct per subcommand, resolved into a [`Cli`].
 //!
 //! Each subcommand takes only the options that mean something to it: the commands that boot
-//! flatten in the machine ([`Machine`]) and the build ([`Build`]), `bench` adds its own
+//! flatten in the machine (`Machine`) and the build (`Build`), `bench` adds its own
 //! ([`BenchOptions`]), and only the commands that write something take `--out`. An option
 //! given to a command that does not use it is therefore one of clap's errors before anything
 //! runs, and `kx help COMMAND` (or `kx COMMAND --help`) lists exactly what that command takes.
@@ -597,7 +597,7 @@ fn parse_nodes(s: &str) -> Result<Nodes, String> {
         .map_err(|e| format!("{e}, or `host`"))
 }
 
-/// The clap command `kx` parses with: [`Kx`]'s, with the exit statuses after the top-level
+/// The clap command `kx` parses with: `Kx`'s, with the exit statuses after the top-level
 /// help.
 #[must_use]
 pub fn command() -> clap::Command {

@@ -1,7 +1,7 @@
 //! What each `kx` subcommand does: build what it needs, boot, decode, report, pick the exit.
 //!
 //! The pieces are public so the host integration tests (`tests/`) drive the same code the
-//! user runs: [`boot`] runs one [`Launch`] under a timeout, [`medium_for`] turns a built
+//! user runs: [`boot`](fn@boot) runs one [`Launch`] under a timeout, [`medium_for`] turns a built
 //! kernel and a command line into what a mode boots (the ELF32 for `direct`, a GRUB image
 //! with that command line in its grub.cfg for the others), [`execute`] is the whole command.
 //! `bench`, `compare` and `import` continue in [`crate::bench::run`].
@@ -34,7 +34,7 @@ pub fn boot(
     boot_inner(ws, launch, timeout, echo, &mut |_| {}, &mut |_| {})
 }
 
-/// [`boot`] without echo, handing every serial line to `on_line` while QEMU runs.
+/// [`boot`](fn@boot) without echo, handing every serial line to `on_line` while QEMU runs.
 pub fn boot_streaming(
     ws: &Workspace,
     launch: &Launch,

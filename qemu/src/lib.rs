@@ -9,7 +9,7 @@
 //!
 //! The `kx` binary ([`cli`], [`commands`]) builds the kernel with the `boot` crate and offers
 //! `summary`, `test`, `run`, `bench`, `compare`, `import`, `layout` and `image`; the
-//! benchmark's records, tables, plots and result directories are [`bench`]'s. Where the
+//! benchmark's records, tables, plots and result directories are [`bench`](mod@bench)'s. Where the
 //! benchmark's CPUs run: [`topology`] (the host's, from sysfs), [`placement`] (the choice of
 //! host CPUs and its record), [`qmp`] (QEMU's vCPU thread ids); what else the host does
 //! meanwhile: [`hostload`]. `unsafe` is confined to [`process`] (process group kill and

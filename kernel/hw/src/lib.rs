@@ -3,7 +3,7 @@
 //! The kernel's arch code (`kernel/src/arch/x86_64`) executes the instructions (`cpuid`,
 //! `rdmsr`/`wrmsr`) and maps the firmware's tables; what the values *mean* is decided here,
 //! from plain integers and byte slices, so that the host runs the same decoding against inputs
-//! recorded on machines and CPU models this project cannot boot on ([`fixtures`] in the
+//! recorded on machines and CPU models this project cannot boot on (`fixtures` in the
 //! tests: CPUID dumps and ACPI tables, each with its origin).
 //!
 //! - [`pmu`]: the architectural performance-monitoring unit (CPUID leaf 0xA; the

@@ -12,7 +12,7 @@
 //! entries above it; Linux rejects a table that breaks this, `slit_valid()`); without a
 //! table every remote node is `REMOTE_DISTANCE` (20) away.
 //!
-//! [`NumaTopology::fallback_order`] is Linux's `build_zonelists()` node order
+//! `NumaTopology::fallback_order` is Linux's `build_zonelists()` node order
 //! (`find_next_best_node()` in mm/page_alloc.c): the local node first, then the others by
 //! distance, where a node that has CPUs gets a small penalty (prefer headless nodes), nodes
 //! numbered below the local one a smaller one, and among equals the one that fewer

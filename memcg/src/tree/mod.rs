@@ -5,7 +5,7 @@
 //! The topology (children lists, the zombie and dying lists, id allocation) sits behind the
 //! tree lock (class `memcg_tree`, Linux's `cgroup_mutex`). The hot paths never take it:
 //! charging, stat updates and LRU work go through a [`MemcgRef`] (`css_get()`/`css_put()`)
-//! or look memcgs up by id in the RCU-readable id table ([`idr`]) with no lock at all;
+//! or look memcgs up by id in the RCU-readable id table (`idr`) with no lock at all;
 //! the lock order is the tree lock, then `rstat_lock`, then LRU locks (see
 //! `docs/design.md`).
 //!

@@ -1,12 +1,12 @@
 //! The scenarios, platform neutral, and THE table the engine runs them from.
 //!
-//! [`registry`] is built from one table, [`scenarios!`]: one line per scenario, naming its
+//! [`registry`] is built from one table, `scenarios!`: one line per scenario, naming its
 //! module and its provider type (`seed001::Seed001`). That line declares the module and
 //! adds the provider to every platform's registry, so a scenario added here runs in the
 //! kernel (`kx bench`) and under `kx bench --host` alike; the summary, the tables, the
 //! verdicts and the README's scenario-table test follow from its catalog entry
 //! (`abi::catalog::SCENARIOS`: names, variants, comparisons, premises, published figure).
-//! [`tests`]' `registration` tests tie the two: every catalog experiment has exactly one
+//! `tests`' `registration` tests tie the two: every catalog experiment has exactly one
 //! line here and every line a catalog entry with premises and a published figure.
 //! `docs/experiments.md` walks through adding one.
 //!
