@@ -31,7 +31,7 @@ use std::path::Path;
 use std::time::Instant;
 
 /// One vCPU's (or engine thread's) place.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Slot {
     /// vCPU index (QMP's `cpu-index`), or engine CPU.
     pub index: u32,
@@ -314,19 +314,14 @@ impl HostPlacement {
     }
 }
 
-/// One pinned thread in results.json.
+/// One pinned thread in results.json: its [`Slot`] and, for a QEMU vCPU, its thread id.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PinnedThread {
-    /// vCPU index (QEMU) or engine CPU (host threads).
-    pub index: u32,
+    /// Where it was placed (the JSON keeps the slot's fields at this level).
+    #[serde(flatten)]
+    pub slot: Slot,
     /// Its host thread id (QEMU's vCPU thread; `None` for host threads, made per run).
     pub tid: Option<i32>,
-    /// The host CPU it was pinned to (`None`: not pinned).
-    pub host_cpu: Option<usize>,
-    /// That CPU's host node.
-    pub host_node: Option<u32>,
-    /// Its guest node (`--nodes host`).
-    pub guest_node: Option<u32>,
 }
 
 /// QEMU's threads other than the vCPUs.
@@ -398,13 +393,7 @@ impl PlacementRecord {
             threads: p
                 .slots
                 .iter()
-                .map(|s| PinnedThread {
-                    index: s.index,
-                    tid: None,
-                    host_cpu: s.host_cpu,
-                    host_node: s.host_node,
-                    guest_node: s.guest_node,
-                })
+                .map(|&slot| PinnedThread { slot, tid: None })
                 .collect(),
             other_threads: None,
             warnings: p.warnings.clone(),
@@ -416,7 +405,7 @@ impl PlacementRecord {
     /// `index->host CPU` pairs (`0->0 1->1`; `-` for an unpinned one).
     #[must_use]
     pub fn mapping(&self) -> String {
-        mapping(self.threads.iter().map(|t| (t.index, t.host_cpu)))
+        mapping(self.threads.iter().map(|t| (t.slot.index, t.slot.host_cpu)))
     }
 
     /// One line for the terminal: `pinning: vCPU->host CPU 0->0 (tid 123) 1->1 (tid 124);
@@ -432,17 +421,17 @@ impl PlacementRecord {
             .threads
             .iter()
             .map(|t| {
-                let cpu = t.host_cpu.map_or("-".to_owned(), |c| c.to_string());
-                let node = match (self.mode.as_str(), t.guest_node, t.host_node) {
+                let cpu = t.slot.host_cpu.map_or("-".to_owned(), |c| c.to_string());
+                let node = match (self.mode.as_str(), t.slot.guest_node, t.slot.host_node) {
                     ("qemu", Some(g), Some(h)) => format!(" node {g}->{h}"),
                     ("qemu", _, _) => String::new(),
                     (_, _, Some(h)) if self.topology.nodes > 1 => format!(" node {h}"),
                     _ => String::new(),
                 };
                 match t.tid {
-                    Some(tid) => format!("{}->{cpu} (tid {tid}{node})", t.index),
-                    None if node.is_empty() => format!("{}->{cpu}", t.index),
-                    None => format!("{}->{cpu} ({})", t.index, node.trim()),
+                    Some(tid) => format!("{}->{cpu} (tid {tid}{node})", t.slot.index),
+                    None if node.is_empty() => format!("{}->{cpu}", t.slot.index),
+                    None => format!("{}->{cpu} ({})", t.slot.index, node.trim()),
                 }
             })
             .collect();
@@ -520,20 +509,20 @@ pub fn apply_with(
     let mut vcpu_tids = Vec::new();
     for &(index, tid) in vcpus {
         vcpu_tids.push(tid);
-        let Some(t) = rec.threads.iter_mut().find(|t| t.index == index) else {
+        let Some(t) = rec.threads.iter_mut().find(|t| t.slot.index == index) else {
             rec.warnings.push(format!(
                 "QMP reports vCPU {index} (tid {tid}), which the placement does not know"
             ));
             continue;
         };
         t.tid = Some(tid);
-        if let Some(cpu) = t.host_cpu
+        if let Some(cpu) = t.slot.host_cpu
             && let Err(e) = set_affinity(tid, &[cpu])
         {
             rec.warnings.push(format!(
                 "cannot pin vCPU {index} (tid {tid}) to CPU {cpu}: {e}"
             ));
-            t.host_cpu = None;
+            t.slot.host_cpu = None;
         }
     }
     if vcpu_tids.len() > 1 && vcpu_tids.iter().all(|t| *t == vcpu_tids[0]) {
@@ -789,7 +778,7 @@ mod tests {
                 }
             },
         );
-        assert_eq!(rec.threads[1].host_cpu, None);
+        assert_eq!(rec.threads[1].slot.host_cpu, None);
         assert!(rec.warnings[0].contains("cannot pin vCPU 1 (tid 103)"));
     }
 }
