@@ -23,7 +23,11 @@ fn placement_sentence(accel: Accel, rec: &PlacementRecord) -> String {
              on one core, which blurs effects between cores and adds noise"
         );
     }
-    let pinned = rec.threads.iter().filter(|t| t.slot.host_cpu.is_some()).count();
+    let pinned = rec
+        .threads
+        .iter()
+        .filter(|t| t.slot.host_cpu.is_some())
+        .count();
     let mut s = if rec.threads.is_empty() {
         "no vCPU placement was recorded".to_owned()
     } else if pinned == 0 {
@@ -66,7 +70,11 @@ fn placement_sentence(accel: Accel, rec: &PlacementRecord) -> String {
              so their work takes vCPU time"
         });
     }
-    let mut nodes: Vec<u32> = rec.threads.iter().filter_map(|t| t.slot.host_node).collect();
+    let mut nodes: Vec<u32> = rec
+        .threads
+        .iter()
+        .filter_map(|t| t.slot.host_node)
+        .collect();
     nodes.sort_unstable();
     nodes.dedup();
     if rec.topology.nodes > 1 {

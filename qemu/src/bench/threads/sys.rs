@@ -12,20 +12,7 @@ use std::io;
 
 /// The CPUs this thread may run on, ascending.
 pub fn allowed_cpus() -> io::Result<Vec<usize>> {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity writes at most
-    // `size_of::<cpu_set_t>()` bytes into it.
-    let set = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        set
-    };
-    let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
-    Ok((0..max)
-        // SAFETY: CPU_ISSET only reads the set, for indices below its capacity.
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-        .collect())
+    thread_affinity(0)
 }
 
 /// Pins the calling thread to `cpu`.
@@ -75,9 +62,10 @@ pub fn set_thread_affinity(tid: i32, cpus: &[usize]) -> io::Result<()> {
     }
 }
 
-/// The CPUs thread `tid` may run on, ascending.
+/// The CPUs thread `tid` may run on, ascending (`tid` 0: the calling thread).
 pub fn thread_affinity(tid: i32) -> io::Result<Vec<usize>> {
-    // SAFETY: as in [`allowed_cpus`], for thread `tid`.
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity writes at most
+    // `size_of::<cpu_set_t>()` bytes into it.
     let set = unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         if libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
