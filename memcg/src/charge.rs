@@ -36,8 +36,8 @@ pub const MAX_RECLAIM_RETRIES: u32 = 16;
 /// what the charge is short of, few with progress.
 pub const MAX_RECLAIM_PASSES: u32 = 1024;
 
-/// Smallest reclaim batch (`SWAP_CLUSTER_MAX`).
-pub const SWAP_CLUSTER_MAX: u64 = 32;
+/// Smallest reclaim batch (`SWAP_CLUSTER_MAX`): lru's, in page-counter units.
+pub const SWAP_CLUSTER_MAX: u64 = lru::swap_cluster::SWAP_CLUSTER_MAX as u64;
 
 /// What [`MemcgTree::uncharge_folios`] did (`struct uncharge_gather`'s outcome).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
