@@ -16,6 +16,9 @@
 # The last two come from callgrind's per-instruction counts (--dump-instr=yes) matched with
 # the binary's disassembly (objdump).
 #
+# With CALLGRIND_LOCKS=1 in the environment, each scenario's line is followed by its locked
+# RMWs per operation by function (those with at least 0.01), to find where they are taken.
+#
 # Usage: scripts/callgrind.sh [OPS] [SCENARIO:CONFIG:VARIANT ...]
 #   OPS defaults to 4096; the default scenarios are the floor and the issue-21 fault paths.
 # Wrap it in the shared build lock on a shared machine: flock /tmp/kx-build.lock scripts/callgrind.sh
@@ -61,12 +64,19 @@ for spec in "$@"; do
     fi
     ops=$(sed -n 's/^ops=//p' "$OUT/stdout")
     python3 - "$cg" "$OUT/dis" "$ops" "$scenario $config $variant" <<'EOF'
-import re, sys
+import os, re, sys
 cg, dis, ops, name = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 # Instruction kinds by address, from the disassembly.
 kind = {}
+func = {}
+fn = '?'
 ins = re.compile(r'^\s*([0-9a-f]+):\s+(.*)$')
+hdr = re.compile(r'^[0-9a-f]+ <(.*)>:$')
 for line in open(dis):
+    h = hdr.match(line)
+    if h:
+        fn = h.group(1)
+        continue
     m = ins.match(line)
     if not m:
         continue
@@ -76,12 +86,14 @@ for line in open(dis):
         continue
     if words[0] == 'lock' or (words[0].startswith('xchg') and '(' in text):
         kind[int(m.group(1), 16)] = 'lock'
+        func[int(m.group(1), 16)] = fn
     elif words[0] in ('div', 'idiv', 'divl', 'divq', 'idivl', 'idivq', 'divb', 'divw'):
         kind[int(m.group(1), 16)] = 'div'
 # Callgrind's cost lines: "ADDR LINE? Ir" with absolute addresses (--compress-pos=no);
 # after a "calls=" line the next cost line is the call's inclusive cost, not self cost.
 total = calls = libc = 0
 by = {'lock': 0, 'div': 0}
+lock_by_fn = {}
 obj = ''
 after_call = False
 for line in open(cg):
@@ -112,6 +124,12 @@ for line in open(cg):
     k = kind.get(addr)
     if k:
         by[k] += ir
+        if k == 'lock':
+            lock_by_fn[func[addr]] = lock_by_fn.get(func[addr], 0) + ir
 print(f"{name:36s} {total/ops:9.1f} {libc/ops:9.1f} {calls/ops:8.1f} {by['lock']/ops:8.2f} {by['div']/ops:7.2f}")
+if os.environ.get('CALLGRIND_LOCKS'):
+    for f, n in sorted(lock_by_fn.items(), key=lambda kv: -kv[1]):
+        if n / ops >= 0.01:
+            print(f"    {n/ops:6.2f} lock/op  {f}")
 EOF
 done
