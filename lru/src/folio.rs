@@ -333,6 +333,15 @@ impl Folio {
         self.flags.fetch_and(!f.bits(), Ordering::AcqRel);
     }
 
+    /// Clear `f` on a folio only the caller can change (Linux's `__folio_clear_*()`, and
+    /// `__ClearPageBuddy()` on a free block under `zone->lock`): a load and a store, no
+    /// locked read-modify-write. As with [`Folio::set_unshared`], a concurrent update of
+    /// the flags would be lost.
+    pub fn clear_unshared(&self, f: FolioFlags) {
+        let old = self.flags.load(Ordering::Relaxed);
+        self.flags.store(old & !f.bits(), Ordering::Release);
+    }
+
     /// Atomically set `f`; returns whether all of `f` were already set.
     #[must_use]
     pub fn test_and_set(&self, f: FolioFlags) -> bool {
@@ -380,6 +389,15 @@ impl Folio {
     pub(crate) fn set_lru_gen(&self, r#gen: Option<usize>) {
         let v = r#gen.map_or(0, |g| (g as u32 + 1) << LRU_GEN_PGOFF);
         self.update_bits(LRU_GEN_MASK, v);
+    }
+
+    /// Record the generation (or none) and set or clear `ACTIVE`, in one atomic update, as
+    /// `lru_gen_add_folio` and `lru_gen_del_folio` do with one `set_mask_bits()`. Callers
+    /// hold lru_lock.
+    pub(crate) fn set_lru_gen_active(&self, r#gen: Option<usize>, active: bool) {
+        let v = r#gen.map_or(0, |g| (g as u32 + 1) << LRU_GEN_PGOFF);
+        let a = if active { FolioFlags::ACTIVE.bits() } else { 0 };
+        self.update_bits(LRU_GEN_MASK | FolioFlags::ACTIVE.bits(), v | a);
     }
 
     /// The MGLRU access counter (`folio_lru_refs`): 0..=3, on top of `REFERENCED`.
@@ -508,6 +526,8 @@ mod tests {
         f.set_unshared(FolioFlags::SWAPBACKED);
         assert!(f.test(FolioFlags::ACTIVE) && f.test(FolioFlags::SWAPBACKED));
         assert!(!f.is_file_lru());
+        f.clear_unshared(FolioFlags::ACTIVE);
+        assert!(!f.test(FolioFlags::ACTIVE) && f.test(FolioFlags::SWAPBACKED));
         assert_eq!(f.mapcount(), 0);
         f.set_first_mapping();
         assert_eq!(f.mapcount(), 1);
@@ -554,6 +574,12 @@ mod tests {
         assert_eq!(f.flags(), FolioFlags::ACTIVE | FolioFlags::SWAPBACKED);
         f.set_lru_gen(None);
         assert_eq!(f.lru_gen(), None);
+        assert_eq!(f.lru_refs(), 2);
+        f.set_lru_gen_active(Some(1), false);
+        assert_eq!((f.lru_gen(), f.flags()), (Some(1), FolioFlags::SWAPBACKED));
+        f.set_lru_gen_active(None, true);
+        assert_eq!(f.lru_gen(), None);
+        assert_eq!(f.flags(), FolioFlags::ACTIVE | FolioFlags::SWAPBACKED);
         assert_eq!(f.lru_refs(), 2);
         f.set_lru_refs(99);
         assert_eq!(f.lru_refs(), 3);

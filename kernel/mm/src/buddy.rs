@@ -17,6 +17,12 @@
 //! One list per order: there are no migrate types here (no compaction, no reclaim by
 //! mobility), so Linux's `free_area[order].free_list[MIGRATE_*]` collapses into one.
 //! Everything in this module runs under the zone's lock, which `&mut FreeArea` stands for.
+//!
+//! `PageBuddy` is set and cleared with a load and a store (Linux's non-atomic
+//! `__SetPageBuddy`/`__ClearPageBuddy`), not a locked read-modify-write: a block's flags
+//! change only while it is free (no references, no mapping, on no LRU) and only under this
+//! lock, or on a block the freeing thread still owns alone before it takes the lock. The
+//! invariant checker (`check.rs`) finds a flag lost by a stray concurrent writer.
 //! `ZoneFree` is that lock with the lists and `NR_FREE_PAGES` (the part of `struct zone`
 //! the per-CPU lists refill from and spill to), so [`crate::pcp`] needs the buddy layer
 //! and not the zone above it.
@@ -122,7 +128,8 @@ impl FreeArea {
     /// Puts a block on its list (`add_to_free_list()` + `set_buddy_order()`).
     fn add(&mut self, folio: &'static Folio, order: u32) {
         folio.set_private(order);
-        folio.set(FolioFlags::BUDDY);
+        // `__SetPageBuddy`, a load and a store: see the module documentation.
+        folio.set_unshared(FolioFlags::BUDDY);
         let l = &mut self.orders[order as usize];
         l.list.push_front(folio);
         l.nr_free += 1;
@@ -138,7 +145,7 @@ impl FreeArea {
         let mut cursor = unsafe { l.list.cursor_mut_from_ptr(folio) };
         cursor.remove();
         l.nr_free -= 1;
-        folio.clear(FolioFlags::BUDDY);
+        folio.clear_unshared(FolioFlags::BUDDY);
         folio.set_private(0);
     }
 
@@ -187,7 +194,7 @@ impl FreeArea {
                 continue;
             };
             l.nr_free -= 1;
-            folio.clear(FolioFlags::BUDDY);
+            folio.clear_unshared(FolioFlags::BUDDY);
             folio.set_private(0);
             self.expand(memmap, folio, order, current);
             return Some(folio);

@@ -229,8 +229,7 @@ impl<'a, H: LruvecHost> LruvecGuard<'a, H> {
         let r#gen = lru_gen_from_seq(seq);
         let (ty, zone) = (folio.lru_type(), folio.zone().idx());
         self.link(folio, mglru_slot(r#gen, ty, zone), reclaiming)?;
-        folio.clear(FolioFlags::ACTIVE);
-        folio.set_lru_gen(Some(r#gen));
+        folio.set_lru_gen_active(Some(r#gen), false);
         self.lru_gen_update_size(ty, zone, None, Some(r#gen));
         Ok(true)
     }
@@ -265,12 +264,7 @@ impl<'a, H: LruvecHost> LruvecGuard<'a, H> {
         if slot >= MGLRU_SLOT_BASE {
             let (r#gen, ty, zone) = decode_mglru_slot(slot);
             let active = !reclaiming && self.lru_gen_is_active(r#gen);
-            folio.set_lru_gen(None);
-            if active {
-                folio.set(FolioFlags::ACTIVE);
-            } else {
-                folio.clear(FolioFlags::ACTIVE);
-            }
+            folio.set_lru_gen_active(None, active);
             self.lru_gen_update_size(ty, zone, Some(r#gen), None);
         } else {
             let lru = LruList::ALL[usize::from(slot)];
