@@ -50,10 +50,19 @@ pub struct PageCache {
     slots: Box<[AtomicU64]>,
     /// `xa_lock`: serialises every change of a slot.
     lock: SpinMutex<PageCacheLock, ()>,
-    /// Folios cached (`mapping->nrpages`), changed under the lock.
+    /// Folios cached (`mapping->nrpages`), changed under the lock (a load and a store:
+    /// see [`add_under_lock`]) and read without it.
     nr_folios: AtomicU64,
-    /// Shadow entries held (the workingset's shadow count), changed under the lock.
+    /// Shadow entries held (the workingset's shadow count), as `nr_folios`.
     nr_shadows: AtomicU64,
+}
+
+/// `counter += delta` by the holder of the `i_pages` lock, the only writer: a load and a
+/// store (Linux's plain `mapping->nrpages++` under `xa_lock`), no locked read-modify-write.
+/// Lockless readers see the old or the new value.
+fn add_under_lock(counter: &AtomicU64, delta: i64) {
+    let v = counter.load(Ordering::Relaxed);
+    counter.store(v.wrapping_add_signed(delta), Ordering::Relaxed);
 }
 
 impl core::fmt::Debug for PageCache {
@@ -195,12 +204,12 @@ impl PageCache {
             RawEntry::Folio(_) => return Err(AddError::Exists),
             RawEntry::Empty => None,
             RawEntry::Shadow(s) => {
-                self.nr_shadows.fetch_sub(1, Ordering::Relaxed);
+                add_under_lock(&self.nr_shadows, -1);
                 Shadow::from_raw(s).ok()
             }
         };
         slot.store(encode_folio(folio), Ordering::Release);
-        self.nr_folios.fetch_add(1, Ordering::Relaxed);
+        add_under_lock(&self.nr_folios, 1);
         Ok(shadow)
     }
 
@@ -225,11 +234,11 @@ impl PageCache {
         match shadow {
             Some(s) => {
                 slot.store(s.raw(), Ordering::Release);
-                self.nr_shadows.fetch_add(1, Ordering::Relaxed);
+                add_under_lock(&self.nr_shadows, 1);
             }
             None => slot.store(0, Ordering::Release),
         }
-        self.nr_folios.fetch_sub(1, Ordering::Relaxed);
+        add_under_lock(&self.nr_folios, -1);
         true
     }
 
@@ -241,20 +250,23 @@ impl PageCache {
         let nr = usize::try_from(self.nr_folios.load(Ordering::Relaxed)).unwrap_or(0);
         let mut out = Vec::with_capacity(nr.min(self.slots.len()));
         let start = usize::try_from(start).unwrap_or(usize::MAX);
+        let mut shadows = 0;
         for (i, slot) in self.slots.iter().enumerate().skip(start) {
-            let raw = slot.swap(0, Ordering::AcqRel);
+            // Slots change only under the lock we hold: a load and a store (lockless
+            // readers re-check the slot after pinning, so they see the folio or 0).
+            let raw = slot.load(Ordering::Relaxed);
             match decode(raw) {
-                RawEntry::Empty => {}
-                RawEntry::Shadow(_) => {
-                    self.nr_shadows.fetch_sub(1, Ordering::Relaxed);
-                }
+                RawEntry::Empty => continue,
+                RawEntry::Shadow(_) => shadows += 1,
                 RawEntry::Folio(a) => {
-                    self.nr_folios.fetch_sub(1, Ordering::Relaxed);
                     // SAFETY: the slot held this folio address.
                     out.push((i as u64, unsafe { folio_at(a) }));
                 }
             }
+            slot.store(0, Ordering::Release);
         }
+        add_under_lock(&self.nr_shadows, -shadows);
+        add_under_lock(&self.nr_folios, -(out.len() as i64));
         out
     }
 
