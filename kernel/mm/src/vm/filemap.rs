@@ -1,8 +1,8 @@
-//! Reading an object without mapping it, and truncating it.
+//! Reading an object without mapping it.
 //!
 //! Models mm/filemap.c's `filemap_read` (`filemap_get_pages` -> `filemap_get_folio`, or on
 //! a miss `page_cache_sync_readahead` of one page; then `folio_mark_accessed` and the copy
-//! out) and mm/truncate.c's `truncate_inode_pages`.
+//! out). Truncation is `vm/truncate.rs`.
 //!
 //! A hit marks the folio accessed (`folio_mark_accessed`): under MGLRU that climbs its
 //! reference count (its tier); on classic lists a second access of a referenced inactive
@@ -20,9 +20,8 @@ use crate::vm::counters::VmEvent;
 use crate::vm::fault::FaultError;
 use crate::vm::object::{Object, ObjectKind};
 use crate::vm::pgtable::Mmu;
-use alloc::vec::Vec;
+use lru::FolioFlags;
 use lru::NodeId;
-use lru::{FolioFlags, NodeStatItem};
 use memcg::{MemCgroup, MemCgroupPerNode};
 
 /// A page's contents did not match the backing store.
@@ -97,49 +96,5 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         } else {
             folio.set(FolioFlags::REFERENCED);
         }
-    }
-
-    /// `truncate_inode_pages`: removes every page of `obj` from its page cache (shadows
-    /// included), unmapping it from every region first, and frees the folios no one else
-    /// holds. Returns the pages removed.
-    pub fn truncate(&self, obj: &Object, cpu: usize) -> usize {
-        let cpu = self.cpu(cpu);
-        // The pages this CPU just added may still sit in its own lru_add batch:
-        // lru_add_drain() first, as the unmap path does. A page in another CPU's batch
-        // holds that batch's reference, so it is released (and taken off its LRU) by the
-        // drain that moves it, never here.
-        let _ = self.batches.drain_cpu(cpu, &self.tree);
-        let removed = obj.cache().truncate(0);
-        // Each folio's last reference goes once: no growth (and no realloc) on the way.
-        let mut last = Vec::with_capacity(removed.len());
-        for &(index, folio) in &removed {
-            if folio.mapcount() > 0 {
-                let cleared = obj.unmap_page(index, folio.pfn());
-                for _ in 0..cleared {
-                    let _ = folio.dec_mapcount();
-                    if let Ok(true) = folio.put() {
-                        last.push(folio);
-                    }
-                }
-                if cleared > 0 {
-                    self.mod_folio_stat_of(
-                        cpu,
-                        folio,
-                        NodeStatItem::NrFileMapped,
-                        -(cleared as i64),
-                    );
-                }
-            }
-            self.mod_folio_stat_of(cpu, folio, NodeStatItem::NrFilePages, -1);
-            if obj.kind() == ObjectKind::Shmem {
-                self.mod_folio_stat_of(cpu, folio, NodeStatItem::NrShmem, -1);
-            }
-            // The cache's reference.
-            if let Ok(true) = folio.put() {
-                last.push(folio);
-            }
-        }
-        self.release_folios(cpu, &last);
-        removed.len()
     }
 }

@@ -26,8 +26,9 @@ use arrayvec::ArrayVec;
 use core::ptr::NonNull;
 use lru::NodeId;
 use lru::lruvec::folio_lruvec_relock;
+use lru::rcu::RcuReadGuard;
 use lru::{Folio, LruvecGuard, NodeStatItem};
-use memcg::{MemCgroup, MemCgroupPerNode, MemcgRef};
+use memcg::{MemCgroup, MemCgroupPerNode, MemcgId, MemcgRef};
 
 /// What a new region maps.
 #[derive(Debug, Clone, Copy)]
@@ -170,42 +171,15 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                     self.tlb_flush(&mut tlb, cpu);
                     pte = table.lock();
                 }
-                // folio_memcg(): each mapped folio holds a reference on the memcg it is
-                // charged to, so that memcg outlives its PTE; one RCU read section per
-                // gather (ended before the flush and its shootdown) keeps the last memcg
-                // found by id valid, and consecutive folios of one memcg (the rule in a
-                // region) look it up once instead of once per page.
+                // folio_memcg(): see `zap_folio`. One RCU read section per gather, ended
+                // before the flush and its shootdown.
                 let rcu = self.tree.rcu().read_lock(cpu).ok();
-                let mut last: Option<(memcg::MemcgId, &MemCgroup<P>)> = None;
+                let mut last = None;
                 while va < stop && !tlb.is_full() {
                     if let Some(pfn) = pte.clear(pte_index(va))
                         && let Some(folio) = self.alloc.pfn_to_folio(pfn.as_u64())
                     {
-                        // folio_remove_rmap_pte, under the PTE lock.
-                        ksync::warn_on_once!(
-                            folio.dec_mapcount().is_err(),
-                            "unmapping a folio with no mapcount"
-                        );
-                        // NR_ANON_MAPPED or NR_FILE_MAPPED, per folio as
-                        // folio_remove_rmap_pte() updates it (Linux does not fold these
-                        // across folios: seed 001 measures exactly these updates).
-                        let item = if folio.mapping() & crate::vm::fault::MAPPING_ANON != 0 {
-                            NodeStatItem::NrAnonMapped
-                        } else {
-                            NodeStatItem::NrFileMapped
-                        };
-                        let id = folio.memcg_id();
-                        let memcg = match (last, &rcu) {
-                            (Some((last_id, m)), _) if last_id == id => Some(m),
-                            (_, Some(guard)) => self.tree.lookup_rcu(guard, id).ok(),
-                            (_, None) => None,
-                        };
-                        if let Some(m) = memcg {
-                            last = Some((id, m));
-                            self.mod_folio_stat(m, cpu, folio.node(), item, -1);
-                        }
-                        let _ = tlb.remove_page(va, folio);
-                        self.count(cpu, VmEvent::Unmapped);
+                        self.zap_folio(&mut tlb, cpu, rcu.as_ref(), &mut last, va, folio);
                     }
                     va += 4096;
                 }
@@ -215,9 +189,65 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         self.tlb_flush(&mut tlb, cpu);
     }
 
+    /// What `zap_pte_range` does with a page whose PTE (at `va`) it just cleared:
+    /// `folio_remove_rmap_pte` (the mapcount, and `NR_ANON_MAPPED` or `NR_FILE_MAPPED` of
+    /// the folio's memcg, per folio as Linux updates them: seed 001 measures exactly these
+    /// updates), then `tlb_remove_page`. The gather must have room.
+    ///
+    /// folio_memcg(): each mapped folio holds a reference on the memcg it is charged to,
+    /// so that memcg outlives its PTE; the caller's RCU read section `rcu` keeps the last
+    /// memcg found by id valid, and consecutive folios of one memcg (the rule in a region)
+    /// look it up once (`last`) instead of once per page.
+    pub(crate) fn zap_folio<'g>(
+        &'g self,
+        tlb: &mut MmuGather<'_, M>,
+        cpu: usize,
+        rcu: Option<&'g RcuReadGuard<'_>>,
+        last: &mut Option<(MemcgId, &'g MemCgroup<P>)>,
+        va: u64,
+        folio: &'static Folio,
+    ) {
+        ksync::warn_on_once!(
+            folio.dec_mapcount().is_err(),
+            "unmapping a folio with no mapcount"
+        );
+        let item = if folio.mapping() & crate::vm::fault::MAPPING_ANON != 0 {
+            NodeStatItem::NrAnonMapped
+        } else {
+            NodeStatItem::NrFileMapped
+        };
+        if let Some(m) = self.folio_memcg_cached(rcu, last, folio) {
+            self.mod_folio_stat(m, cpu, folio.node(), item, -1);
+        }
+        ksync::warn_on_once!(
+            !tlb.remove_page(va, folio),
+            "zap_folio: the mmu_gather was full"
+        );
+        self.count(cpu, VmEvent::Unmapped);
+    }
+
+    /// `folio_memcg(folio)` for a folio that holds its memcg's reference (mapped, or
+    /// cached and charged), inside the caller's RCU read section `rcu`: the memcg found
+    /// last (`last`, updated) when the folio's id is the same, else a lookup by id.
+    pub(crate) fn folio_memcg_cached<'g>(
+        &'g self,
+        rcu: Option<&'g RcuReadGuard<'_>>,
+        last: &mut Option<(MemcgId, &'g MemCgroup<P>)>,
+        folio: &Folio,
+    ) -> Option<&'g MemCgroup<P>> {
+        let id = folio.memcg_id();
+        let memcg = match (*last, rcu) {
+            (Some((last_id, m)), _) if last_id == id => Some(m),
+            (_, Some(guard)) => self.tree.lookup_rcu(guard, id).ok(),
+            (_, None) => None,
+        }?;
+        *last = Some((id, memcg));
+        Some(memcg)
+    }
+
     /// `tlb_flush_mmu`: flush, then drop every gathered page's mapping reference, releasing
     /// the folios that reach zero in one pass (`folios_put_refs`).
-    fn tlb_flush(&self, tlb: &mut MmuGather<'_, M>, cpu: usize) {
+    pub(crate) fn tlb_flush(&self, tlb: &mut MmuGather<'_, M>, cpu: usize) {
         let before = tlb.flush_counts().1;
         // At most a gather's worth, on the stack: no heap allocation per unmap.
         let mut last: ArrayVec<&'static Folio, MAX_GATHER_BATCH> = ArrayVec::new();

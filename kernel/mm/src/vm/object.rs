@@ -12,8 +12,12 @@
 //!
 //! An object has a fixed size in pages and an id (in every folio's `mapping` while cached).
 
+use crate::pfn::Pfn;
+use crate::vm::addr::VirtAddr;
+use crate::vm::cpumask::CpuMask;
 use crate::vm::page_cache::PageCache;
 use alloc::vec::Vec;
+use arrayvec::ArrayVec;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU64, Ordering};
 use ksync::SpinMutex;
@@ -32,13 +36,32 @@ pub enum ObjectKind {
     Shmem,
 }
 
-/// An address space as the reverse map reaches it (`try_to_unmap_one`). Implemented by
-/// every `MmStruct`, whatever its region and MMU types, so an object's list of mappings can
-/// hold regions of address spaces of different types.
+/// PTEs one [`RmapTarget::zap_ptes`] call clears at most: the batch the caller turns into
+/// mmu_gather entries between two holds of a PTE lock.
+pub const ZAP_BATCH: usize = 64;
+
+/// What [`RmapTarget::zap_ptes`] cleared: each PTE's address and the frame it mapped.
+pub type ZappedPtes = ArrayVec<(VirtAddr, Pfn), ZAP_BATCH>;
+
+/// An address space as the reverse map reaches it (`try_to_unmap_one`, and
+/// `unmap_mapping_range`'s zap of a whole mapping). Implemented by every `MmStruct`,
+/// whatever its region and MMU types, so an object's list of mappings can hold regions of
+/// address spaces of different types.
 pub trait RmapTarget: Sync {
     /// Clears the PTE at `va` if it maps `pfn`, flushes the translation everywhere it may
     /// be cached, and drops the mapping's reference; returns whether it did.
     fn try_to_unmap_one(&self, va: u64, pfn: u64) -> bool;
+
+    /// `zap_pte_range` for `unmap_mapping_range`: clears the present PTEs of
+    /// `[start, end)`, in order, each table's under its lock, until `out` is full; pushes
+    /// each one's address and frame, and returns the address it stopped at (`end`, or
+    /// more, when it got through). It neither flushes nor drops anything: the caller
+    /// gathers the pages (mmu_gather), flushes [`RmapTarget::cpumask`]'s TLBs, and only
+    /// then drops the mappings' references.
+    fn zap_ptes(&self, start: u64, end: u64, out: &mut ZappedPtes) -> u64;
+
+    /// The CPUs that may hold translations of this address space (`mm_cpumask`).
+    fn cpumask(&self) -> &CpuMask;
 }
 
 /// One region that maps an object, as the reverse map needs it.
@@ -130,20 +153,32 @@ impl Object {
             .retain(|m| !(core::ptr::addr_eq(m.mm.as_ptr(), mm) && m.start == start));
     }
 
+    /// Walks the regions mapping the object (`vma_interval_tree_foreach` under
+    /// `i_mmap_lock_read`), handing `f` each one and its address space. The lock is held
+    /// throughout, so no address space can go away meanwhile.
+    pub fn rmap_walk(&self, mut f: impl FnMut(&Mapping, &dyn RmapTarget)) {
+        let maps = self.i_mmap.lock();
+        for m in maps.iter() {
+            // SAFETY: the address space was registered by `Vm::mmap` and is unregistered
+            // under this lock (which we hold) before it goes away; the walk only shares it.
+            let mm = unsafe { m.mm.as_ref() };
+            f(m, mm);
+        }
+    }
+
     /// `rmap_walk_file`: clears every PTE that maps page `index` as frame `pfn`; returns how
     /// many it cleared. The callers flush TLBs (each `unmap_one` does, for its address
     /// space).
     pub fn unmap_page(&self, index: u64, pfn: u64) -> usize {
-        let maps = self.i_mmap.lock();
-        maps.iter()
-            .filter_map(|m| m.address_of(index).map(|va| (m, va)))
-            .filter(|(m, va)| {
-                // SAFETY: the address space was registered by `Vm::mmap` and is unregistered
-                // under this lock (which we hold) before it goes away; the walk only shares it.
-                let mm = unsafe { m.mm.as_ref() };
-                mm.try_to_unmap_one(*va, pfn)
-            })
-            .count()
+        let mut cleared = 0;
+        self.rmap_walk(|m, mm| {
+            if let Some(va) = m.address_of(index)
+                && mm.try_to_unmap_one(va, pfn)
+            {
+                cleared += 1;
+            }
+        });
+        cleared
     }
 
     /// Regions mapping the object now.
@@ -158,14 +193,20 @@ mod tests {
     use super::*;
 
     /// An address space whose PTEs always (or never) map the page asked for.
-    struct Fake(bool);
+    struct Fake(bool, CpuMask);
     impl RmapTarget for Fake {
         fn try_to_unmap_one(&self, _va: u64, _pfn: u64) -> bool {
             self.0
         }
+        fn zap_ptes(&self, _start: u64, end: u64, _out: &mut ZappedPtes) -> u64 {
+            end
+        }
+        fn cpumask(&self) -> &CpuMask {
+            &self.1
+        }
     }
-    static ALWAYS: Fake = Fake(true);
-    static NEVER: Fake = Fake(false);
+    static ALWAYS: Fake = Fake(true, CpuMask::new());
+    static NEVER: Fake = Fake(false, CpuMask::new());
 
     #[test]
     fn mapping_addresses_and_rmap_walk() {

@@ -28,19 +28,19 @@ use crate::pfn::Pfn;
 use crate::vm::addr::VirtAddr;
 use crate::vm::context::Vm;
 use crate::vm::counters::VmEvent;
+use crate::vm::cpumask::CpuMask;
 use crate::vm::fault::object_of;
 use crate::vm::folios::VmFolios;
 use crate::vm::mm_struct::MmStruct;
-use crate::vm::object::RmapTarget;
-use crate::vm::pgtable::{Mmu, pte_index};
+use crate::vm::object::{RmapTarget, ZappedPtes};
+use crate::vm::pgtable::{Mmu, PTE_TABLE_SPAN, pte_index};
 use crate::vm::vma::VmArea;
 use lru::{Folio, FolioFlags, NodeStatItem, Shadow};
 use memcg::{FolioFree, FolioOwner, MemCgroupPerNode, MemcgTree};
 
-/// `try_to_unmap_one` for an object page mapped by this address space (the reverse map
-/// walks an object's mappings through [`RmapTarget`]): clears the PTE at `va` if it maps
-/// `pfn`, flushes the translation everywhere it may be cached, and drops the mapping's
-/// reference.
+/// The reverse map's view of this address space (it walks an object's mappings through
+/// [`RmapTarget`]): `try_to_unmap_one` for one object page, and the PTE half of
+/// `zap_page_range_single` for `unmap_mapping_range`.
 impl<V: VmArea, M: Mmu> RmapTarget for MmStruct<V, M> {
     fn try_to_unmap_one(&self, va: u64, pfn: u64) -> bool {
         let Some(table) = self.pgtable().table(va) else {
@@ -64,6 +64,31 @@ impl<V: VmArea, M: Mmu> RmapTarget for MmStruct<V, M> {
             mmu.flush_tlb_others(self.cpumask(), me, &vas);
         }
         true
+    }
+
+    fn zap_ptes(&self, start: u64, end: u64, out: &mut ZappedPtes) -> u64 {
+        let mut va = start & !0xfff;
+        // One PTE table (a 2 MiB span, `zap_pmd_range`) per pass, one lock hold each; every
+        // pass advances `va`, so the loop ends.
+        while va < end && !out.is_full() {
+            let stop = ((va / PTE_TABLE_SPAN + 1) * PTE_TABLE_SPAN).min(end);
+            let Some(table) = self.pgtable().table(va) else {
+                va = stop;
+                continue;
+            };
+            let mut pte = table.lock();
+            while va < stop && !out.is_full() {
+                if let Some(pfn) = pte.clear(pte_index(va)) {
+                    out.push((VirtAddr::new(va), pfn));
+                }
+                va += 4096;
+            }
+        }
+        va
+    }
+
+    fn cpumask(&self) -> &CpuMask {
+        MmStruct::cpumask(self)
     }
 }
 
