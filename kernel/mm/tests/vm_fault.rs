@@ -1,7 +1,8 @@
 //! The fault path on the host: anonymous fault-in and unmap with every frame back, many
 //! threads faulting slices of ONE region in both `vm_area_struct` layouts, memory.max with
 //! file-like pages (reclaim through the reverse map, refaults, contents checked), readtwice
-//! activation, a memcg full of anonymous pages failing cleanly, fault injection, and a
+//! activation, truncation unmapping each mapping in one batch, a memcg full of anonymous
+//! pages failing cleanly, fault injection, and a
 //! soak mixing everything, each ending with the invariant checker.
 
 mod vm_common;
@@ -662,6 +663,77 @@ fn page_cache_pages_are_counted_as_file_and_shmem() {
     w.vm.truncate(&shmem, 0);
     m.flush_stats();
     assert_eq!((m.memory_stat(NrFilePages), m.memory_stat(NrShmem)), (0, 0));
+}
+
+/// `truncate_pagecache`: a truncated object is unmapped from each region that maps it as
+/// one range (one TLB flush per mapping, as `unmap_mapping_range`'s zap batches it), not
+/// page by page through the reverse map; then its pages leave the cache and are freed.
+#[test]
+fn truncation_unmaps_each_mapping_with_one_flush() {
+    use lru::NodeStatItem::{NrFileMapped, NrFilePages, NrShmem};
+    const PAGES: u64 = 32;
+    let w = world(1, 4096, |_| {});
+    let free0 = w.free_frames();
+    let root = w.vm.tree().root();
+    let m = root.create_child().unwrap();
+    let obj = Object::new(ObjectKind::Shmem, PAGES as usize);
+    let mut spaces = Vec::new();
+    for _ in 0..2 {
+        let mm = w.vm.new_mm::<VmAreaA>(VA, VA_LEN).unwrap();
+        let req = MapRequest {
+            start: VA,
+            len: PAGES * 4096,
+            write: true,
+            object: Some((&obj, 0)),
+            node: 0,
+        };
+        w.vm.mmap(&mm, &req, &m).unwrap();
+        for p in 0..PAGES {
+            w.vm.touch(&mm, 0, VA + p * 4096, true).unwrap();
+        }
+        spaces.push(mm);
+    }
+    m.flush_stats();
+    assert_eq!(m.memory_stat(NrFileMapped), 2 * PAGES as i64);
+    let (calls, addrs) = (w.mmu.local_flush_calls(), w.mmu.local_flushes());
+    assert_eq!(w.vm.truncate(&obj, 0), PAGES as usize);
+    assert_eq!(
+        w.mmu.local_flush_calls() - calls,
+        2,
+        "one flush per mapping, not one per page"
+    );
+    assert_eq!(
+        w.mmu.local_flushes() - addrs,
+        2 * PAGES,
+        "every address flushed"
+    );
+    for mm in &spaces {
+        for p in 0..PAGES {
+            assert!(
+                !w.vm.pte_present(mm, VA + p * 4096),
+                "page {p} still mapped"
+            );
+        }
+    }
+    m.flush_stats();
+    assert_eq!(
+        (
+            m.memory_stat(NrFileMapped),
+            m.memory_stat(NrFilePages),
+            m.memory_stat(NrShmem)
+        ),
+        (0, 0, 0)
+    );
+    let census = w.vm.check(0, &[&*spaces[0], &*spaces[1]], &[&obj]).unwrap();
+    assert_eq!(
+        (census.cached_folios, census.charged, census.mapped_ptes),
+        (0, 0, 0)
+    );
+    for mut mm in spaces {
+        w.vm.destroy_mm(&mut mm, 0);
+    }
+    w.grace_period();
+    assert_eq!(w.free_frames(), free0, "every frame back");
 }
 
 /// `shrink_folio_list`'s end (issue 19): the frames reclaim evicts from one lruvec in one

@@ -33,6 +33,7 @@ pub struct SoftMmu {
     nr_frames: u64,
     linked: AtomicU64,
     local_flushes: AtomicU64,
+    local_flush_calls: AtomicU64,
     shootdowns: AtomicU64,
 }
 
@@ -50,6 +51,7 @@ impl SoftMmu {
             nr_frames,
             linked: AtomicU64::new(0),
             local_flushes: AtomicU64::new(0),
+            local_flush_calls: AtomicU64::new(0),
             shootdowns: AtomicU64::new(0),
         }))
     }
@@ -64,6 +66,13 @@ impl SoftMmu {
     #[must_use]
     pub fn local_flushes(&self) -> u64 {
         self.local_flushes.load(Relaxed)
+    }
+
+    /// Local flush requests (each of one or more addresses: an mmu_gather's flush, or one
+    /// page unmapped through the reverse map).
+    #[must_use]
+    pub fn local_flush_calls(&self) -> u64 {
+        self.local_flush_calls.load(Relaxed)
     }
 
     /// Shootdowns that would have been sent.
@@ -111,6 +120,7 @@ impl Mmu for SoftMmu {
 
     fn flush_tlb_local(&self, vas: &[VirtAddr]) {
         self.local_flushes.fetch_add(vas.len() as u64, Relaxed);
+        self.local_flush_calls.fetch_add(1, Relaxed);
     }
 
     fn flush_tlb_others(&self, cpus: &CpuMask, me: usize, _vas: &[VirtAddr]) {
