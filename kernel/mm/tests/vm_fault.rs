@@ -2,8 +2,8 @@
 //! threads faulting slices of ONE region in both `vm_area_struct` layouts, memory.max with
 //! file-like pages (reclaim through the reverse map, refaults, contents checked), readtwice
 //! activation, truncation unmapping each mapping in one batch, a memcg full of anonymous
-//! pages failing cleanly, fault injection, and a
-//! soak mixing everything, each ending with the invariant checker.
+//! pages failing cleanly, fault injection, and a soak mixing everything, each ending with
+//! the invariant checker.
 
 mod vm_common;
 
