@@ -23,7 +23,10 @@ which adds the few instructions after the touch in its block once per fault; int
 taken inside the window are counted, as a PMU would count them. Needs QEMU's exec log,
 which Debian's QEMU 7.2 has (it ships no TCG plugins).
 
-Usage: scripts/guest-insn-count.py [--kernel DIR] [--seconds S] [--timeout T]
+With --calls N, each scenario's line is followed by its N most frequent call targets per
+operation (direct calls by the kernel symbol they land on, indirect ones as `*indirect`).
+
+Usage: scripts/guest-insn-count.py [--kernel DIR] [--seconds S] [--timeout T] [--calls N]
                                    SCENARIO:CONFIG:VARIANT ...
   e.g. limit:anon:floor seed001-faultfree:anon:base@+0 seed001-faultfree:shmem:base@+0
        seed003-pft:anon:A (the default). The kernel is built first unless --no-build
@@ -34,6 +37,7 @@ timed out; 7 the windows and run records do not pair up, or a requested run is m
 """
 
 import argparse
+import bisect
 import json
 import os
 import re
@@ -42,7 +46,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 DEFAULT_SPECS = [
     "limit:anon:floor",
@@ -72,6 +76,8 @@ def parse_args():
     p.add_argument("--seconds", type=float, default=0.05,
                    help="guest seconds per run (default 0.05; the log slows the guest)")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per boot")
+    p.add_argument("--calls", type=int, default=0, metavar="N",
+                   help="also print the N most frequent call targets per operation")
     try:
         a = p.parse_args()
     except SystemExit as e:
@@ -96,12 +102,19 @@ def kind(mnemonic, operands):
     return None
 
 
+CALL_TARGET = re.compile(r"^(0x[0-9a-f]+)$")
+
+
 def count_windows(log, begin, end):
-    """Per window: {insn, call, lock, div} summed over the blocks executed in it."""
-    blocks = {}  # block start -> (insn, call, lock, div)
-    cur = None  # (start, [insn, call, lock, div]) of the block being read
+    """Per window: ([insn, call, lock, div] summed over the blocks executed in it, Counter
+    of call targets: an address, or None for an indirect call)."""
+    blocks = {}  # block start -> [insn, call, lock, div]
+    targets = {}  # block start -> call targets in it
+    cur = None  # [insn, call, lock, div] of the block being read
+    cur_targets = None
     windows = []
     open_w = None
+    open_t = None
     for line in log:
         if line.startswith("Trace "):
             m = TRACE.match(line)
@@ -110,10 +123,11 @@ def count_windows(log, begin, end):
             pc = int(m.group(1), 16)
             if pc == begin:
                 open_w = [0, 0, 0, 0]
+                open_t = Counter()
                 continue
             if pc == end:
                 if open_w is not None:
-                    windows.append(open_w)
+                    windows.append((open_w, open_t))
                 open_w = None
                 continue
             if open_w is not None:
@@ -122,6 +136,8 @@ def count_windows(log, begin, end):
                     die(7, f"block {pc:#x} executed before its disassembly was logged")
                 for i in range(4):
                     open_w[i] += b[i]
+                for t in targets[pc]:
+                    open_t[t] += 1
         elif line.startswith("IN:"):
             cur = None
         elif line.startswith("0x"):
@@ -131,14 +147,38 @@ def count_windows(log, begin, end):
             addr = int(m.group(1), 16)
             if cur is None:
                 cur = [0, 0, 0, 0]
+                cur_targets = []
                 blocks[addr] = cur
+                targets[addr] = cur_targets
             cur[0] += 1
             k = kind(m.group(2), m.group(3))
             if k:
                 cur[("insn", "call", "lock", "div").index(k)] += 1
+            if k == "call":
+                t = CALL_TARGET.match(m.group(3).strip())
+                cur_targets.append(int(t.group(1), 16) if t else None)
         elif not line.strip():
             cur = None
     return windows
+
+
+def symbol_table(elf):
+    """Sorted (address, name) of the ELF's symbols, names demangled."""
+    out = subprocess.run(["nm", "-C", "-n", elf], capture_output=True, text=True,
+                         check=True).stdout
+    syms = []
+    for line in out.splitlines():
+        parts = line.split(maxsplit=2)
+        if len(parts) == 3 and parts[1] in "tTwW":
+            syms.append((int(parts[0], 16), parts[2]))
+    return syms
+
+
+def name_of(syms, addr):
+    if addr is None:
+        return "*indirect"
+    i = bisect.bisect_right(syms, (addr, "\uffff")) - 1
+    return syms[i][1] if i >= 0 else hex(addr)
 
 
 def symbol(elf, name):
@@ -190,6 +230,7 @@ def main():
     elf32 = os.path.join(tmp, "kernel32.elf")
     subprocess.run(["objcopy", "-O", "elf32-i386", elf64, elf32], check=True)
 
+    syms = symbol_table(elf64) if a.calls else []
     wanted = defaultdict(list)
     for s in a.specs:
         sc, cfg, var = s.split(":")
@@ -221,10 +262,16 @@ def main():
             if not hits:
                 die(7, f"{sc}:{cfg}:{var}: no measured run of it in the log")
             ops = sum(r["ops"] for r, _ in hits)
-            tot = [sum(w[i] for _, w in hits) for i in range(4)]
+            tot = [sum(w[0][i] for _, w in hits) for i in range(4)]
             print(f"{sc + ' ' + cfg + ' ' + var:<36} {ops:>6} {tot[0] / ops:>9.1f} "
                   f"{tot[1] / ops:>9.2f} {tot[2] / ops:>8.2f} {tot[3] / ops:>7.2f}",
                   flush=True)
+            if a.calls:
+                calls = Counter()
+                for _, w in hits:
+                    calls.update(w[1])
+                for t, n in calls.most_common(a.calls):
+                    print(f"    {n / ops:7.2f} calls/op  {name_of(syms, t)[:110]}")
     shutil.rmtree(tmp, ignore_errors=True)
 
 
