@@ -24,7 +24,8 @@ taken inside the window are counted, as a PMU would count them. Needs QEMU's exe
 which Debian's QEMU 7.2 has (it ships no TCG plugins).
 
 With --calls N, each scenario's line is followed by its N most frequent call targets per
-operation (direct calls by the kernel symbol they land on, indirect ones as `*indirect`).
+operation (direct calls by the kernel symbol they land on, indirect ones by the function
+that makes them).
 
 Usage: scripts/guest-insn-count.py [--kernel DIR] [--seconds S] [--timeout T] [--calls N]
                                    SCENARIO:CONFIG:VARIANT ...
@@ -107,7 +108,7 @@ CALL_TARGET = re.compile(r"^(0x[0-9a-f]+)$")
 
 def count_windows(log, begin, end):
     """Per window: ([insn, call, lock, div] summed over the blocks executed in it, Counter
-    of call targets: an address, or None for an indirect call)."""
+    of call targets: an address, or ("site", address of the call) for an indirect call)."""
     blocks = {}  # block start -> [insn, call, lock, div]
     targets = {}  # block start -> call targets in it
     cur = None  # [insn, call, lock, div] of the block being read
@@ -156,7 +157,7 @@ def count_windows(log, begin, end):
                 cur[("insn", "call", "lock", "div").index(k)] += 1
             if k == "call":
                 t = CALL_TARGET.match(m.group(3).strip())
-                cur_targets.append(int(t.group(1), 16) if t else None)
+                cur_targets.append(int(t.group(1), 16) if t else ("site", addr))
         elif not line.strip():
             cur = None
     return windows
@@ -175,8 +176,8 @@ def symbol_table(elf):
 
 
 def name_of(syms, addr):
-    if addr is None:
-        return "*indirect"
+    if isinstance(addr, tuple):
+        return "*indirect, from " + name_of(syms, addr[1])
     i = bisect.bisect_right(syms, (addr, "\uffff")) - 1
     return syms[i][1] if i >= 0 else hex(addr)
 
