@@ -82,6 +82,7 @@ impl<'a, H: LruvecHost> LruvecGuard<'a, H> {
     }
 
     /// Link `folio` on list `slot`, head (`list_add`) or tail (`list_add_tail`).
+    #[inline(always)]
     pub(crate) fn link(
         &mut self,
         folio: &'static Folio,
@@ -108,6 +109,7 @@ impl<'a, H: LruvecHost> LruvecGuard<'a, H> {
     }
 
     /// Unlink `folio` from whichever of this lruvec's lists holds it; returns the slot.
+    #[inline(always)]
     pub(crate) fn unlink(&mut self, folio: &'static Folio) -> Result<u8, LruError> {
         if folio.owner.load(Ordering::Acquire) != self.self_id() {
             return Err(if folio.lru.is_linked() {
@@ -235,6 +237,7 @@ impl<'a, H: LruvecHost> LruvecGuard<'a, H> {
     }
 
     /// `lruvec_add_folio` (head) or `lruvec_add_folio_tail` without touching the LRU flag.
+    #[inline(always)]
     pub(crate) fn lruvec_add_folio(
         &mut self,
         folio: &'static Folio,
@@ -255,6 +258,7 @@ impl<'a, H: LruvecHost> LruvecGuard<'a, H> {
     /// `lruvec_del_folio` without touching the LRU flag. On MGLRU, a folio leaving one
     /// of the two youngest generations keeps `ACTIVE` (unless `reclaiming`) so it goes back
     /// to the youngest generation when re-added, as `lru_gen_del_folio` does.
+    #[inline(always)]
     pub(crate) fn lruvec_del_folio(
         &mut self,
         folio: &'static Folio,

@@ -165,6 +165,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
     }
 
     /// The PTE table covering `addr`, made if absent (table frames from this CPU's node).
+    #[inline(always)]
     fn pte_table<'a, V: VmArea>(
         &self,
         mm: &'a MmStruct<V, M>,
@@ -203,6 +204,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
 
     /// Charges `folio` to `memcg` (stock, page counters, reclaim and retry inside memcg),
     /// or the injected / real failure. On failure the frame is freed.
+    #[inline(always)]
     pub(crate) fn charge(
         &self,
         memcg: &MemCgroup<P>,

@@ -91,7 +91,7 @@ impl VmFolios {
 
     /// A folio statistic of `memcg` on `node`, by the current [`StatPath`]
     /// (`__lruvec_stat_mod_folio` / `mod_memcg_lruvec_state`).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn mod_folio_stat<P: MemCgroupPerNode>(
         &self,
         memcg: &MemCgroup<P>,
