@@ -57,6 +57,18 @@ pub trait Space<V: VmArea, M: Mmu>: Send + Sync {
     fn use_mm(&self, cpu: usize);
     /// Stores `value` at `va` (8-aligned) on the running CPU `cpu`, faulting the page in.
     fn write(&self, cpu: usize, va: u64, value: u64) -> Result<(), FaultError>;
+    /// Stores each page's address to the first word of `pages` pages from `start` (page
+    /// aligned), in order, on the running CPU `cpu`: a benchmark worker's loop of stores.
+    /// One call per batch, so a worker pays one dynamic dispatch per batch rather than per
+    /// page, as the `limit` floor's loop of stores does. On failure, the address that
+    /// failed and why.
+    fn write_pages(&self, cpu: usize, start: u64, pages: u64) -> Result<(), (u64, FaultError)> {
+        for p in 0..pages {
+            let va = start + p * 4096;
+            self.write(cpu, va, va).map_err(|e| (va, e))?;
+        }
+        Ok(())
+    }
     /// Loads the word at `va` (8-aligned) on the running CPU `cpu`, faulting the page in.
     fn read(&self, cpu: usize, va: u64) -> Result<u64, FaultError>;
 }

@@ -139,21 +139,17 @@ impl<H: VmHost, P: Pn> FaultCoreInstance for FaultFree<'_, H, P> {
         let vm = self.ctx.vm();
         let n = BATCH.min(ctx.max_ops);
         if self.shmem {
-            for p in 0..n {
-                space
-                    .write(cpu, base + p * 4096, p)
-                    .map_err(|e| format!("shmem fault: {e:?}"))?;
-            }
+            space
+                .write_pages(cpu, base, n)
+                .map_err(|(va, e)| format!("shmem fault at {va:#x}: {e:?}"))?;
             vm.truncate(self.ctx.object(i), cpu);
             return Ok(n);
         }
         let first = self.next[i].0.load(Ordering::Relaxed);
         let start = base + first * 4096;
-        for p in 0..n {
-            space
-                .write(cpu, start + p * 4096, p)
-                .map_err(|e| format!("anonymous fault: {e:?}"))?;
-        }
+        space
+            .write_pages(cpu, start, n)
+            .map_err(|(va, e)| format!("anonymous fault at {va:#x}: {e:?}"))?;
         vm.zap_page_range(space.mm(), cpu, start, start + n * 4096);
         self.next[i]
             .0

@@ -109,12 +109,9 @@ impl<H: VmHost, V: VmArea + 'static> FaultCoreInstance for Pft<'_, H, V> {
             ));
         }
         let n = BATCH.min(ctx.max_ops).min(SLICE - done);
-        for p in done..done + n {
-            let va = slice + p * 4096;
-            space
-                .write(cpu, va, va)
-                .map_err(|e| format!("fault at {va:#x}: {e:?}"))?;
-        }
+        space
+            .write_pages(cpu, slice + done * 4096, n)
+            .map_err(|(va, e)| format!("fault at {va:#x}: {e:?}"))?;
         self.done[i].0.store(done + n, Ordering::Relaxed);
         Ok(n)
     }
