@@ -23,12 +23,16 @@ which adds the few instructions after the touch in its block once per fault; int
 taken inside the window are counted, as a PMU would count them. Needs QEMU's exec log,
 which Debian's QEMU 7.2 has (it ships no TCG plugins).
 
+With --functions N, each scenario's line is followed by the N functions whose blocks
+execute the most instructions per operation (a block is charged to the symbol it starts
+in; inlined code to the function it was inlined into).
+
 With --calls N, each scenario's line is followed by its N most frequent call targets per
 operation (direct calls by the kernel symbol they land on, indirect ones by the function
 that makes them).
 
 Usage: scripts/guest-insn-count.py [--kernel DIR] [--seconds S] [--timeout T] [--calls N]
-                                   SCENARIO:CONFIG:VARIANT ...
+                                   [--functions N] SCENARIO:CONFIG:VARIANT ...
   e.g. limit:anon:floor seed001-faultfree:anon:base@+0 seed001-faultfree:shmem:base@+0
        seed003-pft:anon:A (the default). The kernel is built first unless --no-build
   (`cargo build -p kernel --profile kernel`, the recipe of boot/src/kernel_build.rs); wrap
@@ -79,6 +83,8 @@ def parse_args():
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per boot")
     p.add_argument("--calls", type=int, default=0, metavar="N",
                    help="also print the N most frequent call targets per operation")
+    p.add_argument("--functions", type=int, default=0, metavar="N",
+                   help="also print the N functions executing the most instructions per op")
     try:
         a = p.parse_args()
     except SystemExit as e:
@@ -108,7 +114,8 @@ CALL_TARGET = re.compile(r"^(0x[0-9a-f]+)$")
 
 def count_windows(log, begin, end):
     """Per window: ([insn, call, lock, div] summed over the blocks executed in it, Counter
-    of call targets: an address, or ("site", address of the call) for an indirect call)."""
+    of call targets: an address, or ("site", address of the call) for an indirect call,
+    Counter of instructions by block start)."""
     blocks = {}  # block start -> [insn, call, lock, div]
     targets = {}  # block start -> call targets in it
     cur = None  # [insn, call, lock, div] of the block being read
@@ -116,6 +123,7 @@ def count_windows(log, begin, end):
     windows = []
     open_w = None
     open_t = None
+    open_b = None
     for line in log:
         if line.startswith("Trace "):
             m = TRACE.match(line)
@@ -125,10 +133,11 @@ def count_windows(log, begin, end):
             if pc == begin:
                 open_w = [0, 0, 0, 0]
                 open_t = Counter()
+                open_b = Counter()
                 continue
             if pc == end:
                 if open_w is not None:
-                    windows.append((open_w, open_t))
+                    windows.append((open_w, open_t, open_b))
                 open_w = None
                 continue
             if open_w is not None:
@@ -139,6 +148,7 @@ def count_windows(log, begin, end):
                     open_w[i] += b[i]
                 for t in targets[pc]:
                     open_t[t] += 1
+                open_b[pc] += b[0]
         elif line.startswith("IN:"):
             cur = None
         elif line.startswith("0x"):
@@ -231,7 +241,7 @@ def main():
     elf32 = os.path.join(tmp, "kernel32.elf")
     subprocess.run(["objcopy", "-O", "elf32-i386", elf64, elf32], check=True)
 
-    syms = symbol_table(elf64) if a.calls else []
+    syms = symbol_table(elf64) if a.calls or a.functions else []
     wanted = defaultdict(list)
     for s in a.specs:
         sc, cfg, var = s.split(":")
@@ -267,6 +277,13 @@ def main():
             print(f"{sc + ' ' + cfg + ' ' + var:<36} {ops:>6} {tot[0] / ops:>9.1f} "
                   f"{tot[1] / ops:>9.2f} {tot[2] / ops:>8.2f} {tot[3] / ops:>7.2f}",
                   flush=True)
+            if a.functions:
+                insns = Counter()
+                for _, w in hits:
+                    for pc, n in w[2].items():
+                        insns[name_of(syms, pc)] += n
+                for f, n in insns.most_common(a.functions):
+                    print(f"    {n / ops:7.1f} insn/op   {f[:110]}")
             if a.calls:
                 calls = Counter()
                 for _, w in hits:

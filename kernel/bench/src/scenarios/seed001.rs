@@ -11,7 +11,8 @@
 //!   (mmu_gather, `invlpg`, off the LRU, uncharge, stats, free);
 //! - `shmem`: store to every page of a [`BATCH`]-page shmem-like object mapped in the
 //!   region (a page-cache miss each: allocate, zero, charge, insert, LRU, map), then truncate
-//!   it (unmap through the reverse map, off the page cache and the LRU, uncharge, free).
+//!   it (`truncate_pagecache`: the mapping zapped as one range, mmu_gather and one TLB
+//!   flush; then off the page cache and the LRU, uncharge, free).
 //!
 //! One operation is one page faulted and freed. The variants differ in nothing but the
 //! `mem_cgroup_per_node` layout (Linux's, or patch 1's pairing of the read-mostly line with
