@@ -32,7 +32,7 @@ use crate::vm::cpumask::CpuMask;
 use crate::vm::fault::object_of;
 use crate::vm::folios::VmFolios;
 use crate::vm::mm_struct::MmStruct;
-use crate::vm::object::{RmapTarget, ZappedPtes};
+use crate::vm::object::{Object, RmapTarget, ZappedPtes};
 use crate::vm::pgtable::{Mmu, PTE_TABLE_SPAN, pte_index};
 use crate::vm::vma::VmArea;
 use lru::{Folio, FolioFlags, NodeStatItem, Shadow};
@@ -107,6 +107,47 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
     }
 }
 
+impl VmFolios {
+    /// `unmap_mapping_folio` (truncation) or `try_to_unmap` (eviction) of the object folio
+    /// `folio`, page `index` of `obj`: clears every PTE that maps it through the reverse
+    /// map, each with its TLB flush, and drops each mapping's mapcount, reference and
+    /// `NR_FILE_MAPPED`. The caller holds another reference (the cache's, or reclaim's
+    /// pin), so none of these is the last. Returns the PTEs cleared.
+    pub(crate) fn unmap_mapping_folio<P: MemCgroupPerNode>(
+        &self,
+        tree: &MemcgTree<P, Self>,
+        cpu: usize,
+        obj: &Object,
+        index: u64,
+        folio: &'static Folio,
+    ) -> usize {
+        if folio.mapcount() == 0 {
+            return 0;
+        }
+        let cleared = obj.unmap_page(index, folio.pfn());
+        for _ in 0..cleared {
+            ksync::warn_on_once!(
+                folio.dec_mapcount().is_err(),
+                "unmap_mapping_folio: a PTE mapped a folio with no mapcount"
+            );
+            ksync::warn_on_once!(
+                folio.put() != Ok(false),
+                "unmap_mapping_folio: a mapping's reference was the last or missing"
+            );
+        }
+        if cleared > 0 {
+            self.mod_folio_stat_of(
+                tree,
+                cpu,
+                folio,
+                NodeStatItem::NrFileMapped,
+                -(cleared as i64),
+            );
+        }
+        cleared
+    }
+}
+
 impl<P: MemCgroupPerNode> FolioOwner<MemcgTree<P, Self>> for VmFolios {
     /// `__folio_put`; see the module documentation.
     fn release_folio(&self, tree: &MemcgTree<P, Self>, cpu: usize, folio: &'static Folio) {
@@ -162,30 +203,8 @@ impl<P: MemCgroupPerNode> FolioOwner<MemcgTree<P, Self>> for VmFolios {
             return FolioFree::Busy;
         };
         let index = folio.index();
-        if folio.mapcount() > 0 {
-            let cleared = obj.unmap_page(index, folio.pfn());
-            for _ in 0..cleared {
-                ksync::warn_on_once!(
-                    folio.dec_mapcount().is_err(),
-                    "eviction unmapped a folio with no mapcount"
-                );
-                // The mapping's reference; reclaim's pin keeps it from being the last.
-                ksync::warn_on_once!(
-                    folio.put() != Ok(false),
-                    "eviction dropped a mapping's reference that was the last or missing"
-                );
-                self.count(cpu, VmEvent::Shootdown);
-            }
-            if cleared > 0 {
-                self.mod_folio_stat_of(
-                    tree,
-                    cpu,
-                    folio,
-                    NodeStatItem::NrFileMapped,
-                    -(cleared as i64),
-                );
-            }
-        }
+        let cleared = self.unmap_mapping_folio(tree, cpu, obj, index, folio);
+        self.counters.add(cpu, VmEvent::Shootdown, cleared as u64);
         // The cache's reference and reclaim's pin, nothing else.
         if folio.mapcount() != 0 || !folio.ref_freeze(2) {
             self.count(cpu, VmEvent::EvictBusy);

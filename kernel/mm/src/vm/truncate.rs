@@ -81,24 +81,9 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         // Mapped again by a fault that raced with the unmap: `unmap_mapping_folio`, outside
         // the RCU section below (it flushes, maybe by shootdown).
         for &(index, folio) in &removed {
-            if folio.mapcount() == 0 {
-                continue;
-            }
-            let cleared = obj.unmap_page(index, folio.pfn());
-            for _ in 0..cleared {
-                ksync::warn_on_once!(
-                    folio.dec_mapcount().is_err(),
-                    "truncate unmapped a folio with no mapcount"
-                );
-                // The cache's reference is still held: never the last.
-                ksync::warn_on_once!(
-                    folio.put() != Ok(false),
-                    "truncate dropped a mapping's reference that was the last or missing"
-                );
-            }
-            if cleared > 0 {
-                self.mod_folio_stat_of(cpu, folio, NodeStatItem::NrFileMapped, -(cleared as i64));
-            }
+            // We hold the cache's reference until below: no mapping's is the last.
+            self.folios()
+                .unmap_mapping_folio(&self.tree, cpu, obj, index, folio);
         }
         let rcu = self.tree.rcu().read_lock(cpu).ok();
         let mut last = None;
