@@ -365,16 +365,28 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                 self.folio_put(cpu, folio);
                 return Ok(());
             }
+            // folio_add_file_rmap_pte, before the check that the folio is still cached:
+            // truncation empties the slots and then reads each removed folio's mapcount
+            // (to unmap what a racing fault mapped), with a full fence between, as here
+            // between the increment and the check. So either the check below sees the
+            // slot emptied, or truncation sees this mapping and unmaps it through the
+            // reverse map (waiting on this PTE lock). Linux serialises the two with the
+            // folio lock instead.
+            folio.inc_mapcount();
+            core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
             if !obj.cache().holds(index, folio) {
-                // Truncated (or evicted and replaced) since we found it: never map a folio
-                // that left its cache; look again.
+                // Truncated since we found it: never map a folio that left its cache; look
+                // again.
+                ksync::warn_on_once!(
+                    folio.dec_mapcount().is_err(),
+                    "a faulting folio lost the mapcount it had just taken"
+                );
                 drop(pte);
                 self.count(cpu, VmEvent::FaultRaced);
                 self.folio_put(cpu, folio);
                 continue;
             }
-            // folio_add_file_rmap_pte: NR_FILE_MAPPED of the folio's memcg.
-            folio.inc_mapcount();
+            // NR_FILE_MAPPED of the folio's memcg.
             if folio.memcg_id() == memcg.id() {
                 self.mod_folio_stat(memcg, cpu, folio.node(), NodeStatItem::NrFileMapped, 1);
             } else {

@@ -178,9 +178,10 @@ impl PageCache {
     }
 
     /// Whether slot `index` holds `folio` right now (a lockless snapshot). The fault path
-    /// asks this under the PTE lock before it maps a folio it found: truncation empties the
-    /// slot first and unmaps after (taking that same lock), so a folio still in its slot
-    /// here is one truncation will find mapped, and one no longer there must not be mapped
+    /// asks this under the PTE lock, after taking the folio's mapcount, before it maps a
+    /// folio it found: truncation empties the slot first and reads the mapcount after (a
+    /// full fence on both sides; see `vm/truncate.rs`), so a folio still in its slot here
+    /// is one truncation will find mapped, and one no longer there must not be mapped
     /// (Linux checks `folio->mapping` under the folio lock for the same reason).
     #[must_use]
     pub fn holds(&self, index: u64, folio: &'static Folio) -> bool {

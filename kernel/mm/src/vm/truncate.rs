@@ -17,10 +17,13 @@
 //!    off their lruvecs, uncharged, freed).
 //!
 //! A fault that raced with step 1 may have mapped a page again before step 2 emptied its
-//! slot (the fault path maps a page only if its slot still holds it, checked under the PTE
-//! lock, so nothing is mapped after step 2). Linux's `truncate_cleanup_folio` unmaps such
-//! a folio through the reverse map (`unmap_mapping_folio`); step 2 does the same for any
-//! removed folio still mapped, with a TLB flush per page, a path only races take.
+//! slot. The fault path takes the folio's mapcount and then checks, under the PTE lock,
+//! that the slot still holds the folio; step 2 empties the slots and then reads each
+//! removed folio's mapcount, with a full fence on both sides, so one of them sees the
+//! other: the fault backs off, or step 2 sees it mapped. Linux's `truncate_cleanup_folio`
+//! unmaps such a folio through the reverse map (`unmap_mapping_folio`); step 2 does the
+//! same for any removed folio still mapped, with a TLB flush per page, a path only races
+//! take.
 
 use crate::vm::context::Vm;
 use crate::vm::mmu_gather::{MAX_GATHER_BATCH, MmuGather};
@@ -80,6 +83,11 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         let mut last_refs: Vec<&'static Folio> = Vec::with_capacity(removed.len());
         // Mapped again by a fault that raced with the unmap: `unmap_mapping_folio`, outside
         // the RCU section below (it flushes, maybe by shootdown).
+        // Pairs with the fault path's fence between its mapcount increment and its check
+        // that the folio is still cached (see `do_object_fault`): after this fence, a fault
+        // that will map one of these folios has either made its increment visible to the
+        // reads below, or will find the slot empty and back off.
+        core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
         for &(index, folio) in &removed {
             // We hold the cache's reference until below: no mapping's is the last.
             self.folios()
