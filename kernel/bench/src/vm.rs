@@ -60,7 +60,8 @@ pub trait Space<V: VmArea, M: Mmu>: Send + Sync {
     /// Stores each page's address to the first word of `pages` pages from `start` (page
     /// aligned), in order, on the running CPU `cpu`: a benchmark worker's loop of stores.
     /// One call per batch, so a worker pays one dynamic dispatch per batch rather than per
-    /// page, as the `limit` floor's loop of stores does. On failure, the address that
+    /// page, as the `limit` floor's loop of stores does: the default body is compiled per
+    /// implementor, so its calls of `write` are static. On failure, the address that
     /// failed and why.
     fn write_pages(&self, cpu: usize, start: u64, pages: u64) -> Result<(), (u64, FaultError)> {
         for p in 0..pages {

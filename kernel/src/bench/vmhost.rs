@@ -55,14 +55,6 @@ impl<P: Pn, V: VmArea + 'static> Space<V, KernelMmu> for KernelSpace<'_, P, V> {
         touch_write_u64(va, value).map_err(fault_error)
     }
 
-    fn write_pages(&self, _cpu: usize, start: u64, pages: u64) -> Result<(), (u64, FaultError)> {
-        for p in 0..pages {
-            let va = start + p * 4096;
-            touch_write_u64(va, va).map_err(|e| (va, fault_error(e)))?;
-        }
-        Ok(())
-    }
-
     fn read(&self, _cpu: usize, va: u64) -> Result<u64, FaultError> {
         touch_read_u64(va).map_err(fault_error)
     }

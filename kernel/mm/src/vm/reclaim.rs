@@ -112,10 +112,8 @@ impl VmFolios {
     /// `folio`, page `index` of `obj`: clears every PTE that maps it through the reverse
     /// map, each with its TLB flush, and drops each mapping's mapcount, reference and
     /// `NR_FILE_MAPPED`. The caller holds another reference (the cache's, or reclaim's
-    /// pin), so none of these is the last. Returns the PTEs cleared. An unmapped folio
-    /// (every one truncation meets, but for races) costs a load here; the walk is out of
-    /// line.
-    #[inline(always)]
+    /// pin), so none of these is the last. Returns the PTEs cleared (0 at once for an
+    /// unmapped folio).
     pub(crate) fn unmap_mapping_folio<P: MemCgroupPerNode>(
         &self,
         tree: &MemcgTree<P, Self>,
@@ -127,19 +125,6 @@ impl VmFolios {
         if folio.mapcount() == 0 {
             return 0;
         }
-        self.unmap_mapped_folio(tree, cpu, obj, index, folio)
-    }
-
-    /// The walk of [`VmFolios::unmap_mapping_folio`], for a folio that is mapped.
-    #[inline(never)]
-    fn unmap_mapped_folio<P: MemCgroupPerNode>(
-        &self,
-        tree: &MemcgTree<P, Self>,
-        cpu: usize,
-        obj: &Object,
-        index: u64,
-        folio: &'static Folio,
-    ) -> usize {
         let cleared = obj.unmap_page(index, folio.pfn());
         for _ in 0..cleared {
             ksync::warn_on_once!(

@@ -88,7 +88,8 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         // that will map one of these folios has either made its increment visible to the
         // reads below, or will find the slot empty and back off.
         core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
-        for &(index, folio) in &removed {
+        // Only folios a racing fault mapped: the rule is none, so the others cost a load.
+        for &(index, folio) in removed.iter().filter(|(_, f)| f.mapcount() > 0) {
             // We hold the cache's reference until below: no mapping's is the last.
             self.folios()
                 .unmap_mapping_folio(&self.tree, cpu, obj, index, folio);
