@@ -18,6 +18,8 @@
 //!   adjacent-line prefetcher fetches), and [`CachePadded`].
 //! - [`cpu`]: the running CPU's id, from a hook the platform installs (the kernel reads GS,
 //!   host threads use a thread-local id).
+//! - [`race`]: injected delays in race windows (`race_delay=`), a stress aid that is off
+//!   (one relaxed load) unless a test sets it.
 //! - [`warn`]: `WARN_ON_ONCE` ([`warn_on_once!`]): errors that cannot happen and have no
 //!   caller to go to are counted per call site, and the invariant checker fails on any.
 #![cfg_attr(not(any(test, any(test, feature = "std"))), no_std)]
@@ -31,6 +33,7 @@ pub mod cpu;
 pub mod family;
 pub mod lockdep;
 pub mod percpu;
+pub mod race;
 pub mod stat;
 pub mod ticket;
 pub mod warn;

@@ -412,7 +412,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         in_fault: bool,
     ) -> Result<&'static Folio, FaultError> {
         loop {
-            match obj.cache().lookup(index) {
+            match obj.cache().lookup(index, cpu, &self.tree) {
                 None => return Err(FaultError::NoRegion),
                 Some(Entry::Folio(f)) => {
                     self.count(cpu, VmEvent::CacheHit);

@@ -23,7 +23,7 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 use ksync::SpinMutex;
-use lru::{Folio, Shadow};
+use lru::{Folio, FolioRelease, Shadow};
 
 /// What a slot holds, as a lookup saw it.
 #[derive(Debug, Clone, Copy)]
@@ -149,8 +149,18 @@ impl PageCache {
 
     /// `filemap_get_entry`: what slot `index` holds, without the lock. A folio comes back
     /// pinned (one reference the caller drops with `folio.put()`); `None` past the end.
+    ///
+    /// A folio that left the slot between the pin and the re-check is put again; if a
+    /// truncation or eviction dropped the cache's reference meanwhile, that put is the last
+    /// one, and `release` gets the folio on `cpu` (`folio_put()` → `__folio_put()`, as
+    /// Linux's `filemap_get_entry` does).
     #[must_use]
-    pub fn lookup(&self, index: u64) -> Option<Entry> {
+    pub fn lookup<R: FolioRelease + ?Sized>(
+        &self,
+        index: u64,
+        cpu: usize,
+        release: &R,
+    ) -> Option<Entry> {
         let slot = self.slots.get(usize::try_from(index).ok()?)?;
         loop {
             let raw = slot.load(Ordering::Acquire);
@@ -167,11 +177,18 @@ impl PageCache {
                         core::hint::spin_loop();
                         continue;
                     }
+                    // Between the pin and the re-check: a truncation or an eviction may
+                    // empty the slot and drop the cache's reference here.
+                    ksync::race::window();
                     if slot.load(Ordering::Acquire) == raw {
                         return Some(Entry::Folio(folio));
                     }
-                    // Evicted and reused between our load and try_get: drop and retry.
-                    let _ = folio.put();
+                    // Removed (or evicted and reused) between our load and the pin: drop
+                    // the pin and retry.
+                    ksync::warn_on_once!(
+                        lru::folio_put(release, cpu, folio).is_err(),
+                        "filemap_get_entry: dropping its own pin underflowed the count"
+                    );
                 }
             }
         }
@@ -308,7 +325,11 @@ mod tests {
             let _ = tx.send(f());
         });
         rx.recv_timeout(std::time::Duration::from_secs(secs))
-            .unwrap_or_else(|_| {
+            .unwrap_or_else(|e| {
+                if e == std::sync::mpsc::RecvTimeoutError::Disconnected {
+                    // `f` panicked: its message is above.
+                    panic!("{what} panicked");
+                }
                 // Straight to stderr: the harness's capture of `eprintln!` dies with the
                 // exit.
                 use std::io::Write;
@@ -328,7 +349,7 @@ mod tests {
         let f = folio(30);
         f.get();
         assert_eq!(pc.add(0, f), Ok(None));
-        let got = bounded("lookup", 10, move || pc.lookup(0));
+        let got = bounded("lookup", 10, move || pc.lookup(0, 0, &()));
         assert_eq!(got, Some(Entry::Folio(f)));
         assert_eq!(f.refcount(), 2, "the cache's and the lookup's");
         f.put().unwrap();
@@ -358,14 +379,14 @@ mod tests {
     #[test]
     fn add_lookup_evict_refault_truncate() {
         let pc = PageCache::new(4);
-        assert_eq!(pc.lookup(0), Some(Entry::Empty));
-        assert_eq!(pc.lookup(4), None);
+        assert_eq!(pc.lookup(0, 0, &()), Some(Entry::Empty));
+        assert_eq!(pc.lookup(4, 0, &()), None);
         let f = folio(10);
         f.get(); // the cache's reference
         assert_eq!(pc.add(1, f), Ok(None));
         assert_eq!(pc.add(1, folio(11)), Err(AddError::Exists));
         assert_eq!(pc.add(9, f), Err(AddError::OutOfRange));
-        match pc.lookup(1) {
+        match pc.lookup(1, 0, &()) {
             Some(Entry::Folio(g)) => assert!(core::ptr::eq(g, f)),
             other => panic!("{other:?}"),
         }
@@ -373,11 +394,11 @@ mod tests {
         f.put().unwrap();
         // Eviction: freeze at the cache's one reference, replace with the shadow.
         assert!(f.ref_freeze(1));
-        assert_eq!(pc.lookup(2), Some(Entry::Empty));
+        assert_eq!(pc.lookup(2, 0, &()), Some(Entry::Empty));
         let shadow = Shadow::pack(3, 0, 99, true);
         assert!(pc.replace_with_shadow(1, f, Some(shadow)));
         assert!(!pc.replace_with_shadow(1, f, None), "no longer there");
-        assert_eq!(pc.lookup(1), Some(Entry::Shadow(shadow)));
+        assert_eq!(pc.lookup(1, 0, &()), Some(Entry::Shadow(shadow)));
         assert_eq!((pc.nr_folios(), pc.nr_shadows()), (0, 1));
         // Refault: the new folio takes the slot and gets the shadow back.
         let g = folio(12);
@@ -418,7 +439,7 @@ mod tests {
             f.get();
             pc.add(0, f).unwrap();
             let pc2 = pc.clone();
-            let reader = std::thread::spawn(move || match pc2.lookup(0).unwrap() {
+            let reader = std::thread::spawn(move || match pc2.lookup(0, 0, &()).unwrap() {
                 Entry::Folio(g) => {
                     let still = core::ptr::eq(g, f);
                     g.put().unwrap();
@@ -438,9 +459,84 @@ mod tests {
                 reader.join().unwrap(),
                 "lookup returned a folio not in the slot"
             );
-            assert!(matches!(pc.lookup(0), Some(Entry::Shadow(_))));
+            assert!(matches!(pc.lookup(0, 0, &()), Some(Entry::Shadow(_))));
             // Clear the shadow for the next round.
             let _ = pc.truncate(0);
         }
+    }
+
+    /// Counts the folios whose last reference was dropped (`__folio_put`).
+    #[derive(Default)]
+    struct CountReleases(std::sync::atomic::AtomicU64);
+
+    impl FolioRelease for CountReleases {
+        fn release_folio(&self, _cpu: usize, folio: &'static Folio) {
+            assert_eq!(folio.refcount(), 0, "released with references left");
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A lookup that pinned a folio a truncation then removed drops its pin; when the
+    /// truncation's put of the cache's reference came first, the lookup's put is the last,
+    /// and the folio must be released (off its LRU, uncharged, freed) by the lookup. A
+    /// lookup that let that last reference go unreleased left a folio with no reference on
+    /// an LRU list: the soak failure at 12 vCPUs. Race windows widened by `race_delay`.
+    #[test]
+    fn lookup_racing_with_truncation_releases_the_last_reference() {
+        bounded("lookups against 3000 truncations", 60, lookup_vs_truncation);
+    }
+
+    fn lookup_vs_truncation() {
+        const ROUNDS: u64 = 3000;
+        ksync::race::set_delay(2000);
+        let pc: &'static PageCache = Box::leak(Box::new(PageCache::new(1)));
+        let rel: &'static CountReleases = Box::leak(Box::default());
+        let f = folio(200);
+        let stop: &'static std::sync::atomic::AtomicBool =
+            Box::leak(Box::new(std::sync::atomic::AtomicBool::new(false)));
+        let readers: Vec<_> = (0..2)
+            .map(|cpu| {
+                std::thread::spawn(move || {
+                    let mut pinned = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        if let Some(Entry::Folio(g)) = pc.lookup(0, cpu, rel) {
+                            pinned += 1;
+                            lru::folio_put(rel, cpu, g).unwrap();
+                        }
+                    }
+                    pinned
+                })
+            })
+            .collect();
+        for round in 0..ROUNDS {
+            // The cache's reference, then truncation drops it.
+            f.get();
+            pc.add(0, f).unwrap();
+            ksync::race::window();
+            let removed = pc.truncate(0);
+            assert_eq!(removed.len(), 1);
+            lru::folio_put(rel, 2, f).unwrap();
+            // Whoever dropped the last reference released the folio, exactly once, before
+            // the next round reuses it.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            while rel.0.load(Ordering::SeqCst) != round + 1 {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "round {round}: refcount {} and {} releases: a last reference was dropped \
+                     without releasing the folio",
+                    f.refcount(),
+                    rel.0.load(Ordering::SeqCst)
+                );
+                std::thread::yield_now();
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        let pinned: u64 = readers.into_iter().map(|r| r.join().unwrap()).sum();
+        ksync::race::set_delay(0);
+        assert_eq!(rel.0.load(Ordering::SeqCst), ROUNDS);
+        assert!(
+            pinned > 0,
+            "no lookup ever pinned the folio: the race was never run"
+        );
     }
 }
