@@ -32,6 +32,7 @@ impl<H: LruvecHost> LruvecGuard<'_, H> {
         &mut self,
         ty: usize,
         nr: usize,
+        deferred: &mut alloc::vec::Vec<&'static Folio>,
         stats: &mut EvictStats,
     ) -> Result<(), LruError> {
         let (_, active) = lists(ty);
@@ -40,12 +41,24 @@ impl<H: LruvecHost> LruvecGuard<'_, H> {
                 break;
             };
             stats.scanned += 1;
+            // Pin first, as `isolate_lru_folios()` does: a folio whose last reference is
+            // being dropped is its releaser's, which unlinks it only if it can clear the
+            // LRU flag; clearing it here without a pin would leave the releaser to free
+            // a folio that the re-add below puts back on the list with no reference.
+            if !folio.try_get() {
+                self.move_to_list_head(folio)?;
+                stats.skipped += 1;
+                continue;
+            }
+            // Dropped once the lock is released (it may be the last reference).
+            deferred.push(folio);
             if !folio.test_clear_lru() {
                 // Someone else is moving it; rotate it out of the way.
                 self.move_to_list_head(folio)?;
                 stats.skipped += 1;
                 continue;
             }
+            ksync::race::window();
             self.lruvec_del_folio(folio, false)?;
             folio.clear(FolioFlags::ACTIVE | FolioFlags::REFERENCED);
             folio.set(FolioFlags::WORKINGSET);
@@ -156,7 +169,7 @@ impl<H: LruvecHost> Lruvec<H> {
                     if ni < na {
                         // inactive_is_low(): deactivate just enough to even the lists.
                         let nr = (na - ni).div_ceil(2).min(SWAP_CLUSTER_MAX);
-                        g.shrink_active_list(ty, nr, &mut stats)?;
+                        g.shrink_active_list(ty, nr, &mut deferred, &mut stats)?;
                     }
                     rotated[ty] =
                         g.shrink_inactive_list(ty, want, &mut out, &mut deferred, &mut stats)?;

@@ -486,3 +486,37 @@ fn a_request_above_a_batch_takes_what_is_left_in_the_next_round() {
         "tail first"
     );
 }
+
+/// A folio whose last reference is being dropped (count zero, its releaser not yet past
+/// TestClearLRU) is its releaser's: deactivation pins each folio before it clears the LRU
+/// flag (`isolate_lru_folios()`), so it passes this one over and leaves it on the active
+/// list with its flag. Clearing the flag without a pin made the releaser skip the unlink
+/// and free a frame that deactivation then put back on a list.
+#[test]
+fn deactivation_leaves_a_folio_being_released_to_its_releaser() {
+    let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
+    let f = folios(4, 1, false);
+    for &x in &f {
+        x.set(FolioFlags::ACTIVE);
+        lv.lock().add_folio(x).unwrap();
+    }
+    // f[0] is the active tail; its last reference goes: the release has begun.
+    assert_eq!(f[0].put(), Ok(true));
+    let mut evicted = Vec::new();
+    let s = lv
+        .evict_folios(1, 0, 0, &(), |x, _| evicted.push(x))
+        .unwrap();
+    assert_eq!(s.evicted, 1);
+    assert!(f[0].test_lru() && f[0].test(FolioFlags::ACTIVE));
+    // The releaser goes on: TestClearLRU, unlink.
+    assert!(f[0].test_clear_lru());
+    lv.lock().del_folio(f[0]).unwrap();
+    for &x in &f[1..] {
+        let pinned = evicted.iter().any(|e| std::ptr::eq(*e, x));
+        assert_eq!(
+            x.refcount(),
+            1 + u32::from(pinned),
+            "deactivation dropped the pins it took"
+        );
+    }
+}

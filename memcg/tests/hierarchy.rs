@@ -527,3 +527,39 @@ fn dropping_a_tree_takes_its_memcgs_off_the_nodes() {
     drop(tree);
     assert_eq!(nodes[0].memcg_lru().check(), Ok(0), "off the memcg FIFO");
 }
+
+/// A folio whose last reference was dropped before offline reached it (its releaser not
+/// yet past TestClearLRU) is its releaser's: reparenting pins each folio before it clears
+/// the LRU flag, so it passes this one over, leaving it on the child's list with its flag
+/// (the releaser then unlinks it and uncharges the child), moves the rest and drops the
+/// pins it took. Clearing the flag without a pin made the releaser skip the unlink and
+/// free a frame that reparenting then put on the parent's list.
+#[test]
+fn reparenting_leaves_a_folio_being_released_to_its_releaser() {
+    for mglru in [false, true] {
+        let s = setup(1, 1, mglru);
+        let root = s.tree.root();
+        let parent = root.create_child().unwrap();
+        let child = parent.create_child().unwrap();
+        let kept = try_fault(&s.tree, &child, 0, 0, false).unwrap();
+        let dying = try_fault(&s.tree, &child, 0, 0, false).unwrap();
+        assert_eq!(dying.put(), Ok(true), "the release has begun");
+        let cid = child.id();
+        s.tree.offline(cid, 0).unwrap();
+        assert_eq!(kept.memcg_id(), parent.id());
+        assert!(parent.lruvec(0).unwrap().owns(kept));
+        assert_eq!(kept.refcount(), 1, "reparenting dropped the pin it took");
+        assert_eq!(dying.memcg_id(), cid, "mglru {mglru}");
+        assert!(dying.test_lru(), "mglru {mglru}: its LRU flag was taken");
+        // The releaser goes on: TestClearLRU and unlink on the child's lruvec, uncharge.
+        free(&s.tree, &child, 0, dying);
+        s.tree.stocks().drain_all(|_| true);
+        assert_eq!(child.usage(), 0);
+        drop(child);
+        grace_period(&s.tree);
+        s.tree.reap(0);
+        grace_period(&s.tree);
+        s.tree.reap(0);
+        assert_eq!(s.tree.nr_zombies(), 0, "mglru {mglru}");
+    }
+}

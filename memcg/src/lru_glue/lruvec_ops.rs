@@ -64,15 +64,28 @@ pub struct Isolated {
 /// A folio moved to the parent: the folio, its stat item before and after the move.
 pub type Moved = (&'static Folio, NodeStatItem, NodeStatItem);
 
-/// TestClearLRU + unlink; `None` if another CPU owns the folio right now.
+/// Pin, TestClearLRU, unlink; `None` if the folio is being released (its releaser unlinks
+/// it) or another CPU owns it right now. A pin taken is pushed on `pins`, for the caller to
+/// drop once its locks are released (the drop may be the last reference).
+///
+/// The pin comes first, as in `isolate_lru_folios()`: a folio whose count reached zero is
+/// its releaser's, which unlinks it only if it wins TestClearLRU. Winning it here instead,
+/// with no pin, would leave the releaser to free a frame this caller then puts back on a
+/// list.
 fn isolate<H: LruvecHost>(
     guard: &mut LruvecGuard<'_, H>,
     folio: &'static Folio,
+    pins: &mut Vec<&'static Folio>,
 ) -> Option<NodeStatItem> {
     let item = lru_item(guard, folio);
+    if !folio.try_get() {
+        return None;
+    }
+    pins.push(folio);
     if !folio.test_clear_lru() {
         return None;
     }
+    ksync::race::window();
     match guard.del_folio(folio) {
         Ok(()) => Some(item),
         Err(_) => {
@@ -145,11 +158,14 @@ pub(crate) fn del_folio<H: LruvecHost>(
 
 /// Moves every folio of `src` to `dst`, relabelled with `dst_memcg`: isolate all under
 /// `src`'s lock, then relock to `dst` and add them there (oldest first, so the parent's
-/// lists keep their relative order).
+/// lists keep their relative order). Folios being released stay where they are (their
+/// releaser unlinks them). Every folio looked at is pinned on `pins`, for the caller to
+/// drop with `folio_put` once it holds no lock.
 pub(crate) fn splice_to<H: LruvecHost>(
     src: &Lruvec<H>,
     dst: &Lruvec<H>,
     dst_memcg: MemcgId,
+    pins: &mut Vec<&'static Folio>,
 ) -> Vec<Moved> {
     let mut moved = Vec::new();
     if core::ptr::eq(src, dst) {
@@ -172,7 +188,7 @@ pub(crate) fn splice_to<H: LruvecHost>(
     }
     let mut taken: Vec<(&'static Folio, NodeStatItem)> = Vec::with_capacity(all.len());
     for f in all.into_iter().rev() {
-        if let Some(item) = isolate(&mut guard, f) {
+        if let Some(item) = isolate(&mut guard, f, pins) {
             taken.push((f, item));
         }
     }

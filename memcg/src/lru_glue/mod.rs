@@ -253,12 +253,14 @@ impl<O> TreeLru<O> {
     }
 
     /// Moves `child`'s folios on `node` to `parent`, with their charge, their css
-    /// references and LRU stats.
+    /// references and LRU stats. The folios it pinned to move them go on `pins`, for the
+    /// caller to drop (`folio_put`) once it holds no lock.
     pub(crate) fn reparent_node<P: MemCgroupPerNode>(
         &self,
         child: &MemCgroup<P>,
         parent: &MemCgroup<P>,
         node: NodeId,
+        pins: &mut Vec<&'static Folio>,
     ) {
         let (Ok(src), Ok(dst), Ok(pn)) = (
             child.lruvec(node),
@@ -267,7 +269,7 @@ impl<O> TreeLru<O> {
         ) else {
             return;
         };
-        let moved = splice_to(src, dst, parent.id());
+        let moved = splice_to(src, dst, parent.id(), pins);
         let n = moved.len() as u64;
         pn.cold().reparent_passes.fetch_add(1, Ordering::Relaxed);
         if n == 0 {

@@ -499,7 +499,9 @@ impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> MemcgTree<P, O> {
         let m = unsafe { ptr.as_ref() };
         self.stocks.drain_all(|c| c.is_descendant(m));
         self.lru.offline(m);
-        self.reparent(m);
+        let mut pins = Vec::new();
+        self.reparent(m, &mut pins);
+        self.put_pins(cpu, &pins);
         // `percpu_ref_kill()`: from here on every get and put of this memcg's css uses the
         // shared count; once a grace period has passed since the flag was set, no CPU can
         // still be writing its slot and `reap` folds the slots into it.
@@ -516,12 +518,24 @@ impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> MemcgTree<P, O> {
         Ok(())
     }
 
-    /// Moves `m`'s LRU folios and their charges to its parent.
-    fn reparent(&self, m: &MemCgroup<P>) {
+    /// Moves `m`'s LRU folios and their charges to its parent; the folios pinned to move
+    /// them go on `pins` (see [`Self::put_pins`]).
+    fn reparent(&self, m: &MemCgroup<P>, pins: &mut Vec<&'static lru::Folio>) {
         if let Some(parent) = m.parent() {
             for node in 0..m.nr_nodes() as NodeId {
-                self.lru.reparent_node(m, parent, node);
+                self.lru.reparent_node(m, parent, node, pins);
             }
+        }
+    }
+
+    /// Drops the pins reparenting took, with no lock held: one may be the folio's last
+    /// reference (its other holders let go meanwhile), which releases it.
+    fn put_pins(&self, cpu: usize, pins: &[&'static lru::Folio]) {
+        for &f in pins {
+            ksync::warn_on_once!(
+                lru::folio_put(self, cpu, f).is_err(),
+                "reparenting dropped a pin the folio did not hold"
+            );
         }
     }
 
@@ -533,6 +547,7 @@ impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> MemcgTree<P, O> {
             return 0;
         }
         let mut freed = Vec::new();
+        let mut pins = Vec::new();
         // Lock order: tree lock, then rstat lock (as `flush_stats`).
         let mut inner = self.inner.lock();
         {
@@ -559,7 +574,7 @@ impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> MemcgTree<P, O> {
                     continue;
                 }
                 // Folios that reached its LRU after offline (e.g. from per-CPU batches).
-                self.reparent(m);
+                self.reparent(m, &mut pins);
                 if m.usage() != 0 {
                     inner.zombies.push(id);
                     continue;
@@ -607,6 +622,8 @@ impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> MemcgTree<P, O> {
                 unsafe { p.as_ref() }.css_put();
             }
         }
+        drop(inner);
+        self.put_pins(cpu, &pins);
         n
     }
 
