@@ -168,6 +168,8 @@ where
             stats.skipped += 1;
             continue;
         }
+        // The LRU flag is ours (or, for an add, not yet set): a release may run here.
+        ksync::race::window();
         let prev = guard.as_ref().map(|g| g.lruvec().lock_addr());
         let mut g = match folio_lruvec_relock(guard.take(), folio, lookup, &rcu) {
             Ok(g) => g,

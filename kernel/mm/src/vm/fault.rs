@@ -373,6 +373,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
             // reverse map (waiting on this PTE lock). Linux serialises the two with the
             // folio lock instead.
             folio.inc_mapcount();
+            ksync::race::window();
             core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
             if !obj.cache().holds(index, folio) {
                 // Truncated since we found it: never map a folio that left its cache; look

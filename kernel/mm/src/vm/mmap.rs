@@ -277,6 +277,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                 if !f.test_clear_lru() {
                     continue;
                 }
+                ksync::race::window();
                 match folio_lruvec_relock(guard.take(), f, &self.tree, &rcu) {
                     Ok(mut g) => {
                         ksync::warn_on_once!(

@@ -154,6 +154,7 @@ impl<P: MemCgroupPerNode> FolioOwner<MemcgTree<P, Self>> for VmFolios {
     fn release_folio(&self, tree: &MemcgTree<P, Self>, cpu: usize, folio: &'static Folio) {
         let cpu = self.cpu(cpu);
         if folio.test_clear_lru() {
+            ksync::race::window();
             // Nobody else can isolate it (isolation pins first, and the count is zero):
             // ours to unlink, under its lruvec's lock.
             if let Ok(guard) = tree.rcu().read_lock(cpu)

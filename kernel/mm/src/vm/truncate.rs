@@ -79,6 +79,8 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
     /// documentation. Returns the pages removed.
     fn truncate_inode_pages(&self, obj: &Object, cpu: usize) -> usize {
         let removed = obj.cache().truncate(0);
+        // Between emptying the slots and reading the mapcounts: a fault may map one here.
+        ksync::race::window();
         // Each folio's last reference goes once: no growth (and no realloc) on the way.
         let mut last_refs: Vec<&'static Folio> = Vec::with_capacity(removed.len());
         // Mapped again by a fault that raced with the unmap: `unmap_mapping_folio`, outside
