@@ -17,6 +17,9 @@ pub const MAX_PCP_HIGH: u32 = 1 << 24;
 /// Largest `profile=` rate (Hz).
 pub const MAX_PROFILE_HZ: u32 = 10_000;
 
+/// Largest `race_delay=` (spin iterations of one stall in a race window).
+pub const MAX_RACE_DELAY: u32 = 1_000_000;
+
 /// Every key the kernel accepts, with the values it takes (printed on a parse error).
 pub const ACCEPTED: &[(&str, &str)] = &[
     (
@@ -84,6 +87,10 @@ pub const ACCEPTED: &[(&str, &str)] = &[
     (
         "fail_charge",
         "every:N | prob:P[,seed:S]   (with run=test; fail the fault path's memcg charges: every Nth, or P percent)",
+    ),
+    (
+        "race_delay",
+        "1..=1000000   (with run=test; stall up to this many spin iterations in each race window of the fault core, to widen races)",
     ),
 ];
 
@@ -223,6 +230,8 @@ pub struct Config<'a> {
     pub fail_page_alloc: Option<crate::fault_spec::FaultSpec>,
     /// `fail_charge=`: injected failures of the fault path's memcg charges.
     pub fail_charge: Option<crate::fault_spec::FaultSpec>,
+    /// `race_delay=`: the longest stall, in spin iterations, in each race window.
+    pub race_delay: Option<u32>,
     /// `qr=`: the results as QR codes at the end of `run=bench`.
     pub qr: QrMode,
     /// `profile=`: sample every CPU's RIP at this rate (Hz) during `run=bench`.
@@ -240,6 +249,7 @@ impl Default for Config<'_> {
             pcp_high: None,
             fail_page_alloc: None,
             fail_charge: None,
+            race_delay: None,
             qr: QrMode::Auto,
             profile_hz: None,
         }
@@ -266,7 +276,8 @@ pub enum CmdlineError<'a> {
     TestWithoutRun,
     /// A benchmark key (`scenarios=`, `rounds=`, ...) given without `run=bench`.
     BenchKeyWithoutRun(&'a str),
-    /// A fault-injection key (`fail_page_alloc=`, `fail_charge=`) given without `run=test`.
+    /// A fault-injection key (`fail_page_alloc=`, `fail_charge=`, `race_delay=`) given
+    /// without `run=test`.
     FaultKeyWithoutTest(&'a str),
 }
 
@@ -342,6 +353,10 @@ pub fn parse(line: &str, skip_image_path: bool) -> Result<Config<'_>, CmdlineErr
             "fail_charge" => {
                 fault_key.get_or_insert(key);
                 cfg.fail_charge = Some(crate::fault_spec::parse(value).ok_or(bad)?);
+            }
+            "race_delay" => {
+                fault_key.get_or_insert(key);
+                cfg.race_delay = Some(number(value, 1, MAX_RACE_DELAY).ok_or(bad)?);
             }
             "exit" => {
                 cfg.exit = match value {
@@ -627,6 +642,24 @@ mod tests {
             parse("run=bench fail_page_alloc=every:3", false),
             Err(CmdlineError::FaultKeyWithoutTest("fail_page_alloc"))
         );
+        assert_eq!(
+            parse("run=test race_delay=5000", false).unwrap().race_delay,
+            Some(5000)
+        );
+        assert_eq!(
+            parse("run=bench race_delay=5000", false),
+            Err(CmdlineError::FaultKeyWithoutTest("race_delay"))
+        );
+        for bad in ["0", "1000001", "x", ""] {
+            let line = std::format!("run=test race_delay={bad}");
+            assert_eq!(
+                parse(&line, false),
+                Err(CmdlineError::BadValue {
+                    key: "race_delay",
+                    value: bad
+                })
+            );
+        }
         for bad in [
             "every:0",
             "every:",

@@ -112,6 +112,11 @@ pub extern "C" fn kmain(_: usize) -> ! {
     };
     exit::set_method(cfg.exit);
     vm::set_cmdline_faults(cfg.fail_page_alloc, cfg.fail_charge);
+    if let Some(spins) = cfg.race_delay {
+        // Before the APs start: every CPU reads it from its first race window on.
+        ksync::race::set_delay(spins);
+        println!("race_delay: race windows stall up to {spins} spin iterations");
+    }
     sync::init();
     arch::x86_64::smp::init(bi.rsdp, cfg.cpus);
     let apic_ids: alloc::vec::Vec<u32> = (0..percpu::nr_cpu_ids())

@@ -82,6 +82,10 @@ pub static TESTS: &[Test] = &[
         name: "vm_soak",
         run: || soak(1500),
     },
+    Test {
+        name: "vm_truncate_races_lookups",
+        run: || truncate_races_lookups(200),
+    },
 ];
 
 /// Run only when named (`test=vm_soak_long`): the soak at 500 times the length (3 million
@@ -575,6 +579,115 @@ fn fault_injection() -> TestResult {
     Ok(())
 }
 
+/// Page-cache lookups racing with truncation, on every CPU: CPU 0 truncates a small shmem
+/// object and a small file over and over while the others fault the shmem pages back in
+/// through a mapping and read the file's pages. A lookup that pinned a folio the
+/// truncation then removed drops the last reference when the truncation's put came first,
+/// and must release the folio (the 12-vCPU soak once found one left on its LRU with no
+/// reference). Meant to be run with many vCPUs per host core and `race_delay=`, which
+/// widen the window between a lookup's pin and its re-check; it passes without them too.
+fn truncate_races_lookups(truncations: u64) -> TestResult {
+    const PAGES: u64 = 8;
+    let before = frames()?;
+    let vm = new_vm(|_| {})?;
+    let root = vm.tree().root();
+    let a = root.create_child().map_err(|e| format!("memcg: {e:?}"))?;
+    let file = Object::new(ObjectKind::File, PAGES as usize);
+    let shmem = Object::new(ObjectKind::Shmem, PAGES as usize);
+    let mm = new_mm::<VmAreaA>(&vm, 1 << 30)?;
+    let shm_va = mm.base();
+    let req = MapRequest {
+        start: shm_va,
+        len: PAGES * PAGE,
+        write: true,
+        object: Some((&shmem, 0)),
+        node: 0,
+    };
+    vm.mmap(mm.mm(), &req, &a)
+        .map_err(|e| format!("mmap: {e:?}"))?;
+    let ncpu = percpu::nr_cpu_ids();
+    // CPU 0 truncates `truncations` times; the others fault and read until it is done.
+    let done = AtomicU64::new(0);
+    let reads = AtomicU64::new(0);
+    let started = AtomicU64::new(0);
+    every_cpu(&|cpu| {
+        mm.use_mm();
+        if cpu == 0 || ncpu == 1 {
+            // Truncate only once every reader is running (CPUs enter at different times;
+            // a truncating CPU that finished before the others began would race nobody).
+            let mut spins = 0u64;
+            while started.load(Ordering::Acquire) < ncpu as u64 - 1 {
+                spins += 1;
+                if spins > 1 << 32 {
+                    return Err("the readers never started".into());
+                }
+                core::hint::spin_loop();
+            }
+            for i in 0..truncations {
+                vm.truncate(if i % 2 == 0 { &shmem } else { &file }, cpu);
+                crate::rcu::quiescent();
+            }
+            done.store(1, Ordering::Release);
+            if ncpu > 1 {
+                return Ok(());
+            }
+        }
+        let mut rnd = rng(0x7275_6e63_6174_65 ^ ((cpu as u64 + 1) * 0x9e37_79b9));
+        let node = percpu::cpu_to_node(cpu);
+        // At most `limit` each: with many vCPUs per host core the truncating CPU runs
+        // slowly (each truncation waits for every CPU to take its shootdown), and the
+        // readers need not outlast it.
+        let limit = truncations * 200;
+        let mut n = 0;
+        while n == 0 || (done.load(Ordering::Acquire) == 0 && n < limit) {
+            n += 1;
+            if rnd() % 2 == 0 {
+                let va = shm_va + rnd() % PAGES * PAGE;
+                touch_write_u64(va, va).map_err(|e| format!("shmem fault: {e:?}"))?;
+            } else {
+                let index = rnd() % PAGES;
+                vm.filemap_read(&file, &a, cpu, node, index, true)
+                    .map_err(|e| format!("read {index}: {e:?}"))?;
+            }
+            if n == 1 {
+                started.fetch_add(1, Ordering::Release);
+            }
+            crate::rcu::quiescent();
+        }
+        reads.fetch_add(n, Ordering::Relaxed);
+        Ok(())
+    })?;
+    crate::rcu::rcu_barrier().map_err(|e| format!("rcu_barrier: {e:?}"))?;
+    vm.check(0, &[mm.mm()], &[&file, &shmem])
+        .map_err(|e| format!("{e:?}"))?;
+    crate::println!(
+        "  {truncations} truncations, {} faults and reads, {} faults, {} cache hits, {} faults \
+         raced a truncation, race windows stalled {} times",
+        reads.load(Ordering::Relaxed),
+        vm.counters().total(VmEvent::Fault),
+        vm.counters().total(VmEvent::CacheHit),
+        vm.counters().total(VmEvent::FaultRaced),
+        ksync::race::stalls()
+    );
+    drop(mm);
+    vm.truncate(&file, 0);
+    vm.truncate(&shmem, 0);
+    crate::rcu::rcu_barrier().map_err(|e| format!("rcu_barrier: {e:?}"))?;
+    let census = vm
+        .check::<VmAreaA>(0, &[], &[&file, &shmem])
+        .map_err(|e| format!("{e:?}"))?;
+    ensure!(
+        (census.lru_folios, census.charged) == (0, 0),
+        "after teardown: {census:?}"
+    );
+    drop(a);
+    drop(root);
+    drop(vm);
+    let after = frames()?;
+    ensure!(after == before, "{before} frames before, {after} after");
+    Ok(())
+}
+
 /// Faults and zaps of anonymous memory, shmem faults and truncation, file reads,
 /// memory.reclaim, memory.max changes and short-lived memcgs, mixed on every CPU.
 fn soak(ops: u64) -> TestResult {
@@ -677,6 +790,13 @@ fn soak(ops: u64) -> TestResult {
         vm.counters().total(VmEvent::Evicted),
         vm.counters().total(VmEvent::Refault)
     );
+    if ksync::race::delay() != 0 {
+        crate::println!(
+            "  race windows stalled {} times, {} faults raced a truncation",
+            ksync::race::stalls(),
+            vm.counters().total(VmEvent::FaultRaced)
+        );
+    }
     drop(mm);
     vm.truncate(&file, 0);
     vm.truncate(&shmem, 0);
