@@ -11,7 +11,9 @@
 //!   refault, and every page read or loaded has the backing store's contents;
 //! - readtwice on the classic lists, a memcg full of anonymous pages failing the next
 //!   touch through the exception table, fault injection (the command line's
-//!   `fail_page_alloc=` / `fail_charge=`, or defaults), and a soak of everything mixed.
+//!   `fail_page_alloc=` / `fail_charge=`, or defaults), and a soak of everything mixed;
+//! - page-cache lookups (faults through a mapping, buffered reads) racing with one CPU's
+//!   truncations, meant for many vCPUs per host core and `race_delay=`.
 //!
 //! Each test ends with the invariant checker and the frame count: free frames plus the
 //! slot's upper-level tables are what they were before it started.
