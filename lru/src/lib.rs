@@ -60,7 +60,7 @@ pub use nid::NodeId;
 pub use pgdat::PgData;
 pub use rcu::Rcu;
 pub use release::{FolioRelease, folio_put};
-pub use swap::{FOLIO_BATCH_SIZE, FolioBatch, LruBatches};
+pub use swap::{FOLIO_BATCH_SIZE, FolioBatch, LruBatches, MoveStats};
 pub use vmscan::{EvictStats, MAX_SWAPPINESS, SWAPPINESS_ANON_ONLY};
 pub use vmstat::NodeStatItem;
 pub use workingset::{RefaultOutcome, Shadow};

@@ -122,6 +122,21 @@ pub struct MoveStats {
 }
 
 impl MoveStats {
+    /// Whether a batch call failed: its own input was refused (`Err`), or a folio of a
+    /// batch it moved met an error ([`MoveStats::error`]). The callers that have nowhere to
+    /// send either (an unmap's `lru_add_drain`, a fault queueing a new folio) warn on it
+    /// (`VM_WARN_ON_ONCE`) instead of dropping it.
+    #[must_use]
+    pub fn failed(r: &Result<MoveStats, LruError>) -> bool {
+        !matches!(r, Ok(MoveStats { error: None, .. }))
+    }
+
+    /// [`MoveStats::failed`] for `drain_all`'s outcome (`Ok(None)`: another caller drained).
+    #[must_use]
+    pub fn drain_all_failed(r: &Result<Option<MoveStats>, LruError>) -> bool {
+        !matches!(r, Ok(None | Some(MoveStats { error: None, .. })))
+    }
+
     fn merge(&mut self, o: MoveStats) {
         self.moved += o.moved;
         self.skipped += o.skipped;

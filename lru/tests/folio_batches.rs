@@ -125,10 +125,20 @@ fn missing_lruvec_is_reported_not_lost_silently() {
     let orphan = folios(1, 99, false);
     batches.folio_add_lru(0, orphan[0], &lookup).unwrap();
     batches.folio_add_lru(0, good[0], &lookup).unwrap();
-    let s = batches.drain_cpu(0, &lookup).unwrap();
+    let s = batches.drain_cpu(0, &lookup);
+    // The callers with nowhere to send it warn on this: the folio error counts as failed.
+    assert!(lru::MoveStats::failed(&s));
+    let s = s.unwrap();
     assert_eq!(s.moved, 1);
     assert_eq!(s.error, Some(LruError::WrongLruvec));
     assert!(good[0].test_lru() && !orphan[0].test_lru());
+    assert!(lru::MoveStats::drain_all_failed(&Ok(Some(s))));
+    // A refused call fails too; a clean move and a skipped drain_all do not.
+    assert!(lru::MoveStats::failed(&batches.drain_cpu(5, &lookup)));
+    let clean = batches.drain_cpu(0, &lookup);
+    assert!(!lru::MoveStats::failed(&clean));
+    assert!(!lru::MoveStats::drain_all_failed(&Ok(None)));
+    assert!(!lru::MoveStats::drain_all_failed(&Ok(Some(clean.unwrap()))));
 }
 
 #[test]

@@ -226,8 +226,13 @@ impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> MemcgTree<P, O> {
                 continue;
             }
             // uncharge_folio(): `folio->memcg_data = 0`; the page and the css reference go
-            // with the run's batch below (off the LRU, as the caller promises: cannot fail).
-            let _ = f.set_memcg_id(0);
+            // with the run's batch below. Off the LRU, as the caller promises: a folio
+            // still on one refuses the new id, and is counted failed with its run.
+            if f.set_memcg_id(0).is_err() {
+                ksync::warn_on_once!(true, "uncharge_folios: a folio still on an LRU list");
+                out.failed += 1;
+                continue;
+            }
             match &mut run {
                 Some((rid, n)) if *rid == id => *n += 1,
                 _ => {

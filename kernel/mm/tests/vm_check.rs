@@ -219,7 +219,7 @@ fn a_stray_reference_on_an_anonymous_folio_is_found() {
 fn a_stray_reference_on_a_cached_folio_is_found() {
     let h = healthy();
     // The lookup pins the folio; keeping the pin is the stray reference.
-    let Some(Entry::Folio(f)) = h.obj.cache().lookup(3) else {
+    let Some(Entry::Folio(f)) = h.obj.cache().lookup(3, 0, h.w.vm.tree()) else {
         panic!("page 3 is cached");
     };
     h.fails_with(&format!(
@@ -334,7 +334,7 @@ fn a_pte_table_in_a_free_frame_is_found() {
 #[test]
 fn a_cached_folio_naming_another_slot_is_found() {
     let h = healthy();
-    let Some(Entry::Folio(f)) = h.obj.cache().lookup(2) else {
+    let Some(Entry::Folio(f)) = h.obj.cache().lookup(2, 0, h.w.vm.tree()) else {
         panic!("page 2 is cached");
     };
     f.put().unwrap();
@@ -345,7 +345,7 @@ fn a_cached_folio_naming_another_slot_is_found() {
     let other = Object::new(ObjectKind::File, 1);
     let Some(Entry::Folio(g)) = ({
         h.w.vm.filemap_read(&other, &h.m, 0, 0, 0, true).unwrap();
-        other.cache().lookup(0)
+        other.cache().lookup(0, 0, h.w.vm.tree())
     }) else {
         panic!("the other object's page is cached");
     };

@@ -560,7 +560,7 @@ fn an_object_fault_maps_the_cached_folio() {
     });
     res.unwrap();
     assert!(w.vm.pte_present(&mm, VA + 2 * 4096));
-    let Some(mm::vm::page_cache::Entry::Folio(f)) = obj.cache().lookup(6) else {
+    let Some(mm::vm::page_cache::Entry::Folio(f)) = obj.cache().lookup(6, 0, w.vm.tree()) else {
         panic!("page 4 + 2 of the object is cached");
     };
     f.put().unwrap();
@@ -597,7 +597,7 @@ fn an_object_fault_maps_the_cached_folio() {
     )
     .unwrap();
     w.vm.touch(&mm, 0, rw + 4096, true).unwrap();
-    let Some(mm::vm::page_cache::Entry::Folio(g)) = obj.cache().lookup(1) else {
+    let Some(mm::vm::page_cache::Entry::Folio(g)) = obj.cache().lookup(1, 0, w.vm.tree()) else {
         panic!("page 1 is cached");
     };
     g.put().unwrap();

@@ -634,7 +634,7 @@ fn truncate_races_lookups(truncations: u64) -> TestResult {
                 return Ok(());
             }
         }
-        let mut rnd = rng(0x7275_6e63_6174_65 ^ ((cpu as u64 + 1) * 0x9e37_79b9));
+        let mut rnd = rng(0x0072_756e_6361_7465 ^ ((cpu as u64 + 1) * 0x9e37_79b9));
         let node = percpu::cpu_to_node(cpu);
         // At most `limit` each: with many vCPUs per host core the truncating CPU runs
         // slowly (each truncation waits for every CPU to take its shootdown), and the
@@ -643,7 +643,7 @@ fn truncate_races_lookups(truncations: u64) -> TestResult {
         let mut n = 0;
         while n == 0 || (done.load(Ordering::Acquire) == 0 && n < limit) {
             n += 1;
-            if rnd() % 2 == 0 {
+            if rnd().is_multiple_of(2) {
                 let va = shm_va + rnd() % PAGES * PAGE;
                 touch_write_u64(va, va).map_err(|e| format!("shmem fault: {e:?}"))?;
             } else {

@@ -431,7 +431,9 @@ impl<H: LruvecHost> Lruvec<H> {
     }
 
     /// Isolate `folio` from this lruvec (`folio_isolate_lru`): test-and-clear LRU first,
-    /// then lock, then unlink. Fails with [`LruError::NotOnLru`] if someone else isolated
+    /// then lock, then unlink. The caller holds a reference to the folio, as every caller
+    /// of Linux's `folio_isolate_lru()` does: clearing the flag of a folio whose count
+    /// already reached zero would take it from its releaser. Fails with [`LruError::NotOnLru`] if someone else isolated
     /// it, with [`LruError::WrongLruvec`] (and the flag restored) if it is not this
     /// lruvec's.
     pub fn isolate_folio(&self, folio: &'static Folio) -> Result<(), LruError> {

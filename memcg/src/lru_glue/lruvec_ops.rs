@@ -89,6 +89,11 @@ fn isolate<H: LruvecHost>(
     match guard.del_folio(folio) {
         Ok(()) => Some(item),
         Err(_) => {
+            // Its LRU flag was set and we hold its lruvec's lock: it must be on a list.
+            ksync::warn_on_once!(
+                true,
+                "reparenting: a folio with its LRU flag was on no list"
+            );
             folio.set(lru::FolioFlags::LRU);
             None
         }
@@ -118,6 +123,7 @@ pub(crate) fn reclaim<H: LruvecHost, R: FolioRelease + ?Sized>(
             shadow,
         });
     });
+    ksync::warn_on_once!(res.is_err(), "evict_folios failed on a lruvec's own lists");
     let stats = res.unwrap_or_default();
     out.scanned = stats.scanned as u64;
     out.out_of_cold = out.folios.len() < nr || stats.aged > 0;

@@ -15,9 +15,8 @@
 
 use crate::memcontrol::MemCgroup;
 use crate::pn::MemCgroupPerNode;
-use crate::sync::Ordering;
+use crate::sync::{AtomicPtr, Ordering};
 use alloc::boxed::Box;
-use core::sync::atomic::AtomicPtr;
 
 /// One slot per possible id.
 pub(crate) struct IdTable<P: MemCgroupPerNode> {

@@ -267,6 +267,9 @@ impl<P: MemCgroupPerNode<Family = F>, F: LockFamily, M: Mmu> Vm<P, M> {
     /// Moves every CPU's folio batches to the LRUs (`lru_add_drain_all`), from `cpu` (the
     /// caller's CPU: the moves run in its RCU read-side section).
     pub fn lru_add_drain_all(&self, cpu: usize) {
-        let _ = self.batches.drain_all(self.cpu(cpu), &self.tree);
+        ksync::warn_on_once!(
+            lru::MoveStats::drain_all_failed(&self.batches.drain_all(self.cpu(cpu), &self.tree)),
+            "lru_add_drain_all failed"
+        );
     }
 }

@@ -220,7 +220,10 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                     // Folios still waiting in this CPU's lru_add batch are charged but not
                     // on an LRU, where reclaim could take them: drain it (`lru_add_drain`,
                     // as reclaim does) and try once more.
-                    let _ = self.batches.drain_cpu(cpu, &self.tree);
+                    ksync::warn_on_once!(
+                        lru::MoveStats::failed(&self.batches.drain_cpu(cpu, &self.tree)),
+                        "a charge's lru_add_drain failed"
+                    );
                     match self.tree.charge_folio(memcg, cpu, folio) {
                         Ok(()) => return Ok(()),
                         Err(_) => FaultError::MemcgOom,
@@ -330,7 +333,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
             folio.set(FolioFlags::ACTIVE);
         }
         ksync::warn_on_once!(
-            self.batches.folio_add_lru(cpu, folio, &self.tree).is_err(),
+            lru::MoveStats::failed(&self.batches.folio_add_lru(cpu, folio, &self.tree)),
             "a new folio could not be queued for the LRU"
         );
         pte.set(idx, Pfn::of(folio), vma.vm_page_prot() & PROT_WRITE != 0);
@@ -469,7 +472,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                 self.refault(memcg, cpu, folio, shadow, in_fault);
             }
             ksync::warn_on_once!(
-                self.batches.folio_add_lru(cpu, folio, &self.tree).is_err(),
+                lru::MoveStats::failed(&self.batches.folio_add_lru(cpu, folio, &self.tree)),
                 "a new folio could not be queued for the LRU"
             );
             return Ok(folio);

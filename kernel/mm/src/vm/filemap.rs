@@ -92,7 +92,10 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
             if folio.test(FolioFlags::LRU) && !folio.test(FolioFlags::UNEVICTABLE) {
                 self.count(cpu, VmEvent::Activate);
             }
-            let _ = self.batches.folio_activate(cpu, folio, &self.tree);
+            ksync::warn_on_once!(
+                lru::MoveStats::failed(&self.batches.folio_activate(cpu, folio, &self.tree)),
+                "folio_mark_accessed: queueing a folio for activation failed"
+            );
         } else {
             folio.set(FolioFlags::REFERENCED);
         }

@@ -127,7 +127,10 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
             w.regions().map(|v| (v.vm_start(), v.vm_end())).collect()
         };
         for (s, e) in regions {
-            let _ = self.munmap(mm, cpu, s, e - s);
+            ksync::warn_on_once!(
+                self.munmap(mm, cpu, s, e - s).is_err(),
+                "exit_mmap: unmapping a region of the address space failed"
+            );
         }
         let cpumask = core::ptr::from_ref(mm.cpumask());
         // SAFETY: `cpumask` points into `mm`, which outlives this call; `free_tables` does
@@ -152,7 +155,10 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         let (start, end) = (start.max(lo), end.min(hi));
         // The pages this CPU just faulted may still sit in its own lru_add batch:
         // lru_add_drain() first, as the unmap path does.
-        let _ = self.batches.drain_cpu(cpu, &self.tree);
+        ksync::warn_on_once!(
+            lru::MoveStats::failed(&self.batches.drain_cpu(cpu, &self.tree)),
+            "zap_page_range: lru_add_drain failed"
+        );
         let mut tlb = MmuGather::new(self.mmu, mm.cpumask(), cpu);
         let start = start & !0xfff;
         // One pass per 2 MiB span that a PTE table covers (`zap_pmd_range`), each over the
@@ -286,7 +292,12 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                         );
                         guard = Some(g);
                     }
-                    Err(_) => f.set(lru::FolioFlags::LRU),
+                    Err(_) => {
+                        // Still on a list it cannot be taken off: the frame must not be
+                        // freed under it, and this cannot happen for a charged folio.
+                        ksync::warn_on_once!(true, "a released folio's lruvec was not found");
+                        f.set(lru::FolioFlags::LRU);
+                    }
                 }
             }
         }
@@ -294,10 +305,12 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         // `free_pages_prepare` resets the rest of the folio, once, and refuses a folio still
         // linked on an LRU list).
         match self.tree.uncharge_folios(cpu, folios) {
-            Ok(u) => self
-                .folios()
-                .counters
-                .add(cpu, VmEvent::UnchargeBatches, u.batches),
+            Ok(u) => {
+                ksync::warn_on_once!(u.failed > 0, "uncharging released folios failed");
+                self.folios()
+                    .counters
+                    .add(cpu, VmEvent::UnchargeBatches, u.batches);
+            }
             Err(_) => {
                 ksync::warn_on_once!(true, "uncharging released folios failed");
             }

@@ -165,6 +165,9 @@ impl<P: MemCgroupPerNode> FolioOwner<MemcgTree<P, Self>> for VmFolios {
                     lruvec.lock().del_folio(folio).is_err(),
                     "__folio_put: a folio with its LRU flag was on no list of its lruvec"
                 );
+            } else {
+                // On a list no one can take it off: its frame must not be reused silently.
+                ksync::warn_on_once!(true, "__folio_put: a folio's lruvec was not found");
             }
         }
         if folio.memcg_id() != 0 {

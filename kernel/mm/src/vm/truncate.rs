@@ -43,7 +43,10 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         // lru_add_drain() first, as the unmap path does. A page in another CPU's batch
         // holds that batch's reference, so it is released (and taken off its LRU) by the
         // drain that moves it, never here.
-        let _ = self.batches.drain_cpu(cpu, &self.tree);
+        ksync::warn_on_once!(
+            lru::MoveStats::failed(&self.batches.drain_cpu(cpu, &self.tree)),
+            "truncate: lru_add_drain failed"
+        );
         self.unmap_mapping_range(obj, cpu);
         self.truncate_inode_pages(obj, cpu)
     }
