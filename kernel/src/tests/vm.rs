@@ -581,6 +581,24 @@ fn fault_injection() -> TestResult {
     Ok(())
 }
 
+/// Teardown once the address spaces are gone: truncates `objects`, waits for RCU, reaps
+/// the zombie memcgs, and checks that no folio is left on an LRU and no page charged.
+fn empty_objects(vm: &TestVm, objects: &[&Object]) -> TestResult {
+    for obj in objects {
+        vm.truncate(obj, 0);
+    }
+    crate::rcu::rcu_barrier().map_err(|e| format!("rcu_barrier: {e:?}"))?;
+    vm.tree().reap(0);
+    let census = vm
+        .check::<VmAreaA>(0, &[], objects)
+        .map_err(|e| format!("{e:?}"))?;
+    ensure!(
+        (census.lru_folios, census.charged) == (0, 0),
+        "after teardown: {census:?}"
+    );
+    Ok(())
+}
+
 /// Page-cache lookups racing with truncation, on every CPU: CPU 0 truncates a small shmem
 /// object and a small file over and over while the others fault the shmem pages back in
 /// through a mapping and read the file's pages. A lookup that pinned a folio the
@@ -672,16 +690,7 @@ fn truncate_races_lookups(truncations: u64) -> TestResult {
         ksync::race::stalls()
     );
     drop(mm);
-    vm.truncate(&file, 0);
-    vm.truncate(&shmem, 0);
-    crate::rcu::rcu_barrier().map_err(|e| format!("rcu_barrier: {e:?}"))?;
-    let census = vm
-        .check::<VmAreaA>(0, &[], &[&file, &shmem])
-        .map_err(|e| format!("{e:?}"))?;
-    ensure!(
-        (census.lru_folios, census.charged) == (0, 0),
-        "after teardown: {census:?}"
-    );
+    empty_objects(&vm, &[&file, &shmem])?;
     drop(a);
     drop(root);
     drop(vm);
@@ -800,17 +809,7 @@ fn soak(ops: u64) -> TestResult {
         );
     }
     drop(mm);
-    vm.truncate(&file, 0);
-    vm.truncate(&shmem, 0);
-    crate::rcu::rcu_barrier().map_err(|e| format!("rcu_barrier: {e:?}"))?;
-    vm.tree().reap(0);
-    let census = vm
-        .check::<VmAreaA>(0, &[], &[&file, &shmem])
-        .map_err(|e| format!("{e:?}"))?;
-    ensure!(
-        (census.lru_folios, census.charged) == (0, 0),
-        "after teardown: {census:?}"
-    );
+    empty_objects(&vm, &[&file, &shmem])?;
     drop(a);
     drop(root);
     drop(vm);
