@@ -11,6 +11,7 @@
 pub mod bench;
 pub mod catalog;
 pub mod cmdline;
+pub mod coherence;
 pub mod exit;
 pub mod fault_spec;
 pub mod report;

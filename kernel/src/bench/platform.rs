@@ -128,6 +128,14 @@ impl BenchPlatform for KernelPlatform {
         self.machine.clone()
     }
 
+    fn run_begins(&self) {
+        super::window::run_begins();
+    }
+
+    fn run_ends(&self) {
+        super::window::run_ends();
+    }
+
     fn pmu_start(&self, cpu: u32) {
         super::window::kx_measured_window_begin(cpu);
         let (Some(setup), Some(started)) = (pmu::setup(), self.pmu_started.get(cpu as usize))

@@ -2,6 +2,7 @@
 
 mod boot;
 pub mod case;
+mod coherence;
 mod fault_arch;
 mod mm;
 mod msr;
@@ -26,5 +27,6 @@ pub static SUITES: &[&[Test]] = &[
     vm::TESTS,
 ];
 
-/// Tests too slow for `test=all`, run only when named.
-pub static SLOW_SUITES: &[&[Test]] = &[vm::SLOW_TESTS];
+/// Tests run only when named: too slow for `test=all` (the long soak), or meaningful only
+/// under the coherence plugin, which judges their counts on the host (the known answers).
+pub static SLOW_SUITES: &[&[Test]] = &[vm::SLOW_TESTS, coherence::TESTS];

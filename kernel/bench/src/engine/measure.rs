@@ -241,7 +241,9 @@ pub fn measure(
         );
         slot.untimed_ns.store(paused, Ordering::Relaxed);
     };
+    platform.run_begins();
     let ran = platform.on_cpus(cpus, &worker);
+    platform.run_ends();
     let locks = locks_after();
     if let Err(e) = ran {
         return Err(RunFailure::Platform(e.0));

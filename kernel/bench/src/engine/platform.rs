@@ -70,6 +70,14 @@ pub trait BenchPlatform: Sync {
     /// The `machine` record of this platform.
     fn machine(&self) -> Machine;
 
+    /// Called once right before a run's workers start, and [`Self::run_ends`] once after
+    /// they all returned: where the kernel marks the run for the coherence plugin
+    /// (`abi::coherence`). The default does nothing.
+    fn run_begins(&self) {}
+
+    /// See [`Self::run_begins`].
+    fn run_ends(&self) {}
+
     /// Called by CPU `cpu` on itself right before its first batch of a run: zeroes and
     /// starts its hardware performance counters, where the platform has them (the kernel:
     /// the architectural PMU's fixed and LLC counters). The default counts nothing.
