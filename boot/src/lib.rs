@@ -9,6 +9,8 @@
 //! * a stripped GRUB hybrid image (BIOS + UEFI, protective MBR + GPT + ESP) that can be
 //!   written to a USB stick with `dd` ([`image`]), with its SHA-256 ([`sha256`]).
 //!
+//! It also builds the coherence plugin QEMU loads for `kx bench --coherence` ([`plugin_build`]).
+//!
 //! [`host_deps`] checks for the Debian packages these steps (and the QEMU runner) need and
 //! installs them when it can; [`usage`] is how the workspace's binaries report a usage
 //! error. Nothing here uses `unsafe`.
@@ -21,6 +23,7 @@ pub mod grub_cfg;
 pub mod host_deps;
 pub mod image;
 pub mod kernel_build;
+pub mod plugin_build;
 pub mod sha256;
 pub mod tool;
 pub mod usage;

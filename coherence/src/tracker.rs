@@ -479,3 +479,54 @@ mod tests {
         assert_eq!(overlap(&[], 0), None);
     }
 }
+
+#[cfg(test)]
+mod concurrent {
+    use super::*;
+    use abi::coherence::{RUN_BEGIN, RUN_END, WINDOW_BEGIN, WINDOW_END};
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicU64;
+
+    #[test]
+    fn two_threads_passing_a_counter_move_it_on_every_increment() {
+        const MARK: u64 = 0x10_0000;
+        let mut c = Config::new(MARK, "/dev/null".into());
+        c.pairs = false;
+        let t = Arc::new(Tracker::new(&c, 2, (0, 1), Box::new(std::io::sink())).unwrap());
+        let counter = Arc::new(AtomicU64::new(0));
+        t.access(0, MARK + RUN_BEGIN, true, false, 0);
+        let hs: Vec<_> = (0..2u32)
+            .map(|v| {
+                let (t, counter) = (t.clone(), counter.clone());
+                std::thread::spawn(move || {
+                    t.access(v, MARK + WINDOW_BEGIN, true, false, 0);
+                    loop {
+                        let x = counter.load(Relaxed);
+                        t.access(v, 0x5000, false, false, 1);
+                        if x >= 20000 {
+                            break;
+                        }
+                        if x % 2 == u64::from(v) {
+                            counter.fetch_add(1, Relaxed);
+                            t.access(v, 0x5000, true, true, 2);
+                        }
+                    }
+                    t.access(v, MARK + WINDOW_END, true, false, 0);
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        let tx: u64 = t
+            .vcpus
+            .iter()
+            .map(|s| {
+                let l = lock(&s.local);
+                l.tx.first().map_or(0, |t| t.transfers())
+            })
+            .sum();
+        t.access(0, MARK + RUN_END, true, false, 0);
+        assert!(tx > 18000, "{tx} transfers for 20000 hand-overs");
+    }
+}

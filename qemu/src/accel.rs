@@ -229,6 +229,7 @@ pub fn probe_args(elf32: &Path) -> Vec<OsString> {
         accel: Accel::Kvm,
         qmp: None,
         mirror: None,
+        plugin: None,
     };
     // A direct launch with a kernel is always consistent.
     launch.args().unwrap_or_default()

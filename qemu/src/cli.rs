@@ -212,6 +212,11 @@ pub struct BenchOptions {
     /// The same with this Linux image (also $KX_LINUX_KERNEL)
     #[arg(long, value_name = "FILE")]
     pub linux_kernel: Option<PathBuf>,
+    /// Count the cache lines that move between the vCPUs, per run, under the coherence
+    /// plugin (TCG only; no Linux reference): transfers per operation and the hot lines with
+    /// the code that moved them, in the terminal, results.json and coherence.csv
+    #[arg(long, conflicts_with_all = ["host", "linux", "linux_kernel", "image"])]
+    pub coherence: bool,
 }
 
 /// The options `bench --host` refuses: QEMU's, the machine's and the Linux reference's

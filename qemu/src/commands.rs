@@ -98,6 +98,7 @@ pub fn launch(mode: Mode, smp: u32, mem_mib: u32, nodes: Option<u32>, medium: Me
         accel: crate::accel::Accel::Tcg,
         qmp: None,
         mirror: None,
+        plugin: None,
     }
 }
 
@@ -238,8 +239,13 @@ fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
         print!("{}", image.instructions());
         return Ok(RunnerExit::Success);
     }
+    let coherence = cli.command == Command::Bench && o.bench.coherence;
     // The accelerator first: its line opens the output.
-    let accel = choose_accel(&ws, o)?;
+    let accel = if coherence {
+        coherence_accel(o.accel)?
+    } else {
+        choose_accel(&ws, o)?
+    };
     let append = match cli.command {
         Command::Bench => {
             let mut words = o.bench.kernel_keys();
@@ -249,11 +255,16 @@ fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
         _ => o.append.clone(),
     };
     let cmdline = cmdline_for(&cli.command, &append);
+    // The ELF whose symbols name the coherence plugin's mark page and hot lines' code.
+    let mut symbols_elf = None;
     let medium = match (&o.kernel, &o.image) {
-        (Some(elf32), _) => Medium::Kernel {
-            elf32: elf32.clone(),
-            cmdline: cmdline.clone(),
-        },
+        (Some(elf32), _) => {
+            symbols_elf = Some(elf32.clone());
+            Medium::Kernel {
+                elf32: elf32.clone(),
+                cmdline: cmdline.clone(),
+            }
+        }
         (None, Some(img)) => {
             eprintln!(
                 "kx: booting {} as is; its grub.cfg decides the command line",
@@ -263,8 +274,24 @@ fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
         }
         (None, None) => {
             let kernel = build_kernel(&ws, build)?;
+            symbols_elf = Some(kernel.elf64.clone());
             medium_for(&ws, &kernel, o.mode, &cmdline)?
         }
+    };
+    let coherence = match (coherence, symbols_elf) {
+        (false, _) => None,
+        (true, None) => {
+            return Err(RunError::Plugin(
+                "needs the kernel ELF for its symbols, not a prebuilt --image".into(),
+            ));
+        }
+        (true, Some(elf)) => Some(crate::coherence::prepare(
+            &ws,
+            &elf,
+            o.nodes.unwrap_or(1),
+            &ws.work_dir().join("coherence").join("coherence.jsonl"),
+            o.quiet,
+        )?),
     };
     let timeout = o.timeout.unwrap_or(match cli.command {
         Command::Bench => BENCH_TIMEOUT,
@@ -289,6 +316,7 @@ fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
     );
     let mut launch = launch(o.mode, o.smp, o.mem_mib, o.nodes, medium);
     launch.accel = accel;
+    launch.plugin = coherence.as_ref().map(|c| c.load.clone());
     if o.nodes_host {
         // `kx bench` pins the vCPUs to the mirrored nodes too (crate::bench::run).
         let host = crate::placement::HostPlacement::choose(o.smp as usize, o.bench.smt, true)
@@ -300,10 +328,24 @@ fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
         launch.mirror = Some(host.mirror());
     }
     if cli.command == Command::Bench {
-        return crate::bench::run::bench(&ws, o, &launch, timeout);
+        return crate::bench::run::bench(&ws, o, &launch, timeout, coherence.as_ref());
     }
     let out = boot(&ws, &launch, timeout, !o.quiet)?;
     Ok(report(cli, o, &out))
+}
+
+/// The accelerator of a `--coherence` run: TCG, since under KVM no guest access passes
+/// through QEMU; `--accel kvm` is refused.
+fn coherence_accel(request: crate::accel::AccelRequest) -> Result<crate::accel::Accel, RunError> {
+    if request == crate::accel::AccelRequest::Kvm {
+        return Err(RunError::Plugin(
+            "the plugin counts the accesses TCG emulates; under --accel kvm there are none \
+             (use --accel tcg or auto)"
+                .into(),
+        ));
+    }
+    eprintln!("kx: accelerator: tcg (--coherence: the plugin sees only emulated accesses)");
+    Ok(crate::accel::Accel::Tcg)
 }
 
 /// The accelerator for `o.accel` (see [`crate::accel`]): the device check and the probe

@@ -43,6 +43,8 @@ pub enum RunError {
     KvmUnavailable(String),
     /// `kx import --qr`: the images do not give the whole payload.
     Qr(crate::bench::qr::QrError),
+    /// `--coherence`: QEMU cannot load the coherence plugin, or the run cannot use it.
+    Plugin(String),
 }
 
 impl RunError {
@@ -78,6 +80,7 @@ impl fmt::Display for RunError {
             RunError::BadInput { path, why } => write!(f, "{}: {why}", path.display()),
             RunError::KvmUnavailable(why) => write!(f, "--accel kvm: {why}"),
             RunError::Qr(e) => e.fmt(f),
+            RunError::Plugin(why) => write!(f, "--coherence: {why}"),
         }
     }
 }

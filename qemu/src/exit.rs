@@ -52,13 +52,16 @@ pub enum RunnerExit {
     KvmUnavailable,
     /// `kx bench --strict`, and other processes kept the host busy before the run.
     HostBusy,
+    /// `--coherence`, and QEMU cannot load the coherence plugin (no TCG plugin support, a
+    /// plugin API version the plugin does not speak) or the run cannot use it (KVM).
+    NoPlugin,
     /// The kernel exited with this code (any but success).
     Kernel(ExitCode),
 }
 
 impl RunnerExit {
     /// The runner's own codes with their meaning, for help text and the README table.
-    pub const OWN: [(RunnerExit, &'static str); 15] = [
+    pub const OWN: [(RunnerExit, &'static str); 16] = [
         (RunnerExit::Success, "the kernel reported success"),
         (RunnerExit::Usage, "bad runner arguments"),
         (
@@ -110,6 +113,10 @@ impl RunnerExit {
             RunnerExit::HostBusy,
             "bench --strict, and other processes kept the host busy (more than 0.1 core) before the run",
         ),
+        (
+            RunnerExit::NoPlugin,
+            "--coherence, and QEMU cannot load the coherence plugin (no TCG plugin support, another plugin API) or the run cannot use it (KVM)",
+        ),
     ];
 
     /// The process exit status.
@@ -131,6 +138,7 @@ impl RunnerExit {
             RunnerExit::QrCorrupt => 13,
             RunnerExit::KvmUnavailable => 14,
             RunnerExit::HostBusy => 15,
+            RunnerExit::NoPlugin => 30,
             RunnerExit::Kernel(ExitCode::Success) => 0,
             RunnerExit::Kernel(code) => code.port_value() as i32,
         }
@@ -154,6 +162,7 @@ impl RunnerExit {
             RunError::BadInput { .. } => RunnerExit::BadResults,
             RunError::KvmUnavailable(_) => RunnerExit::KvmUnavailable,
             RunError::Qr(e) => e.exit(),
+            RunError::Plugin(_) => RunnerExit::NoPlugin,
         }
     }
 }
@@ -174,7 +183,7 @@ mod tests {
                 assert_eq!(s, 0);
             } else {
                 assert!(seen.insert(s), "{c:?} clashes");
-                assert!(s > 15 && s < 256);
+                assert!(s > 15 && s < 30);
             }
         }
         assert_eq!(RunnerExit::Kernel(ExitCode::Panic).status(), 0x12);

@@ -78,6 +78,31 @@ pub struct Launch {
     pub qmp: Option<PathBuf>,
     /// `--nodes host`: which host node each guest node mirrors.
     pub mirror: Option<NodeMirror>,
+    /// A TCG plugin to load (`kx bench --coherence`).
+    pub plugin: Option<PluginLoad>,
+}
+
+/// `-plugin file=PATH,key=value,...`: a TCG plugin and its arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PluginLoad {
+    /// The shared object.
+    pub path: PathBuf,
+    /// `key=value` arguments.
+    pub args: Vec<String>,
+}
+
+impl PluginLoad {
+    /// The option's value, with commas in the path and arguments doubled as QEMU's option
+    /// syntax wants.
+    #[must_use]
+    pub fn arg(&self) -> String {
+        let mut s = format!("file={}", self.path.to_string_lossy().replace(',', ",,"));
+        for a in &self.args {
+            s.push(',');
+            s.push_str(&a.replace(',', ",,"));
+        }
+        s
+    }
 }
 
 /// `--nodes host`: the guest's nodes as mirrors of the host's.
@@ -133,6 +158,10 @@ impl Launch {
             EXIT_DEVICE,
         ] {
             push(s);
+        }
+        if let Some(p) = &self.plugin {
+            a.push("-plugin".into());
+            a.push(p.arg().into());
         }
         if self.mode.firmware() == Firmware::Uefi {
             let vars = self
@@ -272,6 +301,7 @@ mod tests {
             accel: Accel::Tcg,
             qmp: None,
             mirror: None,
+            plugin: None,
         }
     }
 

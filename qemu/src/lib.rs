@@ -21,6 +21,7 @@
 pub mod accel;
 pub mod bench;
 pub mod cli;
+pub mod coherence;
 pub mod commands;
 pub mod error;
 pub mod exit;

@@ -108,6 +108,23 @@ fn run(mode: Mode, smp: u32, nodes: Option<u32>, medium: Medium, timeout: Durati
     boot(workspace(), &launch, timeout, false).unwrap_or_else(|e| panic!("{mode} boot: {e}"))
 }
 
+/// Boots `-kernel` with `cmdline` on `smp` vCPUs with the TCG plugin `plugin` loaded.
+pub fn boot_with_plugin(
+    smp: u32,
+    cmdline: &str,
+    plugin: qemu::launch::PluginLoad,
+    timeout: Duration,
+) -> Result<RunOutput, qemu::RunError> {
+    let medium = Medium::Kernel {
+        elf32: kernel().elf32.clone(),
+        cmdline: cmdline.to_owned(),
+    };
+    let mut launch = launch(Mode::Direct, smp, MEM_MIB, None, medium);
+    launch.plugin = Some(plugin);
+    let _one_at_a_time = qemu_lock();
+    boot(workspace(), &launch, timeout, false)
+}
+
 /// Runs `kx bench` as the runner does (direct mode, [`SMP`] vCPUs, the test kernel) with
 /// the benchmark options `bench`, writing the results directory to `out`; the runner's exit.
 pub fn bench_direct(
@@ -131,7 +148,7 @@ pub fn bench_direct(
     };
     let launch = launch(Mode::Direct, SMP, MEM_MIB, None, medium);
     let _one_at_a_time = qemu_lock();
-    qemu::bench::run::bench(workspace(), &options, &launch, timeout)
+    qemu::bench::run::bench(workspace(), &options, &launch, timeout, None)
         .unwrap_or_else(|e| panic!("kx bench: {e}"))
 }
 

@@ -38,7 +38,10 @@ static TRACKER: OnceLock<Tracker> = OnceLock::new();
 /// a canonical address are equal, so a flipped bit 56 is never an address.
 const RMW_FLAG: u64 = 1 << 56;
 
+/// Says `text` where a user sees it: QEMU's stderr (QEMU's own plugin log, `qemu_plugin_outs`,
+/// is shown only with `-d plugin`) and the plugin log.
 fn outs(text: &str) {
+    eprintln!("kx_coherence: {text}");
     if let Ok(c) = CString::new(format!("kx_coherence: {text}\n")) {
         // SAFETY: `c` is a NUL-terminated string that lives across the call.
         unsafe { ffi::qemu_plugin_outs(c.as_ptr()) };

@@ -103,6 +103,8 @@ pub enum Problem {
     /// The Linux reference booted after the benchmark failed: its program's error, a run
     /// whose faults did not match its pages, a timeout ([`super::linux_qemu`]).
     Reference(String),
+    /// `--coherence`: the plugin's counts are missing, unreadable or do not match the runs.
+    Coherence(String),
 }
 
 impl Problem {
@@ -169,6 +171,7 @@ impl fmt::Display for Problem {
                 Ok(())
             }
             Problem::Reference(why) => write!(f, "the linux reference failed: {why}"),
+            Problem::Coherence(why) => write!(f, "coherence: {why}"),
         }
     }
 }
@@ -194,6 +197,8 @@ pub struct Collected {
     pub problems: Vec<Problem>,
     /// The runs grouped, with comparisons (recomputed where missing).
     pub summary: Summary,
+    /// What the coherence plugin counted (`kx bench --coherence`).
+    pub coherence: Option<crate::coherence::results::CoherenceResults>,
 }
 
 impl Collected {

@@ -209,6 +209,9 @@ pub fn write_dir(dir: &Path, results: &ResultsFile) -> Result<Written, RunError>
     };
     put("results.json", &results.to_json())?;
     put("results.csv", &csv::render(&results.runs))?;
+    if let Some(c) = &results.coherence {
+        put("coherence.csv", &crate::coherence::table::csv(c))?;
+    }
     let mut page = Page::new("memcg-lru benchmark results");
     page.heading("Verdicts");
     page.table("verdicts", &VERDICT_HEADER, &verdict_rows(&summary));
@@ -224,6 +227,11 @@ pub fn write_dir(dir: &Path, results: &ResultsFile) -> Result<Written, RunError>
             .with_premises(results.end.as_ref().map_or(&[][..], |e| &e.premises))
             .to_string(),
     );
+    if let Some(c) = &results.coherence {
+        page.heading("Coherence");
+        page.pre(&crate::coherence::table::render(c));
+        page.file_link("coherence.csv");
+    }
     for (name, _) in summary.scenarios() {
         let svg = plot::svg(&summary, name).map_err(|why| RunError::BadInput {
             path: dir.join(format!("{name}.svg")),

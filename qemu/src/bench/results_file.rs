@@ -6,7 +6,7 @@
 //!   "machine": {...} | null, "plan": {...} | null, "runs": [...], "comparisons": [...],
 //!   "recomputed_comparisons": [...], "notes": ["...", ...], "end": {...} | null,
 //!   "verdicts": ["...", ...],
-//!   "complete": bool, "problems": ["...", ...] }
+//!   "complete": bool, "problems": ["...", ...], "coherence": {...} (with --coherence) }
 //! ```
 //!
 //! `machine`, `plan`, `runs`, `comparisons` and `end` are the `KRESULT` records as printed
@@ -17,7 +17,8 @@
 //! `recomputed_comparisons` are the ones the runner computed from the runs because the log
 //! lacked them; `notes` are the
 //! `note` records' sentences (absent in files written before notes existed); `problems` are
-//! the [`super::collect::Problem`]s in words. `kx compare` reads this file back.
+//! the [`super::collect::Problem`]s in words; `coherence` is what the coherence plugin
+//! counted per run ([`crate::coherence::results`]). `kx compare` reads this file back.
 
 use super::collect::Collected;
 use super::host::HostInfo;
@@ -58,6 +59,9 @@ pub struct ResultsFile {
     pub complete: bool,
     /// What was wrong, in words.
     pub problems: Vec<String>,
+    /// What the coherence plugin counted per run (`kx bench --coherence`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coherence: Option<crate::coherence::results::CoherenceResults>,
 }
 
 impl ResultsFile {
@@ -90,6 +94,7 @@ impl ResultsFile {
                 .collect(),
             complete: c.complete(),
             problems: c.problems.iter().map(ToString::to_string).collect(),
+            coherence: c.coherence.clone(),
         }
     }
 

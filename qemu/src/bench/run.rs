@@ -124,6 +124,10 @@ pub fn print_report(c: &Collected, written: &Written) {
             .with_notes(&c.notes)
             .with_premises(c.end.as_ref().map_or(&[][..], |e| &e.premises))
     );
+    if let Some(coh) = &c.coherence {
+        println!();
+        print!("{}", crate::coherence::table::render(coh));
+    }
     let measured = c.runs.iter().filter(|r| r.measured()).count();
     println!(
         "\n{} runs ({} measured, {} warm-up), {} comparisons printed, {} recomputed",
@@ -170,6 +174,7 @@ pub fn bench(
     o: &Options,
     launch: &Launch,
     timeout: Duration,
+    coherence: Option<&crate::coherence::Setup>,
 ) -> Result<RunnerExit, RunError> {
     use crate::hostload::{self, Monitor, Source};
     use crate::placement::{HostPlacement, PlacementRecord, apply_to_qemu};
@@ -242,13 +247,25 @@ pub fn bench(
         .unwrap_or_else(|p| p.into_inner())
         .record;
     let mut c = Collected::from_log(&out.serial);
+    if let Some(setup) = coherence {
+        if !out.outcome.is_success()
+            && out.serial.trim().is_empty()
+            && let Some(why) = crate::coherence::refused(&out.qemu_stderr)
+        {
+            return Err(RunError::Plugin(format!(
+                "QEMU did not load the plugin ({}):\n{why}",
+                out.outcome
+            )));
+        }
+        attach_coherence(&mut c, setup);
+    }
     eprintln!(
         "kx: {} (QEMU ran {:.1} s)",
         out.outcome,
         out.elapsed.as_secs_f64()
     );
     eprintln!("kx: {}", load.line());
-    if out.outcome.is_success() && !c.is_empty() {
+    if out.outcome.is_success() && !c.is_empty() && coherence.is_none() {
         let env = std::env::var_os(super::linux_qemu::kernel::ENV)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from);
@@ -280,6 +297,15 @@ pub fn bench(
     host.placement = Some(record);
     host.host_load = Some(load);
     let written = write_results(ws.root(), o.out.as_deref(), host, &c, started)?;
+    if let Some(setup) = coherence {
+        let to = written.dir.join("coherence.jsonl");
+        if let Err(e) = std::fs::copy(&setup.out, &to) {
+            eprintln!(
+                "kx: coherence: could not keep the plugin's output as {}: {e}",
+                to.display()
+            );
+        }
+    }
     print_report(&c, &written);
     if !out.outcome.is_success() {
         eprintln!(
@@ -289,6 +315,35 @@ pub fn bench(
         );
     }
     Ok(exit)
+}
+
+/// Reads the plugin's output into `c.coherence`; what is missing or does not fit is a
+/// problem of the results (a count never reported is an error, not a zero).
+fn attach_coherence(c: &mut Collected, setup: &crate::coherence::Setup) {
+    use super::collect::Problem;
+    let text = match std::fs::read_to_string(&setup.out) {
+        Ok(t) => t,
+        Err(e) => {
+            c.problems.push(Problem::Coherence(format!(
+                "the plugin wrote no output ({}: {e})",
+                setup.out.display()
+            )));
+            return;
+        }
+    };
+    match coherence::report::read(&text) {
+        Ok((header, reports)) => {
+            let r = crate::coherence::results::attach(header, reports, &c.runs, &setup.symbols);
+            for p in &r.problems {
+                c.problems.push(Problem::Coherence(p.clone()));
+            }
+            c.coherence = Some(r);
+        }
+        Err(why) => c.problems.push(Problem::Coherence(format!(
+            "{}: {why}",
+            setup.out.display()
+        ))),
+    }
 }
 
 /// How long the runner waits for QEMU's QMP socket to answer before giving up on pinning.

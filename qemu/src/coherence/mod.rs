@@ -1,0 +1,87 @@
+//! `kx bench --coherence`: the benchmark under the coherence plugin, *perf c2c for the
+//! emulator*.
+//!
+//! [`prepare`] builds the plugin (`boot::plugin_build`), finds the kernel's mark page in its
+//! ELF ([`symbols`]) and says how QEMU loads the plugin; the boot then runs as any `kx bench`
+//! (TCG only: under KVM no access passes through QEMU). Afterwards [`results::attach`] reads
+//! the plugin's JSON lines, pairs its n-th run with the n-th `run` record on serial, names
+//! each hot line's code from the kernel's symbols, and the result goes into `results.json`
+//! (`coherence`), `coherence.csv` and the terminal ([`table`]). Counts, not times: a
+//! transfer is a line that moved modified from one vCPU's cache to another's in the model,
+//! whatever the host's timing.
+
+pub mod results;
+pub mod symbols;
+pub mod table;
+
+use crate::RunError;
+use crate::launch::PluginLoad;
+use boot::Workspace;
+use std::path::{Path, PathBuf};
+use symbols::Symbols;
+
+/// What a boot under the plugin needs.
+#[derive(Clone, Debug)]
+pub struct Setup {
+    /// How QEMU loads the plugin.
+    pub load: PluginLoad,
+    /// Where the plugin writes its JSON lines.
+    pub out: PathBuf,
+    /// The kernel's symbols (the mark page; functions for the hot lines).
+    pub symbols: Symbols,
+}
+
+/// Builds the plugin and sets it up for the kernel ELF `elf` (64- or 32-bit, with its
+/// symbol table) on a machine of `sockets` sockets, writing to `out`.
+pub fn prepare(
+    ws: &Workspace,
+    elf: &Path,
+    sockets: u32,
+    out: &Path,
+    quiet: bool,
+) -> Result<Setup, RunError> {
+    let symbols = Symbols::read(elf).map_err(|why| RunError::BadInput {
+        path: elf.to_owned(),
+        why: format!("--coherence: {why}"),
+    })?;
+    let mark = symbols
+        .address(abi::coherence::MARK_SYMBOL)
+        .ok_or_else(|| RunError::BadInput {
+            path: elf.to_owned(),
+            why: format!(
+                "--coherence: no symbol {} (a kernel older than the coherence marks?)",
+                abi::coherence::MARK_SYMBOL
+            ),
+        })?;
+    let path = boot::plugin_build::build_plugin(ws, quiet)?;
+    if let Some(dir) = out.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| RunError::io(dir, e))?;
+    }
+    // A stale file from an earlier run must not pass for this run's.
+    match std::fs::remove_file(out) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(RunError::io(out, e)),
+    }
+    let mut config = coherence::Config::new(mark, out.to_owned());
+    config.sockets = sockets.max(1);
+    Ok(Setup {
+        load: PluginLoad {
+            path,
+            args: config.to_args(),
+        },
+        out: out.to_owned(),
+        symbols,
+    })
+}
+
+/// Why QEMU's failure to start is the plugin's, from its stderr: `Some(message)` when QEMU
+/// said it could not load it (no plugin support, an API version the plugin does not speak).
+#[must_use]
+pub fn refused(qemu_stderr: &str) -> Option<String> {
+    let lines: Vec<&str> = qemu_stderr
+        .lines()
+        .filter(|l| l.contains("plugin") || l.contains("kx_coherence"))
+        .collect();
+    (!lines.is_empty()).then(|| lines.join("\n"))
+}
