@@ -205,6 +205,9 @@ pub struct BenchConfig<'a> {
     pub ci_width: Option<u32>,
     /// `budget=`: seconds the whole benchmark may take before it stops adding rounds.
     pub budget: Option<u32>,
+    /// `objects=1`: each scenario instance names the objects it uses, with their physical
+    /// addresses and fields (`KOBJECT` lines), for the coherence plugin's hot lines.
+    pub objects: bool,
 }
 
 impl<'a> BenchConfig<'a> {
@@ -313,6 +316,13 @@ impl<'a> BenchConfig<'a> {
                 }
                 self.budget = Some(n);
             }
+            "objects" => {
+                self.objects = match value {
+                    "0" => false,
+                    "1" => true,
+                    _ => return Err(()),
+                }
+            }
             "quick" => {
                 self.quick = match value {
                     "0" => false,
@@ -410,7 +420,7 @@ mod tests {
     fn every_key_parses() {
         let c = parse(
             "run=bench scenarios=seed004-readtwice,limit bench_cpus=1,2,4 rounds=3 \
-             seconds=0.25 memcgs=10,100 quick=1",
+             seconds=0.25 memcgs=10,100 quick=1 objects=1",
             false,
         )
         .unwrap()
@@ -423,6 +433,7 @@ mod tests {
         assert_eq!(c.seconds().as_nanos(), 250_000_000);
         assert_eq!(c.memcg_configs().collect::<Vec<_>>(), ["10", "100"]);
         assert!(c.quick);
+        assert!(c.objects);
     }
 
     #[test]
@@ -448,6 +459,7 @@ mod tests {
             ("run=bench memcgs=16385", "memcgs", "16385"),
             ("run=bench memcgs=1500,10", "memcgs", "1500,10"),
             ("run=bench quick=yes", "quick", "yes"),
+            ("run=bench objects=2", "objects", "2"),
         ] {
             assert_eq!(
                 parse(line, false),

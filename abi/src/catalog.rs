@@ -98,6 +98,26 @@ pub struct Scenario {
     /// runs for the ratio to mean anything. Empty only for `limit`; the engine refuses a
     /// premise an instance reports that is not listed here.
     pub premises: &'static [&'static str],
+    /// The cache lines the seed is about, for the coherence plugin's mechanism verdict
+    /// (`kx bench --coherence`); `None` where the seed is not about lines moving between
+    /// CPUs (seed002's cost is algorithmic; `limit` has no seed).
+    pub mechanism: Option<Mechanism>,
+}
+
+/// The fields whose lines a seed's patch changes, and which way.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Mechanism {
+    /// Field names as the layout tables print them (`kx layout`, the objects' `KOBJECT`
+    /// lines): the coherence report counts the transfers on every unit holding one of them.
+    pub fields: &'static [&'static str],
+    /// The unit the mechanism acts on: 64 (a line) or 128 (a line and its adjacent-line
+    /// prefetcher's buddy).
+    pub line_bytes: u64,
+    /// Whether the patch (B) should reduce those transfers (`false`: the seed reports B
+    /// slower because it adds them, seed003).
+    pub b_reduces: bool,
+    /// The mechanism in one sentence.
+    pub what: &'static str,
 }
 
 impl Scenario {
@@ -248,6 +268,19 @@ pub const SCENARIOS: &[Scenario] = &[
             points: &SEED001_POINTS,
         }),
         premises: &["list_head_writes_per_op"],
+        mechanism: Some(Mechanism {
+            fields: &[
+                "memcg",
+                "lruvec_stats_percpu",
+                "lruvec_stats",
+                "node",
+                "memcg_id",
+            ],
+            line_bytes: 128,
+            b_reduces: true,
+            what: "the read-mostly fields of mem_cgroup_per_node share a 128-byte pair with the \
+                   LRU list heads every fault writes",
+        }),
     },
     Scenario {
         name: "seed004-readtwice",
@@ -271,6 +304,13 @@ pub const SCENARIOS: &[Scenario] = &[
             "variant_lock_acquisitions_per_op",
             "other_lock_acquisitions_per_op",
         ],
+        mechanism: Some(Mechanism {
+            fields: &["lru_lock"],
+            line_bytes: 64,
+            b_reduces: true,
+            what: "every memcg's readers take one lru_lock per node (A) instead of one per \
+                   memcg (B)",
+        }),
     },
     Scenario {
         name: "seed002-reclaim",
@@ -294,6 +334,7 @@ pub const SCENARIOS: &[Scenario] = &[
             "priority_passes_per_request",
             "shrink_many_per_request",
         ],
+        mechanism: None,
     },
     Scenario {
         name: "seed000-refault",
@@ -326,6 +367,13 @@ pub const SCENARIOS: &[Scenario] = &[
             points: &SEED000_POINTS,
         }),
         premises: &["refaults_per_op", "refaulted_on_node_line_share"],
+        mechanism: Some(Mechanism {
+            fields: &["enabled", "gen", "seg", "bin", "fifo_id", "list"],
+            line_bytes: 64,
+            b_reduces: true,
+            what: "the evicted/refaulted atomics every refault writes share a line with the \
+                   memcg FIFO fields (A); B gives them lines of their own",
+        }),
     },
     Scenario {
         name: "seed003-pft",
@@ -354,6 +402,13 @@ pub const SCENARIOS: &[Scenario] = &[
             ],
         }),
         premises: &["faults_per_op", "mmap_lock_fallbacks_per_op"],
+        mechanism: Some(Mechanism {
+            fields: &["vm_lock_seq"],
+            line_bytes: 64,
+            b_reduces: false,
+            what: "B moves vm_lock_seq onto the line of vm_refcnt, which every fault writes, so \
+                   each fault's read of vm_lock_seq misses",
+        }),
     },
     Scenario {
         name: "page-counter-802f1d",
@@ -388,6 +443,13 @@ pub const SCENARIOS: &[Scenario] = &[
             "parent_reads_per_op",
             "usage_parent_same_line",
         ],
+        mechanism: Some(Mechanism {
+            fields: &["parent"],
+            line_bytes: 64,
+            b_reduces: true,
+            what: "the charge walk reads parent from the line every charge writes usage on \
+                   (A); B moves parent off it",
+        }),
     },
     Scenario {
         name: LIMIT,
@@ -399,6 +461,7 @@ pub const SCENARIOS: &[Scenario] = &[
         fault_path: false,
         published: None,
         premises: &[],
+        mechanism: None,
     },
 ];
 

@@ -57,6 +57,10 @@ pub const ACCEPTED: &[(&str, &str)] = &[
         "0 | 1   (with run=bench; short defaults for tests and CI)",
     ),
     (
+        "objects",
+        "0 | 1   (with run=bench; name each scenario's objects with their physical addresses and fields, for kx bench --coherence)",
+    ),
+    (
         "ci_width",
         "0.01..=100   (with run=bench; percent: add rounds until every comparison's 95% interval half-width is at most this)",
     ),
@@ -376,7 +380,7 @@ pub fn parse(line: &str, skip_image_path: bool) -> Result<Config<'_>, CmdlineErr
                 }
             }
             "scenarios" | "bench_cpus" | "rounds" | "seconds" | "memcgs" | "quick" | "ci_width"
-            | "budget" => {
+            | "budget" | "objects" => {
                 bench_key.get_or_insert(key);
                 cfg.bench.set(key, value).map_err(|()| bad)?;
             }

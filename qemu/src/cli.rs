@@ -256,6 +256,9 @@ impl BenchOptions {
         if self.quick {
             keys.push("quick=1".into());
         }
+        if self.coherence {
+            keys.push("objects=1".into());
+        }
         keys
     }
 

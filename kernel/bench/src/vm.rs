@@ -35,6 +35,9 @@ use mm::vm::vma::VmArea;
 
 /// `mem_cgroup_per_node` layouts the scenarios instantiate (all on the ticket lock).
 pub trait Pn: MemCgroupPerNode<Family = Ticket> + 'static {}
+
+/// How many of a context's memcgs [`Ctx::objects`] names (seed002 makes thousands).
+pub const OBJECT_MEMCGS: usize = 8;
 impl<T: MemCgroupPerNode<Family = Ticket> + 'static> Pn for T {}
 
 /// Seed 001's "before": the per-node info as Linux had it, grouped MGLRU folio.
@@ -205,6 +208,54 @@ impl<'h, H: VmHost, P: Pn, V: VmArea + 'static> Ctx<'h, H, P, V> {
     #[must_use]
     pub fn memcg(&self, i: usize) -> &MemcgRef<'static, P, VmFolios> {
         &self.memcgs[i]
+    }
+
+    /// The memcg objects every operation of this context can share between CPUs, for the
+    /// coherence report: the root's and the first [`OBJECT_MEMCGS`] memcgs' per-node info
+    /// (`mem_cgroup_per_node` with its lruvec and `lru_gen_folio` expanded in place) and
+    /// page counter, and each node's `pglist_data` (its `lru_lock` and memcg FIFO).
+    #[must_use]
+    pub fn objects(&self) -> Vec<crate::engine::ObjectDesc> {
+        use crate::engine::ObjectDesc;
+        let mut v = Vec::new();
+        let pn_fields = memcg::pn::layout::pn_fields::<P>();
+        let pc_fields = memcg::pn::layout::page_counter_fields();
+        let root = self.tree().root();
+        let mut memcgs: Vec<(String, &memcg::MemCgroup<P>)> = alloc::vec![("root".into(), &*root)];
+        for (i, m) in self.memcgs.iter().take(OBJECT_MEMCGS).enumerate() {
+            memcgs.push((format!("{i}"), m));
+        }
+        for (name, m) in &memcgs {
+            for node in 0..m.nr_nodes() {
+                let Ok(pn) = m.nodeinfo(node as NodeId) else {
+                    continue;
+                };
+                v.push(ObjectDesc {
+                    label: format!("mem_cgroup_per_node (memcg {name}, node {node})"),
+                    addr: core::ptr::from_ref(pn) as usize,
+                    size: core::mem::size_of::<P>(),
+                    fields: pn_fields.clone(),
+                });
+            }
+            v.push(ObjectDesc {
+                label: format!("page_counter memory (memcg {name})"),
+                addr: core::ptr::from_ref(m.memory()) as usize,
+                size: core::mem::size_of::<memcg::PageCounter>(),
+                fields: pc_fields.clone(),
+            });
+        }
+        for node in 0..root.nr_nodes() {
+            if let Ok(lv) = root.lruvec(node as NodeId) {
+                let pgdat = lv.pgdat();
+                v.push(ObjectDesc {
+                    label: format!("pglist_data (node {node})"),
+                    addr: core::ptr::from_ref(pgdat) as usize,
+                    size: core::mem::size_of_val(pgdat),
+                    fields: lru::pgdat::pgdat_fields::<P>().to_vec(),
+                });
+            }
+        }
+        v
     }
 
     /// How many memcgs were added.

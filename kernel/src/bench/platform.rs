@@ -118,7 +118,9 @@ impl BenchPlatform for KernelPlatform {
                 console::print_to(Sink::Serial, line);
                 console::qr::capture(text);
             }
-            Output::Table(bench::Style::Wide) => console::print_to(Sink::Serial, line),
+            Output::Table(bench::Style::Wide) | Output::Object => {
+                console::print_to(Sink::Serial, line)
+            }
             Output::Table(bench::Style::Compact) => console::print_to(Sink::Screen, line),
             Output::Progress | Output::Message => crate::print!("{line}"),
         }
@@ -126,6 +128,10 @@ impl BenchPlatform for KernelPlatform {
 
     fn machine(&self) -> Machine {
         self.machine.clone()
+    }
+
+    fn phys_addr(&self, virt: usize) -> Option<u64> {
+        crate::arch::x86_64::paging::kernel_virt_to_phys(virt as u64)
     }
 
     fn run_begins(&self) {

@@ -215,6 +215,11 @@ pub fn write_dir(dir: &Path, results: &ResultsFile) -> Result<Written, RunError>
     let mut page = Page::new("memcg-lru benchmark results");
     page.heading("Verdicts");
     page.table("verdicts", &VERDICT_HEADER, &verdict_rows(&summary));
+    if let Some(c) = &results.coherence {
+        page.pre(&crate::coherence::verdict::render(
+            &crate::coherence::verdict::verdicts(c),
+        ));
+    }
     page.info(&info_rows(results));
     if !results.problems.is_empty() {
         page.heading("Problems");

@@ -257,7 +257,7 @@ pub fn bench(
                 out.outcome
             )));
         }
-        attach_coherence(&mut c, setup);
+        attach_coherence(&mut c, setup, &out.serial);
     }
     eprintln!(
         "kx: {} (QEMU ran {:.1} s)",
@@ -319,7 +319,7 @@ pub fn bench(
 
 /// Reads the plugin's output into `c.coherence`; what is missing or does not fit is a
 /// problem of the results (a count never reported is an error, not a zero).
-fn attach_coherence(c: &mut Collected, setup: &crate::coherence::Setup) {
+fn attach_coherence(c: &mut Collected, setup: &crate::coherence::Setup, serial: &str) {
     use super::collect::Problem;
     let text = match std::fs::read_to_string(&setup.out) {
         Ok(t) => t,
@@ -333,7 +333,14 @@ fn attach_coherence(c: &mut Collected, setup: &crate::coherence::Setup) {
     };
     match coherence::report::read(&text) {
         Ok((header, reports)) => {
-            let r = crate::coherence::results::attach(header, reports, &c.runs, &setup.symbols);
+            let objects = crate::coherence::results::objects(serial);
+            let r = crate::coherence::results::attach(
+                header,
+                reports,
+                &c.runs,
+                &setup.symbols,
+                &objects,
+            );
             for p in &r.problems {
                 c.problems.push(Problem::Coherence(p.clone()));
             }

@@ -13,6 +13,7 @@
 pub mod results;
 pub mod symbols;
 pub mod table;
+pub mod verdict;
 
 use crate::RunError;
 use crate::launch::PluginLoad;

@@ -15,6 +15,9 @@ pub struct CoherenceResults {
     pub runs: Vec<CoherenceRun>,
     /// What did not fit (runs missing on either side, runs cut short).
     pub problems: Vec<String>,
+    /// The mechanism verdicts, one line each (also printed first in the table).
+    #[serde(default)]
+    pub verdicts: Vec<String>,
 }
 
 /// One run's counts.
@@ -71,6 +74,104 @@ pub struct Hot {
     pub symbol: Option<String>,
     /// The functions whose accesses made the transactions, most first, with their count.
     pub functions: Vec<(String, u64)>,
+    /// The objects and fields on the unit, from the scenario's `KOBJECT` lines, e.g.
+    /// `mem_cgroup_per_node (memcg 0, node 0): lru_lock, lists` (`None`: none named).
+    #[serde(default)]
+    pub fields: Option<String>,
+    /// The names of the fields on the unit, of every object named there.
+    #[serde(default)]
+    pub on: Vec<String>,
+}
+
+/// An object a scenario instance named (`KOBJECT`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Object {
+    /// The instance: scenario, config, variant, CPUs.
+    pub instance: (String, String, String, u32),
+    /// Physical address.
+    pub addr: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// What it is.
+    pub label: String,
+    /// Its fields: name, offset, size.
+    pub fields: Vec<(String, u64, u64)>,
+}
+
+/// The `KOBJECT` lines of a serial log (malformed ones are left out: they name nothing).
+#[must_use]
+pub fn objects(serial: &str) -> Vec<Object> {
+    serial
+        .lines()
+        .filter_map(|l| l.trim_end().strip_prefix("KOBJECT "))
+        .filter_map(|rest| {
+            let (head, fields) = rest.split_once('|')?;
+            let mut w = head.splitn(7, ' ');
+            let (scenario, config, variant) = (w.next()?, w.next()?, w.next()?);
+            let cpus = w.next()?.parse().ok()?;
+            let addr = u64::from_str_radix(w.next()?.trim_start_matches("0x"), 16).ok()?;
+            let size = w.next()?.parse().ok()?;
+            let label = w.next()?.to_owned();
+            let fields = fields
+                .split(';')
+                .filter_map(|f| {
+                    let mut p = f.split(':');
+                    let name = p.next()?.to_owned();
+                    let _group = p.next()?;
+                    Some((name, p.next()?.parse().ok()?, p.next()?.parse().ok()?))
+                })
+                .collect();
+            Some(Object {
+                instance: (scenario.into(), config.into(), variant.into(), cpus),
+                addr,
+                size,
+                label,
+                fields,
+            })
+        })
+        .collect()
+}
+
+/// The names of the fields of `objects` on the unit `[addr, addr + bytes)`.
+#[must_use]
+pub fn fields_on(objects: &[&Object], addr: u64, bytes: u64) -> Vec<String> {
+    let end = addr + bytes;
+    let mut names: Vec<String> = Vec::new();
+    for o in objects {
+        for (n, off, size) in &o.fields {
+            let (a, b) = (o.addr + off, o.addr + off + size.max(&1));
+            if a < end && addr < b && !names.contains(n) {
+                names.push(n.clone());
+            }
+        }
+    }
+    names
+}
+
+/// What of `objects` lies on the unit `[addr, addr + bytes)`: each object's label with the
+/// fields on it, `; `-separated.
+#[must_use]
+pub fn name_unit(objects: &[&Object], addr: u64, bytes: u64) -> Option<String> {
+    let end = addr + bytes;
+    let parts: Vec<String> = objects
+        .iter()
+        .filter(|o| o.addr < end && addr < o.addr + o.size)
+        .map(|o| {
+            let mut names: Vec<&str> = Vec::new();
+            for (n, off, size) in &o.fields {
+                let (a, b) = (o.addr + off, o.addr + off + size.max(&1));
+                if a < end && addr < b && !names.contains(&n.as_str()) {
+                    names.push(n);
+                }
+            }
+            if names.is_empty() {
+                format!("{} (padding)", o.label)
+            } else {
+                format!("{}: {}", o.label, names.join(", "))
+            }
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 impl CoherenceRun {
@@ -94,6 +195,7 @@ pub fn attach(
     reports: Vec<RunReport>,
     runs: &[Run],
     symbols: &Symbols,
+    objects: &[Object],
 ) -> CoherenceResults {
     let mut problems = Vec::new();
     if reports.len() != runs.len() {
@@ -122,6 +224,18 @@ pub fn attach(
                 rep.vcpus.len()
             ));
         }
+        let mine: Vec<&Object> = objects
+            .iter()
+            .filter(|o| {
+                o.instance
+                    == (
+                        run.scenario.clone(),
+                        run.config.clone(),
+                        run.variant.clone(),
+                        run.cpus,
+                    )
+            })
+            .collect();
         let mut accesses = VcpuAccesses::default();
         for v in &rep.vcpus {
             accesses.loads += v.loads;
@@ -157,17 +271,26 @@ pub fn attach(
                                 .object(h.addr)
                                 .map(|(n, off)| format!("{n}+{off:#x}")),
                             functions: functions(symbols, &h.pcs),
+                            fields: name_unit(&mine, h.addr, m.line_bytes),
+                            on: fields_on(&mine, h.addr, m.line_bytes),
                         })
                         .collect(),
                 })
                 .collect(),
         });
     }
-    CoherenceResults {
+    let mut r = CoherenceResults {
         header,
         runs: out,
         problems,
-    }
+        verdicts: Vec::new(),
+    };
+    r.verdicts = super::verdict::render(&super::verdict::verdicts(&r))
+        .lines()
+        .skip(1)
+        .map(|l| l.trim().to_owned())
+        .collect();
+    r
 }
 
 /// The instructions' counts summed per function (unknown addresses as hex).
@@ -225,6 +348,25 @@ fn short_name(full: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kobject_lines_name_the_fields_on_a_line() {
+        let log = "boot\nKOBJECT seed001-faultfree anon base@+0 2 0x1000 256 pn (memcg 0)|\
+                   lru_lock:lruvec:0:4;lists:lruvec:8:80;stats:stats:128:64\nKOBJECT bad\n";
+        let o = objects(log);
+        assert_eq!(o.len(), 1);
+        assert_eq!(o[0].addr, 0x1000);
+        let all: Vec<&Object> = o.iter().collect();
+        assert_eq!(
+            name_unit(&all, 0x1040, 64).as_deref(),
+            Some("pn (memcg 0): lists")
+        );
+        assert_eq!(
+            name_unit(&all, 0x1000, 128).as_deref(),
+            Some("pn (memcg 0): lru_lock, lists")
+        );
+        assert_eq!(name_unit(&all, 0x2000, 64), None);
+    }
 
     #[test]
     fn short_names_keep_the_last_two_segments_without_generics() {

@@ -158,7 +158,7 @@ fn variant_figures(
 /// lines with their code.
 #[must_use]
 pub fn render(c: &CoherenceResults) -> String {
-    let mut s = String::new();
+    let mut s = super::verdict::render(&super::verdict::verdicts(c));
     let _ = writeln!(
         s,
         "Coherence (the plugin's model: {} KiB {}-way private caches per vCPU; per operation, \
@@ -212,7 +212,7 @@ pub fn render(c: &CoherenceResults) -> String {
                 .collect();
             let _ = writeln!(
                 s,
-                "  {} {} cpus={} {}: {:#x}{} {:.4}/op vcpus {:?}: {}",
+                "  {} {} cpus={} {}: {:#x}{} {:.4}/op vcpus {:?}: {}{}",
                 f.scenario,
                 f.config,
                 f.cpus,
@@ -223,7 +223,10 @@ pub fn render(c: &CoherenceResults) -> String {
                     .map_or_else(String::new, |n| format!(" ({n})")),
                 w,
                 h.vcpus,
-                code.join(", ")
+                code.join(", "),
+                h.fields
+                    .as_ref()
+                    .map_or_else(String::new, |f| format!("\n      on {f}")),
             );
         }
     }

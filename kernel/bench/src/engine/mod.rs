@@ -38,4 +38,4 @@ pub use premise::PremiseCheck;
 pub use registry::Registry;
 pub use request::{Request, RequestError, RunLength, RunOrder, WARMUP_ROUNDS};
 pub use run::{Report, run};
-pub use scenario::{BatchCtx, BenchScenario, Instance, ScenarioError, Setup};
+pub use scenario::{BatchCtx, BenchScenario, Instance, ObjectDesc, ScenarioError, Setup};

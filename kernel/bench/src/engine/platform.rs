@@ -30,6 +30,10 @@ pub enum Output {
     /// The final results table in this style: the engine offers both, the platform shows
     /// each where it fits (the kernel: wide on serial, compact on an 80-column screen).
     Table(Style),
+    /// One `KOBJECT` line (`objects=1`): an object a scenario instance uses, with its
+    /// physical address and fields, for the coherence plugin's hot lines (the kernel:
+    /// serial only; the host: dropped).
+    Object,
 }
 
 /// Why the platform could not run something on its CPUs.
@@ -69,6 +73,12 @@ pub trait BenchPlatform: Sync {
 
     /// The `machine` record of this platform.
     fn machine(&self) -> Machine;
+
+    /// The physical address of the kernel object at virtual address `virt` (`None`: the
+    /// platform has no physical addresses to give, as on the host).
+    fn phys_addr(&self, _virt: usize) -> Option<u64> {
+        None
+    }
 
     /// Called once right before a run's workers start, and [`Self::run_ends`] once after
     /// they all returned: where the kernel marks the run for the coherence plugin

@@ -109,6 +109,8 @@ pub struct Request {
     /// its share of this, pro rata over the points (a point's share ends where the points
     /// before it and itself would end if the budget were spread evenly).
     pub budget_ns: Option<u64>,
+    /// `objects=1`: print each instance's objects ([`super::scenario::Instance::objects`]).
+    pub objects: bool,
 }
 
 impl Request {
@@ -142,6 +144,7 @@ impl Request {
             control: true,
             ci_width: cfg.ci_width.map(|h| f64::from(h) / 10_000.0),
             budget_ns: cfg.budget.map(|s| u64::from(s) * 1_000_000_000),
+            objects: cfg.objects,
         })
     }
 }

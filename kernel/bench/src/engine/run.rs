@@ -181,6 +181,15 @@ impl Engine<'_> {
             };
             match v.provider.instantiate(&setup) {
                 Ok(inst) => {
+                    if self.request.objects {
+                        for o in inst.objects() {
+                            if let Some(pa) = self.platform.phys_addr(o.addr) {
+                                let line =
+                                    o.line(scenario.name, &config.name, &v.record_name(), cpus, pa);
+                                self.platform.output(Output::Object, &line);
+                            }
+                        }
+                    }
                     // Once per scenario, config and variant, unless it changes with the CPUs
                     // (the control's would repeat its baseline's).
                     if let Some(n) = inst.note().filter(|_| !v.control) {

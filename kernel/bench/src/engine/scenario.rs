@@ -174,6 +174,59 @@ pub trait Instance: Sync {
         None
     }
 
+    /// The objects this instance's operations share between CPUs, named for the coherence
+    /// plugin's hot lines (printed with `objects=1`). The default names none.
+    fn objects(&self) -> Vec<ObjectDesc> {
+        Vec::new()
+    }
+
     /// Releases everything `instantiate` built (every CPU idle).
     fn teardown(self: Box<Self>) -> Result<(), ScenarioError>;
+}
+
+/// An object an instance uses, as the coherence report names the lines it spans.
+#[derive(Clone, Debug)]
+pub struct ObjectDesc {
+    /// What it is, e.g. `mem_cgroup_per_node (memcg 1, node 0)`.
+    pub label: String,
+    /// Its (virtual) address.
+    pub addr: usize,
+    /// Its size in bytes.
+    pub size: usize,
+    /// Its fields, in offset order.
+    pub fields: Vec<lru::layout::FieldDesc>,
+}
+
+impl ObjectDesc {
+    /// The `KOBJECT` line for the object at physical address `phys` in the instance
+    /// `scenario config variant cpus`: `KOBJECT <scenario> <config> <variant> <cpus>
+    /// <phys> <size> <label>|<field>:<group>:<offset>:<size>;...`.
+    #[must_use]
+    pub fn line(
+        &self,
+        scenario: &str,
+        config: &str,
+        variant: &str,
+        cpus: u32,
+        phys: u64,
+    ) -> String {
+        let mut s = alloc::format!(
+            "KOBJECT {scenario} {config} {variant} {cpus} {phys:#x} {} {}|",
+            self.size,
+            self.label.replace('|', "/")
+        );
+        for (i, f) in self.fields.iter().enumerate() {
+            if i > 0 {
+                s.push(';');
+            }
+            s.push_str(&alloc::format!(
+                "{}:{}:{}:{}",
+                f.name,
+                f.group,
+                f.offset,
+                f.size
+            ));
+        }
+        s
+    }
 }

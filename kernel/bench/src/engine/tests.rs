@@ -330,6 +330,7 @@ fn request(names: &[&str], cpus: &[u32], rounds: u32, length: RunLength) -> Requ
         control: true,
         ci_width: None,
         budget_ns: None,
+        objects: false,
     }
 }
 

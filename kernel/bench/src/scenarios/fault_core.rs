@@ -20,6 +20,7 @@
 //! its 128-byte pair with the same suffix (`A@+0`, `patch1@+64`): [`split_placement`]
 //! reads it for both.
 
+use crate::engine::ObjectDesc;
 use crate::engine::premise::PremiseCheck;
 use crate::engine::{BatchCtx, Instance, ScenarioError};
 use crate::record::Run;
@@ -39,6 +40,8 @@ pub trait VmCtx {
     fn check(&self) -> Result<VmCensus, String>;
     /// [`Ctx::shutdown`].
     fn shutdown(&mut self) -> Result<(), String>;
+    /// [`Ctx::objects`].
+    fn objects(&self) -> Vec<ObjectDesc>;
 }
 
 impl<H: VmHost, P: Pn, V: VmArea + 'static> VmCtx for Ctx<'_, H, P, V> {
@@ -50,6 +53,9 @@ impl<H: VmHost, P: Pn, V: VmArea + 'static> VmCtx for Ctx<'_, H, P, V> {
     }
     fn shutdown(&mut self) -> Result<(), String> {
         Ctx::shutdown(self)
+    }
+    fn objects(&self) -> Vec<ObjectDesc> {
+        Ctx::objects(self)
     }
 }
 
@@ -91,6 +97,12 @@ pub trait FaultCoreInstance: Sync {
     fn setup_note(&self) -> Option<String> {
         None
     }
+
+    /// Objects beyond the context's memcgs and nodes that the scenario's operations share
+    /// (a VMA). Default: none.
+    fn own_objects(&self) -> Vec<ObjectDesc> {
+        Vec::new()
+    }
 }
 
 impl<T: FaultCoreInstance> Instance for T {
@@ -119,6 +131,12 @@ impl<T: FaultCoreInstance> Instance for T {
 
     fn note(&self) -> Option<String> {
         self.setup_note()
+    }
+
+    fn objects(&self) -> Vec<ObjectDesc> {
+        let mut v = self.ctx().objects();
+        v.extend(self.own_objects());
+        v
     }
 
     fn teardown(mut self: Box<Self>) -> Result<(), ScenarioError> {

@@ -108,4 +108,47 @@ mod registration {
             );
         }
     }
+
+    /// Every field a catalog mechanism names is a field of an object that the scenario's
+    /// A and B instances name (`objects()`), so the coherence verdict can find its units;
+    /// and each named object lies within the instance's reach (a non-null address, a size).
+    #[test]
+    fn every_mechanism_field_is_named_by_the_instances_objects() {
+        let host = tests::soft(2, 64);
+        let r = registry(Box::new(soft_floor::SoftFloor), host);
+        for s in catalog::SCENARIOS {
+            let Some(m) = s.mechanism else {
+                continue;
+            };
+            let config = s.configs[0];
+            let d = s.comparisons[0];
+            for variant in [d.a, d.b] {
+                let provider = r
+                    .providers(s.name)
+                    .next()
+                    .unwrap_or_else(|| panic!("{}: not registered", s.name));
+                let inst = provider
+                    .instantiate(&crate::engine::Setup {
+                        config,
+                        variant,
+                        cpus: 2,
+                    })
+                    .unwrap_or_else(|e| panic!("{} {variant}: {e}", s.name));
+                let objects = inst.objects();
+                for o in &objects {
+                    assert!(o.addr != 0 && o.size > 0, "{}: {}", s.name, o.label);
+                }
+                for f in m.fields {
+                    assert!(
+                        objects
+                            .iter()
+                            .any(|o| o.fields.iter().any(|x| x.name == *f)),
+                        "{} {variant}: no object names the mechanism's field `{f}`",
+                        s.name
+                    );
+                }
+                inst.teardown().unwrap();
+            }
+        }
+    }
 }

@@ -259,6 +259,23 @@ impl<L: PageCounterLayout> PageCounterInst<L> {
 }
 
 impl<L: PageCounterLayout + 'static> Instance for PageCounterInst<L> {
+    fn objects(&self) -> Vec<crate::engine::ObjectDesc> {
+        let counter = |label: String, m: &Memcg<L>| crate::engine::ObjectDesc {
+            label,
+            addr: core::ptr::from_ref(&m.memory) as usize,
+            size: core::mem::size_of::<L>(),
+            fields: L::fields().to_vec(),
+        };
+        let mut v = alloc::vec![
+            counter(alloc::format!("{} (root)", L::NAME), &self.root),
+            counter(alloc::format!("{} (parent)", L::NAME), &self.parent),
+        ];
+        for (i, leaf) in self.leaves.iter().enumerate().take(crate::vm::OBJECT_MEMCGS) {
+            v.push(counter(alloc::format!("{} (leaf {i})", L::NAME), leaf));
+        }
+        v
+    }
+
     fn run_batch(&self, ctx: &BatchCtx) -> Result<u64, ScenarioError> {
         let index = ctx.index as usize;
         let cpu = self

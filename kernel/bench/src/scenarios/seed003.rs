@@ -116,6 +116,19 @@ impl<H: VmHost, V: VmArea + 'static> FaultCoreInstance for Pft<'_, H, V> {
         Ok(n)
     }
 
+    fn own_objects(&self) -> Vec<crate::engine::ObjectDesc> {
+        let space = self.ctx.space(0);
+        let Ok(guard) = space.mm().lock_vma_under_rcu(space.base()) else {
+            return Vec::new();
+        };
+        alloc::vec![crate::engine::ObjectDesc {
+            label: "vm_area_struct (the region every CPU faults)".into(),
+            addr: core::ptr::from_ref(guard.vma()) as usize,
+            size: core::mem::size_of::<V>(),
+            fields: V::layout_fields().to_vec(),
+        }]
+    }
+
     fn premise_checks(&self, runs: &[&Run]) -> Vec<PremiseCheck> {
         vec![
             PremiseCheck::above_zero("faults_per_op", premise::per_op(runs, "faults")),

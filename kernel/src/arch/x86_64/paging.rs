@@ -27,7 +27,7 @@ use x86_64::structures::paging::{
 };
 use x86_64::{PhysAddr, VirtAddr};
 
-pub use super::vmlayout::{PHYS_OFFSET, phys_to_virt};
+pub use super::vmlayout::{PHYS_OFFSET, kernel_virt_to_phys, phys_to_virt};
 
 static MAPPER: Mutex<Option<OffsetPageTable<'static>>> = Mutex::new(None);
 

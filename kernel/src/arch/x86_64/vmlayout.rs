@@ -25,6 +25,21 @@ pub fn phys_to_virt(phys: PhysAddr) -> VirtAddr {
     VirtAddr::new(PHYS_OFFSET + phys.as_u64())
 }
 
+/// Physical address of a kernel object at `virt` (`__pa()`): through the direct map, or the
+/// boot stub's identity map of the first 4 GiB that holds the kernel image; `None` for any
+/// other address (an address space's slot, an unmapped one).
+#[must_use]
+pub fn kernel_virt_to_phys(virt: u64) -> Option<u64> {
+    const DIRECT_MAP_SIZE: u64 = 1 << 39;
+    if (PHYS_OFFSET..PHYS_OFFSET + DIRECT_MAP_SIZE).contains(&virt) {
+        Some(virt - PHYS_OFFSET)
+    } else if virt < 1 << 32 {
+        Some(virt)
+    } else {
+        None
+    }
+}
+
 /// The PML4 slot the address spaces live in.
 pub const MM_SLOT_INDEX: usize = 448;
 /// First address of the slot.

@@ -139,7 +139,7 @@ impl BenchPlatform for HostPlatform {
                     .line(&line);
             }
             // The runner prints the table from the results directory, as for a kernel run.
-            Output::Table(_) => {}
+            Output::Table(_) | Output::Object => {}
         }
     }
 
