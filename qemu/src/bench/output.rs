@@ -236,6 +236,24 @@ pub fn write_dir(dir: &Path, results: &ResultsFile) -> Result<Written, RunError>
         page.heading("Coherence");
         page.pre(&crate::coherence::table::render(c));
         page.file_link("coherence.csv");
+        let mut names: Vec<&str> = Vec::new();
+        for r in &c.runs {
+            if !names.contains(&r.scenario.as_str()) {
+                names.push(&r.scenario);
+            }
+        }
+        for name in names {
+            let svg = crate::coherence::chart::svg(c, name).map_err(|why| RunError::BadInput {
+                path: dir.join(format!("{name}-coherence.svg")),
+                why: format!("plotting failed: {why}"),
+            })?;
+            if let Some(svg) = svg {
+                let file = format!("{}-coherence.svg", file_name(name));
+                put(&file, &svg)?;
+                page.svg(&svg);
+                page.file_link(&file);
+            }
+        }
     }
     for (name, _) in summary.scenarios() {
         let svg = plot::svg(&summary, name).map_err(|why| RunError::BadInput {

@@ -10,6 +10,7 @@
 //! transfer is a line that moved modified from one vCPU's cache to another's in the model,
 //! whatever the host's timing.
 
+pub mod chart;
 pub mod results;
 pub mod symbols;
 pub mod table;
