@@ -41,7 +41,10 @@ pub struct Tracker {
     sink: Mutex<Box<dyn Write + Send>>,
 }
 
+/// One vCPU's counters: written by its thread on every access, so each slot sits on its own
+/// 128-byte pair of host lines.
 #[derive(Default)]
+#[repr(align(128))]
 struct Slot {
     in_window: AtomicBool,
     loads: AtomicU64,
