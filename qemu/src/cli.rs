@@ -240,6 +240,9 @@ impl BenchOptions {
     #[must_use]
     pub fn kernel_keys(&self) -> Vec<String> {
         let mut keys = Vec::new();
+        if self.coherence && self.scenarios.is_none() {
+            keys.push(format!("scenarios={}", coherence_scenarios()));
+        }
         for (key, value) in [
             ("scenarios", &self.scenarios),
             ("bench_cpus", &self.cpus),
@@ -260,6 +263,12 @@ impl BenchOptions {
             keys.push("objects=1".into());
         }
         keys
+    }
+
+    /// Whether `--coherence` runs its default set (no `--scenarios` given).
+    #[must_use]
+    pub fn coherence_default_set(&self) -> bool {
+        self.coherence && self.scenarios.is_none()
     }
 
     /// The largest `--cpus` entry.
@@ -725,7 +734,9 @@ impl BenchArgs {
         if b.memcgs.is_none() && !b.quick {
             b.memcgs = Some(TCG_MEMCGS.to_owned());
         }
-        if b.ci_width.is_none() && b.budget.is_none() && !b.quick {
+        // Adding rounds narrows timing intervals; `--coherence` counts, and every round costs
+        // ten times as much under the plugin.
+        if b.ci_width.is_none() && b.budget.is_none() && !b.quick && !b.coherence {
             b.ci_width = Some(TCG_CI_WIDTH.to_owned());
             b.budget = Some(TCG_BUDGET.to_owned());
         }
@@ -811,6 +822,19 @@ fn host_nodes_with_cpus() -> Result<u32, String> {
     Ok(n.clamp(1, MAX_NODES))
 }
 
+/// `--coherence`'s scenarios when none are named: the floor and every experiment whose
+/// catalog entry names a mechanism (seed002's cost is algorithmic, and its thousands of
+/// memcgs cost minutes under the plugin).
+#[must_use]
+pub fn coherence_scenarios() -> String {
+    abi::catalog::SCENARIOS
+        .iter()
+        .filter(|s| s.name == abi::catalog::LIMIT || s.mechanism.is_some())
+        .map(|s| s.name)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -828,6 +852,24 @@ mod tests {
             Ok(Command::Help(text)) => text,
             other => panic!("{args:?}: {other:?}"),
         }
+    }
+
+    #[test]
+    fn coherence_runs_the_mechanism_scenarios_unless_told_otherwise() {
+        let c = parse(["bench", "--coherence", "--quick"]).unwrap();
+        let keys = c.options.bench.kernel_keys();
+        let want = format!("scenarios={}", coherence_scenarios());
+        assert_eq!(keys, [want.as_str(), "quick=1", "objects=1"]);
+        assert!(want.contains("limit") && want.contains("seed001-faultfree"));
+        assert!(!want.contains("seed002"), "{want}");
+        let c = parse(["bench", "--coherence", "--scenarios", "seed002-reclaim"]).unwrap();
+        assert_eq!(
+            c.options.bench.kernel_keys(),
+            ["scenarios=seed002-reclaim", "memcgs=10,1500", "objects=1"],
+            "no rounds added toward a timing interval"
+        );
+        assert!(refused(["bench", "--coherence", "--host"]).contains("--host"));
+        assert!(refused(["bench", "--coherence", "--linux"]).contains("--linux"));
     }
 
     #[test]
