@@ -230,6 +230,7 @@ pub fn probe_args(elf32: &Path) -> Vec<OsString> {
         qmp: None,
         mirror: None,
         plugin: None,
+        tcg_single: false,
     };
     // A direct launch with a kernel is always consistent.
     launch.args().unwrap_or_default()

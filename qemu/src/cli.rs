@@ -217,6 +217,12 @@ pub struct BenchOptions {
     /// the code that moved them, in the terminal, results.json and coherence.csv
     #[arg(long, conflicts_with_all = ["host", "linux", "linux_kernel", "image"])]
     pub coherence: bool,
+    /// With --coherence: run every vCPU on one host thread, round-robin (QEMU's
+    /// `-accel tcg,thread=single`), so the vCPUs interleave at the emulator's time slices
+    /// instead of the host scheduler's: the deterministic interleaving to compare
+    /// oversubscribed counts with
+    #[arg(long, requires = "coherence")]
+    pub tcg_single: bool,
 }
 
 /// The options `bench --host` refuses: QEMU's, the machine's and the Linux reference's

@@ -99,6 +99,7 @@ pub fn launch(mode: Mode, smp: u32, mem_mib: u32, nodes: Option<u32>, medium: Me
         qmp: None,
         mirror: None,
         plugin: None,
+        tcg_single: false,
     }
 }
 
@@ -317,6 +318,7 @@ fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
     let mut launch = launch(o.mode, o.smp, o.mem_mib, o.nodes, medium);
     launch.accel = accel;
     launch.plugin = coherence.as_ref().map(|c| c.load.clone());
+    launch.tcg_single = o.bench.tcg_single;
     if o.nodes_host {
         // `kx bench` pins the vCPUs to the mirrored nodes too (crate::bench::run).
         let host = crate::placement::HostPlacement::choose(o.smp as usize, o.bench.smt, true)

@@ -80,6 +80,10 @@ pub struct Launch {
     pub mirror: Option<NodeMirror>,
     /// A TCG plugin to load (`kx bench --coherence`).
     pub plugin: Option<PluginLoad>,
+    /// Under TCG, one host thread for all vCPUs, run round-robin (`-accel tcg,thread=single`)
+    /// instead of one thread per vCPU: the vCPUs interleave at the emulator's time slices,
+    /// not the host scheduler's (`kx bench --coherence --tcg-single`).
+    pub tcg_single: bool,
 }
 
 /// `-plugin file=PATH,key=value,...`: a TCG plugin and its arguments.
@@ -122,7 +126,11 @@ impl Launch {
         push("-machine");
         push("q35");
         for arg in self.accel.args() {
-            push(arg);
+            if arg == "tcg" && self.tcg_single {
+                push("tcg,thread=single");
+            } else {
+                push(arg);
+            }
         }
         push("-m");
         push(&self.mem_mib.to_string());
@@ -302,7 +310,32 @@ mod tests {
             qmp: None,
             mirror: None,
             plugin: None,
+            tcg_single: false,
         }
+    }
+
+    #[test]
+    fn a_plugin_and_single_threaded_tcg_render_as_qemu_options() {
+        let mut l = launch(
+            Mode::Direct,
+            Medium::Kernel {
+                elf32: "/k".into(),
+                cmdline: String::new(),
+            },
+        );
+        assert!(joined(&l).contains(" -accel tcg -cpu max "));
+        assert!(!joined(&l).contains("-plugin"));
+        l.tcg_single = true;
+        l.plugin = Some(PluginLoad {
+            path: "/p,q/libkx_coherence.so".into(),
+            args: vec!["mark=0x1000".into(), "out=/o,ut".into()],
+        });
+        let j = joined(&l);
+        assert!(j.contains(" -accel tcg,thread=single -cpu max "), "{j}");
+        assert!(
+            j.contains(" -plugin file=/p,,q/libkx_coherence.so,mark=0x1000,out=/o,,ut "),
+            "{j}"
+        );
     }
 
     #[test]
