@@ -35,10 +35,10 @@ use mm::vm::vma::VmArea;
 
 /// `mem_cgroup_per_node` layouts the scenarios instantiate (all on the ticket lock).
 pub trait Pn: MemCgroupPerNode<Family = Ticket> + 'static {}
+impl<T: MemCgroupPerNode<Family = Ticket> + 'static> Pn for T {}
 
 /// How many of a context's memcgs [`Ctx::objects`] names (seed002 makes thousands).
 pub const OBJECT_MEMCGS: usize = 8;
-impl<T: MemCgroupPerNode<Family = Ticket> + 'static> Pn for T {}
 
 /// Seed 001's "before": the per-node info as Linux had it, grouped MGLRU folio.
 pub type PnBase = memcg::MemCgroupPerNodeBase<Ticket, lru::LruGenFolioGrouped>;

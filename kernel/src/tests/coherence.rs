@@ -189,16 +189,23 @@ fn alternate(cpu: usize, first: &AtomicU64, second: &AtomicU64, turn: &AtomicU64
     }
 }
 
-fn false_sharing() -> TestResult {
+/// CPU 0 stores to `LINES.a`, CPU 1 to `second`, in turns; the line names `a` as `data`
+/// and `second` as `other` when it sits on another line.
+fn two_writers(test: &str, second: &AtomicU64) -> TestResult {
     let l = &LINES;
     l.reset();
-    marked_run(&|cpu| alternate(cpu, &l.a, &l.b, &l.turn))?;
+    marked_run(&|cpu| alternate(cpu, &l.a, second, &l.turn))?;
     ensure!(
-        l.a.load(Ordering::Relaxed) == OPS && l.b.load(Ordering::Relaxed) == OPS,
+        l.a.load(Ordering::Relaxed) == OPS && second.load(Ordering::Relaxed) == OPS,
         "stores lost"
     );
+    let other = if addr(second) / 64 == addr(&l.a) / 64 {
+        alloc::string::String::new()
+    } else {
+        format!(" other={:#x}", addr(second))
+    };
     println!(
-        "KCOHERENCE test=coherence_false_sharing ops={} data={:#x} turn={:#x}",
+        "KCOHERENCE test={test} ops={} data={:#x}{other} turn={:#x}",
         2 * OPS,
         addr(&l.a),
         addr(&l.turn)
@@ -206,22 +213,12 @@ fn false_sharing() -> TestResult {
     Ok(())
 }
 
+fn false_sharing() -> TestResult {
+    two_writers("coherence_false_sharing", &LINES.b)
+}
+
 fn separate_lines() -> TestResult {
-    let l = &LINES;
-    l.reset();
-    marked_run(&|cpu| alternate(cpu, &l.a, &l.c, &l.turn))?;
-    ensure!(
-        l.a.load(Ordering::Relaxed) == OPS && l.c.load(Ordering::Relaxed) == OPS,
-        "stores lost"
-    );
-    println!(
-        "KCOHERENCE test=coherence_separate_lines ops={} data={:#x} other={:#x} turn={:#x}",
-        2 * OPS,
-        addr(&l.a),
-        addr(&l.c),
-        addr(&l.turn)
-    );
-    Ok(())
+    two_writers("coherence_separate_lines", &LINES.c)
 }
 
 fn one_cpu() -> TestResult {

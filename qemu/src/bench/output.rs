@@ -194,6 +194,33 @@ pub fn lock_rows(runs: &[Run]) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// Scenario `name`'s plot `svg` written as `<name><suffix>.svg` and shown on the page (under
+/// a heading named for the scenario when `heading`); nothing when there is nothing to plot.
+fn add_svg(
+    put: &mut impl FnMut(&str, &str) -> Result<(), RunError>,
+    page: &mut Page,
+    dir: &Path,
+    name: &str,
+    suffix: &str,
+    svg: Result<Option<String>, String>,
+    heading: bool,
+) -> Result<(), RunError> {
+    let svg = svg.map_err(|why| RunError::BadInput {
+        path: dir.join(format!("{name}{suffix}.svg")),
+        why: format!("plotting failed: {why}"),
+    })?;
+    if let Some(svg) = svg {
+        let file = format!("{}{suffix}.svg", file_name(name));
+        put(&file, &svg)?;
+        if heading {
+            page.heading(name);
+        }
+        page.svg(&svg);
+        page.file_link(&file);
+    }
+    Ok(())
+}
+
 /// Writes every file of `results` into `dir` (which exists).
 pub fn write_dir(dir: &Path, results: &ResultsFile) -> Result<Written, RunError> {
     let summary: Summary = results.summary();
@@ -216,9 +243,7 @@ pub fn write_dir(dir: &Path, results: &ResultsFile) -> Result<Written, RunError>
     page.heading("Verdicts");
     page.table("verdicts", &VERDICT_HEADER, &verdict_rows(&summary));
     if let Some(c) = &results.coherence {
-        page.pre(&crate::coherence::verdict::render(
-            &crate::coherence::verdict::verdicts(c),
-        ));
+        page.pre(&c.verdict_text());
     }
     page.info(&info_rows(results));
     if !results.problems.is_empty() {
@@ -243,40 +268,15 @@ pub fn write_dir(dir: &Path, results: &ResultsFile) -> Result<Written, RunError>
             }
         }
         for name in names {
-            let svg = crate::coherence::chart::svg(c, name).map_err(|why| RunError::BadInput {
-                path: dir.join(format!("{name}-coherence.svg")),
-                why: format!("plotting failed: {why}"),
-            })?;
-            if let Some(svg) = svg {
-                let file = format!("{}-coherence.svg", file_name(name));
-                put(&file, &svg)?;
-                page.svg(&svg);
-                page.file_link(&file);
-            }
+            let svg = crate::coherence::chart::svg(c, name);
+            add_svg(&mut put, &mut page, dir, name, "-coherence", svg, false)?;
         }
     }
     for (name, _) in summary.scenarios() {
-        let svg = plot::svg(&summary, name).map_err(|why| RunError::BadInput {
-            path: dir.join(format!("{name}.svg")),
-            why: format!("plotting failed: {why}"),
-        })?;
-        if let Some(svg) = svg {
-            let file = format!("{}.svg", file_name(name));
-            put(&file, &svg)?;
-            page.heading(name);
-            page.svg(&svg);
-            page.file_link(&file);
-        }
-        let forest = forest::svg(&summary, name).map_err(|why| RunError::BadInput {
-            path: dir.join(format!("{name}-forest.svg")),
-            why: format!("plotting failed: {why}"),
-        })?;
-        if let Some(svg) = forest {
-            let file = format!("{}-forest.svg", file_name(name));
-            put(&file, &svg)?;
-            page.svg(&svg);
-            page.file_link(&file);
-        }
+        let plot = plot::svg(&summary, name);
+        add_svg(&mut put, &mut page, dir, name, "", plot, true)?;
+        let forest = forest::svg(&summary, name);
+        add_svg(&mut put, &mut page, dir, name, "-forest", forest, false)?;
     }
     let locks = lock_rows(&results.runs);
     if !locks.is_empty() {

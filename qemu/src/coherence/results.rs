@@ -174,6 +174,43 @@ pub fn name_unit(objects: &[&Object], addr: u64, bytes: u64) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("; "))
 }
 
+impl CoherenceResults {
+    /// The mechanism verdict lines under their heading.
+    #[must_use]
+    pub fn verdict_text(&self) -> String {
+        let mut s = String::from(
+            "Mechanism (transfers per operation on the seed's fields, mean of measured rounds):\n",
+        );
+        for l in &self.verdicts {
+            s.push_str("  ");
+            s.push_str(l);
+            s.push('\n');
+        }
+        s
+    }
+
+    /// The measured (not warm-up) runs of `variant` at one point.
+    #[must_use]
+    pub fn measured(
+        &self,
+        scenario: &str,
+        config: &str,
+        cpus: u32,
+        variant: &str,
+    ) -> Vec<&CoherenceRun> {
+        self.runs
+            .iter()
+            .filter(|r| {
+                !r.warmup
+                    && r.scenario == scenario
+                    && r.config == config
+                    && r.cpus == cpus
+                    && r.variant == variant
+            })
+            .collect()
+    }
+}
+
 impl CoherenceRun {
     /// The counts of the `line_bytes` model.
     #[must_use]
@@ -285,11 +322,7 @@ pub fn attach(
         problems,
         verdicts: Vec::new(),
     };
-    r.verdicts = super::verdict::render(&super::verdict::verdicts(&r))
-        .lines()
-        .skip(1)
-        .map(|l| l.trim().to_owned())
-        .collect();
+    r.verdicts = super::verdict::lines(&super::verdict::verdicts(&r));
     r
 }
 

@@ -58,17 +58,7 @@ pub fn figures(c: &CoherenceResults) -> Vec<VariantFigures> {
     }
     keys.into_iter()
         .map(|(scenario, config, cpus, variant)| {
-            let runs: Vec<&CoherenceRun> = c
-                .runs
-                .iter()
-                .filter(|r| {
-                    !r.warmup
-                        && r.scenario == scenario
-                        && r.config == config
-                        && r.cpus == cpus
-                        && r.variant == variant
-                })
-                .collect();
+            let runs = c.measured(&scenario, &config, cpus, &variant);
             variant_figures(scenario, config, cpus, variant, &runs)
         })
         .collect()
@@ -158,7 +148,7 @@ fn variant_figures(
 /// lines with their code.
 #[must_use]
 pub fn render(c: &CoherenceResults) -> String {
-    let mut s = super::verdict::render(&super::verdict::verdicts(c));
+    let mut s = c.verdict_text();
     let _ = writeln!(
         s,
         "Coherence (the plugin's model: {} KiB {}-way private caches per vCPU; per operation, \

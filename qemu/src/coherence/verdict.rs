@@ -139,20 +139,13 @@ pub fn verdicts(c: &CoherenceResults) -> Vec<MechanismVerdict> {
             continue;
         };
         let rounds = |variant: &str| -> Vec<f64> {
-            c.runs
-                .iter()
-                .filter(|r| {
-                    !r.warmup
-                        && r.scenario == scenario
-                        && r.config == config
-                        && r.cpus == cpus
-                        && r.variant == variant
-                })
+            c.measured(&scenario, &config, cpus, variant)
+                .into_iter()
                 .map(|r| on_fields(r, m))
                 .collect()
         };
         for d in s.comparisons {
-            let control = format!("{}'", d.a);
+            let control = bench::record::control_name(d.a);
             let r = [rounds(d.a), rounds(d.b), rounds(&control)];
             let word = judge(&r[0], &r[1], &r[2], m.b_reduces);
             out.push(MechanismVerdict {
@@ -169,34 +162,32 @@ pub fn verdicts(c: &CoherenceResults) -> Vec<MechanismVerdict> {
     out
 }
 
-/// The verdict lines: one per comparison and CPU count.
+/// One line per comparison and CPU count.
 #[must_use]
-pub fn render(v: &[MechanismVerdict]) -> String {
-    let mut s = String::from(
-        "Mechanism (transfers per operation on the seed's fields, mean of measured rounds):\n",
-    );
-    for x in v {
-        let m = catalog::scenario(&x.scenario).and_then(|s| s.mechanism);
-        s.push_str(&format!(
-            "  {} {} cpus={} {} {:.4} vs {} {:.4} ({}; {}-byte units of {}): {}\n",
-            x.scenario,
-            x.config,
-            x.cpus,
-            x.a,
-            mean(&x.rounds[0]),
-            x.b,
-            mean(&x.rounds[1]),
-            if x.rounds[2].is_empty() {
-                "no A/A control here".to_owned()
-            } else {
-                format!("A' {:.4}", mean(&x.rounds[2]))
-            },
-            m.map_or(0, |m| m.line_bytes),
-            m.map_or_else(String::new, |m| m.fields.join("/")),
-            x.word
-        ));
-    }
-    s
+pub fn lines(v: &[MechanismVerdict]) -> Vec<String> {
+    v.iter()
+        .map(|x| {
+            let m = catalog::scenario(&x.scenario).and_then(|s| s.mechanism);
+            format!(
+                "{} {} cpus={} {} {:.4} vs {} {:.4} ({}; {}-byte units of {}): {}",
+                x.scenario,
+                x.config,
+                x.cpus,
+                x.a,
+                mean(&x.rounds[0]),
+                x.b,
+                mean(&x.rounds[1]),
+                if x.rounds[2].is_empty() {
+                    "no A/A control here".to_owned()
+                } else {
+                    format!("A' {:.4}", mean(&x.rounds[2]))
+                },
+                m.map_or(0, |m| m.line_bytes),
+                m.map_or_else(String::new, |m| m.fields.join("/")),
+                x.word
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]
