@@ -202,10 +202,10 @@ fn a_plugin_qemu_cannot_load_ends_the_bench_with_the_plugin_status() {
     };
     let mut launch = qemu::commands::launch(qemu::Mode::Direct, 2, 256, None, medium);
     launch.plugin = Some(setup.load.clone());
-    let started = std::time::Instant::now();
+    // A hang would end in the runner's timeout, an `Ok` with the timeout outcome: the
+    // plugin error proves QEMU said why and stopped.
     let err = qemu::bench::run::bench(ws, &options, &launch, TIMEOUT, Some(&setup))
         .expect_err("QEMU cannot load a plugin that does not exist");
-    assert!(started.elapsed() < Duration::from_secs(60), "no hang");
     let text = err.to_string();
     assert!(
         text.contains("--coherence") && text.contains("plugin"),
