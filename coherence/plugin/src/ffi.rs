@@ -1,4 +1,4 @@
-//! The part of QEMU's TCG plugin API, version 1 (QEMU 4.2 to 8.x, Debian 12's 7.2), that the
+//! The part of QEMU's TCG plugin API, version 1 (Debian 12's QEMU 7.2 offers 0 to 1), that the
 //! plugin uses, declared by hand from the documented C signatures in QEMU's
 //! `include/qemu/qemu-plugin.h`. Writing these few declarations keeps the workspace's
 //! MIT/Apache licence: the `qemu-plugin` crate, which would cover them, is GPL.

@@ -4,10 +4,10 @@
 //! Built with `cargo build --release -p coherence-plugin` (the runner does it for
 //! `kx bench --coherence` and the known-answer tests) and loaded with
 //! `qemu-system-x86_64 -plugin target/release/libkx_coherence.so,mark=0x...,out=PATH`
-//! (the arguments are `coherence::Config`'s). It declares plugin API version 1, which QEMU
-//! 4.2 to 8.x load (Debian 12 ships 7.2); a QEMU whose oldest supported version is newer
-//! refuses to load it with its own message, and the runner reports that QEMU exit as a QEMU
-//! without a usable plugin interface.
+//! (the arguments are `coherence::Config`'s). It declares plugin API version 1, which
+//! Debian 12's QEMU 7.2 loads (it offers versions 0 to 1, as the report's header records); a
+//! QEMU whose oldest supported version is newer refuses to load it with its own message, and
+//! the runner reports that QEMU exit as a QEMU without a usable plugin interface.
 //!
 //! At translation time every instruction of a block gets a memory callback whose user data
 //! is the instruction's address, with a flag when the instruction is a locked
@@ -92,7 +92,7 @@ fn install(id: PluginId, info: &Info, args: &[String]) -> Result<(), String> {
     if !(info.version.min..=info.version.cur).contains(&1) {
         return Err(format!(
             "this QEMU supports plugin API versions {} to {}; the plugin is written for \
-             version 1 (QEMU 4.2 to 8.x)",
+             version 1 (Debian 12's QEMU 7.2 offers 0 to 1)",
             info.version.min, info.version.cur
         ));
     }
