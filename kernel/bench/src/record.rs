@@ -202,7 +202,8 @@ pub struct CpuShare {
     pub ns: u64,
 }
 
-/// One lock class's statistics over a run (`ksync`'s counters, as deltas).
+/// One lock class's statistics over a run (`ksync`'s counters, as deltas); a shared-word
+/// class (`ksync::word_class!`) counts the word's writes as acquisitions.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LockStat {
     /// Acquisitions.
@@ -213,6 +214,13 @@ pub struct LockStat {
     pub wait_total_cycles: u64,
     /// Longest wait, cycles.
     pub wait_max_cycles: u64,
+    /// Acquisitions that found the word last written by another CPU since this CPU's
+    /// previous one (`ksync::handoff`): the line went to another CPU and back.
+    #[serde(default)]
+    pub handoffs: u64,
+    /// Acquisitions that could not be judged for a handoff (a CPU's first on the word).
+    #[serde(default)]
+    pub untracked: u64,
 }
 
 impl From<ksync::LockStatSnapshot> for LockStat {
@@ -222,6 +230,8 @@ impl From<ksync::LockStatSnapshot> for LockStat {
             contended: s.contended,
             wait_total_cycles: s.wait_total_cycles,
             wait_max_cycles: s.wait_max_cycles,
+            handoffs: s.handoffs,
+            untracked: s.untracked,
         }
     }
 }
@@ -895,6 +905,8 @@ mod tests {
                 contended: 3,
                 wait_total_cycles: 999,
                 wait_max_cycles: 500,
+                handoffs: 2,
+                untracked: 1,
             },
         );
         r.locks

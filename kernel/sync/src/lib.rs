@@ -10,6 +10,9 @@
 //! - [`stat`]: `CONFIG_LOCK_STAT` reduced to acquisitions, contended acquisitions and wait
 //!   cycles, per class and per CPU (each CPU writes only its own 128-byte slot), summed when
 //!   read: collecting them adds no traffic to the lock's own line.
+//! - [`handoff`]: whether a shared word (a lock's, a counter's) was written by another CPU
+//!   between two writes of this one, seen in the old value its read-modify-write returns:
+//!   the cross-CPU event a seed's premise needs, counted per class without a shared line.
 //! - [`lockdep`]: a small lockdep: records which class was held when another was taken and
 //!   reports an inversion (A then B somewhere, B then A elsewhere) with both class names.
 //! - [`family`]: [`LockFamily`], how generic code names "the lock of class C" so that loom
@@ -31,6 +34,7 @@ extern crate alloc;
 pub mod class;
 pub mod cpu;
 pub mod family;
+pub mod handoff;
 pub mod lockdep;
 pub mod percpu;
 pub mod race;

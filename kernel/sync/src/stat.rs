@@ -10,6 +10,7 @@
 //! contended one.
 
 use core::fmt;
+use crate::handoff::{HandoffTable, Seen};
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
@@ -73,14 +74,21 @@ impl core::fmt::Debug for ClassStats {
     }
 }
 
-/// One CPU's counters for one class.
+/// One CPU's counters for one class, and its memory of the class's words it wrote
+/// ([`crate::handoff`]).
 #[derive(Debug)]
 pub(crate) struct CpuLockStat {
     acquisitions: AtomicU64,
     contended: AtomicU64,
     wait_total: AtomicU64,
     wait_max: AtomicU64,
+    handoffs: HandoffTable,
 }
+
+const _: () = assert!(
+    core::mem::size_of::<CpuLockStat>() <= 128,
+    "a CPU's slot of a class stays in its own 128-byte pair"
+);
 
 #[inline]
 fn bump(c: &AtomicU64, v: u64) {
@@ -94,6 +102,7 @@ impl CpuLockStat {
             contended: AtomicU64::new(0),
             wait_total: AtomicU64::new(0),
             wait_max: AtomicU64::new(0),
+            handoffs: HandoffTable::new(),
         }
     }
 
@@ -111,11 +120,14 @@ impl CpuLockStat {
     }
 
     pub(crate) fn read(&self) -> LockStatSnapshot {
+        let (handoffs, untracked) = self.handoffs.read();
         LockStatSnapshot {
             acquisitions: self.acquisitions.load(Relaxed),
             contended: self.contended.load(Relaxed),
             wait_total_cycles: self.wait_total.load(Relaxed),
             wait_max_cycles: self.wait_max.load(Relaxed),
+            handoffs,
+            untracked,
         }
     }
 
@@ -124,6 +136,7 @@ impl CpuLockStat {
         self.contended.store(0, Relaxed);
         self.wait_total.store(0, Relaxed);
         self.wait_max.store(0, Relaxed);
+        self.handoffs.reset();
     }
 }
 
@@ -137,6 +150,31 @@ pub(crate) fn record(data: &'static crate::ClassData, contended: bool, wait: u64
     data.stats.cpu(crate::this_cpu()).record(contended, wait);
 }
 
+/// Records a write of the word at `addr` of class `data` on the running CPU: one
+/// acquisition, judged for a handoff ([`crate::handoff`]).
+#[inline]
+pub(crate) fn record_write(
+    data: &'static crate::ClassData,
+    addr: usize,
+    old: u64,
+    new: u64,
+) -> Seen {
+    let _ = data.id();
+    let slot = data.stats.cpu(crate::this_cpu());
+    bump(&slot.acquisitions, 1);
+    slot.handoffs.note(addr, old, new)
+}
+
+/// Judges a lock acquisition [`record`] already counted for a handoff: the lock word at
+/// `addr` held `old` in the half its acquirers write, and this CPU left `new` there.
+#[inline]
+pub(crate) fn record_handoff(data: &'static crate::ClassData, addr: usize, old: u64, new: u64) {
+    data.stats
+        .cpu(crate::this_cpu())
+        .handoffs
+        .note(addr, old, new);
+}
+
 /// A class's counters (summed over CPUs), printable as one line.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct LockStatSnapshot {
@@ -148,6 +186,12 @@ pub struct LockStatSnapshot {
     pub wait_total_cycles: u64,
     /// The longest single wait, in cycles.
     pub wait_max_cycles: u64,
+    /// Acquisitions (writes, for a word class) that found the word last written by
+    /// another CPU since this CPU's previous one ([`crate::handoff`]).
+    pub handoffs: u64,
+    /// Acquisitions or writes that could not be judged (the CPU's first on the word in
+    /// this run, or the word forgotten).
+    pub untracked: u64,
 }
 
 impl LockStatSnapshot {
@@ -157,6 +201,8 @@ impl LockStatSnapshot {
         self.contended = self.contended.wrapping_add(o.contended);
         self.wait_total_cycles = self.wait_total_cycles.wrapping_add(o.wait_total_cycles);
         self.wait_max_cycles = self.wait_max_cycles.max(o.wait_max_cycles);
+        self.handoffs = self.handoffs.wrapping_add(o.handoffs);
+        self.untracked = self.untracked.wrapping_add(o.untracked);
     }
 
     /// Average wait of a contended acquisition, in cycles (0 when never contended).
@@ -185,6 +231,8 @@ impl LockStatSnapshot {
                 .wait_total_cycles
                 .wrapping_sub(earlier.wait_total_cycles),
             wait_max_cycles: self.wait_max_cycles,
+            handoffs: self.handoffs.wrapping_sub(earlier.handoffs),
+            untracked: self.untracked.wrapping_sub(earlier.untracked),
         }
     }
 }
@@ -194,14 +242,17 @@ impl fmt::Display for LockStatSnapshot {
         let pm = self.contended_permille();
         write!(
             f,
-            "acquisitions={} contended={} ({}.{}%) wait_total={}cyc wait_max={}cyc wait_avg={}cyc",
+            "acquisitions={} contended={} ({}.{}%) wait_total={}cyc wait_max={}cyc wait_avg={}cyc \
+             handoffs={} untracked={}",
             self.acquisitions,
             self.contended,
             pm / 10,
             pm % 10,
             self.wait_total_cycles,
             self.wait_max_cycles,
-            self.wait_avg_cycles()
+            self.wait_avg_cycles(),
+            self.handoffs,
+            self.untracked
         )
     }
 }

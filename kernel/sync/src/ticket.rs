@@ -134,7 +134,7 @@ impl<C: LockClass> TicketLock<C> {
                 spin_loop(&mut spins);
             }
         }
-        self.acquired(timed, contended, start);
+        self.acquired(timed, contended, start, ticket);
     }
 
     /// Takes the lock if it is free.
@@ -154,13 +154,16 @@ impl<C: LockClass> TicketLock<C> {
             )
             .is_ok();
         if ok {
-            self.acquired(crate::stat::enabled(), false, 0);
+            self.acquired(crate::stat::enabled(), false, 0, next(w));
         }
         ok
     }
 
+    /// Records the acquisition of `ticket`: its wait, and whether another CPU took a
+    /// ticket since this CPU's last acquisition of this lock (a handoff: the `next` half
+    /// this CPU left at `ticket + 1` last time is not the one it found).
     #[inline]
-    fn acquired(&self, timed: bool, contended: bool, start: u64) {
+    fn acquired(&self, timed: bool, contended: bool, start: u64, ticket: u16) {
         if timed {
             let wait = if contended {
                 crate::stat::cycles().wrapping_sub(start)
@@ -168,6 +171,12 @@ impl<C: LockClass> TicketLock<C> {
                 0
             };
             crate::stat::record(C::data(), contended, wait);
+            crate::stat::record_handoff(
+                C::data(),
+                core::ptr::from_ref(&self.word) as usize,
+                u64::from(ticket),
+                u64::from(ticket.wrapping_add(1)),
+            );
         }
         crate::lockdep::acquire(C::data());
     }

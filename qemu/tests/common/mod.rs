@@ -144,6 +144,7 @@ pub fn log(spec: &Spec) -> String {
                             contended: ops / 150 * u64::from(cpus - 1),
                             wait_total_cycles: 1000 * n,
                             wait_max_cycles: 900,
+                            ..LockStat::default()
                         },
                     );
                     r.counters.insert("pgfault".into(), ops as i64);
