@@ -267,7 +267,7 @@ pub const SCENARIOS: &[Scenario] = &[
             unit: "pages/s",
             points: &SEED001_POINTS,
         }),
-        premises: &["list_head_writes_per_op"],
+        premises: &["list_head_writes_per_op", "lru_lock_handoffs_per_op"],
         mechanism: Some(Mechanism {
             fields: &[
                 "memcg",
@@ -303,6 +303,8 @@ pub const SCENARIOS: &[Scenario] = &[
             "evicted_per_op",
             "variant_lock_acquisitions_per_op",
             "other_lock_acquisitions_per_op",
+            "variant_lock_handoffs_per_op",
+            "node_lock_contended_per_op",
         ],
         mechanism: Some(Mechanism {
             fields: &["lru_lock"],
@@ -366,7 +368,11 @@ pub const SCENARIOS: &[Scenario] = &[
             unit: "IOPS",
             points: &SEED000_POINTS,
         }),
-        premises: &["refaults_per_op", "refaulted_on_node_line_share"],
+        premises: &[
+            "refaults_per_op",
+            "refaulted_on_node_line_share",
+            "refaulted_handoffs_per_op",
+        ],
         mechanism: Some(Mechanism {
             fields: &["enabled", "gen", "seg", "bin", "fifo_id", "list"],
             line_bytes: 64,
@@ -401,7 +407,11 @@ pub const SCENARIOS: &[Scenario] = &[
                 p("A", "B", "anon", 56, (103189.6761, 92989.3749)),
             ],
         }),
-        premises: &["faults_per_op", "mmap_lock_fallbacks_per_op"],
+        premises: &[
+            "faults_per_op",
+            "mmap_lock_fallbacks_per_op",
+            "vm_refcnt_handoffs_per_op",
+        ],
         mechanism: Some(Mechanism {
             fields: &["vm_lock_seq"],
             line_bytes: 64,
@@ -442,6 +452,7 @@ pub const SCENARIOS: &[Scenario] = &[
             "parent_usage_writes_per_op",
             "parent_reads_per_op",
             "usage_parent_same_line",
+            "usage_handoffs_per_op",
         ],
         mechanism: Some(Mechanism {
             fields: &["parent"],

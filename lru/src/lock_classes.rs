@@ -38,3 +38,9 @@ ksync::lock_class!(
     /// The RCU callback queue (`call_rcu`'s lists).
     pub RcuCallbackLock, "rcu_callbacks"
 );
+ksync::word_class!(
+    /// MGLRU's lockless `lrugen->refaulted[hist][type][tier]` counters, which every refault
+    /// adds to (`lru_gen_refault`): a shared-word class, so a run counts how often another
+    /// CPU added to a counter between two additions of one CPU (`ksync::handoff`).
+    pub RefaultedWord, "lru_gen->refaulted[]"
+);

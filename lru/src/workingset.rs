@@ -181,7 +181,13 @@ impl<H: LruvecHost> Lruvec<H> {
         }
         let ty = folio.lru_type();
         let hist = lru_hist_from_seq(self.lrugen().min_seq()[ty].load(Ordering::Acquire));
-        self.lrugen().refaulted()[hist][ty][tier].fetch_add(1, Ordering::Relaxed);
+        let counter = &self.lrugen().refaulted()[hist][ty][tier];
+        let old = counter.fetch_add(1, Ordering::Relaxed);
+        ksync::handoff::note_write::<crate::lock_classes::RefaultedWord>(
+            core::ptr::from_ref(counter) as usize,
+            old as u64,
+            old.wrapping_add(1) as u64,
+        );
         crate::events::count_tier(crate::events::TierCounter::Refaulted, ty, tier);
         if in_fault {
             // What folio_add_lru() does for folios added in the fault path.

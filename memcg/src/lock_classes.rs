@@ -23,3 +23,9 @@ ksync::lock_class!(
     /// One CPU's memcg charge stock (`memcg_stock.stock_lock`).
     pub StockLock, "memcg_stock.lock"
 );
+ksync::word_class!(
+    /// The `usage` of a `page_counter` in the 802f1d model's layouts
+    /// (`page_counter_802f1d`): a shared-word class, so a run counts how often another CPU
+    /// charged or uncharged a counter between two writes of one (`ksync::handoff`).
+    pub PageCounterUsageWord, "page_counter->usage"
+);

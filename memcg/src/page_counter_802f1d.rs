@@ -26,6 +26,7 @@ use core::fmt::{self, Write};
 use core::mem::{align_of, offset_of, size_of};
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU64, Ordering};
+use crate::lock_classes::PageCounterUsageWord;
 use lru::cacheline::{CACHELINE, line_of};
 use lru::layout::{FieldDesc, StructLayout};
 
@@ -298,8 +299,14 @@ impl Walk {
         }
     }
 
+    /// Counts a write of `c`'s `usage` that found `old` and left `new`.
     #[inline]
-    fn wrote<L>(&mut self, c: &L) {
+    fn wrote<L: PageCounterLayout>(&mut self, c: &L, old: u64, new: u64) {
+        ksync::handoff::note_write::<PageCounterUsageWord>(
+            core::ptr::from_ref(c.usage()) as usize,
+            old,
+            new,
+        );
         self.usage_writes += 1;
         if core::ptr::from_ref(c) as usize == self.watched {
             self.watched_writes += 1;
@@ -324,10 +331,10 @@ pub fn try_charge<'c, L: PageCounterLayout>(
     let mut level = Some(counter);
     while let Some(c) = level {
         let new = c.usage().fetch_add(nr, Ordering::Relaxed) + nr;
-        walk.wrote(c);
+        walk.wrote(c, new - nr, new);
         if new > c.max().load(Ordering::Relaxed) {
-            c.usage().fetch_sub(nr, Ordering::Relaxed);
-            walk.wrote(c);
+            let old = c.usage().fetch_sub(nr, Ordering::Relaxed);
+            walk.wrote(c, old, old.wrapping_sub(nr));
             propagate_protected_usage(c, new - nr, walk);
             c.failcnt().fetch_add(1, Ordering::Relaxed);
             let mut undo = Some(counter);
@@ -351,7 +358,7 @@ pub fn try_charge<'c, L: PageCounterLayout>(
 #[inline]
 fn uncharge_one<L: PageCounterLayout>(c: &L, nr: u64, walk: &mut Walk) {
     let old = c.usage().fetch_sub(nr, Ordering::Relaxed);
-    walk.wrote(c);
+    walk.wrote(c, old, old.wrapping_sub(nr));
     let new = if old < nr {
         c.usage().store(0, Ordering::Relaxed);
         0

@@ -731,12 +731,23 @@ pub struct Premise {
     pub cpus: u32,
     /// What is counted (`list_head_writes_per_op`, ...).
     pub name: String,
-    /// Whether the runs showed it.
+    /// Whether the runs showed it (false where it was not applicable).
     pub held: bool,
+    /// Whether it was judged: a premise about sharing between CPUs is not applicable at
+    /// one CPU (recorded with its figure, neither held nor failed).
+    #[serde(default = "yes")]
+    pub applicable: bool,
+    /// Whether it is about sharing between CPUs (a handoff, a contended lock).
+    #[serde(default)]
+    pub across_cpus: bool,
     /// The figure behind the verdict (per operation where that is its unit).
     pub figure: f64,
     /// What the figure had to be, in words (`> 0`, `>= 0.9`, `== 0`).
     pub expect: String,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// The `end` record.
@@ -1132,6 +1143,8 @@ mod tests {
                         cpus: 2,
                         name: "activations_per_op".into(),
                         held: false,
+                        applicable: true,
+                        across_cpus: false,
                         figure: 0.0,
                         expect: "> 0".into(),
                     }],

@@ -91,16 +91,29 @@ impl<'a> Table<'a> {
                     .iter()
                     .filter(|p| p.scenario == name && p.name == n && p.expect == e)
                     .collect();
-                let held = of.iter().filter(|p| p.held).count();
-                let lo = of.iter().map(|p| p.figure).fold(f64::INFINITY, f64::min);
-                let hi = of
+                let judged: Vec<_> = of.iter().filter(|p| p.applicable).collect();
+                let not_applicable = of.len() - judged.len();
+                if judged.is_empty() {
+                    return alloc::format!(
+                        "premise {n} ({e}): not applicable at 1 CPU ({not_applicable} points)"
+                    );
+                }
+                let held = judged.iter().filter(|p| p.held).count();
+                let lo = judged.iter().map(|p| p.figure).fold(f64::INFINITY, f64::min);
+                let hi = judged
                     .iter()
                     .map(|p| p.figure)
                     .fold(f64::NEG_INFINITY, f64::max);
-                alloc::format!(
+                let mut line = alloc::format!(
                     "premise {n} ({e}): held {held}/{}, figures {lo:.4}..{hi:.4}",
-                    of.len()
-                )
+                    judged.len()
+                );
+                if not_applicable > 0 {
+                    line.push_str(&alloc::format!(
+                        "; not applicable at 1 CPU: {not_applicable}"
+                    ));
+                }
+                line
             })
             .collect()
     }
@@ -668,17 +681,40 @@ mod tests {
             scenario: "seed002-reclaim".into(),
             config: "1500".into(),
             variant: variant.into(),
-            cpus: 1,
+            cpus: 2,
             name: "activations_per_op".into(),
             held,
+            applicable: true,
+            across_cpus: false,
             figure,
             expect: "> 0".into(),
         };
-        let premises = [p("A", true, 0.25), p("B", false, 0.0)];
+        let one_cpu = |name: &str| crate::record::Premise {
+            cpus: 1,
+            name: name.into(),
+            held: false,
+            applicable: false,
+            across_cpus: true,
+            figure: 0.0,
+            ..p("A", false, 0.0)
+        };
+        let premises = [
+            p("A", true, 0.25),
+            p("B", false, 0.0),
+            one_cpu("activations_per_op"),
+            one_cpu("handoffs_per_op"),
+        ];
         let t = Table::new(&summary, Style::Wide)
             .with_premises(&premises)
             .to_string();
-        let at = t.find("premise activations_per_op (> 0): held 1/2, figures 0.0000..0.2500");
+        assert!(
+            t.contains("premise handoffs_per_op (> 0): not applicable at 1 CPU (1 points)"),
+            "{t}"
+        );
+        let at = t.find(
+            "premise activations_per_op (> 0): held 1/2, figures 0.0000..0.2500; not \
+             applicable at 1 CPU: 1",
+        );
         assert!(at.is_some(), "{t}");
         // Under its own scenario's rows, after seed002's heading.
         assert!(

@@ -33,3 +33,10 @@ ksync::lock_class!(
     /// A zone's buddy free-list lock (`zone->lock`).
     pub ZoneLock, "zone->lock"
 );
+ksync::word_class!(
+    /// A VMA's `vm_refcnt`, which every lockless fault on the region adds to and takes from
+    /// (`vma_start_read`/`vma_end_read`): a shared-word class, so a run counts how often
+    /// another CPU wrote it between two writes of one (`ksync::handoff`) and how often a
+    /// reader's compare-and-swap lost to another CPU's write and retried (`contended`).
+    pub VmRefcntWord, "vma->vm_refcnt"
+);

@@ -123,6 +123,16 @@ pub fn note_write<C: LockClass>(addr: usize, old: u64, new: u64) -> Option<Seen>
     Some(crate::stat::record_write(C::data(), addr, old, new))
 }
 
+/// Records, while statistics are on, that the running CPU's compare-and-swap on a shared
+/// word of class `C` failed because another CPU wrote the word after this one read it, and
+/// is retried: counted as a contended acquisition of the class.
+#[inline]
+pub fn note_retry<C: LockClass>() {
+    if crate::stat::enabled() {
+        crate::stat::record_retry(C::data());
+    }
+}
+
 /// Defines the class of a shared word that is not a lock (a page counter's `usage`, a
 /// VMA's `vm_refcnt`): a [`crate::lock_class!`] whose statistics count the word's writes
 /// ([`note_write`]) as acquisitions, and their handoffs. No lock of the class exists.

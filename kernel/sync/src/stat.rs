@@ -165,6 +165,14 @@ pub(crate) fn record_write(
     slot.handoffs.note(addr, old, new)
 }
 
+/// Records a compare-and-swap on a word of class `data` that lost to another CPU's write:
+/// one contended acquisition, with no acquisition (the retry that succeeds is the write).
+#[inline]
+pub(crate) fn record_retry(data: &'static crate::ClassData) {
+    let _ = data.id();
+    bump(&data.stats.cpu(crate::this_cpu()).contended, 1);
+}
+
 /// Judges a lock acquisition [`record`] already counted for a handoff: the lock word at
 /// `addr` held `old` in the half its acquirers write, and this CPU left `new` there.
 #[inline]

@@ -17,6 +17,7 @@
 //! is false (the kernel exits with the test-failure code).
 
 use super::measure::measure;
+use super::premise;
 use super::platform::{BenchPlatform, Output};
 use super::registry::{PlannedConfig, Registry};
 use super::request::Request;
@@ -413,14 +414,29 @@ impl Engine<'_> {
                         && r.cpus == cpus
                 })
                 .collect();
-            for p in inst.premises(&runs) {
+            let checks = match inst.premises(&runs) {
+                Ok(checks) => checks,
+                Err(premise::Missing(what)) => {
+                    failed.push(format!(
+                        "{} {config} {variant} cpus={cpus}: a premise needs {what}, which the \
+                         runs did not report",
+                        scenario.name
+                    ));
+                    continue;
+                }
+            };
+            for p in checks {
+                // A premise about sharing cannot hold at one CPU: recorded, not judged.
+                let applicable = cpus >= 2 || !p.across_cpus;
                 let premise = Premise {
                     scenario: scenario.name.into(),
                     config: config.into(),
                     variant: variant.clone(),
                     cpus,
                     name: p.name.into(),
-                    held: p.held,
+                    held: p.held && applicable,
+                    applicable,
+                    across_cpus: p.across_cpus,
                     figure: p.figure,
                     expect: p.expect,
                 };
@@ -430,7 +446,7 @@ impl Engine<'_> {
                          catalog (it declares {:?})",
                         scenario.name, p.name, scenario.premises
                     ));
-                } else if !premise.held {
+                } else if applicable && !premise.held {
                     failed.push(format!(
                         "{} {config} {variant} cpus={cpus}: premise {} did not hold: {} (expected {})",
                         scenario.name, premise.name, premise.figure, premise.expect

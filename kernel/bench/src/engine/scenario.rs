@@ -14,7 +14,7 @@
 //! to the platform-neutral table ([`crate::scenarios::registry`]); the catalog
 //! ([`crate::catalog`]) already names its configs, variants and comparisons.
 
-use super::premise::PremiseCheck;
+use super::premise::Premises;
 use crate::catalog;
 use crate::record::Run;
 use alloc::boxed::Box;
@@ -162,10 +162,11 @@ pub trait Instance: Sync {
     }
 
     /// The premises of the seed's mechanism, judged over this variant's measured runs at
-    /// one point (see [`super::premise`]). Default: none.
-    fn premises(&self, runs: &[&Run]) -> Vec<PremiseCheck> {
+    /// one point (see [`super::premise`]), or the counter one of them needed that the runs
+    /// did not report. Default: none.
+    fn premises(&self, runs: &[&Run]) -> Premises {
         let _ = runs;
-        Vec::new()
+        Ok(Vec::new())
     }
 
     /// A sentence about how this instance was set up that belongs with the results (e.g.

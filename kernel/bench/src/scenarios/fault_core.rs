@@ -21,7 +21,7 @@
 //! reads it for both.
 
 use crate::engine::ObjectDesc;
-use crate::engine::premise::PremiseCheck;
+use crate::engine::premise::Premises;
 use crate::engine::{BatchCtx, Instance, ScenarioError};
 use crate::record::Run;
 use crate::vm::{Ctx, Pn, VmHost};
@@ -91,7 +91,7 @@ pub trait FaultCoreInstance: Sync {
     }
 
     /// [`Instance::premises`].
-    fn premise_checks(&self, runs: &[&Run]) -> Vec<PremiseCheck>;
+    fn premise_checks(&self, runs: &[&Run]) -> Premises;
 
     /// [`Instance::note`]. Default: none.
     fn setup_note(&self) -> Option<String> {
@@ -125,7 +125,7 @@ impl<T: FaultCoreInstance> Instance for T {
         self.untimed_work(ctx)
     }
 
-    fn premises(&self, runs: &[&Run]) -> Vec<PremiseCheck> {
+    fn premises(&self, runs: &[&Run]) -> Premises {
         self.premise_checks(runs)
     }
 

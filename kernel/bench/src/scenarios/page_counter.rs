@@ -40,15 +40,19 @@
 //! `parent_reads` (loads of `parent` on the walks, every level). Premises: the parent's
 //! `usage` is written and `parent` is read in every run (per operation, above zero), and
 //! the shared parent's `usage` and `parent` are on one line in A and not in B, measured at
-//! the instance's own addresses. With one CPU nothing is shared: the ratio there is the
-//! two layouts' cost alone. Invariant after every run: every level's `usage` equals the
+//! the instance's own addresses; at two CPUs or more, across CPUs, a `usage` is written by
+//! another CPU between two writes of one (`usage_handoffs_per_op` above zero,
+//! `ksync::handoff`), so the line `parent` is read from in A moves between CPUs. With one
+//! CPU nothing is shared: the ratio there is the two layouts' cost alone. Invariant after every run: every level's `usage` equals the
 //! pages its CPUs' stocks hold, nothing failed a charge, and every stat's atomic counters
 //! and per-CPU batches add up to the pages charged and uncharged.
 //!
 //! This is a model of the commit's mechanism on the memcg crate's layout types, not the
 //! memcg tree's own charge path (whose `page_counter` is today's three-group layout).
 
-use crate::engine::premise::{self, PremiseCheck};
+use crate::engine::premise::{self, PremiseCheck, Premises};
+use ksync::LockClass;
+use memcg::lock_classes::PageCounterUsageWord;
 use crate::engine::{BatchCtx, BenchScenario, Instance, ScenarioError, Setup};
 use crate::record::Run;
 use crate::vm::VmHost;
@@ -328,7 +332,7 @@ impl<L: PageCounterLayout + 'static> Instance for PageCounterInst<L> {
         ]
     }
 
-    fn premises(&self, runs: &[&Run]) -> Vec<PremiseCheck> {
+    fn premises(&self, runs: &[&Run]) -> Premises {
         let same = layouts::usage_shares_line_with_parent(&self.parent.memory);
         let figure = if same { 1.0 } else { 0.0 };
         let line = if self.before {
@@ -336,17 +340,22 @@ impl<L: PageCounterLayout + 'static> Instance for PageCounterInst<L> {
         } else {
             PremiseCheck::zero("usage_parent_same_line", figure)
         };
-        vec![
+        Ok(vec![
             PremiseCheck::above_zero(
                 "parent_usage_writes_per_op",
-                premise::per_op(runs, "parent_usage_writes"),
+                premise::per_op(runs, "parent_usage_writes")?,
             ),
             PremiseCheck::above_zero(
                 "parent_reads_per_op",
-                premise::per_op(runs, "parent_reads"),
+                premise::per_op(runs, "parent_reads")?,
             ),
             line,
-        ]
+            PremiseCheck::above_zero(
+                "usage_handoffs_per_op",
+                premise::handoffs_per_op(runs, PageCounterUsageWord::NAME)?,
+            )
+            .across_cpus(),
+        ])
     }
 
     fn check(&self) -> Result<(), String> {
@@ -520,27 +529,44 @@ mod tests {
     /// above zero.
     #[test]
     fn premises_name_the_line_and_need_writes_and_reads() {
+        use crate::scenarios::tests::with_lock;
         let a = build::<PageCounterV511>(1, false, true);
         let b = build::<PageCounter802f1d>(1, false, false);
-        let ok = run_with(&[("parent_usage_writes", 3), ("parent_reads", 20)], 64);
-        let names: Vec<&str> = a.premises(&[&ok]).iter().map(|p| p.name).collect();
+        let run = |writes, reads, handoffs| {
+            with_lock(
+                run_with(&[("parent_usage_writes", writes), ("parent_reads", reads)], 64),
+                PageCounterUsageWord::NAME,
+                9,
+                0,
+                handoffs,
+            )
+        };
+        let judged = |inst: &dyn Instance, r: &Run| inst.premises(&[r]).unwrap();
+        let held = |inst: &dyn Instance, r: &Run| -> Vec<bool> {
+            judged(inst, r).iter().map(|p| p.held).collect()
+        };
+        let ok = run(3, 20, 2);
+        let names: Vec<&str> = judged(&a, &ok).iter().map(|p| p.name).collect();
         assert_eq!(
             names,
             crate::catalog::scenario("page-counter-802f1d")
                 .unwrap()
                 .premises
         );
-        assert!(a.premises(&[&ok]).iter().all(|p| p.held));
-        assert!(b.premises(&[&ok]).iter().all(|p| p.held));
-        assert_eq!(a.premises(&[&ok])[2].figure, 1.0);
-        assert_eq!(b.premises(&[&ok])[2].figure, 0.0);
-        let no_writes = run_with(&[("parent_usage_writes", 0), ("parent_reads", 20)], 64);
-        assert!(!a.premises(&[&no_writes])[0].held);
-        let no_reads = run_with(&[("parent_usage_writes", 3), ("parent_reads", 0)], 64);
-        assert!(!b.premises(&[&no_reads])[1].held);
+        assert_eq!(held(&a, &ok), [true; 4]);
+        assert_eq!(held(&b, &ok), [true; 4]);
+        assert_eq!(judged(&a, &ok)[2].figure, 1.0);
+        assert_eq!(judged(&b, &ok)[2].figure, 0.0);
+        assert_eq!(judged(&a, &ok)[3].figure, 2.0 / 64.0);
+        assert_eq!(held(&a, &run(0, 20, 2)), [false, true, true, true]);
+        assert_eq!(held(&b, &run(3, 0, 2)), [true, false, true, true]);
+        // Nobody else wrote a counter between two writes of one CPU.
+        assert_eq!(held(&b, &run(3, 20, 0)), [true, true, true, false]);
+        assert!(judged(&b, &ok)[3].across_cpus && !judged(&b, &ok)[2].across_cpus);
         // A built as "before" from the after layout would not hold its line premise.
         let wrong = build::<PageCounter802f1d>(1, false, true);
-        assert!(!wrong.premises(&[&ok])[2].held);
+        assert!(!judged(&wrong, &ok)[2].held);
+        assert!(a.premises(&[&run_with(&[("parent_reads", 20)], 64)]).is_err());
         Box::new(a).teardown().unwrap();
         Box::new(b).teardown().unwrap();
         Box::new(wrong).teardown().unwrap();

@@ -23,11 +23,13 @@
 //!
 //! Premises, over each variant's measured runs: reads refault (`refaults` per read above
 //! zero); in A at least 90% of the `refaulted[]` increments land on the node's line, in B
-//! none.
+//! none; and at two CPUs or more, across CPUs: a `refaulted[]` counter is added to by
+//! another CPU between two additions of one (`refaulted_handoffs_per_op` above zero,
+//! `ksync::handoff`), so the line those counters sit on moves between CPUs.
 //!
 //! The invariant after every run: the memcg is within its limit, plus the checker's.
 
-use crate::engine::premise::{self, PremiseCheck};
+use crate::engine::premise::{self, PremiseCheck, Premises};
 use crate::engine::{BatchCtx, BenchScenario, Instance, ScenarioError, Setup};
 use crate::scenarios::fault_core::{FaultCoreInstance, VmCtx, split_placement};
 use crate::record::Run;
@@ -39,7 +41,9 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 use ksync::CachePadded;
+use ksync::LockClass;
 use lru::events::TierCounter;
+use lru::lock_classes::RefaultedWord;
 use lru::lru_gen::MAX_NR_TIERS;
 use memcg::PnPlacement;
 use mm::vm::check::VmCensus;
@@ -172,22 +176,27 @@ impl<H: VmHost, P: Pn> FaultCoreInstance for Refault<'_, H, P> {
         c
     }
 
-    fn premise_checks(&self, runs: &[&Run]) -> Vec<PremiseCheck> {
-        let all = premise::total(runs, "refaulted_all_tiers");
+    fn premise_checks(&self, runs: &[&Run]) -> Premises {
+        let all = premise::total(runs, "refaulted_all_tiers")?;
         let share = if all == 0 {
             0.0
         } else {
-            premise::total(runs, "refaulted_on_node_line") as f64 / all as f64
+            premise::total(runs, "refaulted_on_node_line")? as f64 / all as f64
         };
         let line = if self.before {
             PremiseCheck::at_least("refaulted_on_node_line_share", share, A_NODE_LINE_SHARE)
         } else {
             PremiseCheck::zero("refaulted_on_node_line_share", share)
         };
-        vec![
-            PremiseCheck::above_zero("refaults_per_op", premise::per_op(runs, "refaults")),
+        Ok(vec![
+            PremiseCheck::above_zero("refaults_per_op", premise::per_op(runs, "refaults")?),
             line,
-        ]
+            PremiseCheck::above_zero(
+                "refaulted_handoffs_per_op",
+                premise::handoffs_per_op(runs, RefaultedWord::NAME)?,
+            )
+            .across_cpus(),
+        ])
     }
 
     fn check_census(&self, _: &VmCensus) -> Result<(), String> {
@@ -421,22 +430,41 @@ mod tests {
         Box::new(a).teardown().unwrap();
 
         let run = |on_line, all| {
-            crate::scenarios::tests::run_with(
-                &[
-                    ("refaults", 100),
-                    ("refaulted_on_node_line", on_line),
-                    ("refaulted_all_tiers", all),
-                ],
-                100,
+            crate::scenarios::tests::with_lock(
+                crate::scenarios::tests::run_with(
+                    &[
+                        ("refaults", all),
+                        ("refaulted_on_node_line", on_line),
+                        ("refaulted_all_tiers", all),
+                    ],
+                    100,
+                ),
+                RefaultedWord::NAME,
+                all as u64,
+                0,
+                10,
             )
         };
         let a = Refault::<SoftHost, PnGenBase>::build(host, 1, PnPlacement::PairStart).unwrap();
         let b = Refault::<SoftHost, PnGenGrouped>::build(host, 1, PnPlacement::PairMiddle).unwrap();
-        assert!(a.premises(&[&run(95, 100)])[1].held);
-        assert!(!a.premises(&[&run(80, 100)])[1].held, "80% on the line");
-        assert!(b.premises(&[&run(0, 100)])[1].held);
-        assert!(!b.premises(&[&run(1, 100)])[1].held);
-        assert!(!b.premises(&[&run(0, 0)])[1].held || b.premises(&[&run(0, 0)])[0].held);
+        let held = |inst: &dyn Instance, r| -> Vec<bool> {
+            inst.premises(&[&r]).unwrap().iter().map(|p| p.held).collect()
+        };
+        assert_eq!(held(&a, run(95, 100)), [true, true, true]);
+        assert_eq!(held(&a, run(80, 100)), [true, false, true], "80% on the line");
+        assert_eq!(held(&b, run(0, 100)), [true, true, true]);
+        assert_eq!(held(&b, run(1, 100)), [true, false, true]);
+        // No refault at all: neither the refault premise nor A's line share holds.
+        assert_eq!(held(&a, run(0, 0)), [false, false, true]);
+        // No counter handed between CPUs.
+        let alone = |inst: &dyn Instance| {
+            let mut r = run(95, 100);
+            r.locks.get_mut(RefaultedWord::NAME).unwrap().handoffs = 0;
+            held(inst, r)
+        };
+        assert_eq!(alone(&a), [true, true, false]);
+        let p = a.premises(&[&run(95, 100)]).unwrap();
+        assert!(!p[1].across_cpus && p[2].across_cpus);
         Box::new(a).teardown().unwrap();
         Box::new(b).teardown().unwrap();
     }

@@ -32,13 +32,16 @@
 //! and -1), as Linux makes them; patch 2 moves all but the LRU-size updates (which
 //! `update_lru_size()` makes with the lruvec in hand) to the direct path.
 //!
-//! Premise, over each variant's measured runs: the list heads are written
-//! (`list_head_writes` per operation above zero).
+//! Premises, over each variant's measured runs: the list heads are written
+//! (`list_head_writes` per operation above zero), and, at two CPUs or more, the memcg's
+//! `lru_lock` (whose line the list heads share) changes hands between CPUs
+//! (`lru_lock_handoffs_per_op` above zero: an acquisition that found the lock last taken
+//! by another CPU, `ksync::handoff`), so the line the seed is about moves between CPUs.
 //!
 //! The invariant after every run: nothing is mapped, on an LRU or charged (every batch
 //! frees what it faulted), plus the checker's.
 
-use crate::engine::premise::{self, PremiseCheck};
+use crate::engine::premise::{self, PremiseCheck, Premises};
 use crate::engine::{BatchCtx, BenchScenario, Instance, ScenarioError, Setup};
 use crate::scenarios::fault_core::{FaultCoreInstance, VmCtx, split_placement};
 use crate::record::Run;
@@ -50,7 +53,9 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 use ksync::CachePadded;
+use ksync::LockClass;
 use lru::events::LruEvent;
+use lru::lock_classes::LruLock;
 use memcg::PnPlacement;
 use mm::vm::check::VmCensus;
 use mm::vm::context::{StatPath, VmConfig};
@@ -165,11 +170,18 @@ impl<H: VmHost, P: Pn> FaultCoreInstance for FaultFree<'_, H, P> {
             .collect()
     }
 
-    fn premise_checks(&self, runs: &[&Run]) -> Vec<PremiseCheck> {
-        vec![PremiseCheck::above_zero(
-            "list_head_writes_per_op",
-            premise::per_op(runs, LruEvent::ListHeadWrite.name()),
-        )]
+    fn premise_checks(&self, runs: &[&Run]) -> Premises {
+        Ok(vec![
+            PremiseCheck::above_zero(
+                "list_head_writes_per_op",
+                premise::per_op(runs, LruEvent::ListHeadWrite.name())?,
+            ),
+            PremiseCheck::above_zero(
+                "lru_lock_handoffs_per_op",
+                premise::handoffs_per_op(runs, LruLock::NAME)?,
+            )
+            .across_cpus(),
+        ])
     }
 
     fn check_census(&self, c: &VmCensus) -> Result<(), String> {
@@ -368,15 +380,32 @@ mod tests {
     }
 
     #[test]
-    fn premise_needs_list_head_writes() {
-        use crate::scenarios::tests::run_with;
+    fn premises_need_list_head_writes_and_lru_lock_handoffs() {
+        use crate::scenarios::tests::{run_with, with_lock};
         let host = TraceHost::new(1, 32);
         let inst = build(&host, "anon", 1);
-        let ok = run_with(&[("list_head_writes", 64)], 32);
-        assert!(inst.premises(&[&ok])[0].held);
-        assert_eq!(inst.premises(&[&ok])[0].figure, 2.0);
-        let mglru = run_with(&[("list_head_writes", 0)], 32);
-        assert!(!inst.premises(&[&mglru])[0].held);
+        let judged = |r| {
+            inst.premises(&[&r])
+                .unwrap()
+                .iter()
+                .map(|p| (p.name, p.held, p.figure, p.across_cpus))
+                .collect::<Vec<_>>()
+        };
+        let ok = with_lock(run_with(&[("list_head_writes", 64)], 32), LruLock::NAME, 8, 0, 4);
+        assert_eq!(
+            judged(ok),
+            [
+                ("list_head_writes_per_op", true, 2.0, false),
+                ("lru_lock_handoffs_per_op", true, 0.125, true)
+            ]
+        );
+        // MGLRU writes no list head; one CPU hands no lock to another.
+        let mglru = with_lock(run_with(&[("list_head_writes", 0)], 32), LruLock::NAME, 8, 0, 4);
+        assert!(!judged(mglru)[0].1);
+        let alone = with_lock(run_with(&[("list_head_writes", 64)], 32), LruLock::NAME, 8, 0, 0);
+        assert!(!judged(alone)[1].1);
+        // A run that did not report the list-head writes is an error, not a 0.
+        assert!(inst.premises(&[&run_with(&[], 32)]).is_err());
         Box::new(inst).teardown().unwrap();
     }
 

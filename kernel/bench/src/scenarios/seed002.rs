@@ -30,7 +30,7 @@
 //! and generation it records, the cached tails right, the count right) and holds every
 //! memcg, plus the checker's.
 
-use crate::engine::premise::{self, PremiseCheck};
+use crate::engine::premise::{self, PremiseCheck, Premises};
 use crate::engine::{BatchCtx, BenchScenario, Instance, ScenarioError, Setup};
 use crate::scenarios::fault_core::{FaultCoreInstance, VmCtx};
 use crate::record::Run;
@@ -235,25 +235,21 @@ impl<H: VmHost> FaultCoreInstance for Reclaim<'_, H> {
 
     /// [`PREMISE`]: every request ended in EAGAIN, after the modelled tries, priority
     /// passes and `shrink_many` calls per request.
-    fn premise_checks(&self, runs: &[&Run]) -> Vec<PremiseCheck> {
+    fn premise_checks(&self, runs: &[&Run]) -> Premises {
         let nodes = self.ctx.tree().node_data().len();
         let (tries, priorities, shrink_many) = expected_per_request(nodes);
         let ops = premise::ops(runs);
         let exact = |name: &'static str, counter: &str, want: u64| {
-            let figure = premise::per_op(runs, counter);
-            PremiseCheck {
-                name,
-                held: ops > 0 && premise::total(runs, counter) == (want * ops) as i64,
-                figure,
-                expect: format!("== {want}"),
-            }
+            let figure = premise::per_op(runs, counter)?;
+            let ok = ops > 0 && premise::total(runs, counter)? == (want * ops) as i64;
+            Ok(PremiseCheck::exactly(name, ok, figure, want))
         };
-        vec![
-            exact("eagain_per_request", "reclaim_eagain", 1),
-            exact("tries_per_request", "reclaim_tries", tries),
-            exact("priority_passes_per_request", "priority_passes", priorities),
-            exact("shrink_many_per_request", "shrink_many_calls", shrink_many),
-        ]
+        Ok(vec![
+            exact("eagain_per_request", "reclaim_eagain", 1)?,
+            exact("tries_per_request", "reclaim_tries", tries)?,
+            exact("priority_passes_per_request", "priority_passes", priorities)?,
+            exact("shrink_many_per_request", "shrink_many_calls", shrink_many)?,
+        ])
     }
 
     fn check_census(&self, _: &VmCensus) -> Result<(), String> {
@@ -389,8 +385,8 @@ mod tests {
                 2,
             )
         };
-        assert!(inst.premises(&[&run(0)]).iter().all(|p| p.held));
-        let short = inst.premises(&[&run(1)]);
+        assert!(inst.premises(&[&run(0)]).unwrap().iter().all(|p| p.held));
+        let short = inst.premises(&[&run(1)]).unwrap();
         assert!(!short[1].held, "{short:?}");
         assert_eq!(short[1].figure, 33.0 / 2.0);
         Box::new(inst).teardown().unwrap();

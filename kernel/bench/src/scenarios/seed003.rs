@@ -22,12 +22,16 @@
 //! Premise: every fault is served under the per-VMA read lock (`lock_vma_under_rcu`), the
 //! path whose line the two layouts move; a fault that fell back to `mmap_lock`
 //! (`faults_slow_path`) would not read `vm_lock_seq` as seed 003's do. The fallbacks must be
-//! zero over the measured runs.
+//! zero over the measured runs. And the seed's condition, at two CPUs or more, across
+//! CPUs: faults from several CPUs on the one VMA, seen as `vm_refcnt` written by another
+//! CPU between two writes of one (`vm_refcnt_handoffs_per_op` above zero,
+//! `ksync::handoff`); the compare-and-swaps that lost to another CPU's write and retried
+//! are the class's `contended` count in the results.
 //!
 //! The invariant after every run: every present PTE is one of the pages the slices' cursors
 //! say are faulted, each charged and on the LRU, plus the checker's.
 
-use crate::engine::premise::{self, PremiseCheck};
+use crate::engine::premise::{self, PremiseCheck, Premises};
 use crate::engine::{BatchCtx, BenchScenario, Instance, ScenarioError, Setup};
 use crate::scenarios::fault_core::{FaultCoreInstance, VmCtx};
 use crate::record::Run;
@@ -38,7 +42,8 @@ use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
-use ksync::CachePadded;
+use ksync::{CachePadded, LockClass};
+use mm::lock_classes::VmRefcntWord;
 use mm::vm::check::VmCensus;
 use mm::vm::context::VmConfig;
 use mm::vm::vma::{VmArea, VmAreaA, VmAreaB};
@@ -129,14 +134,19 @@ impl<H: VmHost, V: VmArea + 'static> FaultCoreInstance for Pft<'_, H, V> {
         }]
     }
 
-    fn premise_checks(&self, runs: &[&Run]) -> Vec<PremiseCheck> {
-        vec![
-            PremiseCheck::above_zero("faults_per_op", premise::per_op(runs, "faults")),
+    fn premise_checks(&self, runs: &[&Run]) -> Premises {
+        Ok(vec![
+            PremiseCheck::above_zero("faults_per_op", premise::per_op(runs, "faults")?),
             PremiseCheck::zero(
                 "mmap_lock_fallbacks_per_op",
-                premise::per_op(runs, "faults_slow_path"),
+                premise::per_op(runs, "faults_slow_path")?,
             ),
-        ]
+            PremiseCheck::above_zero(
+                "vm_refcnt_handoffs_per_op",
+                premise::handoffs_per_op(runs, VmRefcntWord::NAME)?,
+            )
+            .across_cpus(),
+        ])
     }
 
     fn check_census(&self, c: &VmCensus) -> Result<(), String> {
@@ -299,16 +309,31 @@ mod tests {
     /// fallback to `mmap_lock` does not.
     #[test]
     fn premises_need_faults_and_no_mmap_lock_fallback() {
-        use crate::scenarios::tests::run_with;
+        use crate::scenarios::tests::{run_with, with_lock};
         let host = TraceHost::new(1, 64);
         let inst = build(&host, 1);
-        let ok = run_with(&[("faults", 640), ("faults_slow_path", 0)], 640);
-        let held: Vec<bool> = inst.premises(&[&ok]).iter().map(|p| p.held).collect();
-        assert_eq!(held, [true, true]);
-        let fell_back = run_with(&[("faults", 640), ("faults_slow_path", 1)], 640);
-        let p = inst.premises(&[&ok, &fell_back]);
+        let run = |slow: i64, handoffs: u64| {
+            with_lock(
+                run_with(&[("faults", 640), ("faults_slow_path", slow)], 640),
+                VmRefcntWord::NAME,
+                1280,
+                0,
+                handoffs,
+            )
+        };
+        let held = |runs: &[&Run]| -> Vec<bool> {
+            inst.premises(runs).unwrap().iter().map(|p| p.held).collect()
+        };
+        let ok = run(0, 64);
+        assert_eq!(held(&[&ok]), [true, true, true]);
+        let fell_back = run(1, 64);
+        let p = inst.premises(&[&ok, &fell_back]).unwrap();
         assert!(!p[1].held);
         assert_eq!(p[1].figure, 1.0 / 1280.0);
+        // One CPU's faults alone on the VMA: no handoff of vm_refcnt.
+        assert_eq!(held(&[&run(0, 0)]), [true, true, false]);
+        assert!(p[2].across_cpus && !p[0].across_cpus);
+        assert!(inst.premises(&[&run_with(&[("faults", 640)], 640)]).is_err());
         // Real faults: none falls back in the steady state.
         for _ in 0..4 {
             inst.run_batch(&on(0, u64::MAX)).unwrap();

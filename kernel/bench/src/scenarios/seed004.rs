@@ -4,10 +4,13 @@
 //! memory their memcgs may use, so reclaim runs all along.
 //!
 //! The seed ran 208 readers in 104 memcgs on 104 CPUs: one memcg per CPU, one file per
-//! memcg, two `dd` readers per file. Here every CPU's worker is its memcg's two readers:
-//! two cursors over the memcg's one file, started together and interleaved as two `dd`
-//! processes sharing a CPU, each reading [`TURN`] pages per turn (a scheduler slice's worth)
-//! before the other runs. The first reader's read of a page misses (charge, page cache,
+//! memcg, two `dd` readers per file, and the scheduler does not keep the two readers of one
+//! file on one CPU. Here every CPU runs two readers, interleaved as two `dd` processes
+//! sharing a CPU, each reading [`TURN`] pages per turn (a scheduler slice's worth) before
+//! the other runs: CPU c runs the first reader of memcg c's file and the second reader of
+//! memcg c-1's (of the last memcg's on CPU 0), so with two CPUs or more each memcg's lock
+//! is taken by two CPUs, as the seed's were; at one CPU both readers of the one memcg share
+//! it. A reader allocates on its CPU's node. The first reader's read of a page misses (charge, page cache,
 //! `lru_add` batch onto the inactive list, `folio_mark_accessed` sets it referenced); the
 //! second reader's read, a turn later, finds it on the LRU, referenced, and activates it
 //! (`folio_activate`: the activate batch, moved under the lruvec's lock), which is what
@@ -28,10 +31,16 @@
 //! Premises, over each variant's measured runs: activations happen (`activations` per
 //! read above zero), reclaim runs (`evicted` per read above zero), and the lock class is
 //! the variant's: A takes `pgdat->lru_lock` and never `lruvec->lru_lock`, B the reverse.
+//! At two CPUs or more, across CPUs: the variant's lock changes hands between CPUs
+//! (`variant_lock_handoffs_per_op` above zero: `ksync::handoff`), in A because every
+//! memcg's readers take the node's one lock, in B because each memcg's two readers run on
+//! two CPUs; and A's shared lock is contended (`node_lock_contended_per_op` above zero: an
+//! acquisition found it held by another CPU). B's contention is in the results' lock
+//! statistics beside A's.
 //!
 //! The invariant after every run: no memcg is above its limit, plus the checker's.
 
-use crate::engine::premise::{self, PremiseCheck};
+use crate::engine::premise::{self, PremiseCheck, Premises};
 use crate::engine::{BatchCtx, BenchScenario, Instance, ScenarioError, Setup};
 use crate::scenarios::fault_core::{FaultCoreInstance, VmCtx};
 use crate::record::Run;
@@ -79,17 +88,17 @@ impl<'h, H: VmHost> Seed004<'h, H> {
     }
 }
 
-/// One CPU's pair of readers: how far each has read, and whose turn it is.
+/// One CPU's two readers: how far each has read, and whose turn it is.
 #[derive(Default)]
 struct Readers {
-    /// Pages read by the whole pair; reader `(n / TURN) % 2` reads next.
+    /// Pages read by the CPU's two readers together; reader `(n / TURN) % 2` reads next.
     reads: AtomicU64,
 }
 
 struct ReadTwice<'h, H: VmHost> {
     ctx: Ctx<'h, H, PnPaired, VmAreaA>,
     lock: LruvecLock,
-    /// Per CPU: its readers.
+    /// Per CPU: its two readers.
     pairs: Vec<CachePadded<Readers>>,
     nodes: Vec<u32>,
 }
@@ -117,8 +126,15 @@ impl<'h, H: VmHost> ReadTwice<'h, H> {
         })
     }
 
-    /// The page reader `reader` of a pair reads at the pair's `n`th read: both readers go
-    /// through the file in order, the second one turn behind the first.
+    /// The memcg (and file) whose reader `reader` (0: first, 1: second) runs on CPU `i` of
+    /// `cpus`: the first reader of memcg `i`, the second of memcg `i - 1`.
+    fn memcg_of(i: usize, reader: u64, cpus: usize) -> usize {
+        if reader == 0 { i } else { (i + cpus - 1) % cpus }
+    }
+
+    /// Which of a CPU's two readers reads at the CPU's `n`th read, and which page of its
+    /// file: both readers go through their files in order, a turn each in alternation, so
+    /// the second reader of a file runs one turn behind its first (on the next CPU).
     fn page(n: u64) -> (u64, u64) {
         let turn = n / TURN;
         let reader = turn % READERS;
@@ -131,9 +147,11 @@ impl<'h, H: VmHost> ReadTwice<'h, H> {
 impl<H: VmHost> FaultCoreInstance for ReadTwice<'_, H> {
     fn batch(&self, ctx: &BatchCtx) -> Result<u64, ScenarioError> {
         let (cpu, i) = (ctx.cpu as usize, ctx.index as usize);
-        let obj = self.ctx.object(i);
-        let memcg = self.ctx.memcg(i);
         let first = self.pairs[i].0.reads.load(Ordering::Relaxed);
+        let (reader, _) = Self::page(first);
+        let m = Self::memcg_of(i, reader, self.pairs.len());
+        let obj = self.ctx.object(m);
+        let memcg = self.ctx.memcg(m);
         // One turn of one reader at most.
         let n = (TURN - first % TURN).min(ctx.max_ops);
         for k in first..first + n {
@@ -155,28 +173,52 @@ impl<H: VmHost> FaultCoreInstance for ReadTwice<'_, H> {
         vec![("active_file".into(), active as i64)]
     }
 
-    fn premise_checks(&self, runs: &[&Run]) -> Vec<PremiseCheck> {
+    fn premise_checks(&self, runs: &[&Run]) -> Premises {
         let (taken, not_taken) = match self.lock {
             LruvecLock::Node => (NODE_LOCK, MEMCG_LOCK),
             LruvecLock::Own => (MEMCG_LOCK, NODE_LOCK),
         };
-        let ops = premise::ops(runs).max(1) as f64;
-        let mut own = PremiseCheck::above_zero(
-            "variant_lock_acquisitions_per_op",
-            premise::acquisitions(runs, taken) as f64 / ops,
-        );
-        own.expect = format!("> 0 ({taken})");
-        let mut other = PremiseCheck::zero(
-            "other_lock_acquisitions_per_op",
-            premise::acquisitions(runs, not_taken) as f64 / ops,
-        );
-        other.expect = format!("== 0 ({not_taken})");
-        vec![
-            PremiseCheck::above_zero("activations_per_op", premise::per_op(runs, "activations")),
-            PremiseCheck::above_zero("evicted_per_op", premise::per_op(runs, "evicted")),
-            own,
-            other,
-        ]
+        let named = |mut p: PremiseCheck, class: &str| {
+            p.expect = format!("{} ({class})", p.expect);
+            p
+        };
+        let mut checks = vec![
+            PremiseCheck::above_zero("activations_per_op", premise::per_op(runs, "activations")?),
+            PremiseCheck::above_zero("evicted_per_op", premise::per_op(runs, "evicted")?),
+            named(
+                PremiseCheck::above_zero(
+                    "variant_lock_acquisitions_per_op",
+                    premise::acquisitions_per_op(runs, taken)?,
+                ),
+                taken,
+            ),
+            named(
+                PremiseCheck::zero(
+                    "other_lock_acquisitions_per_op",
+                    premise::acquisitions_per_op(runs, not_taken)?,
+                ),
+                not_taken,
+            ),
+            named(
+                PremiseCheck::above_zero(
+                    "variant_lock_handoffs_per_op",
+                    premise::handoffs_per_op(runs, taken)?,
+                )
+                .across_cpus(),
+                taken,
+            ),
+        ];
+        if self.lock == LruvecLock::Node {
+            checks.push(named(
+                PremiseCheck::above_zero(
+                    "node_lock_contended_per_op",
+                    premise::contended_per_op(runs, NODE_LOCK)?,
+                )
+                .across_cpus(),
+                NODE_LOCK,
+            ));
+        }
+        Ok(checks)
     }
 
     fn check_census(&self, _: &VmCensus) -> Result<(), String> {
@@ -218,7 +260,7 @@ impl<H: VmHost> BenchScenario for Seed004<'_, H> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenarios::tests::{counter, leak_a_charge, on, run_with, soft};
+    use crate::scenarios::tests::{counter, leak_a_charge, on, run_with, soft, with_lock};
     use crate::vm::soft::SoftHost;
 
     fn build<'h>(host: &'h SoftHost, cpus: u32, lock: LruvecLock) -> ReadTwice<'h, SoftHost> {
@@ -302,20 +344,60 @@ mod tests {
     #[test]
     fn premises_name_the_variants_lock_and_need_activations() {
         let host = soft(1, 64);
-        let mut ok = run_with(&[("activations", 10), ("evicted", 3)], 100);
-        ok.locks
-            .insert(NODE_LOCK.into(), crate::record::LockStat::default());
-        ok.locks.get_mut(NODE_LOCK).unwrap().acquisitions = 50;
+        let counts = run_with(&[("activations", 10), ("evicted", 3)], 100);
+        let node = with_lock(counts.clone(), NODE_LOCK, 50, 5, 20);
         let a = build(host, 1, LruvecLock::Node);
-        let held: Vec<bool> = a.premises(&[&ok]).iter().map(|p| p.held).collect();
-        assert_eq!(held, [true, true, true, true]);
         let b = build(host, 1, LruvecLock::Own);
-        let held: Vec<bool> = b.premises(&[&ok]).iter().map(|p| p.held).collect();
-        assert_eq!(held, [true, true, false, false], "B took the node's lock");
-        let idle = run_with(&[("activations", 0), ("evicted", 3)], 100);
-        assert!(!a.premises(&[&idle])[0].held, "no activation");
+        let held = |inst: &ReadTwice<'_, SoftHost>, r: &Run| -> Vec<bool> {
+            inst.premises(&[r]).unwrap().iter().map(|p| p.held).collect()
+        };
+        // A: activations, evictions, its lock taken, not B's, handed off and contended.
+        assert_eq!(held(&a, &node), [true; 6]);
+        assert_eq!(held(&b, &node), [true, true, false, false, false], "B took the node's lock");
+        let memcg = with_lock(counts.clone(), MEMCG_LOCK, 50, 0, 20);
+        assert_eq!(held(&b, &memcg), [true; 5], "B: no contention premise");
+        // A lock never handed between CPUs, or never contended.
+        let alone = with_lock(counts.clone(), NODE_LOCK, 50, 5, 0);
+        assert_eq!(held(&a, &alone), [true, true, true, true, false, true]);
+        let uncontended = with_lock(counts, NODE_LOCK, 50, 0, 20);
+        assert_eq!(held(&a, &uncontended), [true, true, true, true, true, false]);
+        let across: Vec<bool> = a.premises(&[&node]).unwrap().iter().map(|p| p.across_cpus).collect();
+        assert_eq!(across, [false, false, false, false, true, true]);
+        let idle = with_lock(run_with(&[("activations", 0), ("evicted", 3)], 100), NODE_LOCK, 50, 5, 20);
+        assert!(!held(&a, &idle)[0], "no activation");
+        // A run that did not report evictions is an error.
+        assert!(a.premises(&[&run_with(&[("activations", 10)], 100)]).is_err());
         Box::new(a).teardown().unwrap();
         Box::new(b).teardown().unwrap();
+    }
+
+    /// CPU c runs the first reader of memcg c and the second of memcg c-1, so each memcg's
+    /// two readers are on two CPUs (one CPU: both readers of its memcg).
+    #[test]
+    fn a_memcgs_two_readers_run_on_two_cpus() {
+        type R<'h> = ReadTwice<'h, SoftHost>;
+        assert_eq!((R::memcg_of(0, 0, 1), R::memcg_of(0, 1, 1)), (0, 0));
+        for cpus in 2..5 {
+            for m in 0..cpus {
+                // (reader, CPU) of every reader of memcg m.
+                let mut on: Vec<(u64, usize)> = (0..cpus)
+                    .flat_map(|c| (0..READERS).map(move |r| (r, c)))
+                    .filter(|&(r, c)| R::memcg_of(c, r, cpus) == m)
+                    .collect();
+                on.sort_unstable();
+                assert_eq!(on, [(0, m), (1, (m + 1) % cpus)], "memcg {m} of {cpus}");
+            }
+        }
+        // Driven: CPU 1's second turn reads memcg 0's file, which CPU 0's first turn read.
+        let host = soft(2, 64);
+        let inst = build(host, 2, LruvecLock::Own);
+        let hits = counter(&inst, "cache_hits");
+        assert_eq!(inst.run_batch(&on(0, u64::MAX)), Ok(TURN));
+        assert_eq!(inst.run_batch(&on(1, u64::MAX)), Ok(TURN));
+        assert_eq!(counter(&inst, "cache_hits"), hits, "two first readers: misses");
+        assert_eq!(inst.run_batch(&on(1, u64::MAX)), Ok(TURN));
+        assert_eq!(counter(&inst, "cache_hits") - hits, TURN as i64, "memcg 0's second reader");
+        Box::new(inst).teardown().unwrap();
     }
 
     #[test]

@@ -54,6 +54,27 @@ pub(crate) fn run_with(counters: &[(&str, i64)], ops: u64) -> crate::record::Run
     r
 }
 
+/// `r` with lock (or shared-word) class `class` taken `acquisitions` times, `contended` of
+/// them contended and `handoffs` of them handed between CPUs.
+pub(crate) fn with_lock(
+    mut r: crate::record::Run,
+    class: &str,
+    acquisitions: u64,
+    contended: u64,
+    handoffs: u64,
+) -> crate::record::Run {
+    r.locks.insert(
+        class.into(),
+        crate::record::LockStat {
+            acquisitions,
+            contended,
+            handoffs,
+            ..Default::default()
+        },
+    );
+    r
+}
+
 /// Charges one page to `m` that no folio holds: the accounting the checker and teardown
 /// verify is now wrong, as a scenario that leaked a charge would leave it.
 pub(crate) fn leak_a_charge<P: Pn>(m: &MemcgRef<'static, P, mm::vm::folios::VmFolios>) {

@@ -22,6 +22,7 @@
 //! A failed read lock is not an error: the fault falls back to the slow path under the mmap
 //! lock, as Linux's `lock_mm_and_find_vma`.
 
+use crate::lock_classes::VmRefcntWord;
 use crate::vm::vma::VmArea;
 use core::sync::atomic::{AtomicU32, Ordering};
 
@@ -57,9 +58,15 @@ pub fn vma_start_read<V: VmArea>(mm_lock_seq: &AtomicU32, vma: &V) -> Result<(),
         }
         match refcnt.compare_exchange_weak(old, old + 1, Ordering::Acquire, Ordering::Relaxed) {
             Ok(_) => break,
-            Err(seen) => old = seen,
+            Err(seen) => {
+                // Another CPU wrote the count between our load and our swap (or a weak
+                // swap failed spuriously, which x86 never does).
+                ksync::handoff::note_retry::<VmRefcntWord>();
+                old = seen;
+            }
         }
     }
+    note_refcnt(vma, old, old + 1);
     // (3) The ordered re-check (raw_read_seqcount: Acquire).
     if vma.vm_lock_seq().load(Ordering::Relaxed) == mm_lock_seq.load(Ordering::Acquire) {
         vma_end_read(vma);
@@ -70,7 +77,18 @@ pub fn vma_start_read<V: VmArea>(mm_lock_seq: &AtomicU32, vma: &V) -> Result<(),
 
 /// `vma_end_read`: drop a read lock taken by [`vma_start_read`].
 pub fn vma_end_read<V: VmArea>(vma: &V) {
-    vma.vm_refcnt().fetch_sub(1, Ordering::Release);
+    let old = vma.vm_refcnt().fetch_sub(1, Ordering::Release);
+    note_refcnt(vma, old, old.wrapping_sub(1));
+}
+
+/// Counts a reader's write of `vm_refcnt` for the handoff statistics (`ksync::handoff`).
+#[inline]
+fn note_refcnt<V: VmArea>(vma: &V, old: u32, new: u32) {
+    ksync::handoff::note_write::<VmRefcntWord>(
+        core::ptr::from_ref(vma.vm_refcnt()) as usize,
+        u64::from(old),
+        u64::from(new),
+    );
 }
 
 /// `vma_mark_attached`: make a new region visible to readers (refcount 0 -> 1). The caller

@@ -15,6 +15,22 @@ struct Premised {
     untimed_ms: u64,
     /// The premise's name (the catalog declares `activations_per_op` for this scenario).
     premise: &'static str,
+    /// Whether the premise is about sharing between CPUs.
+    across_cpus: bool,
+    /// The counter the premise reads (`events`, which the instance reports).
+    counter: &'static str,
+}
+
+impl Premised {
+    fn new(failing: Option<&'static str>) -> Self {
+        Premised {
+            failing,
+            untimed_ms: 0,
+            premise: DECLARED,
+            across_cpus: false,
+            counter: "events",
+        }
+    }
 }
 
 /// The premise seed004's catalog entry declares, which the fake instance reports.
@@ -25,6 +41,8 @@ struct PremisedInstance {
     failing: bool,
     untimed_ms: u64,
     premise: &'static str,
+    across_cpus: bool,
+    counter: &'static str,
     ops: AtomicU64,
     /// Per CPU: whether this run's untimed work was done (reset by `check`, after every
     /// run).
@@ -46,6 +64,8 @@ impl BenchScenario for Premised {
             failing: self.failing == Some(variant),
             untimed_ms: self.untimed_ms,
             premise: self.premise,
+            across_cpus: self.across_cpus,
+            counter: self.counter,
             ops: AtomicU64::new(0),
             paused: Default::default(),
         }))
@@ -81,11 +101,9 @@ impl Instance for PremisedInstance {
         Ok(())
     }
 
-    fn premises(&self, runs: &[&Run]) -> Vec<PremiseCheck> {
-        vec![PremiseCheck::above_zero(
-            self.premise,
-            premise::per_op(runs, "events"),
-        )]
+    fn premises(&self, runs: &[&Run]) -> premise::Premises {
+        let p = PremiseCheck::above_zero(self.premise, premise::per_op(runs, self.counter)?);
+        Ok(vec![if self.across_cpus { p.across_cpus() } else { p }])
     }
 
     fn teardown(self: Box<Self>) -> Result<(), ScenarioError> {
@@ -108,11 +126,7 @@ fn run_premised(s: Premised, length: RunLength) -> (Threads, Report) {
 fn every_premise_is_judged_per_variant_and_point_and_recorded_in_end() {
     let _g = serial();
     let (p, report) = run_premised(
-        Premised {
-            failing: None,
-            untimed_ms: 0,
-            premise: DECLARED,
-        },
+        Premised::new(None),
         COUNTED,
     );
     assert!(report.passed(), "{:?}", report.end);
@@ -134,11 +148,7 @@ fn every_premise_is_judged_per_variant_and_point_and_recorded_in_end() {
 fn a_premise_that_does_not_hold_fails_the_benchmark_like_an_invariant() {
     let _g = serial();
     let (_p, report) = run_premised(
-        Premised {
-            failing: Some("B"),
-            untimed_ms: 0,
-            premise: DECLARED,
-        },
+        Premised::new(Some("B")),
         COUNTED,
     );
     assert!(!report.passed());
@@ -173,9 +183,8 @@ fn a_premise_the_catalog_does_not_declare_fails_the_benchmark() {
     let _g = serial();
     let (_p, report) = run_premised(
         Premised {
-            failing: None,
-            untimed_ms: 0,
             premise: "events_per_op",
+            ..Premised::new(None)
         },
         COUNTED,
     );
@@ -188,14 +197,65 @@ fn a_premise_the_catalog_does_not_declare_fails_the_benchmark() {
     );
 }
 
+/// A premise about sharing between CPUs is not applicable at one CPU: recorded as such,
+/// neither held nor failed, even where its figure would fail; at two CPUs it is judged.
+#[test]
+fn a_premise_across_cpus_is_not_applicable_at_one_cpu_and_judged_at_two() {
+    let _g = serial();
+    let (_p, report) = run_premised(
+        Premised {
+            across_cpus: true,
+            ..Premised::new(Some("B"))
+        },
+        COUNTED,
+    );
+    assert!(!report.passed());
+    let at_one: Vec<(String, bool, bool)> = report
+        .end
+        .premises
+        .iter()
+        .filter(|p| p.cpus == 1)
+        .map(|p| (p.variant.clone(), p.applicable, p.held))
+        .collect();
+    assert_eq!(at_one.len(), 3, "{:?}", report.end.premises);
+    assert!(at_one.iter().all(|(_, applicable, held)| !applicable && !held));
+    // B failed at two CPUs, and only there.
+    assert_eq!(report.end.failures.len(), 1, "{:?}", report.end.failures);
+    let f = &report.end.failures[0];
+    assert!(f.contains("B cpus=2: premise activations_per_op did not hold"), "{f}");
+    let b_at_two = report.end.premises.iter().find(|p| p.cpus == 2 && p.variant == "B");
+    assert!(b_at_two.is_some_and(|p| p.applicable && !p.held));
+}
+
+/// A counter a premise needs that the runs did not report is an error naming the scenario
+/// and the counter, not a 0.
+#[test]
+fn a_premise_counter_never_reported_fails_the_benchmark_by_name() {
+    let _g = serial();
+    let (_p, report) = run_premised(
+        Premised {
+            counter: "activations",
+            ..Premised::new(None)
+        },
+        COUNTED,
+    );
+    assert!(!report.passed());
+    assert!(!report.end.invariants_ok);
+    let f = &report.end.failures[0];
+    assert!(
+        f.starts_with("seed004-readtwice ")
+            && f.contains("a premise needs counter `activations`, which the runs did not report"),
+        "{f}"
+    );
+}
+
 #[test]
 fn untimed_work_is_left_out_of_the_run_and_counted() {
     let _g = serial();
     let (_p, report) = run_premised(
         Premised {
-            failing: None,
             untimed_ms: 40,
-            premise: DECLARED,
+            ..Premised::new(None)
         },
         COUNTED,
     );
