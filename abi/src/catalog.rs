@@ -335,6 +335,7 @@ pub const SCENARIOS: &[Scenario] = &[
             "tries_per_request",
             "priority_passes_per_request",
             "shrink_many_per_request",
+            "tail_walk_steps_per_request",
         ],
         mechanism: None,
     },

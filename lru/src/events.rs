@@ -38,10 +38,13 @@ pub enum LruEvent {
     StatThroughLruvec,
     /// A lruvec stat update with the memcg and node the caller knows (seed 001's patch 2).
     StatDirect,
+    /// A node walked past to find the tail of a memcg FIFO bin (`hlist_nulls_add_tail_rcu`
+    /// in `lru_gen_rotate_memcg()` before seed 002's cached tail).
+    FifoTailStep,
 }
 
 /// Number of [`LruEvent`]s.
-pub const NR_LRU_EVENTS: usize = 3;
+pub const NR_LRU_EVENTS: usize = 4;
 
 impl LruEvent {
     /// Every event, in index order.
@@ -49,6 +52,7 @@ impl LruEvent {
         Self::ListHeadWrite,
         Self::StatThroughLruvec,
         Self::StatDirect,
+        Self::FifoTailStep,
     ];
 
     /// The name in benchmark counters.
@@ -58,6 +62,7 @@ impl LruEvent {
             Self::ListHeadWrite => "list_head_writes",
             Self::StatThroughLruvec => "stat_updates_lruvec",
             Self::StatDirect => "stat_updates_direct",
+            Self::FifoTailStep => "memcg_fifo_tail_steps",
         }
     }
 }

@@ -199,18 +199,21 @@ pub unsafe fn add_behind_rcu(n: &HlistNullsNode, prev: &HlistNullsNode) {
 }
 
 /// Insert `n` at the tail of `h` by walking the list (`hlist_nulls_add_tail_rcu`): O(n).
+/// Returns the nodes walked past (the list's length before the insertion).
 ///
 /// # Safety
 ///
 /// As [`add_head_rcu`].
-pub unsafe fn add_tail_rcu(n: &HlistNullsNode, h: &HlistNullsHead) {
+pub unsafe fn add_tail_rcu(n: &HlistNullsNode, h: &HlistNullsHead) -> u64 {
     let mut last: Option<&HlistNullsNode> = None;
+    let mut steps = 0;
     let mut link = h.first.load(Ordering::Relaxed);
     while !is_a_nulls(link) {
         // SAFETY: the list is locked, so every address on it is a valid linked node.
         let node = unsafe { &*(link as *const HlistNullsNode) };
         link = node.next.load(Ordering::Relaxed);
         last = Some(node);
+        steps += 1;
     }
     match last {
         // SAFETY: forwarded from the caller's contract; `last` is linked into `h`.
@@ -218,6 +221,7 @@ pub unsafe fn add_tail_rcu(n: &HlistNullsNode, h: &HlistNullsHead) {
         // SAFETY: forwarded from the caller's contract.
         None => unsafe { add_head_rcu(n, h) },
     }
+    steps
 }
 
 /// Unlink `n` and mark it unhashed, keeping `n.next` for readers standing on it
@@ -302,9 +306,9 @@ mod tests {
         assert_eq!(collect(&h), (Vec::new(), Some(3)));
         // SAFETY: single-threaded; nodes outlive the list.
         unsafe {
-            add_tail_rcu(&n[0], &h);
+            assert_eq!(add_tail_rcu(&n[0], &h), 0, "an empty list: no step");
             add_head_rcu(&n[1], &h);
-            add_tail_rcu(&n[2], &h);
+            assert_eq!(add_tail_rcu(&n[2], &h), 2, "past both nodes");
             add_behind_rcu(&n[3], &n[1]);
         }
         let order = |idx: &[usize]| idx.iter().map(|&i| n[i].addr()).collect::<Vec<_>>();

@@ -305,7 +305,8 @@ impl<F: LockFamily, E: MemcgFifoEntry> LruGenMemcg<F, E> {
                     if at_head {
                         add_head_rcu(&node.list, head);
                     } else {
-                        add_tail_rcu(&node.list, head);
+                        let steps = add_tail_rcu(&node.list, head);
+                        crate::events::count(crate::events::LruEvent::FifoTailStep, steps);
                     }
                 }
             }

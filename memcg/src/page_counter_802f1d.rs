@@ -22,11 +22,11 @@
 //! assertions below pin every offset to the C struct's on x86_64 and each layout's line
 //! placement of `usage`, `max` and `parent`, and [`report`] prints both pahole-style.
 
+use crate::lock_classes::PageCounterUsageWord;
 use core::fmt::{self, Write};
 use core::mem::{align_of, offset_of, size_of};
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU64, Ordering};
-use crate::lock_classes::PageCounterUsageWord;
 use lru::cacheline::{CACHELINE, line_of};
 use lru::layout::{FieldDesc, StructLayout};
 

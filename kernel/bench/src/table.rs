@@ -99,7 +99,10 @@ impl<'a> Table<'a> {
                     );
                 }
                 let held = judged.iter().filter(|p| p.held).count();
-                let lo = judged.iter().map(|p| p.figure).fold(f64::INFINITY, f64::min);
+                let lo = judged
+                    .iter()
+                    .map(|p| p.figure)
+                    .fold(f64::INFINITY, f64::min);
                 let hi = judged
                     .iter()
                     .map(|p| p.figure)

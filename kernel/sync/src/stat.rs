@@ -9,8 +9,8 @@
 //! one relaxed load of a read-mostly flag per acquisition, plus two cycle-counter reads on a
 //! contended one.
 
-use core::fmt;
 use crate::handoff::{HandoffTable, Seen};
+use core::fmt;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 static ENABLED: AtomicBool = AtomicBool::new(false);

@@ -98,7 +98,9 @@ pub type Premises = Result<alloc::vec::Vec<PremiseCheck>, Missing>;
 /// run did not report, or no run at all, is [`Missing`]).
 pub fn total(runs: &[&Run], name: &str) -> Result<i64, Missing> {
     if runs.is_empty() {
-        return Err(Missing(alloc::format!("counter `{name}` (no measured run)")));
+        return Err(Missing(alloc::format!(
+            "counter `{name}` (no measured run)"
+        )));
     }
     runs.iter()
         .map(|r| {

@@ -17,8 +17,8 @@
 //! is false (the kernel exits with the test-failure code).
 
 use super::measure::measure;
-use super::premise;
 use super::platform::{BenchPlatform, Output};
+use super::premise;
 use super::registry::{PlannedConfig, Registry};
 use super::request::Request;
 use super::scenario::{Instance, Setup};

@@ -118,6 +118,8 @@ impl Counts {
 struct Reclaim<'h, H: VmHost> {
     ctx: Ctx<'h, H, PnPaired, VmAreaA>,
     memcgs: usize,
+    /// The variant: how a rotation finds a bin's tail.
+    mode: TailMode,
     req: ReclaimRequest,
     counts: Counts,
     /// Per CPU: whether its TLB was conditioned for this instance.
@@ -136,6 +138,7 @@ impl<'h, H: VmHost> Reclaim<'h, H> {
         Ok(Reclaim {
             ctx,
             memcgs,
+            mode,
             req: ReclaimRequest::parse(REQUEST).map_err(|e| format!("{REQUEST}: {e}"))?,
             counts: Counts::default(),
             conditioned: (0..host.nr_cpus())
@@ -230,6 +233,8 @@ impl<H: VmHost> FaultCoreInstance for Reclaim<'_, H> {
         ] {
             c.push((name.into(), v.load(Ordering::Relaxed) as i64));
         }
+        let steps = lru::events::LruEvent::FifoTailStep;
+        c.push((steps.name().into(), lru::events::total(steps) as i64));
         c
     }
 
@@ -244,11 +249,18 @@ impl<H: VmHost> FaultCoreInstance for Reclaim<'_, H> {
             let ok = ops > 0 && premise::total(runs, counter)? == (want * ops) as i64;
             Ok(PremiseCheck::exactly(name, ok, figure, want))
         };
+        // What the patch removes: A walks each bin to its tail on every rotation, B never.
+        let steps = premise::per_op(runs, lru::events::LruEvent::FifoTailStep.name())?;
+        let tail_walk = match self.mode {
+            TailMode::Walk => PremiseCheck::above_zero("tail_walk_steps_per_request", steps),
+            TailMode::Cached => PremiseCheck::zero("tail_walk_steps_per_request", steps),
+        };
         Ok(vec![
             exact("eagain_per_request", "reclaim_eagain", 1)?,
             exact("tries_per_request", "reclaim_tries", tries)?,
             exact("priority_passes_per_request", "priority_passes", priorities)?,
             exact("shrink_many_per_request", "shrink_many_calls", shrink_many)?,
+            tail_walk,
         ])
     }
 
@@ -381,6 +393,7 @@ mod tests {
                     ("reclaim_tries", k("reclaim_tries") - tries_off),
                     ("priority_passes", k("priority_passes")),
                     ("shrink_many_calls", k("shrink_many_calls")),
+                    ("memcg_fifo_tail_steps", 0),
                 ],
                 2,
             )
@@ -390,6 +403,45 @@ mod tests {
         assert!(!short[1].held, "{short:?}");
         assert_eq!(short[1].figure, 33.0 / 2.0);
         Box::new(inst).teardown().unwrap();
+    }
+
+    /// What the patch removes, counted: A's rotations walk each bin to its tail, B's
+    /// never; and the premise asks exactly that of each.
+    #[test]
+    fn a_walks_to_the_tail_on_rotation_and_b_does_not() {
+        use lru::events::{LruEvent, this_cpu_count};
+        let host = soft(1, 64);
+        let steps = |mode| {
+            let inst = Reclaim::build(host, 100, mode).expect("built");
+            let before = this_cpu_count(LruEvent::FifoTailStep);
+            assert_eq!(inst.run_batch(&on(0, u64::MAX)), Ok(1));
+            host.quiescent(0);
+            let n = this_cpu_count(LruEvent::FifoTailStep) - before;
+            let counts = |steps| {
+                let k = |name| counter(&inst, name);
+                crate::scenarios::tests::run_with(
+                    &[
+                        ("reclaim_eagain", k("reclaim_eagain")),
+                        ("reclaim_tries", k("reclaim_tries")),
+                        ("priority_passes", k("priority_passes")),
+                        ("shrink_many_calls", k("shrink_many_calls")),
+                        ("memcg_fifo_tail_steps", steps),
+                    ],
+                    1,
+                )
+            };
+            let held = |steps| inst.premises(&[&counts(steps)]).unwrap()[4].held;
+            let judged = (held(0), held(n as i64));
+            Box::new(inst).teardown().unwrap();
+            (n, judged)
+        };
+        let (a, a_held) = steps(TailMode::Walk);
+        // 101 memcgs over 8 bins: a rotation walks about 6 entries of its new bin.
+        assert!(a > 238 * 101, "{a} steps in a request of A");
+        assert_eq!(a_held, (false, true));
+        let (b, b_held) = steps(TailMode::Cached);
+        assert_eq!(b, 0);
+        assert_eq!(b_held, (true, true));
     }
 
     /// Each CPU's first batch conditions its TLB (one full flush per round), later batches

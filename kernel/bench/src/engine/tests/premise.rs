@@ -125,10 +125,7 @@ fn run_premised(s: Premised, length: RunLength) -> (Threads, Report) {
 #[test]
 fn every_premise_is_judged_per_variant_and_point_and_recorded_in_end() {
     let _g = serial();
-    let (p, report) = run_premised(
-        Premised::new(None),
-        COUNTED,
-    );
+    let (p, report) = run_premised(Premised::new(None), COUNTED);
     assert!(report.passed(), "{:?}", report.end);
     let end = &p.of_type("end")[0];
     let premises = end["premises"].as_array().unwrap();
@@ -147,10 +144,7 @@ fn every_premise_is_judged_per_variant_and_point_and_recorded_in_end() {
 #[test]
 fn a_premise_that_does_not_hold_fails_the_benchmark_like_an_invariant() {
     let _g = serial();
-    let (_p, report) = run_premised(
-        Premised::new(Some("B")),
-        COUNTED,
-    );
+    let (_p, report) = run_premised(Premised::new(Some("B")), COUNTED);
     assert!(!report.passed());
     assert!(!report.end.invariants_ok);
     assert_eq!(report.end.failures.len(), 1, "{:?}", report.end.failures);
@@ -218,12 +212,23 @@ fn a_premise_across_cpus_is_not_applicable_at_one_cpu_and_judged_at_two() {
         .map(|p| (p.variant.clone(), p.applicable, p.held))
         .collect();
     assert_eq!(at_one.len(), 3, "{:?}", report.end.premises);
-    assert!(at_one.iter().all(|(_, applicable, held)| !applicable && !held));
+    assert!(
+        at_one
+            .iter()
+            .all(|(_, applicable, held)| !applicable && !held)
+    );
     // B failed at two CPUs, and only there.
     assert_eq!(report.end.failures.len(), 1, "{:?}", report.end.failures);
     let f = &report.end.failures[0];
-    assert!(f.contains("B cpus=2: premise activations_per_op did not hold"), "{f}");
-    let b_at_two = report.end.premises.iter().find(|p| p.cpus == 2 && p.variant == "B");
+    assert!(
+        f.contains("B cpus=2: premise activations_per_op did not hold"),
+        "{f}"
+    );
+    let b_at_two = report
+        .end
+        .premises
+        .iter()
+        .find(|p| p.cpus == 2 && p.variant == "B");
     assert!(b_at_two.is_some_and(|p| p.applicable && !p.held));
 }
 
