@@ -185,8 +185,8 @@ impl<H: LruvecHost> Lruvec<H> {
         let old = counter.fetch_add(1, Ordering::Relaxed);
         ksync::handoff::note_write::<crate::lock_classes::RefaultedWord>(
             core::ptr::from_ref(counter) as usize,
-            old as u64,
-            old.wrapping_add(1) as u64,
+            old,
+            old.wrapping_add(1),
         );
         crate::events::count_tier(crate::events::TierCounter::Refaulted, ty, tier);
         if in_fault {
