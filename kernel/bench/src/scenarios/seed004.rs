@@ -38,6 +38,15 @@
 //! acquisition found it held by another CPU). B's contention is in the results' lock
 //! statistics beside A's.
 //!
+//! The page counter moves too, as it would in Linux: the memcg runs at its memory.max, where
+//! `try_charge_memcg()`'s batch of `MEMCG_CHARGE_BATCH` pages does not fit, so after
+//! reclaim it retries with the pages asked for (`batch = nr_pages; goto retry`) and every
+//! charge writes `memory.usage` (and the ancestors'); the per-CPU stock absorbs nothing
+//! there. Eviction uncharges in batches (`uncharge_folios`). So the `page_counter` lines
+//! are among the most moved of every variant (about one move per operation under
+//! `kx bench --coherence`), in A and in B alike: they are not the seed's, and Linux's would
+//! move as much at this limit.
+//!
 //! The invariant after every run: no memcg is above its limit, plus the checker's.
 
 use crate::engine::premise::{self, PremiseCheck, Premises};
