@@ -22,18 +22,31 @@ use crate::stats::{
     MemcgEvent, MemcgVmstats, NodeStatItem, lruvec_stats_add, memcg_index_of_event,
 };
 use crate::stock::StockTarget;
-use crate::sync::{AtomicBool, Ordering};
+use crate::sync::{AtomicBool, AtomicPtr, Ordering};
 use alloc::boxed::Box;
 use core::ptr::NonNull;
 use lru::NodeId;
 use lru::{LruMode, Lruvec, LruvecLock, PgData};
 
-/// Reference count and online state (`struct cgroup_subsys_state`).
+/// Reference count, online state and place among its siblings (`struct
+/// cgroup_subsys_state`).
+///
+/// The children of a memcg form a list readable under RCU, as Linux's `css->children` and
+/// `css->sibling` (`css_next_child()`): writers link and unlink under the tree lock,
+/// readers follow `first_child` and `next_sibling` in a read-side section with no lock
+/// ([`MemCgroup::next_descendant_pre`]). A child is appended at the tail (creation order);
+/// an unlinked child keeps its `next_sibling`, so a reader standing on it walks on, and it
+/// is freed only after a grace period. The links hold the address of the `MemCgroup` the
+/// css is embedded in (null: none); `prev_sibling` and `last_child` are for writers only.
 #[derive(Debug)]
 pub(crate) struct Css {
     /// Per CPU while online, one atomic after offline ([`PercpuRef`]).
     pub(crate) refcnt: PercpuRef,
     pub(crate) online: AtomicBool,
+    first_child: AtomicPtr<()>,
+    last_child: AtomicPtr<()>,
+    next_sibling: AtomicPtr<()>,
+    prev_sibling: AtomicPtr<()>,
 }
 
 /// A memory cgroup.
@@ -112,6 +125,10 @@ impl<P: MemCgroupPerNode> MemCgroup<P> {
             css: Css {
                 refcnt: PercpuRef::new(init.nr_cpus),
                 online: AtomicBool::new(true),
+                first_child: AtomicPtr::new(core::ptr::null_mut()),
+                last_child: AtomicPtr::new(core::ptr::null_mut()),
+                next_sibling: AtomicPtr::new(core::ptr::null_mut()),
+                prev_sibling: AtomicPtr::new(core::ptr::null_mut()),
             },
             id,
             parent,
@@ -391,6 +408,83 @@ impl<P: MemCgroupPerNode> MemCgroup<P> {
     /// Whether the css count is still per CPU (the memcg has not been taken offline).
     pub fn css_is_percpu(&self) -> bool {
         self.css.refcnt.is_percpu()
+    }
+
+    fn link_of(p: &AtomicPtr<()>, order: Ordering) -> Option<&MemCgroup<P>> {
+        let p = p.load(order).cast::<MemCgroup<P>>();
+        // SAFETY: a css link holds null or the address of a memcg of the same tree, linked
+        // when it was stored; an unlinked memcg is freed only after a grace period, and
+        // every caller is inside a read-side section or holds the tree lock.
+        unsafe { p.as_ref() }
+    }
+
+    /// The memcg after `pos` in a pre-order walk of `root`'s subtree
+    /// (`css_next_descendant_pre()`): `root` itself first (`pos` `None`), then each memcg's
+    /// children before its next sibling; `None` at the end. Lockless: the caller is inside
+    /// a read-side section of the tree's RCU domain, which keeps every memcg it reaches
+    /// allocated, and `pos` was reached in that section (or is pinned). A memcg linked
+    /// meanwhile may be missed, as in Linux.
+    pub(crate) fn next_descendant_pre<'a>(
+        pos: Option<&'a MemCgroup<P>>,
+        root: &'a MemCgroup<P>,
+    ) -> Option<&'a MemCgroup<P>> {
+        let Some(mut pos) = pos else {
+            return Some(root);
+        };
+        if let Some(child) = Self::link_of(&pos.css.first_child, Ordering::Acquire) {
+            return Some(child);
+        }
+        while !core::ptr::eq(pos, root) {
+            if let Some(next) = Self::link_of(&pos.css.next_sibling, Ordering::Acquire) {
+                return Some(next);
+            }
+            pos = pos.parent()?;
+        }
+        None
+    }
+
+    /// Appends `child` to this memcg's children (`list_add_tail_rcu(&css->sibling,
+    /// &parent->children)`), published to lockless walkers.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the tree lock; `child` is a fully built memcg of the same tree whose
+    /// parent is `self`, not yet linked, and stays allocated until it is unlinked
+    /// ([`Self::unlink_child`]) and a grace period has passed.
+    pub(crate) unsafe fn link_child(&self, child: &MemCgroup<P>) {
+        let c = core::ptr::from_ref(child).cast_mut().cast::<()>();
+        let last = self.css.last_child.load(Ordering::Relaxed);
+        child
+            .css
+            .next_sibling
+            .store(core::ptr::null_mut(), Ordering::Relaxed);
+        child.css.prev_sibling.store(last, Ordering::Relaxed);
+        // Release: a walker that finds the child sees it fully built (rcu_assign_pointer).
+        match Self::link_of(&self.css.last_child, Ordering::Relaxed) {
+            Some(prev) => prev.css.next_sibling.store(c, Ordering::Release),
+            None => self.css.first_child.store(c, Ordering::Release),
+        }
+        self.css.last_child.store(c, Ordering::Relaxed);
+    }
+
+    /// Takes `child` off this memcg's children (`list_del_rcu(&css->sibling)`): later walks
+    /// do not reach it; a walker standing on it still finds its next sibling.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the tree lock and `child` is linked among this memcg's children; it
+    /// is freed only after a grace period from now.
+    pub(crate) unsafe fn unlink_child(&self, child: &MemCgroup<P>) {
+        let next = child.css.next_sibling.load(Ordering::Relaxed);
+        let prev = child.css.prev_sibling.load(Ordering::Relaxed);
+        match Self::link_of(&child.css.prev_sibling, Ordering::Relaxed) {
+            Some(p) => p.css.next_sibling.store(next, Ordering::Release),
+            None => self.css.first_child.store(next, Ordering::Release),
+        }
+        match Self::link_of(&child.css.next_sibling, Ordering::Relaxed) {
+            Some(n) => n.css.prev_sibling.store(prev, Ordering::Relaxed),
+            None => self.css.last_child.store(prev, Ordering::Relaxed),
+        }
     }
 }
 

@@ -409,11 +409,16 @@ impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> MemcgTree<P, O> {
     }
 
     /// `shrink_node_memcgs()` for a non-root target: every memcg of the subtree on every
-    /// node, resuming where the last walk stopped (the reclaim iterator in
-    /// `memcg_pn_write_hot`); a lruvec that ran out of cold folios is rotated young
-    /// (`lru_gen_shrink_lruvec()`). Memcgs within their effective `memory.min` are skipped,
-    /// those within `memory.low` too unless `low_reclaim`. Returns (pages reclaimed,
-    /// whether a low-protected memcg was skipped).
+    /// node, resuming after the memcg the last walk stopped at (the reclaim iterator in
+    /// `memcg_pn_write_hot`) and wrapping around to it; a lruvec that ran out of cold folios
+    /// is rotated young (`lru_gen_shrink_lruvec()`). Memcgs within their effective
+    /// `memory.min` are skipped, those within `memory.low` too unless `low_reclaim`; the
+    /// effective protection is computed as each memcg is visited, parents before their
+    /// children within a walk (`mem_cgroup_calculate_protection()`). Returns (pages
+    /// reclaimed, whether a low-protected memcg was skipped).
+    ///
+    /// The walk is `mem_cgroup_iter()`'s ([`MemcgTree::iter_next`]): no tree lock, no
+    /// allocation, each visited memcg pinned on this CPU's slot of its css count.
     fn shrink_node_memcgs(
         &self,
         memcg: &MemCgroup<P>,
@@ -422,60 +427,80 @@ impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> MemcgTree<P, O> {
         swappiness: u8,
         low_reclaim: bool,
     ) -> (u64, bool) {
-        let subtree = self.subtree_refs(memcg);
-        if subtree.is_empty() {
-            return (0, false);
-        }
-        // Effective protection, parents before children (the subtree is in pre-order).
         let mut low_skipped = false;
-        let skip: alloc::vec::Vec<bool> = subtree
-            .iter()
-            .map(|m| match self.protection(memcg, m) {
-                Protection::Min => true,
-                Protection::Low if !low_reclaim => {
-                    low_skipped = true;
-                    true
-                }
-                _ => false,
-            })
-            .collect();
         let mut reclaimed = 0;
         for node in 0..memcg.nr_nodes() as NodeId {
             let Ok(pn) = memcg.nodeinfo(node) else {
                 continue;
             };
             let iter = &pn.write_hot().iter;
-            // Resume after the memcg the last walk stopped at (`iter->position`), from the
-            // start if there is none or it has left the subtree since (Linux's
+            // Resume after the memcg the last walk stopped at (`iter->position`) if it is
+            // still in the subtree; from the start otherwise (Linux's
             // `invalidate_reclaim_iterators()`). Id 0 is never a memcg's.
             let last = iter.position.load(Ordering::Relaxed);
-            let start = subtree
-                .iter()
-                .position(|m| u32::from(m.id()) == last)
-                .map_or(0, |i| i + 1);
-            for k in 0..subtree.len() {
-                let idx = (start + k) % subtree.len();
-                if skip[idx] {
+            let mut pos = self.resume_at(memcg, last, cpu);
+            // With a resume point the walk goes to the end, then from the start up to and
+            // including that point; without one, once from the start.
+            let mut wrapped = pos.is_none();
+            loop {
+                let Some(victim) = self.iter_next(memcg, pos.take(), cpu) else {
+                    if wrapped {
+                        break;
+                    }
+                    wrapped = true;
                     continue;
+                };
+                let last_of_walk = wrapped && u32::from(victim.id()) == last;
+                let skip = match self.protection(memcg, &victim) {
+                    Protection::Min => true,
+                    Protection::Low if !low_reclaim => {
+                        low_skipped = true;
+                        true
+                    }
+                    _ => false,
+                };
+                if !skip {
+                    let (freed, rotate) = self.lru.shrink_lruvec(
+                        self,
+                        &victim,
+                        node,
+                        cpu,
+                        target - reclaimed,
+                        swappiness,
+                    );
+                    reclaimed += freed;
+                    if rotate {
+                        self.lru.rotate(&victim, node, MemcgLruOp::Young);
+                    }
+                    if reclaimed >= target {
+                        // `mem_cgroup_iter_break()`: the next walk starts after this one.
+                        iter.position
+                            .store(u32::from(victim.id()), Ordering::Relaxed);
+                        victim.put_on(cpu);
+                        return (reclaimed, low_skipped);
+                    }
                 }
-                let victim: &MemcgRef<'_, P, O> = &subtree[idx];
-                let (freed, rotate) =
-                    self.lru
-                        .shrink_lruvec(self, victim, node, cpu, target - reclaimed, swappiness);
-                reclaimed += freed;
-                if rotate {
-                    self.lru.rotate(victim, node, MemcgLruOp::Young);
+                if last_of_walk {
+                    victim.put_on(cpu);
+                    break;
                 }
-                if reclaimed >= target {
-                    // `mem_cgroup_iter_break()`: the next walk starts after this one.
-                    iter.position
-                        .store(u32::from(victim.id()), Ordering::Relaxed);
-                    return (reclaimed, low_skipped);
-                }
+                pos = Some(victim);
             }
             iter.generation.fetch_add(1, Ordering::Relaxed);
         }
         (reclaimed, low_skipped)
+    }
+
+    /// The memcg with id `last`, pinned on `cpu`, if it is still linked in `root`'s subtree
+    /// (where the last reclaim walk of a node stopped).
+    fn resume_at(&self, root: &MemCgroup<P>, last: u32, cpu: usize) -> Option<MemcgRef<'_, P, O>> {
+        let id = crate::MemcgId::try_from(last).ok().filter(|&id| id != 0)?;
+        let guard = self.rcu().read_lock(cpu).ok()?;
+        let m = self.lookup_rcu(&guard, id).ok()?;
+        if !m.is_descendant(root) || !m.css_tryget_on(cpu) {
+            return None;
+        }
+        Some(MemcgRef::new(self, core::ptr::NonNull::from(m)))
     }
 }
 

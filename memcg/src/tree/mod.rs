@@ -392,7 +392,10 @@ impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> MemcgTree<P, O> {
         let c = unsafe { cptr.as_ref() };
         c.css_get();
         self.lru.online(c);
-        // Published last, fully built: lockless readers may find it from now on.
+        // Published last, fully built: lockless walks and lookups may find it from now on.
+        // SAFETY: the tree lock is held, `c` is a new child of `p`, built above, and is
+        // unlinked (in `reap`) before its grace period starts.
+        unsafe { p.link_child(c) };
         self.idr.publish(id as usize, cptr.as_ptr());
         Ok(MemcgRef::new(self, cptr))
     }
@@ -591,6 +594,10 @@ impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> MemcgTree<P, O> {
                     if let Some(ps) = inner.slot_mut(pid) {
                         ps.children.retain(|&c| c != id);
                     }
+                    // SAFETY: the tree lock is held and `m` is linked among its parent's
+                    // children (since `create_under`); it is freed after the grace period
+                    // started below.
+                    unsafe { parent.unlink_child(m) };
                 }
                 // Off the FIFOs and out of the id table: the grace period starts now.
                 // start_poll: the grace period must happen even if nothing else in the
@@ -676,8 +683,47 @@ impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> MemcgTree<P, O> {
         self.subtree_refs(unsafe { self.root.as_ref() })
     }
 
-    /// The linked memcgs of `memcg`'s subtree (zombies included: reclaim empties them too),
-    /// pre-order, each with a reference (`mem_cgroup_iter()` over the subtree).
+    /// `mem_cgroup_iter()` over `root`'s subtree, from the memcg after `prev` (the first:
+    /// `root` itself, for `prev` `None`) in pre-order, zombies included (reclaim empties
+    /// them too): the next memcg, pinned on `cpu`'s slot of its css count
+    /// (`css_tryget()`), or `None` at the end. `prev`'s pin is dropped on `cpu`.
+    ///
+    /// No lock is taken and no shared line written while the memcgs are online: the walk
+    /// follows the RCU-readable child lists in a read-side section
+    /// ([`MemCgroup::next_descendant_pre`]), skipping memcgs whose count already reached
+    /// zero, and the pins are per CPU. Hand the last memcg back with
+    /// [`MemcgRef::put_on`] (or to the next call).
+    pub(crate) fn iter_next<'t>(
+        &'t self,
+        root: &MemCgroup<P>,
+        prev: Option<MemcgRef<'t, P, O>>,
+        cpu: usize,
+    ) -> Option<MemcgRef<'t, P, O>> {
+        let next = match self.rcu.read_lock(cpu) {
+            Ok(_guard) => {
+                let mut pos = prev.as_deref();
+                loop {
+                    let Some(m) = MemCgroup::next_descendant_pre(pos, root) else {
+                        break None;
+                    };
+                    if m.css_tryget_on(cpu) {
+                        break Some(MemcgRef::new(self, NonNull::from(m)));
+                    }
+                    pos = Some(m);
+                }
+            }
+            // A CPU the tree's RCU domain does not cover: nothing can be walked.
+            Err(_) => None,
+        };
+        if let Some(p) = prev {
+            p.put_on(cpu);
+        }
+        next
+    }
+
+    /// The linked memcgs of `memcg`'s subtree (zombies included), pre-order, each with a
+    /// reference, collected under the tree lock (for checkers and reports; reclaim walks
+    /// with [`Self::iter_next`]).
     pub(crate) fn subtree_refs(&self, memcg: &MemCgroup<P>) -> Vec<MemcgRef<'_, P, O>> {
         let inner = self.inner.lock();
         let mut ids = Vec::new();
