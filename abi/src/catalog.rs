@@ -304,6 +304,7 @@ pub const SCENARIOS: &[Scenario] = &[
             "variant_lock_acquisitions_per_op",
             "other_lock_acquisitions_per_op",
             "variant_lock_handoffs_per_op",
+            "tree_lock_acquisitions_per_op",
             "node_lock_contended_per_op",
         ],
         mechanism: Some(Mechanism {
@@ -373,6 +374,7 @@ pub const SCENARIOS: &[Scenario] = &[
             "refaults_per_op",
             "refaulted_on_node_line_share",
             "refaulted_handoffs_per_op",
+            "tree_lock_acquisitions_per_op",
         ],
         mechanism: Some(Mechanism {
             fields: &["enabled", "gen", "seg", "bin", "fifo_id", "list"],

@@ -25,7 +25,10 @@
 //! zero); in A at least 90% of the `refaulted[]` increments land on the node's line, in B
 //! none; and at two CPUs or more, across CPUs: a `refaulted[]` counter is added to by
 //! another CPU between two additions of one (`refaulted_handoffs_per_op` above zero,
-//! `ksync::handoff`), so the line those counters sit on moves between CPUs.
+//! `ksync::handoff`), so the line those counters sit on moves between CPUs. The memcg
+//! tree's lock is never taken on the measured path (`tree_lock_acquisitions_per_op` zero:
+//! the reclaim walk is `mem_cgroup_iter()`'s, under RCU), as Linux takes no
+//! `cgroup_mutex` there.
 //!
 //! The page counter moves too, as it would in Linux: the memcg runs at its memory.max, where
 //! `try_charge_memcg()`'s batch of `MEMCG_CHARGE_BATCH` pages does not fit, so after
@@ -53,6 +56,7 @@ use ksync::CachePadded;
 use ksync::LockClass;
 use lru::events::TierCounter;
 use lru::lock_classes::RefaultedWord;
+use memcg::lock_classes::MemcgTreeLock;
 use lru::lru_gen::MAX_NR_TIERS;
 use memcg::PnPlacement;
 use mm::vm::check::VmCensus;
@@ -205,6 +209,10 @@ impl<H: VmHost, P: Pn> FaultCoreInstance for Refault<'_, H, P> {
                 premise::handoffs_per_op(runs, RefaultedWord::NAME)?,
             )
             .across_cpus(),
+            PremiseCheck::zero(
+                "tree_lock_acquisitions_per_op",
+                premise::acquisitions_per_op(runs, MemcgTreeLock::NAME)?,
+            ),
         ])
     }
 
@@ -459,19 +467,22 @@ mod tests {
         let held = |inst: &dyn Instance, r| -> Vec<bool> {
             inst.premises(&[&r]).unwrap().iter().map(|p| p.held).collect()
         };
-        assert_eq!(held(&a, run(95, 100)), [true, true, true]);
-        assert_eq!(held(&a, run(80, 100)), [true, false, true], "80% on the line");
-        assert_eq!(held(&b, run(0, 100)), [true, true, true]);
-        assert_eq!(held(&b, run(1, 100)), [true, false, true]);
+        assert_eq!(held(&a, run(95, 100)), [true, true, true, true]);
+        assert_eq!(held(&a, run(80, 100)), [true, false, true, true], "80% on the line");
+        assert_eq!(held(&b, run(0, 100)), [true, true, true, true]);
+        assert_eq!(held(&b, run(1, 100)), [true, false, true, true]);
         // No refault at all: neither the refault premise nor A's line share holds.
-        assert_eq!(held(&a, run(0, 0)), [false, false, true]);
+        assert_eq!(held(&a, run(0, 0)), [false, false, true, true]);
         // No counter handed between CPUs.
         let alone = |inst: &dyn Instance| {
             let mut r = run(95, 100);
             r.locks.get_mut(RefaultedWord::NAME).unwrap().handoffs = 0;
             held(inst, r)
         };
-        assert_eq!(alone(&a), [true, true, false]);
+        assert_eq!(alone(&a), [true, true, false, true]);
+        // The memcg tree's lock taken on the measured path.
+        let locked = crate::scenarios::tests::with_lock(run(95, 100), MemcgTreeLock::NAME, 1, 0, 0);
+        assert_eq!(held(&a, locked), [true, true, true, false]);
         let p = a.premises(&[&run(95, 100)]).unwrap();
         assert!(!p[1].across_cpus && p[2].across_cpus);
         Box::new(a).teardown().unwrap();

@@ -36,7 +36,8 @@
 //! memcg's readers take the node's one lock, in B because each memcg's two readers run on
 //! two CPUs; and A's shared lock is contended (`node_lock_contended_per_op` above zero: an
 //! acquisition found it held by another CPU). B's contention is in the results' lock
-//! statistics beside A's.
+//! statistics beside A's. The memcg tree's lock is never taken on the measured path
+//! (`tree_lock_acquisitions_per_op` zero: reclaim walks the memcg under RCU).
 //!
 //! The page counter moves too, as it would in Linux: the memcg runs at its memory.max, where
 //! `try_charge_memcg()`'s batch of `MEMCG_CHARGE_BATCH` pages does not fit, so after
@@ -61,7 +62,9 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 use ksync::CachePadded;
+use ksync::LockClass;
 use lru::LruvecLock;
+use memcg::lock_classes::MemcgTreeLock;
 use mm::vm::check::VmCensus;
 use mm::vm::context::VmConfig;
 use mm::vm::object::ObjectKind;
@@ -217,6 +220,10 @@ impl<H: VmHost> FaultCoreInstance for ReadTwice<'_, H> {
                 taken,
             ),
         ];
+        checks.push(PremiseCheck::zero(
+            "tree_lock_acquisitions_per_op",
+            premise::acquisitions_per_op(runs, MemcgTreeLock::NAME)?,
+        ));
         if self.lock == LruvecLock::Node {
             checks.push(named(
                 PremiseCheck::above_zero(
@@ -360,18 +367,26 @@ mod tests {
         let held = |inst: &ReadTwice<'_, SoftHost>, r: &Run| -> Vec<bool> {
             inst.premises(&[r]).unwrap().iter().map(|p| p.held).collect()
         };
-        // A: activations, evictions, its lock taken, not B's, handed off and contended.
-        assert_eq!(held(&a, &node), [true; 6]);
-        assert_eq!(held(&b, &node), [true, true, false, false, false], "B took the node's lock");
+        // A: activations, evictions, its lock taken, not B's, handed off, no tree lock,
+        // contended.
+        assert_eq!(held(&a, &node), [true; 7]);
+        assert_eq!(
+            held(&b, &node),
+            [true, true, false, false, false, true],
+            "B took the node's lock"
+        );
         let memcg = with_lock(counts.clone(), MEMCG_LOCK, 50, 0, 20);
-        assert_eq!(held(&b, &memcg), [true; 5], "B: no contention premise");
+        assert_eq!(held(&b, &memcg), [true; 6], "B: no contention premise");
         // A lock never handed between CPUs, or never contended.
         let alone = with_lock(counts.clone(), NODE_LOCK, 50, 5, 0);
-        assert_eq!(held(&a, &alone), [true, true, true, true, false, true]);
-        let uncontended = with_lock(counts, NODE_LOCK, 50, 0, 20);
-        assert_eq!(held(&a, &uncontended), [true, true, true, true, true, false]);
+        assert_eq!(held(&a, &alone), [true, true, true, true, false, true, true]);
+        let uncontended = with_lock(counts.clone(), NODE_LOCK, 50, 0, 20);
+        assert_eq!(held(&a, &uncontended), [true, true, true, true, true, true, false]);
+        // The memcg tree's lock taken on the measured path.
+        let locked = with_lock(node.clone(), memcg::lock_classes::MemcgTreeLock::NAME, 1, 0, 0);
+        assert_eq!(held(&a, &locked), [true, true, true, true, true, false, true]);
         let across: Vec<bool> = a.premises(&[&node]).unwrap().iter().map(|p| p.across_cpus).collect();
-        assert_eq!(across, [false, false, false, false, true, true]);
+        assert_eq!(across, [false, false, false, false, true, false, true]);
         let idle = with_lock(run_with(&[("activations", 0), ("evicted", 3)], 100), NODE_LOCK, 50, 5, 20);
         assert!(!held(&a, &idle)[0], "no activation");
         // A run that did not report evictions is an error.
