@@ -6,6 +6,9 @@
 //! tree lock (class `memcg_tree`, Linux's `cgroup_mutex`). The hot paths never take it:
 //! charging, stat updates and LRU work go through a [`MemcgRef`] (`css_get()`/`css_put()`)
 //! or look memcgs up by id in the RCU-readable id table (`idr`) with no lock at all;
+//! reclaim walks a subtree through the RCU-readable child lists in each css
+//! (`MemcgTree::iter_next`, `mem_cgroup_iter()`), which writers keep beside the
+//! children lists here;
 //! the lock order is the tree lock, then `rstat_lock`, then LRU locks (see
 //! `docs/design.md`).
 //!
