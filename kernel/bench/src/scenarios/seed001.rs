@@ -1,10 +1,15 @@
 //! `seed001-faultfree`: every CPU faults pages in and frees them, all charged to ONE memcg
 //! (seed 001: "threads faulting in and freeing memory in a single memcg").
 //!
-//! Each CPU has an address space of its own (a process of the seed's benchmark), all of
-//! them charging the same memcg, so the only shared state is what the seed is about: the
-//! memcg's `mem_cgroup_per_node` and its lruvec (lru_lock, the LRU heads, `lru_zone_size`,
-//! the per-CPU stat pointers), the page counter and the node. One batch, on one CPU:
+//! The seed's benchmark is multi-threaded ("threads pinned to CPUs"), so every CPU's
+//! worker is a thread of ONE process: one address space, in which each thread has a
+//! region of its own ([`WINDOW`] pages, its own VMA, on page tables of its own: regions
+//! start [`STRIDE`] apart, 2 MiB-aligned), all charging the same memcg. What the threads
+//! share is what the seed is about (the memcg's `mem_cgroup_per_node` and its lruvec:
+//! lru_lock, the LRU heads, `lru_zone_size`, the per-CPU stat pointers; the page counter
+//! and the node) and what threads of one process share in Linux: the `mm_struct`, and with
+//! it the TLB shootdowns every free sends to the other CPUs running the process
+//! (`mm_cpumask`). One batch, on one CPU:
 //!
 //! - `anon`: store to [`BATCH`] fresh pages of an anonymous region (a page fault each:
 //!   allocate, zero, charge, lru_add batch, stats, PTE), then `zap_page_range` them
@@ -66,6 +71,10 @@ use mm::vm::vma::VmAreaA;
 pub const BATCH: u64 = 32;
 /// Pages in each CPU's anonymous region (one PTE table); batches walk it round robin.
 const WINDOW: u64 = 512;
+/// Bytes from one CPU's region to the next in the process's address space: two PTE
+/// tables' worth, so regions never share a page table and a one-table gap separates their
+/// VMAs (Linux would merge adjacent anonymous mappings).
+pub const STRIDE: u64 = 2 * WINDOW * 4096;
 
 /// The scenario on platform `H`.
 pub struct Seed001<'h, H: VmHost> {
@@ -118,15 +127,19 @@ impl<'h, H: VmHost, P: Pn> FaultFree<'h, H, P> {
         cfg.max_memcgs = 64;
         let mut ctx = Ctx::new(host, cfg)?;
         let m = ctx.add_memcg(None, None)?;
+        let s = ctx.add_space(STRIDE * u64::from(setup.cpus))?;
+        let base = ctx.space(s).base();
+        if base % STRIDE != 0 {
+            return Err(format!("the address space starts at {base:#x}, not {STRIDE:#x}-aligned"));
+        }
         for cpu in 0..setup.cpus as usize {
-            let s = ctx.add_space(WINDOW * 4096)?;
-            let base = ctx.space(s).base();
+            let start = base + cpu as u64 * STRIDE;
             let node = host.node_of(cpu);
             if shmem {
                 let o = ctx.add_object(ObjectKind::Shmem, BATCH as usize);
-                ctx.map(s, base, BATCH, Some(o), m, node)?;
+                ctx.map(s, start, BATCH, Some(o), m, node)?;
             } else {
-                ctx.map(s, base, WINDOW, None, m, node)?;
+                ctx.map(s, start, WINDOW, None, m, node)?;
             }
         }
         let next = (0..setup.cpus)
@@ -139,9 +152,9 @@ impl<'h, H: VmHost, P: Pn> FaultFree<'h, H, P> {
 impl<H: VmHost, P: Pn> FaultCoreInstance for FaultFree<'_, H, P> {
     fn batch(&self, ctx: &BatchCtx) -> Result<u64, ScenarioError> {
         let (cpu, i) = (ctx.cpu as usize, ctx.index as usize);
-        let space = self.ctx.space(i);
+        let space = self.ctx.space(0);
         space.use_mm(cpu);
-        let base = space.base();
+        let base = space.base() + i as u64 * STRIDE;
         let vm = self.ctx.vm();
         let n = BATCH.min(ctx.max_ops);
         if self.shmem {
@@ -259,29 +272,45 @@ mod tests {
             .collect()
     }
 
+    /// Threads of one process: one address space, a region of its own per CPU (its own
+    /// VMA and page tables), all charging the one memcg; a batch on CPU 1 stores only to
+    /// CPU 1's region, and the process's CPUs are in its `mm_cpumask` once they ran it.
     #[test]
-    fn every_cpu_has_a_space_of_its_own_charging_the_one_memcg() {
+    fn every_cpu_is_a_thread_of_one_process_charging_the_one_memcg() {
         let host = TraceHost::new(2, 32);
         for config in ["anon", "shmem"] {
+            let spaces = host.trace().spaces.len();
             let inst = build(&host, config, 2);
             assert_eq!(inst.ctx.nr_memcgs(), 1);
-            let spaces = host.trace().spaces.len();
-            assert!(spaces >= 2);
-            for &(_, size) in &host.trace().spaces[spaces - 2..] {
-                assert!(size >= WINDOW * 4096, "{config}: a space of {size} bytes");
-            }
+            let t = host.trace().spaces[spaces..].to_vec();
+            assert_eq!(t.len(), 1, "{config}: one address space");
+            assert!(t[0].1 >= 2 * STRIDE, "{config}: a space of {} bytes", t[0].1);
             if config == "shmem" {
                 for i in 0..2 {
                     assert_eq!(inst.ctx.object(i).nr_pages(), BATCH);
                     assert_eq!(inst.ctx.object(i).nr_mappings(), 1);
                 }
             }
+            host.clear();
+            assert_eq!(inst.run_batch(&on(1, u64::MAX)), Ok(BATCH));
+            assert_eq!(inst.run_batch(&on(0, u64::MAX)), Ok(BATCH));
+            let written = pages(&host, spaces);
+            let first_of = |cpu: u64| cpu * STRIDE / 4096;
+            assert!(written.iter().any(|&p| p >= first_of(1)), "{config}: {written:?}");
+            assert!(written.iter().any(|&p| p < first_of(0) + WINDOW), "{config}");
+            assert!(
+                written
+                    .iter()
+                    .all(|&p| (p - first_of(p * 4096 / STRIDE)) < WINDOW),
+                "{config}: a store outside the CPUs' regions: {written:?}"
+            );
+            let mm = inst.ctx.space(0).mm();
+            assert!(mm.cpumask().contains(0) && mm.cpumask().contains(1), "{config}");
+            inst.check().unwrap();
             Box::new(inst).teardown().unwrap();
         }
     }
 
-    /// Each anonymous batch stores to BATCH fresh consecutive pages of the window and frees
-    /// them; the first WINDOW / BATCH batches walk the whole window, each page once.
     #[test]
     fn anonymous_batches_walk_the_window_and_free_what_they_fault() {
         let host = TraceHost::new(1, 32);
