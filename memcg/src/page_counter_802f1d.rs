@@ -8,7 +8,9 @@
 //! up the hierarchy (`parent_mem_cgroup()`, which reads `memory.parent`, on every memcg
 //! stat flush; the charge walk itself) reads `parent`, so a reader on one CPU missed on the
 //! line that chargers on the other CPUs kept writing. The commit moved `parent` to the end
-//! (offset 104, the second line); `max` stayed on `usage`'s line. Its figure: will-it-scale
+//! (offset 104, the second line, still in `usage`'s 128-byte pair: the commit added no
+//! alignment); `max` stayed on `usage`'s line. [`C_OFFSETS`] lists every field's offset
+//! in both C structs, and a test holds both layouts to it. Its figure: will-it-scale
 //! `page_fault2` +3.0% to +9.9% per process, `malloc1` -0.1% to +8.9%, on 96 and 144
 //! hardware threads (see the `page-counter-802f1d` catalog entry).
 //!
@@ -228,7 +230,32 @@ const _: () = {
     // After: `parent` on its own line, `max` still with `usage`.
     assert!(offset_of!(B, parent) / CACHELINE != offset_of!(B, usage) / CACHELINE);
     assert!(offset_of!(B, max) / CACHELINE == offset_of!(B, usage) / CACHELINE);
+    // The commit moved `parent` off `usage`'s 64-byte line, not off its 128-byte pair: at
+    // 104 of a counter that starts a pair it is still in `usage`'s pair (the commit added
+    // no alignment; later padding, `CACHELINE_PADDING` in v6.1, separated them further).
+    // So B removes the line sharing the commit's perf c2c data showed, and an
+    // adjacent-line prefetcher would still fetch `parent`'s line with `usage`'s.
+    assert!(offset_of!(B, parent) / 128 == offset_of!(B, usage) / 128);
 };
+
+/// Every field's offset in the C structs on x86_64: v5.11's (A) and after 802f1d522d5f
+/// (B, include/linux/page_counter.h as the commit left it), in declaration order.
+pub const C_OFFSETS: [(&str, usize, usize); 14] = [
+    ("usage", 0, 0),
+    ("min", 8, 8),
+    ("low", 16, 16),
+    ("high", 24, 24),
+    ("max", 32, 32),
+    ("parent", 40, 104),
+    ("emin", 48, 40),
+    ("min_usage", 56, 48),
+    ("children_min_usage", 64, 56),
+    ("elow", 72, 64),
+    ("low_usage", 80, 72),
+    ("children_low_usage", 88, 80),
+    ("watermark", 96, 88),
+    ("failcnt", 104, 96),
+];
 
 /// Whether `counter`'s `usage` and `parent` are on one 64-byte line at the address it
 /// has (what the scenario's premise measures in the build it runs).
@@ -418,6 +445,40 @@ mod tests {
     use super::*;
     use alloc::boxed::Box;
     use alloc::string::String;
+
+    /// Both layouts, field by field, at the C structs' offsets (B as the upstream commit
+    /// left `struct page_counter`).
+    #[test]
+    fn every_field_is_where_the_c_struct_has_it() {
+        let (a, b) = (PageCounterV511::fields(), PageCounter802f1d::fields());
+        for (name, in_a, in_b) in C_OFFSETS {
+            let at =
+                |fields: &[FieldDesc]| fields.iter().find(|f| f.name == name).map(|f| f.offset);
+            assert_eq!(at(&a), Some(in_a), "v5.11 {name}");
+            assert_eq!(at(&b), Some(in_b), "802f1d {name}");
+        }
+        assert_eq!(a.len(), C_OFFSETS.len());
+        // The commit's one change: only `parent` and the fields after it in v5.11 moved.
+        let moved: alloc::vec::Vec<&str> = C_OFFSETS
+            .iter()
+            .filter(|(_, x, y)| x != y)
+            .map(|(n, ..)| *n)
+            .collect();
+        assert_eq!(
+            moved,
+            [
+                "parent",
+                "emin",
+                "min_usage",
+                "children_min_usage",
+                "elow",
+                "low_usage",
+                "children_low_usage",
+                "watermark",
+                "failcnt"
+            ]
+        );
+    }
 
     fn chain<L: PageCounterLayout>(max: u64) -> (Box<L>, Box<L>) {
         // SAFETY: no parent.
