@@ -31,14 +31,11 @@
 //! `rcu_callbacks`; every use of `lru::Rcu` is in this file.
 
 use crate::percpu;
-use core::sync::atomic::{AtomicUsize, Ordering};
 
 /// The kernel's RCU state (its callback queue behind ksync's ticket lock).
 pub type KernelRcu = lru::Rcu<ksync::Ticket>;
 
 static RCU: spin::Once<KernelRcu> = spin::Once::new();
-/// Callbacks queued through [`call_rcu`] and not yet run (read without the queue lock).
-static QUEUED: AtomicUsize = AtomicUsize::new(0);
 
 /// The RCU state (`None` before [`init`]).
 #[must_use]
@@ -107,7 +104,7 @@ pub fn quiescent() -> usize {
     if rcu.quiescent_state(cpu).is_err() {
         return 0;
     }
-    if QUEUED.load(Ordering::Acquire) == 0 && !rcu.gp_needed() {
+    if !rcu.has_callbacks() && !rcu.gp_needed() {
         return 0;
     }
     rcu.advance(true);
@@ -120,9 +117,7 @@ pub fn quiescent() -> usize {
 }
 
 fn run_callbacks(rcu: &KernelRcu) -> usize {
-    let n = rcu.run_callbacks();
-    QUEUED.fetch_sub(n, Ordering::AcqRel);
-    n
+    rcu.run_callbacks()
 }
 
 /// Queues `f` to run after a grace period that starts after this call (`call_rcu()`).
@@ -132,7 +127,6 @@ pub fn call_rcu(f: impl FnOnce() + Send + 'static) {
         f();
         return;
     };
-    QUEUED.fetch_add(1, Ordering::AcqRel);
     rcu.call_rcu(f);
 }
 
@@ -165,8 +159,9 @@ pub fn completed() -> u64 {
     get().map_or(0, KernelRcu::completed)
 }
 
-/// Callbacks queued and not yet run.
+/// Callbacks queued and not yet run (by any user of the domain: the memcg tree queues
+/// its own through `lru::Rcu::call_rcu`).
 #[must_use]
 pub fn pending() -> usize {
-    QUEUED.load(Ordering::Acquire)
+    get().map_or(0, KernelRcu::pending_callbacks)
 }

@@ -24,7 +24,7 @@
 use crate::error::LruError;
 use crate::lock_classes::RcuCallbackLock;
 use crate::sync::Lock;
-use crate::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use crate::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use crate::sync::hint::spin_loop;
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
@@ -59,6 +59,10 @@ pub struct Rcu<F: LockFamily> {
     requested: CachePadded<AtomicU64>,
     cpus: PerCpu<RcuCpu>,
     callbacks: lock_api::Mutex<Lock<F, RcuCallbackLock>, VecDeque<(u64, Callback)>>,
+    /// Callbacks queued and not yet run, read without the queue lock
+    /// ([`Rcu::has_callbacks`]): a CPU with nothing to do at a quiescent point leaves the
+    /// queue's lock alone. Written only when a callback is queued or run.
+    queued: CachePadded<AtomicUsize>,
 }
 
 impl<F: LockFamily> core::fmt::Debug for Rcu<F> {
@@ -110,6 +114,7 @@ impl<F: LockFamily> Rcu<F> {
                 nesting: AtomicU32::new(0),
             }),
             callbacks: lock_api::Mutex::new(VecDeque::new()),
+            queued: CachePadded(AtomicUsize::new(0)),
         }
     }
 
@@ -292,6 +297,14 @@ impl<F: LockFamily> Rcu<F> {
     pub fn call_rcu(&self, f: impl FnOnce() + Send + 'static) {
         let target = self.get_state_synchronize_rcu();
         self.callbacks.lock().push_back((target, Box::new(f)));
+        self.queued.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Whether any callback is queued and not yet run (one load, no lock): whoever queued
+    /// it, through any wrapper.
+    #[must_use]
+    pub fn has_callbacks(&self) -> bool {
+        self.queued.load(Ordering::Acquire) != 0
     }
 
     /// Callbacks queued and not yet run.
@@ -316,6 +329,7 @@ impl<F: LockFamily> Rcu<F> {
                 }
             }
             *q = keep;
+            self.queued.fetch_sub(ready.len(), Ordering::AcqRel);
             ready
         };
         let n = ready.len();

@@ -29,7 +29,53 @@ pub static TESTS: &[Test] = &[
         name: "rcu_polled_cookie_completes_without_callbacks",
         run: polled_cookie_completes_without_callbacks,
     },
+    Test {
+        name: "rcu_idle_quiescent_points_leave_the_queue_alone",
+        run: idle_quiescent_points_leave_the_queue_alone,
+    },
 ];
+
+/// A callback queued straight on the domain (as the memcg tree queues its frees, not
+/// through [`rcu::call_rcu`]) is counted and runs; afterwards a quiescent point with
+/// nothing queued takes no lock of the callback queue. (The kernel once counted only its own
+/// wrapper's callbacks: running the tree's wrapped the count, and every quiescent point of
+/// every CPU took the queue's lock for the rest of the boot.)
+fn idle_quiescent_points_leave_the_queue_alone() -> TestResult {
+    use ksync::LockClass;
+    let r = rcu::get().ok_or("RCU is not running")?;
+    let ran = Arc::new(AtomicBool::new(false));
+    let flag = ran.clone();
+    r.call_rcu(move || flag.store(true, Ordering::Release));
+    ensure!(
+        r.has_callbacks(),
+        "a directly queued callback is not counted"
+    );
+    let mut rounds = 0;
+    while !ran.load(Ordering::Acquire) {
+        ensure!(rounds < 100_000, "the callback never ran");
+        let _ = rcu::synchronize_rcu();
+        rcu::quiescent();
+        rounds += 1;
+    }
+    ensure!(
+        !r.has_callbacks() && rcu::pending() == 0,
+        "callbacks left after the only one ran: {}",
+        rcu::pending()
+    );
+    ksync::stat::set_enabled(true);
+    let class = <lru::lock_classes::RcuCallbackLock as LockClass>::data();
+    let before = class.snapshot();
+    for _ in 0..100 {
+        rcu::quiescent();
+    }
+    let took = class.snapshot().since(&before).acquisitions;
+    ksync::stat::set_enabled(false);
+    ensure!(
+        took == 0,
+        "100 idle quiescent points took the queue's lock {took} times"
+    );
+    Ok(())
+}
 
 /// A cookie from `start_poll_synchronize_rcu` (the memcg reaper's way of waiting) completes
 /// at the CPUs' quiescent points alone, with no callback queued to drive a grace period: a
