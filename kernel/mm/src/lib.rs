@@ -16,6 +16,7 @@
 //! - [`page_alloc`]: [`PageAlloc`], the calls every CPU makes; [`init`] (the handover,
 //!   list sizes) and [`check`] (the invariant checker) extend it;
 //! - [`kmalloc`]: the kernel heap's size classes in front of its first-fit heap;
+//! - [`magazine`]: per-CPU magazines of small heap blocks in front of the size classes;
 //! - [`stats`]: per-CPU per-zone counters; [`microbench`]: the order-0 alloc/free
 //!   micro-benchmark shared by the host example and the kernel's `run=pagealloc`;
 //! - [`vm`]: the fault core above the allocator: address spaces (`mm_struct`) and their
@@ -39,6 +40,7 @@ pub mod error;
 pub mod init;
 pub mod kmalloc;
 pub mod lock_classes;
+pub mod magazine;
 pub mod memmap;
 pub mod microbench;
 pub mod numa;

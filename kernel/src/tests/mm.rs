@@ -38,7 +38,58 @@ pub static TESTS: &[Test] = &[
         name: "mm_memmove_overlap",
         run: memmove_overlap,
     },
+    Test {
+        name: "mm_heap_small_blocks_across_cpus",
+        run: heap_small_blocks_across_cpus,
+    },
 ];
+
+/// Every CPU allocates small blocks (through its magazine) and frees the blocks the
+/// previous CPU allocated (into its own): every block keeps its contents while two CPUs use
+/// their magazines at once, blocks move between magazines, and when all are freed the
+/// heap's use is back where it was.
+fn heap_small_blocks_across_cpus() -> TestResult {
+    use crate::percpu::{self, on_each_cpu};
+    use crate::sync::Barrier;
+    use core::num::NonZeroU32;
+    const PER_CPU: usize = 4_000;
+    let n = percpu::nr_cpu_ids();
+    let (used0, _) = heap::usage();
+    let made: alloc::vec::Vec<spin::Mutex<alloc::vec::Vec<Box<[u64; 5]>>>> = (0..n)
+        .map(|_| spin::Mutex::new(alloc::vec::Vec::new()))
+        .collect();
+    let bad = core::sync::atomic::AtomicUsize::new(0);
+    let b = Barrier::new(NonZeroU32::new(n as u32).unwrap_or(NonZeroU32::MIN));
+    on_each_cpu(&|cpu| {
+        let mine: alloc::vec::Vec<Box<[u64; 5]>> = (0..PER_CPU)
+            .map(|i| Box::new([(cpu * PER_CPU + i) as u64; 5]))
+            .collect();
+        *made[cpu].lock() = mine;
+        b.wait();
+        // Free the previous CPU's blocks here, checking them, while allocating more.
+        let theirs = core::mem::take(&mut *made[(cpu + n - 1) % n].lock());
+        let from = (cpu + n - 1) % n;
+        for (i, blk) in theirs.into_iter().enumerate() {
+            let extra = Box::new([i as u64; 3]);
+            if blk.iter().any(|&x| x != (from * PER_CPU + i) as u64) || extra[2] != i as u64 {
+                bad.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    })
+    .map_err(|e| alloc::format!("on_each_cpu: {e}"))?;
+    let bad = bad.load(core::sync::atomic::Ordering::Relaxed);
+    ensure!(
+        bad == 0,
+        "{bad} blocks corrupted while CPUs used their magazines"
+    );
+    drop(made);
+    let (used1, _) = heap::usage();
+    ensure!(
+        used1 == used0,
+        "heap use {used0} -> {used1} bytes after every block was freed"
+    );
+    Ok(())
+}
 
 fn frames_distinct() -> TestResult {
     let (k0, k1) = paging::kernel_image();
