@@ -46,3 +46,43 @@ fn charge_against_drain_all_stock() {
         assert_eq!(a.usage(), 2);
     });
 }
+
+/// The reclaim walk (`mem_cgroup_iter()`: the css child lists under RCU, no tree lock)
+/// against a child being created under the walked memcg on another CPU: the walk visits the
+/// memcgs linked before it started, in pre-order, and reaches the new child, if at all,
+/// fully built (its css count, made by the creating thread, is read by the walker's
+/// `css_tryget`: loom fails a read that the link's publication does not order).
+#[test]
+fn reclaim_walk_against_a_child_being_created() {
+    loom_support::model(|| {
+        let t = Arc::new(tree());
+        t.rcu().online(1).unwrap();
+        let p = t.root().create_child().unwrap();
+        let pid = p.id();
+        let k0 = p.create_child().unwrap().id();
+        drop(p);
+        let t2 = t.clone();
+        let creator = thread::spawn(move || {
+            let p = t2.lookup(pid).unwrap();
+            p.create_child().unwrap().id()
+        });
+        let mut seen = Vec::new();
+        {
+            let p = t.lookup(pid).unwrap();
+            let mut pos = None;
+            while let Some(m) = t.iter_next(&p, pos.take(), 1) {
+                seen.push(m.id());
+                pos = Some(m);
+            }
+        }
+        let k1 = creator.join().unwrap();
+        assert_eq!(seen[..2], [pid, k0], "{seen:?}");
+        assert!(seen.len() == 2 || seen[2..] == [k1], "{seen:?}");
+        assert_eq!(
+            ksync::warn::count(),
+            0,
+            "{:?}",
+            ksync::warn::first().map(|w| w.what())
+        );
+    });
+}

@@ -696,7 +696,7 @@ impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> MemcgTree<P, O> {
     /// ([`MemCgroup::next_descendant_pre`]), skipping memcgs whose count already reached
     /// zero, and the pins are per CPU. Hand the last memcg back with
     /// [`MemcgRef::put_on`] (or to the next call).
-    pub(crate) fn iter_next<'t>(
+    pub fn iter_next<'t>(
         &'t self,
         root: &MemCgroup<P>,
         prev: Option<MemcgRef<'t, P, O>>,
@@ -715,8 +715,12 @@ impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> MemcgTree<P, O> {
                     pos = Some(m);
                 }
             }
-            // A CPU the tree's RCU domain does not cover: nothing can be walked.
-            Err(_) => None,
+            // A CPU outside the tree's RCU domain, or offline in it: nothing can be walked
+            // safely. Counted (the invariant checker fails on it), never silent.
+            Err(_) => {
+                ksync::warn_on_once!(true, "a memcg walk on a CPU outside its RCU domain");
+                None
+            }
         };
         if let Some(p) = prev {
             p.put_on(cpu);
