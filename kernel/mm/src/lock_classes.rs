@@ -40,3 +40,9 @@ ksync::word_class!(
     /// reader's compare-and-swap lost to another CPU's write and retried (`contended`).
     pub VmRefcntWord, "vma->vm_refcnt"
 );
+ksync::word_class!(
+    /// A VMA's `vm_lock_seq` as lockless faults check it (`vma_start_read`): its
+    /// `contended` count is the readers that found it changed under them (a writer
+    /// write-locked the region between their two checks) and backed off.
+    pub VmLockSeqWord, "vma->vm_lock_seq"
+);

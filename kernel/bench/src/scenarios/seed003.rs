@@ -26,7 +26,9 @@
 //! CPUs: faults from several CPUs on the one VMA, seen as `vm_refcnt` written by another
 //! CPU between two writes of one (`vm_refcnt_handoffs_per_op` above zero,
 //! `ksync::handoff`); the compare-and-swaps that lost to another CPU's write and retried
-//! are the class's `contended` count in the results.
+//! are the class's `contended` count in the results, and readers that found `vm_lock_seq`
+//! changed between their two checks (a writer got in) are `vma->vm_lock_seq`'s
+//! `contended` (nothing write-locks the VMA during the runs, so 0 is expected there).
 //!
 //! The invariant after every run: every present PTE is one of the pages the slices' cursors
 //! say are faulted, each charged and on the LRU, plus the checker's.

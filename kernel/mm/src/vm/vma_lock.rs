@@ -22,7 +22,7 @@
 //! A failed read lock is not an error: the fault falls back to the slow path under the mmap
 //! lock, as Linux's `lock_mm_and_find_vma`.
 
-use crate::lock_classes::VmRefcntWord;
+use crate::lock_classes::{VmLockSeqWord, VmRefcntWord};
 use crate::vm::vma::VmArea;
 use core::sync::atomic::{AtomicU32, Ordering};
 
@@ -69,6 +69,8 @@ pub fn vma_start_read<V: VmArea>(mm_lock_seq: &AtomicU32, vma: &V) -> Result<(),
     note_refcnt(vma, old, old + 1);
     // (3) The ordered re-check (raw_read_seqcount: Acquire).
     if vma.vm_lock_seq().load(Ordering::Relaxed) == mm_lock_seq.load(Ordering::Acquire) {
+        // A writer took the region between our two checks: counted for the statistics.
+        ksync::handoff::note_retry::<VmLockSeqWord>();
         vma_end_read(vma);
         return Err(VmaReadError::WriteLocked);
     }
