@@ -53,11 +53,6 @@ pub enum Seen {
     Untracked,
 }
 
-#[inline]
-fn bump(c: &AtomicU64) {
-    c.store(c.load(Relaxed).wrapping_add(1), Relaxed);
-}
-
 impl HandoffTable {
     pub(crate) const fn new() -> Self {
         HandoffTable {
@@ -78,7 +73,7 @@ impl HandoffTable {
                 let seen = if self.left[way].load(Relaxed) == old {
                     Seen::Same
                 } else {
-                    bump(&self.handoffs);
+                    crate::stat::bump(&self.handoffs, 1);
                     Seen::Handoff
                 };
                 self.left[way].store(new, Relaxed);
@@ -89,7 +84,7 @@ impl HandoffTable {
         self.victim.store(way + 1, Relaxed);
         self.addr[way].store(addr, Relaxed);
         self.left[way].store(new, Relaxed);
-        bump(&self.untracked);
+        crate::stat::bump(&self.untracked, 1);
         Seen::Untracked
     }
 

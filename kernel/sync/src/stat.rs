@@ -90,8 +90,9 @@ const _: () = assert!(
     "a CPU's slot of a class stays in its own 128-byte pair"
 );
 
+/// Adds `v` to a counter only its CPU writes (a relaxed load and store, no locked RMW).
 #[inline]
-fn bump(c: &AtomicU64, v: u64) {
+pub(crate) fn bump(c: &AtomicU64, v: u64) {
     c.store(c.load(Relaxed).wrapping_add(v), Relaxed);
 }
 
@@ -140,16 +141,6 @@ impl CpuLockStat {
     }
 }
 
-/// Records an acquisition of a lock of class `data` on the running CPU.
-#[inline]
-pub(crate) fn record(data: &'static crate::ClassData, contended: bool, wait: u64) {
-    // Listed by `classes()` from its first recorded acquisition on, also in release builds
-    // where lockdep (which registers classes too) is compiled out. After the first call
-    // this is one load of the class's read-mostly id.
-    let _ = data.id();
-    data.stats.cpu(crate::this_cpu()).record(contended, wait);
-}
-
 /// Records a write of the word at `addr` of class `data` on the running CPU: one
 /// acquisition, judged for a handoff ([`crate::handoff`]).
 #[inline]
@@ -173,14 +164,24 @@ pub(crate) fn record_retry(data: &'static crate::ClassData) {
     bump(&data.stats.cpu(crate::this_cpu()).contended, 1);
 }
 
-/// Judges a lock acquisition [`record`] already counted for a handoff: the lock word at
-/// `addr` held `old` in the half its acquirers write, and this CPU left `new` there.
+/// Records an acquisition, on the running CPU, of the lock of class `data` whose word is at
+/// `addr`, and judges it for a handoff in the same slot: the word held `old` in the half
+/// its acquirers write, and this CPU left `new` there.
 #[inline]
-pub(crate) fn record_handoff(data: &'static crate::ClassData, addr: usize, old: u64, new: u64) {
-    data.stats
-        .cpu(crate::this_cpu())
-        .handoffs
-        .note(addr, old, new);
+pub(crate) fn record_lock(
+    data: &'static crate::ClassData,
+    contended: bool,
+    wait: u64,
+    addr: usize,
+    (old, new): (u64, u64),
+) {
+    // Listed by `classes()` from its first recorded acquisition on, also in release builds
+    // where lockdep (which registers classes too) is compiled out. After the first call
+    // this is one load of the class's read-mostly id.
+    let _ = data.id();
+    let slot = data.stats.cpu(crate::this_cpu());
+    slot.record(contended, wait);
+    slot.handoffs.note(addr, old, new);
 }
 
 /// A class's counters (summed over CPUs), printable as one line.
@@ -279,7 +280,7 @@ mod tests {
         use crate::LockClass;
         let data = <StatOnlyLock as LockClass>::data();
         assert!(!crate::classes().any(|c| c.name() == "test.stat_only"));
-        record(data, true, 7);
+        record_lock(data, true, 7, 0x40, (0, 1));
         let listed = crate::classes()
             .find(|c| c.name() == "test.stat_only")
             .expect("a class with recorded acquisitions is listed");

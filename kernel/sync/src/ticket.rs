@@ -170,12 +170,12 @@ impl<C: LockClass> TicketLock<C> {
             } else {
                 0
             };
-            crate::stat::record(C::data(), contended, wait);
-            crate::stat::record_handoff(
+            crate::stat::record_lock(
                 C::data(),
+                contended,
+                wait,
                 core::ptr::from_ref(&self.word) as usize,
-                u64::from(ticket),
-                u64::from(ticket.wrapping_add(1)),
+                (u64::from(ticket), u64::from(ticket.wrapping_add(1))),
             );
         }
         crate::lockdep::acquire(C::data());
