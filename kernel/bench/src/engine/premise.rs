@@ -20,7 +20,7 @@
 //! A counter a premise needs and a run did not report is an error ([`Missing`]), never a 0:
 //! the engine stops the benchmark with a line that names the scenario and the counter.
 
-use crate::record::Run;
+use crate::record::{LockStat, Run};
 use alloc::string::String;
 
 /// One premise's verdict, as an instance reports it.
@@ -130,14 +130,19 @@ pub fn per_op(runs: &[&Run], name: &str) -> Result<f64, Missing> {
     per(runs, name, total(runs, name)? as f64)
 }
 
-/// Acquisitions of lock class `class` over `runs` (0 where a run never took one: the
-/// engine lists only the classes a run took).
-#[must_use]
-pub fn acquisitions(runs: &[&Run], class: &str) -> u64 {
+/// Field `field` of lock class `class`'s statistics, summed over `runs` (0 where a run
+/// never took the class: the engine lists only the classes a run took).
+fn lock_total(runs: &[&Run], class: &str, field: fn(&LockStat) -> u64) -> u64 {
     runs.iter()
         .filter_map(|r| r.locks.get(class))
-        .map(|l| l.acquisitions)
+        .map(field)
         .sum()
+}
+
+/// Acquisitions of lock class `class` over `runs`.
+#[must_use]
+pub fn acquisitions(runs: &[&Run], class: &str) -> u64 {
+    lock_total(runs, class, |l| l.acquisitions)
 }
 
 /// Acquisitions of lock class `class` per operation over `runs`.
@@ -148,21 +153,11 @@ pub fn acquisitions_per_op(runs: &[&Run], class: &str) -> Result<f64, Missing> {
 /// Handoffs of class `class` (a lock, or a shared word: `ksync::handoff`) per operation
 /// over `runs`: acquisitions or writes that found the word last written by another CPU.
 pub fn handoffs_per_op(runs: &[&Run], class: &str) -> Result<f64, Missing> {
-    let n: u64 = runs
-        .iter()
-        .filter_map(|r| r.locks.get(class))
-        .map(|l| l.handoffs)
-        .sum();
-    per(runs, class, n as f64)
+    per(runs, class, lock_total(runs, class, |l| l.handoffs) as f64)
 }
 
 /// Contended acquisitions of lock class `class` per operation over `runs`: the lock was
 /// held by another CPU when this one came for it.
 pub fn contended_per_op(runs: &[&Run], class: &str) -> Result<f64, Missing> {
-    let n: u64 = runs
-        .iter()
-        .filter_map(|r| r.locks.get(class))
-        .map(|l| l.contended)
-        .sum();
-    per(runs, class, n as f64)
+    per(runs, class, lock_total(runs, class, |l| l.contended) as f64)
 }

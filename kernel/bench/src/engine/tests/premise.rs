@@ -170,21 +170,23 @@ fn a_premise_that_does_not_hold_fails_the_benchmark_like_an_invariant() {
     );
 }
 
+/// Runs `s`, which must fail the benchmark as a violated invariant does; its first failure.
+fn first_failure(s: Premised) -> String {
+    let (_p, report) = run_premised(s, COUNTED);
+    assert!(!report.passed());
+    assert!(!report.end.invariants_ok);
+    report.end.failures[0].clone()
+}
+
 /// A premise the catalog does not declare for the scenario is refused: what an instance
 /// judges is part of the registration, not something it can add quietly.
 #[test]
 fn a_premise_the_catalog_does_not_declare_fails_the_benchmark() {
     let _g = serial();
-    let (_p, report) = run_premised(
-        Premised {
-            premise: "events_per_op",
-            ..Premised::new(None)
-        },
-        COUNTED,
-    );
-    assert!(!report.passed());
-    assert!(!report.end.invariants_ok);
-    let f = &report.end.failures[0];
+    let f = first_failure(Premised {
+        premise: "events_per_op",
+        ..Premised::new(None)
+    });
     assert!(
         f.contains("A cpus=1: premise events_per_op is not declared in the catalog"),
         "{f}"
@@ -237,16 +239,10 @@ fn a_premise_across_cpus_is_not_applicable_at_one_cpu_and_judged_at_two() {
 #[test]
 fn a_premise_counter_never_reported_fails_the_benchmark_by_name() {
     let _g = serial();
-    let (_p, report) = run_premised(
-        Premised {
-            counter: "activations",
-            ..Premised::new(None)
-        },
-        COUNTED,
-    );
-    assert!(!report.passed());
-    assert!(!report.end.invariants_ok);
-    let f = &report.end.failures[0];
+    let f = first_failure(Premised {
+        counter: "activations",
+        ..Premised::new(None)
+    });
     assert!(
         f.starts_with("seed004-readtwice ")
             && f.contains("a premise needs counter `activations`, which the runs did not report"),
