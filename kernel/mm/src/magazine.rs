@@ -35,6 +35,8 @@ pub const MAG_SIZE: usize = 16;
 pub struct Magazine {
     slots: [[Option<NonNull<u8>>; MAG_SIZE]; MAG_CLASSES],
     len: [u8; MAG_CLASSES],
+    /// Bytes of the blocks held, kept as blocks come and go.
+    bytes: usize,
 }
 
 impl Default for Magazine {
@@ -57,6 +59,7 @@ impl Magazine {
         Magazine {
             slots: [[None; MAG_SIZE]; MAG_CLASSES],
             len: [0; MAG_CLASSES],
+            bytes: 0,
         }
     }
 
@@ -69,9 +72,7 @@ impl Magazine {
     /// Bytes of the blocks held (counted as used by the heap, free for its callers).
     #[must_use]
     pub fn bytes(&self) -> usize {
-        (0..MAG_CLASSES)
-            .map(|c| usize::from(self.len[c]) * class_size(c))
-            .sum()
+        self.bytes
     }
 
     /// A block of class `class` (< [`MAG_CLASSES`]): from the magazine, or, when its stack
@@ -143,6 +144,7 @@ impl Magazine {
             return None;
         }
         self.len[class] -= 1;
+        self.bytes -= class_size(class);
         self.slots[class][n - 1].take()
     }
 
@@ -150,6 +152,7 @@ impl Magazine {
         let n = usize::from(self.len[class]);
         self.slots[class][n] = Some(p);
         self.len[class] += 1;
+        self.bytes += class_size(class);
     }
 }
 
@@ -225,6 +228,10 @@ mod tests {
                     unsafe { m.deallocate(c, p, || &mut h) };
                 }
                 prop_assert!(m.len.iter().all(|&n| usize::from(n) <= MAG_SIZE));
+                let held: usize = (0..MAG_CLASSES)
+                    .map(|c| usize::from(m.len[c]) * class_size(c))
+                    .sum();
+                prop_assert_eq!(m.bytes(), held);
                 let mut seen = BTreeSet::new();
                 for &(c, p) in &live {
                     let a = p.as_ptr() as usize;
