@@ -9,8 +9,9 @@
 //! sharing a CPU, each reading [`TURN`] pages per turn (a scheduler slice's worth) before
 //! the other runs: CPU c runs the first reader of memcg c's file and the second reader of
 //! memcg c-1's (of the last memcg's on CPU 0), so with two CPUs or more each memcg's lock
-//! is taken by two CPUs, as the seed's were; at one CPU both readers of the one memcg share
-//! it. A reader allocates on its CPU's node. The first reader's read of a page misses (charge, page cache,
+//! is taken by two CPUs, as the seed's were; at one CPU both readers of the one memcg
+//! share it. A reader allocates on its CPU's node. The first reader's read of a page
+//! misses (charge, page cache,
 //! `lru_add` batch onto the inactive list, `folio_mark_accessed` sets it referenced); the
 //! second reader's read, a turn later, finds it on the LRU, referenced, and activates it
 //! (`folio_activate`: the activate batch, moved under the lruvec's lock), which is what
@@ -219,11 +220,11 @@ impl<H: VmHost> FaultCoreInstance for ReadTwice<'_, H> {
                 .across_cpus(),
                 taken,
             ),
+            PremiseCheck::zero(
+                "tree_lock_acquisitions_per_op",
+                premise::acquisitions_per_op(runs, MemcgTreeLock::NAME)?,
+            ),
         ];
-        checks.push(PremiseCheck::zero(
-            "tree_lock_acquisitions_per_op",
-            premise::acquisitions_per_op(runs, MemcgTreeLock::NAME)?,
-        ));
         if self.lock == LruvecLock::Node {
             checks.push(named(
                 PremiseCheck::above_zero(
