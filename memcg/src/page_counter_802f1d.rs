@@ -232,7 +232,7 @@ const _: () = {
     assert!(offset_of!(B, max) / CACHELINE == offset_of!(B, usage) / CACHELINE);
     // The commit moved `parent` off `usage`'s 64-byte line, not off its 128-byte pair: at
     // 104 of a counter that starts a pair it is still in `usage`'s pair (the commit added
-    // no alignment; later padding, `CACHELINE_PADDING` in v6.1, separated them further).
+    // no alignment; only later commits padded `usage` onto a line of its own).
     // So B removes the line sharing the commit's perf c2c data showed, and an
     // adjacent-line prefetcher would still fetch `parent`'s line with `usage`'s.
     assert!(offset_of!(B, parent) / 128 == offset_of!(B, usage) / 128);
