@@ -1,7 +1,8 @@
 //! The benchmark's command-line keys (`run=bench` only), parsed into a [`BenchConfig`].
 //!
 //! `scenarios=all|NAME[,NAME...]` (names from [`crate::catalog`]), `bench_cpus=1,2,4` (each
-//! 1..=[`crate::cmdline::MAX_CPUS`], strictly increasing), `rounds=1..=100`,
+//! 1..=[`crate::cmdline::MAX_CPUS`], strictly increasing), `rounds=1..=100` (a multiple of
+//! `instances=`), `instances=1..=16` (instances of each variant per point, each built afresh),
 //! `seconds=0.01..=3600` (per run, decimal with up to six fractional digits), `memcgs=N,...`
 //! (seed002's memcg counts, each 1..=16384, strictly increasing), `quick=0|1`,
 //! `ci_width=0.01..=100` (percent, two decimals: the interval half-width to add rounds for)
@@ -13,8 +14,14 @@
 
 use crate::catalog;
 
-/// Measured rounds per variant without `rounds=`.
-pub const DEFAULT_ROUNDS: u32 = 5;
+/// Measured rounds per variant without `rounds=`: two per instance, an even number, so the
+/// order's positions balance.
+pub const DEFAULT_ROUNDS: u32 = 4;
+/// Instances of each variant per point without `instances=`: the fewest that measure the
+/// placement noise between instances (issue 32: placement is a random effect).
+pub const DEFAULT_INSTANCES: u32 = 2;
+/// Largest `instances=`.
+pub const MAX_INSTANCES: u32 = 16;
 /// The largest `budget=`, seconds (a day).
 pub const MAX_BUDGET: u32 = 86_400;
 
@@ -23,8 +30,9 @@ pub const QUICK_ROUNDS: u32 = 2;
 /// Largest `rounds=`.
 pub const MAX_ROUNDS: u32 = 100;
 /// Seconds per run without `seconds=`. With every scenario, the default run on two CPUs is
-/// 27 (scenario, config, variant) triples x 2 CPU counts x (1 warm-up + 5 rounds) = 324
-/// runs of 0.5 s: 162 s of measurement, leaving most of `kx bench`'s 10 minutes to setup.
+/// 27 (scenario, config, variant) triples x 2 CPU counts x 2 instances x (1 warm-up + 2
+/// rounds) = 324 runs of 0.5 s: 162 s of measurement, leaving most of `kx bench`'s 10
+/// minutes to setup.
 pub const DEFAULT_SECONDS: Seconds = Seconds { micros: 500_000 };
 /// Seconds per run with `quick=1` and without `seconds=`.
 pub const QUICK_SECONDS: Seconds = Seconds { micros: 100_000 };
@@ -193,6 +201,8 @@ pub struct BenchConfig<'a> {
     pub cpus: Option<NumberList<'a>>,
     /// `rounds=`.
     pub rounds: Option<u32>,
+    /// `instances=`.
+    pub instances: Option<u32>,
     /// `seconds=`.
     pub seconds: Option<Seconds>,
     /// `memcgs=` (`None`: seed002's catalog configs, or [`QUICK_MEMCGS`]).
@@ -219,6 +229,12 @@ impl<'a> BenchConfig<'a> {
         } else {
             DEFAULT_ROUNDS
         })
+    }
+
+    /// Instances of each variant per point: the measured rounds are split evenly among them.
+    #[must_use]
+    pub fn instances(&self) -> u32 {
+        self.instances.unwrap_or(DEFAULT_INSTANCES)
     }
 
     /// Duration of one run.
@@ -291,6 +307,13 @@ impl<'a> BenchConfig<'a> {
                     return Err(());
                 }
                 self.rounds = Some(n);
+            }
+            "instances" => {
+                let n: u32 = value.parse().map_err(|_| ())?;
+                if !(1..=MAX_INSTANCES).contains(&n) {
+                    return Err(());
+                }
+                self.instances = Some(n);
             }
             "seconds" => {
                 let s = Seconds::parse(value).ok_or(())?;
@@ -417,10 +440,49 @@ mod tests {
     }
 
     #[test]
+    fn instances_divide_the_rounds() {
+        use crate::cmdline::CmdlineError;
+        let c = parse("run=bench", false).unwrap().bench;
+        assert_eq!(c.instances(), DEFAULT_INSTANCES);
+        assert!(c.rounds().is_multiple_of(c.instances()));
+        let q = parse("run=bench quick=1", false).unwrap().bench;
+        assert!(q.rounds().is_multiple_of(q.instances()));
+        let c = parse("run=bench rounds=6 instances=3", false).unwrap().bench;
+        assert_eq!((c.rounds(), c.instances()), (6, 3));
+        assert_eq!(
+            parse("run=bench rounds=5", false),
+            Err(CmdlineError::RoundsPerInstance {
+                rounds: 5,
+                instances: DEFAULT_INSTANCES
+            })
+        );
+        assert_eq!(
+            parse("run=bench rounds=4 instances=3", false),
+            Err(CmdlineError::RoundsPerInstance {
+                rounds: 4,
+                instances: 3
+            })
+        );
+        for bad in ["0", "17", "x", "-1"] {
+            assert!(
+                matches!(
+                    parse(&format!("run=bench instances={bad}"), false),
+                    Err(CmdlineError::BadValue { key: "instances", .. })
+                ),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            parse("run=test instances=2", false),
+            Err(CmdlineError::BenchKeyWithoutRun("instances"))
+        );
+    }
+
+    #[test]
     fn every_key_parses() {
         let c = parse(
             "run=bench scenarios=seed004-readtwice,limit bench_cpus=1,2,4 rounds=3 \
-             seconds=0.25 memcgs=10,100 quick=1 objects=1",
+             instances=3 seconds=0.25 memcgs=10,100 quick=1 objects=1",
             false,
         )
         .unwrap()
@@ -429,7 +491,7 @@ mod tests {
         assert_eq!(names, ["seed004-readtwice", "limit"]);
         assert!(c.scenarios.includes("limit") && !c.scenarios.includes("seed003-pft"));
         assert_eq!(c.cpu_counts(2).collect::<Vec<_>>(), [1, 2, 4]);
-        assert_eq!(c.rounds(), 3);
+        assert_eq!((c.rounds(), c.instances()), (3, 3));
         assert_eq!(c.seconds().as_nanos(), 250_000_000);
         assert_eq!(c.memcg_configs().collect::<Vec<_>>(), ["10", "100"]);
         assert!(c.quick);

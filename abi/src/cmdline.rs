@@ -42,7 +42,11 @@ pub const ACCEPTED: &[(&str, &str)] = &[
     ),
     (
         "rounds",
-        "1..=100   (with run=bench; measured rounds per variant)",
+        "1..=100   (with run=bench; measured rounds per variant, a multiple of instances=)",
+    ),
+    (
+        "instances",
+        "1..=16   (with run=bench; instances of each variant per point, each built afresh at a new placement)",
     ),
     (
         "seconds",
@@ -283,6 +287,14 @@ pub enum CmdlineError<'a> {
     /// A fault-injection key (`fail_page_alloc=`, `fail_charge=`, `race_delay=`) given
     /// without `run=test`.
     FaultKeyWithoutTest(&'a str),
+    /// `rounds=` that `instances=` does not divide: each instance runs the same number of
+    /// rounds.
+    RoundsPerInstance {
+        /// Measured rounds per variant.
+        rounds: u32,
+        /// Instances per variant.
+        instances: u32,
+    },
 }
 
 impl fmt::Display for CmdlineError<'_> {
@@ -297,6 +309,11 @@ impl fmt::Display for CmdlineError<'_> {
             CmdlineError::TestWithoutRun => write!(f, "`test=` needs `run=test`"),
             CmdlineError::BenchKeyWithoutRun(k) => write!(f, "`{k}=` needs `run=bench`"),
             CmdlineError::FaultKeyWithoutTest(k) => write!(f, "`{k}=` needs `run=test`"),
+            CmdlineError::RoundsPerInstance { rounds, instances } => write!(
+                f,
+                "rounds={rounds} is not a multiple of instances={instances}: every instance runs \
+                 the same number of rounds"
+            ),
         }
     }
 }
@@ -379,8 +396,8 @@ pub fn parse(line: &str, skip_image_path: bool) -> Result<Config<'_>, CmdlineErr
                     _ => return Err(bad),
                 }
             }
-            "scenarios" | "bench_cpus" | "rounds" | "seconds" | "memcgs" | "quick" | "ci_width"
-            | "budget" | "objects" => {
+            "scenarios" | "bench_cpus" | "rounds" | "instances" | "seconds" | "memcgs" | "quick"
+            | "ci_width" | "budget" | "objects" => {
                 bench_key.get_or_insert(key);
                 cfg.bench.set(key, value).map_err(|()| bad)?;
             }
@@ -411,6 +428,10 @@ pub fn parse(line: &str, skip_image_path: bool) -> Result<Config<'_>, CmdlineErr
         && !matches!(cfg.action, Action::Test(_))
     {
         return Err(CmdlineError::FaultKeyWithoutTest(key));
+    }
+    let (rounds, instances) = (cfg.bench.rounds(), cfg.bench.instances());
+    if cfg.action == Action::Bench && !rounds.is_multiple_of(instances) {
+        return Err(CmdlineError::RoundsPerInstance { rounds, instances });
     }
     Ok(cfg)
 }

@@ -122,8 +122,11 @@ pub struct Plan {
     pub cpus: Vec<u32>,
     /// Measured rounds per variant, configuration and CPU count.
     pub rounds: u32,
-    /// Warm-up rounds before them.
+    /// Warm-up rounds before each instance's measured rounds.
     pub warmup_rounds: u32,
+    /// Instances of each variant per point (a log from before issue 32 has one).
+    #[serde(default = "one")]
+    pub instances: u32,
     /// Duration of a run, seconds (when runs are timed).
     #[serde(default)]
     pub seconds: Option<f64>,
@@ -148,23 +151,42 @@ impl Plan {
         seconds: Option<f64>,
         ops: Option<u64>,
     ) -> Plan {
-        let per_point = rounds + warmup_rounds;
-        let total_runs = scenarios
-            .iter()
-            .map(|s| (s.configs.len() * s.variants.len()) as u32)
-            .sum::<u32>()
-            * cpus.len() as u32
-            * per_point;
-        Plan {
+        let mut plan = Plan {
             scenarios,
             cpus,
             rounds,
             warmup_rounds,
+            instances: 1,
             seconds,
             ops,
-            total_runs,
+            total_runs: 0,
             skipped: Vec::new(),
-        }
+        };
+        plan.total_runs = plan.planned_runs();
+        plan
+    }
+
+    /// The plan with `instances` instances per variant and point (each with its warm-up).
+    #[must_use]
+    pub fn with_instances(mut self, instances: u32) -> Plan {
+        self.instances = instances.max(1);
+        self.total_runs = self.planned_runs();
+        self
+    }
+
+    /// Runs per variant at one point: every instance's warm-up and the measured rounds.
+    #[must_use]
+    pub fn runs_per_point(&self) -> u32 {
+        self.rounds + self.instances.max(1) * self.warmup_rounds
+    }
+
+    fn planned_runs(&self) -> u32 {
+        self.scenarios
+            .iter()
+            .map(|s| (s.configs.len() * s.variants.len()) as u32)
+            .sum::<u32>()
+            * self.cpus.len() as u32
+            * self.runs_per_point()
     }
 
     /// The plan the kernel's command line asks for on `online` CPUs: every selected
@@ -188,6 +210,7 @@ impl Plan {
             Some(cfg.seconds().as_f64()),
             None,
         )
+        .with_instances(cfg.instances())
     }
 }
 
@@ -333,11 +356,15 @@ pub struct Run {
     pub round: u32,
     /// Whether this is a warm-up round (not in any statistic).
     pub warmup: bool,
-    /// Its position in its round, from 1 (1 = the round's first run; the order alternates
-    /// by round so that every variant runs at every position equally often). 0 in records
-    /// of runners that did not say.
+    /// Its position in its round, from 1 (1 = the round's first run; the rounds follow a
+    /// Williams square, so that every variant runs at every position equally often). 0 in
+    /// records of runners that did not say.
     #[serde(default)]
     pub order: u32,
+    /// Which instance of the variant ran it, from 0: each instance is built afresh, at a
+    /// placement of its own (0 in logs from before issue 32, which built one).
+    #[serde(default)]
+    pub instance: u32,
     /// Operations completed on all CPUs.
     pub ops: u64,
     /// Wall time, ns.
@@ -426,6 +453,7 @@ impl Run {
             round,
             warmup,
             order: 0,
+            instance: 0,
             ops,
             ns,
             ops_per_s: rate(ops, ns),
@@ -729,6 +757,9 @@ pub struct Premise {
     pub variant: String,
     /// CPU count.
     pub cpus: u32,
+    /// The variant's instance whose runs were judged (from 0; each is judged alone).
+    #[serde(default)]
+    pub instance: u32,
     /// What is counted (`list_head_writes_per_op`, ...).
     pub name: String,
     /// Whether the runs showed it (false where it was not applicable).
@@ -748,6 +779,10 @@ pub struct Premise {
 
 fn yes() -> bool {
     true
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// The `end` record.
@@ -1078,19 +1113,22 @@ mod tests {
     #[test]
     fn plan_counts_its_runs() {
         let cfg = abi::cmdline::parse(
-            "run=bench quick=1 bench_cpus=1,2 rounds=3 scenarios=seed001-faultfree,seed002-reclaim",
+            "run=bench quick=1 bench_cpus=1,2 rounds=6 instances=3 \
+             scenarios=seed001-faultfree,seed002-reclaim",
             false,
         )
         .unwrap()
         .bench;
         let p = Plan::from_config(&cfg, 2, 1);
-        // seed001: 2 configs x 6 variants; seed002: 2 quick memcg counts x 2 variants.
-        assert_eq!(p.total_runs, (12 + 4) * 2 * 4);
+        // seed001: 2 configs x 6 variants; seed002: 2 quick memcg counts x 2 variants; each
+        // at 2 CPU counts, 6 measured rounds and a warm-up per instance.
+        assert_eq!(p.total_runs, (12 + 4) * 2 * (6 + 3));
+        assert_eq!(p.instances, 3);
         assert_eq!(p.scenarios[1].configs, ["10", "1500"]);
         assert_eq!(p.seconds, Some(0.1));
         let v: serde_json::Value = serde_json::from_str(&p.line()[8..]).unwrap();
         assert_eq!(v["scenarios"][0]["variants"][5], "patch1+2@+64");
-        assert_eq!(v["total_runs"], 128);
+        assert_eq!(v["total_runs"], 288);
         assert!(v["ops"].is_null());
     }
 
@@ -1141,6 +1179,7 @@ mod tests {
                         config: "2-readers-per-file".into(),
                         variant: "A".into(),
                         cpus: 2,
+                        instance: 1,
                         name: "activations_per_op".into(),
                         held: false,
                         applicable: true,

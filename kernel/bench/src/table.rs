@@ -685,6 +685,7 @@ mod tests {
             config: "1500".into(),
             variant: variant.into(),
             cpus: 2,
+            instance: 0,
             name: "activations_per_op".into(),
             held,
             applicable: true,

@@ -86,8 +86,9 @@ pub struct Hot {
 /// An object a scenario instance named (`KOBJECT`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Object {
-    /// The instance: scenario, config, variant, CPUs.
-    pub instance: (String, String, String, u32),
+    /// The instance: scenario, config, variant, CPUs, and which instance of the variant
+    /// (from 0; each is built afresh).
+    pub instance: (String, String, String, u32, u32),
     /// Physical address.
     pub addr: u64,
     /// Size in bytes.
@@ -106,9 +107,10 @@ pub fn objects(serial: &str) -> Vec<Object> {
         .filter_map(|l| l.trim_end().strip_prefix("KOBJECT "))
         .filter_map(|rest| {
             let (head, fields) = rest.split_once('|')?;
-            let mut w = head.splitn(7, ' ');
+            let mut w = head.splitn(8, ' ');
             let (scenario, config, variant) = (w.next()?, w.next()?, w.next()?);
             let cpus = w.next()?.parse().ok()?;
+            let number = w.next()?.parse().ok()?;
             let addr = u64::from_str_radix(w.next()?.trim_start_matches("0x"), 16).ok()?;
             let size = w.next()?.parse().ok()?;
             let label = w.next()?.to_owned();
@@ -122,7 +124,7 @@ pub fn objects(serial: &str) -> Vec<Object> {
                 })
                 .collect();
             Some(Object {
-                instance: (scenario.into(), config.into(), variant.into(), cpus),
+                instance: (scenario.into(), config.into(), variant.into(), cpus, number),
                 addr,
                 size,
                 label,
@@ -270,6 +272,7 @@ pub fn attach(
                         run.config.clone(),
                         run.variant.clone(),
                         run.cpus,
+                        run.instance,
                     )
             })
             .collect();
@@ -384,11 +387,12 @@ mod tests {
 
     #[test]
     fn kobject_lines_name_the_fields_on_a_line() {
-        let log = "boot\nKOBJECT seed001-faultfree anon base@+0 2 0x1000 256 pn (memcg 0)|\
+        let log = "boot\nKOBJECT seed001-faultfree anon base@+0 2 1 0x1000 256 pn (memcg 0)|\
                    lru_lock:lruvec:0:4;lists:lruvec:8:80;stats:stats:128:64\nKOBJECT bad\n";
         let o = objects(log);
         assert_eq!(o.len(), 1);
         assert_eq!(o[0].addr, 0x1000);
+        assert_eq!(o[0].instance.4, 1);
         let all: Vec<&Object> = o.iter().collect();
         assert_eq!(
             name_unit(&all, 0x1040, 64).as_deref(),

@@ -11,18 +11,23 @@
 //!   [`request`]: what was asked (from `abi::BenchConfig`).
 //! - [`measure`]: one run on the chosen CPUs; [`mod@run`]: the whole benchmark.
 //!
-//! The method (issue 11's, after mmtests, with issue 20's balance and control): every
-//! variant of a (scenario, config, CPU count) is set up before any timing, the baseline
-//! twice (A and the A/A control A'), and they run interleaved for `rounds` measured rounds
-//! after one warm-up round, on the same CPUs of the same boot, in an order that alternates
-//! by round (A B A', A' B A, ...: [`RunOrder`]), so that drift (caches warming, the
-//! emulator's translation cache filling, frequency changes) lands on both sides of every
-//! ratio and no variant always runs first. Invariants are checked after every run. Per
-//! variant and CPU count the table shows the harmonic mean of the rounds' rates; per
-//! comparison the paired ratio B/A (per round) with the 95% interval of [`crate::stats`]. Fault scenarios are also shown as a fraction of the
-//! `limit` floor at the same CPU count, which is why `limit` runs first.
+//! The method (issue 11's, after mmtests, with issue 20's balance and control and issue
+//! 32's instances): at each (scenario, config, CPU count) every variant is built
+//! `instances` times, the baseline twice over (A and the A/A control A'). Each instance
+//! block builds all variants afresh, at new placements (the previous block's instances are
+//! still alive while it builds), runs one warm-up round and then its share of the measured
+//! rounds, interleaved on the same CPUs of the same boot in the rows of a Williams square
+//! ([`RunOrder`]), so that drift (caches warming, the emulator's translation cache filling,
+//! frequency changes) lands on both sides of every ratio and no variant always runs first,
+//! middle or last. Invariants are checked after every run. Per variant and CPU count the
+//! table shows the harmonic mean of the rounds' rates; per comparison the ratio B/A with the
+//! 95% interval of [`crate::stats`]'s two-level model (rounds within instances, instances
+//! within variants), so placement noise is in the interval. Fault scenarios are also shown
+//! as a fraction of the `limit` floor at the same CPU count, which is why `limit` runs
+//! first.
 
 pub mod measure;
+pub mod order;
 pub mod platform;
 pub mod premise;
 pub mod registry;

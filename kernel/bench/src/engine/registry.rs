@@ -158,7 +158,7 @@ impl<'a> Registry<'a> {
             }
         }
         // The A/A control: the first comparison's baseline once more, last in the plan's
-        // order (the order alternates by round, so its position is balanced like any
+        // order (the rounds follow a Williams square, so its position is balanced like any
         // other's).
         if control
             && let Some(def) = scenario.comparisons.first()
@@ -245,9 +245,10 @@ impl<'a> Registry<'a> {
             request.warmup_rounds,
             seconds,
             ops,
-        );
+        )
+        .with_instances(request.instances);
         // Exact, since a config may have fewer variants than the scenario's union.
-        let per_point = request.rounds + request.warmup_rounds;
+        let per_point = record.runs_per_point();
         record.total_runs = scenarios
             .iter()
             .flat_map(|p| &p.configs)

@@ -2,6 +2,7 @@
 //! how long a run lasts, from the command line's [`abi::BenchConfig`] (the kernel's
 //! `run=bench` keys; `kx bench --host` parses the same keys with the same parser).
 
+pub use super::order::RunOrder;
 use crate::catalog::Scenario;
 use abi::BenchConfig;
 use alloc::string::String;
@@ -38,29 +39,6 @@ impl RunLength {
     }
 }
 
-/// In which order a round runs its variants.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RunOrder {
-    /// Every round in the plan's order (A B, A B, ...): a position effect inside a round
-    /// (the second run of a round slower, say) becomes a difference between the variants.
-    /// Kept for the test that shows it.
-    Fixed,
-    /// The plan's order in odd rounds and the reverse in even ones (A B, B A, A B, ...):
-    /// over every two rounds each variant has the same mean position, so a position effect
-    /// cancels in the paired mean (exactly with an even number of rounds; with an odd one
-    /// the last round's share is left, a fraction `1 / rounds` of it). The warm-up round
-    /// runs in the plan's order.
-    Alternating,
-}
-
-impl RunOrder {
-    /// Whether measured round `round` (from 1) runs the variants in reverse.
-    #[must_use]
-    pub fn reversed(self, round: u32) -> bool {
-        self == RunOrder::Alternating && round.is_multiple_of(2)
-    }
-}
-
 /// A request the machine cannot satisfy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RequestError {
@@ -91,9 +69,12 @@ pub struct Request {
     pub scenarios: Vec<(&'static Scenario, Vec<String>)>,
     /// CPU counts, increasing.
     pub cpus: Vec<u32>,
-    /// Measured rounds per variant, config and CPU count.
+    /// Measured rounds per variant, config and CPU count, split evenly among the instances.
     pub rounds: u32,
-    /// Warm-up rounds before them.
+    /// Instances of each variant per point, each built afresh (at a placement of its own)
+    /// and measured for `rounds / instances` rounds after its own warm-up.
+    pub instances: u32,
+    /// Warm-up rounds before each instance's measured rounds.
     pub warmup_rounds: u32,
     /// How long a run lasts.
     pub length: RunLength,
@@ -102,10 +83,11 @@ pub struct Request {
     /// Whether every scenario with a comparison also runs its baseline a second time, as
     /// the A/A control (variant `A'`, see [`crate::record::control_name`]).
     pub control: bool,
-    /// `ci_width=`: after the planned rounds, a point gets more rounds until every one of
-    /// its comparisons' 95% interval half-width is at most this fraction (0.02 = 2%).
+    /// `ci_width=`: after the planned instances, a point gets more instances (each with
+    /// its share of rounds) until every one of its comparisons' 95% interval half-width is
+    /// at most this fraction (0.02 = 2%).
     pub ci_width: Option<f64>,
-    /// `budget=`, ns: rounds are added only while the benchmark's elapsed time is within
+    /// `budget=`, ns: instances are added only while the benchmark's elapsed time is within
     /// its share of this, pro rata over the points (a point's share ends where the points
     /// before it and itself would end if the budget were spread evenly).
     pub budget_ns: Option<u64>,
@@ -114,10 +96,16 @@ pub struct Request {
 }
 
 impl Request {
-    /// Whether rounds are added after the planned ones.
+    /// Whether instances are added after the planned ones.
     #[must_use]
     pub fn adds_rounds(&self) -> bool {
         self.ci_width.is_some() || self.budget_ns.is_some()
+    }
+
+    /// Measured rounds of each instance.
+    #[must_use]
+    pub fn rounds_per_instance(&self) -> u32 {
+        (self.rounds / self.instances.max(1)).max(1)
     }
 }
 
@@ -136,11 +124,12 @@ impl Request {
                 .collect(),
             cpus,
             rounds: cfg.rounds(),
+            instances: cfg.instances(),
             warmup_rounds: WARMUP_ROUNDS,
             length: RunLength::Timed {
                 ns: cfg.seconds().as_nanos(),
             },
-            order: RunOrder::Alternating,
+            order: RunOrder::Williams,
             control: true,
             ci_width: cfg.ci_width.map(|h| f64::from(h) / 10_000.0),
             budget_ns: cfg.budget.map(|s| u64::from(s) * 1_000_000_000),

@@ -57,6 +57,10 @@ impl Report {
 /// A failure that ended the benchmark (already recorded).
 struct Stopped;
 
+/// One instance block: each variant's record name, whether it is floor-relative, and its
+/// instance.
+type Built<'r> = Vec<(String, bool, Box<dyn Instance + 'r>)>;
+
 struct Engine<'p> {
     platform: &'p dyn BenchPlatform,
     request: &'p Request,
@@ -164,16 +168,77 @@ impl Engine<'_> {
         Stopped
     }
 
-    /// One (scenario, config, CPU count): build, warm up, measure, compare, tear down.
-    fn point(
+    /// One (scenario, config, CPU count): per instance block build, warm up and measure;
+    /// then compare and tear down (module doc).
+    fn point<'r>(
         &mut self,
         scenario: &'static Scenario,
-        config: &PlannedConfig<'_>,
+        config: &PlannedConfig<'r>,
         cpus: u32,
     ) -> Result<(), Stopped> {
         self.points_begun += 1;
-        let mut instances: Vec<(String, bool, Box<dyn Instance + '_>)> = Vec::new();
+        let per_instance = self.request.rounds_per_instance();
         let mut result = Ok(());
+        let mut alive: Built<'r> = Vec::new();
+        let mut measured = 0;
+        for instance in 0.. {
+            let planned = instance < self.request.instances;
+            if !planned && !self.another_instance(scenario, &config.name, cpus, measured) {
+                break;
+            }
+            if !planned {
+                // The progress total grows by the block, where everyone can see it.
+                self.total += config.variants.len() as u32
+                    * (per_instance + self.request.warmup_rounds);
+            }
+            // The previous block's instances stay alive while this one is built, so no
+            // allocation of this block reuses theirs: each block has a placement of its own.
+            let built = self.build(scenario, config, cpus, instance);
+            result = result.and(self.teardown(scenario, &config.name, cpus, &mut alive));
+            alive = match built {
+                Ok(b) => b,
+                Err((stopped, partial)) => {
+                    alive = partial;
+                    result = result.and(Err(stopped));
+                    break;
+                }
+            };
+            if result.is_err() {
+                break;
+            }
+            result = self.rounds(
+                scenario,
+                &config.name,
+                cpus,
+                instance,
+                measured,
+                per_instance,
+                &alive,
+            );
+            measured += per_instance;
+            if result.is_ok() {
+                result = self.judge_premises(scenario, &config.name, cpus, instance, &alive);
+            }
+            if result.is_err() {
+                break;
+            }
+        }
+        if result.is_ok() {
+            self.compare(scenario, &config.name, cpus);
+        }
+        result.and(self.teardown(scenario, &config.name, cpus, &mut alive))
+    }
+
+    /// Builds instance `instance` of every variant of the point; on a failure, the
+    /// instances built so far come back with the error, for teardown.
+    fn build<'r>(
+        &mut self,
+        scenario: &'static Scenario,
+        config: &PlannedConfig<'r>,
+        cpus: u32,
+        instance: u32,
+    ) -> Result<Built<'r>, (Stopped, Built<'r>)> {
+        let mut built: Built<'r> = Vec::new();
         for v in &config.variants {
             let setup = Setup {
                 config: &config.name,
@@ -185,8 +250,14 @@ impl Engine<'_> {
                     if self.request.objects {
                         for o in inst.objects() {
                             if let Some(pa) = self.platform.phys_addr(o.addr) {
-                                let line =
-                                    o.line(scenario.name, &config.name, &v.record_name(), cpus, pa);
+                                let line = o.line(
+                                    scenario.name,
+                                    &config.name,
+                                    &v.record_name(),
+                                    cpus,
+                                    instance,
+                                    pa,
+                                );
                                 self.platform.output(Output::Object, &line);
                             }
                         }
@@ -199,31 +270,36 @@ impl Engine<'_> {
                             self.note(text);
                         }
                     }
-                    instances.push((v.record_name(), v.provider.floor_relative(), inst));
+                    built.push((v.record_name(), v.provider.floor_relative(), inst));
                 }
                 Err(err) => {
-                    result = Err(self.fail(format!(
-                        "{} {} {} cpus={cpus}: setup failed: {err}",
+                    let stopped = self.fail(format!(
+                        "{} {} {} cpus={cpus} instance={instance}: setup failed: {err}",
                         scenario.name,
                         config.name,
                         v.record_name()
-                    )));
-                    break;
+                    ));
+                    return Err((stopped, built));
                 }
             }
         }
-        if result.is_ok() {
-            result = self.rounds(scenario, &config.name, cpus, &instances);
-        }
-        if result.is_ok() {
-            self.compare(scenario, &config.name, cpus);
-            result = self.judge_premises(scenario, &config.name, cpus, &instances);
-        }
-        for (variant, _, inst) in instances {
+        Ok(built)
+    }
+
+    /// Tears down and empties `alive`.
+    fn teardown(
+        &mut self,
+        scenario: &'static Scenario,
+        config: &str,
+        cpus: u32,
+        alive: &mut Built<'_>,
+    ) -> Result<(), Stopped> {
+        let mut result = Ok(());
+        for (variant, _, inst) in alive.drain(..) {
             if let Err(err) = inst.teardown() {
                 let s = self.fail(format!(
-                    "{} {} {variant} cpus={cpus}: teardown failed: {err}",
-                    scenario.name, config.name
+                    "{} {config} {variant} cpus={cpus}: teardown failed: {err}",
+                    scenario.name
                 ));
                 result = result.and(Err(s));
             }
@@ -231,33 +307,37 @@ impl Engine<'_> {
         result
     }
 
+    /// One instance block's warm-up and its `count` measured rounds, numbered from
+    /// `done + 1`, in the request's order.
+    #[allow(clippy::too_many_arguments)]
     fn rounds(
         &mut self,
         scenario: &'static Scenario,
         config: &str,
         cpus: u32,
-        instances: &[(String, bool, Box<dyn Instance + '_>)],
+        instance: u32,
+        done: u32,
+        count: u32,
+        instances: &Built<'_>,
     ) -> Result<(), Stopped> {
         let warmups = self.request.warmup_rounds;
-        for i in 0.. {
-            let planned = i < warmups + self.request.rounds;
-            if !planned && !self.another_round(scenario, config, cpus, i - warmups) {
-                break;
-            }
+        for i in 0..warmups + count {
             let (round, warmup) = if i < warmups {
                 (0, true)
             } else {
-                (i - warmups + 1, false)
+                (done + i - warmups + 1, false)
             };
-            let mut order: Vec<usize> = (0..instances.len()).collect();
-            if !warmup && self.request.order.reversed(round) {
-                order.reverse();
-            }
+            let order = if warmup {
+                (0..instances.len()).collect()
+            } else {
+                self.request.order.order(instances.len(), round)
+            };
             for (position, &k) in order.iter().enumerate() {
                 let (variant, floor_relative, inst) = &instances[k];
                 let mut run =
                     self.one_run(scenario, config, variant, cpus, round, warmup, &**inst)?;
                 run.order = position as u32 + 1;
+                run.instance = instance;
                 if *floor_relative {
                     run.floor_fraction = self.floor_fraction(cpus, run.ops_per_s);
                 }
@@ -277,7 +357,7 @@ impl Engine<'_> {
                     variant,
                     cpus,
                     round,
-                    rounds: self.request.rounds,
+                    rounds: self.request.rounds.max(done + count),
                     ops_per_s: run.ops_per_s,
                 };
                 self.platform.output(Output::Progress, &progress);
@@ -287,11 +367,12 @@ impl Engine<'_> {
         Ok(())
     }
 
-    /// Whether the point gets a round after `done` measured ones: `ci_width=` or `budget=`
-    /// asked for more, some comparison's interval is still wider than the target (or has
-    /// none), the budget's share of this point is not spent, and the rounds stay within
-    /// [`abi::bench::MAX_ROUNDS`].
-    fn another_round(
+    /// Whether the point gets another instance block after `done` measured rounds:
+    /// `ci_width=` or `budget=` asked for more, some comparison's interval is still wider
+    /// than the target (or has none), the budget's share of this point is not spent, and
+    /// the rounds stay within [`abi::bench::MAX_ROUNDS`]. A block brings new placements, so
+    /// stopping when the interval is narrow cannot lock one placement's offset into it.
+    fn another_instance(
         &self,
         scenario: &'static Scenario,
         config: &str,
@@ -299,7 +380,7 @@ impl Engine<'_> {
         done: u32,
     ) -> bool {
         let r = self.request;
-        if !r.adds_rounds() || done >= abi::bench::MAX_ROUNDS {
+        if !r.adds_rounds() || done + r.rounds_per_instance() > abi::bench::MAX_ROUNDS {
             return false;
         }
         if let Some(budget) = r.budget_ns {
@@ -392,14 +473,15 @@ impl Engine<'_> {
         Ok(run)
     }
 
-    /// Judges every instance's premises over its measured runs at this point; one that did
-    /// not hold fails the benchmark as a violated invariant does.
+    /// Judges the premises of every instance of block `instance` over its measured runs;
+    /// one that did not hold fails the benchmark as a violated invariant does.
     fn judge_premises(
         &mut self,
         scenario: &'static Scenario,
         config: &str,
         cpus: u32,
-        instances: &[(String, bool, Box<dyn Instance + '_>)],
+        instance: u32,
+        instances: &Built<'_>,
     ) -> Result<(), Stopped> {
         let mut failed = Vec::new();
         for (variant, _, inst) in instances {
@@ -408,6 +490,7 @@ impl Engine<'_> {
                 .iter()
                 .filter(|r| {
                     !r.warmup
+                        && r.instance == instance
                         && r.scenario == scenario.name
                         && r.config == config
                         && r.variant == *variant
@@ -433,6 +516,7 @@ impl Engine<'_> {
                     config: config.into(),
                     variant: variant.clone(),
                     cpus,
+                    instance,
                     name: p.name.into(),
                     held: p.held && applicable,
                     applicable,
@@ -448,7 +532,8 @@ impl Engine<'_> {
                     ));
                 } else if applicable && !premise.held {
                     failed.push(format!(
-                        "{} {config} {variant} cpus={cpus}: premise {} did not hold: {} (expected {})",
+                        "{} {config} {variant} cpus={cpus} instance={instance}: premise {} did not \
+                         hold: {} (expected {})",
                         scenario.name, premise.name, premise.figure, premise.expect
                     ));
                 }

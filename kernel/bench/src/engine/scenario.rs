@@ -199,9 +199,9 @@ pub struct ObjectDesc {
 }
 
 impl ObjectDesc {
-    /// The `KOBJECT` line for the object at physical address `phys` in the instance
-    /// `scenario config variant cpus`: `KOBJECT <scenario> <config> <variant> <cpus>
-    /// <phys> <size> <label>|<field>:<group>:<offset>:<size>;...`.
+    /// The `KOBJECT` line for the object at physical address `phys` in instance `instance`
+    /// of `scenario config variant cpus`: `KOBJECT <scenario> <config> <variant> <cpus>
+    /// <instance> <phys> <size> <label>|<field>:<group>:<offset>:<size>;...`.
     #[must_use]
     pub fn line(
         &self,
@@ -209,10 +209,11 @@ impl ObjectDesc {
         config: &str,
         variant: &str,
         cpus: u32,
+        instance: u32,
         phys: u64,
     ) -> String {
         let mut s = alloc::format!(
-            "KOBJECT {scenario} {config} {variant} {cpus} {phys:#x} {} {}|",
+            "KOBJECT {scenario} {config} {variant} {cpus} {instance} {phys:#x} {} {}|",
             self.size,
             self.label.replace('|', "/")
         );

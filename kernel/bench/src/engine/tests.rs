@@ -196,6 +196,8 @@ struct Counter {
     faults: Faults,
     torn_down: AtomicU32,
     built: AtomicU32,
+    /// The most instances alive at once (counted at each build).
+    most_alive: AtomicU32,
 }
 
 impl Counter {
@@ -208,6 +210,7 @@ impl Counter {
             faults: Faults::default(),
             torn_down: AtomicU32::new(0),
             built: AtomicU32::new(0),
+            most_alive: AtomicU32::new(0),
         }
     }
 }
@@ -251,7 +254,9 @@ impl BenchScenario for Counter {
         if self.faults.setup == Some(setup.variant) {
             return Err(ScenarioError::new("no memcg for you"));
         }
-        self.built.fetch_add(1, Ordering::Relaxed);
+        let built = self.built.fetch_add(1, Ordering::Relaxed) + 1;
+        let alive = built - self.torn_down.load(Ordering::Relaxed);
+        self.most_alive.fetch_max(alive, Ordering::Relaxed);
         Ok(Box::new(CounterInstance {
             scenario: self,
             per_cpu: (0..setup.cpus).map(|_| AtomicU64::new(0)).collect(),
@@ -324,9 +329,10 @@ fn request(names: &[&str], cpus: &[u32], rounds: u32, length: RunLength) -> Requ
             .collect(),
         cpus: cpus.to_vec(),
         rounds,
+        instances: 1,
         warmup_rounds: 1,
         length,
-        order: RunOrder::Alternating,
+        order: RunOrder::Williams,
         control: true,
         ci_width: None,
         budget_ns: None,
@@ -383,13 +389,13 @@ fn limit_first_then_every_point_interleaved_after_a_warmup() {
             expect.push(("limit".to_string(), "floor".to_string(), cpus, round));
         }
     }
-    // The warm-up and odd rounds in the plan's order, even rounds reversed; A' is the
-    // A/A control, a second instance of A.
+    // The warm-up in the plan's order, the measured rounds in the rows of a Williams
+    // square (0 1 2, then 1 2 0); A' is the A/A control, a second instance of A.
     for cpus in [1u64, 2] {
         for (round, order) in [
             (0u64, ["A", "B", "A'"]),
             (1, ["A", "B", "A'"]),
-            (2, ["A'", "B", "A"]),
+            (2, ["B", "A'", "A"]),
         ] {
             for v in order {
                 expect.push(("seed003-pft".into(), v.into(), cpus, round));
@@ -603,6 +609,50 @@ fn a_scenario_off_the_fault_path_runs_without_the_floor() {
     );
 }
 
+/// Each instance block builds every variant afresh while the previous block is still
+/// alive (so at new addresses), warms it up, runs its share of the rounds, and is torn down
+/// after the next block is built.
+#[test]
+fn every_instance_block_is_built_afresh_warmed_up_and_judged_alone() {
+    let _g = serial();
+    let p = Threads::new(1);
+    let (c, handle) = shared(Counter::new("seed003-pft"));
+    let mut reg = Registry::new();
+    reg.add(handle);
+    let mut req = request(&["seed003-pft"], &[1], 6, COUNTED);
+    req.instances = 3;
+    let report = run(&p, &reg, &req);
+    assert!(report.passed(), "{:?}", report.end);
+    // A, B, A' built three times; torn down three times.
+    assert_eq!(c.built.load(Ordering::Relaxed), 9);
+    assert_eq!(c.torn_down.load(Ordering::Relaxed), 9);
+    assert_eq!(p.of_type("plan")[0]["total_runs"], 3 * (6 + 3));
+    assert_eq!(report.runs.len(), 3 * (6 + 3));
+    // (instance, round, warm-up) of A's runs: a warm-up per block, two rounds each.
+    let a: Vec<(u32, u32, bool)> = report
+        .runs
+        .iter()
+        .filter(|r| r.variant == "A")
+        .map(|r| (r.instance, r.round, r.warmup))
+        .collect();
+    assert_eq!(
+        a,
+        [
+            (0, 0, true),
+            (0, 1, false),
+            (0, 2, false),
+            (1, 0, true),
+            (1, 3, false),
+            (1, 4, false),
+            (2, 0, true),
+            (2, 5, false),
+            (2, 6, false)
+        ]
+    );
+    // Block 1's three instances were built while block 0's three were alive.
+    assert_eq!(c.most_alive.load(Ordering::Relaxed), 6);
+}
+
 #[test]
 fn extra_variants_join_the_interleaving_for_their_configs_only() {
     let _g = serial();
@@ -636,13 +686,14 @@ fn extra_variants_join_the_interleaving_for_their_configs_only() {
         [
             "base@+0",
             "base@+64",
+            "base@+0'",
             "patch1@+0",
-            "patch1@+64",
-            "patch1+2@+0",
-            "patch1+2@+64",
             "linux",
-            "base@+0'"
-        ]
+            "patch1@+64",
+            "patch1+2@+64",
+            "patch1+2@+0",
+        ],
+        "round 1 is the Williams square's first row, 0 1 7 2 6 3 5 4"
     );
     for r in p.of_type("run").iter().filter(|r| r["variant"] == "linux") {
         assert_eq!(r["config"], "anon");
@@ -708,10 +759,10 @@ fn a_failing_batch_stops_every_cpu_and_ends_cleanly() {
         report.end.invariants_ok,
         "a batch error is not an invariant"
     );
-    // Round 2 runs A' B A: the control's instance is the first to run a third time.
+    // Round 2 runs B A' A: B's instance is the first to run a third time.
     assert_eq!(
         report.end.failures,
-        ["seed003-pft anon A' cpus=2 round=2: a batch on cpu 1 failed: the counter fell over"]
+        ["seed003-pft anon B cpus=2 round=2: a batch on cpu 1 failed: the counter fell over"]
     );
     assert_eq!(report.runs.len(), 6);
     assert_eq!(c.torn_down.load(Ordering::Relaxed), 3);
@@ -730,7 +781,7 @@ fn a_failing_setup_tears_down_what_was_built() {
     let report = run(&p, &reg, &request(&["seed003-pft"], &[1], 1, COUNTED));
     assert_eq!(
         report.end.failures,
-        ["seed003-pft anon B cpus=1: setup failed: no memcg for you"]
+        ["seed003-pft anon B cpus=1 instance=0: setup failed: no memcg for you"]
     );
     assert!(report.runs.is_empty());
     assert_eq!(c.built.load(Ordering::Relaxed), 1);
@@ -972,10 +1023,10 @@ impl BenchScenario for PositionalScenario {
     }
 }
 
-/// seed003's B/A and A'/A at one CPU after four rounds in `order` on [`Positional`].
+/// seed003's B/A and A'/A at one CPU after six rounds in `order` on [`Positional`].
 fn positional(order: RunOrder) -> (crate::record::Comparison, crate::record::Comparison) {
     let (report, _) = positional_run(|r| r.order = order);
-    assert_eq!(report.runs.len(), 3 * 5);
+    assert_eq!(report.runs.len(), 3 * 7);
     let get = |b: &str| {
         report
             .comparisons
@@ -987,7 +1038,8 @@ fn positional(order: RunOrder) -> (crate::record::Comparison, crate::record::Com
     (get("B"), get("A'"))
 }
 
-/// A run of seed003 at one CPU on [`Positional`], four rounds, `adjust`ed.
+/// A run of seed003 at one CPU on [`Positional`], six rounds (one Williams square of three
+/// variants), `adjust`ed.
 fn positional_run(adjust: impl FnOnce(&mut Request)) -> (Report, &'static Positional) {
     let p: &'static Positional = Box::leak(Box::new(Positional {
         now: AtomicU64::new(0),
@@ -997,7 +1049,7 @@ fn positional_run(adjust: impl FnOnce(&mut Request)) -> (Report, &'static Positi
     }));
     let mut reg = Registry::new();
     reg.add(PositionalScenario(p));
-    let mut req = request(&["seed003-pft"], &[1], 4, COUNTED);
+    let mut req = request(&["seed003-pft"], &[1], 6, COUNTED);
     adjust(&mut req);
     let report = run(p, &reg, &req);
     assert!(report.passed(), "{:?}", report.end);
@@ -1005,13 +1057,15 @@ fn positional_run(adjust: impl FnOnce(&mut Request)) -> (Report, &'static Positi
 }
 
 #[test]
-fn ci_width_adds_rounds_until_every_interval_is_narrow_enough() {
+fn ci_width_adds_instances_until_every_interval_is_narrow_enough() {
     let _g = serial();
-    // The alternating order's per-round ratios swing by the position effect (x1.1 for
-    // B/A, x1.21 for A'/A) while their mean is 1: each round narrows the intervals.
+    // The Williams order's per-round ratios swing by the position effect (x1.1 per place)
+    // while their mean over a square is 1: each added instance block narrows the intervals.
     let (report, _) = positional_run(|r| r.ci_width = Some(0.05));
     let n = report.runs.iter().map(|r| r.round).max().unwrap();
-    assert!(n > 4 && n < 100, "{n} rounds");
+    assert!(n > 6 && n < 100 && n % 6 == 0, "{n} rounds");
+    let blocks = report.runs.iter().map(|r| r.instance).max().unwrap() + 1;
+    assert_eq!(blocks, n / 6, "an instance block per six rounds");
     assert_eq!(report.comparisons.len(), 2);
     for c in &report.comparisons {
         assert_eq!(
@@ -1022,11 +1076,11 @@ fn ci_width_adds_rounds_until_every_interval_is_narrow_enough() {
         assert!(c.half_width().unwrap() <= 0.05);
         assert_eq!(c.n, n);
     }
-    // One round fewer was not enough for some comparison.
+    // One block fewer was not enough for some comparison.
     let fewer: Vec<Run> = report
         .runs
         .iter()
-        .filter(|r| r.round < n)
+        .filter(|r| r.round <= n - 6)
         .cloned()
         .collect();
     assert!(report.comparisons.iter().any(|c| {
@@ -1041,7 +1095,7 @@ fn ci_width_adds_rounds_until_every_interval_is_narrow_enough() {
         r.ci_width = Some(0.05);
         r.budget_ns = Some(1);
     });
-    assert_eq!(report.runs.len(), 3 * 5);
+    assert_eq!(report.runs.len(), 3 * 7);
     assert!(
         report
             .comparisons
@@ -1051,7 +1105,7 @@ fn ci_width_adds_rounds_until_every_interval_is_narrow_enough() {
 }
 
 #[test]
-fn a_fixed_order_biases_the_ratio_and_the_alternating_one_does_not() {
+fn a_fixed_order_biases_the_ratio_and_the_williams_one_does_not() {
     let _g = serial();
     // A B A' every round: B always pays one step, A' two.
     let (b, control) = positional(RunOrder::Fixed);
@@ -1059,7 +1113,7 @@ fn a_fixed_order_biases_the_ratio_and_the_alternating_one_does_not() {
     assert!((control.ratio - 1.0 / 1.21).abs() < 1e-3, "{control:?}");
     assert!(b.significant && control.significant);
     // A B A', A' B A, ...: over every two rounds each variant's mean position is the same.
-    let (b, control) = positional(RunOrder::Alternating);
+    let (b, control) = positional(RunOrder::Williams);
     assert!((b.ratio - 1.0).abs() < 1e-3, "{b:?}");
     assert!((control.ratio - 1.0).abs() < 1e-3, "{control:?}");
     assert!(!b.significant && !control.significant, "{b:?} {control:?}");

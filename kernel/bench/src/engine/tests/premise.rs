@@ -223,7 +223,7 @@ fn a_premise_across_cpus_is_not_applicable_at_one_cpu_and_judged_at_two() {
     assert_eq!(report.end.failures.len(), 1, "{:?}", report.end.failures);
     let f = &report.end.failures[0];
     assert!(
-        f.contains("B cpus=2: premise activations_per_op did not hold"),
+        f.contains("B cpus=2 instance=0: premise activations_per_op did not hold"),
         "{f}"
     );
     let b_at_two = report
