@@ -447,7 +447,9 @@ mod tests {
         assert!(c.rounds().is_multiple_of(c.instances()));
         let q = parse("run=bench quick=1", false).unwrap().bench;
         assert!(q.rounds().is_multiple_of(q.instances()));
-        let c = parse("run=bench rounds=6 instances=3", false).unwrap().bench;
+        let c = parse("run=bench rounds=6 instances=3", false)
+            .unwrap()
+            .bench;
         assert_eq!((c.rounds(), c.instances()), (6, 3));
         assert_eq!(
             parse("run=bench rounds=5", false),
@@ -467,7 +469,10 @@ mod tests {
             assert!(
                 matches!(
                     parse(&format!("run=bench instances={bad}"), false),
-                    Err(CmdlineError::BadValue { key: "instances", .. })
+                    Err(CmdlineError::BadValue {
+                        key: "instances",
+                        ..
+                    })
                 ),
                 "{bad}"
             );

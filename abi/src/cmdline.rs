@@ -396,8 +396,8 @@ pub fn parse(line: &str, skip_image_path: bool) -> Result<Config<'_>, CmdlineErr
                     _ => return Err(bad),
                 }
             }
-            "scenarios" | "bench_cpus" | "rounds" | "instances" | "seconds" | "memcgs" | "quick"
-            | "ci_width" | "budget" | "objects" => {
+            "scenarios" | "bench_cpus" | "rounds" | "instances" | "seconds" | "memcgs"
+            | "quick" | "ci_width" | "budget" | "objects" => {
                 bench_key.get_or_insert(key);
                 cfg.bench.set(key, value).map_err(|()| bad)?;
             }

@@ -7,6 +7,8 @@
 //! - [`stats`]: harmonic means, coefficient of variation, the ratio B/A paired by round with
 //!   its 95% interval (Student's t on the per-round log ratios; Welch's t where nothing
 //!   pairs), p-values and Holm's correction;
+//! - [`two_level`]: the ratio B/A over instance blocks, with the instances' placement
+//!   variance in its interval (rounds within instances, instances within variants);
 //! - [`record`]: the `KRESULT {json}` records (`machine`, `plan`, `run`, `comparison`, `note`,
 //!   `end`), written as one-line JSON by serde ([`json`]) in the kernel and read back by the
 //!   same types in the runner;
@@ -40,6 +42,7 @@ pub mod scenarios;
 pub mod stats;
 pub mod summary;
 pub mod table;
+pub mod two_level;
 pub mod verdict;
 pub mod vm;
 

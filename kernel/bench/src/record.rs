@@ -40,6 +40,7 @@
 //! `println!("{}", record.line())`.
 
 use crate::stats::{self, StatsError};
+use crate::two_level;
 use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -568,12 +569,74 @@ pub struct Comparison {
     /// the A/A control that moved); left out when there is no reason to give.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unmarked_why: Option<String>,
+    /// Instance blocks behind a two-level comparison ([`crate::two_level`]); 0 where the
+    /// interval is over rounds only (one instance per variant, or a log from before issue
+    /// 32).
+    #[serde(default)]
+    pub instances: u32,
+    /// For a two-level comparison, the interval the rounds alone would give (paired by
+    /// round, [`stats::PAIRED_METHOD`]): narrower, because it leaves the placement of each
+    /// instance out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds_ci_low: Option<f64>,
+    /// High end of the rounds-only interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds_ci_high: Option<f64>,
     /// The interval half-width the run aimed for (`ci_width=`, a fraction), if any.
     #[serde(default)]
     pub ci_target: Option<f64>,
     /// Whether the interval's half-width ([`stats::half_width`]) reached `ci_target`.
     #[serde(default)]
     pub width_reached: Option<bool>,
+}
+
+/// The instance means of every variant pooled for `b`/`a` at a point (the catalog's
+/// variants and the A/A control, or `a` and `b` alone where one of them is not the
+/// catalog's), with the rows of `a` and `b`; `None` with fewer than two instance blocks.
+fn instance_table(
+    scenario: &str,
+    config: &str,
+    cpus: u32,
+    a: &str,
+    b: &str,
+    runs: &[Run],
+) -> Option<(Vec<two_level::Cells>, usize, usize)> {
+    let point: Vec<&Run> = runs
+        .iter()
+        .filter(|r| r.measured() && r.scenario == scenario && r.config == config && r.cpus == cpus)
+        .collect();
+    let blocks = point.iter().map(|r| r.instance).max()? as usize + 1;
+    if blocks < 2 {
+        return None;
+    }
+    let known = |v: &str| {
+        crate::catalog::scenario(scenario)
+            .is_some_and(|s| s.variant(v.strip_suffix('\'').unwrap_or(v)).is_some())
+    };
+    let mut names: Vec<&str> = Vec::new();
+    if known(a) && known(b) {
+        for r in &point {
+            if known(&r.variant) && !names.contains(&r.variant.as_str()) {
+                names.push(&r.variant);
+            }
+        }
+    } else {
+        names = alloc::vec![a, b];
+    }
+    let table = names
+        .iter()
+        .map(|v| {
+            let of: Vec<(u32, f64)> = point
+                .iter()
+                .filter(|r| r.variant == *v)
+                .map(|r| (r.instance, r.ops_per_s))
+                .collect();
+            two_level::cells(&of, blocks).ok()
+        })
+        .collect::<Option<Vec<_>>>()?;
+    let ia = names.iter().position(|v| *v == a)?;
+    let ib = names.iter().position(|v| *v == b)?;
+    Some((table, ia, ib))
 }
 
 impl Comparison {
@@ -645,6 +708,9 @@ impl Comparison {
             control: is_control(a, b),
             marked: None,
             unmarked_why: None,
+            instances: 0,
+            rounds_ci_low: None,
+            rounds_ci_high: None,
             ci_target: None,
             width_reached: None,
         };
@@ -670,6 +736,23 @@ impl Comparison {
         c.n = paired.n as u32;
         c.rounds = paired.n as u32;
         c.p = paired.p;
+        let Some((table, ia, ib)) = instance_table(scenario, config, cpus, a, b, runs) else {
+            return Ok(c);
+        };
+        let two = two_level::instance_ratio_ci(&table, ia, ib).map_err(RecordError::Stats)?;
+        if two.ci.is_none() {
+            return Ok(c);
+        }
+        c.rounds_ci_low = c.ci_low;
+        c.rounds_ci_high = c.ci_high;
+        c.ratio = two.ratio;
+        c.ci_low = two.ci.map(|c| c.0);
+        c.ci_high = two.ci.map(|c| c.1);
+        c.significant = two.significant();
+        c.method = two_level::METHOD.into();
+        c.instances = two.instances as u32;
+        c.n = two.instances as u32;
+        c.p = two.p;
         Ok(c)
     }
 

@@ -105,7 +105,10 @@ mod tests {
         }
         let per_position = rows as u32 / n as u32;
         for (v, p) in position.iter().enumerate() {
-            assert!(p.iter().all(|&c| c == per_position), "n={n} variant {v}: {p:?}");
+            assert!(
+                p.iter().all(|&c| c == per_position),
+                "n={n} variant {v}: {p:?}"
+            );
         }
         let per_pair = rows as u32 / n as u32;
         for (a, row) in follows.iter().enumerate() {

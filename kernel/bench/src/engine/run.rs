@@ -188,8 +188,8 @@ impl Engine<'_> {
             }
             if !planned {
                 // The progress total grows by the block, where everyone can see it.
-                self.total += config.variants.len() as u32
-                    * (per_instance + self.request.warmup_rounds);
+                self.total +=
+                    config.variants.len() as u32 * (per_instance + self.request.warmup_rounds);
             }
             // The previous block's instances stay alive while this one is built, so no
             // allocation of this block reuses theirs: each block has a placement of its own.

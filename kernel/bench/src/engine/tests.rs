@@ -1074,7 +1074,8 @@ fn ci_width_adds_instances_until_every_interval_is_narrow_enough() {
             "{c:?}"
         );
         assert!(c.half_width().unwrap() <= 0.05);
-        assert_eq!(c.n, n);
+        assert_eq!((c.rounds, c.instances), (n, blocks));
+        assert_eq!(c.method, crate::two_level::METHOD);
     }
     // One block fewer was not enough for some comparison.
     let fewer: Vec<Run> = report
