@@ -15,6 +15,8 @@
 //! - [`progress`]: the human-readable `KPROGRESS` line;
 //! - [`summary`]: runs grouped per scenario, config and CPU count, with comparisons
 //!   (recomputed where a log lost them), Holm's correction and the marks (the A/A control);
+//! - [`primary`]: each experiment's one primary comparison and the fixed family of Holm's
+//!   correction;
 //! - [`verdict`]: one line per seed: reproduced, not shown or contradicted;
 //! - [`table`]: the results table in 100 or 80 columns with each seed's figure beside ours;
 //! - [`engine`]: the benchmark engine (platform and scenario traits, plan, interleaved
@@ -36,6 +38,7 @@ pub use abi::catalog;
 
 pub mod engine;
 pub mod json;
+pub mod primary;
 pub mod progress;
 pub mod record;
 pub mod scenarios;

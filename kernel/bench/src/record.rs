@@ -569,6 +569,15 @@ pub struct Comparison {
     /// the A/A control that moved); left out when there is no reason to give.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unmarked_why: Option<String>,
+    /// The degrees of freedom of the interval's t (`None` without an interval, or in a log
+    /// from before issue 32).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub df: Option<f64>,
+    /// Whether this is its experiment's primary comparison ([`crate::primary`]), the only
+    /// one judged; the others are exploratory. `false` in a `comparison` record: the
+    /// summary decides it.
+    #[serde(default, skip_serializing_if = "core::ops::Not::not")]
+    pub primary: bool,
     /// Instance blocks behind a two-level comparison ([`crate::two_level`]); 0 where the
     /// interval is over rounds only (one instance per variant, or a log from before issue
     /// 32).
@@ -708,6 +717,8 @@ impl Comparison {
             control: is_control(a, b),
             marked: None,
             unmarked_why: None,
+            df: welch.df.filter(|_| welch.ci.is_some()),
+            primary: false,
             instances: 0,
             rounds_ci_low: None,
             rounds_ci_high: None,
@@ -736,6 +747,7 @@ impl Comparison {
         c.n = paired.n as u32;
         c.rounds = paired.n as u32;
         c.p = paired.p;
+        c.df = paired.ci.map(|_| (paired.n - 1) as f64);
         let Some((table, ia, ib)) = instance_table(scenario, config, cpus, a, b, runs) else {
             return Ok(c);
         };
@@ -753,7 +765,38 @@ impl Comparison {
         c.instances = two.instances as u32;
         c.n = two.instances as u32;
         c.p = two.p;
+        c.df = Some(two.df);
         Ok(c)
+    }
+
+    /// The standard error of `ln(ratio)` behind the interval (its log half-width over
+    /// `t_{0.975, df}`); `None` without an interval or its degrees of freedom.
+    #[must_use]
+    pub fn se(&self) -> Option<f64> {
+        let (lo, hi, df) = (self.ci_low?, self.ci_high?, self.df?);
+        let t = stats::student_t_quantile(0.5 + stats::CONFIDENCE / 2.0, df);
+        Some(libm::log(hi / lo) / (2.0 * t))
+    }
+
+    /// The two one-sided tests of equivalence at 5% (Schuirmann's TOST): whether the 90%
+    /// interval of the ratio lies within `[1 / (1 + margin), 1 + margin]`. `None` without
+    /// an interval.
+    #[must_use]
+    pub fn equivalent_within(&self, margin: f64) -> Option<bool> {
+        let se = self.se()?;
+        let half = stats::student_t_quantile(0.95, self.df?) * se;
+        let bound = libm::log1p(margin);
+        Some(libm::fabs(libm::log(self.ratio)) + half < bound)
+    }
+
+    /// The smallest ratio effect (a fraction: 0.05 = 5%) this comparison's test finds 80% of
+    /// the time at two-sided level `alpha`: `exp((t_{1-alpha/2, df} + t_{0.80, df}) se) - 1`.
+    #[must_use]
+    pub fn detectable(&self, alpha: f64) -> Option<f64> {
+        let (se, df) = (self.se()?, self.df?);
+        let t =
+            stats::student_t_quantile(1.0 - alpha / 2.0, df) + stats::student_t_quantile(0.80, df);
+        Some(libm::expm1(t * se))
     }
 
     /// The interval's half-width as a fraction ([`stats::half_width`]); `None` without one.
@@ -1293,6 +1336,8 @@ mod tests {
                 .collect();
             let mut c = Comparison::from_runs("s", "c", 2, "A", "B", &runs).unwrap();
             c.set_target(Some(0.05));
+            // The old writer wrote no degrees of freedom.
+            c.df = None;
             c.p = Some(1.5e-5);
             c.a_hmean = 1e21;
             c.b_hmean = 1.5e-7;

@@ -15,15 +15,20 @@
 //! Where the runs carry hardware counts ([`crate::record::RunPmu`]), each variant gets their
 //! mean per op over its measured rounds ([`PmuPoint`]), and the table divides B's by A's.
 //!
-//! The summary also decides the marks (issue 20): Holm-Bonferroni over every comparison of
-//! the run but the A/A controls, at a family-wise [`stats::ALPHA`] (each comparison's
-//! `p_adjusted`), and a comparison is marked ([`Comparison::marked`]) only when its own
-//! interval excludes 1, its adjusted p is below [`stats::ALPHA`] and the A/A control at the
-//! same point (A'/A, the run's measured noise there) does not exclude 1; otherwise a
-//! comparison whose interval excludes 1 says why not ([`Comparison::unmarked_why`]). An
-//! A/A control is marked by its own interval: it is the noise, not a hypothesis.
+//! The summary also decides the marks (issue 32): each experiment's primary comparison
+//! ([`crate::primary`]) is flagged ([`Comparison::primary`]) and Holm-Bonferroni runs over
+//! the fixed family of one primary per experiment of the catalog, at a family-wise
+//! [`stats::ALPHA`] (each primary's `p_adjusted`). A primary is marked
+//! ([`Comparison::marked`]) only when its own interval excludes 1, its adjusted p is below
+//! [`stats::ALPHA`] and the A/A control at the same point passes ([`control_state`]: it
+//! exists, has two or more instances, and its 90% interval lies within
+//! +-[`CONTROL_MARGIN`], Schuirmann's two one-sided tests); otherwise a primary whose
+//! interval excludes 1 says why not ([`Comparison::unmarked_why`]). Every other comparison
+//! is exploratory: never marked, with its interval. An A/A control is marked by its own
+//! interval: it is the noise, not a hypothesis.
 
 use crate::catalog::{self, Scenario};
+use crate::primary;
 use crate::record::{self, Comparison, Run};
 use crate::stats::{self, RateSummary};
 use alloc::string::String;
@@ -153,6 +158,35 @@ fn rank<'a>(order: &mut Vec<&'a str>, known: &[&str], name: &'a str) -> usize {
         order.len() - 1
     });
     known.len() + i
+}
+
+/// The margin of the A/A control's equivalence test: a point is judged only when its
+/// control's 90% interval lies within +-5%, that is when the run shows that two instances
+/// of the same code at different placements differ by less than that.
+pub const CONTROL_MARGIN: f64 = 0.05;
+
+/// Whether the A/A control lets its point be judged: `Err` says why not, in words.
+pub fn control_state(control: Option<&Comparison>) -> Result<(), String> {
+    let Some(c) = control else {
+        return Err("no A/A control at this point".into());
+    };
+    if c.instances < 2 {
+        return Err(
+            "one instance per variant: the placement noise between instances was not measured"
+                .into(),
+        );
+    }
+    match c.equivalent_within(CONTROL_MARGIN) {
+        Some(true) => Ok(()),
+        Some(false) => Err(alloc::format!(
+            "the A/A control {:+.1}% [{:+.1}%, {:+.1}%] is not shown within +-{:.0}%",
+            (c.ratio - 1.0) * 100.0,
+            (c.ci_low.unwrap_or(f64::NAN) - 1.0) * 100.0,
+            (c.ci_high.unwrap_or(f64::NAN) - 1.0) * 100.0,
+            CONTROL_MARGIN * 100.0
+        )),
+        None => Err("the A/A control has no interval".into()),
+    }
 }
 
 fn agrees(x: &Comparison, y: &Comparison) -> bool {
@@ -334,55 +368,74 @@ impl Summary {
         }
     }
 
-    /// Holm over the run's comparisons (controls excepted) and the marks (module doc).
+    /// The primary comparisons, Holm over the fixed family and the marks (module doc).
     fn assess(&mut self) {
-        let family: Vec<(usize, usize, f64)> = self
-            .points
-            .iter()
-            .enumerate()
-            .flat_map(|(i, p)| {
-                p.comparisons
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, c)| !c.control)
-                    .filter_map(move |(j, c)| Some((i, j, c.p?)))
-            })
-            .collect();
-        let raw: Vec<f64> = family.iter().map(|f| f.2).collect();
-        let adjusted = stats::holm(&raw);
-        for (&(i, j, _), adj) in family.iter().zip(adjusted) {
-            self.points[i].comparisons[j].p_adjusted = Some(adj);
+        let family = primary::family_size();
+        let mut raw = alloc::vec![1.0f64; family];
+        let mut at: Vec<Option<(usize, usize)>> = alloc::vec![None; family];
+        for (k, (s, _, seed)) in primary::experiments().enumerate() {
+            at[k] = self.primary_of(s.name, seed);
+            if let Some((i, j)) = at[k] {
+                let c = &mut self.points[i].comparisons[j];
+                c.primary = true;
+                raw[k] = c.p.unwrap_or(1.0);
+            }
         }
-        let m = family.len();
+        let adjusted = stats::holm(&raw);
+        for (&pos, adj) in at.iter().zip(adjusted) {
+            if let Some((i, j)) = pos {
+                self.points[i].comparisons[j].p_adjusted = Some(adj);
+            }
+        }
         for p in &mut self.points {
-            let control = p
-                .comparisons
-                .iter()
-                .find(|c| c.control)
-                .map(|c| (c.significant, c.ratio));
+            let control = p.comparisons.iter().find(|c| c.control).cloned();
             for c in &mut p.comparisons {
                 if c.control {
                     c.marked = Some(c.significant);
                     continue;
                 }
+                if !c.primary {
+                    c.marked = Some(false);
+                    c.unmarked_why = c
+                        .significant
+                        .then(|| "exploratory: not its experiment's primary comparison".into());
+                    continue;
+                }
                 let adjusted_ok = c.p_adjusted.is_some_and(|q| q < stats::ALPHA);
-                let why = match control {
-                    Some((true, ratio)) => Some(alloc::format!(
-                        "the A/A control moved: {:+.1}%",
-                        (ratio - 1.0) * 100.0
-                    )),
-                    _ if !adjusted_ok => Some(match c.p_adjusted {
+                let why = match control_state(control.as_ref()) {
+                    Err(why) => Some(why),
+                    Ok(()) if !adjusted_ok => Some(match c.p_adjusted {
                         Some(q) => alloc::format!(
-                            "p = {q:.3} after Holm's correction over {m} comparisons"
+                            "p = {q:.3} after Holm's correction over the {family} experiments"
                         ),
                         None => "no p-value".into(),
                     }),
-                    _ => None,
+                    Ok(()) => None,
                 };
                 c.marked = Some(c.significant && why.is_none());
                 c.unmarked_why = if c.significant { why } else { None };
             }
         }
+    }
+
+    /// Where the primary comparison of experiment `scenario` is: its headline's variants
+    /// and config at the largest CPU count the run has them.
+    fn primary_of(&self, scenario: &str, seed: &catalog::PublishedPoint) -> Option<(usize, usize)> {
+        let mut best: Option<(usize, usize, u32)> = None;
+        for (i, p) in self.points.iter().enumerate() {
+            if p.scenario != scenario || p.config != seed.config {
+                continue;
+            }
+            if let Some(j) = p
+                .comparisons
+                .iter()
+                .position(|c| c.a == seed.a && c.b == seed.b)
+                && best.is_none_or(|b| p.cpus > b.2)
+            {
+                best = Some((i, j, p.cpus));
+            }
+        }
+        best.map(|(i, j, _)| (i, j))
     }
 
     /// The points of `scenario`, in order.
@@ -510,8 +563,10 @@ mod tests {
         assert!(s.recomputed.is_empty());
         assert_eq!(s.disagreeing.len(), 1);
         assert_eq!(s.disagreeing[0].0, bad);
-        // The summary adds the corrected p and the mark; the rest is as printed.
+        // The summary adds the primary flag, the corrected p and the mark; the rest is as
+        // printed.
         let printed = |c: &Comparison| Comparison {
+            primary: false,
             p_adjusted: None,
             marked: None,
             unmarked_why: None,
@@ -523,104 +578,130 @@ mod tests {
         assert_eq!(got(1), [bad, linux]);
     }
 
-    /// seed003 at `cpus` over three rounds that drift: B at `b` times A's round with a
-    /// little noise, the control A' at exactly `control` times.
-    fn triple(cpus: u32, b: f64, control: f64) -> Vec<Run> {
+    /// seed003 at `cpus` over three instance blocks of one round each, the blocks drifting:
+    /// B at `b` times A, the control A' at `control` times, B's instances off by `+-noise`
+    /// (a placement offset), A''s by a tenth of that.
+    fn blocks(cpus: u32, b: f64, control: f64, noise: f64) -> Vec<Run> {
         let mut out = Vec::new();
-        for (round, noise) in [(1u32, 1.0), (2, 1.013), (3, 0.991)] {
-            for (v, k) in [("A", 1.0), ("B", b * noise), ("A'", control)] {
-                let ops = (1_000_000.0 * k * (1.0 + 0.05 * f64::from(round))) as u64;
-                out.push(
-                    Run::new(
-                        "seed003-pft",
-                        "anon",
-                        v,
-                        cpus,
-                        round,
-                        false,
-                        ops,
-                        1_000_000_000,
-                    )
-                    .unwrap(),
-                );
+        for (j, off) in [(0u32, 1.0), (1, -1.0), (2, 0.5)] {
+            for (v, k) in [
+                ("A", 1.0),
+                ("B", b * (1.0 + noise * off)),
+                ("A'", control * (1.0 - 0.1 * noise * off)),
+            ] {
+                let ops = (1_000_000.0 * k * (1.0 + 0.05 * f64::from(j))) as u64;
+                let mut r = Run::new(
+                    "seed003-pft",
+                    "anon",
+                    v,
+                    cpus,
+                    j + 1,
+                    false,
+                    ops,
+                    1_000_000_000,
+                )
+                .unwrap();
+                r.instance = j;
+                out.push(r);
             }
         }
         out
     }
 
-    #[test]
-    fn marks_need_holm_and_a_quiet_control() {
-        // cpus 1: B +20%, the control quiet; cpus 2: B +20%, the control +10% every round.
-        let mut runs = triple(1, 1.2, 1.0);
-        runs.extend(triple(2, 1.2, 1.1));
-        let s = Summary::new(&runs, &[]);
-        let get = |cpus: u32, b: &str| {
-            s.points
-                .iter()
-                .find(|p| p.cpus == cpus)
-                .and_then(|p| p.comparisons.iter().find(|c| c.b == b))
-                .unwrap()
-                .clone()
-        };
-        let (b1, k1, b2, k2) = (get(1, "B"), get(1, "A'"), get(2, "B"), get(2, "A'"));
-        assert!(k1.control && k2.control && !b1.control);
-        assert!(!k1.significant && k2.significant);
-        assert_eq!((k1.marked, k2.marked), (Some(false), Some(true)));
-        assert!(
-            k1.p_adjusted.is_none(),
-            "the controls are not in the family"
-        );
-        // Holm over the two B/A comparisons.
-        let want = stats::holm(&[b1.p.unwrap(), b2.p.unwrap()]);
-        assert_eq!(
-            (b1.p_adjusted, b2.p_adjusted),
-            (Some(want[0]), Some(want[1]))
-        );
-        assert!(b1.significant && b2.significant);
-        assert_eq!((b1.marked, b1.unmarked_why.as_deref()), (Some(true), None));
-        assert_eq!(b2.marked, Some(false));
-        assert_eq!(
-            b2.unmarked_why.as_deref(),
-            Some("the A/A control moved: +10.0%")
-        );
+    fn find(s: &Summary, cpus: u32, b: &str) -> Comparison {
+        s.points
+            .iter()
+            .find(|p| p.cpus == cpus)
+            .and_then(|p| p.comparisons.iter().find(|c| c.b == b))
+            .unwrap()
+            .clone()
     }
 
     #[test]
-    fn holm_can_take_a_mark_away() {
-        // Two comparisons, each with p between 0.05 / 2 and 0.05: raw, both are significant;
-        // after Holm over two, the smaller p doubles past 0.05, and neither is marked.
-        let mut runs = Vec::new();
-        for (round, b1, b2) in [(1u32, 1.08, 1.081), (2, 1.04, 1.04), (3, 1.06, 1.06)] {
-            for (cpus, b) in [(1u32, b1), (2, b2)] {
-                for (v, k) in [("A", 1.0), ("B", b), ("A'", 1.0)] {
-                    let ops = (1_000_000.0 * k * (1.0 + 0.05 * f64::from(round))) as u64;
-                    runs.push(
-                        Run::new(
-                            "seed003-pft",
-                            "anon",
-                            v,
-                            cpus,
-                            round,
-                            false,
-                            ops,
-                            1_000_000_000,
-                        )
-                        .unwrap(),
-                    );
+    fn only_the_primary_is_judged_and_its_control_must_be_equivalent() {
+        // B +20% at 1 and 2 CPUs, the control quiet.
+        let mut runs = blocks(1, 1.2, 1.0, 0.002);
+        runs.extend(blocks(2, 1.2, 1.0, 0.002));
+        let s = Summary::new(&runs, &[]);
+        let (b1, k1, b2, k2) = (
+            find(&s, 1, "B"),
+            find(&s, 1, "A'"),
+            find(&s, 2, "B"),
+            find(&s, 2, "A'"),
+        );
+        assert_eq!(b2.method, crate::two_level::METHOD);
+        assert!(b1.significant && b2.significant);
+        // The primary is the seed's comparison at the most CPUs; 1 CPU is exploratory.
+        assert!(b2.primary && !b1.primary && !k1.primary && !k2.primary);
+        assert_eq!(b1.p_adjusted, None);
+        assert_eq!(b1.marked, Some(false));
+        assert_eq!(
+            b1.unmarked_why.as_deref(),
+            Some("exploratory: not its experiment's primary comparison")
+        );
+        // Holm over the fixed family: the other five experiments were not run (p = 1).
+        let family = crate::primary::family_size();
+        let want = stats::holm(&[b2.p.unwrap(), 1.0, 1.0, 1.0, 1.0, 1.0]);
+        assert_eq!(family, 6);
+        assert_eq!(b2.p_adjusted, Some(want[0]));
+        assert_eq!((b2.marked, b2.unmarked_why.as_deref()), (Some(true), None));
+        assert!(
+            k2.control && k2.p_adjusted.is_none(),
+            "the controls are not in the family"
+        );
+        // The control +10%: significant or not, it is not equivalent to 1 within 5%.
+        let mut runs = blocks(1, 1.2, 1.0, 0.002);
+        runs.extend(blocks(2, 1.2, 1.1, 0.002));
+        let s = Summary::new(&runs, &[]);
+        let b2 = find(&s, 2, "B");
+        assert!(b2.significant);
+        assert_eq!(b2.marked, Some(false));
+        let why = b2.unmarked_why.unwrap();
+        assert!(
+            why.starts_with("the A/A control +10.0%") && why.ends_with("is not shown within +-5%"),
+            "{why}"
+        );
+        // A control that did not move but is too noisy to show it is within 5% fails too.
+        let noisy: Vec<Run> = blocks(2, 1.2, 1.0, 0.002)
+            .into_iter()
+            .map(|mut r| {
+                if r.variant == "A'" {
+                    r.ops = r.ops * [94, 107, 98][r.instance as usize] / 100;
+                    r.ops_per_s = r.ops as f64;
                 }
+                r
+            })
+            .collect();
+        let k = find(&Summary::new(&noisy, &[]), 2, "A'");
+        assert!(
+            !k.significant && k.equivalent_within(CONTROL_MARGIN) == Some(false),
+            "{k:?}"
+        );
+        assert!(control_state(Some(&k)).is_err());
+    }
+
+    #[test]
+    fn holm_over_the_six_experiments_can_take_a_mark_away() {
+        // Find B's placement noise at which the primary's p lies between 0.05 / 6 and 0.05:
+        // significant alone, not after Holm over the family.
+        let mut found = None;
+        for step in 1..400 {
+            let noise = f64::from(step) * 0.0005;
+            let s = Summary::new(&blocks(2, 1.05, 1.0, noise), &[]);
+            let b = find(&s, 2, "B");
+            let p = b.p.unwrap();
+            if 0.05 / 6.0 < p && p < 0.05 {
+                found = Some(b);
+                break;
             }
         }
-        let s = Summary::new(&runs, &[]);
-        let b: Vec<&Comparison> = s.comparisons().filter(|c| c.b == "B").collect();
-        for c in &b {
-            let p = c.p.unwrap();
-            assert!(0.025 < p && p < 0.05, "{p}");
-            assert!(c.significant && c.p_adjusted.unwrap() >= 0.05);
-        }
-        assert_eq!((b[0].marked, b[1].marked), (Some(false), Some(false)));
-        let why = b[0].unmarked_why.as_deref().unwrap();
+        let b = found.expect("some noise puts p between alpha / 6 and alpha");
+        assert!(b.primary && b.significant);
+        assert!(b.p_adjusted.unwrap() >= 0.05);
+        assert_eq!(b.marked, Some(false));
+        let why = b.unmarked_why.as_deref().unwrap();
         assert!(
-            why.contains("after Holm's correction over 2 comparisons"),
+            why.contains("after Holm's correction over the 6 experiments"),
             "{why}"
         );
     }

@@ -3,9 +3,9 @@
 //! Per scenario: a heading (name, what the workers do, what one op is, the seed's claim),
 //! then per config and CPU count one row per variant (harmonic mean of ops/s, coefficient of
 //! variation, and for fault scenarios the fraction of the `limit` floor at that CPU count)
-//! and one row per comparison: B/A paired by round in mmtests' style (`1.0712 (  7.12%)*`,
-//! `*` when the comparison is marked: see [`crate::summary`]; an interval that excludes 1.0
-//! without the mark gets a line saying why), the interval, and the
+//! and one row per comparison: B/A in mmtests' style (`1.0712 (  7.12%)*`, `*` when the
+//! comparison is marked: only a primary comparison can be, see [`crate::summary`]; an
+//! interval that excludes 1.0 without the mark gets a line saying why), the interval, and the
 //! seed's figure for the same comparison at the nearest thread count it published
 //! (`seed +17.9% @20`). [`Style::Wide`] fits 100 columns (a terminal, a 100x75 framebuffer
 //! console, the runner); [`Style::Compact`] fits 80 (an 80x25 screen): it drops min/max and
@@ -471,9 +471,13 @@ impl fmt::Display for Table<'_> {
         let width = self.style.columns();
         let verdicts = crate::verdict::verdicts(self.summary);
         if !verdicts.is_empty() {
-            writeln!(
+            wrap(
                 f,
-                "Verdicts (per seed: its largest figure against ours at the most CPUs):"
+                "",
+                "",
+                "Verdicts (per experiment: its primary comparison, the seed's headline at the \
+                 most CPUs, against the seed's figure at the nearest thread count):",
+                width,
             )?;
             for v in &verdicts {
                 wrap(f, "  ", "", &alloc::format!("{v}"), width)?;
@@ -489,12 +493,14 @@ impl fmt::Display for Table<'_> {
             "",
             "",
             "Results: harmonic mean of the measured rounds' ops/s per variant; ratio = B/A \
-             paired by round (the geometric mean of the per-round ratios) with its 95% \
-             interval; * = the interval excludes 1.0, Holm's correction over the run's \
-             comparisons keeps it below 5%, and the A/A control (A'/A, a second instance of \
-             the baseline: the run's noise at that point) does not exclude 1; floor = rate / \
-             limit's rate at the same CPU count; seed = the seed's published B/A at the \
-             nearest thread count (@N).",
+             (with two or more instances per variant: the geometric mean of the per-instance \
+             ratios, its 95% interval with the instances' placement noise in it; with one: \
+             paired by round); * = the experiment's primary comparison (the seed's headline \
+             at the most CPUs), its interval excluding 1.0 after Holm's correction over the \
+             six experiments, with the A/A control (A'/A, a second instance of the baseline) \
+             shown within +-5%; every other comparison is exploratory and never marked; \
+             floor = rate / limit's rate at the same CPU count; seed = the seed's published \
+             B/A at the nearest thread count (@N).",
             width,
         )?;
         if self.summary.has_pmu() {
@@ -614,8 +620,9 @@ mod tests {
             assert!(t.contains("mmap-touch-munmap"), "{t}");
         }
         let wide = render(Style::Wide);
+        // Exploratory (not the primary comparison): never marked.
         assert!(
-            wide.contains("1.0422 (  4.22%)* [1.0422, 1.0422]"),
+            wide.contains("1.0422 (  4.22%)  [1.0422, 1.0422]"),
             "{wide}"
         );
         assert!(wide.contains("4.740M"));

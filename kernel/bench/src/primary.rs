@@ -1,0 +1,118 @@
+//! The primary comparison of each experiment, fixed before the run, and the family Holm's
+//! correction runs over.
+//!
+//! An experiment (a catalog scenario with a published figure) has exactly one primary
+//! comparison: the seed's headline (the published point with the largest `|ln ratio|`: its
+//! variants and config) at the largest CPU count the run measured it at, the nearest to the
+//! seed's thread counts. Nothing else in the run is judged: the other comparisons are shown
+//! as exploratory, with their intervals and without a verdict word, so adding or leaving
+//! out scenarios, configs or CPU counts cannot change a verdict through the correction.
+//!
+//! The family is fixed too: one hypothesis per experiment of the catalog
+//! ([`family_size`], six today), whether or not the run selected it. An experiment the run
+//! did not measure enters Holm's correction with p = 1, which can never be rejected and
+//! makes the others' adjusted p-values what they would be in a run of every experiment.
+//!
+//! The seed's effect a verdict is held to is scaled to the CPU count run by taking the
+//! seed's own figure at the thread count nearest to ours, among its published points for
+//! the same variants and config ([`seed_at`]): the seeds measured at 1 to 208 threads and
+//! their effects grow with them, so our 2-vCPU run is held to the seed's smallest thread
+//! count, not its headline.
+
+use crate::catalog::{self, Published, PublishedPoint, Scenario};
+
+/// The seed's headline point: the published point with the largest `|ln ratio|` (the first
+/// such in the catalog's order).
+#[must_use]
+pub fn headline(published: &Published) -> Option<&'static PublishedPoint> {
+    let mut best: Option<&'static PublishedPoint> = None;
+    for p in published.points {
+        let size = libm::fabs(libm::log(p.ratio));
+        if best.is_none_or(|b| size > libm::fabs(libm::log(b.ratio))) {
+            best = Some(p);
+        }
+    }
+    best
+}
+
+/// The seed's figure for `headline`'s variants and config at the thread count nearest to
+/// `cpus` (the smaller thread count on a tie).
+#[must_use]
+pub fn seed_at(
+    published: &Published,
+    headline: &PublishedPoint,
+    cpus: u32,
+) -> &'static PublishedPoint {
+    let mut best: Option<&'static PublishedPoint> = None;
+    for p in published
+        .points
+        .iter()
+        .filter(|p| p.a == headline.a && p.b == headline.b && p.config == headline.config)
+    {
+        let dist = p.threads.abs_diff(cpus);
+        if best.is_none_or(|b| {
+            let bd = b.threads.abs_diff(cpus);
+            dist < bd || (dist == bd && p.threads < b.threads)
+        }) {
+            best = Some(p);
+        }
+    }
+    best.expect("the headline is one of the published points")
+}
+
+/// The experiments: catalog scenarios with a published figure, in catalog order, with
+/// their headline.
+pub fn experiments() -> impl Iterator<
+    Item = (
+        &'static Scenario,
+        &'static Published,
+        &'static PublishedPoint,
+    ),
+> {
+    catalog::SCENARIOS.iter().filter_map(|s| {
+        let published = s.published.as_ref()?;
+        Some((s, published, headline(published)?))
+    })
+}
+
+/// The size of Holm's family: one primary comparison per experiment of the catalog.
+#[must_use]
+pub fn family_size() -> usize {
+    experiments().count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_experiment_has_a_headline_and_the_family_is_the_catalog() {
+        assert_eq!(family_size(), 6);
+        let names: alloc::vec::Vec<&str> = experiments().map(|e| e.0.name).collect();
+        assert!(names.contains(&"seed000-refault") && names.contains(&"page-counter-802f1d"));
+        for (s, _, h) in experiments() {
+            assert!(
+                s.variant(h.a).is_some() && s.variant(h.b).is_some(),
+                "{}",
+                s.name
+            );
+            assert!(
+                s.comparisons.iter().any(|c| c.a == h.a && c.b == h.b),
+                "{}",
+                s.name
+            );
+        }
+    }
+
+    #[test]
+    fn seed000_is_held_to_its_one_job_figure_at_two_cpus() {
+        let (_, published, h) = experiments()
+            .find(|e| e.0.name == "seed000-refault")
+            .unwrap();
+        assert_eq!((h.threads, h.a), (24, "A@+0"));
+        assert_eq!(seed_at(published, h, 2).threads, 1);
+        assert_eq!(seed_at(published, h, 12).threads, 8);
+        assert_eq!(seed_at(published, h, 20).threads, 16);
+        assert_eq!(seed_at(published, h, 64).threads, 24);
+    }
+}
