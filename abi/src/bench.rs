@@ -14,12 +14,17 @@
 
 use crate::catalog;
 
-/// Measured rounds per variant without `rounds=`: two per instance, an even number, so the
-/// order's positions balance.
+/// Measured rounds per variant without `rounds=`: one per instance.
 pub const DEFAULT_ROUNDS: u32 = 4;
-/// Instances of each variant per point without `instances=`: the fewest that measure the
-/// placement noise between instances (issue 32: placement is a random effect).
-pub const DEFAULT_INSTANCES: u32 = 2;
+/// Instances of each variant per point without `instances=` (issue 32: placement is a
+/// random effect). Placement noise dominates round noise, so instances narrow the interval
+/// more than rounds do: with three variants, four instances of one round give 6 degrees of
+/// freedom and a half-width of about 1.7 placement standard deviations, two of two rounds 2
+/// and 4.3.
+pub const DEFAULT_INSTANCES: u32 = 4;
+/// Instances with `quick=1` and without `instances=`: the fewest that measure the
+/// placement noise at all.
+pub const QUICK_INSTANCES: u32 = 2;
 /// Largest `instances=`.
 pub const MAX_INSTANCES: u32 = 16;
 /// The largest `budget=`, seconds (a day).
@@ -30,10 +35,10 @@ pub const QUICK_ROUNDS: u32 = 2;
 /// Largest `rounds=`.
 pub const MAX_ROUNDS: u32 = 100;
 /// Seconds per run without `seconds=`. With every scenario, the default run on two CPUs is
-/// 27 (scenario, config, variant) triples x 2 CPU counts x 2 instances x (1 warm-up + 2
-/// rounds) = 324 runs of 0.5 s: 162 s of measurement, leaving most of `kx bench`'s 10
+/// 27 (scenario, config, variant) triples x 2 CPU counts x 4 instances x (1 warm-up + 1
+/// round) = 432 runs of 0.4 s: 173 s of measurement, leaving most of `kx bench`'s 10
 /// minutes to setup.
-pub const DEFAULT_SECONDS: Seconds = Seconds { micros: 500_000 };
+pub const DEFAULT_SECONDS: Seconds = Seconds { micros: 400_000 };
 /// Seconds per run with `quick=1` and without `seconds=`.
 pub const QUICK_SECONDS: Seconds = Seconds { micros: 100_000 };
 /// Smallest `seconds=`.
@@ -234,7 +239,11 @@ impl<'a> BenchConfig<'a> {
     /// Instances of each variant per point: the measured rounds are split evenly among them.
     #[must_use]
     pub fn instances(&self) -> u32 {
-        self.instances.unwrap_or(DEFAULT_INSTANCES)
+        self.instances.unwrap_or(if self.quick {
+            QUICK_INSTANCES
+        } else {
+            DEFAULT_INSTANCES
+        })
     }
 
     /// Duration of one run.
@@ -446,6 +455,7 @@ mod tests {
         assert_eq!(c.instances(), DEFAULT_INSTANCES);
         assert!(c.rounds().is_multiple_of(c.instances()));
         let q = parse("run=bench quick=1", false).unwrap().bench;
+        assert_eq!(q.instances(), QUICK_INSTANCES);
         assert!(q.rounds().is_multiple_of(q.instances()));
         let c = parse("run=bench rounds=6 instances=3", false)
             .unwrap()

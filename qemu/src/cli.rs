@@ -41,16 +41,6 @@ pub const BENCH_MEM_MIB: u32 = 1024;
 /// `--memcgs 10,1500,10000` adds it, and host runs and real machines run it by default.
 pub const TCG_MEMCGS: &str = "10,1500";
 
-/// The interval half-width (percent) a `kx bench` in QEMU aims for without `--ci-width`,
-/// `--budget` or `--quick`: rounds are added to points whose comparisons are wider, within
-/// [`TCG_BUDGET`].
-pub const TCG_CI_WIDTH: &str = "2";
-
-/// The seconds a default `kx bench` in QEMU may take while it adds rounds (the plan's own
-/// rounds always run): on a 2-core machine the planned rounds take about 5.5 minutes, so
-/// the run ends within about 7 minutes, inside the quick start's 10 with the build.
-pub const TCG_BUDGET: &str = "420";
-
 /// vCPUs of the commands other than `bench` without `--smp`.
 pub const DEFAULT_SMP: u32 = 2;
 /// Guest memory (MiB) of the commands other than `bench` without `--mem`.
@@ -186,9 +176,15 @@ pub struct BenchOptions {
     /// ... up to --smp]
     #[arg(long, value_name = "LIST", value_parser = kernel_value("bench_cpus"))]
     pub cpus: Option<String>,
-    /// Measured rounds per variant, 1..=100 (rounds=) [default: 5, quick 2]
+    /// Measured rounds per variant, 1..=100, a multiple of --instances (rounds=) [default:
+    /// 4, quick 2; --coherence 1]
     #[arg(long, value_name = "N", value_parser = kernel_value("rounds"))]
     pub rounds: Option<String>,
+    /// Instances of each variant per point, 1..=16, each built afresh at a new placement
+    /// and measured for rounds/instances rounds (instances=) [default: 4, quick 2;
+    /// --coherence 1]
+    #[arg(long, value_name = "N", value_parser = kernel_value("instances"))]
+    pub instances: Option<String>,
     /// Seconds per run, 0.01..=3600, e.g. 0.5 (seconds=) [default: 0.5, quick 0.1]
     #[arg(long, value_name = "S", value_parser = kernel_value("seconds"))]
     pub seconds: Option<String>,
@@ -196,12 +192,12 @@ pub struct BenchOptions {
     /// QEMU: 10,1500]
     #[arg(long, value_name = "LIST", value_parser = kernel_value("memcgs"))]
     pub memcgs: Option<String>,
-    /// Add rounds until every comparison's 95% interval half-width is at most PCT percent,
-    /// 0.01..=100 (ci_width=) [kx bench in QEMU: 2, unless --quick or --budget]
+    /// Add instance blocks until every comparison's 95% interval half-width is at most PCT
+    /// percent, 0.01..=100 (ci_width=) [default: none, a fixed number of instances]
     #[arg(long, value_name = "PCT", value_parser = kernel_value("ci_width"))]
     pub ci_width: Option<String>,
-    /// Stop adding rounds once the benchmark has run this long, pro rata per point,
-    /// 1..=86400 (budget=) [kx bench in QEMU: 420, unless --quick or --ci-width]
+    /// Stop adding instance blocks once the benchmark has run this long, pro rata per point,
+    /// 1..=86400 (budget=) [default: none]
     #[arg(long, value_name = "SECS", value_parser = kernel_value("budget"))]
     pub budget: Option<String>,
     /// After the benchmark, boot Debian's Linux (linux-image-cloud-amd64) in the same QEMU
@@ -253,6 +249,7 @@ impl BenchOptions {
             ("scenarios", &self.scenarios),
             ("bench_cpus", &self.cpus),
             ("rounds", &self.rounds),
+            ("instances", &self.instances),
             ("seconds", &self.seconds),
             ("memcgs", &self.memcgs),
             ("ci_width", &self.ci_width),
@@ -267,8 +264,25 @@ impl BenchOptions {
         }
         if self.coherence {
             keys.push("objects=1".into());
+            // Counts need no timing interval: one instance of one round unless asked.
+            if self.instances.is_none() {
+                keys.push("instances=1".into());
+                if self.rounds.is_none() {
+                    keys.push("rounds=1".into());
+                }
+            }
         }
         keys
+    }
+
+    /// Checks the kernel keys together (each was checked alone as it was parsed): `rounds`
+    /// must be a multiple of `instances`.
+    pub fn check(&self) -> Result<(), CliError> {
+        let line = format!("run=bench {}", self.kernel_keys().join(" "));
+        match abi::cmdline::parse(&line, false) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(CliError::Arguments(e.to_string())),
+        }
     }
 
     /// Whether `--coherence` runs its default set (no `--scenarios` given).
@@ -590,7 +604,12 @@ fn kernel_value(
     key: &'static str,
 ) -> impl Fn(&str) -> Result<String, String> + Clone + Send + Sync {
     move |value: &str| {
-        if abi::cmdline::parse(&format!("run=bench {key}={value}"), false).is_ok() {
+        // The value alone: how it combines with other keys is checked once all are known
+        // (`BenchOptions::check`).
+        if matches!(
+            abi::cmdline::parse(&format!("run=bench {key}={value}"), false),
+            Ok(_) | Err(abi::cmdline::CmdlineError::RoundsPerInstance { .. })
+        ) {
             return Ok(value.to_owned());
         }
         let accepted = abi::cmdline::ACCEPTED
@@ -713,6 +732,7 @@ impl BootArgs {
 impl BenchArgs {
     fn options(self) -> Result<Options, CliError> {
         let b = self.bench;
+        b.check()?;
         if b.host {
             // Clap has refused the machine's options: only the benchmark's remain.
             let cores = host_cores();
@@ -739,12 +759,6 @@ impl BenchArgs {
         let b = &mut o.bench;
         if b.memcgs.is_none() && !b.quick {
             b.memcgs = Some(TCG_MEMCGS.to_owned());
-        }
-        // Adding rounds narrows timing intervals; `--coherence` counts, and every round costs
-        // ten times as much under the plugin.
-        if b.ci_width.is_none() && b.budget.is_none() && !b.quick && !b.coherence {
-            b.ci_width = Some(TCG_CI_WIDTH.to_owned());
-            b.budget = Some(TCG_BUDGET.to_owned());
         }
         Ok(o)
     }
@@ -865,14 +879,29 @@ mod tests {
         let c = parse(["bench", "--coherence", "--quick"]).unwrap();
         let keys = c.options.bench.kernel_keys();
         let want = format!("scenarios={}", coherence_scenarios());
-        assert_eq!(keys, [want.as_str(), "quick=1", "objects=1"]);
+        assert_eq!(
+            keys,
+            [
+                want.as_str(),
+                "quick=1",
+                "objects=1",
+                "instances=1",
+                "rounds=1"
+            ]
+        );
         assert!(want.contains("limit") && want.contains("seed001-faultfree"));
         assert!(!want.contains("seed002"), "{want}");
         let c = parse(["bench", "--coherence", "--scenarios", "seed002-reclaim"]).unwrap();
         assert_eq!(
             c.options.bench.kernel_keys(),
-            ["scenarios=seed002-reclaim", "memcgs=10,1500", "objects=1"],
-            "no rounds added toward a timing interval"
+            [
+                "scenarios=seed002-reclaim",
+                "memcgs=10,1500",
+                "objects=1",
+                "instances=1",
+                "rounds=1"
+            ],
+            "one instance of one round: counts need no timing interval"
         );
         assert!(refused(["bench", "--coherence", "--host"]).contains("--host"));
         assert!(refused(["bench", "--coherence", "--linux"]).contains("--linux"));
@@ -1015,7 +1044,7 @@ mod tests {
             "seed004-readtwice,limit",
             "--cpus=1,2",
             "--rounds",
-            "3",
+            "4",
             "--seconds",
             "0.5",
             "--memcgs",
@@ -1033,7 +1062,7 @@ mod tests {
             [
                 "scenarios=seed004-readtwice,limit",
                 "bench_cpus=1,2",
-                "rounds=3",
+                "rounds=4",
                 "seconds=0.5",
                 "memcgs=10,1500",
                 "quick=1"
@@ -1060,8 +1089,8 @@ mod tests {
         );
         assert_eq!(memcgs(&["bench", "--quick"]), None);
         assert_eq!(memcgs(&["bench", "--host"]), None);
-        // The default run in QEMU adds rounds toward 2% within 420 s; --quick, --host or
-        // either flag given leave the rest to the kernel's defaults (no added rounds).
+        // The default run in QEMU runs a fixed number of instances (the kernel's defaults);
+        // instance blocks are added only when --ci-width or --budget asks.
         let keys = |a: &[&str]| {
             parse(a.iter().copied())
                 .unwrap()
@@ -1069,10 +1098,7 @@ mod tests {
                 .bench
                 .kernel_keys()
         };
-        assert_eq!(
-            keys(&["bench"]),
-            ["memcgs=10,1500", "ci_width=2", "budget=420"]
-        );
+        assert_eq!(keys(&["bench"]), ["memcgs=10,1500"]);
         assert_eq!(keys(&["bench", "--quick"]), ["quick=1"]);
         assert_eq!(keys(&["bench", "--host"]), Vec::<String>::new());
         assert_eq!(
@@ -1087,6 +1113,30 @@ mod tests {
             assert!(parse(["bench", "--ci-width", bad]).is_err(), "{bad}");
         }
         assert!(parse(["bench", "--budget", "0"]).is_err());
+        // Rounds and instances together: the rounds must split evenly.
+        assert_eq!(
+            keys(&["bench", "--rounds", "6", "--instances", "3"]),
+            ["rounds=6", "instances=3", "memcgs=10,1500"]
+        );
+        let e = parse(["bench", "--rounds", "6"]).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("rounds=6 is not a multiple of instances=4"),
+            "{e}"
+        );
+        assert!(parse(["bench", "--instances", "0"]).is_err());
+        assert!(parse(["bench", "--host", "--rounds", "3", "--instances", "2"]).is_err());
+        // --coherence counts with one instance of one round unless asked.
+        assert_eq!(
+            keys(&["bench", "--coherence", "--scenarios", "limit"]),
+            [
+                "scenarios=limit",
+                "memcgs=10,1500",
+                "objects=1",
+                "instances=1",
+                "rounds=1"
+            ]
+        );
     }
 
     #[test]
@@ -1112,9 +1162,9 @@ mod tests {
 
     #[test]
     fn host_mode_takes_the_bench_options_but_not_qemus() {
-        let c = parse(["bench", "--host", "--quick", "--rounds", "3", "--out", "x"]).unwrap();
+        let c = parse(["bench", "--host", "--quick", "--rounds", "4", "--out", "x"]).unwrap();
         assert!(c.options.bench.host && c.options.bench.quick);
-        assert_eq!(c.options.bench.kernel_keys(), ["rounds=3", "quick=1"]);
+        assert_eq!(c.options.bench.kernel_keys(), ["rounds=4", "quick=1"]);
         assert_eq!(c.options.out, Some(PathBuf::from("x")));
         for flag in [
             "--mode",

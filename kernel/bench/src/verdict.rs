@@ -12,7 +12,7 @@
 //!   within +-[`crate::summary::CONTROL_MARGIN`] ([`crate::summary::control_state`]); the
 //!   line says which;
 //! - **reproduced**: the interval excludes 1 after Holm's correction, in the seed's
-//!   direction, and it contains the seed's figure;
+//!   direction (the headline's), and it contains the seed's figure;
 //! - **smaller than the seed** / **larger than the seed**: significant in the seed's
 //!   direction, but the whole interval lies short of / beyond the seed's figure;
 //! - **contradicted**: significant after the correction, in the opposite direction;
@@ -137,7 +137,10 @@ pub fn verdicts(summary: &Summary) -> Vec<Verdict> {
             .cloned();
         let control = summary::control_state(control_cmp.as_ref());
         let significant = c.significant && c.p_adjusted.is_some_and(|q| q < stats::ALPHA);
-        let up = seed_at.ratio > 1.0;
+        // The direction is the headline's: the seed's figure at a small thread count may
+        // be no effect at all (seed003's -0.02% at 1 CPU), and then any effect in the
+        // headline's direction is larger than it.
+        let up = seed.ratio > 1.0;
         let outcome = if control.is_err() {
             Outcome::NotJudged
         } else if !significant {

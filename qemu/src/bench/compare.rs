@@ -2,13 +2,14 @@
 //! compare-kernels.
 //!
 //! Per scenario, config, variant and CPU count: the harmonic mean of ops/s in each directory,
-//! and for every directory after the first its ratio to the first with the percentage and a
-//! `*` when the 95% interval of that ratio excludes 1.0: `1.0712 (  7.12%)*`. The interval is
-//! the paired one of a run (round `r` of one directory against round `r` of the other, the
-//! geometric mean of the ratios, Student's t on their logarithms) when both directories
-//! have the same rounds of the point, as two runs of the same plan do; otherwise it cannot
-//! pair and says so (`u` after the cell: Welch's interval on the two sets of rates). A
-//! second table puts
+//! and for every directory after the first its ratio to the first with the percentage:
+//! `1.0712 (  7.12%)`. Each directory is one boot, and a boot is one unit: its rounds share
+//! the boot's placement of every structure, the emulator's state and the host's load, so
+//! round `r` of one boot is no pair for round `r` of another, and the rounds of one boot are
+//! not independent samples of the boot-to-boot variation. With one boot per side there is
+//! one unit per side, so the ratio of the boot means has no interval and no mark, and the
+//! output says so (issue 32: pairing rounds across boots made intervals that left the
+//! boot-to-boot variation out). A second table puts
 //! each directory's own B/A comparisons side by side: those are measured within one boot,
 //! so they compare across platforms (a TCG run, a host run, a real machine) where absolute
 //! rates do not. A missing point is `-`.
@@ -97,40 +98,15 @@ fn variant<'a>(s: &'a Side, k: &Key) -> Option<&'a bench::summary::VariantPoint>
         .variant(&k.2)
 }
 
-/// The ratio of `other`'s rates to `base`'s: (hmean of `other`, ratio, significant, paired).
-/// Paired by round when both have the same rounds (each once), else Welch's interval.
+/// The ratio of `other`'s boot mean to `base`'s: (hmean of `other`, ratio). Each side is
+/// one boot, one unit (module doc): there is no interval.
 pub fn cross_ratio(
     base: &bench::summary::VariantPoint,
     other: &bench::summary::VariantPoint,
-) -> Option<(f64, f64, bool, bool)> {
+) -> Option<(f64, f64)> {
     let hmean = stats::hmean(&other.rates).ok()?;
-    let mut rounds = base.rounds.clone();
-    rounds.sort_unstable();
-    rounds.dedup();
-    let same = rounds.len() == base.rounds.len() && {
-        let mut o = other.rounds.clone();
-        o.sort_unstable();
-        o == rounds
-    };
-    if same {
-        let pairs: Vec<(f64, f64)> = base
-            .rounds
-            .iter()
-            .zip(&base.rates)
-            .map(|(r, a)| {
-                let i = other
-                    .rounds
-                    .iter()
-                    .position(|x| x == r)
-                    .expect("same rounds");
-                (*a, other.rates[i])
-            })
-            .collect();
-        let p = stats::paired_ratio_ci(&pairs).ok()?;
-        return Some((hmean, p.ratio, p.significant(), true));
-    }
-    let w = stats::ratio_ci(&base.rates, &other.rates).ok()?;
-    Some((hmean, w.ratio, w.significant(), false))
+    let base = stats::hmean(&base.rates).ok()?;
+    Some((hmean, hmean / base))
 }
 
 const COL: usize = 26;
@@ -142,8 +118,9 @@ pub fn text(sides: &[Side]) -> String {
     let _ = writeln!(
         t,
         "hmean ops/s per scenario, config, variant and CPU count; after [1]: hmean, ratio to [1]\n\
-         and its percentage, * = the 95% interval of the ratio excludes 1.0 (paired by round;\n\
-         u = the directories' rounds differ, so it cannot pair: Welch's interval)"
+         and its percentage. Each directory is one boot, and a boot is one unit: the ratio is\n\
+         of the boot means, unpaired, without an interval (one boot per side cannot measure\n\
+         the boot-to-boot variation), so no ratio across directories is marked"
     );
     for (i, s) in sides.iter().enumerate() {
         let _ = writeln!(t, "  [{}] {}", i + 1, s.describe());
@@ -186,11 +163,13 @@ pub fn text(sides: &[Side]) -> String {
         for s in &sides[1..] {
             let cell = match (variant(&sides[0], &k), variant(s, &k)) {
                 (Some(b), Some(o)) => match cross_ratio(b, o) {
-                    Some((h, ratio, significant, paired)) => format!(
-                        "{:>8} {}{}",
+                    Some((h, ratio)) => format!(
+                        "{:>8} {}",
                         Rate(h).to_string(),
-                        Ratio { ratio, significant },
-                        if paired { "" } else { "u" }
+                        Ratio {
+                            ratio,
+                            significant: false
+                        }
                     ),
                     None => "-".into(),
                 },

@@ -7,7 +7,7 @@ use bench::Run;
 use std::fmt::Write;
 
 /// The header line's fields.
-pub const HEADER: [&str; 11] = [
+pub const HEADER: [&str; 12] = [
     "scenario",
     "config",
     "variant",
@@ -19,6 +19,7 @@ pub const HEADER: [&str; 11] = [
     "ops_per_s",
     "floor_fraction",
     "order",
+    "instance",
 ];
 
 /// One CSV field.
@@ -42,7 +43,7 @@ pub fn render(runs: &[Run]) -> String {
             .unwrap_or_default();
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{:?},{},{}",
+            "{},{},{},{},{},{},{},{},{:?},{},{},{}",
             field(&r.scenario),
             field(&r.config),
             field(&r.variant),
@@ -53,7 +54,8 @@ pub fn render(runs: &[Run]) -> String {
             r.ns,
             r.ops_per_s,
             floor,
-            r.order
+            r.order,
+            r.instance
         );
     }
     out

@@ -113,11 +113,19 @@ pub fn info_rows(r: &ResultsFile) -> Vec<(String, String)> {
     rows
 }
 
-/// The verdict table's columns.
-pub const VERDICT_HEADER: [&str; 6] =
-    ["scenario", "verdict", "ours", "seed", "seed threads", "why"];
+/// The verdict table's columns: per experiment its primary comparison with the interval,
+/// the verdict word, the seed's figure it was held to, the A/A control's result and why.
+pub const VERDICT_HEADER: [&str; 7] = [
+    "scenario",
+    "verdict",
+    "primary comparison (ours)",
+    "seed",
+    "seed threads",
+    "A/A control",
+    "why",
+];
 
-/// One row per seed ([`bench::verdict`]).
+/// One row per experiment ([`bench::verdict`]).
 #[must_use]
 pub fn verdict_rows(summary: &Summary) -> Vec<Vec<String>> {
     bench::verdict::verdicts(summary)
@@ -127,8 +135,9 @@ pub fn verdict_rows(summary: &Summary) -> Vec<Vec<String>> {
                 v.scenario.to_owned(),
                 v.outcome.name().to_owned(),
                 v.ours_text(),
-                format!("{:+.1}%", (v.seed.ratio - 1.0) * 100.0),
-                v.seed.threads.to_string(),
+                format!("{:+.1}%", (v.seed_at.ratio - 1.0) * 100.0),
+                v.seed_at.threads.to_string(),
+                v.control_text(),
                 v.why().unwrap_or_default(),
             ]
         })

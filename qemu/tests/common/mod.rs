@@ -1,8 +1,9 @@
 //! Synthetic benchmark logs for the runner's tests, written with the kernel's own record
 //! writer (`bench::record`) from records built here, exactly as the kernel-side engine
 //! prints them: boot noise, `plan`, per run a `KRESULT` run record and a `KPROGRESS` line
-//! (warm-up first, then the variants interleaved round by round, the order reversed in even
-//! rounds; the A/A control `A'` is a variant like any other), the comparisons of each
+//! (per instance block a warm-up first, then the variants interleaved round by round in the
+//! rows of a Williams square; the A/A control `A'` is a variant like any other; each
+//! instance of a variant gets a placement offset of its own), the comparisons of each
 //! point, the table, `end`, `KEXIT`. The rates come from a fixed formula with a small
 //! deterministic jitter: they test the pipeline, they are not measurements, and the
 //! `machine` record says so.
@@ -26,6 +27,8 @@ pub struct Spec {
     pub cpus: Vec<u32>,
     /// Measured rounds.
     pub rounds: u32,
+    /// Instance blocks (`rounds` is a multiple).
+    pub instances: u32,
     /// Every run's ops are multiplied by this (exactly, for multiples of 1/4).
     pub scale: f64,
     /// Line end.
@@ -52,6 +55,7 @@ impl Default for Spec {
             ],
             cpus: vec![1, 2],
             rounds: 3,
+            instances: 3,
             scale: 1.0,
             crlf: true,
             invariants_ok: true,
@@ -107,29 +111,43 @@ pub fn log(spec: &Spec) -> String {
         1,
         Some(0.1),
         None,
-    );
+    )
+    .with_instances(spec.instances);
     line(&mut out, &plan.line());
     let (mut step, mut n, mut runs, mut comparisons) = (0, 0u64, Vec::new(), Vec::new());
     for (s, c, vs) in &spec.points {
         for &cpus in &spec.cpus {
             let mut point_runs = Vec::new();
-            for round in 0..=spec.rounds {
-                // The engine's order: the plan's in the warm-up and odd rounds, reversed in
-                // even ones.
-                let mut order: Vec<&(&str, f64)> = vs.iter().collect();
-                if round > 0 && round.is_multiple_of(2) {
-                    order.reverse();
-                }
+            let per = spec.rounds / spec.instances;
+            let blocks = (0..spec.instances).flat_map(|j| {
+                std::iter::once((j, 0)).chain((1..=per).map(move |k| (j, j * per + k)))
+            });
+            for (instance, round) in blocks {
+                // The engine's order: the plan's in the warm-up, a Williams square's rows in
+                // the measured rounds.
+                let order: Vec<&(&str, f64)> = if round == 0 {
+                    vs.iter().collect()
+                } else {
+                    bench::engine::RunOrder::Williams
+                        .order(vs.len(), round)
+                        .into_iter()
+                        .map(|k| &vs[k])
+                        .collect()
+                };
                 for (position, (v, base)) in order.into_iter().enumerate() {
                     n += 1;
                     step += 1;
-                    let rate = base * f64::from(cpus).powf(0.8) * (1.0 + jitter(n));
+                    // Each instance sits at a placement of its own: a fixed offset of up to
+                    // 0.5% for all its rounds.
+                    let place = 1.0 + 0.5 * jitter(u64::from(instance) * 7919 + v.len() as u64);
+                    let rate = base * f64::from(cpus).powf(0.8) * (1.0 + jitter(n)) * place;
                     let ns = 100_000_000u64;
                     // A multiple of 4 before scaling, so a scale of k/4 is exact.
                     let ops = (rate * ns as f64 / 1e9 / 4.0).round() * 4.0;
                     let ops = (ops * spec.scale).round() as u64;
                     let mut r = Run::new(s, c, v, cpus, round, round == 0, ops, ns).unwrap();
                     r.order = position as u32 + 1;
+                    r.instance = instance;
                     r.per_cpu = (0..cpus)
                         .map(|cpu| CpuShare {
                             cpu,
