@@ -42,6 +42,8 @@ pub mod primary;
 pub mod progress;
 pub mod record;
 pub mod scenarios;
+#[cfg(test)]
+mod statistics_tests;
 pub mod stats;
 pub mod summary;
 pub mod table;
