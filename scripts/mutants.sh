@@ -32,7 +32,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 CARGO_MUTANTS_VERSION=27.1.0
 
 # The core files: lru's list, reclaim and refault logic; memcg's charge path, hierarchy and
-# reclaim; the page allocator and the fault path; the seeds' benchmark scenarios.
+# reclaim; the page allocator and the fault path; the seeds' benchmark scenarios; the
+# statistics, the primary comparisons, the summary's marks and the verdicts.
 DEFAULT_FILES=(
     lru/src/vmscan.rs
     lru/src/vmscan_classic.rs
@@ -65,6 +66,11 @@ DEFAULT_FILES=(
     kernel/bench/src/scenarios/seed002.rs
     kernel/bench/src/scenarios/seed003.rs
     kernel/bench/src/scenarios/seed004.rs
+    kernel/bench/src/stats.rs
+    kernel/bench/src/two_level.rs
+    kernel/bench/src/primary.rs
+    kernel/bench/src/summary.rs
+    kernel/bench/src/verdict.rs
 )
 
 # Code whose interleavings only the loom models explore.
