@@ -235,8 +235,10 @@ pub struct RunLoad {
     pub round: u32,
     /// Position in its round.
     pub order: u32,
-    /// Others' load over the interval that ended with this run's record, cores.
-    pub host_load: f64,
+    /// Others' load over the interval that ended with this run's record, cores; `None`
+    /// where it could not be measured (a sample failed, or no interval had started): missing,
+    /// never 0.
+    pub host_load: Option<f64>,
     /// The interval, seconds of one CPU's time.
     pub interval_s: f64,
     /// Whether `host_load` is above [`BUSY_CORES`].
@@ -252,7 +254,7 @@ pub struct HostLoadRecord {
     pub before: Option<Before>,
     /// Per run.
     pub runs: Vec<RunLoad>,
-    /// Measured (not warm-up) runs flagged.
+    /// Measured (not warm-up) runs flagged: each is excluded from the statistics.
     pub flagged: usize,
     /// The largest run's load, cores.
     pub max_cores: f64,
@@ -264,14 +266,15 @@ impl HostLoadRecord {
     /// One line for the terminal and the notes.
     #[must_use]
     pub fn line(&self) -> String {
-        if let Some(e) = &self.error {
+        let measured: Vec<&RunLoad> = self.runs.iter().filter(|r| r.round > 0).collect();
+        let loads: Vec<f64> = measured.iter().filter_map(|r| r.host_load).collect();
+        if let Some(e) = self.error.as_ref().filter(|_| loads.is_empty()) {
             return format!("host load: not measured: {e}");
         }
-        let measured: Vec<&RunLoad> = self.runs.iter().filter(|r| r.round > 0).collect();
-        let mean = if measured.is_empty() {
+        let mean = if loads.is_empty() {
             0.0
         } else {
-            measured.iter().map(|r| r.host_load).sum::<f64>() / measured.len() as f64
+            loads.iter().sum::<f64>() / loads.len() as f64
         };
         let mut s = format!(
             "host load during the runs: other processes used {mean:.2} cores on average, at \
@@ -280,6 +283,15 @@ impl HostLoadRecord {
             self.flagged,
             measured.len()
         );
+        let missing = measured.len() - loads.len();
+        if missing > 0 {
+            s.push_str(&format!(
+                " ({missing} not measured{})",
+                self.error
+                    .as_ref()
+                    .map_or(String::new(), |e| format!(": {e}"))
+            ));
+        }
         if self.flagged > 0 {
             let which: Vec<String> = measured
                 .iter()
@@ -288,12 +300,17 @@ impl HostLoadRecord {
                 .map(|r| {
                     format!(
                         "{} {} {} cpus={} round={} ({:.2})",
-                        r.scenario, r.config, r.variant, r.cpus, r.round, r.host_load
+                        r.scenario,
+                        r.config,
+                        r.variant,
+                        r.cpus,
+                        r.round,
+                        r.host_load.unwrap_or(f64::NAN)
                     )
                 })
                 .collect();
             s.push_str(&format!(
-                " (their timings are suspect: {}{})",
+                "; excluded from the statistics: {}{}",
                 which.join(", "),
                 if self.flagged > which.len() {
                     ", ..."
@@ -346,22 +363,26 @@ impl Monitor {
             _ => return,
         };
         let now = match self.source.sample() {
-            Ok(s) => s,
+            Ok(s) => Some(s),
             Err(e) => {
                 self.record.error.get_or_insert(e);
-                return;
+                None
             }
         };
         if let bench::Record::Run(r) = record {
-            let (cores, per_cpu) = match &self.last {
-                Some(prev) => load_between(prev, &now),
-                None => (0.0, 0),
+            // Missing, not 0, where either end of the interval has no sample.
+            let measured = match (&self.last, &now) {
+                (Some(prev), Some(now)) => Some(load_between(prev, now)),
+                _ => None,
             };
-            let flagged = cores > BUSY_CORES;
+            let cores = measured.map(|m| m.0);
+            let flagged = cores.is_some_and(|c| c > BUSY_CORES);
             if flagged && !r.warmup {
                 self.record.flagged += 1;
             }
-            self.record.max_cores = self.record.max_cores.max(cores);
+            if let Some(c) = cores {
+                self.record.max_cores = self.record.max_cores.max(c);
+            }
             self.record.runs.push(RunLoad {
                 run: self.runs,
                 scenario: r.scenario,
@@ -370,13 +391,13 @@ impl Monitor {
                 cpus: r.cpus,
                 round: r.round,
                 order: r.order,
-                host_load: (cores * 1000.0).round() / 1000.0,
-                interval_s: per_cpu as f64 / 100.0,
+                host_load: cores.map(|c| (c * 1000.0).round() / 1000.0),
+                interval_s: measured.map_or(0.0, |m| m.1 as f64 / 100.0),
                 flagged,
             });
             self.runs += 1;
         }
-        self.last = Some(now);
+        self.last = now;
     }
 }
 
@@ -510,16 +531,16 @@ mod tests {
         m.line(&run_line("floor", 2));
         let r = &m.record;
         assert_eq!(r.runs.len(), 3);
-        assert_eq!(r.runs[0].host_load, 0.0);
+        assert_eq!(r.runs[0].host_load, Some(0.0));
         assert!(!r.runs[0].flagged);
         // The interval before round 1 started at the warm-up's record, not at the progress
         // line: its 960 foreign ticks are counted.
         assert!(
-            r.runs[1].host_load > 1.9 && r.runs[1].flagged,
+            r.runs[1].host_load.unwrap() > 1.9 && r.runs[1].flagged,
             "{:?}",
             r.runs[1]
         );
-        assert_eq!(r.runs[2].host_load, 0.05);
+        assert_eq!(r.runs[2].host_load, Some(0.05));
         assert!(!r.runs[2].flagged);
         assert_eq!((r.runs[2].run, r.runs[2].round), (2, 2));
         assert_eq!(r.flagged, 1);
@@ -529,6 +550,32 @@ mod tests {
             "{line}"
         );
         assert!(line.contains("limit anon floor cpus=2 round=1"), "{line}");
+    }
+
+    /// A sample that fails leaves the run's load missing (and the next run's, whose interval
+    /// starts there), never 0.
+    #[test]
+    fn a_failed_sample_is_missing_not_zero() {
+        let p = FakeProc::new("missing");
+        p.set(0, 0, 0, 0);
+        let mut m = Monitor::new(p.source(), None);
+        m.qemu_started(2);
+        p.set(40, 0, 40, 0);
+        m.line(&run_line("floor", 0));
+        std::fs::remove_file(p.root.join("stat")).unwrap();
+        m.line(&run_line("floor", 1));
+        p.set(80, 0, 80, 0);
+        m.line(&run_line("floor", 2));
+        p.set(120, 0, 120, 0);
+        m.line(&run_line("floor", 3));
+        let loads: Vec<Option<f64>> = m.record.runs.iter().map(|r| r.host_load).collect();
+        assert_eq!(loads, [Some(0.0), None, None, Some(0.0)]);
+        assert!(m.record.error.is_some());
+        let line = m.record.line();
+        assert!(
+            line.contains("0 of 3 measured runs above 0.1 core (2 not measured: "),
+            "{line}"
+        );
     }
 
     #[test]

@@ -514,3 +514,67 @@ fn an_unpaired_log_from_before_issue_20_still_reads() {
     }
     assert!(c.summary.comparisons().any(|c| c.primary));
 }
+
+/// A measured run the host-load monitor flagged is excluded from every statistic: its
+/// variant's rates lose it, the point's comparisons are recomputed without its instance
+/// block, and the run record says why.
+#[test]
+fn a_run_timed_on_a_busy_host_is_excluded_and_its_point_recomputed() {
+    use qemu::hostload::{HostLoadRecord, RunLoad};
+    let mut c = Collected::from_log(&log(&Spec::default()));
+    let at = |c: &Collected| {
+        c.summary
+            .points
+            .iter()
+            .find(|p| p.scenario == "seed004-readtwice" && p.cpus == 2)
+            .unwrap()
+            .clone()
+    };
+    let before = at(&c);
+    assert_eq!(before.variant("B").unwrap().rates.len(), 3);
+    let index = c
+        .runs
+        .iter()
+        .position(|r| {
+            r.scenario == "seed004-readtwice" && r.cpus == 2 && r.variant == "B" && r.round == 2
+        })
+        .unwrap();
+    let busy = |flagged: bool| RunLoad {
+        run: index,
+        scenario: "seed004-readtwice".into(),
+        config: "2-per-memcg".into(),
+        variant: "B".into(),
+        cpus: 2,
+        round: 2,
+        order: 1,
+        host_load: Some(0.6),
+        interval_s: 0.1,
+        flagged,
+    };
+    let mut load = HostLoadRecord::default();
+    load.runs.push(busy(false));
+    assert_eq!(c.exclude_busy(&load), 0, "an unflagged run stays");
+    load.runs[0] = busy(true);
+    load.flagged = 1;
+    assert_eq!(c.exclude_busy(&load), 1);
+    let r = &c.runs[index];
+    assert!(!r.measured());
+    assert!(
+        r.excluded.as_deref().unwrap().contains("0.60 cores"),
+        "{r:?}"
+    );
+    let after = at(&c);
+    assert_eq!(after.variant("B").unwrap().rates.len(), 2);
+    let ba = after.comparisons.iter().find(|x| x.b == "B").unwrap();
+    assert_eq!(ba.instances, 2, "block 1 lost B's only round: {ba:?}");
+    assert!(
+        c.summary
+            .recomputed
+            .iter()
+            .any(|x| x.cpus == 2 && x.b == "B")
+    );
+    assert!(c.summary.disagreeing.is_empty());
+    // results.json keeps the reason with the run.
+    let line = bench::KResult::line(r);
+    assert!(line.contains("\"excluded\":\"the host was busy"), "{line}");
+}

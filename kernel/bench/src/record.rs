@@ -366,6 +366,10 @@ pub struct Run {
     /// placement of its own (0 in logs from before issue 32, which built one).
     #[serde(default)]
     pub instance: u32,
+    /// Why the runner left this run out of every statistic (the host was busy while it
+    /// ran); the kernel never sets it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excluded: Option<String>,
     /// Operations completed on all CPUs.
     pub ops: u64,
     /// Wall time, ns.
@@ -455,6 +459,7 @@ impl Run {
             warmup,
             order: 0,
             instance: 0,
+            excluded: None,
             ops,
             ns,
             ops_per_s: rate(ops, ns),
@@ -468,10 +473,10 @@ impl Run {
         Ok(run)
     }
 
-    /// Whether the run counts in statistics.
+    /// Whether the run counts in statistics: not a warm-up, and not excluded.
     #[must_use]
     pub fn measured(&self) -> bool {
-        !self.warmup
+        !self.warmup && self.excluded.is_none()
     }
 
     /// Checks that the run holds together.

@@ -329,12 +329,24 @@ impl Summary {
             let matches = |c: &&Comparison| {
                 c.scenario == p.scenario && c.config == p.config && c.cpus == p.cpus
             };
+            // A run excluded after the kernel printed its comparisons (the runner saw the
+            // host busy) makes them stale: the point's comparisons are recomputed.
+            let stale = runs.iter().any(|r| {
+                r.excluded.is_some()
+                    && r.scenario == p.scenario
+                    && r.config == p.config
+                    && r.cpus == p.cpus
+            });
             for (a, b) in &defs {
                 let (a, b) = (*a, b.as_str());
                 if p.variant(a).is_none() || p.variant(b).is_none() {
                     continue;
                 }
-                let printed = given.iter().filter(matches).find(|c| c.a == a && c.b == b);
+                let printed = given
+                    .iter()
+                    .filter(matches)
+                    .find(|c| c.a == a && c.b == b)
+                    .filter(|_| !stale);
                 // A log from before issue 20 printed the unpaired interval: check it as such.
                 let pair = printed.is_none_or(|c| c.paired || c.method != stats::METHOD);
                 let own =

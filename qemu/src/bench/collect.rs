@@ -327,6 +327,41 @@ impl Collected {
         self.summary = Summary::new(&self.runs, &self.comparisons);
     }
 
+    /// Excludes from every statistic the measured runs that `load` flagged (other processes
+    /// took more than [`crate::hostload::BUSY_CORES`] while they ran), each with the reason
+    /// in the run record; the summary is made again, the affected points' comparisons
+    /// recomputed without them. Returns how many runs were excluded.
+    pub fn exclude_busy(&mut self, load: &crate::hostload::HostLoadRecord) -> usize {
+        let mut n = 0;
+        for l in load.runs.iter().filter(|l| l.flagged && l.round > 0) {
+            let same = |r: &Run| {
+                r.scenario == l.scenario
+                    && r.config == l.config
+                    && r.variant == l.variant
+                    && r.cpus == l.cpus
+                    && r.round == l.round
+            };
+            let at = match self.runs.get(l.run) {
+                Some(r) if same(r) => Some(l.run),
+                _ => self.runs.iter().position(same),
+            };
+            if let Some(r) = at.and_then(|i| self.runs.get_mut(i))
+                && r.excluded.is_none()
+            {
+                r.excluded = Some(format!(
+                    "the host was busy: other processes used {:.2} cores (above {})",
+                    l.host_load.unwrap_or(f64::NAN),
+                    crate::hostload::BUSY_CORES
+                ));
+                n += 1;
+            }
+        }
+        if n > 0 {
+            self.summary = Summary::new(&self.runs, &self.comparisons);
+        }
+        n
+    }
+
     /// Whether any record was found at all.
     #[must_use]
     pub fn is_empty(&self) -> bool {

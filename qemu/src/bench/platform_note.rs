@@ -212,7 +212,7 @@ mod tests {
             cpus: 2,
             round: 1,
             order: 1,
-            host_load: 0.4,
+            host_load: Some(0.4),
             interval_s: 0.1,
             flagged: true,
         });

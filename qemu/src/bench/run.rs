@@ -247,6 +247,9 @@ pub fn bench(
         .unwrap_or_else(|p| p.into_inner())
         .record;
     let mut c = Collected::from_log(&out.serial);
+    // A run timed while other processes kept the host busy is out of every statistic (the
+    // host-load line in the notes names them).
+    c.exclude_busy(&load);
     if let Some(setup) = coherence {
         if !out.outcome.is_success()
             && out.serial.trim().is_empty()
