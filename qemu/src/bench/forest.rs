@@ -2,8 +2,11 @@
 //! row (config, B/A, CPU count; the A/A controls included, labelled `A'/A`), its paired ratio
 //! as a dot with its 95% interval as a horizontal bar, a vertical line at 1, and the seed's
 //! figure for the same comparison (at the nearest thread count it published) as a red cross
-//! on the same row. The x axis is logarithmic, so 0.5 and 2 are as far from 1. A marked
-//! comparison (see `bench::summary`) is drawn filled, an unmarked one hollow.
+//! on the same row. The x axis is logarithmic, so 0.5 and 2 are as far from 1: the chart
+//! is drawn in `ln(B/A)` and its ticks are labelled with the ratios, with as many decimals
+//! as the range needs for every label to differ ([`tick_decimals`]; plotters' own log axis
+//! put every tick of a narrow range at "1.000"). A marked comparison (see `bench::summary`)
+//! is drawn filled, an unmarked one hollow.
 //!
 //! Drawn with plotters' SVG backend like the other plots ([`super::plot`]).
 
@@ -45,6 +48,18 @@ pub fn rows(summary: &Summary, scenario: &str) -> Vec<Row> {
         .collect()
 }
 
+/// Decimals for ratio labels on an axis from `lo` to `hi` (ratios) with about `ticks`
+/// ticks: enough that neighbouring ticks, `ln(hi / lo) / ticks` apart in `ln`, read
+/// differently.
+#[must_use]
+pub fn tick_decimals(lo: f64, hi: f64, ticks: u32) -> usize {
+    let step = (hi / lo).ln() / f64::from(ticks.max(1));
+    if !step.is_finite() || step <= 0.0 {
+        return 3;
+    }
+    ((-step.log10()).ceil() as i64 + 1).clamp(2, 6) as usize
+}
+
 /// The forest plot of `scenario` (`None` when it has no comparison), or why plotters failed.
 pub fn svg(summary: &Summary, scenario: &str) -> Result<Option<String>, String> {
     let rows = rows(summary, scenario);
@@ -61,7 +76,9 @@ pub fn svg(summary: &Summary, scenario: &str) -> Result<Option<String>, String> 
             hi = hi.max(v);
         }
     }
-    let (lo, hi) = (lo / 1.1, hi * 1.1);
+    let (lo, hi) = (lo / 1.02, hi * 1.02);
+    let decimals = tick_decimals(lo, hi, 8);
+    let ln = f64::ln;
     let height = 110 + 24 * n as u32;
     let mut buf = String::new();
     {
@@ -75,7 +92,7 @@ pub fn svg(summary: &Summary, scenario: &str) -> Result<Option<String>, String> 
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(250)
-            .build_cartesian_2d((lo..hi).log_scale(), -0.5..n as f64 - 0.5)
+            .build_cartesian_2d(ln(lo)..ln(hi), -0.5..n as f64 - 0.5)
             .map_err(|x| e(&x))?;
         let labels: Vec<String> = rows.iter().map(|r| r.label.clone()).collect();
         chart
@@ -92,13 +109,14 @@ pub fn svg(summary: &Summary, scenario: &str) -> Result<Option<String>, String> 
                 }
             })
             .x_desc("B/A (log scale)")
-            .x_label_formatter(&|x| format!("{x:.3}"))
+            .x_labels(8)
+            .x_label_formatter(&|x| format!("{:.*}", decimals, x.exp()))
             .draw()
             .map_err(|x| e(&x))?;
         let y = |i: usize| (n - 1 - i) as f64;
         chart
             .draw_series(LineSeries::new(
-                vec![(1.0, -0.5), (1.0, n as f64 - 0.5)],
+                vec![(0.0, -0.5), (0.0, n as f64 - 0.5)],
                 BLACK.stroke_width(1),
             ))
             .map_err(|x| e(&x))?;
@@ -108,9 +126,9 @@ pub fn svg(summary: &Summary, scenario: &str) -> Result<Option<String>, String> 
                 chart
                     .draw_series(std::iter::once(ErrorBar::new_horizontal(
                         y(i),
-                        a,
-                        r.ratio,
-                        b,
+                        ln(a),
+                        ln(r.ratio),
+                        ln(b),
                         blue.stroke_width(2),
                         8,
                     )))
@@ -122,12 +140,12 @@ pub fn svg(summary: &Summary, scenario: &str) -> Result<Option<String>, String> 
                 blue.stroke_width(2)
             };
             chart
-                .draw_series(std::iter::once(Circle::new((r.ratio, y(i)), 4, style)))
+                .draw_series(std::iter::once(Circle::new((ln(r.ratio), y(i)), 4, style)))
                 .map_err(|x| e(&x))?;
             if let Some(s) = r.seed {
                 chart
                     .draw_series(std::iter::once(Cross::new(
-                        (s, y(i)),
+                        (ln(s), y(i)),
                         6,
                         RED.stroke_width(2),
                     )))
@@ -143,6 +161,15 @@ pub fn svg(summary: &Summary, scenario: &str) -> Result<Option<String>, String> 
 mod tests {
     use super::*;
     use bench::Run;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn narrow_ranges_get_enough_decimals() {
+        assert_eq!(tick_decimals(0.99, 1.01, 8), 4);
+        assert_eq!(tick_decimals(0.5, 10.0, 8), 2);
+        assert_eq!(tick_decimals(0.999, 1.001, 8), 5);
+        assert_eq!(tick_decimals(1.0, 1.0, 8), 3);
+    }
 
     #[test]
     fn one_row_per_comparison_with_the_seed() {
@@ -184,6 +211,14 @@ mod tests {
             assert!(texts.iter().any(|t| t.trim() == l), "{l}: {texts:?}");
         }
         assert!(svg.contains("#FF0000"), "the seed's cross");
+        // The x ticks read as distinct ratios.
+        let ticks: Vec<&str> = texts
+            .iter()
+            .copied()
+            .filter(|t| t.trim().parse::<f64>().is_ok())
+            .collect();
+        let distinct: BTreeSet<&str> = ticks.iter().map(|t| t.trim()).collect();
+        assert!(distinct.len() >= 4, "{ticks:?}");
         assert!(
             super::svg(&Summary::new(&[], &[]), "limit")
                 .unwrap()

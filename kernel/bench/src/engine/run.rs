@@ -262,10 +262,11 @@ impl Engine<'_> {
                             }
                         }
                     }
-                    // Once per scenario, config and variant, unless it changes with the CPUs
-                    // (the control's would repeat its baseline's).
+                    // Once per scenario, config and text: variants, instances and CPU counts
+                    // that say the same thing say it once (the control's repeats its
+                    // baseline's).
                     if let Some(n) = inst.note().filter(|_| !v.control) {
-                        let text = format!("{} {} {}: {n}", scenario.name, config.name, v.name);
+                        let text = format!("{} {}: {n}", scenario.name, config.name);
                         if !self.notes.contains(&text) {
                             self.note(text);
                         }

@@ -198,6 +198,8 @@ struct Counter {
     built: AtomicU32,
     /// The most instances alive at once (counted at each build).
     most_alive: AtomicU32,
+    /// What every instance says about its setup.
+    note: Option<&'static str>,
 }
 
 impl Counter {
@@ -211,6 +213,7 @@ impl Counter {
             torn_down: AtomicU32::new(0),
             built: AtomicU32::new(0),
             most_alive: AtomicU32::new(0),
+            note: None,
         }
     }
 }
@@ -277,6 +280,10 @@ impl Instance for CounterInstance<'_> {
         let n = 10.min(ctx.max_ops);
         self.per_cpu[ctx.index as usize].fetch_add(n, Ordering::Relaxed);
         Ok(n)
+    }
+
+    fn note(&self) -> Option<String> {
+        self.scenario.note.map(String::from)
     }
 
     fn counters(&self) -> Vec<(String, i64)> {
@@ -651,6 +658,29 @@ fn every_instance_block_is_built_afresh_warmed_up_and_judged_alone() {
     );
     // Block 1's three instances were built while block 0's three were alive.
     assert_eq!(c.most_alive.load(Ordering::Relaxed), 6);
+}
+
+/// A setup note that every variant, instance and CPU count repeats is printed once per
+/// scenario and config.
+#[test]
+fn a_repeated_setup_note_is_printed_once() {
+    let _g = serial();
+    let p = Threads::new(2);
+    let mut c = Counter::new("seed003-pft");
+    c.note = Some("64 pages per CPU");
+    let mut reg = Registry::new();
+    reg.add(c);
+    let mut req = request(&["seed003-pft"], &[1, 2], 4, COUNTED);
+    req.instances = 2;
+    let report = run(&p, &reg, &req);
+    assert!(report.passed(), "{:?}", report.end);
+    let mine: Vec<&String> = report
+        .notes
+        .iter()
+        .filter(|n| n.starts_with("seed003-pft"))
+        .collect();
+    assert_eq!(mine, ["seed003-pft anon: 64 pages per CPU"]);
+    assert_eq!(p.of_type("note").len(), report.notes.len());
 }
 
 #[test]
