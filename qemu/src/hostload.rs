@@ -12,7 +12,8 @@
 //! [`Monitor`] samples when each `run` record arrives on the serial stream (and at every
 //! other record, so a run's interval starts at the record before it: for the rounds of one
 //! point, the previous run) and gives each run the load of its interval; runs above
-//! [`BUSY_CORES`] are flagged. [`before`] samples the host for about a second before the
+//! [`BUSY_CORES`] by more than the interval can resolve ([`busy`]) are flagged, and the
+//! runner excludes them from every statistic. [`before`] samples the host for about a second before the
 //! benchmark starts.
 
 use serde::{Deserialize, Serialize};
@@ -21,6 +22,16 @@ use std::time::{Duration, Instant};
 
 /// Others' load above which a run is flagged, and the host called busy: a tenth of a core.
 pub const BUSY_CORES: f64 = 0.1;
+
+/// Whether others' load of `cores` over an interval of `ticks` per CPU is above
+/// [`BUSY_CORES`] by more than the measurement can resolve: `/proc/stat` counts whole ticks,
+/// so an interval of `ticks` cannot tell loads apart by less than `1 / ticks` core, and two
+/// ticks of margin keep a 0.1 s run's one stray tick (0.07 core) and a sampling
+/// misalignment from excluding it.
+#[must_use]
+pub fn busy(cores: f64, ticks: u64) -> bool {
+    ticks > 0 && cores > BUSY_CORES + 2.0 / ticks as f64
+}
 
 /// How long [`before`] samples.
 pub const BEFORE: Duration = Duration::from_secs(1);
@@ -241,7 +252,8 @@ pub struct RunLoad {
     pub host_load: Option<f64>,
     /// The interval, seconds of one CPU's time.
     pub interval_s: f64,
-    /// Whether `host_load` is above [`BUSY_CORES`].
+    /// Whether `host_load` is above [`BUSY_CORES`] by more than the interval resolves
+    /// ([`busy`]).
     pub flagged: bool,
 }
 
@@ -376,7 +388,7 @@ impl Monitor {
                 _ => None,
             };
             let cores = measured.map(|m| m.0);
-            let flagged = cores.is_some_and(|c| c > BUSY_CORES);
+            let flagged = measured.is_some_and(|(c, ticks)| busy(c, ticks));
             if flagged && !r.warmup {
                 self.record.flagged += 1;
             }
@@ -576,6 +588,18 @@ mod tests {
             line.contains("0 of 3 measured runs above 0.1 core (2 not measured: "),
             "{line}"
         );
+    }
+
+    #[test]
+    fn busy_needs_more_than_the_resolution() {
+        // 15 ticks per CPU (a 0.1 s run and its record): 0.2 core is 3 ticks, within 2 of
+        // the threshold's 1.5.
+        assert!(!busy(0.2, 15));
+        assert!(busy(0.3, 15));
+        // 100 ticks: 0.2 core is 20, well above 10 + 2.
+        assert!(busy(0.2, 100));
+        assert!(!busy(0.11, 100));
+        assert!(!busy(5.0, 0));
     }
 
     #[test]

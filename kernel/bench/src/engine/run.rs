@@ -231,6 +231,12 @@ impl Engine<'_> {
 
     /// Builds instance `instance` of every variant of the point; on a failure, the
     /// instances built so far come back with the error, for teardown.
+    ///
+    /// The build order rotates by one variant per block (block `j` starts with variant
+    /// `j mod V`), so no variant is always the last built: the allocator's state after the
+    /// others' builds (which free lists are warm, how fragmented the zone is) becomes part of
+    /// each instance's random placement instead of a fixed offset of one variant. The
+    /// returned block is in the plan's order.
     fn build<'r>(
         &mut self,
         scenario: &'static Scenario,
@@ -238,8 +244,11 @@ impl Engine<'_> {
         cpus: u32,
         instance: u32,
     ) -> Result<Built<'r>, (Stopped, Built<'r>)> {
-        let mut built: Built<'r> = Vec::new();
-        for v in &config.variants {
+        let n = config.variants.len();
+        let mut slots: Vec<Option<(String, bool, Box<dyn Instance + 'r>)>> =
+            (0..n).map(|_| None).collect();
+        for k in (0..n).map(|k| (k + instance as usize) % n.max(1)) {
+            let v = &config.variants[k];
             let setup = Setup {
                 config: &config.name,
                 variant: v.name,
@@ -262,16 +271,16 @@ impl Engine<'_> {
                             }
                         }
                     }
-                    // Once per scenario, config and text: variants, instances and CPU counts
-                    // that say the same thing say it once (the control's repeats its
-                    // baseline's).
-                    if let Some(n) = inst.note().filter(|_| !v.control) {
-                        let text = format!("{} {}: {n}", scenario.name, config.name);
-                        if !self.notes.contains(&text) {
-                            self.note(text);
+                    // Once per scenario and config: variants, instances and CPU counts repeat
+                    // it (seed002's page counts differ by a page or two between instances;
+                    // the control's repeats its baseline's).
+                    if let Some(note) = inst.note().filter(|_| !v.control) {
+                        let head = format!("{} {}: ", scenario.name, config.name);
+                        if !self.notes.iter().any(|t| t.starts_with(&head)) {
+                            self.note(head + &note);
                         }
                     }
-                    built.push((v.record_name(), v.provider.floor_relative(), inst));
+                    slots[k] = Some((v.record_name(), v.provider.floor_relative(), inst));
                 }
                 Err(err) => {
                     let stopped = self.fail(format!(
@@ -280,11 +289,11 @@ impl Engine<'_> {
                         config.name,
                         v.record_name()
                     ));
-                    return Err((stopped, built));
+                    return Err((stopped, slots.into_iter().flatten().collect()));
                 }
             }
         }
-        Ok(built)
+        Ok(slots.into_iter().flatten().collect())
     }
 
     /// Tears down and empties `alive`.

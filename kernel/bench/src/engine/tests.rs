@@ -200,6 +200,8 @@ struct Counter {
     most_alive: AtomicU32,
     /// What every instance says about its setup.
     note: Option<&'static str>,
+    /// The variants in the order they were built.
+    build_order: std::sync::Mutex<Vec<String>>,
 }
 
 impl Counter {
@@ -214,6 +216,7 @@ impl Counter {
             built: AtomicU32::new(0),
             most_alive: AtomicU32::new(0),
             note: None,
+            build_order: std::sync::Mutex::new(Vec::new()),
         }
     }
 }
@@ -257,6 +260,10 @@ impl BenchScenario for Counter {
         if self.faults.setup == Some(setup.variant) {
             return Err(ScenarioError::new("no memcg for you"));
         }
+        self.build_order
+            .lock()
+            .unwrap()
+            .push(setup.variant.to_string());
         let built = self.built.fetch_add(1, Ordering::Relaxed) + 1;
         let alive = built - self.torn_down.load(Ordering::Relaxed);
         self.most_alive.fetch_max(alive, Ordering::Relaxed);
@@ -658,6 +665,12 @@ fn every_instance_block_is_built_afresh_warmed_up_and_judged_alone() {
     );
     // Block 1's three instances were built while block 0's three were alive.
     assert_eq!(c.most_alive.load(Ordering::Relaxed), 6);
+    // The build order rotates, so no variant is always built last (A' is the control, built
+    // as A).
+    assert_eq!(
+        *c.build_order.lock().unwrap(),
+        ["A", "B", "A", "B", "A", "A", "A", "A", "B"]
+    );
 }
 
 /// A setup note that every variant, instance and CPU count repeats is printed once per
