@@ -318,7 +318,7 @@ struct Kx {
 #[derive(Subcommand, Debug)]
 enum Sub {
     /// Run the benchmark scenarios (run=bench): table and results directory (the default)
-    Bench(BenchArgs),
+    Bench(Box<BenchArgs>),
     /// Boot and print the system summary
     Summary(BootArgs),
     /// Run the in-kernel tests: all, or the named ones

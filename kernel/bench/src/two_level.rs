@@ -22,14 +22,14 @@
 //! offset (variance `sigma_p^2`) and its rounds' mean noise (`sigma_r^2 / R`). The estimate
 //! of `ln(B/A)` is `d = mean_j(y_Bj) - mean_j(y_Aj)`, the mean of the per-block log ratios.
 //! Its variance `2 (sigma_p^2 + sigma_r^2 / R) / J` is estimated by the residual mean
-//! square of the additive two-way fit over all `V` variants of the point, with `(V - 1)(J
-//! - 1)` degrees of freedom: the variants share one placement variance (their instances
-//! are built by the same allocator from the same kind of structures), and pooling them is
-//! what makes two instances per variant usable (`V = 3`, `J = 2`: 2 df; `V = 5`: 4 df). For
-//! balanced data this is the exact t interval of the randomised-block ANOVA (Montgomery,
-//! *Design and Analysis of Experiments*, ch. 4); the interval is `exp(d -+ t_{0.975, df}
-//! se)` and the p-value Student's on `d / se`. Only blocks in which every pooled variant
-//! has a measured round are used.
+//! square of the additive two-way fit over all `V` variants of the point, with
+//! `(V - 1)(J - 1)` degrees of freedom: the variants share one placement variance (their
+//! instances are built by the same allocator from the same kind of structures), and
+//! pooling them is what makes two instances per variant usable (`V = 3`, `J = 2`: 2 df;
+//! `V = 5`: 4 df). For balanced data this is the exact t interval of the randomised-block
+//! ANOVA (Montgomery, *Design and Analysis of Experiments*, ch. 4); the interval is
+//! `exp(d -+ t_{0.975, df} se)` and the p-value Student's on `d / se`. Only blocks in which
+//! every pooled variant has a measured round are used.
 
 use crate::stats::{self, StatsError};
 use alloc::vec::Vec;

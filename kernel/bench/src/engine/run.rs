@@ -59,7 +59,11 @@ struct Stopped;
 
 /// One instance block: each variant's record name, whether it is floor-relative, and its
 /// instance.
-type Built<'r> = Vec<(String, bool, Box<dyn Instance + 'r>)>;
+type Built<'r> = Vec<BuiltVariant<'r>>;
+
+/// One variant's instance in a block: its record name, whether it is floor-relative, and
+/// the instance.
+type BuiltVariant<'r> = (String, bool, Box<dyn Instance + 'r>);
 
 struct Engine<'p> {
     platform: &'p dyn BenchPlatform,
@@ -245,8 +249,7 @@ impl Engine<'_> {
         instance: u32,
     ) -> Result<Built<'r>, (Stopped, Built<'r>)> {
         let n = config.variants.len();
-        let mut slots: Vec<Option<(String, bool, Box<dyn Instance + 'r>)>> =
-            (0..n).map(|_| None).collect();
+        let mut slots: Vec<Option<BuiltVariant<'r>>> = (0..n).map(|_| None).collect();
         for k in (0..n).map(|k| (k + instance as usize) % n.max(1)) {
             let v = &config.variants[k];
             let setup = Setup {
