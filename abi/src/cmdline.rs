@@ -66,11 +66,11 @@ pub const ACCEPTED: &[(&str, &str)] = &[
     ),
     (
         "ci_width",
-        "0.01..=100   (with run=bench; percent: add rounds until every comparison's 95% interval half-width is at most this)",
+        "0.01..=100   (with run=bench; percent: add instance blocks until every comparison's 95% interval half-width is at most this)",
     ),
     (
         "budget",
-        "1..=86400   (with run=bench; seconds the benchmark may take before it stops adding rounds)",
+        "1..=86400   (with run=bench; seconds the benchmark may take before it stops adding instance blocks)",
     ),
     (
         "qr",
