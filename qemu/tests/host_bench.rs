@@ -32,6 +32,7 @@ fn host_quick_benchmark_writes_a_complete_results_directory() {
             platform: "host-threads",
             cpus: if cores >= 2 { vec![1, 2] } else { vec![1] },
             rounds: abi::bench::QUICK_ROUNDS.into(),
+            instances: abi::bench::QUICK_INSTANCES.into(),
         },
     );
     assert_eq!(r["host"]["tool"], "kx bench --host");

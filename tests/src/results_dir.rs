@@ -1,8 +1,9 @@
 //! Checks a benchmark results directory the way a reader would rely on it: `results.json`
 //! complete and consistent, every run the plan promised present (every scenario it lists,
-//! every variant of it at every CPU count, warm-up and every measured round), the catalog's
-//! comparisons and the A/A control at every point where both variants ran (paired, with
-//! their p-values and marks), `results.csv` with one row per run,
+//! every variant of it at every CPU count, every instance's warm-up and measured rounds),
+//! the catalog's comparisons and the A/A control at every point where both variants ran
+//! (two-level over the instances, with their p-values and marks; Holm's p on the primaries
+//! only), `results.csv` with one row per run,
 //! one SVG per scenario (XML, one series per config and variant, each in the legend) and
 //! `index.html` (XML, every plot inlined). Shared by the kernel's `kx bench` test and the
 //! runner's `kx bench --host` test (which includes this file).
@@ -19,6 +20,8 @@ pub struct Expect {
     pub cpus: Vec<u64>,
     /// Measured rounds.
     pub rounds: u64,
+    /// Instances of each variant per point.
+    pub instances: u64,
 }
 
 fn xml(text: &str) -> roxmltree::Document<'_> {
@@ -56,11 +59,12 @@ pub fn check(dir: &Path, expect: &Expect) -> serde_json::Value {
         .collect();
     assert_eq!(cpus, expect.cpus);
     assert_eq!(plan["rounds"], expect.rounds);
+    assert_eq!(plan["instances"], expect.instances);
     let runs = r["runs"].as_array().unwrap();
     assert_eq!(runs.len() as u64, plan["total_runs"].as_u64().unwrap());
 
-    // (scenario, config, variant) -> (cpus, round) of its runs.
-    let mut seen: BTreeMap<(String, String, String), Vec<(u64, u64)>> = BTreeMap::new();
+    // (scenario, config, variant) -> (cpus, round, instance) of its runs.
+    let mut seen: BTreeMap<(String, String, String), Vec<(u64, u64, u64)>> = BTreeMap::new();
     for run in runs {
         for key in ["ops", "ns", "ops_per_s", "per_cpu", "locks", "counters"] {
             assert!(run.get(key).is_some(), "run without {key}: {run}");
@@ -75,12 +79,19 @@ pub fn check(dir: &Path, expect: &Expect) -> serde_json::Value {
         .push((
             run["cpus"].as_u64().unwrap(),
             run["round"].as_u64().unwrap(),
+            run["instance"].as_u64().unwrap(),
         ));
     }
-    let all_rounds: BTreeSet<(u64, u64)> = expect
+    // Per CPU count: each instance's warm-up (round 0) and its share of the rounds.
+    let per = expect.rounds / expect.instances;
+    let all_rounds: BTreeSet<(u64, u64, u64)> = expect
         .cpus
         .iter()
-        .flat_map(|&c| (0..=expect.rounds).map(move |r| (c, r)))
+        .flat_map(|&c| {
+            (0..expect.instances).flat_map(move |j| {
+                std::iter::once((c, 0, j)).chain((1..=per).map(move |k| (c, j * per + k, j)))
+            })
+        })
         .collect();
     for scenario in plan["scenarios"].as_array().unwrap() {
         let name = str_of(&scenario["name"]);
@@ -114,13 +125,16 @@ pub fn check(dir: &Path, expect: &Expect) -> serde_json::Value {
             for v in ran {
                 let mut points = seen[&(name.clone(), c.clone(), v.clone())].clone();
                 points.sort_unstable();
-                let set: BTreeSet<(u64, u64)> = points.iter().copied().collect();
+                let set: BTreeSet<(u64, u64, u64)> = points.iter().copied().collect();
                 assert_eq!(set.len(), points.len(), "{name} {c} {v}: a run twice");
-                assert_eq!(set, all_rounds, "{name} {c} {v}: runs at (cpus, round)");
+                assert_eq!(
+                    set, all_rounds,
+                    "{name} {c} {v}: runs at (cpus, round, instance)"
+                );
             }
             // The catalog's comparisons wherever both sides ran, and the A/A control of the
-            // first one's baseline (A'/A); every one paired by round, the control outside
-            // Holm's family.
+            // first one's baseline (A'/A); every one two-level over the instances, Holm's p
+            // on the primaries only.
             if let Some(cat) = abi::catalog::scenario(&name) {
                 let mut defs: Vec<(String, String)> = cat
                     .comparisons
@@ -152,14 +166,15 @@ pub fn check(dir: &Path, expect: &Expect) -> serde_json::Value {
                             panic!("{name} {c} cpus={cpus}: no comparison {b}/{a}")
                         });
                         assert_eq!(x["paired"], true, "{x}");
-                        assert_eq!(x["n"], expect.rounds, "{x}");
+                        if expect.instances > 1 {
+                            assert_eq!(x["method"], "two-level-instance-log-ratio-95", "{x}");
+                            assert_eq!(x["instances"], expect.instances, "{x}");
+                        }
                         let control = b.ends_with('\'');
                         assert_eq!(x["control"], control, "{x}");
-                        assert_eq!(
-                            x["p_adjusted"].is_number(),
-                            !control && expect.rounds > 1,
-                            "{x}"
-                        );
+                        let primary = x["primary"].as_bool().unwrap_or(false);
+                        assert!(!(primary && control), "{x}");
+                        assert_eq!(x["p_adjusted"].is_number(), primary, "{x}");
                         assert!(x["marked"].is_boolean(), "{x}");
                     }
                 }

@@ -71,6 +71,7 @@ fn quick_benchmark_writes_a_complete_results_directory() {
             platform: "qemu-tcg",
             cpus: vec![1, 2],
             rounds: abi::bench::QUICK_ROUNDS.into(),
+            instances: abi::bench::QUICK_INSTANCES.into(),
         },
     );
     let planned: Vec<&str> = r["plan"]["scenarios"]

@@ -274,11 +274,17 @@ impl Engine<'_> {
                             }
                         }
                     }
-                    // Once per scenario and config: variants, instances and CPU counts repeat
-                    // it (seed002's page counts differ by a page or two between instances;
-                    // the control's repeats its baseline's).
+                    // Once per scenario and config for the catalog's variants: they,
+                    // their instances and the CPU counts repeat it (seed002's page counts
+                    // differ by a page or two between instances; the control's repeats its
+                    // baseline's). A variant the catalog does not know (a reference such as
+                    // `linux`) says something else, under its own name.
                     if let Some(note) = inst.note().filter(|_| !v.control) {
-                        let head = format!("{} {}: ", scenario.name, config.name);
+                        let head = if scenario.variant(v.name).is_some() {
+                            format!("{} {}: ", scenario.name, config.name)
+                        } else {
+                            format!("{} {} {}: ", scenario.name, config.name, v.name)
+                        };
                         if !self.notes.iter().any(|t| t.starts_with(&head)) {
                             self.note(head + &note);
                         }
