@@ -134,9 +134,11 @@ pub fn bench_direct(
 ) -> RunnerExit {
     let cmdline =
         qemu::commands::cmdline_for(&qemu::cli::Command::Bench, &bench.kernel_keys().join(" "));
+    // kx bench's memory: two instance blocks of seed002's 1500 memcgs live at once.
+    let mem = qemu::cli::BENCH_MEM_MIB;
     let options = qemu::cli::Options {
         smp: SMP,
-        mem_mib: MEM_MIB,
+        mem_mib: mem,
         out: Some(out.to_owned()),
         quiet: true,
         bench,
@@ -146,7 +148,7 @@ pub fn bench_direct(
         elf32: kernel().elf32.clone(),
         cmdline,
     };
-    let launch = launch(Mode::Direct, SMP, MEM_MIB, None, medium);
+    let launch = launch(Mode::Direct, SMP, mem, None, medium);
     let _one_at_a_time = qemu_lock();
     qemu::bench::run::bench(workspace(), &options, &launch, timeout, None)
         .unwrap_or_else(|e| panic!("kx bench: {e}"))

@@ -33,6 +33,11 @@ fn bad_bench_values_name_the_key() {
             "run=bench scenarios=seed001-faultfree,bogus",
             "bad value `seed001-faultfree,bogus` for `scenarios`",
         ),
+        (
+            "run=bench rounds=6",
+            "rounds=6 is not a multiple of instances=4",
+        ),
+        ("run=bench instances=0", "bad value `0` for `instances`"),
     ] {
         let out = boot_direct(line, TIMEOUT);
         assert_exit(&out, ExitCode::BadCmdline);
