@@ -8,9 +8,11 @@
 //! the per-round ratios `B_r / A_r` and its interval Student's t on the mean of their
 //! logarithms, `n - 1` degrees of freedom ([`paired_ratio_ci`], [`PAIRED_METHOD`]), with the
 //! two-sided p of the same t-test: drift between rounds cancels in each ratio instead of
-//! widening the interval. Holm-Bonferroni ([`holm`]) corrects a run's p-values for the
-//! number of comparisons it makes. The unpaired interval below is what a comparison falls
-//! back to when no round has both variants (and what `kx compare` uses across boots).
+//! widening the interval. Rounds of one instance share its placement, so this interval
+//! leaves placement noise out: with two or more instances per variant a comparison uses
+//! [`crate::two_level`] instead and keeps this one beside it. Holm-Bonferroni ([`holm`])
+//! corrects the primary comparisons' p-values ([`crate::primary`]). The unpaired interval
+//! below is what a comparison falls back to when no round has both variants.
 //!
 //! # The unpaired interval
 //!
@@ -220,7 +222,8 @@ impl PairedCi {
 /// geometric mean of the per-round ratios and its interval Student's t on their logarithms
 /// with `n - 1` degrees of freedom. Drift between rounds cancels in each ratio (A and B of
 /// one round ran side by side), so it is not in the interval; with the variants' order
-/// alternating by round a position effect inside a round cancels in the mean.
+/// following a Williams square a position effect inside a round cancels in the mean over a
+/// square.
 pub fn paired_ratio_ci(pairs: &[(f64, f64)]) -> Result<PairedCi, StatsError> {
     if pairs.is_empty() {
         return Err(StatsError::Empty);

@@ -2,14 +2,18 @@
 //!
 //! In the order it prints: the `machine` record; the `plan`; a `note` per skipped scenario
 //! and per platform remark; then per scenario (the `limit` floor first when a fault scenario
-//! runs), config and CPU count — a *point* — every variant's instance is built, a warm-up
-//! round runs each variant once (round 0), then `rounds` measured rounds run each variant in
-//! turn, the order alternating by round (A B A', A' B A, ...: [`super::RunOrder`]; mmtests'
-//! interleaving keeps drift out of the ratio, the alternation a position effect), each run
-//! followed by its invariant check, its `run` record (with its position, `order`) and a
-//! `KPROGRESS` line; after the rounds, the point's `comparison` records (per the catalog,
-//! and the A/A control's A'/A) and the instances' teardown. At the end the
-//! results table (both styles) and the `end` record.
+//! runs), config and CPU count — a *point* — `instances` instance blocks. A block builds
+//! every variant afresh (the previous block's instances still alive, the build order rotated
+//! by one variant per block), tears the previous block down, runs a warm-up round (round 0,
+//! each variant once, in the plan's order) and its share of the measured rounds, each round
+//! running every variant in turn in the order of a Williams square's row
+//! ([`super::RunOrder`]: mmtests' interleaving keeps drift out of the ratio, the square a
+//! position effect), each run followed by its invariant check, its `run` record (with its
+//! position, `order`, and its `instance`) and a `KPROGRESS` line; then the block's premises
+//! are judged on its own runs. After the last block, the point's `comparison` records (per
+//! the catalog, and the A/A control's A'/A; two-level over the blocks, [`crate::two_level`])
+//! and the last block's teardown. At the end the results table (both styles) and the `end`
+//! record.
 //!
 //! Nothing a scenario does can panic the engine: a setup, batch, check or teardown failure
 //! becomes a line in `end.failures` (an invariant violation also clears `invariants_ok`),
