@@ -32,6 +32,11 @@ fn xml(text: &str) -> roxmltree::Document<'_> {
     roxmltree::Document::parse_with_options(text, opt).unwrap_or_else(|e| panic!("not XML: {e}"))
 }
 
+/// A series: scenario, config, variant.
+type SeriesKey = (String, String, String);
+/// Where a run sits: CPUs, round, instance.
+type RunAt = (u64, u64, u64);
+
 fn str_of(v: &serde_json::Value) -> String {
     v.as_str()
         .unwrap_or_else(|| panic!("not a string: {v}"))
@@ -64,7 +69,7 @@ pub fn check(dir: &Path, expect: &Expect) -> serde_json::Value {
     assert_eq!(runs.len() as u64, plan["total_runs"].as_u64().unwrap());
 
     // (scenario, config, variant) -> (cpus, round, instance) of its runs.
-    let mut seen: BTreeMap<(String, String, String), Vec<(u64, u64, u64)>> = BTreeMap::new();
+    let mut seen: BTreeMap<SeriesKey, Vec<RunAt>> = BTreeMap::new();
     for run in runs {
         for key in ["ops", "ns", "ops_per_s", "per_cpu", "locks", "counters"] {
             assert!(run.get(key).is_some(), "run without {key}: {run}");
@@ -84,7 +89,7 @@ pub fn check(dir: &Path, expect: &Expect) -> serde_json::Value {
     }
     // Per CPU count: each instance's warm-up (round 0) and its share of the rounds.
     let per = expect.rounds / expect.instances;
-    let all_rounds: BTreeSet<(u64, u64, u64)> = expect
+    let all_rounds: BTreeSet<RunAt> = expect
         .cpus
         .iter()
         .flat_map(|&c| {
@@ -125,7 +130,7 @@ pub fn check(dir: &Path, expect: &Expect) -> serde_json::Value {
             for v in ran {
                 let mut points = seen[&(name.clone(), c.clone(), v.clone())].clone();
                 points.sort_unstable();
-                let set: BTreeSet<(u64, u64, u64)> = points.iter().copied().collect();
+                let set: BTreeSet<RunAt> = points.iter().copied().collect();
                 assert_eq!(set.len(), points.len(), "{name} {c} {v}: a run twice");
                 assert_eq!(
                     set, all_rounds,
