@@ -101,6 +101,9 @@ mod tests {
                 "{}",
                 s.name
             );
+            // The A/A control is the first comparison's baseline built twice: every primary
+            // has its own control only if its baseline is that one.
+            assert_eq!(s.comparisons[0].a, h.a, "{}: no A/A control", s.name);
         }
     }
 
