@@ -43,21 +43,12 @@ pub fn seed_at(
     headline: &PublishedPoint,
     cpus: u32,
 ) -> &'static PublishedPoint {
-    let mut best: Option<&'static PublishedPoint> = None;
-    for p in published
+    published
         .points
         .iter()
         .filter(|p| p.a == headline.a && p.b == headline.b && p.config == headline.config)
-    {
-        let dist = p.threads.abs_diff(cpus);
-        if best.is_none_or(|b| {
-            let bd = b.threads.abs_diff(cpus);
-            dist < bd || (dist == bd && p.threads < b.threads)
-        }) {
-            best = Some(p);
-        }
-    }
-    best.expect("the headline is one of the published points")
+        .min_by_key(|p| (p.threads.abs_diff(cpus), p.threads))
+        .expect("the headline is one of the published points")
 }
 
 /// The experiments: catalog scenarios with a published figure, in catalog order, with
@@ -105,6 +96,58 @@ mod tests {
             // has its own control only if its baseline is that one.
             assert_eq!(s.comparisons[0].a, h.a, "{}: no A/A control", s.name);
         }
+    }
+
+    /// The seed's figure is always the headline's own comparison, at the nearest thread
+    /// count, whatever else the seed published (seed001's other variants, configs and
+    /// placements at the same thread counts).
+    #[test]
+    fn the_seeds_figure_is_the_headlines_comparison_at_the_nearest_threads() {
+        for (s, published, h) in experiments() {
+            for cpus in [1, 2, 8, 20, 64, 208] {
+                let at = seed_at(published, h, cpus);
+                assert_eq!((at.a, at.b, at.config), (h.a, h.b, h.config), "{}", s.name);
+                for p in published
+                    .points
+                    .iter()
+                    .filter(|p| p.a == h.a && p.b == h.b && p.config == h.config)
+                {
+                    assert!(
+                        at.threads.abs_diff(cpus) <= p.threads.abs_diff(cpus),
+                        "{} @{cpus}",
+                        s.name
+                    );
+                }
+            }
+        }
+        let (_, published, h) = experiments()
+            .find(|e| e.0.name == "seed001-faultfree")
+            .unwrap();
+        assert_eq!((h.b, h.config, h.threads), ("patch1+2@+0", "shmem", 20));
+        assert_eq!(seed_at(published, h, 2).ratio, 5.77 / 4.74);
+        assert_eq!(seed_at(published, h, 64).threads, 80);
+    }
+
+    /// A tie goes to the smaller thread count, in whatever order the points are listed.
+    #[test]
+    fn a_tie_goes_to_the_fewer_threads() {
+        let point = |threads, ratio| PublishedPoint {
+            a: "A",
+            b: "B",
+            config: "c",
+            threads,
+            ratio,
+            absolute: None,
+        };
+        let points: &'static [PublishedPoint] =
+            alloc::boxed::Box::leak(alloc::vec![point(16, 1.2), point(8, 1.1)].into_boxed_slice());
+        let published = Published {
+            text: "",
+            unit: "",
+            points,
+        };
+        assert_eq!(seed_at(&published, &points[0], 12).threads, 8);
+        assert_eq!(seed_at(&published, &points[0], 13).threads, 16);
     }
 
     #[test]

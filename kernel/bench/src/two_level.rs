@@ -232,6 +232,36 @@ mod tests {
     }
 
     #[test]
+    fn an_interval_that_touches_1_is_not_significant_and_rows_must_exist() {
+        let ci = |lo, hi| InstanceCi {
+            ratio: 1.0,
+            instances: 2,
+            variants: 2,
+            df: 1.0,
+            se: 0.1,
+            ci: Some((lo, hi)),
+            p: None,
+        };
+        assert!(!ci(1.0, 1.2).significant() && !ci(0.8, 1.0).significant());
+        assert!(ci(1.001, 1.2).significant() && ci(0.8, 0.999).significant());
+        let t = [row(&[100.0, 110.0]), row(&[120.0, 121.0])];
+        assert_eq!(instance_ratio_ci(&t, 0, 2), Err(StatsError::Empty));
+        assert_eq!(instance_ratio_ci(&t, 2, 1), Err(StatsError::Empty));
+        // Two variants in two blocks: one degree of freedom, an interval.
+        let c = instance_ratio_ci(&t, 0, 1).unwrap();
+        assert_eq!(c.df, 1.0);
+        assert!(c.ci.is_some() && c.p.is_some(), "{c:?}");
+        // No noise and no effect: a zero-width interval at 1 and p = 1, not NaN.
+        let flat = [
+            row(&[100.0, 110.0]),
+            row(&[100.0, 110.0]),
+            row(&[100.0, 110.0]),
+        ];
+        let c = instance_ratio_ci(&flat, 0, 1).unwrap();
+        assert_eq!((c.ratio, c.ci, c.p), (1.0, Some((1.0, 1.0)), Some(1.0)));
+    }
+
+    #[test]
     fn cells_average_the_log_rates_of_each_instance() {
         let c = cells(&[(0, 100.0), (1, 50.0), (0, 400.0)], 3).unwrap();
         assert!((c[0].unwrap() - libm::log(200.0)).abs() < 1e-12);
