@@ -149,7 +149,7 @@ impl RatioCi {
     /// Whether the interval excludes 1.0 (mmtests' `*`).
     #[must_use]
     pub fn significant(&self) -> bool {
-        self.ci.is_some_and(|(lo, hi)| lo > 1.0 || hi < 1.0)
+        excludes_one(self.ci)
     }
 }
 
@@ -190,6 +190,12 @@ pub fn ratio_ci(a: &[f64], b: &[f64]) -> Result<RatioCi, StatsError> {
     Ok(out)
 }
 
+/// Whether a ratio interval excludes 1.0 (`None`, no interval: never).
+#[must_use]
+pub fn excludes_one(ci: Option<(f64, f64)>) -> bool {
+    ci.is_some_and(|(lo, hi)| lo > 1.0 || hi < 1.0)
+}
+
 /// The name of the paired interval method, as recorded in `comparison` records.
 pub const PAIRED_METHOD: &str = "paired-t-log-ratio-95";
 
@@ -214,7 +220,7 @@ impl PairedCi {
     /// Whether the interval excludes 1.0.
     #[must_use]
     pub fn significant(&self) -> bool {
-        self.ci.is_some_and(|(lo, hi)| lo > 1.0 || hi < 1.0)
+        excludes_one(self.ci)
     }
 }
 

@@ -61,7 +61,7 @@ impl InstanceCi {
     /// Whether the interval excludes 1.0.
     #[must_use]
     pub fn significant(&self) -> bool {
-        self.ci.is_some_and(|(lo, hi)| lo > 1.0 || hi < 1.0)
+        stats::excludes_one(self.ci)
     }
 }
 

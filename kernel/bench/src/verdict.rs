@@ -136,14 +136,17 @@ pub fn verdicts(summary: &Summary) -> Vec<Verdict> {
             .and_then(|p| p.comparisons.iter().find(|x| x.control))
             .cloned();
         let control = summary::control_state(control_cmp.as_ref());
-        let significant = c.significant && c.p_adjusted.is_some_and(|q| q < stats::ALPHA);
+        // The summary's mark is the decision: significant after Holm's correction, with
+        // the control passing (`summary::Summary::assess`); the control is looked at again
+        // here only to tell "not judged" from "not shown" and to say why.
+        let marked = c.marked == Some(true);
         // The direction is the headline's: the seed's figure at a small thread count may
         // be no effect at all (seed003's -0.02% at 1 CPU), and then any effect in the
         // headline's direction is larger than it.
         let up = seed.ratio > 1.0;
         let outcome = if control.is_err() {
             Outcome::NotJudged
-        } else if !significant {
+        } else if !marked {
             Outcome::NotShown
         } else if (c.ratio > 1.0) != up {
             Outcome::Contradicted
