@@ -556,22 +556,24 @@ pub struct Comparison {
     /// The two-sided p of the test that B/A is 1 (`None` with one round).
     #[serde(default)]
     pub p: Option<f64>,
-    /// `p` after Holm-Bonferroni over every comparison of the run (the A/A controls
-    /// excepted); `None` in a `comparison` record, which is printed before the run's other
-    /// comparisons exist: [`crate::Summary`] fills it in.
+    /// `p` after Holm-Bonferroni over the fixed family of the experiments' primary
+    /// comparisons ([`crate::primary`]); `None` for every other comparison, and in a
+    /// `comparison` record, which is printed before the run's other comparisons exist:
+    /// [`crate::Summary`] fills it in.
     #[serde(default)]
     pub p_adjusted: Option<f64>,
     /// Whether this is the A/A control: the baseline against a second instance of itself
     /// (`b` is `a` with a `'`), the run's measured noise at this point.
     #[serde(default)]
     pub control: bool,
-    /// The mark the tables show ([`crate::Summary`] decides it): significant after the
-    /// correction and with the A/A control at the same point not moving. `None` in a
-    /// `comparison` record, whose line leaves the key out.
+    /// The mark the tables show ([`crate::Summary`] decides it): a primary comparison,
+    /// significant after the correction, with the A/A control at its point passing its
+    /// equivalence test ([`crate::summary::control_state`]). `None` in a `comparison`
+    /// record, whose line leaves the key out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub marked: Option<bool>,
-    /// Why a comparison whose own interval excludes 1 is not marked (the adjusted p, or
-    /// the A/A control that moved); left out when there is no reason to give.
+    /// Why a comparison whose own interval excludes 1 is not marked (exploratory, the
+    /// adjusted p, or the A/A control); left out when there is no reason to give.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unmarked_why: Option<String>,
     /// The degrees of freedom of the interval's t (`None` without an interval, or in a log
@@ -588,9 +590,10 @@ pub struct Comparison {
     /// 32).
     #[serde(default)]
     pub instances: u32,
-    /// For a two-level comparison, the interval the rounds alone would give (paired by
-    /// round, [`stats::PAIRED_METHOD`]): narrower, because it leaves the placement of each
-    /// instance out.
+    /// For a two-level comparison, the interval the rounds paired by round give
+    /// ([`stats::PAIRED_METHOD`]), each round taken as independent: the rounds of one
+    /// instance share its placement, so where an instance has several rounds this
+    /// interval leaves part of the placement noise out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rounds_ci_low: Option<f64>,
     /// High end of the rounds-only interval.
