@@ -163,6 +163,32 @@ mod tests {
     use bench::Run;
     use std::collections::BTreeSet;
 
+    /// A narrow range (seed003's B/A within 1% of A, the seed's -0.02% at 1 CPU): the ticks
+    /// still read as distinct ratios (plotters' log axis labelled them all 1.000).
+    #[test]
+    fn a_narrow_forest_has_distinct_ticks() {
+        let mut runs = Vec::new();
+        for round in 1..=3u32 {
+            for (v, k) in [("A", 100_000u64), ("B", 100_500), ("A'", 100_100)] {
+                let ops = k + u64::from(round) * 37;
+                runs.push(
+                    Run::new("seed003-pft", "anon", v, 1, round, false, ops, 1_000_000).unwrap(),
+                );
+            }
+        }
+        let svg = svg(&Summary::new(&runs, &[]), "seed003-pft")
+            .unwrap()
+            .unwrap();
+        let doc = roxmltree::Document::parse(&svg).expect("the SVG is XML");
+        let ticks: BTreeSet<&str> = doc
+            .descendants()
+            .filter_map(|n| n.text())
+            .map(str::trim)
+            .filter(|t| t.parse::<f64>().is_ok())
+            .collect();
+        assert!(ticks.len() >= 4, "{ticks:?}");
+    }
+
     #[test]
     fn narrow_ranges_get_enough_decimals() {
         assert_eq!(tick_decimals(0.99, 1.01, 8), 4);
