@@ -328,7 +328,8 @@ impl Collected {
     }
 
     /// Excludes from every statistic the measured runs that `load` flagged (other processes
-    /// took more than [`crate::hostload::BUSY_CORES`] while they ran), each with the reason
+    /// took more than [`crate::hostload::BUSY_CORES`] beyond what the interval resolves,
+    /// [`crate::hostload::busy`]), each with the reason
     /// in the run record; the summary is made again, the affected points' comparisons
     /// recomputed without them. Returns how many runs were excluded.
     pub fn exclude_busy(&mut self, load: &crate::hostload::HostLoadRecord) -> usize {
