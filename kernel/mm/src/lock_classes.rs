@@ -33,6 +33,10 @@ ksync::lock_class!(
     /// A zone's buddy free-list lock (`zone->lock`).
     pub ZoneLock, "zone->lock"
 );
+ksync::lock_class!(
+    /// The list of frames kept after a failed TLB flush (`vm::tlb_kept`): a leaf.
+    pub TlbKeptLock, "tlb_kept"
+);
 ksync::word_class!(
     /// A VMA's `vm_refcnt`, which every lockless fault on the region adds to and takes from
     /// (`vma_start_read`/`vma_end_read`): a shared-word class, so a run counts how often

@@ -815,6 +815,65 @@ fn reclaim_unmaps_and_evicts_a_mapped_file_page() {
     w.vm.truncate(obj, 0);
 }
 
+/// Reclaim through the reverse map whose shootdown fails does not free the page: the PTE is
+/// cleared, but its reference is kept (so the eviction finds the folio busy and puts it
+/// back), and once a flush succeeds the reference goes and the next reclaim evicts it.
+/// A zap whose shootdown fails keeps its anonymous pages the same way.
+#[test]
+fn a_failed_shootdown_keeps_the_pages_until_a_flush_succeeds() {
+    let w = world(2, 1024, |_| {});
+    let root = w.vm.tree().root();
+    let m = root.create_child().unwrap();
+    let obj: &'static Object = Box::leak(Box::new(Object::new(ObjectKind::File, 4)));
+    let mut mm = w.vm.new_mm::<VmAreaA>(VA, VA_LEN).unwrap();
+    w.vm.mmap(
+        &mm,
+        &MapRequest {
+            start: VA,
+            len: 4 * 4096,
+            write: false,
+            object: Some((obj, 0)),
+            node: 0,
+        },
+        &m,
+    )
+    .unwrap();
+    w.vm.touch(&mm, 0, VA, false).unwrap();
+    // CPU 1 uses the address space too: every unmap shoots down.
+    mm.use_mm(1);
+    // Onto the LRU, where reclaim finds it (at 2 CPUs the fault's lru_add batch holds it).
+    let _ = w.vm.batches().drain_cpu(0, w.vm.tree());
+    let fail = w.mmu.flush_failures();
+    fail.set_every(1);
+    let r = m.memory_reclaim_write(0, "4K");
+    assert!(!w.vm.pte_present(&mm, VA), "the PTE was cleared ({r:?})");
+    assert_eq!(w.vm.counters().total(VmEvent::Evicted), 0);
+    assert!(w.vm.counters().total(VmEvent::EvictBusy) >= 1, "found busy");
+    assert_eq!(w.vm.tlb_kept().now, 1, "the mapping's reference is kept");
+    fail.set_every(0);
+    w.vm.mmap(&mm, &anon(VA + 16 * 4096, 8), &m).unwrap();
+    for p in 0..8 {
+        w.vm.touch(&mm, 1, VA + (16 + p) * 4096, true).unwrap();
+    }
+    // The PTEs' references are then the pages' only ones.
+    let _ = w.vm.batches().drain_cpu(1, w.vm.tree());
+    fail.set_every(1);
+    w.vm.zap_page_range(&mm, 0, VA + 16 * 4096, VA + 24 * 4096);
+    assert_eq!(w.vm.tlb_kept().now, 9);
+    assert_eq!(w.vm.counters().total(VmEvent::Released), 0);
+    fail.set_every(0);
+    w.vm.release_kept(0);
+    let k = w.vm.tlb_kept();
+    assert_eq!((k.kept, k.released, k.now, k.leaked), (9, 9, 0, 0));
+    assert_eq!(w.vm.counters().total(VmEvent::Released), 8);
+    assert_eq!(m.memory_reclaim_write(0, "4K").unwrap(), 1);
+    assert_eq!(w.vm.counters().total(VmEvent::Evicted), 1);
+    let c = w.vm.check(0, &[&*mm], &[obj]).unwrap();
+    assert_eq!((c.charged, c.cached_folios, c.mapped_ptes), (0, 0, 0));
+    w.vm.destroy_mm(&mut mm, 0);
+    w.vm.truncate(obj, 0);
+}
+
 /// The unmap's `NR_FILE_MAPPED` decrements go to the memcg each folio is charged to, also
 /// when a region maps page-cache folios of two memcgs in turn (a shared object's pages are
 /// charged to whoever read them first): the zap looks a memcg up again whenever the

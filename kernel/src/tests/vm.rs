@@ -19,7 +19,7 @@
 //! slot's upper-level tables are what they were before it started.
 
 use crate::arch::x86_64::fault::{self as xfault, FaultError as XFault};
-use crate::arch::x86_64::mmu::upper_table_frames;
+use crate::arch::x86_64::mmu::{flush_failures, upper_table_frames};
 use crate::arch::x86_64::tlb;
 use crate::arch::x86_64::touch::{
     TouchError, touch_fill_page, touch_read_u64, touch_sum_page, touch_write_u64,
@@ -79,6 +79,10 @@ pub static TESTS: &[Test] = &[
     Test {
         name: "vm_fault_injection",
         run: fault_injection,
+    },
+    Test {
+        name: "vm_failed_flush_keeps_frames",
+        run: failed_flush_keeps_frames,
     },
     Test {
         name: "vm_soak",
@@ -573,6 +577,85 @@ fn fault_injection() -> TestResult {
         c.mapped_ptes
     );
     drop(mm);
+    drop(m);
+    drop(root);
+    drop(vm);
+    let after = frames()?;
+    ensure!(after == before, "{before} frames before, {after} after");
+    Ok(())
+}
+
+/// Turns the kernel MMU's flush-failure injection off when dropped (however the test ends).
+struct InjectFlushFailures;
+
+impl InjectFlushFailures {
+    fn every(n: u64) -> Self {
+        flush_failures().set_every(n);
+        InjectFlushFailures
+    }
+}
+
+impl Drop for InjectFlushFailures {
+    fn drop(&mut self) {
+        flush_failures().set_every(0);
+    }
+}
+
+/// A TLB flush that fails (injected into the kernel MMU) frees nothing it covered: the pages
+/// a zap cleared (when other CPUs use the address space, so the zap shoots down) and the
+/// page table exit_mmap unlinks are kept, retries that fail keep them, and the first flush
+/// that succeeds lets them all go, so every frame comes back.
+fn failed_flush_keeps_frames() -> TestResult {
+    const PAGES: u64 = 16;
+    let before = frames()?;
+    let vm = new_vm(|_| {})?;
+    let root = vm.tree().root();
+    let m = root.create_child().map_err(|e| format!("memcg: {e:?}"))?;
+    let mm = new_mm::<VmAreaA>(&vm, 1 << 30)?;
+    let base = mm.base();
+    vm.mmap(mm.mm(), &anon(base, PAGES, 0), &m)
+        .map_err(|e| format!("mmap: {e:?}"))?;
+    let me = percpu::cpu_id();
+    mm.use_mm();
+    for p in 0..PAGES {
+        touch_write_u64(base + p * PAGE, p).map_err(|e| format!("{e:?}"))?;
+    }
+    every_cpu(&|_| {
+        mm.use_mm();
+        Ok(())
+    })?;
+    let pages = if percpu::nr_cpu_ids() > 1 { PAGES } else { 0 };
+    let inject = InjectFlushFailures::every(1);
+    vm.zap_page_range(mm.mm(), me, base, base + PAGES * PAGE);
+    let k = vm.tlb_kept();
+    ensure!(
+        k.kept == pages && k.now as u64 == pages && k.released == 0,
+        "after a zap whose shootdown failed: {k:?}, not {pages} pages kept"
+    );
+    ensure!(
+        vm.counters().total(VmEvent::Released) == PAGES - pages,
+        "a page was released after its shootdown failed"
+    );
+    // exit_mmap: the one PTE table's unlink fails, and so does the retry.
+    drop(mm);
+    let k = vm.tlb_kept();
+    ensure!(
+        k.now as u64 == pages + 1 && k.released == 0,
+        "after exit_mmap with failing flushes: {k:?}, not {} kept",
+        pages + 1
+    );
+    drop(inject);
+    vm.release_kept(me);
+    let k = vm.tlb_kept();
+    ensure!(
+        k.now == 0 && k.released == k.kept && k.leaked == 0,
+        "after a flush that succeeded: {k:?}"
+    );
+    ensure!(
+        vm.counters().total(VmEvent::Released) == PAGES,
+        "{} pages released, not {PAGES}",
+        vm.counters().total(VmEvent::Released)
+    );
     drop(m);
     drop(root);
     drop(vm);

@@ -208,6 +208,12 @@ impl<P: MemCgroupPerNode<Family = F>, F: LockFamily, M: Mmu> Vm<P, M> {
         counters
     }
 
+    /// What failed TLB flushes have kept so far ([`crate::vm::tlb_kept`]).
+    #[must_use]
+    pub fn tlb_kept(&self) -> crate::vm::tlb_kept::TlbKeptStats {
+        self.folios().tlb_kept.stats()
+    }
+
     /// The fault-injection knobs `(fail_page_alloc, fail_charge)`.
     #[must_use]
     pub fn fault_attrs(&self) -> (&FaultAttr, &FaultAttr) {

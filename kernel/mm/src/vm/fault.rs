@@ -185,7 +185,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                 },
             )
             .map_err(|e| match e {
-                PtError::NoMemory | PtError::Platform => FaultError::NoMemory,
+                PtError::NoMemory | PtError::Platform | PtError::Flush => FaultError::NoMemory,
                 PtError::OutOfRange => FaultError::NoRegion,
             })
     }

@@ -18,6 +18,7 @@
 
 use crate::page_alloc::PageAlloc;
 use crate::vm::counters::{VmCounters, VmEvent};
+use crate::vm::tlb_kept::TlbKept;
 use core::sync::atomic::{AtomicU8, Ordering};
 use lru::{Folio, NodeId, NodeStatItem};
 use memcg::{MemCgroup, MemCgroupPerNode, MemcgTree};
@@ -37,6 +38,8 @@ pub enum StatPath {
 pub struct VmFolios {
     pub(crate) alloc: &'static PageAlloc,
     pub(crate) counters: VmCounters,
+    /// Frames kept after failed TLB flushes.
+    pub(crate) tlb_kept: TlbKept,
     stat_path: AtomicU8,
     nr_cpus: usize,
 }
@@ -56,6 +59,7 @@ impl VmFolios {
         VmFolios {
             alloc,
             counters: VmCounters::new(nr_cpus),
+            tlb_kept: TlbKept::new(),
             stat_path: AtomicU8::new(stat_path as u8),
             nr_cpus,
         }

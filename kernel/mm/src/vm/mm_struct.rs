@@ -173,6 +173,12 @@ impl<V: VmArea, M: Mmu> MmStruct<V, M> {
         &mut self.pgtable
     }
 
+    /// The page tables, exclusively, and `mm_cpumask` beside them (`free_pgtables` flushes
+    /// the CPUs that may cache the tables it frees): two fields borrowed apart.
+    pub fn pgtable_and_cpumask(&mut self) -> (&mut PageTable<M>, &CpuMask) {
+        (&mut self.pgtable, &self.cpumask)
+    }
+
     /// `mm_cpumask`.
     #[must_use]
     pub fn cpumask(&self) -> &CpuMask {

@@ -9,16 +9,20 @@
 //! batch: anonymous folios reach zero and are released (off their lruvecs with TestClearLRU
 //! first and one lock hold per run of folios of one lruvec, `folios_put_refs`; uncharged;
 //! frames back to this CPU's per-CPU list); object folios stay in their object's page cache,
-//! charged and on the LRU, until evicted or truncated.
+//! charged and on the LRU, until evicted or truncated. When a flush fails, the pages and
+//! table frames it covered are kept instead of released ([`crate::vm::tlb_kept`]) and let
+//! go after the next flush that succeeds ([`Vm::release_kept`]).
 
 use crate::vm::context::Vm;
 use crate::vm::counters::VmEvent;
+use crate::vm::cpumask::CpuMask;
 use crate::vm::fault::{FaultError, RegionMemcg};
 use crate::vm::folios::VmFolios;
 use crate::vm::mm_struct::{MmError, MmStruct};
 use crate::vm::mmu_gather::{MAX_GATHER_BATCH, MmuGather};
 use crate::vm::object::{Mapping, Object};
 use crate::vm::pgtable::{Mmu, PTE_TABLE_SPAN, pte_index};
+use crate::vm::tlb_kept::Kept;
 use crate::vm::vma::{VmArea, VmFlags, VmaDesc};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -132,17 +136,57 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                 "exit_mmap: unmapping a region of the address space failed"
             );
         }
-        let cpumask = core::ptr::from_ref(mm.cpumask());
-        // SAFETY: `cpumask` points into `mm`, which outlives this call; `free_tables` does
-        // not touch the cpumask field through `&mut`.
-        let cpus = unsafe { &*cpumask };
         let cpu = self.cpu(cpu);
-        mm.pgtable_mut().free_tables(cpus, cpu, |f| {
-            ksync::warn_on_once!(
-                self.alloc.free_page(cpu, f).is_err(),
-                "freeing a page-table frame failed"
-            );
-        });
+        let (pgtable, cpus) = mm.pgtable_and_cpumask();
+        let kept = &self.folios().tlb_kept;
+        pgtable.free_tables(
+            cpus,
+            cpu,
+            |f| {
+                ksync::warn_on_once!(
+                    self.alloc.free_page(cpu, f).is_err(),
+                    "freeing a page-table frame failed"
+                );
+            },
+            |f| kept.keep(Kept::Table(f)),
+        );
+        self.release_kept(cpu);
+    }
+
+    /// Lets go of the frames kept after failed TLB flushes ([`crate::vm::tlb_kept`]) once a
+    /// flush of every CPU this context serves succeeds: references are put (freeing the
+    /// pages whose last they were), table frames freed. Nothing to do (one load) while
+    /// nothing is kept. The list is taken before the flush, so a frame kept by another CPU
+    /// meanwhile waits for the next flush; after a failed one everything goes back.
+    pub fn release_kept(&self, cpu: usize) {
+        let kept = &self.folios().tlb_kept;
+        if kept.is_empty() {
+            return;
+        }
+        let cpu = self.cpu(cpu);
+        let frames = kept.take();
+        let all = CpuMask::new();
+        for c in 0..self.nr_cpus() {
+            all.set(c);
+        }
+        if self.mmu.flush_tlb_all(&all, cpu).is_err() {
+            for k in frames {
+                kept.restore(k);
+            }
+            return;
+        }
+        for &k in &frames {
+            match k {
+                Kept::Ref(f) => self.folio_put(cpu, f),
+                Kept::Table(f) => {
+                    ksync::warn_on_once!(
+                        self.alloc.free_page(cpu, f).is_err(),
+                        "freeing a kept page-table frame failed"
+                    );
+                }
+            }
+        }
+        kept.released(frames.len());
     }
 
     /// `zap_page_range`: clear every PTE in `[start, end)` of `mm` and release what they
@@ -257,15 +301,22 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         let before = tlb.flush_counts().1;
         // At most a gather's worth, on the stack: no heap allocation per unmap.
         let mut last: ArrayVec<&'static Folio, MAX_GATHER_BATCH> = ArrayVec::new();
-        tlb.flush(|_, folio| {
-            if let Ok(true) = folio.put() {
-                last.push(folio);
-            }
-        });
+        let kept = &self.folios().tlb_kept;
+        let flushed = tlb.flush(
+            |_, folio| {
+                if let Ok(true) = folio.put() {
+                    last.push(folio);
+                }
+            },
+            |_, folio| kept.keep(Kept::Ref(folio)),
+        );
         if tlb.flush_counts().1 > before {
             self.count(cpu, VmEvent::Shootdown);
         }
         self.release_folios(cpu, &last);
+        if flushed.is_ok() {
+            self.release_kept(cpu);
+        }
     }
 
     /// `folios_put_refs` for folios whose last reference is gone: off their lruvecs in one

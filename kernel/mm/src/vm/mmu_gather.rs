@@ -11,10 +11,14 @@
 //! `mm_cpumask`, else a shootdown to every CPU in it, waiting for each to acknowledge
 //! ([`crate::vm::pgtable::Mmu::flush_tlb_others`]); the platform turns a long list into a
 //! full flush (Linux's `tlb_single_page_flush_ceiling`).
+//!
+//! A flush can fail here (a shootdown IPI that could not be sent), which Linux's cannot: then
+//! no gathered page is released, each goes to the caller's `keep` instead, with the
+//! reference its PTE held, until a later flush succeeds ([`crate::vm::tlb_kept`]).
 
 use crate::vm::addr::VirtAddr;
 use crate::vm::cpumask::CpuMask;
-use crate::vm::pgtable::Mmu;
+use crate::vm::pgtable::{Mmu, PtError};
 use arrayvec::ArrayVec;
 use lru::Folio;
 
@@ -94,21 +98,35 @@ impl<'a, M: Mmu> MmuGather<'a, M> {
     }
 
     /// `tlb_flush_mmu`: flushes every gathered address (locally, or by shootdown when other
-    /// CPUs may hold them), then hands each gathered page to `release`, in order.
-    pub fn flush(&mut self, mut release: impl FnMut(u64, &'static Folio)) {
+    /// CPUs may hold them), then hands each gathered page to `release`, in order; or, when
+    /// the shootdown failed, to `keep` (another CPU may still translate to it).
+    ///
+    /// # Errors
+    /// The shootdown's error; the gather is empty either way.
+    pub fn flush(
+        &mut self,
+        mut release: impl FnMut(u64, &'static Folio),
+        mut keep: impl FnMut(u64, &'static Folio),
+    ) -> Result<(), PtError> {
         if self.vas.is_empty() {
-            return;
+            return Ok(());
         }
         let vas = &self.vas[..];
         self.mmu.flush_tlb_local(vas);
+        let mut flushed = Ok(());
         if self.cpumask.any_other_than(self.cpu) {
-            self.mmu.flush_tlb_others(self.cpumask, self.cpu, vas);
+            flushed = self.mmu.flush_tlb_others(self.cpumask, self.cpu, vas);
             self.shootdowns += 1;
         }
         self.flushes += 1;
         for (va, f) in self.vas.drain(..).zip(self.folios.drain(..)) {
-            release(va.as_u64(), f);
+            if flushed.is_ok() {
+                release(va.as_u64(), f);
+            } else {
+                keep(va.as_u64(), f);
+            }
         }
+        flushed
     }
 
     /// `(flushes, shootdowns)` so far.
@@ -146,14 +164,18 @@ mod tests {
             assert!(g.remove_page(0x1000 * i, frame(i)));
         }
         let mut released = alloc::vec::Vec::new();
-        g.flush(|va, f| {
-            assert_eq!(
-                mmu.local_flushes.load(Ordering::Relaxed),
-                3,
-                "flush before release"
-            );
-            released.push((va, f.pfn()));
-        });
+        g.flush(
+            |va, f| {
+                assert_eq!(
+                    mmu.local_flushes.load(Ordering::Relaxed),
+                    3,
+                    "flush before release"
+                );
+                released.push((va, f.pfn()));
+            },
+            |_, _| panic!("flushed"),
+        )
+        .unwrap();
         assert_eq!(released, [(0, 0), (0x1000, 1), (0x2000, 2)]);
         assert_eq!(
             mmu.remote_flushes.load(Ordering::Relaxed),
@@ -162,7 +184,7 @@ mod tests {
         );
         mask.set(5);
         assert!(g.remove_page(0x9000, frame(9)));
-        g.flush(|_, _| {});
+        g.flush(|_, _| {}, |_, _| panic!("flushed")).unwrap();
         assert_eq!(mmu.remote_flushes.load(Ordering::Relaxed), 1);
         assert_eq!(g.flush_counts(), (2, 1));
         for i in 0..MAX_GATHER_BATCH as u64 {
@@ -170,8 +192,34 @@ mod tests {
         }
         assert!(g.is_full());
         assert!(!g.remove_page(0, frame(0)));
-        g.flush(|_, _| {});
+        g.flush(|_, _| {}, |_, _| panic!("flushed")).unwrap();
         assert!(g.is_empty());
+    }
+
+    /// A failed shootdown releases nothing: every gathered page goes to `keep`, and the
+    /// gather is empty for the next batch.
+    #[test]
+    fn a_failed_shootdown_keeps_every_page() {
+        let mmu = SoftMmu::new(1);
+        let mask = CpuMask::new();
+        mask.set(0);
+        mask.set(1);
+        let mut g = MmuGather::new(mmu, &mask, 0);
+        for i in 0..3u64 {
+            assert!(g.remove_page(0x1000 * i, frame(i)));
+        }
+        mmu.fail.set_every(1);
+        let mut kept = alloc::vec::Vec::new();
+        let r = g.flush(|_, _| panic!("released"), |va, f| kept.push((va, f.pfn())));
+        assert_eq!(r, Err(PtError::Flush));
+        assert_eq!(kept, [(0, 0), (0x1000, 1), (0x2000, 2)]);
+        assert!(g.is_empty());
+        // Without other CPUs there is no shootdown to fail.
+        let alone = CpuMask::new();
+        alone.set(0);
+        let mut g = MmuGather::new(mmu, &alone, 0);
+        assert!(g.remove_page(0, frame(0)));
+        assert_eq!(g.flush(|_, _| {}, |_, _| panic!("kept")), Ok(()));
     }
 
     #[test]
@@ -184,7 +232,7 @@ mod tests {
             assert!(g.remove_page(0x1000 * i, frame(i)));
         }
         assert_eq!((g.len(), g.is_empty()), (5, false));
-        g.flush(|_, _| {});
+        g.flush(|_, _| {}, |_, _| {}).unwrap();
         assert_eq!((g.len(), g.is_empty()), (0, true));
     }
 

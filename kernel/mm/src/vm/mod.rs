@@ -20,6 +20,7 @@ pub mod pgtable;
 pub mod rcu;
 pub mod reclaim;
 pub mod soft_mmu;
+pub mod tlb_kept;
 pub mod truncate;
 pub mod vma;
 pub mod vma_lock;

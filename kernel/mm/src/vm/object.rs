@@ -43,14 +43,36 @@ pub const ZAP_BATCH: usize = 64;
 /// What [`RmapTarget::zap_ptes`] cleared: each PTE's address and the frame it mapped.
 pub type ZappedPtes = ArrayVec<(VirtAddr, Pfn), ZAP_BATCH>;
 
+/// What [`RmapTarget::try_to_unmap_one`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unmapped {
+    /// The PTE did not map the page: nothing changed.
+    No,
+    /// Cleared and flushed.
+    Flushed,
+    /// Cleared, but the flush failed: some CPU may still translate to the page.
+    Unflushed,
+}
+
+/// What [`Object::unmap_page`] cleared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Cleared {
+    /// PTEs cleared.
+    pub ptes: usize,
+    /// Of those, whose flush failed.
+    pub unflushed: usize,
+}
+
 /// An address space as the reverse map reaches it (`try_to_unmap_one`, and
 /// `unmap_mapping_range`'s zap of a whole mapping). Implemented by every `MmStruct`,
 /// whatever its region and MMU types, so an object's list of mappings can hold regions of
 /// address spaces of different types.
 pub trait RmapTarget: Sync {
-    /// Clears the PTE at `va` if it maps `pfn`, flushes the translation everywhere it may
-    /// be cached, and drops the mapping's reference; returns whether it did.
-    fn try_to_unmap_one(&self, va: u64, pfn: u64) -> bool;
+    /// Clears the PTE at `va` if it maps `pfn` and flushes the translation everywhere it
+    /// may be cached; says whether it cleared it and whether the flush succeeded. The
+    /// caller drops the mapping's mapcount and reference (keeps the reference when the
+    /// flush failed, [`crate::vm::tlb_kept`]).
+    fn try_to_unmap_one(&self, va: u64, pfn: u64) -> Unmapped;
 
     /// `zap_pte_range` for `unmap_mapping_range`: clears the present PTEs of
     /// `[start, end)`, in order, each table's under its lock, until `out` is full; pushes
@@ -166,16 +188,22 @@ impl Object {
         }
     }
 
-    /// `rmap_walk_file`: clears every PTE that maps page `index` as frame `pfn`; returns how
-    /// many it cleared. The callers flush TLBs (each `unmap_one` does, for its address
-    /// space).
-    pub fn unmap_page(&self, index: u64, pfn: u64) -> usize {
-        let mut cleared = 0;
+    /// `rmap_walk_file`: clears every PTE that maps page `index` as frame `pfn`, each
+    /// `try_to_unmap_one` flushing its address space's TLBs; returns how many it cleared
+    /// and how many of those flushes failed.
+    pub fn unmap_page(&self, index: u64, pfn: u64) -> Cleared {
+        let mut cleared = Cleared::default();
         self.rmap_walk(|m, mm| {
-            if let Some(va) = m.address_of(index)
-                && mm.try_to_unmap_one(va, pfn)
-            {
-                cleared += 1;
+            let Some(va) = m.address_of(index) else {
+                return;
+            };
+            match mm.try_to_unmap_one(va, pfn) {
+                Unmapped::No => {}
+                Unmapped::Flushed => cleared.ptes += 1,
+                Unmapped::Unflushed => {
+                    cleared.ptes += 1;
+                    cleared.unflushed += 1;
+                }
             }
         });
         cleared
@@ -193,9 +221,9 @@ mod tests {
     use super::*;
 
     /// An address space whose PTEs always (or never) map the page asked for.
-    struct Fake(bool, CpuMask);
+    struct Fake(Unmapped, CpuMask);
     impl RmapTarget for Fake {
-        fn try_to_unmap_one(&self, _va: u64, _pfn: u64) -> bool {
+        fn try_to_unmap_one(&self, _va: u64, _pfn: u64) -> Unmapped {
             self.0
         }
         fn zap_ptes(&self, _start: u64, end: u64, _out: &mut ZappedPtes) -> u64 {
@@ -205,8 +233,9 @@ mod tests {
             &self.1
         }
     }
-    static ALWAYS: Fake = Fake(true, CpuMask::new());
-    static NEVER: Fake = Fake(false, CpuMask::new());
+    static ALWAYS: Fake = Fake(Unmapped::Flushed, CpuMask::new());
+    static NEVER: Fake = Fake(Unmapped::No, CpuMask::new());
+    static UNFLUSHED: Fake = Fake(Unmapped::Unflushed, CpuMask::new());
 
     #[test]
     fn mapping_addresses_and_rmap_walk() {
@@ -230,9 +259,36 @@ mod tests {
             end: 0x20_0000 + 64 * 4096,
             pgoff: 0,
         });
-        assert_eq!(o.unmap_page(5, 1), 1, "only the mapping that clears counts");
-        assert_eq!(o.unmap_page(40, 1), 0, "outside the first mapping");
+        let one = Cleared {
+            ptes: 1,
+            unflushed: 0,
+        };
+        assert_eq!(
+            o.unmap_page(5, 1),
+            one,
+            "only the mapping that clears counts"
+        );
+        assert_eq!(
+            o.unmap_page(40, 1),
+            Cleared::default(),
+            "outside the first mapping"
+        );
+        o.map(Mapping {
+            mm: NonNull::from(&UNFLUSHED),
+            start: 0x40_0000,
+            end: 0x40_0000 + 8 * 4096,
+            pgoff: 0,
+        });
+        assert_eq!(
+            o.unmap_page(5, 1),
+            Cleared {
+                ptes: 2,
+                unflushed: 1
+            },
+            "a failed flush still cleared its PTE"
+        );
         o.unmap(&ALWAYS, 0x10_0000);
+        o.unmap(&UNFLUSHED, 0x40_0000);
         assert_eq!(o.nr_mappings(), 1);
     }
 }

@@ -92,7 +92,12 @@ pub trait Mmu: Send + Sync + 'static {
     /// Undoes [`Mmu::link_pte_table`] for the 2 MiB at `va` (all its PTEs are clear), and
     /// flushes whatever the CPUs of `cpus` may have cached of the table (paging-structure
     /// caches) before returning.
-    fn unlink_pte_table(&self, va: VirtAddr, cpus: &CpuMask, me: usize);
+    ///
+    /// # Errors
+    /// [`PtError::Flush`]: the table is unlinked but some CPU of `cpus` may still cache it;
+    /// its frame must not be reused until a later flush of those CPUs succeeds
+    /// ([`Mmu::flush_tlb_all`]).
+    fn unlink_pte_table(&self, va: VirtAddr, cpus: &CpuMask, me: usize) -> Result<(), PtError>;
     /// The PTE mapping frame `pfn`, present, writable if `writable`, never executable
     /// (`pfn_pte()`).
     #[must_use]
@@ -107,7 +112,79 @@ pub trait Mmu: Send + Sync + 'static {
     fn flush_tlb_local(&self, vas: &[VirtAddr]);
     /// Drops the translations of `vas` on every CPU of `cpus` except `me`, and waits until
     /// each has (a TLB shootdown).
-    fn flush_tlb_others(&self, cpus: &CpuMask, me: usize, vas: &[VirtAddr]);
+    ///
+    /// # Errors
+    /// [`PtError::Flush`]: some CPU of `cpus` may still hold a translation of `vas`; the
+    /// frames they mapped must not be reused until a later flush succeeds.
+    fn flush_tlb_others(&self, cpus: &CpuMask, me: usize, vas: &[VirtAddr]) -> Result<(), PtError>;
+    /// Drops every translation and cached page-table entry of the address spaces this MMU
+    /// serves, on `me` and on every CPU of `cpus`, and waits until each has: the flush that
+    /// lets frames kept after a failed flush go ([`crate::vm::tlb_kept`]).
+    ///
+    /// # Errors
+    /// [`PtError::Flush`]: some CPU of `cpus` may still cache something.
+    fn flush_tlb_all(&self, cpus: &CpuMask, me: usize) -> Result<(), PtError>;
+}
+
+/// Failures injected into an [`Mmu`]'s flushes (the platforms' `fail_tlb_flush` knob): off,
+/// or every `n`th flush call fails (after doing nothing), so the callers' failure paths run
+/// on demand. Counted.
+#[derive(Debug, Default)]
+pub struct FlushFailures {
+    every: AtomicU64,
+    calls: AtomicU64,
+    injected: AtomicU64,
+}
+
+impl FlushFailures {
+    /// Off.
+    #[must_use]
+    pub const fn new() -> Self {
+        FlushFailures {
+            every: AtomicU64::new(0),
+            calls: AtomicU64::new(0),
+            injected: AtomicU64::new(0),
+        }
+    }
+
+    /// From now on, every `n`th flush fails (`0`: none).
+    pub fn set_every(&self, n: u64) {
+        self.calls.store(0, Ordering::Relaxed);
+        self.every.store(n, Ordering::Relaxed);
+    }
+
+    /// Whether this flush call is to fail (counts it).
+    #[must_use]
+    pub fn should_fail(&self) -> bool {
+        let every = self.every.load(Ordering::Relaxed);
+        if every == 0 {
+            return false;
+        }
+        let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        let fail = n.is_multiple_of(every);
+        if fail {
+            self.injected.fetch_add(1, Ordering::Relaxed);
+        }
+        fail
+    }
+
+    /// Flush failures injected so far.
+    #[must_use]
+    pub fn injected(&self) -> u64 {
+        self.injected.load(Ordering::Relaxed)
+    }
+
+    /// [`Mmu`] implementations' answer: `Err(PtError::Flush)` when this call is to fail.
+    ///
+    /// # Errors
+    /// [`PtError::Flush`] when injected.
+    pub fn check(&self) -> Result<(), PtError> {
+        if self.should_fail() {
+            Err(PtError::Flush)
+        } else {
+            Ok(())
+        }
+    }
 }
 
 /// Why a page-table operation failed.
@@ -119,6 +196,8 @@ pub enum PtError {
     OutOfRange,
     /// The platform could not link the table.
     Platform,
+    /// A TLB flush did not complete: some CPU may still cache what it was to drop.
+    Flush,
 }
 
 /// The PTE tables of one address space.
@@ -362,20 +441,28 @@ impl<M: Mmu> PageTable<M> {
         }
     }
 
-    /// `free_pgtables`: unlinks and hands every table frame to `free`. The caller has
-    /// cleared every PTE and flushed (it holds `&mut self`: no fault can run); `cpus` are
-    /// the CPUs that may cache the tables and `me` the calling CPU.
-    pub fn free_tables(&mut self, cpus: &CpuMask, me: usize, mut free: impl FnMut(&'static Folio)) {
+    /// `free_pgtables`: unlinks every table and hands its frame to `free` once the CPUs that
+    /// may cache it have flushed, or to `keep` when that flush failed (the frame may still
+    /// be cached: it must not go back to the allocator until a later flush succeeds, see
+    /// [`crate::vm::tlb_kept`]). The caller has cleared every PTE and flushed (it holds
+    /// `&mut self`: no fault can run); `cpus` are the CPUs that may cache the tables and
+    /// `me` the calling CPU.
+    pub fn free_tables(
+        &mut self,
+        cpus: &CpuMask,
+        me: usize,
+        mut free: impl FnMut(&'static Folio),
+        mut keep: impl FnMut(&'static Folio),
+    ) {
         for i in 0..self.pmd.len() {
             let p = self.pmd[i].swap(core::ptr::null_mut(), Ordering::AcqRel);
             // SAFETY: as in `load`: null or a `'static` memmap folio.
             if let Some(folio) = unsafe { p.as_ref() } {
-                self.mmu.unlink_pte_table(
-                    VirtAddr::new(self.base + i as u64 * PTE_TABLE_SPAN),
-                    cpus,
-                    me,
-                );
-                free(folio);
+                let va = VirtAddr::new(self.base + i as u64 * PTE_TABLE_SPAN);
+                match self.mmu.unlink_pte_table(va, cpus, me) {
+                    Ok(()) => free(folio),
+                    Err(_) => keep(folio),
+                }
             }
         }
     }
@@ -395,6 +482,7 @@ pub(crate) mod tests {
         pub(crate) linked: AtomicUsize,
         pub(crate) local_flushes: AtomicUsize,
         pub(crate) remote_flushes: AtomicUsize,
+        pub(crate) fail: FlushFailures,
     }
 
     impl SoftMmu {
@@ -407,6 +495,7 @@ pub(crate) mod tests {
                 linked: AtomicUsize::new(0),
                 local_flushes: AtomicUsize::new(0),
                 remote_flushes: AtomicUsize::new(0),
+                fail: FlushFailures::new(),
             }))
         }
     }
@@ -421,8 +510,14 @@ pub(crate) mod tests {
             self.linked.fetch_add(1, Ordering::Relaxed);
             Ok(())
         }
-        fn unlink_pte_table(&self, _va: VirtAddr, _cpus: &CpuMask, _me: usize) {
+        fn unlink_pte_table(
+            &self,
+            _va: VirtAddr,
+            _cpus: &CpuMask,
+            _me: usize,
+        ) -> Result<(), PtError> {
             self.linked.fetch_sub(1, Ordering::Relaxed);
+            self.fail.check()
         }
         fn mk_pte(&self, pfn: Pfn, writable: bool) -> Pte {
             Pte::from_raw((pfn.as_u64() << 12) | 1 | (u64::from(writable) << 1))
@@ -436,10 +531,20 @@ pub(crate) mod tests {
         fn flush_tlb_local(&self, vas: &[VirtAddr]) {
             self.local_flushes.fetch_add(vas.len(), Ordering::Relaxed);
         }
-        fn flush_tlb_others(&self, cpus: &CpuMask, me: usize, vas: &[VirtAddr]) {
+        fn flush_tlb_others(
+            &self,
+            cpus: &CpuMask,
+            me: usize,
+            vas: &[VirtAddr],
+        ) -> Result<(), PtError> {
+            self.fail.check()?;
             let n = cpus.iter().filter(|&c| c != me).count();
             self.remote_flushes
                 .fetch_add(n * vas.len(), Ordering::Relaxed);
+            Ok(())
+        }
+        fn flush_tlb_all(&self, _cpus: &CpuMask, _me: usize) -> Result<(), PtError> {
+            self.fail.check()
         }
     }
 
@@ -486,8 +591,36 @@ pub(crate) mod tests {
         }
         assert_eq!((pt.nr_tables(), mmu.linked.load(Ordering::Relaxed)), (1, 1));
         let mut freed = Vec::new();
-        pt.free_tables(&CpuMask::new(), 0, |f| freed.push(f.pfn()));
+        pt.free_tables(
+            &CpuMask::new(),
+            0,
+            |f| freed.push(f.pfn()),
+            |_| panic!("flushed"),
+        );
         assert_eq!(freed, [1]);
+        assert_eq!((pt.nr_tables(), mmu.linked.load(Ordering::Relaxed)), (0, 0));
+    }
+
+    /// A table whose unlink flush failed is handed to `keep`, never to `free`: some CPU may
+    /// still walk it. The others are freed as usual.
+    #[test]
+    fn a_table_whose_flush_failed_is_kept_not_freed() {
+        let mmu = SoftMmu::new(8);
+        let mut pt = PageTable::new(0, 3 * PTE_TABLE_SPAN, mmu).unwrap();
+        for (i, pfn) in [(0, 1), (1, 2), (2, 3)] {
+            pt.table_or_alloc(i * PTE_TABLE_SPAN, || Some(frame(pfn)), |_| {})
+                .unwrap();
+        }
+        mmu.fail.set_every(2);
+        let (mut freed, mut kept) = (Vec::new(), Vec::new());
+        pt.free_tables(
+            &CpuMask::new(),
+            0,
+            |f| freed.push(f.pfn()),
+            |f| kept.push(f.pfn()),
+        );
+        assert_eq!((freed, kept), (vec![1, 3], vec![2]));
+        assert_eq!(mmu.fail.injected(), 1);
         assert_eq!((pt.nr_tables(), mmu.linked.load(Ordering::Relaxed)), (0, 0));
     }
 

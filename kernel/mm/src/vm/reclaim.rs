@@ -32,8 +32,9 @@ use crate::vm::cpumask::CpuMask;
 use crate::vm::fault::object_of;
 use crate::vm::folios::VmFolios;
 use crate::vm::mm_struct::MmStruct;
-use crate::vm::object::{Object, RmapTarget, ZappedPtes};
+use crate::vm::object::{Object, RmapTarget, Unmapped, ZappedPtes};
 use crate::vm::pgtable::{Mmu, PTE_TABLE_SPAN, pte_index};
+use crate::vm::tlb_kept::Kept;
 use crate::vm::vma::VmArea;
 use lru::{Folio, FolioFlags, NodeStatItem, Shadow};
 use memcg::{FolioFree, FolioOwner, MemCgroupPerNode, MemcgTree};
@@ -42,14 +43,14 @@ use memcg::{FolioFree, FolioOwner, MemCgroupPerNode, MemcgTree};
 /// [`RmapTarget`]): `try_to_unmap_one` for one object page, and the PTE half of
 /// `zap_page_range_single` for `unmap_mapping_range`.
 impl<V: VmArea, M: Mmu> RmapTarget for MmStruct<V, M> {
-    fn try_to_unmap_one(&self, va: u64, pfn: u64) -> bool {
+    fn try_to_unmap_one(&self, va: u64, pfn: u64) -> Unmapped {
         let Some(table) = self.pgtable().table(va) else {
-            return false;
+            return Unmapped::No;
         };
         let idx = pte_index(va);
         let mut pte = table.lock();
         if pte.pfn(idx) != Some(Pfn::new(pfn)) {
-            return false;
+            return Unmapped::No;
         }
         ksync::warn_on_once!(
             pte.clear(idx).is_none(),
@@ -60,10 +61,12 @@ impl<V: VmArea, M: Mmu> RmapTarget for MmStruct<V, M> {
         let me = ksync::this_cpu();
         let vas = [VirtAddr::new(va)];
         mmu.flush_tlb_local(&vas);
-        if self.cpumask().any_other_than(me) {
-            mmu.flush_tlb_others(self.cpumask(), me, &vas);
+        if self.cpumask().any_other_than(me)
+            && mmu.flush_tlb_others(self.cpumask(), me, &vas).is_err()
+        {
+            return Unmapped::Unflushed;
         }
-        true
+        Unmapped::Flushed
     }
 
     fn zap_ptes(&self, start: u64, end: u64, out: &mut ZappedPtes) -> u64 {
@@ -112,8 +115,10 @@ impl VmFolios {
     /// `folio`, page `index` of `obj`: clears every PTE that maps it through the reverse
     /// map, each with its TLB flush, and drops each mapping's mapcount, reference and
     /// `NR_FILE_MAPPED`. The caller holds another reference (the cache's, or reclaim's
-    /// pin), so none of these is the last. Returns the PTEs cleared (0 at once for an
-    /// unmapped folio).
+    /// pin), so none of these is the last. A mapping whose flush failed hands its
+    /// reference to the kept frames instead ([`crate::vm::tlb_kept`]): the folio cannot be
+    /// freed while a CPU may still translate to it. Returns the PTEs cleared (0 at once
+    /// for an unmapped folio).
     pub(crate) fn unmap_mapping_folio<P: MemCgroupPerNode>(
         &self,
         tree: &MemcgTree<P, Self>,
@@ -125,12 +130,17 @@ impl VmFolios {
         if folio.mapcount() == 0 {
             return 0;
         }
-        let cleared = obj.unmap_page(index, folio.pfn());
-        for _ in 0..cleared {
+        let done = obj.unmap_page(index, folio.pfn());
+        let cleared = done.ptes;
+        for i in 0..cleared {
             ksync::warn_on_once!(
                 folio.dec_mapcount().is_err(),
                 "unmap_mapping_folio: a PTE mapped a folio with no mapcount"
             );
+            if i < done.unflushed {
+                self.tlb_kept.keep(Kept::Ref(folio));
+                continue;
+            }
             ksync::warn_on_once!(
                 folio.put() != Ok(false),
                 "unmap_mapping_folio: a mapping's reference was the last or missing"

@@ -16,7 +16,7 @@
 use crate::pfn::Pfn;
 use crate::vm::addr::VirtAddr;
 use crate::vm::cpumask::CpuMask;
-use crate::vm::pgtable::{Mmu, PtError, Pte};
+use crate::vm::pgtable::{FlushFailures, Mmu, PtError, Pte};
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -35,6 +35,7 @@ pub struct SoftMmu {
     local_flushes: AtomicU64,
     local_flush_calls: AtomicU64,
     shootdowns: AtomicU64,
+    fail: FlushFailures,
 }
 
 impl SoftMmu {
@@ -53,6 +54,7 @@ impl SoftMmu {
             local_flushes: AtomicU64::new(0),
             local_flush_calls: AtomicU64::new(0),
             shootdowns: AtomicU64::new(0),
+            fail: FlushFailures::new(),
         }))
     }
 
@@ -80,6 +82,12 @@ impl SoftMmu {
     pub fn shootdowns(&self) -> u64 {
         self.shootdowns.load(Relaxed)
     }
+
+    /// The flush-failure injection knob (unlinks, shootdowns and full flushes).
+    #[must_use]
+    pub fn flush_failures(&self) -> &FlushFailures {
+        &self.fail
+    }
 }
 
 impl Mmu for SoftMmu {
@@ -101,8 +109,9 @@ impl Mmu for SoftMmu {
         Ok(())
     }
 
-    fn unlink_pte_table(&self, _va: VirtAddr, _cpus: &CpuMask, _me: usize) {
+    fn unlink_pte_table(&self, _va: VirtAddr, _cpus: &CpuMask, _me: usize) -> Result<(), PtError> {
         self.linked.fetch_sub(1, Relaxed);
+        self.fail.check()
     }
 
     fn mk_pte(&self, pfn: Pfn, writable: bool) -> Pte {
@@ -123,9 +132,20 @@ impl Mmu for SoftMmu {
         self.local_flush_calls.fetch_add(1, Relaxed);
     }
 
-    fn flush_tlb_others(&self, cpus: &CpuMask, me: usize, _vas: &[VirtAddr]) {
+    fn flush_tlb_others(
+        &self,
+        cpus: &CpuMask,
+        me: usize,
+        _vas: &[VirtAddr],
+    ) -> Result<(), PtError> {
+        self.fail.check()?;
         if cpus.any_other_than(me) {
             self.shootdowns.fetch_add(1, Relaxed);
         }
+        Ok(())
+    }
+
+    fn flush_tlb_all(&self, _cpus: &CpuMask, _me: usize) -> Result<(), PtError> {
+        self.fail.check()
     }
 }

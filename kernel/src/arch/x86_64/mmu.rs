@@ -12,6 +12,11 @@
 //! [`PhysAddr`] ([`Pfn::phys_addr`]), an [`mm::vm::pgtable::Pte`] is the word of an x86
 //! [`Pte`], and a list of [`mm::vm::VirtAddr`] is handed to the flush as its numbers
 //! ([`mm::vm::VirtAddr::slice_as_u64`]).
+//!
+//! A flush that fails (a shootdown IPI that could not be sent) is reported as
+//! [`PtError::Flush`], so the fault core keeps the frames it covered instead of freeing them
+//! (`mm::vm::tlb_kept`). [`flush_failures`] injects such failures on demand (after the real
+//! flush, so injection never leaves a stale translation behind, only frames kept longer).
 
 use super::aspace::{self, TableFrames};
 use super::paging::phys_to_virt;
@@ -34,6 +39,15 @@ pub static KERNEL_MMU: KernelMmu = KernelMmu;
 
 /// Upper-level table frames from the page allocator (never freed while the slot is used).
 struct AllocatorFrames;
+
+/// Flush failures injected into this MMU (every `n`th flush call reports failure).
+static FLUSH_FAILURES: pgtable::FlushFailures = pgtable::FlushFailures::new();
+
+/// The kernel MMU's flush-failure injection knob (unlinks, shootdowns and full flushes).
+#[must_use]
+pub fn flush_failures() -> &'static pgtable::FlushFailures {
+    &FLUSH_FAILURES
+}
 
 /// Upper-level table frames the slot holds (see [`upper_table_frames`]).
 static UPPER_TABLES: AtomicU64 = AtomicU64::new(0);
@@ -64,6 +78,16 @@ impl TableFrames for AllocatorFrames {
             );
         }
     }
+}
+
+/// The CPUs of `mask` that are online: one that is not never ran, so it caches nothing,
+/// and a shootdown to it would fail for nothing.
+fn online(mask: &CpuMask) -> CpuSet {
+    let mut s = CpuSet::new();
+    for c in mask.iter().filter(|&c| crate::percpu::area(c).is_some()) {
+        s.insert(c);
+    }
+    s
 }
 
 fn cpuset(mask: &CpuMask) -> CpuSet {
@@ -107,9 +131,20 @@ impl Mmu for KernelMmu {
         })
     }
 
-    fn unlink_pte_table(&self, va: VirtAddr, cpus: &CpuMask, _me: usize) {
+    fn unlink_pte_table(&self, va: VirtAddr, cpus: &CpuMask, _me: usize) -> Result<(), PtError> {
         // The slot flushes the caller and every CPU of the set before handing the table back.
-        let _ = aspace::unlink_pte_table(va.as_u64(), &cpuset(cpus));
+        match aspace::unlink_pte_table(va.as_u64(), &cpuset(cpus)) {
+            Ok(_) => FLUSH_FAILURES.check(),
+            Err(aspace::AspaceError::Flush { .. }) => {
+                ksync::warn_on_once!(true, "the flush after unlinking a PTE table failed");
+                Err(PtError::Flush)
+            }
+            Err(_) => {
+                // Outside the slot or not linked: no walker can reach the frame.
+                ksync::warn_on_once!(true, "unlinking a PTE table the slot did not hold");
+                FLUSH_FAILURES.check()
+            }
+        }
     }
 
     fn mk_pte(&self, pfn: Pfn, writable: bool) -> pgtable::Pte {
@@ -131,9 +166,27 @@ impl Mmu for KernelMmu {
         tlb::flush_tlb_local_request(&TlbFlush::Pages(VirtAddr::slice_as_u64(vas)));
     }
 
-    fn flush_tlb_others(&self, cpus: &CpuMask, _me: usize, vas: &[VirtAddr]) {
-        // A shootdown fails only for a CPU that is not online (it holds no translation) or
-        // when called from inside this CPU's own shootdown (the fault core never is).
-        let _ = tlb::flush_tlb_others(&cpuset(cpus), &TlbFlush::Pages(VirtAddr::slice_as_u64(vas)));
+    fn flush_tlb_others(
+        &self,
+        cpus: &CpuMask,
+        _me: usize,
+        vas: &[VirtAddr],
+    ) -> Result<(), PtError> {
+        let flush = TlbFlush::Pages(VirtAddr::slice_as_u64(vas));
+        let r = tlb::flush_tlb_others(&online(cpus), &flush);
+        if ksync::warn_on_once!(r.is_err(), "a TLB shootdown failed") {
+            return Err(PtError::Flush);
+        }
+        FLUSH_FAILURES.check()
+    }
+
+    fn flush_tlb_all(&self, cpus: &CpuMask, _me: usize) -> Result<(), PtError> {
+        let mut set = online(cpus);
+        set.insert(crate::percpu::cpu_id());
+        let r = tlb::flush_tlb_cpus(&set, &TlbFlush::All);
+        if ksync::warn_on_once!(r.is_err(), "a full TLB flush failed") {
+            return Err(PtError::Flush);
+        }
+        FLUSH_FAILURES.check()
     }
 }
