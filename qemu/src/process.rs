@@ -10,7 +10,7 @@
 //! line (and a last unterminated one at the end) to a callback while QEMU still runs, which
 //! is how `kx bench` drives its progress bar.
 //!
-//! This is one of the two places with `unsafe`: `pre_exec` and two libc calls.
+//! This is one of the runner's few places with `unsafe`: `pre_exec` and three libc calls.
 #![allow(unsafe_code)]
 
 use crate::RunError;
@@ -22,6 +22,39 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
+
+/// The error code [`die_with_parent`] reports when the parent is already gone (std hands
+/// the parent only the code of a `pre_exec` error, so the message is added there).
+const PARENT_GONE: i32 = libc::ESRCH;
+
+/// What the child runs between fork and exec: asks for `SIGKILL` when the thread that
+/// spawned it (the runner's waiting thread) dies, then checks that `parent` is still its
+/// parent (if the runner died between fork and prctl, the signal will never come).
+///
+/// Async-signal-safe: two system calls, no allocation (the errors are bare OS codes;
+/// `io::Error::other` would box its message), no lock.
+///
+/// # Errors
+/// prctl's error, or [`PARENT_GONE`] when the parent is not `parent`.
+pub fn die_with_parent(parent: libc::pid_t) -> std::io::Result<()> {
+    // SAFETY: prctl with PR_SET_PDEATHSIG and a signal number; getppid has no arguments.
+    unsafe {
+        if libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        ) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+        if libc::getppid() != parent {
+            return Err(std::io::Error::from_raw_os_error(PARENT_GONE));
+        }
+    }
+    Ok(())
+}
 
 /// How often the runner checks whether QEMU has exited.
 const POLL: Duration = Duration::from_millis(5);
@@ -91,30 +124,21 @@ pub fn run_streaming_with(
         .stderr(Stdio::piped())
         .process_group(0);
     let parent = std::process::id() as libc::pid_t;
-    // SAFETY: the closure runs in the forked child before exec and only makes two
-    // async-signal-safe system calls (prctl, getppid); it allocates nothing and takes no locks.
+    // SAFETY: the closure runs in the forked child before exec; `die_with_parent` makes two
+    // async-signal-safe system calls and allocates nothing (its errors are OS error codes,
+    // which `io::Error` holds inline), so it needs no lock that another thread of the runner
+    // may have held at the fork.
     unsafe {
-        cmd.pre_exec(move || {
-            // Die with the thread that spawned us (the runner's waiting thread).
-            if libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            ) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            // If the runner died between fork and prctl, the signal will never come.
-            if libc::getppid() != parent {
-                return Err(std::io::Error::other("runner exited before QEMU started"));
-            }
-            Ok(())
-        });
+        cmd.pre_exec(move || die_with_parent(parent));
     }
     let start = Instant::now();
-    let mut child = cmd.spawn().map_err(RunError::Spawn)?;
+    let mut child = cmd.spawn().map_err(|e| {
+        RunError::Spawn(if e.raw_os_error() == Some(PARENT_GONE) {
+            std::io::Error::other("the runner exited before QEMU started")
+        } else {
+            e
+        })
+    })?;
     let first = OnceLock::new();
     let out_pipe = child.stdout.take().expect("stdout is piped");
     let mut err_pipe = child.stderr.take().expect("stderr is piped");
@@ -207,10 +231,74 @@ fn pump(
     all
 }
 
+/// The unit tests' allocator: the system's, counting the allocations each thread makes, so
+/// a test can show that code meant for between fork and exec allocates nothing.
+#[cfg(test)]
+mod counting_alloc {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    thread_local! {
+        static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+    }
+
+    struct Counting;
+
+    // SAFETY: every call is forwarded to the system allocator unchanged; the count is a
+    // const-initialised thread-local `Cell` (no allocation, no destructor).
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            ALLOCATIONS.with(|c| c.set(c.get() + 1));
+            // SAFETY: the caller's contract, passed on.
+            unsafe { System.alloc(layout) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { System.dealloc(ptr, layout) }
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            ALLOCATIONS.with(|c| c.set(c.get() + 1));
+            // SAFETY: the caller's contract, passed on.
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+    }
+
+    #[global_allocator]
+    static COUNTING: Counting = Counting;
+
+    /// Allocations this thread has made so far.
+    pub(super) fn allocations() -> u64 {
+        ALLOCATIONS.with(Cell::get)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::process::ExitStatusExt;
+
+    /// What runs between fork and exec allocates nothing, also when it fails: a child forked
+    /// while another thread held the allocator's lock would deadlock on it.
+    #[test]
+    fn the_child_setup_allocates_nothing() {
+        // On a thread of its own, whose parent-death setting outlives nothing of interest.
+        std::thread::spawn(|| {
+            let before = counting_alloc::allocations();
+            let wrong = die_with_parent(std::process::id() as libc::pid_t);
+            let after = counting_alloc::allocations();
+            assert_eq!(after, before, "die_with_parent allocated");
+            assert_eq!(
+                wrong.as_ref().map_err(std::io::Error::raw_os_error),
+                Err(Some(PARENT_GONE))
+            );
+            // The count works: a boxed error is an allocation.
+            let boxed = std::io::Error::other("x");
+            assert!(counting_alloc::allocations() > after);
+            drop(boxed);
+        })
+        .join()
+        .unwrap();
+    }
 
     fn sh(script: &str, timeout: Duration) -> Finished {
         run_with_timeout(
