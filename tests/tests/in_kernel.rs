@@ -6,7 +6,7 @@ use abi::ExitCode;
 use qemu::{Outcome, RunOutput, TestReport};
 use std::sync::OnceLock;
 use std::time::Duration;
-use tests::{assert_exit, assert_suite_passed, boot_direct, describe};
+use tests::{MEM_MIB, SMP, assert_exit, assert_suite_passed, boot_direct, describe};
 
 /// Generous: the suite runs under TCG on a loaded two-core machine.
 const SUITE_TIMEOUT: Duration = Duration::from_secs(300);
@@ -82,11 +82,55 @@ fn a_prefix_selects_its_tests_from_the_kernels_table_and_a_dead_one_is_refused()
     }
 }
 
+/// The system summary says what the machine is: the boot path, the memory QEMU was given,
+/// every vCPU found and started, one node, no PMU under TCG, and a page allocator whose
+/// free frames are a plausible share of that memory.
 #[test]
-fn summary_boot_succeeds() {
+fn summary_boot_describes_the_machine() {
     let out = boot_direct("run=summary", Duration::from_secs(120));
     assert_exit(&out, ExitCode::Success);
-    assert!(!out.serial.trim().is_empty());
+    let s = &out.serial;
+    let line = |prefix: &str| -> &str {
+        s.lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no `{prefix}` line: {}", describe(&out)))
+    };
+    assert!(s.contains("=== system summary ==="), "{}", describe(&out));
+    assert!(line("boot path: ").starts_with("boot path: multiboot1"));
+    // QEMU keeps a little below 1 MiB and at the top of RAM for itself.
+    let ram: u32 = line("usable RAM: ")
+        .trim_start_matches("usable RAM: ")
+        .trim_end_matches(" MiB")
+        .parse()
+        .unwrap();
+    assert!(
+        (MEM_MIB - 2..=MEM_MIB).contains(&ram),
+        "usable RAM {ram} MiB"
+    );
+    assert_eq!(line("cpus: "), format!("cpus: {SMP} found, {SMP} started"));
+    for cpu in 0..SMP {
+        assert!(
+            s.contains(&format!(
+                "apic id   {cpu} (acpi uid {cpu}): online as cpu {cpu}"
+            )),
+            "cpu {cpu}: {}",
+            describe(&out)
+        );
+    }
+    assert!(line("numa: ").starts_with("numa: 1 node"));
+    assert!(line("pmu: ").starts_with("pmu: none"), "TCG has no PMU");
+    let free: u64 = line("page allocator: ")
+        .trim_start_matches("page allocator: ")
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let frames = u64::from(MEM_MIB) * 256;
+    assert!(
+        free > frames / 2 && free < frames,
+        "{free} free frames of {frames}"
+    );
 }
 
 #[test]
