@@ -264,6 +264,111 @@ impl core::fmt::Display for NoPmu {
     }
 }
 
+/// What PMU detection found: leaf 0xA decoded and, where it promises counters, a probe of
+/// them (the kernel's `arch::x86_64::pmu::init` runs it with `#GP`-safe MSR accesses whose
+/// fault is `F`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Detected<F> {
+    /// Counters programmed as `setup` says.
+    Present {
+        /// Leaf 0xA.
+        info: PmuInfo,
+        /// What is counted.
+        setup: Setup,
+    },
+    /// CPUID reports none that can be used.
+    NotReported(NoPmu),
+    /// CPUID reports one, but an access to one of its MSRs raised #GP.
+    Faulted {
+        /// Leaf 0xA.
+        info: PmuInfo,
+        /// The access.
+        fault: F,
+    },
+    /// CPUID reports one and its MSRs accept every access, but the counters did not count
+    /// (QEMU's TCG answers MSRs it does not implement with 0 and ignores writes, without a
+    /// #GP: a model that advertised leaf 0xA there would read as this).
+    Inert {
+        /// Leaf 0xA.
+        info: PmuInfo,
+    },
+}
+
+/// Detection: `info` decoded, and where it promises counters, `probe` (start them, run a
+/// loop, stop and read them) says whether they counted or which access faulted.
+pub fn detect<F>(info: PmuInfo, probe: impl FnOnce(&Setup) -> Result<bool, F>) -> Detected<F> {
+    match info.setup() {
+        Err(why) => Detected::NotReported(why),
+        Ok(setup) => match probe(&setup) {
+            Ok(true) => Detected::Present { info, setup },
+            Ok(false) => Detected::Inert { info },
+            Err(fault) => Detected::Faulted { info, fault },
+        },
+    }
+}
+
+impl<F: core::fmt::Display> Detected<F> {
+    /// Whether CPUID promised counters that do not work: a CPU model or hypervisor that
+    /// advertises leaf 0xA without implementing it. The kernel still runs without counts,
+    /// but its PMU test fails on this (a machine whose counters were promised must count).
+    #[must_use]
+    pub fn broken_promise(&self) -> bool {
+        matches!(self, Detected::Faulted { .. } | Detected::Inert { .. })
+    }
+
+    /// The counters' setup, when there are counters.
+    #[must_use]
+    pub fn setup(&self) -> Option<Setup> {
+        match self {
+            Detected::Present { setup, .. } => Some(*setup),
+            _ => None,
+        }
+    }
+
+    /// Why there are no counters (`None`: there are).
+    #[must_use]
+    pub fn why_none(&self) -> Option<alloc::string::String> {
+        let promised = |info: &PmuInfo| {
+            alloc::format!(
+                "CPUID leaf 0xA reports version {} with {} general and {} fixed counters, but",
+                info.version,
+                info.general,
+                info.fixed
+            )
+        };
+        match self {
+            Detected::Present { .. } => None,
+            Detected::NotReported(why) => Some(alloc::format!("{why}")),
+            Detected::Faulted { info, fault } => Some(alloc::format!("{} {fault}", promised(info))),
+            Detected::Inert { info } => Some(alloc::format!(
+                "{} they counted nothing over a test loop",
+                promised(info)
+            )),
+        }
+    }
+}
+
+impl<F: core::fmt::Display> core::fmt::Display for Detected<F> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Detected::Present { info, setup } => {
+                write!(
+                    f,
+                    "architectural PMU v{}: {} general counters ({} bits), {} fixed ({} bits); \
+                     counting instructions, cycles",
+                    info.version, info.general, info.general_width, info.fixed, info.fixed_width
+                )?;
+                if setup.llc {
+                    f.write_str(", LLC references and misses")
+                } else {
+                    f.write_str(" (no LLC events: fewer than 2 general counters or not offered)")
+                }
+            }
+            _ => write!(f, "none: {}", self.why_none().unwrap_or_default()),
+        }
+    }
+}
+
 /// A write of `value` to MSR `msr`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MsrWrite {

@@ -218,3 +218,60 @@ fn missing_and_partial_pmus() {
         Ok(false)
     );
 }
+
+/// Detection on the recorded CPUs (tests/fixtures/cpuid): the laptop's leaf 0xA promises
+/// counters, so a probe decides between present, faulted and inert, and the last two are a
+/// broken promise; the KVM guest's leaf is zero, so the probe never runs and nothing was
+/// promised.
+#[test]
+fn detection_judges_a_promise_by_the_probe() {
+    let leaf = |text: &str| {
+        let r = crate::cpuid::Recorded::parse(text).unwrap();
+        crate::cpuid::pmu_info(&r.reader())
+    };
+    let laptop = leaf(include_str!(
+        "../../tests/fixtures/cpuid/xps13-9370-i5-8350u.txt"
+    ));
+    let guest = leaf(include_str!(
+        "../../tests/fixtures/cpuid/kvm-guest-xeon-build-host.txt"
+    ));
+
+    let present = detect::<&str>(laptop, |s| {
+        assert!(s.llc, "the probe runs with the setup leaf 0xA gives");
+        Ok(true)
+    });
+    assert_eq!(present.setup(), laptop.setup().ok());
+    assert!(!present.broken_promise() && present.why_none().is_none());
+    assert!(
+        present
+            .to_string()
+            .starts_with("architectural PMU v4: 4 general counters (48 bits), 3 fixed (48 bits)"),
+        "{present}"
+    );
+
+    let inert = detect::<&str>(laptop, |_| Ok(false));
+    assert_eq!(inert, Detected::Inert { info: laptop });
+    assert!(inert.broken_promise() && inert.setup().is_none());
+    assert_eq!(
+        inert.to_string(),
+        "none: CPUID leaf 0xA reports version 4 with 4 general and 3 fixed counters, but they \
+         counted nothing over a test loop"
+    );
+
+    let faulted = detect(laptop, |_| Err("wrmsr 0x38f raised #GP"));
+    assert!(faulted.broken_promise());
+    assert!(
+        faulted
+            .to_string()
+            .ends_with("fixed counters, but wrmsr 0x38f raised #GP"),
+        "{faulted}"
+    );
+
+    let none = detect::<&str>(guest, |_| panic!("nothing promised, nothing probed"));
+    assert_eq!(none, Detected::NotReported(NoPmu::NoLeaf));
+    assert!(!none.broken_promise());
+    assert_eq!(
+        none.why_none().as_deref(),
+        Some("CPUID leaf 0xA reports no architectural PMU")
+    );
+}

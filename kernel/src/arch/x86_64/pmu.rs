@@ -18,36 +18,12 @@
 //! have some, and the interrupts it serves (TLB shootdowns, IPIs).
 
 use super::msr::{self, MsrFault};
-use hw::pmu::{Counts, NoPmu, PmuInfo, Setup, msr as pmu_msr};
+use hw::pmu::{Counts, Detected, PmuInfo, Setup, msr as pmu_msr};
 use spin::Once;
 
-/// What detection found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Pmu {
-    /// Counters programmed as `setup` says.
-    Present {
-        /// Leaf 0xA.
-        info: PmuInfo,
-        /// What is counted.
-        setup: Setup,
-    },
-    /// CPUID reports none that can be used.
-    NotReported(NoPmu),
-    /// CPUID reports one, but an access to one of its MSRs raised #GP.
-    Faulted {
-        /// Leaf 0xA.
-        info: PmuInfo,
-        /// The access.
-        fault: MsrFault,
-    },
-    /// CPUID reports one and its MSRs accept every access, but the counters did not count
-    /// (QEMU's TCG answers MSRs it does not implement with 0 and ignores writes, without a
-    /// #GP: a model that advertised leaf 0xA there would read as this).
-    Inert {
-        /// Leaf 0xA.
-        info: PmuInfo,
-    },
-}
+/// What detection found ([`hw::pmu::Detected`], faults as this kernel's MSR accessors report
+/// them).
+pub type Pmu = Detected<MsrFault>;
 
 static PMU: Once<Pmu> = Once::new();
 
@@ -72,25 +48,14 @@ fn probe(setup: &Setup) -> Result<bool, MsrFault> {
 pub fn init() -> &'static Pmu {
     PMU.call_once(|| {
         msr::init();
-        let info = leaf_0a();
-        match info.setup() {
-            Err(why) => Pmu::NotReported(why),
-            Ok(setup) => match probe(&setup) {
-                Ok(true) => Pmu::Present { info, setup },
-                Ok(false) => Pmu::Inert { info },
-                Err(fault) => Pmu::Faulted { info, fault },
-            },
-        }
+        hw::pmu::detect(leaf_0a(), probe)
     })
 }
 
 /// The counters' setup, when there is a PMU (after [`init`]).
 #[must_use]
 pub fn setup() -> Option<Setup> {
-    match PMU.get()? {
-        Pmu::Present { setup, .. } => Some(*setup),
-        _ => None,
-    }
+    PMU.get()?.setup()
 }
 
 /// Zeroes and starts the counters on this CPU.
@@ -110,54 +75,6 @@ pub fn stop(setup: &Setup) -> Result<Counts, MsrFault> {
         *v = msr::read_safe(m)?;
     }
     Ok(setup.counts(&values[..setup.reads().len()]))
-}
-
-impl Pmu {
-    /// Why there are no counters (`None`: there are).
-    #[must_use]
-    pub fn why_none(&self) -> Option<alloc::string::String> {
-        match self {
-            Pmu::Present { .. } => None,
-            Pmu::NotReported(why) => Some(alloc::format!("{why}")),
-            Pmu::Faulted { info, fault } => Some(alloc::format!(
-                "CPUID leaf 0xA reports version {} with {} general and {} fixed counters, but \
-                 {fault}",
-                info.version,
-                info.general,
-                info.fixed
-            )),
-            Pmu::Inert { info } => Some(alloc::format!(
-                "CPUID leaf 0xA reports version {} with {} general and {} fixed counters, but \
-                 they counted nothing over a test loop",
-                info.version,
-                info.general,
-                info.fixed
-            )),
-        }
-    }
-}
-
-impl core::fmt::Display for Pmu {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            Pmu::Present { info, setup } => {
-                write!(
-                    f,
-                    "architectural PMU v{}: {} general counters ({} bits), {} fixed ({} bits); \
-                     counting instructions, cycles",
-                    info.version, info.general, info.general_width, info.fixed, info.fixed_width
-                )?;
-                if setup.llc {
-                    f.write_str(", LLC references and misses")
-                } else {
-                    f.write_str(" (no LLC events: fewer than 2 general counters or not offered)")
-                }
-            }
-            Pmu::NotReported(_) | Pmu::Faulted { .. } | Pmu::Inert { .. } => {
-                write!(f, "none: {}", self.why_none().unwrap_or_default())
-            }
-        }
-    }
 }
 
 /// Writes the summary's `pmu:` line.
