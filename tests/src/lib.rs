@@ -132,6 +132,18 @@ pub fn bench_direct(
     out: &std::path::Path,
     timeout: Duration,
 ) -> RunnerExit {
+    bench_in(Mode::Direct, bench, out, timeout)
+}
+
+/// `kx bench --mode MODE` with `bench`'s options, writing the results directory `out`:
+/// the kernel itself in direct mode, the GRUB image made for the bench's command line in
+/// the image modes.
+pub fn bench_in(
+    mode: Mode,
+    bench: qemu::cli::BenchOptions,
+    out: &std::path::Path,
+    timeout: Duration,
+) -> RunnerExit {
     let cmdline =
         qemu::commands::cmdline_for(&qemu::cli::Command::Bench, &bench.kernel_keys().join(" "));
     // kx bench's memory: two instance blocks of seed002's 1500 memcgs live at once.
@@ -144,11 +156,16 @@ pub fn bench_direct(
         bench,
         ..qemu::cli::Options::default()
     };
-    let medium = Medium::Kernel {
-        elf32: kernel().elf32.clone(),
-        cmdline,
+    let medium = if mode == Mode::Direct {
+        Medium::Kernel {
+            elf32: kernel().elf32.clone(),
+            cmdline,
+        }
+    } else {
+        qemu::commands::medium_for(workspace(), kernel(), mode, &cmdline)
+            .unwrap_or_else(|e| panic!("image: {e}"))
     };
-    let launch = launch(Mode::Direct, SMP, mem, None, medium);
+    let launch = launch(mode, SMP, mem, None, medium);
     let _one_at_a_time = qemu_lock();
     qemu::bench::run::bench(workspace(), &options, &launch, timeout, None)
         .unwrap_or_else(|e| panic!("kx bench: {e}"))

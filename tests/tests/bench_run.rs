@@ -3,7 +3,7 @@
 //! rounds, each seed scenario's runs show the faults, reclaims and locks the scenario is
 //! about, the invariants held, and the runner writes a complete, well-formed results
 //! directory. Under TCG there is no PMU: every run record says `pmu: null` and the table
-//! says so once.
+//! says so once. `kx bench --mode uefi` runs from the GRUB image under OVMF as well.
 #![forbid(unsafe_code)]
 
 use qemu::RunnerExit;
@@ -136,5 +136,45 @@ fn quick_benchmark_writes_a_complete_results_directory() {
     }
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert_eq!(html.matches(NO_PMU).count(), 1, "the table says it once");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// `kx bench --mode uefi`: the bench boots from the GRUB image under OVMF (a private copy of
+/// its variable store), runs, and the runner writes the results directory from that boot,
+/// whose record says it came through multiboot2 under UEFI firmware.
+#[test]
+fn the_bench_runs_under_uefi() {
+    let out = std::env::temp_dir().join(format!("kx-bench-uefi-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let bench = BenchOptions {
+        quick: true,
+        scenarios: Some("seed003-pft".into()),
+        cpus: Some("2".into()),
+        ..BenchOptions::default()
+    };
+    let exit = tests::bench_in(qemu::Mode::Uefi, bench, &out, Duration::from_secs(400));
+    assert_eq!(exit, RunnerExit::Success, "see {}", out.display());
+    let text = std::fs::read_to_string(out.join("results.json")).expect("results.json");
+    let r: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(r["machine"]["boot_protocol"], "multiboot2-uefi");
+    let scenarios: std::collections::BTreeSet<&str> = r["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|run| run["scenario"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        scenarios.into_iter().collect::<Vec<_>>(),
+        ["limit", "seed003-pft"]
+    );
+    assert!(
+        r["comparisons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["scenario"] == "seed003-pft"),
+        "no seed003 comparison: see {}",
+        out.display()
+    );
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -1,7 +1,7 @@
 //! Every way a run can go wrong is reported as itself: a panic as the panic code, a page
 //! fault and a stack overflow as the exception code with their details on the console, a bad
 //! command line as the bad-command-line code with its message, and a hang as the runner's
-//! timeout (never as a kernel code).
+//! timeout (never as a kernel code); `exit=halt` halts with the outcome on the console.
 #![forbid(unsafe_code)]
 
 use abi::ExitCode;
@@ -72,4 +72,29 @@ fn hang_is_killed_by_the_timeout() {
     assert_eq!(out.outcome, Outcome::Timeout(timeout), "{}", describe(&out));
     // It did boot: the hang is the kernel's, not a QEMU that never started.
     assert!(!out.serial.is_empty(), "{}", describe(&out));
+}
+
+/// `exit=halt` (what a real machine does): under QEMU too the kernel prints its outcome and
+/// halts instead of writing the exit device, so QEMU runs until the runner's deadline, with
+/// the outcome readable on the console; `exit=qemu` and the default write the device.
+#[test]
+fn exit_halt_prints_the_outcome_and_halts() {
+    let timeout = Duration::from_secs(15);
+    let out = boot_direct("run=summary exit=halt", timeout);
+    assert_eq!(out.outcome, Outcome::Timeout(timeout), "{}", describe(&out));
+    assert!(
+        out.serial.contains(
+            "kernel finished: success (exit code 0x10). The CPU is halted; reset or power off."
+        ),
+        "{}",
+        describe(&out)
+    );
+    assert!(out.serial.contains("KEXIT success"), "{}", describe(&out));
+    let out = boot_direct("run=summary exit=qemu", CRASH_TIMEOUT);
+    assert_exit(&out, ExitCode::Success);
+    assert!(
+        !out.serial.contains("The CPU is halted"),
+        "{}",
+        describe(&out)
+    );
 }

@@ -4,7 +4,7 @@
 //! `kx import --qr` of the screenshots must give the same results directory as `kx import`
 //! of the same run's serial log, and so must the screenshots scaled down, turned a few
 //! degrees and with noise added; without one screenshot the import names the missing codes
-//! (status 12) and writes nothing.
+//! (status 12) and writes nothing. Under UEFI (GOP framebuffer) the screenshots import too.
 #![forbid(unsafe_code)]
 
 use qemu::Mode;
@@ -59,11 +59,19 @@ struct Capture {
     status: Option<i32>,
 }
 
-/// Boots the bench with `qr=on` and screenshots every page of codes.
-fn capture(dir: &Path) -> Capture {
-    let medium = qemu::commands::medium_for(workspace(), kernel(), Mode::Bios, CMDLINE)
+/// Boots the bench with `qr=on` from the GRUB image in `mode` and screenshots every page of
+/// codes.
+fn capture(dir: &Path, mode: Mode) -> Capture {
+    let medium = qemu::commands::medium_for(workspace(), kernel(), mode, CMDLINE)
         .unwrap_or_else(|e| panic!("image: {e}"));
-    let launch = qemu::commands::launch(Mode::Bios, SMP, MEM_MIB, None, medium);
+    let mut launch = qemu::commands::launch(mode, SMP, MEM_MIB, None, medium);
+    // UEFI: a private copy of the firmware's variable store, alive until QEMU exits.
+    let _vars = (mode == Mode::Uefi).then(|| {
+        let v = qemu::firmware::PrivateVars::copy_from(Path::new(boot::host_deps::OVMF_VARS), dir)
+            .expect("OVMF vars copy");
+        launch.ovmf_vars = Some(v.path().to_path_buf());
+        v
+    });
     let serial = dir.join("serial.log");
     let sock = dir.join("monitor.sock");
     let mut args: Vec<String> = launch
@@ -167,7 +175,7 @@ fn screenshots_of_the_codes_import_like_the_serial_log() {
     let dir = std::env::temp_dir().join(format!("kx-qr-import-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let cap = capture(&dir);
+    let cap = capture(&dir, Mode::Bios);
     let tail: Vec<&str> = cap.serial.lines().rev().take(30).collect();
     assert_eq!(cap.status, Some(33), "QEMU status; serial tail: {tail:#?}");
     // Two pages at least, or the missing-page check below would have nothing left to import.
@@ -258,5 +266,37 @@ fn screenshots_of_the_codes_import_like_the_serial_log() {
         !partial.exists(),
         "nothing is written for a partial payload"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Under UEFI the codes are drawn on the GOP framebuffer GRUB hands over (under BIOS, on the
+/// VGA one): the bench runs there too, and its screenshots import to the same results as the
+/// run's serial log.
+#[test]
+fn uefi_screenshots_import_like_the_serial_log() {
+    let dir = std::env::temp_dir().join(format!("kx-qr-uefi-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let cap = capture(&dir, Mode::Uefi);
+    let tail: Vec<&str> = cap.serial.lines().rev().take(30).collect();
+    assert_eq!(cap.status, Some(33), "QEMU status; serial tail: {tail:#?}");
+    assert!(!cap.pages.is_empty(), "no KQR page lines: {tail:#?}");
+    let from_log = dir.join("from-log");
+    let exit =
+        qemu::bench::run::import(workspace().root(), &dir.join("serial.log"), Some(&from_log))
+            .unwrap();
+    assert_eq!(exit, qemu::RunnerExit::Success);
+    assert_eq!(
+        results(&from_log)["machine"]["boot_protocol"],
+        "multiboot2-uefi",
+        "booted through GRUB under UEFI"
+    );
+    let shots: Vec<PathBuf> = cap.pages.iter().map(|(p, _)| p.clone()).collect();
+    let from_qr = dir.join("from-qr");
+    assert_eq!(
+        import_qr(&shots, &from_qr).unwrap(),
+        qemu::RunnerExit::Success
+    );
+    same_results(&from_log, &from_qr);
     let _ = std::fs::remove_dir_all(&dir);
 }

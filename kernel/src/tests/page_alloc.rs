@@ -46,6 +46,10 @@ pub static TESTS: &[Test] = &[
         name: "pagealloc_node_local_then_fallback",
         run: node_local_then_fallback,
     },
+    Test {
+        name: "numa_srat_x2apic_ids",
+        run: srat_x2apic_ids,
+    },
 ];
 
 /// The flag that marks a frame as held by a test (nothing else sets it on a fresh frame).
@@ -464,4 +468,43 @@ fn take_everything(
         Some(e) => Err(e),
         None => Ok(per_zone),
     }
+}
+
+/// CPUs whose APIC IDs only an x2APIC affinity entry can name (above 255) land on the node
+/// the SRAT gives them; a CPU the SRAT does not name goes round-robin. QEMU 7.2's TCG cannot
+/// boot such a machine (no x2APIC), so the layout is built from a decoded SRAT here; the
+/// decoding of the entries is hw's (`acpi::tests::x2apic_affinity_entries`).
+fn srat_x2apic_ids() -> TestResult {
+    use hw::acpi::{Srat, SratCpu, SratMemory};
+    let cpu = |pxm, apic_id, x2apic| SratCpu {
+        pxm,
+        apic_id,
+        x2apic,
+    };
+    let mem = |pxm, base, len| SratMemory {
+        pxm,
+        base,
+        len,
+        hotplug: false,
+    };
+    let srat = Srat {
+        memory: alloc::vec![mem(7, 0, 64 << 20), mem(9, 64 << 20, 64 << 20)],
+        cpus: alloc::vec![
+            cpu(7, 0, false),
+            cpu(9, 0x100, true),
+            cpu(9, 0x1_0001, true)
+        ],
+        disabled: 0,
+        other: 0,
+    };
+    let ram = [mm::numa::PfnRange::new(0, (128 << 20) >> 12)];
+    let info = numa::from_srat(&ram, &[0, 0x100, 0x1_0001, 0x300], &srat, None)?;
+    let t = &info.topology;
+    let nodes: alloc::vec::Vec<NodeId> = (0..4).map(|c| t.cpu_to_node(c)).collect();
+    ensure!(
+        nodes == [0, 1, 1, 0],
+        "CPUs 0-3 (APIC IDs 0, 0x100, 0x10001, unnamed 0x300) on nodes {nodes:?}"
+    );
+    ensure!(info.pxm == [7, 9], "proximity domains {:?}", info.pxm);
+    Ok(())
 }

@@ -100,3 +100,81 @@ fn broken_tables_are_errors() {
     assert_eq!(parse_slit(&big), Err(TableError::BadMatrix(3)));
     assert_eq!(parse_slit(&slit[..43]), Err(TableError::Truncated(43)));
 }
+
+/// An SRAT with Processor Local x2APIC Affinity entries (type 2), as QEMU writes for APIC IDs
+/// above 254 (which QEMU 7.2's TCG cannot boot: it has no x2APIC), built byte by byte from
+/// ACPI 6.5, 5.2.16.3: type, length 24, 2 reserved, proximity domain (32 bits), x2APIC ID
+/// (32 bits), flags (bit 0 enabled), clock domain, 4 reserved.
+fn x2apic_srat() -> Vec<u8> {
+    let mut b = vec![0u8; 48];
+    b[..4].copy_from_slice(b"SRAT");
+    b[8] = 3; // revision
+    b[36] = 1; // reserved, must read 1
+    let lapic = |pxm: u8, apic: u8| {
+        let mut e = vec![0u8; 16];
+        (e[0], e[1], e[2], e[3], e[4]) = (0, 16, pxm, apic, 1);
+        e
+    };
+    let x2apic = |pxm: u32, id: u32, enabled: bool| {
+        let mut e = vec![0u8; 24];
+        (e[0], e[1]) = (2, 24);
+        e[4..8].copy_from_slice(&pxm.to_le_bytes());
+        e[8..12].copy_from_slice(&id.to_le_bytes());
+        e[12] = u8::from(enabled);
+        e
+    };
+    let memory = |pxm: u32, base: u64, len: u64| {
+        let mut e = vec![0u8; 40];
+        (e[0], e[1]) = (1, 40);
+        e[2..6].copy_from_slice(&pxm.to_le_bytes());
+        e[8..16].copy_from_slice(&base.to_le_bytes());
+        e[16..24].copy_from_slice(&len.to_le_bytes());
+        e[28] = 1;
+        e
+    };
+    for e in [
+        lapic(0, 0),
+        x2apic(1, 0x100, true),
+        x2apic(1, 0x1_0001, true),
+        x2apic(1, 0x102, false),
+        memory(0, 0, 0x400_0000),
+        memory(1, 0x400_0000, 0x400_0000),
+    ] {
+        b.extend_from_slice(&e);
+    }
+    let len = b.len() as u32;
+    b[4..8].copy_from_slice(&len.to_le_bytes());
+    b
+}
+
+#[test]
+fn x2apic_affinity_entries() {
+    let b = x2apic_srat();
+    let s = parse_srat(&b).unwrap();
+    assert_eq!(
+        s.cpus,
+        [
+            SratCpu {
+                pxm: 0,
+                apic_id: 0,
+                x2apic: false
+            },
+            SratCpu {
+                pxm: 1,
+                apic_id: 0x100,
+                x2apic: true
+            },
+            SratCpu {
+                pxm: 1,
+                apic_id: 0x1_0001,
+                x2apic: true
+            },
+        ],
+        "32-bit x2APIC IDs, the disabled one skipped"
+    );
+    assert_eq!((s.memory.len(), s.disabled, s.other), (2, 1, 0));
+    // A type-2 entry shorter than 24 bytes is malformed.
+    let mut short = b.clone();
+    short[48 + 16 + 1] = 16;
+    assert_eq!(parse_srat(&short), Err(TableError::BadEntry(48 + 16)));
+}

@@ -141,7 +141,9 @@ fn discover(bi: &BootInfo, apic_ids: &[u32]) -> NumaInfo {
     }
 }
 
-fn from_srat(
+/// The layout an SRAT (and maybe a SLIT) gives for `ram` and the CPUs whose APIC IDs are
+/// `apic_ids` (index = CPU id), or why it is rejected.
+pub(crate) fn from_srat(
     ram: &[PfnRange],
     apic_ids: &[u32],
     srat: &Srat,
