@@ -15,8 +15,11 @@
 //! - any other kernel exit: [`ProbeOutcome::GuestFailed`].
 //!
 //! The outcome is cached per host in `$KX_CACHE_DIR` (default
-//! `${XDG_CACHE_HOME:-$HOME/.cache}/kx`), keyed by QEMU's version line and the host kernel's
-//! release: a new QEMU or a new host kernel probes again. `auto` falls back to TCG saying
+//! `${XDG_CACHE_HOME:-$HOME/.cache}/kx`), keyed by what it depends on ([`ProbeKey`]): the
+//! QEMU binary and its version line, the host kernel's release, the host CPU model and the
+//! kernel build probed; any of them new probes again. Only a probe's own outcome is cached:
+//! a kernel that does not build fails the run before any probe, and nothing else writes
+//! the cache. `auto` falls back to TCG saying
 //! what the probe saw; `kvm` where the probe failed is an error with its own exit status
 //! ([`crate::RunnerExit::KvmUnavailable`]). Under KVM the guest gets `-cpu host,pmu=on`
 //! (the host's CPU model and its performance counters); under TCG `-cpu max`.
@@ -153,13 +156,45 @@ impl fmt::Display for ProbeOutcome {
     }
 }
 
-/// A cached probe: its outcome and what it was made on.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProbeRecord {
-    /// `qemu-system-x86_64 --version`'s first line.
+/// What a probe's outcome depends on: a cached outcome answers only for the same key.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProbeKey {
+    /// The QEMU binary run (as found on `$PATH`).
+    pub qemu: String,
+    /// Its `--version` first line.
     pub qemu_version: String,
     /// The host kernel's release (`/proc/sys/kernel/osrelease`).
     pub kernel_release: String,
+    /// The host CPU's model name (`/proc/cpuinfo`): what `-cpu host` passes on.
+    pub cpu_model: String,
+    /// The kernel build probed: FNV-1a of its ELF32 image, in hex (a kernel change may fix
+    /// or break its boot under KVM).
+    pub kernel_build: String,
+}
+
+impl ProbeKey {
+    /// The key for probing `elf32` with `qemu` on this host (`qemu_version`: its version line).
+    #[must_use]
+    pub fn for_host(qemu: &Path, qemu_version: &str, elf32: &Path) -> ProbeKey {
+        ProbeKey {
+            qemu: qemu.display().to_string(),
+            qemu_version: qemu_version.into(),
+            kernel_release: kernel_release(),
+            cpu_model: crate::bench::host::host_cpu().unwrap_or_else(|| "unknown".into()),
+            kernel_build: std::fs::read(elf32).map_or_else(
+                |e| format!("unreadable: {e}"),
+                |b| format!("{:016x}", crate::bench::linux_qemu::program::fnv1a(&b)),
+            ),
+        }
+    }
+}
+
+/// A cached probe: its outcome and what it was made on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProbeRecord {
+    /// What it depends on.
+    #[serde(flatten)]
+    pub key: ProbeKey,
     /// How it ended.
     pub outcome: ProbeOutcome,
 }
@@ -313,13 +348,12 @@ pub fn kernel_release() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-/// The probe's outcome for this QEMU and host kernel: from the cache in `dir` when it was
-/// made on the same ones, else from `run` (then written to the cache). Returns the record
-/// and whether it came from the cache.
+/// The probe's outcome for `key`: from the cache in `dir` when it was made for the same key,
+/// else from `run` (then written to the cache). Returns the record and whether it came
+/// from the cache. A cache written by an older kx (another key) is probed over.
 pub fn cached_probe(
     dir: Option<&Path>,
-    qemu_version: &str,
-    kernel_release: &str,
+    key: &ProbeKey,
     run: impl FnOnce() -> ProbeOutcome,
 ) -> (ProbeRecord, bool) {
     let file = dir.map(|d| d.join("kvm-probe.json"));
@@ -327,13 +361,12 @@ pub fn cached_probe(
         .as_deref()
         .and_then(|f| std::fs::read_to_string(f).ok())
         .and_then(|s| serde_json::from_str::<ProbeRecord>(&s).ok())
-        .filter(|r| r.qemu_version == qemu_version && r.kernel_release == kernel_release)
+        .filter(|r| r.key == *key)
     {
         return (rec, true);
     }
     let rec = ProbeRecord {
-        qemu_version: qemu_version.into(),
-        kernel_release: kernel_release.into(),
+        key: key.clone(),
         outcome: run(),
     };
     if let (Some(dir), Some(file)) = (dir, file.as_deref())
@@ -470,38 +503,79 @@ mod tests {
     }
 
     #[test]
-    fn the_cache_is_kept_per_qemu_version_and_kernel_release() {
+    fn the_cache_is_kept_per_key() {
         let d = scratch("cache");
         let mut runs = 0;
         let mut probe_once = |o: ProbeOutcome| {
             runs += 1;
             o
         };
+        let key = ProbeKey {
+            qemu: "/usr/bin/qemu-system-x86_64".into(),
+            qemu_version: "QEMU 7.2".into(),
+            kernel_release: "6.1.0".into(),
+            cpu_model: "AMD EPYC".into(),
+            kernel_build: "0123".into(),
+        };
         let hung = ProbeOutcome::GuestHung { timeout_s: 20 };
-        let (r, cached) = cached_probe(Some(&d), "QEMU 7.2", "6.1.0", || probe_once(hung.clone()));
+        let (r, cached) = cached_probe(Some(&d), &key, || probe_once(hung.clone()));
         assert!(!cached);
         assert_eq!(r.outcome, hung);
-        let (r, cached) = cached_probe(Some(&d), "QEMU 7.2", "6.1.0", || {
-            probe_once(ProbeOutcome::Works)
-        });
-        assert!(cached, "same QEMU, same kernel: the cached outcome");
+        let (r, cached) = cached_probe(Some(&d), &key, || probe_once(ProbeOutcome::Works));
+        assert!(cached, "the same key: the cached outcome");
         assert_eq!(r.outcome, hung);
-        let (r, cached) = cached_probe(Some(&d), "QEMU 8.0", "6.1.0", || {
-            probe_once(ProbeOutcome::Works)
-        });
-        assert!(!cached, "a new QEMU probes again");
-        assert_eq!(r.outcome, ProbeOutcome::Works);
-        let (_, cached) = cached_probe(Some(&d), "QEMU 8.0", "6.2.0", || {
-            probe_once(ProbeOutcome::Works)
-        });
-        assert!(!cached, "a new host kernel probes again");
-        // A corrupt cache file is probed over.
-        std::fs::write(d.join("kvm-probe.json"), "{").unwrap();
-        let (_, cached) = cached_probe(Some(&d), "QEMU 8.0", "6.2.0", || {
-            probe_once(ProbeOutcome::Works)
-        });
-        assert!(!cached);
-        assert_eq!(runs, 4);
+        type Change = fn(&mut ProbeKey);
+        let changes: [(&str, Change); 5] = [
+            ("a new QEMU binary", |k| k.qemu = "/opt/qemu".into()),
+            ("a new QEMU", |k| k.qemu_version = "QEMU 8.0".into()),
+            ("a new host kernel", |k| k.kernel_release = "6.2.0".into()),
+            ("another host CPU", |k| k.cpu_model = "Intel Xeon".into()),
+            ("a new kernel build", |k| k.kernel_build = "4567".into()),
+        ];
+        for (what, change) in changes {
+            let mut k = key.clone();
+            change(&mut k);
+            let (r, cached) = cached_probe(Some(&d), &k, || probe_once(ProbeOutcome::Works));
+            assert!(!cached, "{what} probes again");
+            assert_eq!(r.outcome, ProbeOutcome::Works);
+            // Back to the first key: its outcome was overwritten, so it probes again too.
+            let (_, cached) = cached_probe(Some(&d), &key, || probe_once(hung.clone()));
+            assert!(!cached, "{what}: the cache holds the last key only");
+        }
+        // A corrupt cache file, or one of an older kx without the key's fields, is probed
+        // over.
+        for text in [
+            "{",
+            r#"{"qemu_version":"QEMU 7.2","kernel_release":"6.1.0","outcome":{"outcome":"works"}}"#,
+        ] {
+            std::fs::write(d.join("kvm-probe.json"), text).unwrap();
+            let (_, cached) = cached_probe(Some(&d), &key, || probe_once(ProbeOutcome::Works));
+            assert!(!cached, "{text}");
+        }
+        assert_eq!(runs, 13);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn the_key_names_the_kernel_build() {
+        let d = scratch("key");
+        let (a, b) = (d.join("a.elf"), d.join("b.elf"));
+        std::fs::write(&a, b"one build").unwrap();
+        std::fs::write(&b, b"another build").unwrap();
+        let q = Path::new("/usr/bin/qemu-system-x86_64");
+        let ka = ProbeKey::for_host(q, "QEMU 7.2", &a);
+        let kb = ProbeKey::for_host(q, "QEMU 7.2", &b);
+        assert_eq!(ka.kernel_build.len(), 16, "{ka:?}");
+        assert_ne!(ka.kernel_build, kb.kernel_build);
+        assert_eq!(
+            (ka.qemu.as_str(), ka.cpu_model.is_empty()),
+            (q.to_str().unwrap(), false)
+        );
+        assert_eq!(
+            ka,
+            ProbeKey::for_host(q, "QEMU 7.2", &a),
+            "the same build, the same key"
+        );
         let _ = std::fs::remove_dir_all(&d);
     }
 

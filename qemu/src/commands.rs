@@ -355,30 +355,34 @@ fn coherence_accel(request: crate::accel::AccelRequest) -> Result<crate::accel::
 /// choice and why as the first line of the run's output.
 fn choose_accel(ws: &Workspace, o: &Options) -> Result<crate::accel::Accel, RunError> {
     use crate::accel::{self, AccelRequest};
+    if o.accel == AccelRequest::Tcg {
+        eprintln!("kx: accelerator: tcg (--accel tcg)");
+        return Ok(accel::Accel::Tcg);
+    }
+    host_deps::ensure(&[Purpose::Qemu])?;
+    // The kernel probed is part of the probe's key: built first (the run builds it anyway),
+    // so a build error fails the run here and never reaches the probe's cache.
+    let elf32 = match &o.kernel {
+        Some(k) => k.clone(),
+        None => {
+            build_kernel(
+                ws,
+                BuildOptions {
+                    profile: o.profile,
+                    quiet: true,
+                },
+            )?
+            .elf32
+        }
+    };
     let probe = || {
         let qemu = boot::tool::find_on_path(QEMU).unwrap_or_else(|| PathBuf::from(QEMU));
         let version = crate::bench::host::qemu_version(&qemu).unwrap_or_else(|| "unknown".into());
+        let key = accel::ProbeKey::for_host(&qemu, &version, &elf32);
         let dir = accel::cache_dir();
-        let (rec, cached) =
-            accel::cached_probe(dir.as_deref(), &version, &accel::kernel_release(), || {
-                let elf32 = match &o.kernel {
-                    Some(k) => Ok(k.clone()),
-                    None => build_kernel(
-                        ws,
-                        BuildOptions {
-                            profile: o.profile,
-                            quiet: true,
-                        },
-                    )
-                    .map(|k| k.elf32),
-                };
-                match elf32 {
-                    Ok(elf32) => accel::probe(&qemu, &elf32, accel::PROBE_TIMEOUT),
-                    Err(e) => accel::ProbeOutcome::GuestFailed {
-                        detail: format!("no kernel to probe with: {e}"),
-                    },
-                }
-            });
+        let (rec, cached) = accel::cached_probe(dir.as_deref(), &key, || {
+            accel::probe(&qemu, &elf32, accel::PROBE_TIMEOUT)
+        });
         let source = match (cached, &dir) {
             (true, Some(d)) => format!("cached in {}", d.join("kvm-probe.json").display()),
             (false, Some(d)) => {
@@ -388,9 +392,6 @@ fn choose_accel(ws: &Workspace, o: &Options) -> Result<crate::accel::Accel, RunE
         };
         (rec.outcome, source)
     };
-    if o.accel != AccelRequest::Tcg {
-        host_deps::ensure(&[Purpose::Qemu])?;
-    }
     let d = accel::decide(
         o.accel,
         || accel::check_device(std::path::Path::new("/dev/kvm")),
