@@ -29,6 +29,7 @@
 //! Data flows `kernel -> bench -> mm -> memcg -> lru -> ksync`; `abi` is the leaf everything
 //! may use.
 #![cfg_attr(not(test), no_std)]
+#![deny(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 

@@ -12,6 +12,14 @@
 //! its address spaces, torn down in the one order that is safe (address spaces first, then
 //! the objects' page caches, the memcgs, pending RCU callbacks, and the context last), and
 //! checked by the fault core's invariant checker after every run.
+//!
+//! One of bench's two modules with `unsafe` (the crate denies it elsewhere): the borrowers a
+//! [`Ctx`] keeps (address spaces, memcg references, regions' objects) borrow its boxed
+//! context and objects as `'static`, which only the context's drop order makes true; and
+//! the host's software address spaces ([`soft`]) read words of mapped frames through raw
+//! pointers into the arena. Nothing `'static` is handed out: [`Ctx::tree`] and
+//! [`Ctx::memcg`] are borrowed from the context.
+#![allow(unsafe_code)]
 
 pub mod soft;
 
@@ -171,9 +179,28 @@ impl<'h, H: VmHost, P: Pn, V: VmArea + 'static> Ctx<'h, H, P, V> {
         unsafe { extend(self.vm()) }
     }
 
-    /// The hierarchy, for as long as the context lives.
+    /// The hierarchy, borrowed from the context: it cannot outlive it.
+    ///
+    /// ```compile_fail,E0515
+    /// use bench::vm::{Ctx, Pn, VmHost};
+    /// use memcg::MemcgTree;
+    /// use mm::vm::context::VmConfig;
+    /// use mm::vm::folios::VmFolios;
+    /// use mm::vm::vma::VmArea;
+    ///
+    /// fn keep<H: VmHost, P: Pn, V: VmArea>(host: &H) -> &'static MemcgTree<P, VmFolios> {
+    ///     let ctx = Ctx::<H, P, V>::new(host, VmConfig::new(1)).unwrap();
+    ///     ctx.tree() // the context is dropped here: the tree goes with it
+    /// }
+    /// ```
     #[must_use]
-    pub fn tree(&self) -> &'static MemcgTree<P, VmFolios> {
+    pub fn tree(&self) -> &MemcgTree<P, VmFolios> {
+        self.vm().tree()
+    }
+
+    /// The hierarchy as `'static`, for the borrowers the context itself keeps and drops
+    /// before the context ([`Ctx::shutdown`]); never handed out.
+    fn tree_static(&self) -> &'static MemcgTree<P, VmFolios> {
         self.vm_static().tree()
     }
 
@@ -190,10 +217,10 @@ impl<'h, H: VmHost, P: Pn, V: VmArea + 'static> Ctx<'h, H, P, V> {
                 free / 1024
             ));
         }
-        let tree = self.tree();
+        let tree = self.tree_static();
         let m = match parent {
             None => tree.root().create_child(),
-            Some(i) => self.memcg(i).create_child(),
+            Some(i) => self.memcgs[i].create_child(),
         }
         .map_err(|e| format!("memcg: {e:?}"))?;
         if let Some(max) = max {
@@ -204,9 +231,9 @@ impl<'h, H: VmHost, P: Pn, V: VmArea + 'static> Ctx<'h, H, P, V> {
         Ok(self.memcgs.len() - 1)
     }
 
-    /// Memcg `i`.
+    /// Memcg `i`, borrowed from the context (a clone is a reference that cannot outlive it).
     #[must_use]
-    pub fn memcg(&self, i: usize) -> &MemcgRef<'static, P, VmFolios> {
+    pub fn memcg(&self, i: usize) -> &MemcgRef<'_, P, VmFolios> {
         &self.memcgs[i]
     }
 

@@ -26,6 +26,7 @@
 //! or two (version 10 failed at 2 degrees, version 20 at half a degree). The CRC-32 doubles as the sequence's identity: codes
 //! of two different runs never assemble into one payload.
 #![no_std]
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 extern crate alloc;

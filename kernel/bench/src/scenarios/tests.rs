@@ -77,7 +77,7 @@ pub(crate) fn with_lock(
 
 /// Charges one page to `m` that no folio holds: the accounting the checker and teardown
 /// verify is now wrong, as a scenario that leaked a charge would leave it.
-pub(crate) fn leak_a_charge<P: Pn>(m: &MemcgRef<'static, P, mm::vm::folios::VmFolios>) {
+pub(crate) fn leak_a_charge<P: Pn>(m: &MemcgRef<'_, P, mm::vm::folios::VmFolios>) {
     m.try_charge(0, 1).expect("one page fits");
 }
 
