@@ -717,4 +717,179 @@ mod tests {
             "{why}"
         );
     }
+
+    /// B/A of the hardware counters is figure by figure, and `None` where A's figure is zero
+    /// (a counter that did not count) or absent: never an infinity in the table.
+    #[test]
+    fn pmu_ratios_need_a_nonzero_a() {
+        let a = PmuPoint {
+            cycles_per_op: 200.0,
+            instructions_per_op: 0.0,
+            llc_misses_per_op: Some(2.0),
+        };
+        let b = PmuPoint {
+            cycles_per_op: 100.0,
+            instructions_per_op: 50.0,
+            llc_misses_per_op: Some(3.0),
+        };
+        assert_eq!(
+            b.over(&a),
+            PmuRatio {
+                cycles: Some(0.5),
+                instructions: None,
+                llc_misses: Some(1.5)
+            }
+        );
+        let no_llc = PmuPoint {
+            llc_misses_per_op: None,
+            ..a
+        };
+        assert_eq!(b.over(&no_llc).llc_misses, None);
+        assert_eq!(no_llc.over(&b).llc_misses, None);
+    }
+
+    /// A printed comparison agrees with its recomputation to a millionth, and an interval
+    /// absent on both sides (too few rounds) agrees; absent on one side does not.
+    #[test]
+    fn agreement_is_within_a_millionth_and_absent_intervals_agree() {
+        let runs = runs();
+        let c = Comparison::from_runs("seed003-pft", "anon", 1, "A", "B", &runs).unwrap();
+        assert!(agrees(&c, &c));
+        let mut near = c.clone();
+        near.ratio *= 1.0 + 1e-8;
+        assert!(agrees(&c, &near));
+        let mut off = c.clone();
+        off.ratio *= 1.0 + 1e-4;
+        assert!(!agrees(&c, &off), "a ratio off by a ten-thousandth");
+        let no_interval = Comparison {
+            ci_low: None,
+            ci_high: None,
+            ..c.clone()
+        };
+        assert!(agrees(&no_interval, &no_interval.clone()));
+        assert!(!agrees(&no_interval, &c), "an interval on one side only");
+    }
+
+    /// Two instances per variant measure the placement noise: enough for the control; one
+    /// is not, and a missing control says so.
+    #[test]
+    fn a_control_of_two_instances_is_enough() {
+        let s = Summary::new(&blocks(1, 1.2, 1.0, 0.002), &[]);
+        let mut k = find(&s, 1, "A'");
+        assert_eq!(control_state(Some(&k)), Ok(()));
+        k.instances = 2;
+        assert_eq!(control_state(Some(&k)), Ok(()));
+        k.instances = 1;
+        assert!(
+            control_state(Some(&k))
+                .unwrap_err()
+                .starts_with("one instance per variant")
+        );
+        assert_eq!(
+            control_state(None).unwrap_err(),
+            "no A/A control at this point"
+        );
+    }
+
+    /// A run excluded for host load makes only its own point's printed comparisons stale
+    /// (recomputed): a printed comparison at another CPU count, config or scenario is still
+    /// checked against the runs.
+    #[test]
+    fn an_excluded_run_makes_only_its_own_point_stale() {
+        let mut runs = runs();
+        let mut bad = Comparison::from_runs("seed003-pft", "anon", 1, "A", "B", &runs).unwrap();
+        bad.ratio *= 1.5;
+        let busy = || Some(String::from("host busy"));
+        // Excluded runs at three other points: seed003 at 2 CPUs, `limit` at 1 CPU, and a
+        // seed003 config of its own at 1 CPU.
+        let mut other_config = run("seed003-pft", "file", "A", 1, 1, 500);
+        other_config.excluded = busy();
+        runs.push(other_config);
+        for r in runs.iter_mut().filter(|r| {
+            r.round == 1
+                && ((r.scenario == "seed003-pft" && r.cpus == 2 && r.variant == "A")
+                    || (r.scenario == "limit" && r.cpus == 1))
+        }) {
+            r.excluded = busy();
+        }
+        let s = Summary::new(&runs, core::slice::from_ref(&bad));
+        assert_eq!(s.disagreeing.len(), 1, "still checked: {:?}", s.disagreeing);
+        assert_eq!(s.disagreeing[0].0.ratio, bad.ratio);
+        // An exclusion at its own point makes it stale: recomputed, not flagged.
+        runs.iter_mut()
+            .find(|r| {
+                r.scenario == "seed003-pft" && r.cpus == 1 && r.variant == "B" && r.round == 2
+            })
+            .unwrap()
+            .excluded = busy();
+        let s = Summary::new(&runs, &[bad]);
+        assert!(s.disagreeing.is_empty(), "{:?}", s.disagreeing);
+    }
+
+    /// A printed p-value is the kernel's and is kept when the comparison agrees; one a log
+    /// did not print is taken from the runs.
+    #[test]
+    fn a_printed_p_is_kept_and_a_missing_one_recomputed() {
+        let runs = runs();
+        let own = Comparison::from_runs("seed003-pft", "anon", 1, "A", "B", &runs).unwrap();
+        assert!(own.p.is_some_and(|p| p < 0.01), "{:?}", own.p);
+        let printed = Comparison {
+            p: Some(0.5),
+            ..own.clone()
+        };
+        let s = Summary::new(&runs, &[printed]);
+        assert_eq!(find(&s, 1, "B").p, Some(0.5));
+        let old_log = Comparison {
+            p: None,
+            ..own.clone()
+        };
+        let s = Summary::new(&runs, &[old_log]);
+        assert_eq!(find(&s, 1, "B").p, own.p);
+    }
+
+    /// A printed comparison at a point where one of its variants has no measured run is not
+    /// shown: there is no row to show it beside.
+    #[test]
+    fn a_comparison_without_its_variants_runs_is_dropped() {
+        let all = runs();
+        let printed = Comparison::from_runs("seed003-pft", "anon", 1, "A", "B", &all).unwrap();
+        let without_b: Vec<Run> = all
+            .into_iter()
+            .filter(|r| !(r.scenario == "seed003-pft" && r.cpus == 1 && r.variant == "B"))
+            .collect();
+        let s = Summary::new(&without_b, &[printed]);
+        let point = s
+            .points
+            .iter()
+            .find(|p| p.scenario == "seed003-pft" && p.cpus == 1)
+            .unwrap();
+        assert!(
+            point.comparisons.iter().all(|c| c.b != "B"),
+            "{:?}",
+            point.comparisons
+        );
+        assert!(s.disagreeing.is_empty());
+        assert!(s.recomputed.iter().all(|c| c.cpus != 1 || c.b != "B"));
+    }
+
+    /// The primary comparison is the headline's config at the largest CPU count: a point of
+    /// another config at more CPUs is exploratory.
+    #[test]
+    fn the_primary_is_in_the_headlines_config() {
+        let mut runs = blocks(1, 1.2, 1.0, 0.002);
+        runs.extend(blocks(2, 1.2, 1.0, 0.002));
+        runs.extend(blocks(4, 1.2, 1.0, 0.002).into_iter().map(|mut r| {
+            r.config = "other".into();
+            r
+        }));
+        let s = Summary::new(&runs, &[]);
+        assert!(find(&s, 2, "B").primary);
+        let other = s
+            .points
+            .iter()
+            .find(|p| p.config == "other")
+            .and_then(|p| p.comparisons.iter().find(|c| c.b == "B"))
+            .unwrap();
+        assert!(!other.primary && other.cpus == 4, "{other:?}");
+    }
 }

@@ -418,6 +418,21 @@ mod tests {
         assert!(alloc::format!("{v}").contains("no A/A control"), "{v}");
     }
 
+    /// The control judged is the one at the primary comparison's own point: a control that
+    /// failed at another CPU count does not stop the verdict.
+    #[test]
+    fn the_control_is_the_primarys_own_points() {
+        let mut runs = runs_with(1.8, 1.0, 3);
+        for r in runs.iter_mut().filter(|r| r.cpus == 1 && r.variant == "A'") {
+            r.ops = (r.ops as f64 * 1.3) as u64;
+        }
+        let s = Summary::new(&runs, &[]);
+        let v = verdicts(&s)[0].clone();
+        assert_eq!(v.outcome, Outcome::Reproduced, "{v}");
+        assert_eq!(v.control_cmp.as_ref().map(|c| c.cpus), Some(2), "{v}");
+        assert!(v.control.is_ok(), "{v}");
+    }
+
     #[test]
     fn noisier_controls_can_detect_less() {
         let primary = |s: &Summary| s.comparisons().find(|c| c.primary).unwrap().clone();
