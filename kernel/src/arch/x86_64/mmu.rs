@@ -81,7 +81,8 @@ impl TableFrames for AllocatorFrames {
 }
 
 /// The CPUs of `mask` that are online: one that is not never ran, so it caches nothing,
-/// and a shootdown to it would fail for nothing.
+/// and a shootdown to it would fail for nothing (`flush_tlb_all` is asked for every CPU a
+/// context serves, which may include CPUs that never came up).
 fn online(mask: &CpuMask) -> CpuSet {
     let mut s = CpuSet::new();
     for c in mask.iter().filter(|&c| crate::percpu::area(c).is_some()) {
@@ -172,8 +173,11 @@ impl Mmu for KernelMmu {
         _me: usize,
         vas: &[VirtAddr],
     ) -> Result<(), PtError> {
+        // Every CPU of an address space's cpumask ran in it, so it is online: a shootdown
+        // that finds one that is not fails, and the frames are kept (no filter here, on the
+        // unmap path, to check each CPU twice).
         let flush = TlbFlush::Pages(VirtAddr::slice_as_u64(vas));
-        let r = tlb::flush_tlb_others(&online(cpus), &flush);
+        let r = tlb::flush_tlb_others(&cpuset(cpus), &flush);
         if ksync::warn_on_once!(r.is_err(), "a TLB shootdown failed") {
             return Err(PtError::Flush);
         }
