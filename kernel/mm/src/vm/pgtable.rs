@@ -126,9 +126,13 @@ pub trait Mmu: Send + Sync + 'static {
     fn flush_tlb_all(&self, cpus: &CpuMask, me: usize) -> Result<(), PtError>;
 }
 
-/// Failures injected into an [`Mmu`]'s flushes (the platforms' `fail_tlb_flush` knob): off,
-/// or every `n`th flush call fails (after doing nothing), so the callers' failure paths run
-/// on demand. Counted.
+/// Failures injected into an [`Mmu`]'s flushes: off, or every `n`th flush call reports
+/// failure, so the callers' failure paths run on demand (whether the flush was done first
+/// is the implementation's choice: the kernel's flushes, then reports). Counted.
+///
+/// Not a [`crate::vm::fault_inject::FaultAttr`]: an MMU is a static that every context
+/// shares and a test switches this on and off at run time, where a `FaultAttr` is a
+/// context's, fixed when the context is built, with per-CPU random streams on the heap.
 #[derive(Debug, Default)]
 pub struct FlushFailures {
     every: AtomicU64,

@@ -19,8 +19,9 @@
 //! otherwise, a line nobody writes on the fast path). The counts (kept, released, leaked)
 //! are the `Vm`'s ([`crate::vm::context::Vm::tlb_kept`]); the platform warns once when a real
 //! flush fails, as Linux's `VM_WARN_ONCE` would (an injected failure does not warn: the
-//! runs that inject would otherwise fail their checks on it). A keep that cannot allocate room in the list leaks the frame for
-//! good (counted): leaking a frame is safe, reusing it is not.
+//! runs that inject would otherwise fail their checks on it). A keep that cannot allocate
+//! room in the list leaks the frame for good (counted): leaking a frame is safe, reusing it
+//! is not.
 //!
 //! The list's lock is a leaf: nothing is taken under it but the allocator's own locks when
 //! the list grows, and what is let go is released after the lock is dropped.
