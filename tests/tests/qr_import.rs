@@ -170,28 +170,22 @@ fn import_qr(images: &[PathBuf], out: &Path) -> Result<qemu::RunnerExit, qemu::R
     qemu::bench::qr::import(workspace().root(), images, Some(out))
 }
 
-#[test]
-fn screenshots_of_the_codes_import_like_the_serial_log() {
-    let dir = std::env::temp_dir().join(format!("kx-qr-import-{}", std::process::id()));
+/// Boots the bench in `mode` into a fresh scratch directory named for `name`, screenshots
+/// its codes, imports its serial log and the screenshots and checks that both give the same
+/// results: the directory, the capture, the log's results and the screenshots.
+fn screenshots_and_log(name: &str, mode: Mode) -> (PathBuf, Capture, PathBuf, Vec<PathBuf>) {
+    let dir = std::env::temp_dir().join(format!("kx-qr-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let cap = capture(&dir, Mode::Bios);
+    let cap = capture(&dir, mode);
     let tail: Vec<&str> = cap.serial.lines().rev().take(30).collect();
     assert_eq!(cap.status, Some(33), "QEMU status; serial tail: {tail:#?}");
-    // Two pages at least, or the missing-page check below would have nothing left to import.
-    assert!(
-        cap.pages.len() >= 2,
-        "{} KQR pages: {tail:#?}",
-        cap.pages.len()
-    );
-    eprintln!("{} pages: {:?}", cap.pages.len(), cap.pages);
-
+    assert!(!cap.pages.is_empty(), "no KQR page lines: {tail:#?}");
     let from_log = dir.join("from-log");
     let exit =
         qemu::bench::run::import(workspace().root(), &dir.join("serial.log"), Some(&from_log))
             .unwrap();
     assert_eq!(exit, qemu::RunnerExit::Success);
-
     let shots: Vec<PathBuf> = cap.pages.iter().map(|(p, _)| p.clone()).collect();
     let from_qr = dir.join("from-qr");
     assert_eq!(
@@ -199,6 +193,15 @@ fn screenshots_of_the_codes_import_like_the_serial_log() {
         qemu::RunnerExit::Success
     );
     same_results(&from_log, &from_qr);
+    (dir, cap, from_log, shots)
+}
+
+#[test]
+fn screenshots_of_the_codes_import_like_the_serial_log() {
+    let (dir, cap, from_log, shots) = screenshots_and_log("import", Mode::Bios);
+    // Two pages at least, or the missing-page check below would have nothing left to import.
+    assert!(cap.pages.len() >= 2, "{} KQR pages", cap.pages.len());
+    eprintln!("{} pages: {:?}", cap.pages.len(), cap.pages);
 
     // Photos rather than screenshots: smaller, turned, noisy; in reverse order.
     let distorted: Vec<PathBuf> = shots
@@ -274,29 +277,11 @@ fn screenshots_of_the_codes_import_like_the_serial_log() {
 /// run's serial log.
 #[test]
 fn uefi_screenshots_import_like_the_serial_log() {
-    let dir = std::env::temp_dir().join(format!("kx-qr-uefi-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let cap = capture(&dir, Mode::Uefi);
-    let tail: Vec<&str> = cap.serial.lines().rev().take(30).collect();
-    assert_eq!(cap.status, Some(33), "QEMU status; serial tail: {tail:#?}");
-    assert!(!cap.pages.is_empty(), "no KQR page lines: {tail:#?}");
-    let from_log = dir.join("from-log");
-    let exit =
-        qemu::bench::run::import(workspace().root(), &dir.join("serial.log"), Some(&from_log))
-            .unwrap();
-    assert_eq!(exit, qemu::RunnerExit::Success);
+    let (dir, _, from_log, _) = screenshots_and_log("uefi", Mode::Uefi);
     assert_eq!(
         results(&from_log)["machine"]["boot_protocol"],
         "multiboot2-uefi",
         "booted through GRUB under UEFI"
     );
-    let shots: Vec<PathBuf> = cap.pages.iter().map(|(p, _)| p.clone()).collect();
-    let from_qr = dir.join("from-qr");
-    assert_eq!(
-        import_qr(&shots, &from_qr).unwrap(),
-        qemu::RunnerExit::Success
-    );
-    same_results(&from_log, &from_qr);
     let _ = std::fs::remove_dir_all(&dir);
 }

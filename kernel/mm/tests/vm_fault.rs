@@ -27,6 +27,17 @@ fn anon(start: u64, pages: u64) -> MapRequest<'static> {
     }
 }
 
+/// A read-only mapping of `pages` pages of `obj` from its first page, at `start`.
+fn file(start: u64, pages: u64, obj: &'static Object) -> MapRequest<'static> {
+    MapRequest {
+        start,
+        len: pages * 4096,
+        write: false,
+        object: Some((obj, 0)),
+        node: 0,
+    }
+}
+
 #[test]
 fn anonymous_fault_in_and_unmap_give_every_frame_back() {
     let w = world(1, 4096, |_| {});
@@ -780,18 +791,7 @@ fn reclaim_unmaps_and_evicts_a_mapped_file_page() {
     let m = root.create_child().unwrap();
     let obj: &'static Object = Box::leak(Box::new(Object::new(ObjectKind::File, 4)));
     let mut mm = w.vm.new_mm::<VmAreaA>(VA, VA_LEN).unwrap();
-    w.vm.mmap(
-        &mm,
-        &MapRequest {
-            start: VA,
-            len: 4 * 4096,
-            write: false,
-            object: Some((obj, 0)),
-            node: 0,
-        },
-        &m,
-    )
-    .unwrap();
+    w.vm.mmap(&mm, &file(VA, 4, obj), &m).unwrap();
     w.vm.touch(&mm, 0, VA, false).unwrap();
     let c = w.vm.check(0, &[&*mm], &[obj]).unwrap();
     assert_eq!((c.charged, c.cached_folios, c.mapped_ptes), (1, 1, 1));
@@ -826,18 +826,7 @@ fn a_failed_shootdown_keeps_the_pages_until_a_flush_succeeds() {
     let m = root.create_child().unwrap();
     let obj: &'static Object = Box::leak(Box::new(Object::new(ObjectKind::File, 4)));
     let mut mm = w.vm.new_mm::<VmAreaA>(VA, VA_LEN).unwrap();
-    w.vm.mmap(
-        &mm,
-        &MapRequest {
-            start: VA,
-            len: 4 * 4096,
-            write: false,
-            object: Some((obj, 0)),
-            node: 0,
-        },
-        &m,
-    )
-    .unwrap();
+    w.vm.mmap(&mm, &file(VA, 4, obj), &m).unwrap();
     w.vm.touch(&mm, 0, VA, false).unwrap();
     // CPU 1 uses the address space too: every unmap shoots down.
     mm.use_mm(1);
