@@ -125,6 +125,25 @@ fn anon(start: u64, pages: u64, node: NodeId) -> MapRequest<'static> {
     }
 }
 
+/// An address space whose first `pages` pages are an anonymous region charged to `m`, each
+/// page written by this CPU (which joins the address space) with `first` plus its index.
+fn written_anon_mm<'v>(
+    vm: &'v TestVm,
+    m: &memcg::MemcgRef<'v, Pn, mm::vm::folios::VmFolios>,
+    pages: u64,
+    first: u64,
+) -> Result<KernelMm<'v, Pn, VmAreaA>, String> {
+    let mm = new_mm::<VmAreaA>(vm, 1 << 30)?;
+    let base = mm.base();
+    vm.mmap(mm.mm(), &anon(base, pages, 0), m)
+        .map_err(|e| format!("mmap: {e:?}"))?;
+    mm.use_mm();
+    for p in 0..pages {
+        touch_write_u64(base + p * PAGE, first + p).map_err(|e| format!("{e:?}"))?;
+    }
+    Ok(mm)
+}
+
 /// Free frames (every per-CPU list drained, every RCU callback run) plus the slot's
 /// upper-level tables: constant across a test that gives everything back.
 fn frames() -> Result<u64, String> {
@@ -245,15 +264,9 @@ fn shootdown_reaches_cpus_that_never_faulted() -> TestResult {
     let vm = new_vm(|_| {})?;
     let root = vm.tree().root();
     let m = root.create_child().map_err(|e| format!("memcg: {e:?}"))?;
-    let mm = new_mm::<VmAreaA>(&vm, 1 << 30)?;
+    let mm = written_anon_mm(&vm, &m, PAGES, 111)?;
     let base = mm.base();
-    vm.mmap(mm.mm(), &anon(base, PAGES, 0), &m)
-        .map_err(|e| format!("mmap: {e:?}"))?;
     let me = percpu::cpu_id();
-    mm.use_mm();
-    for p in 0..PAGES {
-        touch_write_u64(base + p * PAGE, 111 + p).map_err(|e| format!("{e:?}"))?;
-    }
     let mmr = &mm;
     let expect = |first: u64| {
         move |cpu: usize| -> TestResult {
@@ -611,15 +624,9 @@ fn failed_flush_keeps_frames() -> TestResult {
     let vm = new_vm(|_| {})?;
     let root = vm.tree().root();
     let m = root.create_child().map_err(|e| format!("memcg: {e:?}"))?;
-    let mm = new_mm::<VmAreaA>(&vm, 1 << 30)?;
+    let mm = written_anon_mm(&vm, &m, PAGES, 0)?;
     let base = mm.base();
-    vm.mmap(mm.mm(), &anon(base, PAGES, 0), &m)
-        .map_err(|e| format!("mmap: {e:?}"))?;
     let me = percpu::cpu_id();
-    mm.use_mm();
-    for p in 0..PAGES {
-        touch_write_u64(base + p * PAGE, p).map_err(|e| format!("{e:?}"))?;
-    }
     every_cpu(&|_| {
         mm.use_mm();
         Ok(())
