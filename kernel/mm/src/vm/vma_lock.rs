@@ -46,6 +46,9 @@ pub fn vma_start_read<V: VmArea>(mm_lock_seq: &AtomicU32, vma: &V) -> Result<(),
     if vma.vm_lock_seq().load(Ordering::Relaxed) == mm_lock_seq.load(Ordering::Relaxed) {
         return Err(VmaReadError::WriteLocked);
     }
+    // Where a test puts the writer that slips in between the two checks.
+    #[cfg(test)]
+    tests::after_early_check();
     // (2) __refcount_inc_not_zero_limited_acquire.
     let refcnt = vma.vm_refcnt();
     let mut old = refcnt.load(Ordering::Relaxed);
@@ -150,8 +153,70 @@ pub fn vma_mark_detached<V: VmArea>(vma: &V) {
 mod tests {
     use super::*;
     use crate::vm::vma::{VmAreaA, VmAreaB, VmFlags, VmaDesc};
+    use std::cell::RefCell;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, AtomicU64};
+
+    std::thread_local! {
+        /// What runs, on this test thread, between a reader's early check and its
+        /// `vm_refcnt` increment.
+        static AFTER_EARLY_CHECK: RefCell<Option<Box<dyn FnMut()>>> = RefCell::new(None);
+    }
+
+    pub(super) fn after_early_check() {
+        let hook = AFTER_EARLY_CHECK.with(|h| h.borrow_mut().take());
+        if let Some(mut f) = hook {
+            f();
+        }
+    }
+
+    /// A writer that write-locks the region after the reader's early check and before its
+    /// increment (the window Linux's re-check is for): the reader must see `vm_lock_seq`
+    /// changed, back off with its reference dropped, and be counted as a contended
+    /// `vma->vm_lock_seq` acquisition.
+    fn writer_between_the_checks<V: VmArea>() {
+        ksync::stat::set_enabled(true);
+        let data = <VmLockSeqWord as ksync::LockClass>::data();
+        let seq = Arc::new(AtomicU32::new(2));
+        let v: Arc<V> = Arc::new(region());
+        vma_mark_attached(&*v);
+        let before = data.snapshot();
+        let (seq_w, v_w) = (Arc::clone(&seq), Arc::clone(&v));
+        AFTER_EARLY_CHECK.with(|h| {
+            *h.borrow_mut() = Some(Box::new(move || {
+                // mmap_write_lock, then vma_start_write: no reader holds the region yet.
+                seq_w.store(3, Ordering::Relaxed);
+                vma_start_write(&seq_w, &*v_w);
+            }));
+        });
+        assert_eq!(
+            vma_start_read(&seq, &*v),
+            Err(VmaReadError::WriteLocked),
+            "{}: the re-check must catch a writer that came in after the early check",
+            V::LAYOUT
+        );
+        assert_eq!(
+            v.vm_refcnt().load(Ordering::Relaxed),
+            1,
+            "the reader's reference is gone"
+        );
+        let d = data.snapshot().since(&before);
+        assert!(
+            d.contended >= 1,
+            "{}: the changed sequence was not counted",
+            V::LAYOUT
+        );
+        // mmap_write_unlock: the next reader gets in.
+        seq.store(4, Ordering::Release);
+        assert_eq!(vma_start_read(&seq, &*v), Ok(()));
+        vma_end_read(&*v);
+    }
+
+    #[test]
+    fn a_writer_between_the_two_checks_makes_the_reader_back_off() {
+        writer_between_the_checks::<VmAreaA>();
+        writer_between_the_checks::<VmAreaB>();
+    }
 
     fn region<V: VmArea>() -> V {
         V::new(&VmaDesc {
