@@ -109,6 +109,25 @@ mod registration {
         }
     }
 
+    /// A scenario's rates are fractions of the `limit` floor exactly when the catalog marks
+    /// it a fault path (seed002's requests and 802f1d's charges are not faults): no
+    /// registered scenario overrides the catalog.
+    #[test]
+    fn rates_are_floor_fractions_exactly_for_the_catalogs_fault_paths() {
+        let host = tests::soft(1, 64);
+        let r = registry(Box::new(soft_floor::SoftFloor), host);
+        for s in catalog::SCENARIOS
+            .iter()
+            .filter(|s| s.name != catalog::LIMIT)
+        {
+            for p in r.providers(s.name) {
+                assert_eq!(p.floor_relative(), s.fault_path, "{}", s.name);
+            }
+        }
+        let seed002 = catalog::scenario("seed002-reclaim").unwrap();
+        assert!(!seed002.fault_path);
+    }
+
     /// Every field a catalog mechanism names is a field of an object that the scenario's
     /// A and B instances name (`objects()`), so the coherence verdict can find its units;
     /// and each named object lies within the instance's reach (a non-null address, a size).

@@ -295,10 +295,6 @@ impl<H: VmHost> BenchScenario for Seed002<'_, H> {
         "seed002-reclaim"
     }
 
-    fn floor_relative(&self) -> bool {
-        false
-    }
-
     fn instantiate<'a>(
         &'a self,
         setup: &Setup<'_>,
@@ -485,11 +481,5 @@ mod tests {
         let inst = build(host, 10);
         leak_a_charge(inst.ctx.memcg(3));
         assert!(Box::new(inst).teardown().is_err(), "a leaked charge");
-    }
-
-    #[test]
-    fn its_rates_are_not_fractions_of_the_fault_floor() {
-        let host = soft(1, 16);
-        assert!(!Seed002::new(host).floor_relative());
     }
 }
