@@ -139,32 +139,17 @@ pub fn verdicts(summary: &Summary) -> Vec<Verdict> {
         // The summary's mark is the decision: significant after Holm's correction, with
         // the control passing (`summary::Summary::assess`); the control is looked at again
         // here only to tell "not judged" from "not shown" and to say why.
-        let marked = c.marked == Some(true);
-        // The direction is the headline's: the seed's figure at a small thread count may
-        // be no effect at all (seed003's -0.02% at 1 CPU), and then any effect in the
-        // headline's direction is larger than it.
-        let up = seed.ratio > 1.0;
         let outcome = if control.is_err() {
             Outcome::NotJudged
-        } else if !marked {
+        } else if c.marked != Some(true) {
             Outcome::NotShown
-        } else if (c.ratio > 1.0) != up {
-            Outcome::Contradicted
         } else {
-            let (lo, hi) = (c.ci_low.unwrap_or(c.ratio), c.ci_high.unwrap_or(c.ratio));
-            // "Short of" the seed's figure is towards 1, "beyond" away from it.
-            let (short, beyond) = if up {
-                (hi < seed_at.ratio, lo > seed_at.ratio)
-            } else {
-                (lo > seed_at.ratio, hi < seed_at.ratio)
-            };
-            if short {
-                Outcome::Smaller
-            } else if beyond {
-                Outcome::Larger
-            } else {
-                Outcome::Reproduced
-            }
+            against_seed(
+                seed.ratio,
+                seed_at.ratio,
+                c.ratio,
+                (c.ci_low.unwrap_or(c.ratio), c.ci_high.unwrap_or(c.ratio)),
+            )
         };
         let detectable = (outcome == Outcome::NotShown)
             .then(|| c.detectable(stats::ALPHA / family as f64))
@@ -182,6 +167,34 @@ pub fn verdicts(summary: &Summary) -> Vec<Verdict> {
         });
     }
     out
+}
+
+/// The word for a comparison that is marked (significant after the correction, control
+/// passed): our `ratio` with its interval `(lo, hi)` against the seed's headline ratio
+/// `seed` and its figure `at` nearest our CPU count.
+///
+/// The direction is the headline's: the seed's figure at a small thread count may be no
+/// effect at all (seed003's -0.02% at 1 CPU), and then any effect in the headline's
+/// direction is larger than it. A headline of exactly 1 has no direction up. "Short of" the
+/// figure is towards 1, "beyond" away from it; an interval that reaches the figure, even at
+/// its edge, reproduces it.
+fn against_seed(seed: f64, at: f64, ratio: f64, (lo, hi): (f64, f64)) -> Outcome {
+    let up = seed > 1.0;
+    if (ratio > 1.0) != up {
+        return Outcome::Contradicted;
+    }
+    let (short, beyond) = if up {
+        (hi < at, lo > at)
+    } else {
+        (lo > at, hi < at)
+    };
+    if short {
+        Outcome::Smaller
+    } else if beyond {
+        Outcome::Larger
+    } else {
+        Outcome::Reproduced
+    }
 }
 
 /// A signed percentage of a ratio: `+17.9%`.
@@ -394,6 +407,10 @@ mod tests {
         let v = verdict(1.8, 1.3);
         assert_eq!(v.outcome, Outcome::NotJudged, "{v}");
         assert!(
+            !alloc::format!("{v}").contains("; control "),
+            "a point not judged says why once, not the control's figures: {v}"
+        );
+        assert!(
             alloc::format!("{v}")
                 .contains("(the A/A control +29.9% [+28.9%, +31.0%] is not shown within +-5%)"),
             "{v}"
@@ -453,6 +470,76 @@ mod tests {
         assert_eq!(v.outcome, Outcome::Reproduced, "{v}");
         assert_eq!(v.control_cmp.as_ref().map(|c| c.cpus), Some(2), "{v}");
         assert!(v.control.is_ok(), "{v}");
+    }
+
+    /// The words at their edges: an interval that touches the seed's figure reproduces it,
+    /// one just short of it (towards 1) is smaller, just past it larger; a ratio of
+    /// exactly 1 is not in a speed-up's direction, and a headline of exactly 1 counts as
+    /// no speed-up.
+    #[test]
+    fn the_words_at_their_edges() {
+        let up = |lo, hi| against_seed(1.8, 1.5, 1.5, (lo, hi));
+        assert_eq!(up(1.4, 1.5), Outcome::Reproduced, "hi at the figure");
+        assert_eq!(up(1.5, 1.6), Outcome::Reproduced, "lo at the figure");
+        assert_eq!(up(1.3, 1.49), Outcome::Smaller);
+        assert_eq!(up(1.51, 1.7), Outcome::Larger);
+        let down = |lo, hi| against_seed(0.9, 0.95, 0.95, (lo, hi));
+        assert_eq!(down(0.95, 0.97), Outcome::Reproduced, "lo at the figure");
+        assert_eq!(down(0.93, 0.95), Outcome::Reproduced, "hi at the figure");
+        assert_eq!(down(0.96, 0.98), Outcome::Smaller);
+        assert_eq!(down(0.90, 0.94), Outcome::Larger);
+        assert_eq!(
+            against_seed(1.8, 1.5, 1.0, (0.99, 1.01)),
+            Outcome::Contradicted,
+            "exactly 1 is no speed-up"
+        );
+        assert_eq!(
+            against_seed(0.9, 0.95, 1.0, (0.96, 1.0)),
+            Outcome::Smaller,
+            "exactly 1 is in a slowdown's direction (not above 1), short of its figure"
+        );
+        assert_eq!(
+            against_seed(1.0, 1.0, 0.98, (0.97, 0.99)),
+            Outcome::Larger,
+            "a headline of 1 is not a speed-up: a slowdown is in its direction"
+        );
+    }
+
+    /// "Not shown" says how large an effect the run could have seen after the correction
+    /// (larger than without it), and why the mark was withheld; our interval is printed.
+    #[test]
+    fn not_shown_says_what_could_have_been_seen() {
+        let v = verdict(1.001, 1.0);
+        assert_eq!(v.outcome, Outcome::NotShown, "{v}");
+        let c = v.ours.as_ref().unwrap();
+        let uncorrected = c.detectable(stats::ALPHA).unwrap();
+        assert!(
+            v.detectable.unwrap() > uncorrected,
+            "after Holm over {} experiments: {:?} vs {uncorrected} uncorrected",
+            primary::family_size(),
+            v.detectable
+        );
+        // Significant alone but not after the correction, and not significant at all.
+        let with = |significant: bool| {
+            let mut w = v.clone();
+            let c = w.ours.as_mut().unwrap();
+            c.significant = significant;
+            c.p_adjusted = Some(0.2);
+            w.why().unwrap()
+        };
+        assert!(
+            with(true).starts_with("p = 0.200 after Holm's correction over "),
+            "{}",
+            with(true)
+        );
+        assert!(
+            with(false).starts_with("interval includes 1; smallest detectable"),
+            "{}",
+            with(false)
+        );
+        let text = v.ours_text();
+        assert!(text.contains(" [+") || text.contains(" [-"), "{text}");
+        assert!(!text.contains("[1 round]"), "{text}");
     }
 
     #[test]
