@@ -69,8 +69,20 @@ pub struct Published {
     pub text: &'static str,
     /// The unit of [`PublishedPoint::absolute`].
     pub unit: &'static str,
+    /// Whether that unit counts all threads together or one thread.
+    pub rate: Rate,
     /// The figures, one per (comparison, config, thread count).
     pub points: &'static [PublishedPoint],
+}
+
+/// What one of a seed's absolute rates counts: the time one thread takes per operation is
+/// `threads / rate` for a [`Rate::Total`], `1 / rate` for a [`Rate::PerThread`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rate {
+    /// Operations per second of all threads together (IOPS, pages/s).
+    Total,
+    /// Operations per second of one thread (faults/cpu/s, ops/process/s).
+    PerThread,
 }
 
 /// One scenario.
@@ -265,6 +277,7 @@ pub const SCENARIOS: &[Scenario] = &[
                    shmem 80 thr: 7.94M, 8.66M (+9%), 8.82M; \
                    anon 20 thr: 3.04M, 3.08M (+1%), 3.10M pages/s (2-socket Skylake, 80 CPUs)",
             unit: "pages/s",
+            rate: Rate::Total,
             points: &SEED001_POINTS,
         }),
         premises: &["list_head_writes_per_op", "lru_lock_handoffs_per_op"],
@@ -296,6 +309,7 @@ pub const SCENARIOS: &[Scenario] = &[
         published: Some(Published {
             text: "readtwice +80% (208 readers in 104 memcgs, 2s x 26 cores x HT)",
             unit: "",
+            rate: Rate::Total,
             points: &[r("A", "B", "2-per-memcg", 208, 1.80)],
         }),
         premises: &[
@@ -329,6 +343,7 @@ pub const SCENARIOS: &[Scenario] = &[
         published: Some(Published {
             text: "9.5x request rate at 1500 memcgs, 8 threads; duration -89%",
             unit: "",
+            rate: Rate::Total,
             points: &[r("A", "B", "1500", 8, 9.5)],
         }),
         premises: &[
@@ -368,6 +383,7 @@ pub const SCENARIOS: &[Scenario] = &[
         published: Some(Published {
             text: "IOPS +1.4% (1 job), +0.4% (8), +2.1% (16), +4.3% (24) on i7-13700HX; B/A",
             unit: "IOPS",
+            rate: Rate::Total,
             points: &SEED000_POINTS,
         }),
         premises: &[
@@ -399,6 +415,7 @@ pub const SCENARIOS: &[Scenario] = &[
             text: "B/A -0.02% (1 cpu), +0.18% (4), -1.02% (7), -6.38% (12), -9.80% (21), \
                    -6.50% (30), -6.85% (48), -9.89% (56) faults/cpu",
             unit: "faults/cpu/s",
+            rate: Rate::PerThread,
             points: &[
                 p("A", "B", "anon", 1, (508634.6876, 508548.5498)),
                 p("A", "B", "anon", 4, (474767.2684, 475620.7653)),
@@ -444,6 +461,7 @@ pub const SCENARIOS: &[Scenario] = &[
                    +3.0% (96 tasks), +4.4% (48) on 2 sockets 48C/96T; +9.9% (144), +9.8% (72) \
                    on 4 sockets 72C/144T",
             unit: "ops/process/s",
+            rate: Rate::PerThread,
             points: &[
                 p("A", "B", "one-memcg", 48, (183_960.0, 192_078.0)),
                 p("A", "B", "one-memcg", 72, (198_195.0, 217_526.0)),

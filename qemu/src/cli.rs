@@ -219,6 +219,21 @@ pub struct BenchOptions {
     /// oversubscribed counts with
     #[arg(long, requires = "coherence")]
     pub tcg_single: bool,
+    /// With --coherence: each vCPU's private cache in the plugin's model, in KiB (a line
+    /// not touched since that much else was leaves the cache, so old writes stop counting)
+    /// [default: 1024]
+    #[arg(long, value_name = "KIB", requires = "coherence",
+          value_parser = clap::value_parser!(u64).range(1..=65536))]
+    pub cache_kib: Option<u64>,
+    /// With --coherence: the ways of that cache [default: 8]
+    #[arg(long, value_name = "N", requires = "coherence",
+          value_parser = clap::value_parser!(u32).range(1..=32))]
+    pub cache_ways: Option<u32>,
+    /// With --coherence: how many hot lines the plugin reports per run and unit size (the
+    /// mechanism figures count the seed's fields on these lines only) [default: 16]
+    #[arg(long, value_name = "N", requires = "coherence",
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub hot_lines: Option<u32>,
 }
 
 /// The options `bench --host` refuses: QEMU's, the machine's and the Linux reference's
@@ -276,12 +291,31 @@ impl BenchOptions {
     }
 
     /// Checks the kernel keys together (each was checked alone as it was parsed): `rounds`
-    /// must be a multiple of `instances`.
+    /// must be a multiple of `instances`; and the coherence model's cache geometry.
     pub fn check(&self) -> Result<(), CliError> {
         let line = format!("run=bench {}", self.kernel_keys().join(" "));
-        match abi::cmdline::parse(&line, false) {
-            Ok(_) => Ok(()),
-            Err(e) => Err(CliError::Arguments(e.to_string())),
+        if let Err(e) = abi::cmdline::parse(&line, false) {
+            return Err(CliError::Arguments(e.to_string()));
+        }
+        let mut model = coherence::Config::new(0, PathBuf::new());
+        self.coherence_model(&mut model);
+        for g in model.geometries() {
+            g.check()
+                .map_err(|why| CliError::Arguments(format!("--cache-kib/--cache-ways: {why}")))?;
+        }
+        Ok(())
+    }
+
+    /// Puts the coherence model's options (cache size and ways, hot lines) into `c`.
+    pub fn coherence_model(&self, c: &mut coherence::Config) {
+        if let Some(k) = self.cache_kib {
+            c.cache_kib = k;
+        }
+        if let Some(w) = self.cache_ways {
+            c.ways = w as usize;
+        }
+        if let Some(t) = self.hot_lines {
+            c.top = t as usize;
         }
     }
 
@@ -872,6 +906,41 @@ mod tests {
             Ok(Command::Help(text)) => text,
             other => panic!("{args:?}: {other:?}"),
         }
+    }
+
+    #[test]
+    fn the_coherence_model_is_set_from_the_command_line_and_checked_there() {
+        let c = parse([
+            "bench",
+            "--coherence",
+            "--cache-kib",
+            "256",
+            "--cache-ways",
+            "4",
+            "--hot-lines",
+            "64",
+        ])
+        .unwrap();
+        let mut model = coherence::Config::new(0x1000, PathBuf::from("/x"));
+        c.options.bench.coherence_model(&mut model);
+        assert_eq!((model.cache_kib, model.ways, model.top), (256, 4, 64));
+        let args = model.to_args();
+        let back = coherence::Config::parse(args.iter().map(String::as_str)).unwrap();
+        assert_eq!(back, model, "the plugin reads back what the runner passes");
+        let mut default = coherence::Config::new(0x1000, PathBuf::from("/x"));
+        parse(["bench", "--coherence"])
+            .unwrap()
+            .options
+            .bench
+            .coherence_model(&mut default);
+        assert_eq!(default, coherence::Config::new(0x1000, PathBuf::from("/x")));
+        assert!(
+            refused(["bench", "--coherence", "--cache-kib", "1000"]).contains("power-of-two"),
+            "a geometry the model cannot have is refused before anything is built"
+        );
+        assert!(refused(["bench", "--coherence", "--cache-ways", "33"]).contains("33"));
+        assert!(refused(["bench", "--cache-kib", "256"]).contains("--coherence"));
+        assert!(refused(["bench", "--coherence", "--hot-lines", "0"]).contains("0"));
     }
 
     #[test]

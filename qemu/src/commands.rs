@@ -290,6 +290,7 @@ fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
             &ws,
             &elf,
             o.nodes.unwrap_or(1),
+            &o.bench,
             &ws.work_dir().join("coherence").join("coherence.jsonl"),
             o.quiet,
         )?),

@@ -57,8 +57,15 @@ fn judged() -> &'static HashMap<String, Judged> {
     ALL.get_or_init(|| {
         let ws = tests::workspace();
         let out = ws.work_dir().join("coherence-tests").join("known.jsonl");
-        let setup = prepare(ws, &tests::kernel().elf64, 1, &out, true)
-            .unwrap_or_else(|e| panic!("plugin setup: {e}"));
+        let setup = prepare(
+            ws,
+            &tests::kernel().elf64,
+            1,
+            &qemu::cli::BenchOptions::default(),
+            &out,
+            true,
+        )
+        .unwrap_or_else(|e| panic!("plugin setup: {e}"));
         let cmdline = format!("run=test test={}", TESTS.join(","));
         let run = tests::boot_with_plugin(2, &cmdline, setup.load.clone(), TIMEOUT)
             .unwrap_or_else(|e| panic!("boot: {e}"));

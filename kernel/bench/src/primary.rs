@@ -144,6 +144,7 @@ mod tests {
         let published = Published {
             text: "",
             unit: "",
+            rate: catalog::Rate::Total,
             points,
         };
         assert_eq!(seed_at(&published, &points[0], 12).threads, 8);

@@ -280,6 +280,10 @@ pub fn write_dir(dir: &Path, results: &ResultsFile) -> Result<Written, RunError>
             let svg = crate::coherence::chart::svg(c, name);
             add_svg(&mut put, &mut page, dir, name, "-coherence", svg, false)?;
         }
+        if let Some(p) = &c.projection {
+            page.heading("Projection (a model, not a measurement)");
+            page.pre(&p.text());
+        }
     }
     for (name, _) in summary.scenarios() {
         let plot = plot::svg(&summary, name);

@@ -127,6 +127,10 @@ pub fn print_report(c: &Collected, written: &Written) {
     if let Some(coh) = &c.coherence {
         println!();
         print!("{}", crate::coherence::table::render(coh));
+        if let Some(p) = &coh.projection {
+            println!();
+            print!("{}", p.text());
+        }
     }
     let measured = c.runs.iter().filter(|r| r.measured()).count();
     println!(

@@ -209,6 +209,7 @@ mod tests {
             ],
             problems: vec![],
             verdicts: vec![],
+            projection: None,
         };
         let (title, rows) = bars(&c, "page-counter-802f1d").expect("bars");
         assert!(title.contains("2 CPUs") && title.contains("(A)"), "{title}");

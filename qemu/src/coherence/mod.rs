@@ -11,6 +11,7 @@
 //! whatever the host's timing.
 
 pub mod chart;
+pub mod projection;
 pub mod results;
 pub mod symbols;
 pub mod table;
@@ -34,11 +35,13 @@ pub struct Setup {
 }
 
 /// Builds the plugin and sets it up for the kernel ELF `elf` (64- or 32-bit, with its
-/// symbol table) on a machine of `sockets` sockets, writing to `out`.
+/// symbol table) on a machine of `sockets` sockets, with the model `options` ask for
+/// (cache size and ways, hot lines), writing to `out`.
 pub fn prepare(
     ws: &Workspace,
     elf: &Path,
     sockets: u32,
+    options: &crate::cli::BenchOptions,
     out: &Path,
     quiet: bool,
 ) -> Result<Setup, RunError> {
@@ -67,6 +70,7 @@ pub fn prepare(
     }
     let mut config = coherence::Config::new(mark, out.to_owned());
     config.sockets = sockets.max(1);
+    options.coherence_model(&mut config);
     Ok(Setup {
         load: PluginLoad {
             path,

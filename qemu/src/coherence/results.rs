@@ -18,6 +18,10 @@ pub struct CoherenceResults {
     /// The mechanism verdicts, one line each (also printed first in the table).
     #[serde(default)]
     pub verdicts: Vec<String>,
+    /// The counts projected onto the seeds' machines: a model, not a measurement
+    /// (`None` in files written before it existed).
+    #[serde(default)]
+    pub projection: Option<super::projection::Projection>,
 }
 
 /// One run's counts.
@@ -324,8 +328,16 @@ pub fn attach(
         runs: out,
         problems,
         verdicts: Vec::new(),
+        projection: None,
     };
-    r.verdicts = super::verdict::lines(&super::verdict::verdicts(&r));
+    let verdicts = super::verdict::verdicts(&r);
+    r.verdicts = super::verdict::lines(&verdicts);
+    // The vCPUs ran on this machine's cores (the plugin runs under TCG only).
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    r.projection = Some(super::projection::project(
+        &verdicts,
+        u32::try_from(cores).unwrap_or(u32::MAX),
+    ));
     r
 }
 
