@@ -309,37 +309,59 @@ pub fn project(verdicts: &[MechanismVerdict], host_cpus: u32) -> Projection {
     }
 }
 
+/// How the model's checks compare with the seeds' figures ([`Projection::checks`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Checks {
+    /// Points checked.
+    pub points: usize,
+    /// Of those, the points where the seed moved 1% or more (a direction to agree with).
+    pub directed: usize,
+    /// Of those, the points where the model moves the same way.
+    pub agree: usize,
+    /// Mean absolute difference, model minus seed, in percentage points.
+    pub mean_error: f64,
+    /// Points left out: no transfer difference between A and B was counted.
+    pub without_transfers: usize,
+}
+
 /// Signed percent of a ratio.
 fn pct(r: f64) -> f64 {
     (r - 1.0) * 100.0
 }
 
 impl Projection {
-    /// How the checks (every point but the calibration's, at two threads or more) compare
-    /// with the seeds: `(points, same direction, mean absolute error in percentage
-    /// points)`. A seed's effect under 1% has no direction to agree with and is left out
-    /// of the direction count.
+    /// How the checks compare with the seeds. The checks are every point but the
+    /// calibration's, at two threads or more, where A and B differ by at least
+    /// [`super::verdict::ABSENT`] transfers per operation: where they do not (the mechanism
+    /// absent at this placement), the model has nothing to project and is not checked.
     #[must_use]
-    pub fn checks(&self) -> (usize, usize, f64) {
-        let checks: Vec<&ProjectedPoint> = self
-            .points
-            .iter()
-            .filter(|p| !p.calibrates && p.threads >= 2)
-            .collect();
+    pub fn checks(&self) -> Checks {
+        let moved =
+            |p: &&ProjectedPoint| (p.measured.0 - p.measured.1).abs() >= super::verdict::ABSENT;
+        let candidates = || {
+            self.points
+                .iter()
+                .filter(|p| !p.calibrates && p.threads >= 2)
+        };
+        let checks: Vec<&ProjectedPoint> = candidates().filter(moved).collect();
         let directed: Vec<&&ProjectedPoint> = checks
             .iter()
             .filter(|p| pct(p.published_ratio).abs() >= 1.0)
             .collect();
-        let agree = directed
-            .iter()
-            .filter(|p| pct(p.model_ratio) * pct(p.published_ratio) > 0.0)
-            .count();
-        let error = checks
-            .iter()
-            .map(|p| (pct(p.model_ratio) - pct(p.published_ratio)).abs())
-            .sum::<f64>()
-            / checks.len().max(1) as f64;
-        (directed.len(), agree, error)
+        Checks {
+            points: checks.len(),
+            without_transfers: candidates().count() - checks.len(),
+            directed: directed.len(),
+            agree: directed
+                .iter()
+                .filter(|p| pct(p.model_ratio) * pct(p.published_ratio) > 0.0)
+                .count(),
+            mean_error: checks
+                .iter()
+                .map(|p| (pct(p.model_ratio) - pct(p.published_ratio)).abs())
+                .sum::<f64>()
+                / checks.len().max(1) as f64,
+        }
     }
 
     /// The projection as text, under a heading that says it is a model.
@@ -370,7 +392,7 @@ impl Projection {
         if !self.points.is_empty() {
             let _ = writeln!(
                 s,
-                "  {:<34} {:<22} {:>4} {:>2} {:>7} {:>7} {:>7} {:>8} {:>8} {:>9} {:>8}",
+                "  {:<34} {:<26} {:>4} {:>2} {:>7} {:>7} {:>7} {:>8} {:>8} {:>9} {:>8}",
                 "scenario/config",
                 "A -> B",
                 "N",
@@ -387,7 +409,7 @@ impl Projection {
         for p in &self.points {
             let _ = writeln!(
                 s,
-                "{} {:<34} {:<22} {:>4} {:>2} {:>7.3} {:>7.3} {:>7.0} {:>8.0} {:>8.0} {:>+8.2}% \
+                "{} {:<34} {:<26} {:>4} {:>2} {:>7.3} {:>7.3} {:>7.0} {:>8.0} {:>8.0} {:>+8.2}% \
                  {:>+7.2}%",
                 if p.calibrates { '*' } else { ' ' },
                 format!("{}/{}", p.scenario, p.config),
@@ -404,12 +426,14 @@ impl Projection {
             );
         }
         if self.points.iter().any(|p| !p.calibrates) {
-            let (directed, agree, error) = self.checks();
+            let c = self.checks();
             let _ = writeln!(
                 s,
-                "  checks (rows without *): the model's direction agrees with the seed's on \
-                 {agree} of {directed} points where the seed moved 1% or more; mean |model - \
-                 seed| {error:.1} percentage points"
+                "  checks (rows without *, {} points with transfers to project): the model's \
+                 direction agrees with the seed's on {} of {} points where the seed moved 1% or \
+                 more; mean |model - seed| {:.1} percentage points; {} points not checked: no \
+                 transfer difference between A and B here (mechanism absent at that placement)",
+                c.points, c.agree, c.directed, c.mean_error, c.without_transfers
             );
         }
         for m in &self.missing {
@@ -574,8 +598,25 @@ mod tests {
         let text = p.text();
         assert!(text.starts_with("Projection to the seeds' machines: A MODEL, NOT A MEASUREMENT"));
         assert!(text.contains("* seed003-pft/anon"));
-        let (directed, agree, _) = p.checks();
-        assert_eq!((directed, agree), (6, 6), "{text}");
+        let c = p.checks();
+        assert_eq!((c.points, c.directed, c.agree), (6, 6, 6), "{text}");
+        assert_eq!(c.without_transfers, 0);
+        // The same run with seed001's mechanism absent (no transfers at that placement):
+        // its points are projected as no change and left out of the checks.
+        let mut absent = v.to_vec();
+        absent[2] = verdict(
+            "seed001-faultfree",
+            "shmem",
+            "base@+0",
+            "patch1@+0",
+            2,
+            (0.0, 0.0),
+        );
+        let c = project(&absent, 2).checks();
+        assert_eq!(
+            (c.points, c.directed, c.agree, c.without_transfers),
+            (4, 4, 4, 2)
+        );
     }
 
     #[test]
