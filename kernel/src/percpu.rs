@@ -3,7 +3,7 @@
 //! Models Linux's per-CPU machinery (`include/linux/percpu-defs.h`, `smp_processor_id`,
 //! `this_cpu_ptr`, `per_cpu_ptr`). Every CPU has a [`CpuArea`] reached through GS base
 //! ([`crate::arch::x86_64::percpu`]): its id, APIC id, NUMA node (`numa_node_id()`), stack,
-//! and the mailbox of [`on_each_cpu`]. Ids are dense, 0 is the boot CPU, and they are handed out in bring-up
+//! and the mailbox of [`on_each_cpu()`](on_each_cpu::on_each_cpu). Ids are dense, 0 is the boot CPU, and they are handed out in bring-up
 //! order, so `0..nr_cpu_ids()` are exactly the online CPUs once bring-up is over.
 //!
 //! [`PerCpu<T>`] is the lock-free slot array other subsystems build on (per-CPU free lists,
@@ -45,7 +45,7 @@ pub struct CpuArea {
     pub(crate) state: AtomicU8,
     /// The stack the CPU entered the kernel on (`None` for the boot CPU's boot stack).
     stack: Option<KernelStack>,
-    /// Cross-CPU call waiting for this CPU ([`on_each_cpu`]).
+    /// Cross-CPU call waiting for this CPU ([`on_each_cpu()`](on_each_cpu::on_each_cpu)).
     pub(crate) call: AtomicPtr<on_each_cpu::CallData>,
     /// Set while this CPU runs a cross-CPU call's function.
     pub(crate) in_call: AtomicBool,

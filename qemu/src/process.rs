@@ -35,7 +35,7 @@ const PARENT_GONE: i32 = libc::ESRCH;
 /// `io::Error::other` would box its message), no lock.
 ///
 /// # Errors
-/// prctl's error, or [`PARENT_GONE`] when the parent is not `parent`.
+/// prctl's error, or `ESRCH` when the parent is not `parent`.
 pub fn die_with_parent(parent: libc::pid_t) -> std::io::Result<()> {
     // SAFETY: prctl with PR_SET_PDEATHSIG and a signal number; getppid has no arguments.
     unsafe {

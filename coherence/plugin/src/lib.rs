@@ -17,7 +17,7 @@
 //! time the callback asks QEMU for the access's physical address (I/O accesses are left
 //! out) and calls `coherence::Tracker::access`.
 //!
-//! Licence: the workspace's (MIT OR Apache-2.0); the FFI declarations in [`ffi`] are written
+//! Licence: the workspace's (MIT OR Apache-2.0); the FFI declarations in `ffi.rs` are written
 //! from the API's documentation, not taken from a GPL crate.
 
 mod ffi;

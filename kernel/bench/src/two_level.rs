@@ -11,7 +11,7 @@
 //! noise: it says nothing about the next placement, and an A/A comparison "finds" the
 //! offset between two placements as often as it likes. The engine therefore builds every
 //! variant several times per point (`instances=`, each block afresh at new addresses,
-//! [`crate::engine::run`]), and the interval here treats the instance as the unit.
+//! [`crate::engine::run()`]), and the interval here treats the instance as the unit.
 //!
 //! # The model
 //!

@@ -6,7 +6,7 @@
 //! identity map exists are reachable. It never frees: what it hands out (page tables, stacks,
 //! the heap, the memmap) lives as long as the kernel and stays reserved. The page allocator
 //! takes over the ranges that remain ([`take_free_ranges`], the handover); from then on
-//! [`alloc`] hands out frames of the page allocator instead ([`hand_over`]), which stay
+//! [`alloc()`] hands out frames of the page allocator instead ([`hand_over`]), which stay
 //! allocated (counted, not reserved).
 
 use crate::boot_info::{BootInfo, MemKind};
@@ -119,14 +119,14 @@ static FRAMES: Mutex<EarlyFrames> = Mutex::new(EarlyFrames::empty());
 
 /// Set once the page allocator owns the free frames.
 static HANDED_OVER: AtomicBool = AtomicBool::new(false);
-/// Frames [`alloc`] took from the page allocator since the handover.
+/// Frames [`alloc()`] took from the page allocator since the handover.
 static LATE_FRAMES: AtomicU64 = AtomicU64::new(0);
-/// What serves [`alloc`] after the handover: the page allocator's one-frame allocation,
+/// What serves [`alloc()`] after the handover: the page allocator's one-frame allocation,
 /// passed down by [`hand_over`] (this module sits below the page allocator and never
 /// names it).
 static LATE_SOURCE: spin::Once<LateFrameSource> = spin::Once::new();
 
-/// The page allocator's side of [`alloc`] after the handover: one frame, or `None` when
+/// The page allocator's side of [`alloc()`] after the handover: one frame, or `None` when
 /// it has none left.
 pub type LateFrameSource = fn() -> Option<PhysFrame>;
 
@@ -187,7 +187,7 @@ pub fn alloc_contiguous_in(count: u64, align: u64, lo: u64, hi: u64) -> Option<P
         .alloc_contiguous(count, align.max(FRAME_SIZE), lo, hi)
 }
 
-/// Marks the handover done: [`alloc`] now takes frames from `source` (the page
+/// Marks the handover done: [`alloc()`] now takes frames from `source` (the page
 /// allocator). A second handover keeps the first source.
 pub fn hand_over(source: LateFrameSource) {
     LATE_SOURCE.call_once(|| source);
@@ -200,7 +200,7 @@ pub fn handed_over() -> bool {
     HANDED_OVER.load(Ordering::Acquire)
 }
 
-/// Frames [`alloc`] has taken from the page allocator since the handover (page tables and
+/// Frames [`alloc()`] has taken from the page allocator since the handover (page tables and
 /// stacks made later; they are never freed).
 #[must_use]
 pub fn late_frames() -> u64 {

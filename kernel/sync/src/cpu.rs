@@ -4,7 +4,7 @@
 //! ([`set_cpu_id_fn`]) and, once that area exists, tells where in it the id lies
 //! ([`set_cpu_id_gs_offset`], x86_64): then the id is one `mov` from GS, without a call
 //! through the hook on every per-CPU statistic and lock; host threads that stand in for CPUs say which CPU they are with
-//! [`set_this_thread_cpu`] (feature `std`), and any other host thread gets a dense id of its
+//! `set_this_thread_cpu` (feature `std`), and any other host thread gets a dense id of its
 //! own on first use. Without a hook and without `std`, every caller is CPU 0 (early boot:
 //! only the boot CPU runs).
 //!

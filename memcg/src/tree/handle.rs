@@ -37,7 +37,7 @@ impl<'t, P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> MemcgRef<'t, P, O>
     /// is online; the shared count once it is offline), where dropping the handle would
     /// write the shared count: for a reference taken on `cpu` (`css_tryget_on`), such as
     /// reclaim's pin of each memcg it visits.
-    pub(crate) fn put_on(self, cpu: usize) {
+    pub fn put_on(self, cpu: usize) {
         let this = core::mem::ManuallyDrop::new(self);
         this.css_put_many_on(cpu, 1);
     }

@@ -693,7 +693,7 @@ impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> MemcgTree<P, O> {
     ///
     /// No lock is taken and no shared line written while the memcgs are online: the walk
     /// follows the RCU-readable child lists in a read-side section
-    /// ([`MemCgroup::next_descendant_pre`]), skipping memcgs whose count already reached
+    /// (`css_next_descendant_pre()`), skipping memcgs whose count already reached
     /// zero, and the pins are per CPU. Hand the last memcg back with
     /// [`MemcgRef::put_on`] (or to the next call).
     pub fn iter_next<'t>(

@@ -3,7 +3,7 @@
 //!
 //! The seed's benchmark is multi-threaded ("threads pinned to CPUs"), so every CPU's
 //! worker is a thread of ONE process: one address space, in which each thread has a
-//! region of its own ([`WINDOW`] pages, its own VMA, on page tables of its own: regions
+//! region of its own (`WINDOW` pages, its own VMA, on page tables of its own: regions
 //! start [`STRIDE`] apart, 2 MiB-aligned), all charging the same memcg. What the threads
 //! share is what the seed is about (the memcg's `mem_cgroup_per_node` and its lruvec:
 //! lru_lock, the LRU heads, `lru_zone_size`, the per-CPU stat pointers; the page counter

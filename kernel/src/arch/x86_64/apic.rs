@@ -3,7 +3,7 @@
 //!
 //! Models the parts of Linux's `arch/x86/kernel/apic/apic.c`, `x2apic_phys.c` and
 //! `ipi.c` that SMP bring-up and cross-CPU calls need. The mode is chosen once on the boot
-//! CPU: x2APIC when CPUID.1:ECX[21] says the CPU has it (IA32_APIC_BASE bits 10+11 switch it
+//! CPU: x2APIC when CPUID.1:ECX\[21\] says the CPU has it (IA32_APIC_BASE bits 10+11 switch it
 //! on and every register becomes MSR `0x800 + offset/16`), otherwise xAPIC, whose registers
 //! sit in the 4 KiB page IA32_APIC_BASE points at (0xFEE0_0000 by default), reached through
 //! the kernel's direct map. The direct map is write-back in the page tables, but the MTRRs
@@ -71,7 +71,7 @@ pub enum ApicMode {
 /// Why the local APIC cannot be used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ApicError {
-    /// CPUID.1:EDX[9] is clear.
+    /// CPUID.1:EDX\[9\] is clear.
     NoApic,
 }
 
