@@ -1,32 +1,47 @@
-//! The in-kernel test framework: a table of named tests, chosen from the command line.
+//! The in-kernel test framework: tests that register themselves, chosen from the command
+//! line.
 //!
-//! Stable Rust has no `custom_test_frameworks`, so tests are plain functions listed in
-//! per-subsystem tables ([`crate::tests::SUITES`]). Each prints one `KTEST <name> ok` or
-//! `KTEST <name> FAILED: <reason>` line (abi::report), the run ends with a `KTEST-SUMMARY`
-//! line, and the exit code says whether everything passed. A selection naming a test that
-//! does not exist is a bad command line, not an empty pass; a `PREFIX*` entry selects every
-//! test starting so (the slow ones aside). Before the first test a `KTEST-PLAN` line names
-//! every selected test, so the host checks each reported. Slow tests
-//! ([`crate::tests::SLOW_SUITES`], a long soak) run only when named: `test=all` leaves them
-//! out.
+//! Stable Rust has no `custom_test_frameworks`, so a test is a plain function marked
+//! `#[ktest]` (kernel/ktest, as Asterinas's), which places its [`Test`] descriptor in the
+//! linker section `.ktests`; the linker script keeps that section between `__start_ktests`
+//! and `__stop_ktests`, and [`registered`] reads it. No table lists the tests. Each test
+//! prints one `KTEST <name> ok` or `KTEST <name> FAILED: <reason>` line (abi::report), the
+//! run ends with a `KTEST-SUMMARY` line, and the exit code says whether everything passed. A
+//! selection naming a test that does not exist is a bad command line, not an empty pass; a
+//! `PREFIX*` entry selects every test starting so (the slow ones aside). Before the first
+//! test a `KTEST-PLAN` line names every selected test, so the host checks each reported.
+//! Slow tests (`#[ktest(slow)]`: a long soak, the coherence known answers) run only when
+//! named: `test=all` leaves them out. The same attribute writes each name into
+//! `.ktest_names`, from which the runner lists the tests (`kx test --list`) without booting.
 
 pub use crate::tests::case::{Test, TestResult};
 use abi::{ExitCode, TestPattern, TestSelection};
 use alloc::string::String;
+use alloc::vec::Vec;
 
-/// Every registered test that `test=all` runs.
-pub fn all() -> impl Iterator<Item = &'static Test> {
-    crate::tests::SUITES.iter().flat_map(|s| s.iter())
+unsafe extern "C" {
+    // Bounds only (their bytes are the tests'): `Test` has no C layout to declare.
+    static __start_ktests: u8;
+    static __stop_ktests: u8;
 }
 
-/// Every registered test with whether it is slow (run only when named), the slow ones last.
-pub fn registered() -> impl Iterator<Item = (&'static Test, bool)> {
-    all().map(|t| (t, false)).chain(
-        crate::tests::SLOW_SUITES
-            .iter()
-            .flat_map(|s| s.iter())
-            .map(|t| (t, true)),
-    )
+/// The descriptors `#[ktest]` placed in `.ktests`, in the linker's order.
+fn section() -> &'static [Test] {
+    let start = (&raw const __start_ktests).cast::<Test>();
+    let stop = &raw const __stop_ktests;
+    let n = (stop as usize - start as usize) / core::mem::size_of::<Test>();
+    // SAFETY: the linker script keeps every `.ktests` input section between the two
+    // symbols, the first 8-aligned (as `Test` is), and each holds only `Test` statics (the attribute emits nothing
+    // else there), whose size is a multiple of their alignment: the bytes between are `n`
+    // initialised `Test`s, in `.rodata`, never written.
+    unsafe { core::slice::from_raw_parts(start, n) }
+}
+
+/// Every registered test, slow ones included, by name (the link order is not ours to keep).
+pub fn registered() -> Vec<&'static Test> {
+    let mut v: Vec<&'static Test> = section().iter().collect();
+    v.sort_by_key(|t| t.name);
+    v
 }
 
 /// Runs the selected tests and returns the exit code.
@@ -34,7 +49,7 @@ pub fn run(sel: TestSelection<'_>) -> ExitCode {
     // Every entry must select something: a name that does not exist, or a prefix that
     // matches no test `all` runs, is a bad command line, not an empty pass.
     for pattern in sel.patterns() {
-        if !registered().any(|(t, slow)| pattern.matches(t.name, slow)) {
+        if !registered().iter().any(|t| pattern.matches(t.name, t.slow)) {
             let entry = match pattern {
                 TestPattern::Name(n) => alloc::format!("no test named `{n}`"),
                 TestPattern::Prefix(p) => {
@@ -42,20 +57,24 @@ pub fn run(sel: TestSelection<'_>) -> ExitCode {
                 }
             };
             crate::println!("bad command line: {entry}. Tests:");
-            for (t, slow) in registered() {
+            for t in registered() {
                 crate::println!(
                     "  {}{}",
                     t.name,
-                    if slow { " (slow: only when named)" } else { "" }
+                    if t.slow {
+                        " (slow: only when named)"
+                    } else {
+                        ""
+                    }
                 );
             }
             return ExitCode::BadCmdline;
         }
     }
     let (mut passed, mut failed) = (0u32, 0u32);
-    let selected: alloc::vec::Vec<&Test> = registered()
-        .filter(|(t, slow)| sel.includes(t.name, *slow))
-        .map(|(t, _)| t)
+    let selected: Vec<&Test> = registered()
+        .into_iter()
+        .filter(|t| sel.includes(t.name, t.slow))
         .collect();
     // The plan first, so the host knows every test that must report (a prefix's members are
     // the kernel's to know, not the host's).

@@ -57,6 +57,8 @@ pub enum Command {
     Summary,
     /// Run in-kernel tests (empty: all).
     Test(Vec<String>),
+    /// List the in-kernel tests the kernel ELF registers (`test --list`), without booting.
+    TestList,
     /// Boot with the `--append` command line as is.
     Run,
     /// Run the benchmark.
@@ -82,7 +84,7 @@ impl Command {
     pub fn name(&self) -> &'static str {
         match self {
             Command::Summary => "summary",
-            Command::Test(_) => "test",
+            Command::Test(_) | Command::TestList => "test",
             Command::Run => "run",
             Command::Bench => "bench",
             Command::Compare(_) => "compare",
@@ -457,9 +459,13 @@ struct BootArgs {
 /// `test [NAME...]`.
 #[derive(Args, Debug)]
 struct TestArgs {
-    /// The in-kernel tests to run [default: all]
-    #[arg(value_name = "NAME")]
+    /// The in-kernel tests to run, by name or `PREFIX*` [default: all]
+    #[arg(value_name = "NAME", conflicts_with = "list")]
     names: Vec<String>,
+    /// List the tests the kernel registers (`#[ktest]`) instead of running them: the
+    /// kernel is built, not booted
+    #[arg(long)]
+    list: bool,
     #[command(flatten)]
     boot: BootArgs,
 }
@@ -716,6 +722,7 @@ impl Sub {
         let (command, options) = match self {
             Sub::Bench(a) => (Command::Bench, a.options()?),
             Sub::Summary(a) => (Command::Summary, a.options()?),
+            Sub::Test(a) if a.list => (Command::TestList, a.boot.options()?),
             Sub::Test(a) => (Command::Test(a.names), a.boot.options()?),
             Sub::Run(a) => (Command::Run, a.options()?),
             Sub::Layout(a) => (Command::Layout, a.options()?),

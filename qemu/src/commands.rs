@@ -152,6 +152,7 @@ pub fn cmdline_for(command: &Command, append: &str) -> String {
         Command::Bench => "run=bench".to_owned(),
         Command::Layout => "run=layout".to_owned(),
         Command::Run
+        | Command::TestList
         | Command::Image
         | Command::Help(_)
         | Command::Compare(_)
@@ -230,6 +231,18 @@ fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
         profile: o.profile,
         quiet: o.quiet,
     };
+    if cli.command == Command::TestList {
+        let elf = match &o.kernel {
+            Some(elf) => elf.clone(),
+            None => build_kernel(&ws, build)?.elf64,
+        };
+        let tests = crate::ktests::read(&elf).map_err(|why| RunError::BadInput {
+            path: elf.clone(),
+            why,
+        })?;
+        print!("{}", crate::ktests::listing(&tests));
+        return Ok(RunnerExit::Success);
+    }
     if cli.command == Command::Image {
         let kernel = build_kernel(&ws, build)?;
         let out = o
@@ -279,6 +292,18 @@ fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
             medium_for(&ws, &kernel, o.mode, &cmdline)?
         }
     };
+    // A test name that selects nothing is the kernel's bad command line: said here, from
+    // the ELF's registrations, before anything boots (same status as the kernel's).
+    if let (Command::Test(names), Some(elf)) = (&cli.command, &symbols_elf) {
+        let tests = crate::ktests::read(elf).map_err(|why| RunError::BadInput {
+            path: elf.clone(),
+            why,
+        })?;
+        if let Err(why) = crate::ktests::check(names, &tests) {
+            eprintln!("kx: bad command line: {why}; `kx test --list` lists the tests");
+            return Ok(RunnerExit::Kernel(abi::ExitCode::BadCmdline));
+        }
+    }
     let coherence = match (coherence, symbols_elf) {
         (false, _) => None,
         (true, None) => {

@@ -27,6 +27,7 @@ pub mod error;
 pub mod exit;
 pub mod firmware;
 pub mod hostload;
+pub mod ktests;
 pub mod launch;
 pub mod mode;
 pub mod outcome;

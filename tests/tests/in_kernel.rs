@@ -82,6 +82,40 @@ fn a_prefix_selects_its_tests_from_the_kernels_table_and_a_dead_one_is_refused()
     }
 }
 
+/// The runner's list of tests, read from the kernel ELF (`.ktest_names`, written by
+/// `#[ktest]`) without booting, is what the kernel runs: the tests `test=all` ran are the
+/// listed ones that are not slow, in the same order; and the runner refuses before booting
+/// exactly what the kernel would refuse.
+#[test]
+fn the_elf_lists_the_tests_the_kernel_runs() {
+    let listed = qemu::ktests::read(&tests::kernel().elf64).expect("the ELF's test names");
+    let fast: Vec<&str> = listed
+        .iter()
+        .filter(|t| !t.slow)
+        .map(|t| t.name.as_str())
+        .collect();
+    let report = TestReport::parse(&full_run().serial);
+    let ran: Vec<&str> = report.cases.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(ran, fast, "{}", describe(full_run()));
+    for slow in ["vm_soak_long", "coherence_one_counter"] {
+        assert!(
+            listed.iter().any(|t| t.slow && t.name == slow),
+            "{slow} is not listed as slow: {listed:?}"
+        );
+    }
+    let check = |names: &[&str]| {
+        let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
+        qemu::ktests::check(&names, &listed)
+    };
+    assert_eq!(check(&["all", "mm_*", "vm_soak_long"]), Ok(()));
+    assert_eq!(check(&["nosuch"]), Err("no test named `nosuch`".into()));
+    assert_eq!(
+        check(&["vm_soak_l*"]),
+        Err("no test (slow ones aside) starts with `vm_soak_l`".into()),
+        "a prefix does not select a slow test"
+    );
+}
+
 /// The system summary says what the machine is: the boot path, the memory QEMU was given,
 /// every vCPU found and started, one node, no PMU under TCG, and a page allocator whose
 /// free frames are a plausible share of that memory.

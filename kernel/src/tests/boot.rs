@@ -2,20 +2,11 @@
 
 use crate::boot_info::{self, BootProtocol, MemKind};
 use crate::ensure;
-use crate::ktest::{Test, TestResult};
+use crate::ktest::TestResult;
+use ktest::ktest;
 
-pub static TESTS: &[Test] = &[
-    Test {
-        name: "boot_memory_map",
-        run: memory_map,
-    },
-    Test {
-        name: "boot_cmdline",
-        run: cmdline,
-    },
-];
-
-fn memory_map() -> TestResult {
+#[ktest]
+fn boot_memory_map() -> TestResult {
     let bi = boot_info::get();
     ensure!(!bi.regions().is_empty(), "empty memory map");
     ensure!(
@@ -37,7 +28,8 @@ fn memory_map() -> TestResult {
     Ok(())
 }
 
-fn cmdline() -> TestResult {
+#[ktest]
+fn boot_cmdline() -> TestResult {
     let bi = boot_info::get();
     let skip = bi.protocol == BootProtocol::Multiboot1;
     let cfg = abi::cmdline::parse(bi.cmdline(), skip).map_err(|e| alloc::format!("{e}"))?;

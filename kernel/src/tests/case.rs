@@ -1,8 +1,8 @@
-//! One in-kernel test as the suites' tables list it: a name and a function.
+//! One in-kernel test as `#[ktest]` registers it: a name, a function, whether it is slow.
 //!
-//! The descriptor sits at the bottom: the tables ([`super::SUITES`]) and every suite file
-//! list [`Test`]s, and the runner above them ([`crate::ktest`], which re-exports both
-//! names) reads the tables, so the runner and the tables do not import each other.
+//! The descriptor sits at the bottom: every test file's `#[ktest]` functions place one in
+//! the `.ktests` section (kernel/ktest), and the runner above them ([`crate::ktest`], which
+//! re-exports both names) reads the section, so neither imports the other.
 
 use alloc::string::String;
 
@@ -15,4 +15,6 @@ pub struct Test {
     pub name: &'static str,
     /// The test body.
     pub run: fn() -> TestResult,
+    /// Run only when named (`#[ktest(slow)]`): `test=all` and prefixes leave it out.
+    pub slow: bool,
 }

@@ -24,39 +24,17 @@ use alloc::format;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::bench::window;
-use crate::ktest::{Test, TestResult};
+use crate::ktest::TestResult;
 use crate::percpu::{self, CpuSet};
 use crate::sync::TicketLock;
 use crate::{ensure, println};
+use ktest::ktest;
 use lock_api::RawMutex;
 
 ksync::lock_class!(
     /// The lock `coherence_ticket_lock` passes between two CPUs.
     pub PassedLock, "test-coherence-passed"
 );
-
-pub static TESTS: &[Test] = &[
-    Test {
-        name: "coherence_one_counter",
-        run: one_counter,
-    },
-    Test {
-        name: "coherence_false_sharing",
-        run: false_sharing,
-    },
-    Test {
-        name: "coherence_separate_lines",
-        run: separate_lines,
-    },
-    Test {
-        name: "coherence_one_cpu",
-        run: one_cpu,
-    },
-    Test {
-        name: "coherence_ticket_lock",
-        run: ticket_lock,
-    },
-];
 
 /// Hand-overs per test: enough that the first (cold) accesses are noise, few enough for a
 /// second under TCG.
@@ -151,7 +129,8 @@ fn wait_for(turn: &AtomicU64, mine: u64) {
     }
 }
 
-fn one_counter() -> TestResult {
+#[ktest(slow)]
+fn coherence_one_counter() -> TestResult {
     let l = &LINES;
     l.reset();
     marked_run(&|cpu| {
@@ -213,15 +192,18 @@ fn two_writers(test: &str, second: &AtomicU64) -> TestResult {
     Ok(())
 }
 
-fn false_sharing() -> TestResult {
+#[ktest(slow)]
+fn coherence_false_sharing() -> TestResult {
     two_writers("coherence_false_sharing", &LINES.b)
 }
 
-fn separate_lines() -> TestResult {
+#[ktest(slow)]
+fn coherence_separate_lines() -> TestResult {
     two_writers("coherence_separate_lines", &LINES.c)
 }
 
-fn one_cpu() -> TestResult {
+#[ktest(slow)]
+fn coherence_one_cpu() -> TestResult {
     let l = &LINES;
     l.reset();
     marked_run(&|cpu| {
@@ -244,7 +226,8 @@ fn one_cpu() -> TestResult {
     Ok(())
 }
 
-fn ticket_lock() -> TestResult {
+#[ktest(slow)]
+fn coherence_ticket_lock() -> TestResult {
     let l = &LOCK_LINES;
     let turn = &LINES.turn;
     turn.store(0, Ordering::Relaxed);

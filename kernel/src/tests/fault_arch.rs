@@ -17,46 +17,16 @@ use crate::arch::x86_64::pte::{PMD_SIZE, Pte, PteError, PteProt, pte_index};
 use crate::arch::x86_64::touch::{self, TouchError};
 use crate::arch::x86_64::{cpu, extable};
 use crate::ensure;
-use crate::ktest::{Test, TestResult};
+use crate::ktest::TestResult;
 use crate::mm::frame_pool::{PoolFrames, recycle, zeroed_frame};
 use crate::mm::phys_to_virt;
 use crate::percpu::{self, CpuSet};
 use harness::{Ctx, Space, my_stats, on_fault, pte_slot};
-use shootdown::{concurrent_shootdowns, handler_serves_shootdown, shootdown_replaces_translation};
+use ktest::ktest;
 use x86_64::PhysAddr;
 
-pub static TESTS: &[Test] = &[
-    Test {
-        name: "fault_slot_ranges_and_links",
-        run: slot_ranges_and_links,
-    },
-    Test {
-        name: "fault_pte_encoding",
-        run: pte_encoding,
-    },
-    Test {
-        name: "fault_touch_maps_fresh_frame",
-        run: touch_maps_fresh_frame,
-    },
-    Test {
-        name: "fault_error_resumes_at_fixup",
-        run: error_resumes_at_fixup,
-    },
-    Test {
-        name: "fault_tlb_shootdown_replaces_translation",
-        run: shootdown_replaces_translation,
-    },
-    Test {
-        name: "fault_tlb_concurrent_shootdowns",
-        run: concurrent_shootdowns,
-    },
-    Test {
-        name: "fault_handler_serves_shootdown",
-        run: handler_serves_shootdown,
-    },
-];
-
-fn slot_ranges_and_links() -> TestResult {
+#[ktest]
+fn fault_slot_ranges_and_links() -> TestResult {
     ensure!(
         aspace::mm_range_alloc(0) == Err(AspaceError::BadSize(0)),
         "a 0-byte range was handed out"
@@ -131,7 +101,8 @@ fn slot_ranges_and_links() -> TestResult {
     Ok(())
 }
 
-fn pte_encoding() -> TestResult {
+#[ktest]
+fn fault_pte_encoding() -> TestResult {
     let f = PhysAddr::new(0x1234_5000);
     let rw = Pte::new(f, PteProt::read_write()).map_err(|e| format!("{e}"))?;
     ensure!(rw.present() && rw.writable(), "{rw:?}");
@@ -160,7 +131,8 @@ fn pte_encoding() -> TestResult {
     Ok(())
 }
 
-fn touch_maps_fresh_frame() -> TestResult {
+#[ktest]
+fn fault_touch_maps_fresh_frame() -> TestResult {
     let ctx = Ctx::new();
     let sp = Space::new(&ctx)?;
     let (text_start, text_end) = touch::text_range();
@@ -226,7 +198,8 @@ fn touch_maps_fresh_frame() -> TestResult {
     sp.teardown(2)
 }
 
-fn error_resumes_at_fixup() -> TestResult {
+#[ktest]
+fn fault_error_resumes_at_fixup() -> TestResult {
     let (text_start, text_end) = touch::text_range();
     let table = extable::entries();
     ensure!(

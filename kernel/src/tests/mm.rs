@@ -2,53 +2,20 @@
 
 use crate::arch::x86_64::{cpu, paging};
 use crate::ensure;
-use crate::ktest::{Test, TestResult};
+use crate::ktest::TestResult;
 use crate::mm::{frame, heap, phys_to_virt, stack};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
+use ktest::ktest;
 use x86_64::structures::paging::PageTableFlags as F;
 use x86_64::{PhysAddr, VirtAddr};
-
-pub static TESTS: &[Test] = &[
-    Test {
-        name: "mm_frames_distinct",
-        run: frames_distinct,
-    },
-    Test {
-        name: "mm_image_permissions",
-        run: image_permissions,
-    },
-    Test {
-        name: "mm_null_page_unmapped",
-        run: null_unmapped,
-    },
-    Test {
-        name: "mm_direct_map_aliases_image",
-        run: direct_map,
-    },
-    Test {
-        name: "mm_stack_guard_unmapped",
-        run: stack_guard,
-    },
-    Test {
-        name: "mm_heap_alloc_free",
-        run: heap_alloc_free,
-    },
-    Test {
-        name: "mm_memmove_overlap",
-        run: memmove_overlap,
-    },
-    Test {
-        name: "mm_heap_small_blocks_across_cpus",
-        run: heap_small_blocks_across_cpus,
-    },
-];
 
 /// Every CPU allocates small blocks (through its magazine) and frees the blocks the
 /// previous CPU allocated (into its own): every block keeps its contents while two CPUs use
 /// their magazines at once, blocks move between magazines, and when all are freed the
 /// heap's use is back where it was.
-fn heap_small_blocks_across_cpus() -> TestResult {
+#[ktest]
+fn mm_heap_small_blocks_across_cpus() -> TestResult {
     use crate::percpu::{self, on_each_cpu};
     use crate::sync::Barrier;
     use core::num::NonZeroU32;
@@ -91,7 +58,8 @@ fn heap_small_blocks_across_cpus() -> TestResult {
     Ok(())
 }
 
-fn frames_distinct() -> TestResult {
+#[ktest]
+fn mm_frames_distinct() -> TestResult {
     let (k0, k1) = paging::kernel_image();
     let mut got: Vec<u64> = Vec::new();
     for i in 0..64u64 {
@@ -123,8 +91,9 @@ fn frames_distinct() -> TestResult {
     Ok(())
 }
 
-fn image_permissions() -> TestResult {
-    let text = image_permissions as *const () as u64;
+#[ktest]
+fn mm_image_permissions() -> TestResult {
+    let text = mm_image_permissions as *const () as u64;
     static RODATA: [u8; 8] = *b"readonly";
     static mut DATA: u64 = 0;
     let ro = core::ptr::addr_of!(RODATA) as u64;
@@ -154,7 +123,8 @@ fn image_permissions() -> TestResult {
     Ok(())
 }
 
-fn null_unmapped() -> TestResult {
+#[ktest]
+fn mm_null_page_unmapped() -> TestResult {
     for a in [0u64, 0x1000, 0xb8000, crate::crash::UNMAPPED] {
         ensure!(
             paging::translate(VirtAddr::new(a)).is_none(),
@@ -164,7 +134,8 @@ fn null_unmapped() -> TestResult {
     Ok(())
 }
 
-fn direct_map() -> TestResult {
+#[ktest]
+fn mm_direct_map_aliases_image() -> TestResult {
     static PROBE: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
     PROBE.store(0x1234_5678_9abc_def0, core::sync::atomic::Ordering::SeqCst);
     let virt = VirtAddr::from_ptr(&PROBE);
@@ -182,7 +153,8 @@ fn direct_map() -> TestResult {
     Ok(())
 }
 
-fn stack_guard() -> TestResult {
+#[ktest]
+fn mm_stack_guard_unmapped() -> TestResult {
     let s = crate::main_stack().ok_or("no main stack recorded")?;
     let here = VirtAddr::from_ptr(&s);
     ensure!(
@@ -207,7 +179,8 @@ fn stack_guard() -> TestResult {
     Ok(())
 }
 
-fn heap_alloc_free() -> TestResult {
+#[ktest]
+fn mm_heap_alloc_free() -> TestResult {
     let (used0, _) = heap::usage();
     {
         let mut v: Vec<u64> = (0..100_000).collect();
@@ -239,7 +212,8 @@ fn heap_alloc_free() -> TestResult {
     Ok(())
 }
 
-fn memmove_overlap() -> TestResult {
+#[ktest]
+fn mm_memmove_overlap() -> TestResult {
     let mut buf: [u8; 64] = core::array::from_fn(|i| i as u8);
     let p = buf.as_mut_ptr();
     // SAFETY: both ranges lie inside `buf`; `copy` is memmove.

@@ -1,4 +1,6 @@
-//! In-kernel test suites, one table per subsystem, run by [`crate::ktest`].
+//! In-kernel tests, one file per subsystem. Each test is a function marked `#[ktest]`
+//! (`#[ktest(slow)]` for one that runs only when named), which registers it with
+//! [`crate::ktest`]; no table lists them.
 
 mod boot;
 pub mod case;
@@ -11,22 +13,3 @@ mod rcu;
 mod smp;
 mod traps;
 mod vm;
-
-use case::Test;
-
-/// Every suite, in run order.
-pub static SUITES: &[&[Test]] = &[
-    boot::TESTS,
-    mm::TESTS,
-    traps::TESTS,
-    smp::TESTS,
-    fault_arch::TESTS,
-    msr::TESTS,
-    rcu::TESTS,
-    page_alloc::TESTS,
-    vm::TESTS,
-];
-
-/// Tests run only when named: too slow for `test=all` (the long soak), or meaningful only
-/// under the coherence plugin, which judges their counts on the host (the known answers).
-pub static SLOW_SUITES: &[&[Test]] = &[vm::SLOW_TESTS, coherence::TESTS];

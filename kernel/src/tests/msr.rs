@@ -5,19 +5,9 @@
 
 use crate::arch::x86_64::{cpu, msr, pmu};
 use crate::ensure;
-use crate::ktest::{Test, TestResult};
+use crate::ktest::TestResult;
 use alloc::format;
-
-pub static TESTS: &[Test] = &[
-    Test {
-        name: "msr_gp_is_an_error",
-        run: gp_is_an_error,
-    },
-    Test {
-        name: "pmu_detection_matches_cpuid",
-        run: detection_matches_cpuid,
-    },
-];
+use ktest::ktest;
 
 /// An MSR address in no architectural or model-specific range (none of Intel's or AMD's
 /// MSRs lies between 0x0000_2000 and 0x4000_0000).
@@ -27,7 +17,8 @@ const NO_SUCH_MSR: u32 = 0x1234_5678;
 /// it into an error, counted once per access. QEMU 7.2's TCG raises none: it answers an
 /// unknown MSR with 0 and ignores the write (which is why PMU detection also checks that the
 /// counters count); there the test checks that answer instead.
-fn gp_is_an_error() -> TestResult {
+#[ktest]
+fn msr_gp_is_an_error() -> TestResult {
     pmu::init();
     let tcg = cpu::platform() == cpu::Platform::QemuTcg;
     let before = msr::faults_fixed_up();
@@ -54,7 +45,8 @@ fn gp_is_an_error() -> TestResult {
 /// Detection agrees with CPUID leaf 0xA, and counters CPUID promises count: a CPU model or
 /// hypervisor that advertises leaf 0xA but whose counters fault or stay at zero fails here
 /// (the benchmark would silently report no counts on it).
-fn detection_matches_cpuid() -> TestResult {
+#[ktest]
+fn pmu_detection_matches_cpuid() -> TestResult {
     let info = hw::cpuid::pmu_info(&raw_cpuid::CpuIdReaderNative);
     let found = pmu::init();
     match (info.setup(), found) {

@@ -12,7 +12,7 @@
 
 use crate::arch::x86_64::{numa, paging};
 use crate::ensure;
-use crate::ktest::{Test, TestResult};
+use crate::ktest::TestResult;
 use crate::mm::{frame, page_alloc};
 use crate::percpu::{self, CpuSet, PerCpuShared, on_cpus, on_each_cpu};
 use crate::sync::Barrier;
@@ -20,37 +20,11 @@ use alloc::format;
 use alloc::string::String;
 use core::num::NonZeroU32;
 use core::sync::atomic::{AtomicU64, Ordering};
+use ktest::ktest;
 use lru::FolioFlags;
 use lru::NodeId;
 use lru::list::{CheckedFolioList, checked_folio_list};
 use mm::{AllocError, Memmap, PageAlloc, PageStats};
-
-pub static TESTS: &[Test] = &[
-    Test {
-        name: "pagealloc_handover_figures",
-        run: handover_figures,
-    },
-    Test {
-        name: "pagealloc_memmap_placement",
-        run: memmap_placement,
-    },
-    Test {
-        name: "pagealloc_exhaust_every_cpu",
-        run: exhaust_every_cpu,
-    },
-    Test {
-        name: "pagealloc_order10_after_fragmentation",
-        run: order10_after_fragmentation,
-    },
-    Test {
-        name: "pagealloc_node_local_then_fallback",
-        run: node_local_then_fallback,
-    },
-    Test {
-        name: "numa_srat_x2apic_ids",
-        run: srat_x2apic_ids,
-    },
-];
 
 /// The flag that marks a frame as held by a test (nothing else sets it on a fresh frame).
 const HELD: FolioFlags = FolioFlags::WORKINGSET;
@@ -112,7 +86,8 @@ fn stats_total(pa: &PageAlloc) -> PageStats {
 
 /// The handover left every present frame either managed or reserved, the reserved ones
 /// include the kernel image and the first MiB, and the zones add up to the NUMA layout.
-fn handover_figures() -> TestResult {
+#[ktest]
+fn pagealloc_handover_figures() -> TestResult {
     let pa = pa()?;
     let boot = page_alloc::boot_figures().ok_or("no handover figures")?;
     let numa = numa::info().ok_or("no NUMA layout")?;
@@ -170,7 +145,8 @@ fn handover_figures() -> TestResult {
 
 /// Every frame of RAM has its folio with the layout's node and its zone; every section's
 /// array lies in RAM of the section's own node (or the fallback was counted), reserved.
-fn memmap_placement() -> TestResult {
+#[ktest]
+fn pagealloc_memmap_placement() -> TestResult {
     let pa = pa()?;
     let numa = numa::info().ok_or("no NUMA layout")?;
     let boot = page_alloc::boot_figures().ok_or("no handover figures")?;
@@ -234,7 +210,8 @@ fn memmap_placement() -> TestResult {
 /// Every CPU allocates order-0 frames until there are none; together they got exactly the
 /// free count, nothing twice; then every order fails cleanly; everything freed and drained
 /// gives the free count back.
-fn exhaust_every_cpu() -> TestResult {
+#[ktest]
+fn pagealloc_exhaust_every_cpu() -> TestResult {
     let pa = pa()?;
     let free0 = settled(pa)?;
     let before = stats_total(pa);
@@ -334,7 +311,8 @@ fn exhaust_every_cpu() -> TestResult {
 
 /// After every frame was taken and every other one given back, no order-1 block exists;
 /// with the rest back, an order-10 block can be allocated again.
-fn order10_after_fragmentation() -> TestResult {
+#[ktest]
+fn pagealloc_order10_after_fragmentation() -> TestResult {
     let pa = pa()?;
     let free0 = settled(pa)?;
     let node = percpu::numa_node_id();
@@ -384,7 +362,8 @@ fn order10_after_fragmentation() -> TestResult {
 /// Each CPU in turn takes every frame: zones come in its zonelist's order (its own node's
 /// zones first, highest first, then the other nodes by distance), each zone emptied before
 /// the next is touched, and every zone gives exactly what it had free.
-fn node_local_then_fallback() -> TestResult {
+#[ktest]
+fn pagealloc_node_local_then_fallback() -> TestResult {
     let pa = pa()?;
     let free0 = settled(pa)?;
     for cpu in 0..percpu::nr_cpu_ids() {
@@ -474,7 +453,8 @@ fn take_everything(
 /// the SRAT gives them; a CPU the SRAT does not name goes round-robin. QEMU 7.2's TCG cannot
 /// boot such a machine (no x2APIC), so the layout is built from a decoded SRAT here; the
 /// decoding of the entries is hw's (`acpi::tests::x2apic_affinity_entries`).
-fn srat_x2apic_ids() -> TestResult {
+#[ktest]
+fn numa_srat_x2apic_ids() -> TestResult {
     use hw::acpi::{Srat, SratCpu, SratMemory};
     let cpu = |pxm, apic_id, x2apic| SratCpu {
         pxm,

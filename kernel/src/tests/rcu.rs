@@ -3,7 +3,7 @@
 //! AP completes while the other CPUs report.
 
 use crate::ensure;
-use crate::ktest::{Test, TestResult};
+use crate::ktest::TestResult;
 use crate::percpu::{self, CpuSet, on_cpus, on_each_cpu};
 use crate::rcu;
 use crate::sync::Barrier;
@@ -11,36 +11,15 @@ use alloc::format;
 use alloc::sync::Arc;
 use core::num::NonZeroU32;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-
-pub static TESTS: &[Test] = &[
-    Test {
-        name: "rcu_callback_after_every_cpu",
-        run: callback_after_every_cpu,
-    },
-    Test {
-        name: "rcu_synchronize_from_any_cpu",
-        run: synchronize_from_any_cpu,
-    },
-    Test {
-        name: "rcu_synchronize_inside_a_call",
-        run: synchronize_inside_a_call,
-    },
-    Test {
-        name: "rcu_polled_cookie_completes_without_callbacks",
-        run: polled_cookie_completes_without_callbacks,
-    },
-    Test {
-        name: "rcu_idle_quiescent_points_leave_the_queue_alone",
-        run: idle_quiescent_points_leave_the_queue_alone,
-    },
-];
+use ktest::ktest;
 
 /// A callback queued straight on the domain (as the memcg tree queues its frees, not
 /// through [`rcu::call_rcu`]) is counted and runs; afterwards a quiescent point with
 /// nothing queued takes no lock of the callback queue. (The kernel once counted only its own
 /// wrapper's callbacks: running the tree's wrapped the count, and every quiescent point of
 /// every CPU took the queue's lock for the rest of the boot.)
-fn idle_quiescent_points_leave_the_queue_alone() -> TestResult {
+#[ktest]
+fn rcu_idle_quiescent_points_leave_the_queue_alone() -> TestResult {
     use ksync::LockClass;
     let r = rcu::get().ok_or("RCU is not running")?;
     let ran = Arc::new(AtomicBool::new(false));
@@ -82,7 +61,8 @@ fn idle_quiescent_points_leave_the_queue_alone() -> TestResult {
 /// plain `get_state_synchronize_rcu` cookie would wait for someone else's. Every CPU reports
 /// in a loop until the cookie completes; a bounded number of rounds, so a cookie that never
 /// completes fails the test instead of hanging it.
-fn polled_cookie_completes_without_callbacks() -> TestResult {
+#[ktest]
+fn rcu_polled_cookie_completes_without_callbacks() -> TestResult {
     let r = rcu::get().ok_or("RCU is not running")?;
     ensure!(
         rcu::pending() == 0,
@@ -128,7 +108,8 @@ fn polled_cookie_completes_without_callbacks() -> TestResult {
 /// a grace period; each AP, one at a time, checks that the callback has not run, counts
 /// itself, and reports. The callback records how many APs had reported when it ran: all of
 /// them, or it ran too early. On one CPU the callback runs at the boot CPU's own report.
-fn callback_after_every_cpu() -> TestResult {
+#[ktest]
+fn rcu_callback_after_every_cpu() -> TestResult {
     ensure!(rcu::get().is_some(), "RCU is not running");
     let n = percpu::nr_cpu_ids();
     let b = Barrier::new(NonZeroU32::new(n as u32).unwrap_or(NonZeroU32::MIN));
@@ -200,7 +181,8 @@ fn callback_after_every_cpu() -> TestResult {
 /// An AP (or the boot CPU alone) waits for a grace period while the others report; a
 /// callback queued before it runs at the next quiescent point of a CPU that sees the
 /// grace period completed.
-fn synchronize_from_any_cpu() -> TestResult {
+#[ktest]
+fn rcu_synchronize_from_any_cpu() -> TestResult {
     ensure!(rcu::get().is_some(), "RCU is not running");
     let n = percpu::nr_cpu_ids();
     let waiter = n - 1;
@@ -247,7 +229,8 @@ fn synchronize_from_any_cpu() -> TestResult {
 /// The last CPU waits for a grace period inside a cross-CPU call while its caller, the
 /// boot CPU, only waits for the call to return: the caller is in an extended quiescent
 /// state meanwhile, so the grace period completes (this would hang otherwise).
-fn synchronize_inside_a_call() -> TestResult {
+#[ktest]
+fn rcu_synchronize_inside_a_call() -> TestResult {
     let target = percpu::nr_cpu_ids() - 1;
     let mut set = CpuSet::new();
     set.insert(target);

@@ -15,10 +15,11 @@ use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use crate::arch::x86_64::smp::{self, CpuOutcome};
 use crate::arch::x86_64::{apic, tsc};
 use crate::ensure;
-use crate::ktest::{Test, TestResult};
+use crate::ktest::TestResult;
 use crate::percpu::{self, CallError, CpuSet, PerCpu, PerCpuShared, on_cpus, on_each_cpu};
 use crate::sync::{Barrier, SpinMutex, TicketLock};
 use ksync::LockClass;
+use ktest::ktest;
 use lock_api::RawMutex;
 
 ksync::lock_class!(
@@ -34,41 +35,6 @@ ksync::lock_class!(
     Contention, "test-contention"
 );
 
-pub static TESTS: &[Test] = &[
-    Test {
-        name: "smp_cpus_online",
-        run: cpus_online,
-    },
-    Test {
-        name: "smp_cpus_limit",
-        run: cpus_limit,
-    },
-    Test {
-        name: "smp_percpu_counter",
-        run: percpu_counter,
-    },
-    Test {
-        name: "smp_on_cpus_subset",
-        run: on_cpus_subset,
-    },
-    Test {
-        name: "smp_barrier_rounds",
-        run: barrier_rounds,
-    },
-    Test {
-        name: "smp_ticket_lock_counter",
-        run: ticket_lock_counter,
-    },
-    Test {
-        name: "smp_ticket_lock_contention",
-        run: ticket_lock_contention,
-    },
-    Test {
-        name: "smp_tsc_clock",
-        run: tsc_clock,
-    },
-];
-
 fn info() -> Result<&'static smp::SmpInfo, alloc::string::String> {
     smp::info().ok_or_else(|| "SMP bring-up did not run".into())
 }
@@ -83,7 +49,8 @@ fn barrier() -> Barrier {
 
 /// Every MADT processor within the limit is online, with a distinct id; each CPU reports the
 /// id and APIC ID bring-up gave it.
-fn cpus_online() -> TestResult {
+#[ktest]
+fn smp_cpus_online() -> TestResult {
     let info = info()?;
     let n = n_online();
     for (cpu, outcome) in &info.cpus {
@@ -127,7 +94,8 @@ fn cpus_online() -> TestResult {
 }
 
 /// `cpus=K` is obeyed: exactly min(K, found) CPUs online, the rest reported as limited.
-fn cpus_limit() -> TestResult {
+#[ktest]
+fn smp_cpus_limit() -> TestResult {
     let info = info()?;
     let n = n_online();
     let limited = info
@@ -156,7 +124,8 @@ fn cpus_limit() -> TestResult {
 }
 
 /// Each CPU bumps its own non-atomic per-CPU counter; the sum is exact.
-fn percpu_counter() -> TestResult {
+#[ktest]
+fn smp_percpu_counter() -> TestResult {
     const ROUNDS: u64 = 20_000;
     let counters: PerCpu<u64> = PerCpu::new(|_| 0);
     on_each_cpu(&|_| {
@@ -185,7 +154,8 @@ fn percpu_counter() -> TestResult {
 }
 
 /// A call to a subset runs exactly there; nested calls and offline targets are refused.
-fn on_cpus_subset() -> TestResult {
+#[ktest]
+fn smp_on_cpus_subset() -> TestResult {
     let n = n_online();
     let mut set = CpuSet::new();
     set.insert(0);
@@ -223,7 +193,8 @@ fn on_cpus_subset() -> TestResult {
 
 /// All CPUs pass many barrier rounds; after each, every CPU sees every other CPU's write of
 /// that round, and exactly one CPU per round is the leader.
-fn barrier_rounds() -> TestResult {
+#[ktest]
+fn smp_barrier_rounds() -> TestResult {
     // Every round needs every vCPU scheduled on the host: fewer rounds with more CPUs.
     let rounds = (800 / n_online() as u32).max(50);
     let b = barrier();
@@ -273,7 +244,8 @@ impl Racy {
 /// exact, and the statistics count every acquisition. Rounds per CPU shrink with the square
 /// of the CPU count: under TCG a ticket handover waits until the host runs the
 /// next waiter's vCPU thread, so overcommitted vCPUs make each handover slow.
-fn ticket_lock_counter() -> TestResult {
+#[ktest]
+fn smp_ticket_lock_counter() -> TestResult {
     let n = n_online() as u64;
     let rounds: u64 = (2_000 / (n * n)).max(25);
     let counter: SpinMutex<CounterOff, u64> = SpinMutex::new(0);
@@ -343,7 +315,8 @@ fn ticket_lock_counter() -> TestResult {
 /// Contention made certain: cpu 0 holds the lock until every other CPU is queued on it.
 /// The statistics then show exactly n-1 contended acquisitions with waits, and the queue is
 /// served in ticket (arrival) order.
-fn ticket_lock_contention() -> TestResult {
+#[ktest]
+fn smp_ticket_lock_contention() -> TestResult {
     let n = n_online();
     let lock = TicketLock::<Contention>::new();
     Contention::data().reset();
@@ -401,7 +374,8 @@ fn ticket_lock_contention() -> TestResult {
 }
 
 /// The TSC has a plausible frequency and the ns clock never goes backwards on any CPU.
-fn tsc_clock() -> TestResult {
+#[ktest]
+fn smp_tsc_clock() -> TestResult {
     let info = info()?;
     let t = info
         .tsc

@@ -3,19 +3,9 @@
 
 use crate::arch::x86_64::trap::{self, TrapFrame, vector};
 use crate::ensure;
-use crate::ktest::{Test, TestResult};
+use crate::ktest::TestResult;
 use core::sync::atomic::{AtomicU64, Ordering};
-
-pub static TESTS: &[Test] = &[
-    Test {
-        name: "trap_breakpoint_returns",
-        run: breakpoint_returns,
-    },
-    Test {
-        name: "trap_sse_preserved",
-        run: sse_preserved,
-    },
-];
+use ktest::ktest;
 
 static HITS: AtomicU64 = AtomicU64::new(0);
 static SEEN_RAX: AtomicU64 = AtomicU64::new(0);
@@ -28,7 +18,8 @@ fn on_breakpoint(frame: &mut TrapFrame) {
     core::hint::black_box(x / core::hint::black_box(0.75f64));
 }
 
-fn breakpoint_returns() -> TestResult {
+#[ktest]
+fn trap_breakpoint_returns() -> TestResult {
     trap::register(vector::BREAKPOINT, on_breakpoint);
     let before = HITS.load(Ordering::SeqCst);
     let rax: u64;
@@ -47,7 +38,8 @@ fn breakpoint_returns() -> TestResult {
     Ok(())
 }
 
-fn sse_preserved() -> TestResult {
+#[ktest]
+fn trap_sse_preserved() -> TestResult {
     trap::register(vector::BREAKPOINT, on_breakpoint);
     let lo: u64;
     // SAFETY: loads a pattern into xmm0, traps (handler uses SSE and returns), reads xmm0 back.

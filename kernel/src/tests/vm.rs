@@ -25,7 +25,7 @@ use crate::arch::x86_64::touch::{
     TouchError, touch_fill_page, touch_read_u64, touch_sum_page, touch_write_u64,
 };
 use crate::ensure;
-use crate::ktest::{Test, TestResult};
+use crate::ktest::TestResult;
 use crate::mm::page_alloc;
 use crate::percpu::{self, on_each_cpu};
 use crate::vm::aspace::KernelMm;
@@ -35,6 +35,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
+use ktest::ktest;
 use lru::NodeId;
 use mm::vm::backing;
 use mm::vm::context::VmConfig;
@@ -46,60 +47,6 @@ use mm::vm::mmap::MapRequest;
 use mm::vm::object::{Object, ObjectKind};
 use mm::vm::vma::{VmArea, VmAreaA, VmAreaB};
 use spin::Mutex;
-
-pub static TESTS: &[Test] = &[
-    Test {
-        name: "vm_anon_windows_every_cpu",
-        run: anon_windows_every_cpu,
-    },
-    Test {
-        name: "vm_shootdown_reaches_cpus_that_never_faulted",
-        run: shootdown_reaches_cpus_that_never_faulted,
-    },
-    Test {
-        name: "vm_pft_layout_a",
-        run: pft::<VmAreaA>,
-    },
-    Test {
-        name: "vm_pft_layout_b",
-        run: pft::<VmAreaB>,
-    },
-    Test {
-        name: "vm_memory_max_file_pages",
-        run: memory_max_file_pages,
-    },
-    Test {
-        name: "vm_readtwice_activates",
-        run: readtwice_activates,
-    },
-    Test {
-        name: "vm_memcg_full_fails_touch",
-        run: memcg_full_fails_touch,
-    },
-    Test {
-        name: "vm_fault_injection",
-        run: fault_injection,
-    },
-    Test {
-        name: "vm_failed_flush_keeps_frames",
-        run: failed_flush_keeps_frames,
-    },
-    Test {
-        name: "vm_soak",
-        run: || soak(1500),
-    },
-    Test {
-        name: "vm_truncate_races_lookups",
-        run: || truncate_races_lookups(200),
-    },
-];
-
-/// Run only when named (`test=vm_soak_long`): the soak at 500 times the length (3 million
-/// operations at 4 CPUs).
-pub static SLOW_TESTS: &[Test] = &[Test {
-    name: "vm_soak_long",
-    run: || soak(750_000),
-}];
 
 /// The `mem_cgroup_per_node` layout of the tests: patch 1's pairs, grouped MGLRU.
 type Pn = memcg::MemCgroupPerNodePaired<ksync::Ticket, lru::LruGenFolioGrouped>;
@@ -188,7 +135,8 @@ fn page_sum(obj: &Object, index: u64) -> u64 {
     })
 }
 
-fn anon_windows_every_cpu() -> TestResult {
+#[ktest]
+fn vm_anon_windows_every_cpu() -> TestResult {
     const SIZE: u64 = 64 << 20;
     const WINDOW: u64 = 1024; // pages: 4 MiB
     const SALT: u64 = 0x5eed_0000_0000_0001;
@@ -259,7 +207,8 @@ fn anon_windows_every_cpu() -> TestResult {
 
 /// A CPU that only ever loaded a page another CPU mapped (a TLB fill, no fault) must still
 /// be shot down when that page is unmapped: it joined the address space with `use_mm`.
-fn shootdown_reaches_cpus_that_never_faulted() -> TestResult {
+#[ktest]
+fn vm_shootdown_reaches_cpus_that_never_faulted() -> TestResult {
     const PAGES: u64 = 8;
     let vm = new_vm(|_| {})?;
     let root = vm.tree().root();
@@ -363,7 +312,8 @@ fn pft<V: VmArea>() -> TestResult {
     Ok(())
 }
 
-fn memory_max_file_pages() -> TestResult {
+#[ktest]
+fn vm_memory_max_file_pages() -> TestResult {
     const MAPPED: u64 = 64;
     const OPS: u64 = 3000;
     // Each CPU may hold up to a charge batch (64 pages) in its stock and a folio batch (15)
@@ -452,7 +402,8 @@ fn memory_max_file_pages() -> TestResult {
     Ok(())
 }
 
-fn readtwice_activates() -> TestResult {
+#[ktest]
+fn vm_readtwice_activates() -> TestResult {
     let vm = new_vm(|c| c.mglru = false)?;
     let root = vm.tree().root();
     let m = root.create_child().map_err(|e| format!("memcg: {e:?}"))?;
@@ -475,7 +426,8 @@ fn readtwice_activates() -> TestResult {
     Ok(())
 }
 
-fn memcg_full_fails_touch() -> TestResult {
+#[ktest]
+fn vm_memcg_full_fails_touch() -> TestResult {
     let vm = new_vm(|_| {})?;
     let root = vm.tree().root();
     let m = root.create_child().map_err(|e| format!("memcg: {e:?}"))?;
@@ -514,7 +466,8 @@ fn memcg_full_fails_touch() -> TestResult {
     Ok(())
 }
 
-fn fault_injection() -> TestResult {
+#[ktest]
+fn vm_fault_injection() -> TestResult {
     const PER: u64 = 500;
     let (cmd_pa, cmd_ch) = kvm::cmdline_faults();
     let defaults = cmd_pa.is_none() && cmd_ch.is_none();
@@ -618,7 +571,8 @@ impl Drop for InjectFlushFailures {
 /// a zap cleared (when other CPUs use the address space, so the zap shoots down) and the
 /// page table exit_mmap unlinks are kept, retries that fail keep them, and the first flush
 /// that succeeds lets them all go, so every frame comes back.
-fn failed_flush_keeps_frames() -> TestResult {
+#[ktest]
+fn vm_failed_flush_keeps_frames() -> TestResult {
     const PAGES: u64 = 16;
     let before = frames()?;
     let vm = new_vm(|_| {})?;
@@ -907,4 +861,31 @@ fn soak(ops: u64) -> TestResult {
 
     ensure!(after == before, "{before} frames before, {after} after");
     Ok(())
+}
+
+#[ktest]
+fn vm_pft_layout_a() -> TestResult {
+    pft::<VmAreaA>()
+}
+
+#[ktest]
+fn vm_pft_layout_b() -> TestResult {
+    pft::<VmAreaB>()
+}
+
+#[ktest]
+fn vm_soak() -> TestResult {
+    soak(1500)
+}
+
+#[ktest]
+fn vm_truncate_races_lookups() -> TestResult {
+    truncate_races_lookups(200)
+}
+
+/// Run only when named (`test=vm_soak_long`): the soak at 500 times the length (3 million
+/// operations at 4 CPUs).
+#[ktest(slow)]
+fn vm_soak_long() -> TestResult {
+    soak(750_000)
 }

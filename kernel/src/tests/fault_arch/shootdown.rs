@@ -7,6 +7,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::num::NonZeroU32;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use ktest::ktest;
 
 use super::harness::{Ctx, Space, map_fresh, pte_slot, wait_until};
 use crate::arch::x86_64::fault::{self, FaultError};
@@ -32,7 +33,8 @@ fn read_everywhere(addr: u64, out: &PerCpuShared<AtomicU64>) -> TestResult {
     .map_err(|e| format!("on_each_cpu: {e}"))
 }
 
-pub(super) fn shootdown_replaces_translation() -> TestResult {
+#[ktest]
+pub(super) fn fault_tlb_shootdown_replaces_translation() -> TestResult {
     const X: u64 = 0xaaaa_0000_0000_0001;
     const Y: u64 = 0xbbbb_0000_0000_0002;
     let ctx = Ctx::new();
@@ -115,7 +117,8 @@ pub(super) fn shootdown_replaces_translation() -> TestResult {
     sp.teardown(1)
 }
 
-pub(super) fn concurrent_shootdowns() -> TestResult {
+#[ktest]
+pub(super) fn fault_tlb_concurrent_shootdowns() -> TestResult {
     let n = percpu::nr_cpu_ids();
     let rounds = (240 / n as u64).max(40);
     let ctx = Ctx::new();
@@ -211,7 +214,8 @@ pub(super) fn concurrent_shootdowns() -> TestResult {
     sp.teardown(n as u64)
 }
 
-pub(super) fn handler_serves_shootdown() -> TestResult {
+#[ktest]
+pub(super) fn fault_handler_serves_shootdown() -> TestResult {
     let n = percpu::nr_cpu_ids();
     if n < 2 {
         crate::println!("  one CPU: no other CPU to shoot down from");

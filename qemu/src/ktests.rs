@@ -1,0 +1,162 @@
+//! The in-kernel tests a kernel ELF holds, read without booting it.
+//!
+//! Each `#[ktest]` (kernel/ktest) writes its test's name, and `slow` for one that runs only
+//! when named, as a text line into `.ktest_names`, which the kernel's linker script keeps in
+//! `.rodata` between `__start_ktest_names` and `__stop_ktest_names`. The runner reads those
+//! bytes back through the symbols: `kx test --list` prints them, and `kx test NAME...`
+//! refuses a name or prefix that selects nothing before it boots anything, as the kernel
+//! itself would (the same `abi` patterns, the same exit status).
+
+use abi::TestPattern;
+use elf::ElfBytes;
+use elf::endian::AnyEndian;
+use std::path::Path;
+
+/// One registered test.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KTest {
+    /// Its name (`test=NAME`).
+    pub name: String,
+    /// Run only when named.
+    pub slow: bool,
+}
+
+/// The tests of the kernel ELF at `path` (64- or 32-bit), by name.
+pub fn read(path: &Path) -> Result<Vec<KTest>, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    parse(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The tests of an ELF image, by name.
+pub fn parse(bytes: &[u8]) -> Result<Vec<KTest>, String> {
+    let file = ElfBytes::<AnyEndian>::minimal_parse(bytes).map_err(|e| e.to_string())?;
+    let (symtab, strtab) = file
+        .symbol_table()
+        .map_err(|e| e.to_string())?
+        .ok_or("no symbol table (a stripped kernel?)")?;
+    let (mut start, mut stop) = (None, None);
+    for sym in symtab.iter() {
+        match strtab
+            .get(sym.st_name as usize)
+            .map_err(|e| e.to_string())?
+        {
+            "__start_ktest_names" => start = Some(sym.st_value),
+            "__stop_ktest_names" => stop = Some(sym.st_value),
+            _ => {}
+        }
+    }
+    let (Some(start), Some(stop)) = (start, stop) else {
+        return Err(
+            "no __start_ktest_names/__stop_ktest_names (a kernel from before #[ktest]?)".into(),
+        );
+    };
+    if stop < start {
+        return Err(format!(
+            "__stop_ktest_names {stop:#x} below __start_ktest_names {start:#x}"
+        ));
+    }
+    let sections = file.section_headers().ok_or("no section headers")?;
+    let holder = sections
+        .iter()
+        .find(|s| {
+            s.sh_addr <= start && stop <= s.sh_addr + s.sh_size && s.sh_type != elf::abi::SHT_NOBITS
+        })
+        .ok_or_else(|| format!("no section holds the test names at {start:#x}..{stop:#x}"))?;
+    let from =
+        usize::try_from(holder.sh_offset + (start - holder.sh_addr)).map_err(|e| e.to_string())?;
+    let to = from + usize::try_from(stop - start).map_err(|e| e.to_string())?;
+    let text = bytes
+        .get(from..to)
+        .ok_or("the test names lie past the end of the file")?;
+    let text = std::str::from_utf8(text).map_err(|e| format!("test names: {e}"))?;
+    let mut tests = Vec::new();
+    for line in text.lines() {
+        let mut w = line.split(' ');
+        let name = w
+            .next()
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| format!("test names: empty line in {text:?}"))?;
+        let slow = match w.next() {
+            None => false,
+            Some("slow") => true,
+            Some(other) => return Err(format!("test names: `{line}`: unknown mark `{other}`")),
+        };
+        tests.push(KTest {
+            name: name.to_owned(),
+            slow,
+        });
+    }
+    tests.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(tests)
+}
+
+/// The listing `kx test --list` prints: one name a line, slow ones marked.
+#[must_use]
+pub fn listing(tests: &[KTest]) -> String {
+    tests
+        .iter()
+        .map(|t| {
+            if t.slow {
+                format!("{} (slow: only when named)\n", t.name)
+            } else {
+                format!("{}\n", t.name)
+            }
+        })
+        .collect()
+}
+
+/// Why the requested `names` (names, or `PREFIX*`) would be a bad command line for a kernel
+/// with `tests`: the kernel's own rule, an entry must select something, a prefix only tests
+/// that are not slow.
+pub fn check(names: &[String], tests: &[KTest]) -> Result<(), String> {
+    for entry in names.iter().filter(|n| *n != "all") {
+        let pattern = TestPattern::parse(entry);
+        if !tests.iter().any(|t| pattern.matches(&t.name, t.slow)) {
+            return Err(match pattern {
+                TestPattern::Name(n) => format!("no test named `{n}`"),
+                TestPattern::Prefix(p) => format!("no test (slow ones aside) starts with `{p}`"),
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(name: &str, slow: bool) -> KTest {
+        KTest {
+            name: name.into(),
+            slow,
+        }
+    }
+
+    #[test]
+    fn the_list_marks_slow_tests_and_the_check_follows_the_kernels_rule() {
+        let tests = [t("mm_a", false), t("mm_b", false), t("vm_soak_long", true)];
+        assert_eq!(
+            listing(&tests),
+            "mm_a\nmm_b\nvm_soak_long (slow: only when named)\n"
+        );
+        let names = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            check(&names(&["mm_*", "vm_soak_long", "all"]), &tests),
+            Ok(())
+        );
+        assert!(
+            check(&names(&["mm_a", "mm_c"]), &tests)
+                .unwrap_err()
+                .contains("`mm_c`")
+        );
+        assert!(
+            check(&names(&["vm_*"]), &tests).is_err(),
+            "slow tests need their name"
+        );
+    }
+
+    #[test]
+    fn an_elf_without_registrations_is_an_error_not_an_empty_list() {
+        assert!(parse(b"not an elf").is_err());
+    }
+}
