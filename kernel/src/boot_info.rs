@@ -1,6 +1,6 @@
 //! What the bootloader told us, copied out of its structures into a fixed-size record.
 //!
-//! Filled once by `arch::x86_64::multiboot` before anything touches low memory; everything
+//! Filled once by `arch::multiboot` before anything touches low memory; everything
 //! later (frame allocator, console, ACPI, summary) reads it from here. Fixed capacity, no heap:
 //! it exists before the heap does.
 

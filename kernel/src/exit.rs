@@ -5,7 +5,7 @@
 //! such device: the outcome is printed on serial and screen and the CPU halts, so the result
 //! stays readable (`exit=halt` forces this under QEMU too).
 
-use crate::arch::x86_64::cpu;
+use crate::arch::cpu;
 use abi::ExitCode;
 use abi::cmdline::ExitMethod;
 use core::sync::atomic::{AtomicU8, Ordering};

@@ -1,7 +1,7 @@
 //! A bootable x86_64 kernel that models Linux's memcg/LRU machinery.
 //!
 //! Freestanding binary for the host triple on stable Rust (no rust-src, no extra target). The boot
-//! stub (`arch::x86_64::boot`) enters [`kernel_entry`] in long mode on a static stack with the
+//! stub (`arch::boot`) enters [`kernel_entry`] in long mode on a static stack with the
 //! first 4 GiB identity mapped; from there: console, CPU tables, boot information, frames,
 //! own page tables, then [`kmain`] on a guarded stack: heap, framebuffer, command line, SMP
 //! bring-up, NUMA discovery, the page allocator (the handover from the early frames), RCU,
@@ -31,7 +31,7 @@ pub mod tests;
 pub mod vm;
 
 use abi::{Action, ExitCode};
-use arch::x86_64::{gdt, multiboot, paging, trap};
+use arch::{gdt, multiboot, paging, trap};
 use boot_info::MemKind;
 use mm::{frame, heap, stack};
 
@@ -83,7 +83,7 @@ pub extern "C" fn kernel_entry(magic: u32, info: u32) -> ! {
         Err(e) => panic!("cannot map the kernel stack: {e:?}"),
     };
     // SAFETY: a fresh, mapped, 16-byte aligned stack; nothing on the boot stack is used again.
-    unsafe { arch::x86_64::switch_stack(stack.top.as_u64(), kmain, 0) }
+    unsafe { arch::switch_stack(stack.top.as_u64(), kmain, 0) }
 }
 
 /// The rest of boot, on the guarded kernel stack, then the action the command line asks for.
@@ -118,11 +118,11 @@ pub extern "C" fn kmain(_: usize) -> ! {
         println!("race_delay: race windows stall up to {spins} spin iterations");
     }
     sync::init();
-    arch::x86_64::smp::init(bi.rsdp, cfg.cpus);
+    arch::smp::init(bi.rsdp, cfg.cpus);
     let apic_ids: alloc::vec::Vec<u32> = (0..percpu::nr_cpu_ids())
         .map(|c| percpu::area(c).map_or(0, percpu::CpuArea::apic_id))
         .collect();
-    let numa = arch::x86_64::numa::init(bi, &apic_ids);
+    let numa = arch::numa::init(bi, &apic_ids);
     percpu::set_nodes(|cpu| numa.topology.cpu_to_node(cpu));
     let pcp = ::mm::PcpConfig {
         batch: cfg.pcp_batch,
@@ -133,7 +133,7 @@ pub extern "C" fn kmain(_: usize) -> ! {
         exit::exit(ExitCode::OutOfMemory);
     }
     rcu::init();
-    arch::x86_64::start_interrupts();
+    arch::start_interrupts();
 
     let code = match cfg.action {
         Action::Summary => {
@@ -142,13 +142,13 @@ pub extern "C" fn kmain(_: usize) -> ! {
         }
         Action::Test(sel) => ktest::run(sel),
         Action::Bench => {
-            let profiling = cfg.profile_hz.map(arch::x86_64::profile::start);
+            let profiling = cfg.profile_hz.map(arch::profile::start);
             if let Some(Err(e)) = profiling {
                 println!("profile: not sampling: {e}");
             }
             let code = bench::run(&cfg.bench, bi);
             if let Some(Ok(())) = profiling {
-                arch::x86_64::profile::stop_and_dump();
+                arch::profile::stop_and_dump();
             }
             code
         }

@@ -9,7 +9,7 @@
 //! its own node; every CPU reports an RCU quiescent state between bursts and is offline to
 //! RCU while it waits at the barriers.
 
-use crate::arch::x86_64::tsc;
+use crate::arch::tsc;
 use crate::mm::page_alloc;
 use crate::percpu::{self, on_each_cpu};
 use crate::sync::Barrier;

@@ -11,7 +11,7 @@ static PANICKING: AtomicBool = AtomicBool::new(false);
 fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
     x86_64::instructions::interrupts::disable();
     if !PANICKING.swap(true, Ordering::SeqCst) {
-        let cpu = crate::arch::x86_64::cpu_index();
+        let cpu = crate::arch::cpu_index();
         crate::console::emergency_write(format_args!("\nPANIC on cpu {cpu}: {info}\n"));
     }
     crate::exit::exit(abi::ExitCode::Panic)

@@ -2,7 +2,7 @@
 //!
 //! Models Linux's per-CPU machinery (`include/linux/percpu-defs.h`, `smp_processor_id`,
 //! `this_cpu_ptr`, `per_cpu_ptr`). Every CPU has a [`CpuArea`] reached through GS base
-//! ([`crate::arch::x86_64::percpu`]): its id, APIC id, NUMA node (`numa_node_id()`), stack,
+//! ([`crate::arch::percpu`]): its id, APIC id, NUMA node (`numa_node_id()`), stack,
 //! and the mailbox of [`on_each_cpu()`](on_each_cpu::on_each_cpu). Ids are dense, 0 is the boot CPU, and they are handed out in bring-up
 //! order, so `0..nr_cpu_ids()` are exactly the online CPUs once bring-up is over.
 //!
@@ -25,7 +25,7 @@ use core::fmt;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicU32, AtomicUsize, Ordering};
 use lru::NodeId;
 
-use crate::arch::x86_64::percpu as arch;
+use crate::arch::percpu as arch;
 use crate::mm::stack_range::KernelStack;
 pub use on_each_cpu::{CallError, CpuSet, on_cpus, on_each_cpu};
 
@@ -328,7 +328,7 @@ impl<T> PerCpu<T> {
 
     /// Runs `f` on the running CPU's slot, interrupts disabled.
     pub fn try_with<R>(&self, f: impl FnOnce(&mut T) -> R) -> Result<R, PerCpuError> {
-        crate::arch::x86_64::without_interrupts(|| {
+        crate::arch::without_interrupts(|| {
             let cpu = cpu_id();
             let slot = self.slots.get(cpu).ok_or(PerCpuError::NoSlot {
                 cpu,

@@ -3,7 +3,7 @@
 //!
 //! This is what a user sees first on a real machine, so it says plainly what the kernel found.
 
-use crate::arch::x86_64::{cpu, paging};
+use crate::arch::{cpu, paging};
 use crate::boot_info::{BootInfo, BootProtocol};
 use crate::console::{ConsoleWriter, framebuffer::FbConsole};
 use crate::mm::{frame, heap};
@@ -83,9 +83,9 @@ pub fn print(bi: &BootInfo) {
         None => println!("framebuffer: none"),
     }
     let _ = cpu::describe(&mut ConsoleWriter);
-    let _ = crate::arch::x86_64::smp::describe(&mut ConsoleWriter);
-    let _ = crate::arch::x86_64::numa::describe(&mut ConsoleWriter);
-    let _ = crate::arch::x86_64::pmu::describe(&mut ConsoleWriter);
+    let _ = crate::arch::smp::describe(&mut ConsoleWriter);
+    let _ = crate::arch::numa::describe(&mut ConsoleWriter);
+    let _ = crate::arch::pmu::describe(&mut ConsoleWriter);
     let _ = crate::mm::page_alloc::describe(&mut ConsoleWriter);
     println!(
         "serial console: {}",

@@ -20,11 +20,11 @@
 //! since setup (so each operation really trapped: a translation `invlpg` failed to drop
 //! would let a write through without a fault) with no fault ending at a fixup.
 
-use crate::arch::x86_64::aspace::{self, MmRange};
-use crate::arch::x86_64::clear_page::clear_page;
-use crate::arch::x86_64::fault::{self, FaultError, FaultInfo, FaultStats, RegionHandle};
-use crate::arch::x86_64::pte::{PMD_SIZE, PTRS_PER_PTE, Pte, PteProt, pte_index};
-use crate::arch::x86_64::{tlb, touch};
+use crate::arch::aspace::{self, MmRange};
+use crate::arch::clear_page::clear_page;
+use crate::arch::fault::{self, FaultError, FaultInfo, FaultStats, RegionHandle};
+use crate::arch::pte::{PMD_SIZE, PTRS_PER_PTE, Pte, PteProt, pte_index};
+use crate::arch::{tlb, touch};
 use crate::mm::frame_pool::{PoolFrames, recycle, zeroed_frame};
 use crate::mm::phys_to_virt;
 use crate::percpu::CpuSet;

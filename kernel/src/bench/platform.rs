@@ -6,10 +6,10 @@
 //! serial and screen, the wide table to serial and the 80-column one to the screen (a real
 //! machine without a serial cable shows its results there); records are also kept for the
 //! QR display at the end ([`crate::console::qr`]). Where the CPU has an architectural PMU
-//! ([`crate::arch::x86_64::pmu`]) every worker CPU starts its counters right before its
+//! ([`crate::arch::pmu`]) every worker CPU starts its counters right before its
 //! first batch and stops them after its last; where it has none, a note says so once.
 
-use crate::arch::x86_64::{clear_page, cpu, numa, pmu, tsc};
+use crate::arch::{clear_page, cpu, numa, pmu, tsc};
 use crate::boot_info::{BootInfo, BootProtocol};
 use crate::console::{self, Sink};
 use crate::percpu::{self, CpuSet};
@@ -131,7 +131,7 @@ impl BenchPlatform for KernelPlatform {
     }
 
     fn phys_addr(&self, virt: usize) -> Option<u64> {
-        crate::arch::x86_64::paging::kernel_virt_to_phys(virt as u64)
+        crate::arch::paging::kernel_virt_to_phys(virt as u64)
     }
 
     fn run_begins(&self) {

@@ -6,9 +6,9 @@
 //! fault comes back through the exception table as the touch routine's error. Contexts and
 //! address spaces are the ones the `vm_*` tests use ([`crate::vm`]).
 
-use crate::arch::x86_64::fault::FaultError as XFault;
-use crate::arch::x86_64::mmu::KernelMmu;
-use crate::arch::x86_64::touch::{TouchError, touch_read_u64, touch_write_u64};
+use crate::arch::fault::FaultError as XFault;
+use crate::arch::mmu::KernelMmu;
+use crate::arch::touch::{TouchError, touch_read_u64, touch_write_u64};
 use crate::percpu;
 use crate::vm::aspace::KernelMm;
 use alloc::boxed::Box;

@@ -12,7 +12,7 @@ pub mod framebuffer;
 pub mod keyboard;
 pub mod qr;
 
-use crate::arch::x86_64::serial::Serial;
+use crate::arch::serial::Serial;
 use core::fmt::{self, Write};
 use framebuffer::FbConsole;
 use spin::Mutex;
@@ -85,7 +85,7 @@ pub fn has_serial() -> bool {
 /// Adds the framebuffer console, replaying the output so far onto it; returns its text size.
 pub fn attach_framebuffer(mut fb: FbConsole) -> (usize, usize) {
     let size = fb.size();
-    crate::arch::x86_64::without_interrupts(|| {
+    crate::arch::without_interrupts(|| {
         let mut c = CONSOLE.lock();
         fb.write_bytes(&c.early[..c.early_len]);
         c.early_len = 0;
@@ -96,7 +96,7 @@ pub fn attach_framebuffer(mut fb: FbConsole) -> (usize, usize) {
 
 #[doc(hidden)]
 pub fn _print(args: fmt::Arguments<'_>) {
-    crate::arch::x86_64::without_interrupts(|| {
+    crate::arch::without_interrupts(|| {
         let _ = CONSOLE.lock().write_fmt(args);
     });
 }
@@ -110,7 +110,7 @@ pub fn print_to(sink: Sink, args: fmt::Arguments<'_>) {
             Ok(())
         }
     }
-    crate::arch::x86_64::without_interrupts(|| {
+    crate::arch::without_interrupts(|| {
         let mut c = CONSOLE.lock();
         let _ = To(&mut c, sink).write_fmt(args);
     });
@@ -119,7 +119,7 @@ pub fn print_to(sink: Sink, args: fmt::Arguments<'_>) {
 /// Runs `f` on the framebuffer console under the console lock (interrupts off); `None`
 /// when there is no framebuffer.
 pub fn with_screen<R>(f: impl FnOnce(&mut FbConsole) -> R) -> Option<R> {
-    crate::arch::x86_64::without_interrupts(|| CONSOLE.lock().fb.as_mut().map(f))
+    crate::arch::without_interrupts(|| CONSOLE.lock().fb.as_mut().map(f))
 }
 
 /// Writes without waiting for the console lock: for panics and fatal exceptions. If another

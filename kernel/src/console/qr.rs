@@ -29,7 +29,7 @@
 
 use super::keyboard::{self, Key};
 use super::{Sink, print_to, with_screen};
-use crate::arch::x86_64::{cpu, tsc};
+use crate::arch::{cpu, tsc};
 use crate::boot_info::{BootInfo, BootProtocol};
 use abi::QrMode;
 use alloc::string::String;
@@ -49,7 +49,7 @@ static RECORDS: Mutex<Option<String>> = Mutex::new(None);
 
 /// Keeps a copy of one record line (`KRESULT {...}`) when the codes will be shown.
 pub fn capture(line: &dyn fmt::Display) {
-    crate::arch::x86_64::without_interrupts(|| {
+    crate::arch::without_interrupts(|| {
         if let Some(buf) = RECORDS.lock().as_mut() {
             let _ = writeln!(buf, "{line}");
         }

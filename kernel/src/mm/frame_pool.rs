@@ -20,7 +20,7 @@
 
 use super::frame::{self, FRAME_SIZE};
 use super::phys_to_virt;
-use crate::arch::x86_64::aspace::TableFrames;
+use crate::arch::aspace::TableFrames;
 use crate::sync::{KernelLock, SpinMutex};
 use alloc::vec::Vec;
 use x86_64::PhysAddr;

@@ -41,7 +41,7 @@ impl KernelHeap {
     /// Runs `f` on the running CPU's magazine with interrupts off, or returns `None` when
     /// the CPU has none (an id past [`MAX_CPUS`]).
     fn with_magazine<R>(&self, f: impl FnOnce(&mut Magazine) -> R) -> Option<R> {
-        crate::arch::x86_64::without_interrupts(|| {
+        crate::arch::without_interrupts(|| {
             let slot = self.mags.get(ksync::this_cpu())?;
             // SAFETY: only this CPU touches its slot, and with interrupts off nothing else
             // runs on it until `f` returns: the reference is unique.
@@ -118,7 +118,7 @@ pub fn init(usable: u64) -> Option<u64> {
     let mut size = (usable / 4).clamp(MIN_HEAP, MAX_HEAP) & !0xfff;
     while size >= MIN_HEAP {
         if let Some(phys) = super::frame::alloc_contiguous(size / 4096, 4096) {
-            let virt = crate::arch::x86_64::paging::phys_to_virt(phys);
+            let virt = crate::arch::paging::phys_to_virt(phys);
             // SAFETY: the block is fresh RAM owned by the heap from now on, mapped RW in the
             // direct map; `init` runs once.
             unsafe { HEAP.heap.lock().init(virt.as_mut_ptr(), size as usize) };

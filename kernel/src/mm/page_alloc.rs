@@ -16,8 +16,8 @@
 //! per-CPU area.
 
 use super::frame;
-use crate::arch::x86_64::numa;
-use crate::arch::x86_64::vmlayout::phys_to_virt;
+use crate::arch::numa;
+use crate::arch::vmlayout::phys_to_virt;
 use crate::percpu;
 use alloc::vec::Vec;
 use core::ptr::NonNull;

@@ -5,7 +5,7 @@
 //! an unmapped page. The page-fault handler then cannot push its frame on that same stack and
 //! the CPU raises a double fault, which runs on its own IST stack and is reported.
 
-use crate::arch::x86_64::paging;
+use crate::arch::paging;
 use core::sync::atomic::{AtomicU64, Ordering};
 use x86_64::VirtAddr;
 use x86_64::structures::paging::PageTableFlags as F;
@@ -38,7 +38,7 @@ pub fn alloc(pages: u64) -> Result<KernelStack, StackError> {
         return Err(StackError::OutOfAddressSpace);
     }
     let bottom = guard + 4096;
-    let nx = if crate::arch::x86_64::cpu::nx_enabled() {
+    let nx = if crate::arch::cpu::nx_enabled() {
         F::NO_EXECUTE
     } else {
         F::empty()

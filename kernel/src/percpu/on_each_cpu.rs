@@ -20,7 +20,7 @@ use core::fmt;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use super::{CpuArea, area, cpu_id, nr_cpu_ids, this_area};
-use crate::arch::x86_64::apic;
+use crate::arch::apic;
 
 /// Vector of the "look at your mailbox" IPI.
 pub const CALL_VECTOR: u8 = 0xf0;
@@ -224,7 +224,7 @@ pub fn poll_mailbox() -> bool {
 }
 
 /// The call IPI's handler: the wake-up is all it is for.
-pub fn call_ipi_handler(_frame: &mut crate::arch::x86_64::trap::TrapFrame) {
+pub fn call_ipi_handler(_frame: &mut crate::arch::trap::TrapFrame) {
     apic::eoi();
 }
 

@@ -19,7 +19,7 @@ fn boot_memory_map() -> TestResult {
         .iter()
         .any(|r| r.kind == MemKind::Usable && r.start >= 0x10_0000);
     ensure!(above_1m, "no usable memory above 1 MiB");
-    let (k0, k1) = crate::arch::x86_64::paging::kernel_image();
+    let (k0, k1) = crate::arch::paging::kernel_image();
     let inside = bi
         .regions()
         .iter()

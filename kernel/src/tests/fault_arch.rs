@@ -11,11 +11,11 @@ mod shootdown;
 use alloc::format;
 use core::sync::atomic::Ordering;
 
-use crate::arch::x86_64::aspace::{self, AspaceError, MM_SLOT_START};
-use crate::arch::x86_64::fault::{self, FaultError, RegionError};
-use crate::arch::x86_64::pte::{PMD_SIZE, Pte, PteError, PteProt, pte_index};
-use crate::arch::x86_64::touch::{self, TouchError};
-use crate::arch::x86_64::{cpu, extable};
+use crate::arch::aspace::{self, AspaceError, MM_SLOT_START};
+use crate::arch::fault::{self, FaultError, RegionError};
+use crate::arch::pte::{PMD_SIZE, Pte, PteError, PteProt, pte_index};
+use crate::arch::touch::{self, TouchError};
+use crate::arch::{cpu, extable};
 use crate::ensure;
 use crate::ktest::TestResult;
 use crate::mm::frame_pool::{PoolFrames, recycle, zeroed_frame};

@@ -1,6 +1,6 @@
 //! Memory-management tests: frames, page-table permissions, direct map, guard pages, heap.
 
-use crate::arch::x86_64::{cpu, paging};
+use crate::arch::{cpu, paging};
 use crate::ensure;
 use crate::ktest::TestResult;
 use crate::mm::{frame, heap, phys_to_virt, stack};

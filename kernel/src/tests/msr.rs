@@ -1,9 +1,9 @@
-//! The #GP-safe MSR accessors ([`crate::arch::x86_64::msr`]) and the PMU detection built on
+//! The #GP-safe MSR accessors ([`crate::arch::msr`]) and the PMU detection built on
 //! them: an MSR the CPU does not implement returns an error instead of a fatal #GP (on real
 //! CPUs and KVM; TCG raises none), one it implements reads, and detection agrees with CPUID
 //! leaf 0xA: counters it promises must count.
 
-use crate::arch::x86_64::{cpu, msr, pmu};
+use crate::arch::{cpu, msr, pmu};
 use crate::ensure;
 use crate::ktest::TestResult;
 use alloc::format;

@@ -10,7 +10,7 @@
 //! the folios themselves (no heap), and each is marked with an atomic flag on the way out
 //! so that a frame handed out twice is caught.
 
-use crate::arch::x86_64::{numa, paging};
+use crate::arch::{numa, paging};
 use crate::ensure;
 use crate::ktest::TestResult;
 use crate::mm::{frame, page_alloc};

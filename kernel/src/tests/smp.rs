@@ -12,8 +12,8 @@ use core::cell::UnsafeCell;
 use core::num::NonZeroU32;
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-use crate::arch::x86_64::smp::{self, CpuOutcome};
-use crate::arch::x86_64::{apic, tsc};
+use crate::arch::smp::{self, CpuOutcome};
+use crate::arch::{apic, tsc};
 use crate::ensure;
 use crate::ktest::TestResult;
 use crate::percpu::{self, CallError, CpuSet, PerCpu, PerCpuShared, on_cpus, on_each_cpu};

@@ -1,7 +1,7 @@
 //! Trap tests: a registered handler returns to the interrupted code with registers and SSE
 //! state intact.
 
-use crate::arch::x86_64::trap::{self, TrapFrame, vector};
+use crate::arch::trap::{self, TrapFrame, vector};
 use crate::ensure;
 use crate::ktest::TestResult;
 use core::sync::atomic::{AtomicU64, Ordering};

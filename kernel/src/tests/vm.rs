@@ -18,10 +18,10 @@
 //! Each test ends with the invariant checker and the frame count: free frames plus the
 //! slot's upper-level tables are what they were before it started.
 
-use crate::arch::x86_64::fault::{self as xfault, FaultError as XFault};
-use crate::arch::x86_64::mmu::{flush_failures, upper_table_frames};
-use crate::arch::x86_64::tlb;
-use crate::arch::x86_64::touch::{
+use crate::arch::fault::{self as xfault, FaultError as XFault};
+use crate::arch::mmu::{flush_failures, upper_table_frames};
+use crate::arch::tlb;
+use crate::arch::touch::{
     TouchError, touch_fill_page, touch_read_u64, touch_sum_page, touch_write_u64,
 };
 use crate::ensure;

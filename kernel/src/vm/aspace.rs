@@ -17,9 +17,9 @@
 //! more), then unmaps every region, frees the page tables and gives the range back.
 
 use super::KernelVm;
-use crate::arch::x86_64::aspace::{self, MmRange};
-use crate::arch::x86_64::fault::{self, FaultError as ArchFault, FaultInfo, RegionHandle};
-use crate::arch::x86_64::mmu::KernelMmu;
+use crate::arch::aspace::{self, MmRange};
+use crate::arch::fault::{self, FaultError as ArchFault, FaultInfo, RegionHandle};
+use crate::arch::mmu::KernelMmu;
 use alloc::boxed::Box;
 use memcg::MemCgroupPerNode;
 use mm::vm::fault::FaultError;

@@ -2,18 +2,18 @@
 //! the kernel's RCU, with real page faults.
 //!
 //! The platform-neutral fault core (`mm::vm`) gets, here: the MMU
-//! ([`crate::arch::x86_64::mmu::KernelMmu`]: PTE tables linked into the address-space slot,
+//! ([`crate::arch::mmu::KernelMmu`]: PTE tables linked into the address-space slot,
 //! `invlpg`, shootdown IPIs), the page allocator ([`crate::mm::page_alloc`]) and RCU
 //! ([`crate::rcu`]: the QSBR domain memcg and lru's FIFO readers use, and `call_rcu` for
 //! regions and region tables). An address space ([`aspace::KernelMm`]) owns a range of the
 //! slot and registers it with the page-fault dispatcher, so a load or store there traps
 //! into [`mm::vm::context::Vm::handle_mm_fault`]; accesses that may fail go through the
-//! exception-table touch routines ([`crate::arch::x86_64::touch`]), which return the
+//! exception-table touch routines ([`crate::arch::touch`]), which return the
 //! fault's error instead of crashing.
 
 pub mod aspace;
 
-use crate::arch::x86_64::mmu::{KERNEL_MMU, KernelMmu};
+use crate::arch::mmu::{KERNEL_MMU, KernelMmu};
 use alloc::boxed::Box;
 use memcg::MemCgroupPerNode;
 use mm::vm::context::{Vm, VmConfig, VmError};

@@ -11,10 +11,10 @@ use alloc::format;
 use alloc::string::String;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use crate::arch::x86_64::aspace::{self, AspaceError, MmRange};
-use crate::arch::x86_64::fault::{self, FaultError, FaultInfo, RegionHandle};
-use crate::arch::x86_64::pte::{PMD_SIZE, Pte, PteProt, pte_index};
-use crate::arch::x86_64::tsc;
+use crate::arch::aspace::{self, AspaceError, MmRange};
+use crate::arch::fault::{self, FaultError, FaultInfo, RegionHandle};
+use crate::arch::pte::{PMD_SIZE, Pte, PteProt, pte_index};
+use crate::arch::tsc;
 use crate::ktest::TestResult;
 use crate::mm::frame_pool::{PoolFrames, recycle, zeroed_frame};
 use crate::percpu::{self, CpuSet};

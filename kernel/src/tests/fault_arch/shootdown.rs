@@ -10,10 +10,10 @@ use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use ktest::ktest;
 
 use super::harness::{Ctx, Space, map_fresh, pte_slot, wait_until};
-use crate::arch::x86_64::fault::{self, FaultError};
-use crate::arch::x86_64::pte::{PMD_SIZE, Pte, PteProt};
-use crate::arch::x86_64::tlb::{self, TlbFlush};
-use crate::arch::x86_64::touch;
+use crate::arch::fault::{self, FaultError};
+use crate::arch::pte::{PMD_SIZE, Pte, PteProt};
+use crate::arch::tlb::{self, TlbFlush};
+use crate::arch::touch;
 use crate::ensure;
 use crate::ktest::TestResult;
 use crate::mm::frame_pool::{recycle, zeroed_frame};
