@@ -341,13 +341,14 @@ fn attach_coherence(c: &mut Collected, setup: &crate::coherence::Setup, serial: 
     match coherence::report::read(&text) {
         Ok((header, reports)) => {
             let objects = crate::coherence::results::objects(serial);
-            let r = crate::coherence::results::attach(
+            let mut r = crate::coherence::results::attach(
                 header,
                 reports,
                 &c.runs,
                 &setup.symbols,
                 &objects,
             );
+            crate::coherence::judge(&mut r);
             for p in &r.problems {
                 c.problems.push(Problem::Coherence(p.clone()));
             }

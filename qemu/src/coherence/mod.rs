@@ -81,6 +81,32 @@ pub fn prepare(
     })
 }
 
+/// Judges the counts paired with their runs ([`results::attach`]): the mechanism verdict
+/// lines, and the projection onto the seeds' machines (a model), from the verdicts' rounds
+/// at the CPU counts this machine's cores could run at once (the plugin runs under TCG
+/// only, on this machine).
+pub fn judge(r: &mut results::CoherenceResults) {
+    let verdicts = verdict::verdicts(r);
+    r.verdicts = verdict::lines(&verdicts);
+    let counted: Vec<projection::Counted> = verdicts
+        .iter()
+        .map(|v| projection::Counted {
+            scenario: v.scenario.clone(),
+            config: v.config.clone(),
+            a: v.a.clone(),
+            b: v.b.clone(),
+            cpus: v.cpus,
+            rounds: (v.rounds[0].clone(), v.rounds[1].clone()),
+        })
+        .collect();
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    r.projection = Some(projection::project(
+        &counted,
+        u32::try_from(cores).unwrap_or(u32::MAX),
+        verdict::ABSENT,
+    ));
+}
+
 /// Why QEMU's failure to start is the plugin's, from its stderr: `Some(message)` when QEMU
 /// said it could not load it (no plugin support, an API version the plugin does not speak).
 #[must_use]

@@ -33,7 +33,6 @@
 //! out-of-order core hides part of a read miss; seed003's small counts show it).
 //! seed002's mechanism is algorithmic (no fields), so it has no projection.
 
-use super::verdict::MechanismVerdict;
 use abi::catalog::{self, PublishedPoint, Rate};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
@@ -54,6 +53,24 @@ pub const CALIBRATION: &str = "seed003-pft";
 const Q_MAX: f64 = 4.0;
 const Q_STEP: f64 = 0.001;
 
+/// What the projection takes from the mechanism verdict of one comparison at one CPU count:
+/// transfers per operation on the seed's fields, per measured round, of A and B.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Counted {
+    /// Scenario.
+    pub scenario: String,
+    /// Configuration.
+    pub config: String,
+    /// Baseline variant.
+    pub a: String,
+    /// The other variant.
+    pub b: String,
+    /// CPUs.
+    pub cpus: u32,
+    /// Per measured round: A's, B's.
+    pub rounds: (Vec<f64>, Vec<f64>),
+}
+
 /// The projection of one run's counts onto the seeds' machines.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Projection {
@@ -65,6 +82,9 @@ pub struct Projection {
     pub points: Vec<ProjectedPoint>,
     /// Published points of the run's scenarios that have no projection, with the reason.
     pub missing: Vec<String>,
+    /// A and B must differ by at least this many transfers per operation for a point to be
+    /// a check of the model (the mechanism verdict's "absent" threshold).
+    pub moved_at_least: f64,
 }
 
 /// One published point with the model's figure beside it.
@@ -219,15 +239,15 @@ fn calibrate(inputs: &[Input]) -> Option<f64> {
 /// and configuration at the largest CPU count the host has cores for (the largest of all
 /// when none fits), as `(cpus, (x_A, x_B))`.
 fn counted(
-    verdicts: &[MechanismVerdict],
+    counts: &[Counted],
     scenario: &str,
     p: &PublishedPoint,
     host_cpus: u32,
 ) -> Option<(u32, (f64, f64))> {
-    let same: Vec<&MechanismVerdict> = verdicts
+    let same: Vec<&Counted> = counts
         .iter()
         .filter(|v| v.scenario == scenario && v.config == p.config && v.a == p.a && v.b == p.b)
-        .filter(|v| !v.rounds[0].is_empty() && !v.rounds[1].is_empty())
+        .filter(|v| !v.rounds.0.is_empty() && !v.rounds.1.is_empty())
         .collect();
     let fits = same
         .iter()
@@ -235,17 +255,18 @@ fn counted(
         .max_by_key(|v| v.cpus);
     let v = fits.or_else(|| same.iter().max_by_key(|v| v.cpus))?;
     let mean = |r: &[f64]| r.iter().sum::<f64>() / r.len() as f64;
-    Some((v.cpus, (mean(&v.rounds[0]), mean(&v.rounds[1]))))
+    Some((v.cpus, (mean(&v.rounds.0), mean(&v.rounds.1))))
 }
 
-/// Projects every published point of the scenarios in `verdicts`, with `q` fitted on
-/// [`CALIBRATION`]; `host_cpus` is how many cores ran the vCPUs.
+/// Projects every published point of the scenarios in `counts`, with `q` fitted on
+/// [`CALIBRATION`]; `host_cpus` is how many cores ran the vCPUs; `moved_at_least` is the
+/// transfer difference below which a point is not a check (see [`Projection::checks`]).
 #[must_use]
-pub fn project(verdicts: &[MechanismVerdict], host_cpus: u32) -> Projection {
+pub fn project(counts: &[Counted], host_cpus: u32, moved_at_least: f64) -> Projection {
     let mut missing = Vec::new();
     let mut inputs: Vec<(&'static str, Input)> = Vec::new();
     for s in catalog::SCENARIOS {
-        if !verdicts.iter().any(|v| v.scenario == s.name) {
+        if !counts.iter().any(|v| v.scenario == s.name) {
             continue;
         }
         let (Some(_), Some(published)) = (&s.mechanism, &s.published) else {
@@ -260,7 +281,7 @@ pub fn project(verdicts: &[MechanismVerdict], host_cpus: u32) -> Projection {
                 ));
                 continue;
             };
-            let Some((measured_cpus, x)) = counted(verdicts, s.name, p, host_cpus) else {
+            let Some((measured_cpus, x)) = counted(counts, s.name, p, host_cpus) else {
                 missing.push(format!(
                     "{what}: this comparison was not counted at 2 CPUs or more"
                 ));
@@ -306,6 +327,7 @@ pub fn project(verdicts: &[MechanismVerdict], host_cpus: u32) -> Projection {
         queueing,
         points,
         missing,
+        moved_at_least,
     }
 }
 
@@ -332,12 +354,13 @@ fn pct(r: f64) -> f64 {
 impl Projection {
     /// How the checks compare with the seeds. The checks are every point but the
     /// calibration's, at two threads or more, where A and B differ by at least
-    /// [`super::verdict::ABSENT`] transfers per operation: where they do not (the mechanism
-    /// absent at this placement), the model has nothing to project and is not checked.
+    /// [`Projection::moved_at_least`] transfers per operation: where they do not (the
+    /// mechanism absent at this placement), the model has nothing to project and is not
+    /// checked.
     #[must_use]
     pub fn checks(&self) -> Checks {
         let moved =
-            |p: &&ProjectedPoint| (p.measured.0 - p.measured.1).abs() >= super::verdict::ABSENT;
+            |p: &&ProjectedPoint| (p.measured.0 - p.measured.1).abs() >= self.moved_at_least;
         let candidates = || {
             self.points
                 .iter()
@@ -524,15 +547,14 @@ mod tests {
         b: &str,
         cpus: u32,
         x: (f64, f64),
-    ) -> MechanismVerdict {
-        MechanismVerdict {
+    ) -> Counted {
+        Counted {
             scenario: scenario.into(),
             config: config.into(),
             cpus,
             a: a.into(),
             b: b.into(),
-            rounds: [vec![x.0, x.0], vec![x.1, x.1], vec![]],
-            word: super::super::verdict::Word::Shown,
+            rounds: (vec![x.0, x.0], vec![x.1, x.1]),
         }
     }
 
@@ -561,7 +583,7 @@ mod tests {
             ),
             verdict("seed004-readtwice", "2-per-memcg", "A", "B", 2, (0.2, 0.06)),
         ];
-        let p = project(&v, 2);
+        let p = project(&v, 2, 0.01);
         let q = p.queueing.expect("seed003 calibrates");
         assert!(q > 0.0 && q < Q_MAX, "q = {q}");
         let find = |s: &str, n: u32| {
@@ -612,7 +634,7 @@ mod tests {
             2,
             (0.0, 0.0),
         );
-        let c = project(&absent, 2).checks();
+        let c = project(&absent, 2, 0.01).checks();
         assert_eq!(
             (c.points, c.directed, c.agree, c.without_transfers),
             (4, 4, 4, 2)
@@ -629,7 +651,7 @@ mod tests {
             2,
             (0.132, 0.0),
         )];
-        let p = project(&v, 2);
+        let p = project(&v, 2, 0.01);
         assert_eq!(p.queueing, None);
         assert!(p.points.is_empty());
         assert!(

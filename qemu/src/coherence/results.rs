@@ -15,7 +15,8 @@ pub struct CoherenceResults {
     pub runs: Vec<CoherenceRun>,
     /// What did not fit (runs missing on either side, runs cut short).
     pub problems: Vec<String>,
-    /// The mechanism verdicts, one line each (also printed first in the table).
+    /// The mechanism verdicts, one line each (also printed first in the table); filled by
+    /// [`super::judge`].
     #[serde(default)]
     pub verdicts: Vec<String>,
     /// The counts projected onto the seeds' machines: a model, not a measurement
@@ -323,22 +324,13 @@ pub fn attach(
                 .collect(),
         });
     }
-    let mut r = CoherenceResults {
+    CoherenceResults {
         header,
         runs: out,
         problems,
         verdicts: Vec::new(),
         projection: None,
-    };
-    let verdicts = super::verdict::verdicts(&r);
-    r.verdicts = super::verdict::lines(&verdicts);
-    // The vCPUs ran on this machine's cores (the plugin runs under TCG only).
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    r.projection = Some(super::projection::project(
-        &verdicts,
-        u32::try_from(cores).unwrap_or(u32::MAX),
-    ));
-    r
+    }
 }
 
 /// The instructions' counts summed per function (unknown addresses as hex).
