@@ -25,8 +25,9 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CRATES = ["abi", "kernel", "kernel/sync", "kernel/mm", "kernel/bench", "kernel/qrpayload",
-          "kernel/hw", "lru", "memcg", "boot", "qemu", "tests"]
+CRATES = ["abi", "kernel", "kernel/sync", "kernel/ktest", "kernel/mm", "kernel/bench",
+          "kernel/qrpayload", "kernel/hw", "lru", "memcg", "coherence", "coherence/plugin",
+          "boot", "qemu", "tests"]
 
 
 def strip(src):
