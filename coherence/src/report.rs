@@ -60,6 +60,12 @@ pub struct VcpuAccesses {
     pub stores: u64,
     /// Locked read-modify-writes (each also counted as a load and a store).
     pub rmws: u64,
+    /// Guest instructions executed in the window, counted per translation block as it
+    /// starts (a block left early, by a fault, counts whole; the blocks holding the window's
+    /// two marks count by whether the window was open as they started). `0` in reports
+    /// from before the count existed.
+    #[serde(default)]
+    pub insns: u64,
 }
 
 /// One vCPU's measured window.

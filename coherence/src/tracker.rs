@@ -50,6 +50,7 @@ struct Slot {
     loads: AtomicU64,
     stores: AtomicU64,
     rmws: AtomicU64,
+    insns: AtomicU64,
     local: Mutex<Local>,
 }
 
@@ -157,6 +158,18 @@ impl Tracker {
         }
     }
 
+    /// `vcpu` starts a translation block of `n` instructions.
+    pub fn executed(&self, vcpu: u32, n: u64) {
+        if self.open.load(Relaxed) == 0 {
+            return;
+        }
+        if let Some(slot) = self.vcpus.get(vcpu as usize)
+            && slot.in_window.load(Relaxed)
+        {
+            slot.insns.store(slot.insns.load(Relaxed) + n, Relaxed);
+        }
+    }
+
     fn record(&self, slot: &Slot, vcpu: u32, model: usize, addr: u64, pc: u64, o: &Outcome) {
         let mut l = lock(&slot.local);
         if l.tx.len() < self.models.len() {
@@ -258,6 +271,7 @@ impl Tracker {
                 loads: slot.loads.swap(0, Relaxed),
                 stores: slot.stores.swap(0, Relaxed),
                 rmws: slot.rmws.swap(0, Relaxed),
+                insns: slot.insns.swap(0, Relaxed),
             };
             let Some((begin, closed)) = l.window else {
                 continue;
@@ -433,7 +447,12 @@ mod tests {
         t.access(0, 0x8000, true, true, 0);
         // Reported once, as a store, by multi-threaded TCG: vCPU 1 takes it back.
         t.access(1, 0x8000, true, true, 0);
+        // Blocks run: vCPU 0's count, vCPU 1's outside its window not.
+        t.executed(0, 7);
+        t.executed(1, 100);
+        t.executed(0, 5);
         mark(&t, 0, WINDOW_END);
+        t.executed(0, 1000);
         mark(&t, 0, RUN_BEGIN);
         let r = runs(&buf);
         assert_eq!(r.len(), 1);
@@ -445,6 +464,10 @@ mod tests {
         assert_eq!(r[0].vcpus.len(), 1);
         assert_eq!(r[0].vcpus[0].loads, 2);
         assert_eq!(r[0].vcpus[0].stores, 1);
+        assert_eq!(
+            r[0].vcpus[0].insns, 12,
+            "the blocks vCPU 0 ran in its window"
+        );
     }
 
     #[test]

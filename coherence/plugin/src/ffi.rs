@@ -76,6 +76,8 @@ pub const MEM_RW: c_int = 3;
 pub type TbTransCb = extern "C" fn(id: PluginId, tb: *mut Tb);
 /// `qemu_plugin_vcpu_mem_cb_t`.
 pub type MemCb = extern "C" fn(vcpu: c_uint, info: MemInfo, vaddr: u64, udata: *mut c_void);
+/// `qemu_plugin_vcpu_udata_cb_t`.
+pub type VcpuUdataCb = extern "C" fn(vcpu: c_uint, udata: *mut c_void);
 /// `qemu_plugin_udata_cb_t`.
 pub type UdataCb = extern "C" fn(id: PluginId, udata: *mut c_void);
 
@@ -86,6 +88,12 @@ unsafe extern "C" {
     pub fn qemu_plugin_register_vcpu_tb_trans_cb(id: PluginId, cb: TbTransCb);
     pub fn qemu_plugin_register_atexit_cb(id: PluginId, cb: UdataCb, udata: *mut c_void);
     pub fn qemu_plugin_tb_n_insns(tb: *const Tb) -> usize;
+    pub fn qemu_plugin_register_vcpu_tb_exec_cb(
+        tb: *mut Tb,
+        cb: VcpuUdataCb,
+        flags: c_int,
+        udata: *mut c_void,
+    );
     pub fn qemu_plugin_tb_get_insn(tb: *const Tb, idx: usize) -> *mut Insn;
     pub fn qemu_plugin_insn_data(insn: *const Insn) -> *const c_void;
     pub fn qemu_plugin_insn_size(insn: *const Insn) -> usize;

@@ -130,7 +130,10 @@ extern "C" fn tb_trans(_id: PluginId, tb: *mut Tb) {
     // SAFETY: QEMU passes a valid block for the duration of the translation callback; its
     // instructions and their bytes stay valid during it.
     unsafe {
-        for i in 0..ffi::qemu_plugin_tb_n_insns(tb) {
+        let n = ffi::qemu_plugin_tb_n_insns(tb);
+        // The block's instructions, counted each time it starts (the udata is the count).
+        ffi::qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, ffi::CB_NO_REGS, n as *mut c_void);
+        for i in 0..n {
             let insn = ffi::qemu_plugin_tb_get_insn(tb, i);
             let pc = ffi::qemu_plugin_insn_vaddr(insn);
             let data = ffi::qemu_plugin_insn_data(insn).cast::<u8>();
@@ -153,6 +156,12 @@ extern "C" fn tb_trans(_id: PluginId, tb: *mut Tb) {
                 udata as *mut c_void,
             );
         }
+    }
+}
+
+extern "C" fn tb_exec(vcpu: c_uint, udata: *mut c_void) {
+    if let Some(t) = TRACKER.get() {
+        t.executed(vcpu, udata as u64);
     }
 }
 

@@ -286,6 +286,7 @@ pub fn attach(
             accesses.loads += v.loads;
             accesses.stores += v.stores;
             accesses.rmws += v.rmws;
+            accesses.insns += v.insns;
         }
         out.push(CoherenceRun {
             scenario: run.scenario.clone(),

@@ -33,6 +33,8 @@ pub struct VariantFigures {
     pub invalidations: f64,
     /// Locked RMWs per operation.
     pub rmws: f64,
+    /// Guest instructions per operation, in the measured windows (`0`: not counted).
+    pub insns: f64,
     /// Loads and stores per operation.
     pub accesses: f64,
     /// The lowest window overlap of its rounds.
@@ -132,6 +134,7 @@ fn variant_figures(
         upgrades: per(t64.upgrades),
         invalidations: per(t64.invalidations),
         rmws: per(runs.iter().map(|r| r.accesses.rmws).sum()),
+        insns: per(runs.iter().map(|r| r.accesses.insns).sum()),
         accesses: per(runs
             .iter()
             .map(|r| r.accesses.loads + r.accesses.stores)
@@ -157,7 +160,7 @@ pub fn render(c: &CoherenceResults) -> String {
     );
     let _ = writeln!(
         s,
-        "{:<28} {:>4} {:<10} {:>10} {:>17} {:>9} {:>9} {:>8} {:>8} {:>8}",
+        "{:<28} {:>4} {:<14} {:>10} {:>17} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8}",
         "scenario/config",
         "cpus",
         "variant",
@@ -165,6 +168,7 @@ pub fn render(c: &CoherenceResults) -> String {
         "(rounds min-max)",
         "xfer128",
         "upgr/op",
+        "insn/op",
         "rmw/op",
         "acc/op",
         "overlap"
@@ -173,7 +177,7 @@ pub fn render(c: &CoherenceResults) -> String {
     for f in &figs {
         let _ = writeln!(
             s,
-            "{:<28} {:>4} {:<10} {:>10.4} {:>17} {:>9} {:>9.4} {:>8.2} {:>8.0} {:>8}",
+            "{:<28} {:>4} {:<14} {:>10.4} {:>17} {:>9} {:>9.4} {:>8.0} {:>8.2} {:>8.0} {:>8}",
             format!("{} {}", f.scenario, f.config),
             f.cpus,
             f.variant,
@@ -182,6 +186,7 @@ pub fn render(c: &CoherenceResults) -> String {
             f.transfers_128
                 .map_or_else(|| "-".into(), |t| format!("{t:.4}")),
             f.upgrades,
+            f.insns,
             f.rmws,
             f.accesses,
             f.overlap.map_or_else(|| "-".into(), |o| format!("{o:.2}")),
@@ -231,14 +236,14 @@ pub fn render(c: &CoherenceResults) -> String {
 pub fn csv(c: &CoherenceResults) -> String {
     let mut s = String::from(
         "scenario,config,variant,cpus,round,warmup,ops,line_bytes,read_hitm,rfo_hitm,upgrades,\
-         invalidations,cross_socket,loads,stores,rmws,overlap,complete\n",
+         invalidations,cross_socket,loads,stores,rmws,insns,overlap,complete\n",
     );
     for r in &c.runs {
         for m in &r.models {
             let t = &m.total;
             let _ = writeln!(
                 s,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                 r.scenario,
                 r.config,
                 r.variant,
@@ -255,6 +260,7 @@ pub fn csv(c: &CoherenceResults) -> String {
                 r.accesses.loads,
                 r.accesses.stores,
                 r.accesses.rmws,
+                r.accesses.insns,
                 r.overlap.map_or_else(String::new, |o| format!("{o:.4}")),
                 r.complete
             );
