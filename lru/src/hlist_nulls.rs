@@ -9,6 +9,11 @@
 //! Writers hold the list's lock; readers hold only an RCU read-side section. This is one
 //! of the crate's unsafe modules: links are raw addresses and the functions that follow
 //! them are `unsafe`, with the lifetime contract stated on each.
+//!
+//! Unsafe code here, and why: it is Linux's `hlist_nulls`, a list of raw links that readers
+//! walk under RCU while writers change it: nodes are reached through raw pointers whose
+//! lifetime the caller's grace periods guarantee.
+#![allow(unsafe_code)]
 
 use crate::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use core::ptr;

@@ -25,6 +25,11 @@
 //!
 //! Both kinds share the link, so a folio moves freely between them: the marker is the
 //! same.
+//!
+//! Unsafe code here, and why: it is the intrusive doubly linked list of folios (Linux's
+//! `list_head` on `folio->lru`): links are raw pointers inside the folios, and a list may
+//! use a link only while it holds it exclusively (`acquire_link`).
+#![allow(unsafe_code)]
 
 use crate::folio::Folio;
 pub use crate::link::FolioLink;

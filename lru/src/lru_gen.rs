@@ -8,6 +8,10 @@
 //! tier). [`LruGenFolio`] is the common interface of the two layouts of
 //! `struct lru_gen_folio` in [`crate::lru_gen_folio`] (seed 000), so all MGLRU code runs on
 //! either.
+//!
+//! Unsafe code here, and why: the generation lists are `folio_list()`s, intrusive lists
+//! whose creator promises the exclusive-link discipline (`unsafe fn folio_list`).
+#![allow(unsafe_code)]
 
 use crate::folio::{ANON_AND_FILE, MAX_NR_ZONES};
 use crate::hlist_nulls::HlistNullsNode;

@@ -7,6 +7,10 @@
 //! `max_seq`/`min_seq`/`timestamps`, and the atomics live in their own 64-byte aligned
 //! group at the end (`__cacheline_group_begin_aligned(lrugen_stats)`). Both carry seed
 //! 002's `bin`. Both implement [`LruGenFolio`], so every MGLRU operation works on either.
+//!
+//! Unsafe code here, and why: its layouts declare themselves `Send`/`Sync`: `folios` is an
+//! `UnsafeCell` touched only under the owning lruvec's lock, the rest atomics.
+#![allow(unsafe_code)]
 
 use crate::cacheline::CacheAligned;
 #[cfg(not(loom))]

@@ -22,6 +22,10 @@
 //! [`TailMode::Walk`] walks the bin to its end under the lock (`hlist_nulls_add_tail_rcu`,
 //! O(n)), [`TailMode::Cached`] keeps `tail[gen][bin]` and the node's `bin` so insertion is
 //! `hlist_nulls_add_behind_rcu` after the cached tail, O(1).
+//!
+//! Unsafe code here, and why: the memcg FIFO links lruvecs by raw `hlist_nulls` nodes read
+//! under RCU, and `unsafe trait MemcgFifoEntry` says where each lruvec keeps its node.
+#![allow(unsafe_code)]
 
 use crate::error::LruError;
 use crate::hlist_nulls::{

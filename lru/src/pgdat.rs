@@ -23,6 +23,10 @@
 //! `lru_lock` on its own line (5.x's `ZONE_PADDING(_pad1_)` before it, "write-intensive
 //! fields used by page reclaim"), the memcg FIFO, and the vmstat counters on lines of their
 //! own at the end.
+//!
+//! Unsafe code here, and why: `PgData` declares itself `Send`/`Sync`: its lock and its FIFO
+//! synchronise themselves, and it holds lruvecs only through `'static` links.
+#![allow(unsafe_code)]
 
 use crate::cacheline::CacheAligned;
 use crate::error::LruError;

@@ -38,6 +38,7 @@
 //! standing in for CPUs, in host tests.
 #![cfg_attr(not(test), no_std)]
 #![deny(unsafe_op_in_unsafe_fn)]
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 extern crate alloc;

@@ -13,6 +13,11 @@
 //! shared count.
 //! It is freed only when it is offline, unreferenced and has no charged pages left, and only
 //! after an RCU grace period (see `lru::rcu`).
+//!
+//! Unsafe code here, and why: a memcg links its parent and children by raw pointers
+//! (Linux's `css->parent`, `children`, `sibling`), read under RCU and kept valid by the
+//! references children hold.
+#![allow(unsafe_code)]
 
 use crate::error::{MemcgError, MemcgId};
 use crate::page_counter::PageCounter;

@@ -33,6 +33,10 @@
 //! hot path stays one CAS plus plain loads. A refusal (charge above `max`, uncharge below
 //! zero) is decided only on a value read by a read-modify-write, never on a plain load that
 //! may be older (loom found the uncharge case).
+//!
+//! Unsafe code here, and why: a page counter reaches its parent through a raw pointer
+//! (Linux's `counter->parent`), valid as long as the child by the constructor's contract.
+#![allow(unsafe_code)]
 
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
 use core::ptr::NonNull;

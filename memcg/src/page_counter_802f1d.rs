@@ -23,6 +23,11 @@
 //! the commit's perf c2c data had `usage` and `parent` on one line); the compile-time
 //! assertions below pin every offset to the C struct's on x86_64 and each layout's line
 //! placement of `usage`, `max` and `parent`, and [`report`] prints both pahole-style.
+//!
+//! Unsafe code here, and why: v5.11's `page_counter` reaches its parent through a raw
+//! pointer (`parent_mem_cgroup()` is a load), which the caller promises stays valid
+//! (`unsafe fn new`).
+#![allow(unsafe_code)]
 
 use crate::lock_classes::PageCounterUsageWord;
 use core::fmt::{self, Write};

@@ -38,6 +38,10 @@
 //! `target << 7` (seed 002's case; up to 2 x 13 on a node with far more). [`ReclaimStats`]
 //! counts all of it per request. The subtree walk (non-root targets) is still one
 //! priority pass per call (plus the `memory.low` retry).
+//!
+//! Unsafe code here, and why: the reclaim walk turns a lruvec's back pointer into its memcg
+//! inside an RCU read-side section, which keeps the memcg from being freed.
+#![allow(unsafe_code)]
 
 use crate::error::MemcgError;
 use crate::lru_glue::FolioOwner;

@@ -20,6 +20,11 @@
 //! Linux protects the stock with a local lock and drains remote CPUs through per-CPU work.
 //! Here the stock is a lock (class `memcg_stock.lock`) that the owning CPU takes
 //! uncontended and a draining CPU takes remotely, which gives the same exclusion.
+//!
+//! Unsafe code here, and why: the per-CPU stock caches a raw pointer to the memcg whose
+//! charge it holds, which `unsafe trait StockTarget` makes its implementors keep alive
+//! while the stock holds a reference.
+#![allow(unsafe_code)]
 
 use crate::error::MemcgError;
 use crate::lock_classes::StockLock;

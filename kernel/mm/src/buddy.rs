@@ -26,6 +26,11 @@
 //! `ZoneFree` is that lock with the lists and `NR_FREE_PAGES` (the part of `struct zone`
 //! the per-CPU lists refill from and spill to), so [`crate::pcp`] needs the buddy layer
 //! and not the zone above it.
+//!
+//! Unsafe code here, and why: the buddy free lists are intrusive `folio_list()`s, changed
+//! only under `zone->lock`, and a free block is unlinked by a cursor made from its folio's
+//! address.
+#![allow(unsafe_code)]
 
 use crate::lock_classes::ZoneLock;
 use crate::memmap::Memmap;

@@ -18,6 +18,10 @@
 //! The accounting keeps the two apart: [`ClassHeap::used`] is what callers hold,
 //! [`ClassHeap::cached`] what the class lists hold, [`ClassHeap::free`] what the first-fit
 //! heap can still hand out (to a request of any size).
+//!
+//! Unsafe code here, and why: it is an allocator: free lists are raw pointers into the
+//! heap's own memory, handed out and taken back by address.
+#![allow(unsafe_code)]
 
 use core::alloc::Layout;
 use core::ptr::NonNull;

@@ -30,6 +30,7 @@
 //! `pcp->lock` (outer), whose statistics the benchmark reports.
 #![cfg_attr(not(test), no_std)]
 #![deny(unsafe_op_in_unsafe_fn)]
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 extern crate alloc;

@@ -19,6 +19,11 @@
 //! interchangeable, since every block of a class is aligned to its size. The magazine
 //! knows nothing of CPUs or interrupts: its owner keeps one per CPU and touches it only
 //! from that CPU with interrupts off (`kernel::mm::heap`).
+//!
+//! Unsafe code here, and why: the per-CPU magazines hold freed blocks by address and hand
+//! them back to the class heap (`unsafe fn deallocate`: the caller promises a block of that
+//! class).
+#![allow(unsafe_code)]
 
 use crate::kmalloc::{ClassHeap, class_size};
 use core::alloc::Layout;

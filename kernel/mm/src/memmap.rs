@@ -23,6 +23,11 @@
 //! the handover
 //! ([`crate::PageAlloc::free_range`]) frees the frames the platform does not use, which
 //! is the only way a descriptor reaches the buddy allocator.
+//!
+//! Unsafe code here, and why: the memmap is arrays of `Folio` in raw storage, written once
+//! before it is shared and read through `'static` references after, on which it declares
+//! itself `Send`/`Sync`.
+#![allow(unsafe_code)]
 
 use crate::numa::{NumaTopology, PfnRange};
 use crate::pfn::{PAGE_SHIFT, zone_for_pfn};

@@ -35,6 +35,10 @@
 //! free_factor`, clamped to `[batch, high - batch]`, where `free_factor` grows by one per
 //! spill without an allocation in between and halves on every allocation; everything but
 //! one frame when `high < batch` (a list that barely caches).
+//!
+//! Unsafe code here, and why: the per-CPU page lists are intrusive `folio_list()`s (Linux's
+//! `pcp->lists` on `page->pcp_list`), changed only under `pcp->lock`.
+#![allow(unsafe_code)]
 
 use crate::buddy::{FreeArea, ZoneFree};
 use crate::lock_classes::PcpLock;

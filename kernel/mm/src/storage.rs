@@ -8,6 +8,11 @@
 //! tests and the host benchmark use [`HeapStorage`], which leaks blocks of the global
 //! allocator (the "physical memory" the host pretends to have is just frame numbers: the
 //! allocator never touches a frame's contents).
+//!
+//! Unsafe code here, and why: the memmap's backing store is raw memory: `unsafe trait
+//! MemmapStorage` makes each store promise fresh, aligned, never-moving blocks, and the
+//! heap's store allocates them with the global allocator.
+#![allow(unsafe_code)]
 
 use core::alloc::Layout;
 use core::ptr::NonNull;

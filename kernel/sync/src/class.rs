@@ -10,6 +10,10 @@
 //! [`lock_class!`](crate::lock_class) defines a class. Each crate declares the classes of the
 //! locks it owns (`mm::lock_classes`, `memcg::lock_classes`, `lru::lock_classes`): this crate
 //! knows none of its users' locks, and a new lock is added next to the code that takes it.
+//!
+//! Unsafe code here, and why: the class registry stores `&'static ClassData` as raw
+//! pointers in atomics, and turns them back into references.
+#![allow(unsafe_code)]
 
 use crate::stat::{ClassStats, LockStatSnapshot};
 use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};

@@ -10,6 +10,11 @@
 //!
 //! Ids are below [`MAX_CPUS`]; per-CPU statistics and the lockdep held-lock stacks are
 //! indexed by them.
+//!
+//! Unsafe code here, and why: reading the CPU id goes through the GS segment (`unsafe fn
+//! set_cpu_id_gs_offset`) or a platform hook stored as a function address, both set up once
+//! at boot.
+#![allow(unsafe_code)]
 
 use core::sync::atomic::{AtomicUsize, Ordering};
 

@@ -139,6 +139,7 @@ macro_rules! word_class {
 }
 
 #[cfg(all(test, not(loom)))]
+#[allow(unsafe_code)] // Releases the ticket lock a test took (`TicketLock::release`).
 mod tests {
     use super::*;
 

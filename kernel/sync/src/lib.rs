@@ -27,6 +27,7 @@
 //!   caller to go to are counted per call site, and the invariant checker fails on any.
 #![cfg_attr(not(any(test, any(test, feature = "std"))), no_std)]
 #![deny(unsafe_op_in_unsafe_fn)]
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 extern crate alloc;

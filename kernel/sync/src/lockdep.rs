@@ -18,6 +18,10 @@
 //! The held-lock stack is per thread on the host and per CPU in the kernel (indexed by
 //! [`crate::this_cpu`]; the kernel takes these locks in thread context and in the
 //! page-fault handler only, and the handler releases all it takes before returning).
+//!
+//! Unsafe code here, and why: lockdep's per-CPU held-lock stacks are `UnsafeCell`s each
+//! touched only by its own CPU, the discipline `this_cpu` gives.
+#![allow(unsafe_code)]
 
 use crate::class::{ClassData, MAX_CLASSES, class_by_id};
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

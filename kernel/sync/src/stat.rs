@@ -8,6 +8,10 @@
 //! ([`crate::ClassData::snapshot`]). Recording is off until [`set_enabled`] and then costs
 //! one relaxed load of a read-mostly flag per acquisition, plus two cycle-counter reads on a
 //! contended one.
+//!
+//! Unsafe code here, and why: lock statistics time waits with `rdtsc`, an intrinsic that is
+//! `unsafe` to call.
+#![allow(unsafe_code)]
 
 use crate::handoff::{HandoffTable, Seen};
 use core::fmt;

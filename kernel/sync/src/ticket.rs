@@ -19,6 +19,11 @@
 //! data, recorded by the new holder right after it acquires. It does not disable
 //! interrupts: the kernel takes these locks only in thread context and in the page-fault
 //! handler, never in an interrupt handler that could interrupt a holder on the same CPU.
+//!
+//! Unsafe code here, and why: it is the ticket lock: `unsafe fn release` trusts its caller
+//! to hold the lock, and a lock viewed over another structure's word (`from_word`) trusts
+//! nobody else to use that word.
+#![allow(unsafe_code)]
 
 use crate::class::LockClass;
 use core::marker::PhantomData;

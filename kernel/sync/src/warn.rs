@@ -11,6 +11,10 @@
 //! test or a benchmark run that hit one fails instead of going on with wrong books.
 //!
 //! The count is global, as the taint is in Linux: once warned, every later check fails.
+//!
+//! Unsafe code here, and why: the warning registry stores `&'static WarnSite` as raw
+//! pointers in atomics, and turns them back into references.
+#![allow(unsafe_code)]
 
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 

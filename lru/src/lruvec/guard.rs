@@ -11,6 +11,11 @@
 //! Sizes are kept as Linux keeps them: `lru_zone_size` in the host (`update_lru_size`) for
 //! classic and MGLRU lists alike, plus `lrugen->nr_pages` for generations
 //! (`lru_gen_update_size`), so both views agree under the lock.
+//!
+//! Unsafe code here, and why: the guard releases the raw lock its constructor took, and its
+//! relock retargets it only to lruvecs under the same lock: the lock's `unsafe fn release`
+//! is called here and nowhere else.
+#![allow(unsafe_code)]
 
 use super::{
     LruList, LruMode, Lruvec, LruvecHost, MGLRU_SLOT_BASE, NR_LRU_LISTS, decode_mglru_slot,

@@ -7,6 +7,11 @@
 //! `nonresident` (the classic workingset clock, lockless atomic adds), `identity` (the
 //! flags word, immutable) and `pgdat` (the node pointer, immutable, read by every path-A
 //! stat update).
+//!
+//! Unsafe code here, and why: it implements the memcg FIFO's `unsafe trait MemcgFifoEntry`,
+//! whose contract (the FIFO node is the field at `MEMCG_NODE_OFFSET` of the lruvec) only
+//! this file, which computes that offset, can promise.
+#![allow(unsafe_code)]
 
 use super::{Lruvec, LruvecHost};
 use crate::layout::{FieldDesc, StructLayout};

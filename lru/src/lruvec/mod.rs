@@ -29,6 +29,12 @@
 //! This module contains the crate's lruvec unsafe: the lists live in `UnsafeCell`s that
 //! are only reached through an [`LruvecGuard`], which exists only while the lruvec's lock
 //! is held, and the host is reached by `container_of` under [`LruvecHost`]'s contract.
+//!
+//! Unsafe code here, and why: an lruvec owns intrusive lists of `&'static Folio` in
+//! `UnsafeCell`s that only its lock guard may touch, is built in place by an `unsafe fn
+//! new` (its lists must not move once linked), and declares itself `Sync` on that
+//! discipline.
+#![allow(unsafe_code)]
 
 use crate::error::LruError;
 use crate::folio::{ANON_AND_FILE, Folio, FolioFlags, MAX_NR_ZONES, NO_SLOT, Zone};

@@ -5,6 +5,11 @@
 //! then `lru_zone_size`) and points them at a [`PgData`] of its own type. It sits above
 //! both the lruvec and the node, as a user of the two: the lruvec itself names its node
 //! only through [`LruvecNode`](super::LruvecNode).
+//!
+//! Unsafe code here, and why: it implements `unsafe trait LruvecHost` (every lruvec of this
+//! host is the `lruvec` field of a `LruvecStandalone`, found by offset) and builds that
+//! field in place with `Lruvec::new`.
+#![allow(unsafe_code)]
 
 use super::{LruZoneSize, Lruvec, LruvecHost, LruvecLock, new_lru_zone_size};
 use crate::LruMode;

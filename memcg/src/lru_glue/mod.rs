@@ -14,6 +14,11 @@
 //! `css_put_many` per lruvec pass). The owner may also leave the frame to be freed later
 //! ([`FolioFree::Frozen`]): those folios go back to it in one call once uncharged
 //! ([`FolioOwner::free_evicted`]), as `shrink_folio_list()` ends with `free_unref_folios()`.
+//!
+//! Unsafe code here, and why: putting a memcg's lruvec back on the FIFO calls the FIFO's
+//! `unsafe fn online`, whose lifetime promise the tree's release-then-grace-period order
+//! keeps.
+#![allow(unsafe_code)]
 
 mod lruvec_ops;
 pub mod owner;

@@ -8,6 +8,10 @@
 //! struct ([`super::MemCgroupPerNodeV1`], seed 000's kernel) follows it directly with the
 //! memcg-v1 soft-limit fields ([`PnSoftLimit`]). Which 128-byte pair a group falls in is
 //! decided by the layout that orders them.
+//!
+//! Unsafe code here, and why: the read-mostly group holds the memcg's back pointer raw (as
+//! Linux's `pn->memcg`) and declares itself `Send`/`Sync` on it.
+#![allow(unsafe_code)]
 
 use crate::error::MemcgId;
 use crate::stats::{LruvecStats, LruvecStatsPercpu};

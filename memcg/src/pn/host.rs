@@ -10,6 +10,11 @@
 //! `write_hot` fields, keeping the in-place construction argument of the safety comment
 //! below): the struct and its layouts ([`super`]) stay below the memcg
 //! ([`crate::memcontrol`]), which embeds them.
+//!
+//! Unsafe code here, and why: it implements `unsafe trait LruvecHost` for each
+//! `mem_cgroup_per_node` layout (every lruvec is that struct's `lruvec` field, found by
+//! offset) and turns that offset back into the memcg.
+#![allow(unsafe_code)]
 
 use super::{MemCgroupPerNode, MemCgroupPerNodeBase, MemCgroupPerNodePaired, MemCgroupPerNodeV1};
 use core::mem::offset_of;

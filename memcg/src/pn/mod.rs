@@ -30,6 +30,10 @@
 //! inside `mem_cgroup_per_node`) with the kernel's lock ([`ksync::Ticket`]), so each
 //! pairing they state holds for the kernel's build. [`PnPlacement`] puts the structs at +0
 //! or +64 of a 128-byte pair, so benchmarks show both pairings.
+//!
+//! Unsafe code here, and why: the layouts build their lruvec in place with `Lruvec::new`,
+//! whose contract the `LruvecHost` impl in host.rs relies on.
+#![allow(unsafe_code)]
 
 mod groups;
 mod host;

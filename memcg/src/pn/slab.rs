@@ -16,6 +16,10 @@
 //! mainline's (v1) is a whole number of lines only, and its objects are padded to the next
 //! pair. Freed objects are reused LIFO, as slab frees are; chunks are
 //! returned to the allocator when the cache is dropped.
+//!
+//! Unsafe code here, and why: it is a slab cache: it allocates raw chunks, constructs
+//! `mem_cgroup_per_node` objects in place at a chosen placement and frees them by hand.
+#![allow(unsafe_code)]
 
 use alloc::vec::Vec;
 use core::alloc::Layout;

@@ -3,6 +3,10 @@
 //! A handle borrows its tree, so no handle outlives the tree; the count it holds keeps
 //! the memcg from being reaped (a memcg is freed only when offline, unreferenced and
 //! uncharged, after a grace period).
+//!
+//! Unsafe code here, and why: a counted reference holds its memcg by raw pointer (the count
+//! keeps it alive) and declares itself `Send`/`Sync` on that.
+#![allow(unsafe_code)]
 
 use super::MemcgTree;
 use crate::lru_glue::{FolioHooks, FolioOwner};

@@ -23,6 +23,11 @@
 //! of the tree's RCU domain has passed since then
 //! (`start_poll_synchronize_rcu()`/`poll_state_synchronize_rcu()`), the next `reap` frees
 //! it and drops its reference on the parent.
+//!
+//! Unsafe code here, and why: the tree owns its memcgs as raw allocations, links and
+//! unlinks them under its lock, frees them after a grace period, and hands out counted
+//! references to them.
+#![allow(unsafe_code)]
 
 mod handle;
 pub(crate) mod idr;

@@ -12,6 +12,10 @@
 //!
 //! The fault core's own bookkeeping (regions, the address a fault is at) still uses `u64`;
 //! the conversions to and from it are explicit ([`VirtAddr::new`], [`VirtAddr::as_u64`]).
+//!
+//! Unsafe code here, and why: a slice of `VirtAddr` is viewed as a slice of `u64`
+//! (`repr(transparent)`) for the MMU's batch calls.
+#![allow(unsafe_code)]
 
 /// A virtual address in an address space.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -20,6 +20,10 @@
 //! - every LRU folio is accounted for: mapped (anonymous) or cached (object);
 //! - no `WARN_ON_ONCE` site fired ([`ksync::warn`]: an uncharge or a free that failed, a
 //!   folio put back nowhere), here or anywhere since boot.
+//!
+//! Unsafe code here, and why: the checker turns cached folios' mapping words into their
+//! objects (`object_of`) to check they agree.
+#![allow(unsafe_code)]
 
 use crate::vm::context::Vm;
 use crate::vm::fault::{MAPPING_ANON, object_of};

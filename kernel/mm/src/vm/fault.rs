@@ -26,6 +26,11 @@
 //!
 //! References: a new anonymous folio's one reference belongs to its PTE (dropped by
 //! `zap_page_range`); a page-cache folio holds one for the cache and one per PTE mapping.
+//!
+//! Unsafe code here, and why: a folio's `mapping` word holds its object's or anon region's
+//! address (as Linux's `folio->mapping`), turned back into a reference by `unsafe fn
+//! object_of`.
+#![allow(unsafe_code)]
 
 use crate::pfn::Pfn;
 use crate::vm::backing;

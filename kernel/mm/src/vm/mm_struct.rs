@@ -16,6 +16,10 @@
 //! A region lives in a `Box` that is leaked while published and freed through RCU once it
 //! is detached. The address space itself must stay where it is while it has regions (the
 //! regions point back at it): [`MmStruct::new`] returns it boxed.
+//!
+//! Unsafe code here, and why: the region table is reached through an atomic pointer and
+//! replaced only under the mmap lock, and `MmStruct` declares itself `Send`/`Sync` on that.
+#![allow(unsafe_code)]
 
 use crate::lock_classes::MmapLock;
 use crate::vm::cpumask::CpuMask;

@@ -12,6 +12,10 @@
 //! charged and on the LRU, until evicted or truncated. When a flush fails, the pages and
 //! table frames it covered are kept instead of released ([`crate::vm::tlb_kept`]) and let
 //! go after the next flush that succeeds ([`Vm::release_kept`]).
+//!
+//! Unsafe code here, and why: a region's handle is boxed, published by raw pointer and
+//! freed by hand once the region is detached and no reader can hold it.
+#![allow(unsafe_code)]
 
 use crate::vm::context::Vm;
 use crate::vm::counters::VmEvent;

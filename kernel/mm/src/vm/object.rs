@@ -11,6 +11,10 @@
 //!   swap device, as on a machine without swap) and freed only by truncation.
 //!
 //! An object has a fixed size in pages and an id (in every folio's `mapping` while cached).
+//!
+//! Unsafe code here, and why: a mapping of an object holds its address space by raw pointer
+//! (Linux's `vma->vm_mm` in the rmap), valid while the address space is registered.
+#![allow(unsafe_code)]
 
 use crate::pfn::Pfn;
 use crate::vm::addr::VirtAddr;

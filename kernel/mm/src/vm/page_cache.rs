@@ -17,6 +17,11 @@
 //! Folios are `'static` (they live in the memmap), so a reader that loaded a stale address
 //! can always look at it; `try_get` plus the re-check make sure it only *uses* a folio that
 //! is still this slot's.
+//!
+//! Unsafe code here, and why: the page cache's slots hold folio addresses as integers (as
+//! Linux's xarray holds `struct folio *`), turned back into `&'static Folio` by `unsafe fn
+//! folio_at`.
+#![allow(unsafe_code)]
 
 use crate::lock_classes::PageCacheLock;
 use alloc::boxed::Box;

@@ -23,6 +23,11 @@
 //! The trait speaks in typed values ([`Pfn`], [`VirtAddr`], [`Pte`], see
 //! [`super::addr`]): a frame number cannot be passed where an address or an entry is
 //! meant. The table's own API keeps the fault core's plain `u64` addresses.
+//!
+//! Unsafe code here, and why: page tables are frames written through their addresses, and a
+//! PTE table's split lock is a ticket lock viewed over its folio's `private` word
+//! (`TicketLock::from_word`).
+#![allow(unsafe_code)]
 
 use crate::lock_classes::PteLock;
 use crate::pfn::Pfn;

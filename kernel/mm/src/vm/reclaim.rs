@@ -23,6 +23,10 @@
 //! last reference (an unmap, a truncation, a folio batch, reclaim's putback) ends here: the
 //! folio leaves its LRU (TestClearLRU first, then its lruvec's lock), is uncharged, and its
 //! frame goes back to the running CPU's per-CPU list.
+//!
+//! Unsafe code here, and why: eviction turns a file folio's mapping word into its object
+//! (`object_of`), alive while the object has cached folios.
+#![allow(unsafe_code)]
 
 use crate::pfn::Pfn;
 use crate::vm::addr::VirtAddr;

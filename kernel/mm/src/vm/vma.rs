@@ -26,6 +26,11 @@
 //! The others (`anon_vma_chain`, `swap_readahead_info`, `numab_state`, `shared.rb`,
 //! `rb_subtree_last`, `anon_name`, `vm_userfaultfd_ctx`) exist only so that every used field
 //! sits where it sits in Linux; nothing reads them.
+//!
+//! Unsafe code here, and why: a VMA holds back pointers to its address space, object and
+//! memcg as raw pointers (as Linux's `vm_mm`, `vm_file`, `vm_private_data`), and declares
+//! itself `Send`/`Sync` on their lifetimes.
+#![allow(unsafe_code)]
 
 use crate::vm::object::Object;
 use core::mem::offset_of;
