@@ -306,10 +306,26 @@ pub fn project(counts: &[Counted], host_cpus: u32, moved_at_least: f64) -> Proje
     let queueing = calibrate(&calibration);
     let points = match queueing {
         Some(q) => {
-            let mut v: Vec<ProjectedPoint> = inputs
-                .iter()
-                .map(|(s, i)| i.project(s, q, *s == CALIBRATION))
-                .collect();
+            let mut v: Vec<ProjectedPoint> = Vec::new();
+            for (s, i) in &inputs {
+                let p = i.project(s, q, *s == CALIBRATION);
+                if p.time_ns.1 > 0.0 {
+                    v.push(p);
+                } else {
+                    // B's transfers removed more time than A takes: the model has left
+                    // its range (a cost per transfer far above the seed's time per op).
+                    missing.push(format!(
+                        "{s} {} {}->{} at {}: the model gives B no time per operation left \
+                         ({:.0} ns removed from {:.0} ns): outside its range",
+                        p.config,
+                        p.a,
+                        p.b,
+                        p.threads,
+                        p.time_ns.0 - p.time_ns.1,
+                        p.time_ns.0
+                    ));
+                }
+            }
             v.sort_by_key(|p| !p.calibrates);
             v
         }
@@ -638,6 +654,32 @@ mod tests {
         assert_eq!(
             (c.points, c.directed, c.agree, c.without_transfers),
             (4, 4, 4, 2)
+        );
+    }
+
+    /// Transfers B removes that would cost more than A's whole time per operation leave
+    /// the model's range: said, not printed as a ratio.
+    #[test]
+    fn a_projection_past_zero_time_is_refused() {
+        let v = [
+            verdict("seed003-pft", "anon", "A", "B", 2, (0.0, 0.823)),
+            verdict(
+                "page-counter-802f1d",
+                "one-memcg",
+                "A",
+                "B",
+                2,
+                (500.0, 0.0),
+            ),
+        ];
+        let p = project(&v, 2, 0.01);
+        assert!(!p.points.iter().any(|x| x.scenario == "page-counter-802f1d"));
+        assert!(
+            p.missing
+                .iter()
+                .any(|m| m.starts_with("page-counter-802f1d") && m.contains("outside its range")),
+            "{:?}",
+            p.missing
         );
     }
 
