@@ -791,6 +791,35 @@ mod tests {
         );
     }
 
+    /// A printed comparison is checked with the interval it was printed with: a paired one
+    /// as paired, one from a log before issue 20 (unpaired, Welch's method) as unpaired.
+    /// Either agrees with its runs when checked its own way; checked the other way it would
+    /// not (the two intervals differ on these runs).
+    #[test]
+    fn a_printed_comparison_is_checked_as_it_was_printed() {
+        let runs = runs();
+        let paired =
+            Comparison::from_runs_as("seed003-pft", "anon", 1, "A", "B", &runs, true).unwrap();
+        let mut old =
+            Comparison::from_runs_as("seed003-pft", "anon", 1, "A", "B", &runs, false).unwrap();
+        old.paired = false;
+        assert!(paired.paired && paired.method != stats::METHOD);
+        assert_eq!(old.method, stats::METHOD);
+        assert!(
+            !agrees(&paired, &old),
+            "the test needs runs whose paired and unpaired intervals differ"
+        );
+        for printed in [paired, old] {
+            let s = Summary::new(&runs, core::slice::from_ref(&printed));
+            assert!(
+                s.disagreeing.is_empty(),
+                "paired: {}: {:?}",
+                printed.paired,
+                s.disagreeing
+            );
+        }
+    }
+
     /// A run excluded for host load makes only its own point's printed comparisons stale
     /// (recomputed): a printed comparison at another CPU count, config or scenario is still
     /// checked against the runs.
