@@ -172,6 +172,19 @@ impl<'a> TestPattern<'a> {
     }
 }
 
+/// A [`TestSelection`] entry that selects no test, in words (`no test named `x``).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NothingSelected<'a>(pub TestPattern<'a>);
+
+impl fmt::Display for NothingSelected<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            TestPattern::Name(n) => write!(f, "no test named `{n}`"),
+            TestPattern::Prefix(p) => write!(f, "no test (slow ones aside) starts with `{p}`"),
+        }
+    }
+}
+
 impl<'a> TestSelection<'a> {
     /// Whether the test called `name` (`slow`: run only when named) is selected.
     #[must_use]
@@ -185,6 +198,23 @@ impl<'a> TestSelection<'a> {
     /// The entries of a [`TestSelection::Named`] list (none for `All`).
     pub fn patterns(&self) -> impl Iterator<Item = TestPattern<'a>> {
         self.names().map(TestPattern::parse)
+    }
+
+    /// The first entry that selects none of `tests` (each a name and whether it is slow):
+    /// a bad command line, never an empty pass. The kernel checks its registrations with
+    /// this, and the runner the same list read from the kernel's ELF before booting.
+    pub fn unmatched<'t, I>(&self, tests: I) -> Option<NothingSelected<'a>>
+    where
+        I: IntoIterator<Item = (&'t str, bool)> + Clone,
+    {
+        self.patterns()
+            .find(|p| {
+                !tests
+                    .clone()
+                    .into_iter()
+                    .any(|(n, slow)| p.matches(n, slow))
+            })
+            .map(NothingSelected)
     }
 
     /// The entries, as written, of a [`TestSelection::Named`] list (empty for `All`).

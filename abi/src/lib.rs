@@ -17,5 +17,7 @@ pub mod fault_spec;
 pub mod report;
 
 pub use bench::{BenchConfig, ScenarioSelection};
-pub use cmdline::{Action, CmdlineError, Config, Crash, QrMode, TestPattern, TestSelection};
+pub use cmdline::{
+    Action, CmdlineError, Config, Crash, NothingSelected, QrMode, TestPattern, TestSelection,
+};
 pub use exit::ExitCode;

@@ -15,7 +15,7 @@
 //! `.ktest_names`, from which the runner lists the tests (`kx test --list`) without booting.
 
 pub use crate::tests::case::{Test, TestResult};
-use abi::{ExitCode, TestPattern, TestSelection};
+use abi::{ExitCode, TestSelection};
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -31,9 +31,9 @@ fn section() -> &'static [Test] {
     let stop = &raw const __stop_ktests;
     let n = (stop as usize - start as usize) / core::mem::size_of::<Test>();
     // SAFETY: the linker script keeps every `.ktests` input section between the two
-    // symbols, the first 8-aligned (as `Test` is), and each holds only `Test` statics (the attribute emits nothing
-    // else there), whose size is a multiple of their alignment: the bytes between are `n`
-    // initialised `Test`s, in `.rodata`, never written.
+    // symbols, the first 8-aligned as `Test` is; `#[ktest]` puts only `Test` statics there,
+    // whose size is a multiple of their alignment: the bytes between are `n` initialised
+    // `Test`s in `.rodata`, never written.
     unsafe { core::slice::from_raw_parts(start, n) }
 }
 
@@ -48,31 +48,24 @@ pub fn registered() -> Vec<&'static Test> {
 pub fn run(sel: TestSelection<'_>) -> ExitCode {
     // Every entry must select something: a name that does not exist, or a prefix that
     // matches no test `all` runs, is a bad command line, not an empty pass.
-    for pattern in sel.patterns() {
-        if !registered().iter().any(|t| pattern.matches(t.name, t.slow)) {
-            let entry = match pattern {
-                TestPattern::Name(n) => alloc::format!("no test named `{n}`"),
-                TestPattern::Prefix(p) => {
-                    alloc::format!("no test (slow ones aside) starts with `{p}`")
+    let tests = registered();
+    if let Some(entry) = sel.unmatched(tests.iter().map(|t| (t.name, t.slow))) {
+        crate::println!("bad command line: {entry}. Tests:");
+        for t in &tests {
+            crate::println!(
+                "  {}{}",
+                t.name,
+                if t.slow {
+                    " (slow: only when named)"
+                } else {
+                    ""
                 }
-            };
-            crate::println!("bad command line: {entry}. Tests:");
-            for t in registered() {
-                crate::println!(
-                    "  {}{}",
-                    t.name,
-                    if t.slow {
-                        " (slow: only when named)"
-                    } else {
-                        ""
-                    }
-                );
-            }
-            return ExitCode::BadCmdline;
+            );
         }
+        return ExitCode::BadCmdline;
     }
     let (mut passed, mut failed) = (0u32, 0u32);
-    let selected: Vec<&Test> = registered()
+    let selected: Vec<&Test> = tests
         .into_iter()
         .filter(|t| sel.includes(t.name, t.slow))
         .collect();

@@ -236,11 +236,7 @@ fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
             Some(elf) => elf.clone(),
             None => build_kernel(&ws, build)?.elf64,
         };
-        let tests = crate::ktests::read(&elf).map_err(|why| RunError::BadInput {
-            path: elf.clone(),
-            why,
-        })?;
-        print!("{}", crate::ktests::listing(&tests));
+        print!("{}", crate::ktests::listing(&read_tests(&elf)?));
         return Ok(RunnerExit::Success);
     }
     if cli.command == Command::Image {
@@ -294,12 +290,8 @@ fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
     };
     // A test name that selects nothing is the kernel's bad command line: said here, from
     // the ELF's registrations, before anything boots (same status as the kernel's).
-    if let (Command::Test(names), Some(elf)) = (&cli.command, &symbols_elf) {
-        let tests = crate::ktests::read(elf).map_err(|why| RunError::BadInput {
-            path: elf.clone(),
-            why,
-        })?;
-        if let Err(why) = crate::ktests::check(names, &tests) {
+    if let (Command::Test(_), Some(elf)) = (&cli.command, &symbols_elf) {
+        if let Err(why) = crate::ktests::check(&cmdline, &read_tests(elf)?) {
             eprintln!("kx: bad command line: {why}; `kx test --list` lists the tests");
             return Ok(RunnerExit::Kernel(abi::ExitCode::BadCmdline));
         }
@@ -360,6 +352,14 @@ fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
     }
     let out = boot(&ws, &launch, timeout, !o.quiet)?;
     Ok(report(cli, o, &out))
+}
+
+/// The in-kernel tests the kernel ELF at `elf` registers; an ELF without them is bad input.
+fn read_tests(elf: &std::path::Path) -> Result<Vec<crate::ktests::KTest>, RunError> {
+    crate::ktests::read(elf).map_err(|why| RunError::BadInput {
+        path: elf.to_owned(),
+        why,
+    })
 }
 
 /// The accelerator of a `--coherence` run: TCG, since under KVM no guest access passes

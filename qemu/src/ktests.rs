@@ -4,10 +4,9 @@
 //! when named, as a text line into `.ktest_names`, which the kernel's linker script keeps in
 //! `.rodata` between `__start_ktest_names` and `__stop_ktest_names`. The runner reads those
 //! bytes back through the symbols: `kx test --list` prints them, and `kx test NAME...`
-//! refuses a name or prefix that selects nothing before it boots anything, as the kernel
-//! itself would (the same `abi` patterns, the same exit status).
+//! refuses a name or prefix that selects nothing before it boots anything, with the
+//! kernel's own check (`abi::TestSelection::unmatched`) and exit status.
 
-use abi::TestPattern;
 use elf::ElfBytes;
 use elf::endian::AnyEndian;
 use std::path::Path;
@@ -105,20 +104,21 @@ pub fn listing(tests: &[KTest]) -> String {
         .collect()
 }
 
-/// Why the requested `names` (names, or `PREFIX*`) would be a bad command line for a kernel
-/// with `tests`: the kernel's own rule, an entry must select something, a prefix only tests
-/// that are not slow.
-pub fn check(names: &[String], tests: &[KTest]) -> Result<(), String> {
-    for entry in names.iter().filter(|n| *n != "all") {
-        let pattern = TestPattern::parse(entry);
-        if !tests.iter().any(|t| pattern.matches(&t.name, t.slow)) {
-            return Err(match pattern {
-                TestPattern::Name(n) => format!("no test named `{n}`"),
-                TestPattern::Prefix(p) => format!("no test (slow ones aside) starts with `{p}`"),
-            });
-        }
+/// Why the kernel command line `cmdline` would be refused for selecting no test among
+/// `tests`: the kernel's own check (`abi::TestSelection::unmatched`) on the selection the
+/// kernel will parse from it. `Ok` when the line selects something, or is no test run, or
+/// does not parse (the kernel says why then).
+pub fn check(cmdline: &str, tests: &[KTest]) -> Result<(), String> {
+    let Ok(config) = abi::cmdline::parse(cmdline, false) else {
+        return Ok(());
+    };
+    let abi::Action::Test(sel) = config.action else {
+        return Ok(());
+    };
+    match sel.unmatched(tests.iter().map(|t| (t.name.as_str(), t.slow))) {
+        Some(entry) => Err(entry.to_string()),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -133,25 +133,29 @@ mod tests {
     }
 
     #[test]
-    fn the_list_marks_slow_tests_and_the_check_follows_the_kernels_rule() {
+    fn the_list_marks_slow_tests_and_the_check_is_the_kernels() {
         let tests = [t("mm_a", false), t("mm_b", false), t("vm_soak_long", true)];
         assert_eq!(
             listing(&tests),
             "mm_a\nmm_b\nvm_soak_long (slow: only when named)\n"
         );
-        let names = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(check("run=test test=mm_*,vm_soak_long", &tests), Ok(()));
+        assert_eq!(check("run=test test=all", &tests), Ok(()));
+        assert_eq!(check("run=test", &tests), Ok(()));
+        assert_eq!(check("run=summary", &tests), Ok(()), "not a test run");
         assert_eq!(
-            check(&names(&["mm_*", "vm_soak_long", "all"]), &tests),
-            Ok(())
+            check("run=test test=mm_a,mm_c", &tests),
+            Err("no test named `mm_c`".into())
         );
-        assert!(
-            check(&names(&["mm_a", "mm_c"]), &tests)
-                .unwrap_err()
-                .contains("`mm_c`")
-        );
-        assert!(
-            check(&names(&["vm_*"]), &tests).is_err(),
+        assert_eq!(
+            check("run=test test=vm_*", &tests),
+            Err("no test (slow ones aside) starts with `vm_`".into()),
             "slow tests need their name"
+        );
+        assert_eq!(
+            check("run=test test=mm_a,all", &tests),
+            Err("no test named `all`".into()),
+            "`all` inside a list is a name, as the kernel reads it"
         );
     }
 
