@@ -290,11 +290,11 @@ fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
     };
     // A test name that selects nothing is the kernel's bad command line: said here, from
     // the ELF's registrations, before anything boots (same status as the kernel's).
-    if let (Command::Test(_), Some(elf)) = (&cli.command, &symbols_elf) {
-        if let Err(why) = crate::ktests::check(&cmdline, &read_tests(elf)?) {
-            eprintln!("kx: bad command line: {why}; `kx test --list` lists the tests");
-            return Ok(RunnerExit::Kernel(abi::ExitCode::BadCmdline));
-        }
+    if let (Command::Test(_), Some(elf)) = (&cli.command, &symbols_elf)
+        && let Err(why) = crate::ktests::check(&cmdline, &read_tests(elf)?)
+    {
+        eprintln!("kx: bad command line: {why}; `kx test --list` lists the tests");
+        return Ok(RunnerExit::Kernel(abi::ExitCode::BadCmdline));
     }
     let coherence = match (coherence, symbols_elf) {
         (false, _) => None,
