@@ -2,9 +2,9 @@
 """Per operation, what the kernel's own machine code executes in a benchmark run under TCG.
 
 Boots the release kernel (ELF32 copy of the `kernel` profile's ELF) in QEMU's TCG with one
-vCPU and one scenario (`run=bench scenarios=S bench_cpus=1 rounds=1 seconds=SECS`), with
-QEMU logging each translated block's disassembly and each block execution
-(`-d in_asm,exec,nochain`, streamed through a pipe, never written to disk). The measured
+vCPU and one scenario (`run=bench scenarios=S bench_cpus=1 rounds=1 instances=1
+seconds=SECS`), with QEMU logging each translated block's disassembly and each block
+execution (`-d in_asm,exec,nochain`, streamed through a pipe, never written to disk). The measured
 window is what runs between an execution of `kx_measured_window_begin` and the next of
 `kx_measured_window_end` (kernel/src/bench/window.rs: where the engine starts and stops a
 CPU's hardware counters, so the window a PMU counts on real hardware). For each window it
@@ -27,12 +27,15 @@ With --functions N, each scenario's line is followed by the N functions whose bl
 execute the most instructions per operation (a block is charged to the symbol it starts
 in; inlined code to the function it was inlined into).
 
+With --locks N, each scenario's line is followed by its N most executed locked RMWs per
+operation, each with the chain of (inlined) functions and source lines it was compiled from.
+
 With --calls N, each scenario's line is followed by its N most frequent call targets per
 operation (direct calls by the kernel symbol they land on, indirect ones by the function
 that makes them).
 
 Usage: scripts/guest-insn-count.py [--kernel DIR] [--seconds S] [--timeout T] [--calls N]
-                                   [--functions N] SCENARIO:CONFIG:VARIANT ...
+                                   [--functions N] [--locks N] SCENARIO:CONFIG:VARIANT ...
   e.g. limit:anon:floor seed001-faultfree:anon:base@+0 seed001-faultfree:shmem:base@+0
        seed003-pft:anon:A (the default). The kernel is built first unless --no-build
   (`cargo build -p kernel --profile kernel`, the recipe of boot/src/kernel_build.rs); wrap
@@ -85,6 +88,9 @@ def parse_args():
                    help="also print the N most frequent call targets per operation")
     p.add_argument("--functions", type=int, default=0, metavar="N",
                    help="also print the N functions executing the most instructions per op")
+    p.add_argument("--locks", type=int, default=0, metavar="N",
+                   help="also print the N locked RMWs executed most per op, with the source "
+                        "line (and the functions inlined into it) they were compiled from")
     try:
         a = p.parse_args()
     except SystemExit as e:
@@ -115,15 +121,18 @@ CALL_TARGET = re.compile(r"^(0x[0-9a-f]+)$")
 def count_windows(log, begin, end):
     """Per window: ([insn, call, lock, div] summed over the blocks executed in it, Counter
     of call targets: an address, or ("site", address of the call) for an indirect call,
-    Counter of instructions by block start)."""
+    Counter of instructions by block start, Counter of locked RMWs by their address)."""
     blocks = {}  # block start -> [insn, call, lock, div]
     targets = {}  # block start -> call targets in it
+    locks = {}  # block start -> addresses of its locked RMWs
     cur = None  # [insn, call, lock, div] of the block being read
     cur_targets = None
+    cur_locks = None
     windows = []
     open_w = None
     open_t = None
     open_b = None
+    open_l = None
     for line in log:
         if line.startswith("Trace "):
             m = TRACE.match(line)
@@ -134,10 +143,11 @@ def count_windows(log, begin, end):
                 open_w = [0, 0, 0, 0]
                 open_t = Counter()
                 open_b = Counter()
+                open_l = Counter()
                 continue
             if pc == end:
                 if open_w is not None:
-                    windows.append((open_w, open_t, open_b))
+                    windows.append((open_w, open_t, open_b, open_l))
                 open_w = None
                 continue
             if open_w is not None:
@@ -149,6 +159,8 @@ def count_windows(log, begin, end):
                 for t in targets[pc]:
                     open_t[t] += 1
                 open_b[pc] += b[0]
+                for site in locks[pc]:
+                    open_l[site] += 1
         elif line.startswith("IN:"):
             cur = None
         elif line.startswith("0x"):
@@ -159,12 +171,16 @@ def count_windows(log, begin, end):
             if cur is None:
                 cur = [0, 0, 0, 0]
                 cur_targets = []
+                cur_locks = []
                 blocks[addr] = cur
                 targets[addr] = cur_targets
+                locks[addr] = cur_locks
             cur[0] += 1
             k = kind(m.group(2), m.group(3))
             if k:
                 cur[("insn", "call", "lock", "div").index(k)] += 1
+            if k == "lock":
+                cur_locks.append(addr)
             if k == "call":
                 t = CALL_TARGET.match(m.group(3).strip())
                 cur_targets.append(int(t.group(1), 16) if t else ("site", addr))
@@ -192,6 +208,30 @@ def name_of(syms, addr):
     return syms[i][1] if i >= 0 else hex(addr)
 
 
+def source_lines(elf, addrs):
+    """Address -> ["function at file:line", ...] from the innermost inlined frame out, by
+    addr2line over the ELF's line tables (empty when it has none or addr2line is missing)."""
+    if not addrs or shutil.which("addr2line") is None:
+        return {}
+    out = subprocess.run(["addr2line", "-e", elf, "-f", "-i", "-C", "-a"]
+                         + [hex(a) for a in addrs], capture_output=True, text=True).stdout
+    where = {}
+    cur = None
+    lines = out.splitlines()
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("0x"):
+            cur = where.setdefault(int(lines[i], 16), [])
+            i += 1
+            continue
+        fn = lines[i]
+        loc = lines[i + 1] if i + 1 < len(lines) else "??"
+        loc = re.sub(r"^.*/(kernel|lru|memcg|abi|boot)/", r"\1/", loc)
+        cur.append(f"{fn[:70]} at {loc}")
+        i += 2
+    return where
+
+
 def symbol(elf, name):
     out = subprocess.run(["nm", elf], capture_output=True, text=True, check=True).stdout
     for line in out.splitlines():
@@ -206,7 +246,8 @@ def boot(a, elf32, scenario):
     fifo = os.path.join(tmp, "log")
     os.mkfifo(fifo)
     serial = os.path.join(tmp, "serial.log")
-    append = f"run=bench scenarios={scenario} bench_cpus=1 rounds=1 seconds={a.seconds}"
+    append = (f"run=bench scenarios={scenario} bench_cpus=1 rounds=1 instances=1 "
+              f"seconds={a.seconds}")
     args = [
         "qemu-system-x86_64", "-machine", "q35", "-cpu", "max", "-m", "1024", "-smp", "1",
         "-accel", "tcg", "-display", "none", "-serial", f"file:{serial}", "-nic", "none",
@@ -241,7 +282,7 @@ def main():
     elf32 = os.path.join(tmp, "kernel32.elf")
     subprocess.run(["objcopy", "-O", "elf32-i386", elf64, elf32], check=True)
 
-    syms = symbol_table(elf64) if a.calls or a.functions else []
+    syms = symbol_table(elf64) if a.calls or a.functions or a.locks else []
     wanted = defaultdict(list)
     for s in a.specs:
         sc, cfg, var = s.split(":")
@@ -255,16 +296,17 @@ def main():
         qemu.wait()
         timer.cancel()
         err = qemu.stderr.read().decode(errors="replace")
-        records = []
         with open(serial, errors="replace") as f:
-            for line in f:
-                if line.startswith("KRESULT "):
-                    r = json.loads(line[len("KRESULT "):])
-                    if r.get("type") == "run":
-                        records.append(r)
+            lines = f.readlines()
+        records = [json.loads(line[len("KRESULT "):]) for line in lines
+                   if line.startswith("KRESULT ")]
+        records = [r for r in records if r.get("type") == "run"]
+        # What the kernel said, without the indented lists (the accepted keys, the tests).
+        tail = "".join(line for line in lines if not line.startswith("  "))[-1200:]
         shutil.rmtree(btmp, ignore_errors=True)
         if not records:
-            die(6, f"{sc}: no run records (QEMU status {qemu.returncode}): {err.strip()[-400:]}")
+            die(6, f"{sc}: no run records (QEMU status {qemu.returncode}): {err.strip()[-400:]}"
+                   f"\nthe kernel said:\n{tail}")
         if len(records) != len(windows):
             die(7, f"{sc}: {len(windows)} measured windows but {len(records)} run records")
         for cfg, var in runs:
@@ -284,6 +326,16 @@ def main():
                         insns[name_of(syms, pc)] += n
                 for f, n in insns.most_common(a.functions):
                     print(f"    {n / ops:7.1f} insn/op   {f[:110]}")
+            if a.locks:
+                sites = Counter()
+                for _, w in hits:
+                    sites.update(w[3])
+                top = sites.most_common(a.locks)
+                where = source_lines(elf64, [site for site, _ in top])
+                for site, n in top:
+                    print(f"    {n / ops:7.2f} locks/op  {site:#x} {name_of(syms, site)[:80]}")
+                    for frame in where.get(site, []):
+                        print(f"                       {frame}")
             if a.calls:
                 calls = Counter()
                 for _, w in hits:

@@ -59,7 +59,7 @@ import time
 from collections import Counter
 
 DEFAULT_APPEND = (
-    "run=bench scenarios=seed001-faultfree bench_cpus=1 rounds=1 seconds=1"
+    "run=bench scenarios=seed001-faultfree bench_cpus=1 rounds=1 instances=1 seconds=1"
 )
 RIP = re.compile(rb"RIP=([0-9a-f]{16})")
 
