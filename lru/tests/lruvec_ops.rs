@@ -86,6 +86,29 @@ fn isolation_is_exclusive_and_validated() {
 }
 
 #[test]
+fn a_released_folio_leaves_its_list_with_its_flag_cleared_under_the_lock() {
+    for mode in [LruMode::Mglru, LruMode::Classic] {
+        let lv = lruvec::<Ticket, LruGenFolioGrouped>(1, mode);
+        let f = folios(3, 1, false);
+        for &x in &f[..2] {
+            lv.lock().add_folio(x).unwrap();
+        }
+        let mut g = lv.lock();
+        g.del_released_folio(f[0]).unwrap();
+        assert!(!f[0].test_lru(), "{mode:?}: the flag is cleared");
+        assert_eq!(f[0].lru_gen(), None, "{mode:?}");
+        assert_eq!(g.lruvec().nr_folios(), 1, "{mode:?}: unlinked and counted");
+        assert_eq!(g.del_released_folio(f[0]), Err(LruError::NotOnLru));
+        // A flag set on a folio that is on no list: the unlink fails and the flag stays,
+        // as it was found.
+        f[2].set(FolioFlags::LRU);
+        assert!(g.del_released_folio(f[2]).is_err(), "{mode:?}");
+        assert!(f[2].test_lru(), "{mode:?}: the flag is put back when the unlink fails");
+        assert_eq!(g.lruvec().nr_folios(), 1, "{mode:?}");
+    }
+}
+
+#[test]
 fn isolation_races_have_one_winner() {
     let lv = lruvec::<Ticket, LruGenFolioGrouped>(1, LruMode::Mglru);
     let f = folios(64, 1, false);

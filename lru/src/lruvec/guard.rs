@@ -301,6 +301,22 @@ impl<'a, H: LruvecHost> LruvecGuard<'a, H> {
         self.lruvec_del_folio(folio, false)
     }
 
+    /// Unlink a folio whose last reference is gone and clear its LRU flag with a plain
+    /// load and store (`__page_cache_release`: `lruvec_del_folio()`, then
+    /// `__folio_clear_lru_flags()`), no locked read-modify-write. Sound only because the
+    /// count is zero, so no one else can pin the folio to isolate it (every isolation
+    /// pins first), and because this guard is held, which every other writer of the flags
+    /// of a listed folio holds too (a generation move, an activation). The caller saw the
+    /// flag set ([`Folio::test_lru`]) before taking the lock, as `folio_test_lru()` does.
+    pub fn del_released_folio(&mut self, folio: &'static Folio) -> Result<(), LruError> {
+        if !folio.test_lru() {
+            return Err(LruError::NotOnLru);
+        }
+        folio.clear_unshared(FolioFlags::LRU);
+        self.lruvec_del_folio(folio, false)
+            .inspect_err(|_| folio.set_unshared(FolioFlags::LRU))
+    }
+
     /// Move a folio the caller owns (LRU flag cleared by it) with `f` between an unlink
     /// and a re-add, then hand the folio back to the LRU (`folio_batch_move_lru` step).
     fn move_isolated(

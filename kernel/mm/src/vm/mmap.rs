@@ -6,8 +6,8 @@
 //! and hands the pages to an [`MmuGather`]; before any page can be freed the gather flushes
 //! the TLB (`invlpg`, or a shootdown IPI to every CPU in the address space's cpumask,
 //! waiting for each to acknowledge). Then every page's mapping reference is dropped in a
-//! batch: anonymous folios reach zero and are released (off their lruvecs with TestClearLRU
-//! first and one lock hold per run of folios of one lruvec, `folios_put_refs`; uncharged;
+//! batch: anonymous folios reach zero and are released (off their lruvecs with the LRU flag
+//! cleared under one lock hold per run of folios of one lruvec, `folios_put_refs`; uncharged;
 //! frames back to this CPU's per-CPU list); object folios stay in their object's page cache,
 //! charged and on the LRU, until evicted or truncated. When a flush fails, the pages and
 //! table frames it covered are kept instead of released ([`crate::vm::tlb_kept`]) and let
@@ -324,7 +324,8 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
     }
 
     /// `folios_put_refs` for folios whose last reference is gone: off their lruvecs in one
-    /// pass (TestClearLRU first, the lock relocked only when the lruvec changes), then
+    /// pass (`__page_cache_release`: the LRU flag tested with a plain load and cleared
+    /// under the lruvec's lock, relocked only when the lruvec changes), then
     /// uncharged with one page-counter update per run of folios of one memcg
     /// (`mem_cgroup_uncharge_folios`) and freed with one `pcp->lock` hold per run of one
     /// zone (`free_unref_folios`).
@@ -335,14 +336,16 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         if let Ok(rcu) = self.tree.rcu().read_lock(cpu) {
             let mut guard: Option<LruvecGuard<'_, P>> = None;
             for &f in folios {
-                if !f.test_clear_lru() {
+                // `folio_test_lru()`, a plain load: the count is zero, so no one can pin
+                // the folio to isolate it, and the flag is cleared under the lock below.
+                if !f.test_lru() {
                     continue;
                 }
                 ksync::race::window();
                 match folio_lruvec_relock(guard.take(), f, &self.tree, &rcu) {
                     Ok(mut g) => {
                         ksync::warn_on_once!(
-                            g.del_folio(f).is_err(),
+                            g.del_released_folio(f).is_err(),
                             "a released folio with its LRU flag was on no list of its lruvec"
                         );
                         guard = Some(g);
@@ -351,7 +354,6 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                         // Still on a list it cannot be taken off: the frame must not be
                         // freed under it, and this cannot happen for a charged folio.
                         ksync::warn_on_once!(true, "a released folio's lruvec was not found");
-                        f.set(lru::FolioFlags::LRU);
                     }
                 }
             }

@@ -21,8 +21,10 @@
 //!
 //! **Release** (`FolioOwner::release_folio`, `__folio_put`): whoever drops a folio's
 //! last reference (an unmap, a truncation, a folio batch, reclaim's putback) ends here: the
-//! folio leaves its LRU (TestClearLRU first, then its lruvec's lock), is uncharged, and its
-//! frame goes back to the running CPU's per-CPU list.
+//! folio leaves its LRU (`__page_cache_release`: the LRU flag tested with a plain load, then
+//! cleared with a plain store under its lruvec's lock: with the count at zero no isolation
+//! can race, since isolation pins first), is uncharged, and its frame goes back to the
+//! running CPU's per-CPU list.
 //!
 //! Unsafe code here, and why: eviction turns a file folio's mapping word into its object
 //! (`object_of`), alive while the object has cached folios.
@@ -167,16 +169,17 @@ impl<P: MemCgroupPerNode> FolioOwner<MemcgTree<P, Self>> for VmFolios {
     /// `__folio_put`; see the module documentation.
     fn release_folio(&self, tree: &MemcgTree<P, Self>, cpu: usize, folio: &'static Folio) {
         let cpu = self.cpu(cpu);
-        if folio.test_clear_lru() {
+        if folio.test_lru() {
             ksync::race::window();
             // Nobody else can isolate it (isolation pins first, and the count is zero):
-            // ours to unlink, under its lruvec's lock.
+            // ours to unlink, under its lruvec's lock, which clears the flag with a plain
+            // store (`__page_cache_release`).
             if let Ok(guard) = tree.rcu().read_lock(cpu)
                 && let Ok(m) = tree.lookup_rcu(&guard, folio.memcg_id())
                 && let Ok(lruvec) = m.lruvec(folio.node())
             {
                 ksync::warn_on_once!(
-                    lruvec.lock().del_folio(folio).is_err(),
+                    lruvec.lock().del_released_folio(folio).is_err(),
                     "__folio_put: a folio with its LRU flag was on no list of its lruvec"
                 );
             } else {
