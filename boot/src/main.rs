@@ -4,6 +4,7 @@
 //! `kx image` does the same; this binary exists so the image can be made without the runner.
 //! Its arguments are one clap struct ([`Args`]); a usage error is clap's message on one line
 //! ([`boot::usage`]) and a pointer at `--help`, with status 2 like `kx`'s.
+#![deny(unsafe_code)]
 
 use boot::{BuildOptions, Profile, Workspace, build_image, build_kernel};
 use clap::Parser;

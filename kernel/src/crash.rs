@@ -1,5 +1,9 @@
 //! Deliberate failures (`run=panic|pagefault|overflow|hang`), so the host tests can prove
 //! that each kind of failure is reported with the right exit code and message.
+//!
+//! Unsafe code here, and why: the deliberate crashes (for the crash tests) write to an
+//! unmapped address.
+#![allow(unsafe_code)]
 
 use abi::{Crash, ExitCode};
 

@@ -13,6 +13,10 @@
 //! Slow tests (`#[ktest(slow)]`: a long soak, the coherence known answers) run only when
 //! named: `test=all` leaves them out. The same attribute writes each name into
 //! `.ktest_names`, from which the runner lists the tests (`kx test --list`) without booting.
+//!
+//! Unsafe code here, and why: the registered tests are a linker section read as a slice
+//! between its start and stop symbols.
+#![allow(unsafe_code)]
 
 pub use crate::tests::case::{Test, TestResult};
 use abi::{ExitCode, TestSelection};

@@ -15,6 +15,11 @@
 //! bytes apart so that two CPUs' slots never share a cache line nor the adjacent-line
 //! prefetch pair (the 128-byte spatial prefetcher). Data that other CPUs must read while the owner writes
 //! (counters summed by a reader) goes in a [`PerCpuShared<T>`] of `Sync` cells instead.
+//!
+//! Unsafe code here, and why: each CPU's area is found through GS and shared with the other
+//! CPUs, so `Sync` is asserted for it: written only during bring-up, before its CPU starts,
+//! and read-only apart from its atomics after.
+#![allow(unsafe_code)]
 
 pub mod on_each_cpu;
 

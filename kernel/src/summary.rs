@@ -2,6 +2,10 @@
 //! allocator's zones, framebuffer.
 //!
 //! This is what a user sees first on a real machine, so it says plainly what the kernel found.
+//!
+//! Unsafe code here, and why: the summary screen draws on the framebuffer the boot loader
+//! describes.
+#![allow(unsafe_code)]
 
 use crate::arch::{cpu, paging};
 use crate::boot_info::{BootInfo, BootProtocol};

@@ -103,7 +103,10 @@ fn a_released_folio_leaves_its_list_with_its_flag_cleared_under_the_lock() {
         // as it was found.
         f[2].set(FolioFlags::LRU);
         assert!(g.del_released_folio(f[2]).is_err(), "{mode:?}");
-        assert!(f[2].test_lru(), "{mode:?}: the flag is put back when the unlink fails");
+        assert!(
+            f[2].test_lru(),
+            "{mode:?}: the flag is put back when the unlink fails"
+        );
         assert_eq!(g.lruvec().nr_folios(), 1, "{mode:?}");
     }
 }

@@ -1,4 +1,5 @@
 //! `kx`: build the kernel, boot it in QEMU, report what happened (see `kx help`).
+#![deny(unsafe_code)]
 
 use std::process::ExitCode;
 

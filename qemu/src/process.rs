@@ -10,7 +10,8 @@
 //! line (and a last unterminated one at the end) to a callback while QEMU still runs, which
 //! is how `kx bench` drives its progress bar.
 //!
-//! This is one of the runner's few places with `unsafe`: `pre_exec` and three libc calls.
+//! Unsafe code here, and why: `pre_exec` and three libc calls (one of the runner's few
+//! places with `unsafe`).
 #![allow(unsafe_code)]
 
 use crate::RunError;

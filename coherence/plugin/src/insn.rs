@@ -3,6 +3,7 @@
 //! A `lock` prefix (0xF0) among the legacy prefixes, or `xchg` with a memory operand (opcode
 //! 0x86/0x87 with ModRM.mod != 3), which the CPU locks without a prefix. The prefixes are
 //! skipped as the decoder does: legacy prefixes in any order, then at most one REX byte.
+#![deny(unsafe_code)]
 
 /// Whether `bytes` (one instruction) is a locked read-modify-write.
 pub fn locked_rmw(bytes: &[u8]) -> bool {

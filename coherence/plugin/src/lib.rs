@@ -19,6 +19,10 @@
 //!
 //! Licence: the workspace's (MIT OR Apache-2.0); the FFI declarations in `ffi.rs` are written
 //! from the API's documentation, not taken from a GPL crate.
+//!
+//! Unsafe code here, and why: this module and `ffi` are the boundary with QEMU (exported
+//! `#[unsafe(no_mangle)]` entry points, callbacks receiving raw pointers, calls into the
+//! plugin API); `insn`, which decodes instruction bytes, denies it.
 
 mod ffi;
 mod insn;

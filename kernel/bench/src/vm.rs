@@ -13,7 +13,7 @@
 //! the objects' page caches, the memcgs, pending RCU callbacks, and the context last), and
 //! checked by the fault core's invariant checker after every run.
 //!
-//! One of bench's two modules with `unsafe` (the crate denies it elsewhere): the borrowers a
+//! Unsafe code here, and why (one of bench's two such modules): the borrowers a
 //! [`Ctx`] keeps (address spaces, memcg references, regions' objects) borrow its boxed
 //! context and objects as `'static`, which only the context's drop order makes true; and
 //! the host's software address spaces ([`soft`]) read words of mapped frames through raw

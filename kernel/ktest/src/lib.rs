@@ -51,6 +51,7 @@
 //! }
 //! # fn main() {}
 //! ```
+#![forbid(unsafe_code)]
 
 use proc_macro::{Delimiter, Group, Ident, Literal, Punct, Spacing, Span, TokenStream, TokenTree};
 

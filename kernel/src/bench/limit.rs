@@ -19,6 +19,11 @@
 //! entry is clear, and each CPU resolved exactly as many page faults as it did operations
 //! since setup (so each operation really trapped: a translation `invlpg` failed to drop
 //! would let a write through without a fault) with no fault ending at a fixup.
+//!
+//! Unsafe code here, and why: the floor's fault handler reaches its instance through the
+//! region's data word and writes its window's page-table entries directly, as the floor of
+//! the fault path must.
+#![allow(unsafe_code)]
 
 use crate::arch::aspace::{self, MmRange};
 use crate::arch::clear_page::clear_page;

@@ -8,6 +8,10 @@
 //! Besides text, the console fills rectangles and places text at a given cell
 //! ([`FbConsole::fill_rect`], [`FbConsole::text_at`]): the QR display ([`super::qr`]) draws
 //! on the whole screen with them and clears it afterwards ([`FbConsole::reset`]).
+//!
+//! Unsafe code here, and why: the framebuffer is memory at an address the boot loader
+//! passes, written through raw pointers.
+#![allow(unsafe_code)]
 
 use crate::boot_info::{FbFormat, FramebufferInfo};
 use font8x8::legacy::BASIC_LEGACY;

@@ -7,6 +7,9 @@
 //! meaning). A machine without an i8042 reads status `0xFF` and never yields a key; USB
 //! keyboards answer here only through the firmware's legacy emulation, which UEFI machines
 //! often switch off. The QR display steps by itself when no key comes.
+//!
+//! Unsafe code here, and why: the PS/2 controller is read and written through I/O ports.
+#![allow(unsafe_code)]
 
 use x86_64::instructions::port::Port;
 

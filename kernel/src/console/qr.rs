@@ -26,6 +26,10 @@
 //!
 //! Each page shown is also announced on serial as `KQR page <p> of <P> codes <a>-<b> of <n>
 //! crc <8 hex digits>` (the tests take QEMU's screendump then).
+//!
+//! Unsafe code here, and why: the QR encoder runs on a freshly mapped large stack (assembly
+//! switches to it and back), with its job passed as a raw pointer.
+#![allow(unsafe_code)]
 
 use super::keyboard::{self, Key};
 use super::{Sink, print_to, with_screen};

@@ -8,6 +8,10 @@
 //! takes over the ranges that remain ([`take_free_ranges`], the handover); from then on
 //! [`alloc()`] hands out frames of the page allocator instead ([`hand_over`]), which stay
 //! allocated (counted, not reserved).
+//!
+//! Unsafe code here, and why: the `x86_64` crate's `FrameAllocator` is an unsafe trait: it
+//! must hand out unused frames only.
+#![allow(unsafe_code)]
 
 use crate::boot_info::{BootInfo, MemKind};
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -17,6 +17,10 @@
 //!
 //! [`PoolFrames`] lends the pool to `aspace`'s [`TableFrames`], the frame source of the
 //! slot's upper levels (the `__pud_alloc`/`__pmd_alloc` side of a link).
+//!
+//! Unsafe code here, and why: a frame is zeroed through the direct map before the pool
+//! hands it out.
+#![allow(unsafe_code)]
 
 use super::frame::{self, FRAME_SIZE};
 use super::phys_to_virt;

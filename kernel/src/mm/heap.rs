@@ -10,6 +10,10 @@
 //! The block is taken from the early frame allocator and reached through the direct map;
 //! its size is a quarter of usable RAM, capped at 1 GiB and at least 4 MiB (halved until
 //! a contiguous range that large exists).
+//!
+//! Unsafe code here, and why: the kernel heap is the global allocator (an unsafe trait),
+//! with per-CPU magazines in `UnsafeCell`s each touched only by its own CPU.
+#![allow(unsafe_code)]
 
 use core::alloc::{GlobalAlloc, Layout};
 use core::cell::UnsafeCell;

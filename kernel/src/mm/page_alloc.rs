@@ -14,6 +14,10 @@
 //!
 //! The calls other code makes go through [`get`]; the running CPU and its node come from the
 //! per-CPU area.
+//!
+//! Unsafe code here, and why: the memmap's early storage is an unsafe trait: it hands the
+//! page allocator memory that nothing else uses.
+#![allow(unsafe_code)]
 
 use super::frame;
 use crate::arch::numa;

@@ -4,6 +4,10 @@
 //! guard page followed by the stack's pages, so running off the bottom of any stack touches
 //! an unmapped page. The page-fault handler then cannot push its frame on that same stack and
 //! the CPU raises a double fault, which runs on its own IST stack and is reported.
+//!
+//! Unsafe code here, and why: a stack's pages are mapped by writing page-table entries for
+//! fresh frames in its own never-used slot, below an unmapped guard page.
+#![allow(unsafe_code)]
 
 use crate::arch::paging;
 use core::sync::atomic::{AtomicU64, Ordering};

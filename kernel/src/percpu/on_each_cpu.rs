@@ -14,6 +14,10 @@
 //! `kmain` and is never idle, so it can only be a target of its own calls
 //! ([`CallError::BootCpuBusy`] otherwise), and a function running inside a call may not make
 //! another one ([`CallError::Nested`]): its caller would wait for it forever.
+//!
+//! Unsafe code here, and why: the function run on every CPU is borrowed, not `'static`: its
+//! lifetime is erased for the other CPUs, which the caller outwaits.
+#![allow(unsafe_code)]
 
 use alloc::vec::Vec;
 use core::fmt;

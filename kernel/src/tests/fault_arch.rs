@@ -4,6 +4,10 @@
 //! the [`harness`], so tests are independent and leave the slot as they found it. Tests that
 //! need several CPUs run their work with `on_cpus`; with one CPU they check what one CPU can
 //! show and say so.
+//!
+//! Unsafe code here, and why: the fault tests build page tables by hand and write through
+//! aliases of the frames they map.
+#![allow(unsafe_code)]
 
 mod harness;
 mod shootdown;

@@ -1,4 +1,8 @@
 //! Memory-management tests: frames, page-table permissions, direct map, guard pages, heap.
+//!
+//! Unsafe code here, and why: the memory tests read and write through raw (volatile)
+//! pointers to check mappings and aliases.
+#![allow(unsafe_code)]
 
 use crate::arch::{cpu, paging};
 use crate::ensure;

@@ -5,6 +5,10 @@
 //! checks 1, 2, 4 or 8 CPUs depending on how QEMU was started (`-smp N`). Loop counts are
 //! modest: under TCG eight vCPUs share two host cores, and a ticket lock hands over only as
 //! fast as the host schedules the next waiter's thread.
+//!
+//! Unsafe code here, and why: the race tests need a deliberately unsynchronised counter
+//! (`UnsafeCell` shared between CPUs) to show what the locks prevent.
+#![allow(unsafe_code)]
 
 use alloc::format;
 use alloc::vec::Vec;

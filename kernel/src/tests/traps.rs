@@ -1,5 +1,9 @@
 //! Trap tests: a registered handler returns to the interrupted code with registers and SSE
 //! state intact.
+//!
+//! Unsafe code here, and why: the trap tests raise exceptions and clobber registers with
+//! inline assembly.
+#![allow(unsafe_code)]
 
 use crate::arch::trap::{self, TrapFrame, vector};
 use crate::ensure;

@@ -15,6 +15,10 @@
 //!
 //! Dropping a `KernelMm` unregisters the range first (so no fault can reach the target any
 //! more), then unmaps every region, frees the page tables and gives the range back.
+//!
+//! Unsafe code here, and why: the kernel's fault handler reaches its address space through
+//! the region's data word, which lives as long as the region is registered.
+#![allow(unsafe_code)]
 
 use super::KernelVm;
 use crate::arch::aspace::{self, MmRange};

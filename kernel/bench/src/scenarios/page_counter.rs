@@ -50,7 +50,7 @@
 //! This is a model of the commit's mechanism on the memcg crate's layout types, not the
 //! memcg tree's own charge path (whose `page_counter` is today's three-group layout).
 //!
-//! One of bench's two modules with `unsafe` (the crate denies it elsewhere): Linux's
+//! Unsafe code here, and why (one of bench's two such modules): Linux's
 //! `parent_mem_cgroup()` is a load of the counter's parent pointer, so the model's memcgs
 //! are boxed and linked by raw pointers, whose targets the scenario keeps alive in order.
 #![allow(unsafe_code)]

@@ -14,6 +14,11 @@
 //! and is skipped. Firmware may describe one processor twice (an xAPIC entry and an x2APIC
 //! entry with the same ID) and broken tables repeat IDs; the first entry wins and later ones
 //! are counted as duplicates, so no APIC ID is ever started twice.
+//!
+//! Unsafe code here, and why: the `acpi` crate's `AcpiHandler` maps physical regions
+//! through an unsafe trait method, and parsing starts from an RSDP address only firmware
+//! vouches for.
+#![allow(unsafe_code)]
 
 use alloc::string::String;
 use alloc::vec::Vec;

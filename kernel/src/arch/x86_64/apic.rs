@@ -16,6 +16,10 @@
 //! wait for the delivery-status bit to clear. In x2APIC mode a single 64-bit MSR write carries
 //! a 32-bit destination and there is no delivery-status bit, and since that write is not
 //! serialising it is fenced so that the IPI never overtakes the stores it announces.
+//!
+//! Unsafe code here, and why: the local APIC is programmed through MSRs (x2APIC) and
+//! volatile loads and stores to its MMIO page (xAPIC).
+#![allow(unsafe_code)]
 
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use raw_cpuid::CpuId;

@@ -28,6 +28,11 @@
 //! entries are written with single atomic stores, a new table is zeroed before the store that
 //! links it (Release; x86 keeps stores in order, as `pmd_populate` relies on after
 //! `smp_wmb`), and an entry that was not present is never cached, so linking needs no flush.
+//!
+//! Unsafe code here, and why: page-table frames are read and written through the direct map
+//! as arrays of atomic entries, which only the callers' ownership of those frames makes
+//! sound.
+#![allow(unsafe_code)]
 
 use super::paging::{self, phys_to_virt};
 use super::pte::{PMD_SIZE, nx_bit};

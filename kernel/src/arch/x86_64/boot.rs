@@ -11,6 +11,10 @@
 //!
 //! The multiboot2 header asks for a linear framebuffer (optional tag): UEFI machines have no
 //! VGA text mode, and a screen is the only console on a real machine without a serial port.
+//!
+//! Unsafe code here, and why: the 32-bit multiboot entry stub and the switch to long mode
+//! are assembly (`global_asm!`).
+#![allow(unsafe_code)]
 
 core::arch::global_asm!(
     r#"

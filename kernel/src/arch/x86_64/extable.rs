@@ -16,6 +16,10 @@
 //! it position independent. Linux sorts its table at build time and searches it with
 //! `bsearch`; this table holds one entry per touch routine, a few in all, so a linear scan
 //! is as fast as a search and cannot be broken by an unsorted table.
+//!
+//! Unsafe code here, and why: the exception table is a linker section read as a slice
+//! between its start and stop symbols.
+#![allow(unsafe_code)]
 
 /// One entry: `insn` may fault, and then resumes at `fixup`.
 #[repr(C)]

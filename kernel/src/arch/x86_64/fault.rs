@@ -41,6 +41,10 @@
 //!
 //! Unregistering a region while faults on it may be in flight is the caller's bug: a fault
 //! that already looked the region up still calls its (static) handler.
+//!
+//! Unsafe code here, and why: a region's handler is stored as a `usize` in a
+//! seqcount-protected slot and turned back into its `fn` pointer.
+#![allow(unsafe_code)]
 
 use super::aspace::{MM_SLOT_END, MM_SLOT_START};
 use super::extable;

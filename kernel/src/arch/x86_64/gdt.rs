@@ -9,6 +9,10 @@
 //! The BSP starts on static tables with static IST stacks (usable before paging and the
 //! heap); [`install_guarded_ist`] later swaps in stacks with guard pages. Other CPUs get
 //! heap-allocated tables through [`init_ap`].
+//!
+//! Unsafe code here, and why: loading the GDT, the TSS and the segment registers are
+//! privileged instructions whose tables must stay alive and in place.
+#![allow(unsafe_code)]
 
 use crate::mm::stack;
 use core::cell::UnsafeCell;

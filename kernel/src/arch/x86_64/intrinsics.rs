@@ -5,6 +5,10 @@
 //! every CPU with ERMSB and, unlike a Rust loop, never turned back into a call to itself by
 //! LLVM's idiom recognition). `panic = "abort"` means `rust_eh_personality` is never called,
 //! but precompiled libcore still references it.
+//!
+//! Unsafe code here, and why: `memcpy`, `memset`, `memmove` and `memcmp` are the compiler's
+//! own symbols (`#[unsafe(no_mangle)]`), over raw pointers.
+#![allow(unsafe_code)]
 
 use core::arch::asm;
 

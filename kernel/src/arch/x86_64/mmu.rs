@@ -17,6 +17,10 @@
 //! [`PtError::Flush`], so the fault core keeps the frames it covered instead of freeing them
 //! (`mm::vm::tlb_kept`). [`flush_failures`] injects such failures on demand (after the real
 //! flush, so injection never leaves a stale translation behind, only frames kept longer).
+//!
+//! Unsafe code here, and why: the kernel's MMU for the fault core zeroes frames and links
+//! page tables through the direct map, for frames its caller owns.
+#![allow(unsafe_code)]
 
 use super::aspace::{self, TableFrames};
 use super::paging::phys_to_virt;

@@ -1,6 +1,9 @@
 //! x86_64: boot stub, CPU tables, traps, paging, serial, the page-fault path's platform
 //! side (address-space slot, PTE encoding, touch routines, exception table, #PF dispatch,
 //! TLB shootdown), the APIC-timer sampling profiler, and the instructions the rest of the kernel needs by name.
+//!
+//! Unsafe code here, and why: switching to a new stack is assembly that never returns.
+#![allow(unsafe_code)]
 
 pub mod acpi;
 pub mod apic;

@@ -13,6 +13,10 @@
 //! 0xA) but faults on it: a hypervisor that passes the leaf through without emulating the
 //! counters, or QEMU's TCG with a CPU model whose CPUID it was told to copy. The first
 //! access to a PMU MSR therefore goes through here, never through a bare `rdmsr`.
+//!
+//! Unsafe code here, and why: MSR reads and writes are privileged instructions; the probing
+//! read recovers from #GP through an assembly stub in the exception table.
+#![allow(unsafe_code)]
 
 use super::trap::{self, TrapFrame};
 use core::sync::atomic::{AtomicU64, Ordering};

@@ -5,6 +5,10 @@
 //! structure read field by field (its layout is fixed by the spec). The result is copied into
 //! [`BootInfo`], so nothing later depends on the bootloader's memory staying intact, except
 //! the multiboot2 RSDP copy, whose range stays reserved.
+//!
+//! Unsafe code here, and why: the multiboot information is read from a physical address the
+//! boot loader passes, with lengths it vouches for.
+#![allow(unsafe_code)]
 
 use crate::boot_info::{BootInfo, BootProtocol, FbFormat, FramebufferInfo, MemKind, MemRegion};
 

@@ -16,6 +16,10 @@
 //! Construction runs on the boot identity map: page-table frames come from the early
 //! allocator's lowest ranges, which lie below 4 GiB, so they can be written through their
 //! physical addresses until CR3 switches.
+//!
+//! Unsafe code here, and why: building and loading the kernel's own page tables writes
+//! frames through raw pointers and loads CR3.
+#![allow(unsafe_code)]
 
 use crate::mm::frame::{self, Frames};
 use spin::Mutex;

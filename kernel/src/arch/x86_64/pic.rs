@@ -9,6 +9,9 @@
 //! get handlers that ignore them, except that a spurious IRQ 15 still needs an EOI on the
 //! master, whose cascade input did fire. Any other vector of the range stays fatal: with
 //! every line masked it cannot legitimately arrive.
+//!
+//! Unsafe code here, and why: masking the legacy PICs is I/O port writes.
+#![allow(unsafe_code)]
 
 use super::trap;
 use x86_64::instructions::port::Port;

@@ -4,6 +4,9 @@
 //! fails) or a port with nothing attached (CTS never asserted); writes are therefore bounded:
 //! a byte that the UART does not take within a spin budget is dropped and the port is marked
 //! stalled, so a missing cable can never hang the kernel.
+//!
+//! Unsafe code here, and why: the UART is programmed through I/O ports.
+#![allow(unsafe_code)]
 
 use uart_16550::backend::PioBackend;
 use uart_16550::{Config, Uart16550};

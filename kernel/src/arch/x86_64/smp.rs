@@ -28,6 +28,10 @@
 //! claim (a late AP then parks itself in `hlt`), sends it an INIT to put it back into
 //! wait-for-SIPI, reports it with the last stage it reached, and moves on to the next one.
 //! CPU ids stay dense: a failed AP's id goes to the next AP.
+//!
+//! Unsafe code here, and why: the AP trampoline is assembly copied to low memory, and
+//! starting an AP hands it a stack and page tables through raw memory.
+#![allow(unsafe_code)]
 
 use alloc::string::String;
 use alloc::vec::Vec;

@@ -15,6 +15,11 @@
 //! the enabled flag are skipped, as Linux does; other types (GICC, ITS, generic
 //! initiators) do not concern x86 CPUs or RAM. The SLIT is a count of localities `n` at
 //! byte 36 and an `n` x `n` byte matrix from byte 44, indexed by proximity domain.
+//!
+//! Unsafe code here, and why: the `acpi` crate declares each table type through an unsafe
+//! trait (its layout must match the firmware's), and the SRAT's and SLIT's variable parts
+//! are read as slices of firmware memory.
+#![allow(unsafe_code)]
 
 pub use hw::acpi::{Slit, Srat, SratCpu, SratMemory, TableError, parse_slit, parse_srat};
 

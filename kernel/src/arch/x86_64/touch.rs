@@ -27,6 +27,11 @@
 //! The routines hold no locks and run with the caller's interrupt state; a region fault needs
 //! interrupts enabled (see [`super::fault`]), so callers must touch with IF set and without
 //! holding any lock the fault path takes.
+//!
+//! Unsafe code here, and why: the touches that may fault are assembly stubs listed in the
+//! exception table, so a fault the handler cannot resolve returns an error instead of
+//! killing the kernel.
+#![allow(unsafe_code)]
 
 use super::aspace::{MM_SLOT_END, MM_SLOT_START};
 use super::fault::FaultError;

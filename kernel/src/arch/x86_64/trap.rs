@@ -18,6 +18,11 @@
 //! exits with [`abi::ExitCode::Exception`]. #PF gets its handler from [`super::fault`], which
 //! resolves faults on registered regions and sends every other fault to the same [`fatal`]
 //! report.
+//!
+//! Unsafe code here, and why: the entry stubs and the register save and restore are
+//! assembly (`global_asm!`, a naked function), and a handler is stored as a `usize` and
+//! turned back into its `fn` pointer.
+#![allow(unsafe_code)]
 
 use super::gdt;
 use core::fmt;

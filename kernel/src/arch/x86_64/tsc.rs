@@ -12,6 +12,10 @@
 //! is monotonic on each CPU; across CPUs it is as synchronised as the TSCs themselves, which
 //! holds on CPUs with an invariant TSC (reported in [`TscInfo::invariant`]) and under QEMU.
 //! Calibration runs once on the boot CPU before the others start; they share the result.
+//!
+//! Unsafe code here, and why: `rdtsc` and `lfence` are intrinsics the compiler marks
+//! unsafe.
+#![allow(unsafe_code)]
 
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use raw_cpuid::CpuId;

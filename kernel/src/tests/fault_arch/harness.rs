@@ -6,6 +6,10 @@
 //! (for the test of a shootdown into a handler), or maps a zeroed frame, linking a page
 //! table first when the 2 MiB has none. The region's data word is the test's `Ctx`. Frames
 //! come from, and go back to, the kernel's fixture pool ([`crate::mm::frame_pool`]). [`Space::teardown`] unmaps, unlinks (shooting down on every CPU) and frees.
+//!
+//! Unsafe code here, and why: the harness's fault handler reaches its context through the
+//! region's data word and installs page-table entries directly.
+#![allow(unsafe_code)]
 
 use alloc::format;
 use alloc::string::String;

@@ -1,6 +1,10 @@
 //! TLB shootdown tests: a remapped page is seen everywhere after a shootdown (and, without
 //! one, whether TCG keeps the stale translation), two CPUs shooting down at once while every
 //! CPU faults, and a shootdown into a CPU that waits inside its own fault handler.
+//!
+//! Unsafe code here, and why: the shootdown tests write frames through the direct map while
+//! other CPUs hold them mapped.
+#![allow(unsafe_code)]
 
 use alloc::format;
 use alloc::string::String;

@@ -4,7 +4,8 @@
 //! counts (`getrusage(RUSAGE_THREAD)`), the parent-death signal, and the anonymous mappings
 //! the Linux reference faults in (`mmap` / `madvise(MADV_NOHUGEPAGE)` / `munmap`).
 //!
-//! This is the host-thread mode's one place with `unsafe` (the runner's others are
+//! Unsafe code here, and why: the system calls above, through `libc`. This is the
+//! host-thread mode's one place with `unsafe` (the runner's others are
 //! [`crate::process`] and [`crate::accel`]'s `/dev/kvm` check).
 #![allow(unsafe_code)]
 
