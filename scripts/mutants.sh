@@ -22,7 +22,10 @@
 #   only a mutant that hangs runs into it), MUTANTS_JOBS (default 1),
 #   VM_SOAK_OPS (kernel/mm's soak test length, default here 1500), MUTANTS_OUT (where the
 #   reports go, default target/mutants; use another one for a run over other files, so
-#   that --iterate over the default list keeps its ledger).
+#   that --iterate over the default list keeps its ledger), MUTANTS_CARGO_TEST_ARGS (words
+#   passed to `cargo test` after `--`, e.g. `--lib -- stats two_level` to run only those
+#   tests: a narrower suite catches fewer mutants, so a score measured with it is a lower
+#   bound; say which filter a score was measured with).
 # The whole script is one brace group, so bash reads all of it before it runs any of it:
 # editing the file during an hours-long run does not change what that run executes.
 {
@@ -147,6 +150,10 @@ for c in "${crates[@]}"; do
         "${iterate[@]}")
     out=$base/$c
     test_args=()
+    if [[ -n ${MUTANTS_CARGO_TEST_ARGS-} ]]; then
+        read -r -a extra <<<"$MUTANTS_CARGO_TEST_ARGS"
+        test_args=(-- "${extra[@]}")
+    fi
     flags=${RUSTFLAGS-}
     if ((loom)); then
         out+=-loom
