@@ -306,8 +306,13 @@ pub fn student_t_quantile(p: f64, df: f64) -> f64 {
     let df = if df.is_finite() { df.max(1.0) } else { 1e9 };
     // P(T <= t) for t >= 0 is 1 - I_{df/(df+t^2)}(df/2, 1/2) / 2: increasing in t.
     let cdf = |t: f64| 1.0 - 0.5 * beta_inc(df / 2.0, 0.5, df / (df + t * t));
+    // Bracket the quantile by doubling, at most up to 2^40 (about 1e12): a bounded loop,
+    // so a broken bracket gives a wrong quantile rather than a hang.
     let (mut lo, mut hi) = (0.0f64, 1.0f64);
-    while cdf(hi) < p && hi < 1e12 {
+    for _ in 0..40 {
+        if cdf(hi) >= p {
+            break;
+        }
         lo = hi;
         hi *= 2.0;
     }
@@ -393,6 +398,11 @@ mod tests {
             assert!((q - t).abs() < 1e-3, "df {df}: {q} != {t}");
         }
         assert!((student_t_quantile(0.95, 5.0) - 2.0150).abs() < 1e-3);
+        // Far in the tail, where the bracket must double many times: with one degree of
+        // freedom (Cauchy) the quantile is exactly tan(pi (p - 1/2)).
+        let cauchy = libm::tan(core::f64::consts::PI * (0.9999 - 0.5));
+        let q = student_t_quantile(0.9999, 1.0);
+        assert!((q - cauchy).abs() < 1e-6 * cauchy, "{q} != {cauchy}");
     }
 
     #[test]
@@ -423,6 +433,104 @@ mod tests {
         assert!((lo - 2.0 * libm::exp(-half)).abs() < 1e-3, "{lo}");
         assert!((hi - 2.0 * libm::exp(half)).abs() < 1e-2, "{hi}");
         assert!(!r.significant(), "the interval is wide: {lo}..{hi}");
+    }
+
+    #[test]
+    fn welch_intervals_match_an_independent_computation() {
+        // Expected values from mpmath (30 digits): Welch's t on the log ratio of the mean
+        // times per op, Student's quantile from mpmath's regularized incomplete beta.
+        for (a, b, ratio, lo, hi, df) in [
+            (
+                &[100.0, 120.0][..],
+                &[130.0, 125.0, 140.0][..],
+                1.20428296438884,
+                0.565404442571456,
+                2.56506201423041,
+                1.26880549538358,
+            ),
+            (
+                &[100.0, 110.0, 90.0, 105.0][..],
+                &[120.0, 118.0, 125.0, 130.0][..],
+                1.22232504979921,
+                1.07218991141237,
+                1.39348310543095,
+                4.37479223970162,
+            ),
+        ] {
+            let r = ratio_ci(a, b).unwrap();
+            let (l, h) = r.ci.unwrap();
+            assert!((r.ratio - ratio).abs() < 1e-12, "{a:?} {b:?}: {}", r.ratio);
+            assert!((r.df.unwrap() - df).abs() < 1e-9, "{a:?} {b:?}: {:?}", r.df);
+            assert!((l - lo).abs() < 1e-6 * lo, "{a:?} {b:?}: {l} != {lo}");
+            assert!((h - hi).abs() < 1e-6 * hi, "{a:?} {b:?}: {h} != {hi}");
+            assert!((r.a_hmean - hmean(a).unwrap()).abs() < 1e-9);
+            assert!((r.b_hmean - hmean(b).unwrap()).abs() < 1e-9);
+        }
+        // Two distinct rounds have a variance: 100 and 120 around 110, s^2 = 200.
+        let s = summarize(&[100.0, 120.0]).unwrap();
+        assert!((s.cv - libm::sqrt(200.0) / 110.0).abs() < 1e-12, "{}", s.cv);
+    }
+
+    #[test]
+    fn incomplete_beta_matches_an_independent_computation_on_both_branches() {
+        // mpmath's regularized incomplete beta; the first of each pair is below
+        // (a + 1) / (a + b + 2) (the continued fraction directly), the second above (by
+        // the symmetry I_x(a, b) = 1 - I_{1-x}(b, a)).
+        for (a, b, x, want) in [
+            (2.0, 0.5, 0.3, 0.037840969485813117),
+            (2.0, 0.5, 0.9, 0.54146973927558504),
+            (3.0, 2.0, 0.2, 0.0272),
+            (3.0, 2.0, 0.8, 0.8192),
+            (5.0, 0.5, 0.95, 0.48479121309839683),
+            (15.0, 0.5, 0.99, 0.5860649647763354),
+            (0.5, 0.5, 0.5, 0.5),
+        ] {
+            let got = beta_inc(a, b, x);
+            assert!(
+                (got - want).abs() < 1e-12,
+                "I_{x}({a}, {b}) = {got}, not {want}"
+            );
+        }
+        assert_eq!(beta_inc(2.0, 0.5, 0.0), 0.0);
+        assert_eq!(beta_inc(2.0, 0.5, 1.0), 1.0);
+        // Small |t|: the two-sided p takes the symmetric branch.
+        for (t, df, want) in [
+            (0.5, 10.0, 0.62789360574297279),
+            (0.1, 3.0, 0.92665234880080681),
+            (1.0, 1.0, 0.5),
+        ] {
+            let got = student_t_two_sided_p(t, df);
+            assert!(
+                (got - want).abs() < 1e-12,
+                "p(|T| >= {t}; {df}) = {got}, not {want}"
+            );
+        }
+    }
+
+    #[test]
+    fn no_variance_on_either_side_gives_the_point_as_its_interval() {
+        let r = ratio_ci(&[2.0, 2.0], &[4.0, 4.0]).unwrap();
+        assert_eq!(r.ratio, 2.0);
+        assert_eq!(r.ci, Some((2.0, 2.0)));
+        assert_eq!(r.df, None);
+        assert!(r.significant());
+    }
+
+    #[test]
+    fn half_width_is_the_wider_side_as_a_fraction() {
+        assert!((half_width(2.0, (1.5, 3.0)) - 0.5).abs() < 1e-12);
+        assert!((half_width(1.0, (0.8, 1.1)) - 0.2).abs() < 1e-12);
+        assert!((half_width(2.0, (1.0, 2.2)) - 0.5).abs() < 1e-12);
+        assert_eq!(half_width(1.0, (1.0, 1.0)), 0.0);
+    }
+
+    #[test]
+    fn errors_say_what_is_wrong() {
+        assert_eq!(StatsError::Empty.to_string(), "no samples");
+        assert_eq!(
+            StatsError::BadRate.to_string(),
+            "a rate that is not a positive finite number"
+        );
     }
 
     #[test]
