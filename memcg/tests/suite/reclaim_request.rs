@@ -5,7 +5,7 @@
 //! `set_initial_priority()`, and a request that is met at the first priority.
 #![cfg(not(loom))]
 
-mod common;
+use crate::common;
 
 use common::*;
 use memcg::reclaim::{DEF_PRIORITY, ReclaimStats, initial_priority};

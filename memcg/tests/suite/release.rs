@@ -4,7 +4,7 @@
 //! (`FolioOwner::release_folio`), exactly once, with no reference left.
 #![cfg(not(loom))]
 
-mod common;
+use crate::common;
 
 use common::*;
 use lru::{Folio, FolioFlags, Shadow};

@@ -3,7 +3,7 @@
 //! real memcgs at +0 and +64 (objects back to back), and `page_counter`'s three groups.
 #![cfg(not(loom))]
 
-mod common;
+use crate::common;
 
 use memcg::cacheline::{line_of, pair_of};
 use memcg::pn::kernel_types::{

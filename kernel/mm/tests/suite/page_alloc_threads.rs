@@ -8,7 +8,7 @@
 //! there is no loom model; the test is the ownership map, the invariant checker and the
 //! free lists merging back exactly.
 
-mod common;
+use crate::common;
 
 use common::{single, snapshot};
 use lru::Folio;

@@ -1,6 +1,6 @@
 //! Eviction, shadow entries, refault detection and tier protection (MGLRU).
 
-mod common;
+use crate::common;
 
 use common::{folios, lruvec};
 use ksync::Ticket;

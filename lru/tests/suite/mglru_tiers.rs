@@ -3,7 +3,7 @@
 //! generation change (`reset_ctrl_pos`), what a refault restores, where the "recent"
 //! window ends, and how generations map onto the active/inactive view.
 
-mod common;
+use crate::common;
 
 use common::{Counting, folios, lruvec};
 use ksync::Ticket;

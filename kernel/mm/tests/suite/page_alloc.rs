@@ -2,7 +2,7 @@
 //! merging, zonelist fallback, the per-CPU lists and their counters, the handover, and
 //! every refused free.
 
-mod common;
+use crate::common;
 
 use common::{GIB4, allocator, single};
 use lru::{Folio, FolioFlags, Zone as ZoneType};

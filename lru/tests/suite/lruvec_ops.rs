@@ -1,7 +1,7 @@
 //! Unit tests for lruvec operations: add, isolate, putback, activate, deactivate, relock,
 //! sizes, in both modes and both lru_gen_folio layouts.
 
-mod common;
+use crate::common;
 
 use common::{Counting, Lookup, Sa, folios, lruvec};
 use ksync::Ticket;

@@ -3,7 +3,7 @@
 //! that the checker names it, undoes the damage and checks that everything holds again.
 //! What it finds when nothing is wrong is pinned too (the census).
 
-mod vm_common;
+use crate::vm_common;
 
 use lru::{Folio, FolioFlags};
 use memcg::{MemcgRef, ROOT_ID};

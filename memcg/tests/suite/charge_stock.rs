@@ -3,7 +3,7 @@
 //! pages, charges of a batch or more going straight to the page counters, CPU ids checked.
 #![cfg(not(loom))]
 
-mod common;
+use crate::common;
 
 use common::*;
 use memcg::{MEMCG_CHARGE_BATCH, MemcgError};

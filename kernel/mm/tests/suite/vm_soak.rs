@@ -3,7 +3,7 @@
 //! and memcg create/offline, mixed on every thread; the invariants must hold at the end and
 //! every frame come back. `VM_SOAK_OPS` sets the operations per thread (default 6000).
 
-mod vm_common;
+use crate::vm_common;
 
 use mm::vm::fault::FaultError;
 use mm::vm::filemap::ReadError;

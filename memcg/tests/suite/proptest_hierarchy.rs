@@ -8,7 +8,7 @@
 //! charged and on their LRU.
 #![cfg(not(loom))]
 
-mod common;
+use crate::common;
 
 use common::*;
 use lru::Folio;

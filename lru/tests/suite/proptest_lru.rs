@@ -3,7 +3,7 @@
 //! list lengths, no folio is on two lists, generations stay ordered and bounded, and
 //! counters stay consistent.
 
-mod common;
+use crate::common;
 
 use common::folios;
 use ksync::Ticket;

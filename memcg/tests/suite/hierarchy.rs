@@ -2,7 +2,7 @@
 //! period, bad input, and scale (10,000 memcgs).
 #![cfg(not(loom))]
 
-mod common;
+use crate::common;
 
 use common::*;
 use memcg::stats::NodeStatItem;

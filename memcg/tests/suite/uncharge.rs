@@ -3,7 +3,7 @@
 //! run of folios of one memcg.
 #![cfg(not(loom))]
 
-mod common;
+use crate::common;
 
 use common::*;
 use memcg::{FolioFree, MemcgError};

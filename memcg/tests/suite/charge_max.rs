@@ -3,7 +3,7 @@
 //! below usage, concurrent faults under a limit, oversized requests.
 #![cfg(not(loom))]
 
-mod common;
+use crate::common;
 
 use common::*;
 use memcg::{FolioFree, MemcgError, ReclaimRequest};

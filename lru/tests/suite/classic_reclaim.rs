@@ -1,7 +1,7 @@
 //! Classic (active/inactive) reclaim: deactivation balancing, second chance, classic
 //! shadows and refault distance.
 
-mod common;
+use crate::common;
 
 use common::{Counting, folios, lruvec};
 use ksync::Ticket;

@@ -5,7 +5,7 @@
 //! pages failing cleanly, fault injection, and a soak mixing everything, each ending with
 //! the invariant checker.
 
-mod vm_common;
+use crate::vm_common;
 
 use mm::vm::counters::VmEvent;
 use mm::vm::fault::{FaultError, MAPPING_ANON, anon_mapping};

@@ -11,7 +11,7 @@
 //! is freed and drained, and the free lists are exactly the initial ones, block for block;
 //! the allocation, free and failure counters are exactly the model's.
 
-mod common;
+use crate::common;
 
 use common::{GIB4, allocator, snapshot};
 use lru::Folio;

@@ -3,7 +3,7 @@
 //! reclaim target itself never protected.
 #![cfg(not(loom))]
 
-mod common;
+use crate::common;
 
 use common::*;
 use memcg::{MemcgError, ReclaimRequest};

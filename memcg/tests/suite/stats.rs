@@ -3,7 +3,7 @@
 //! hierarchical versus local totals.
 #![cfg(not(loom))]
 
-mod common;
+use crate::common;
 
 use common::*;
 use memcg::{MemcgEvent, NodeStatItem};

@@ -1,0 +1,15 @@
+//! mm's host integration tests, one binary with a module per concept (`cargo test -p mm
+//! --test suite`): the page allocator's (unit, property, threads) and the fault core's
+//! (invariant checker, faults, soak). `vm_warn` stays a binary of its own: it reads the
+//! process-wide `WARN_ON_ONCE` state.
+#[path = "../common/mod.rs"]
+mod common;
+#[path = "../vm_common/mod.rs"]
+mod vm_common;
+
+mod page_alloc;
+mod page_alloc_proptest;
+mod page_alloc_threads;
+mod vm_check;
+mod vm_fault;
+mod vm_soak;
