@@ -4,8 +4,8 @@
 Boots the release kernel (ELF32 copy of the `kernel` profile's ELF) in QEMU's TCG with one
 vCPU and one scenario (`run=bench scenarios=S bench_cpus=1 rounds=1 instances=1
 seconds=SECS`), with QEMU logging each translated block's disassembly and each block
-execution (`-d in_asm,exec,nochain`, streamed through a pipe, never written to disk). The measured
-window is what runs between an execution of `kx_measured_window_begin` and the next of
+execution (`-d in_asm,exec,nochain`, streamed through a pipe, never written to disk). The
+measured window is what runs between an execution of `kx_measured_window_begin` and the next of
 `kx_measured_window_end` (kernel/src/bench/window.rs: where the engine starts and stops a
 CPU's hardware counters, so the window a PMU counts on real hardware). For each window it
 sums, over the blocks executed in it:
@@ -210,7 +210,8 @@ def name_of(syms, addr):
 
 def source_lines(elf, addrs):
     """Address -> ["function at file:line", ...] from the innermost inlined frame out, by
-    addr2line over the ELF's line tables (empty when it has none or addr2line is missing)."""
+    addr2line over the ELF's line tables (empty when it has none or addr2line is missing),
+    leaving out the standard library's frames (the atomics' own wrappers)."""
     if not addrs or shutil.which("addr2line") is None:
         return {}
     out = subprocess.run(["addr2line", "-e", elf, "-f", "-i", "-C", "-a"]
@@ -226,8 +227,9 @@ def source_lines(elf, addrs):
             continue
         fn = lines[i]
         loc = lines[i + 1] if i + 1 < len(lines) else "??"
-        loc = re.sub(r"^.*/(kernel|lru|memcg|abi|boot)/", r"\1/", loc)
-        cur.append(f"{fn[:70]} at {loc}")
+        if "/rustc/" not in loc:
+            loc = re.sub(r"^.*/(kernel|lru|memcg|abi|boot)/", r"\1/", loc)
+            cur.append(f"{fn[:70]} at {loc}")
         i += 2
     return where
 
