@@ -160,16 +160,35 @@ pub fn check(dir: &Path, expect: &Expect) -> serde_json::Value {
                         continue;
                     }
                     for &cpus in &expect.cpus {
-                        let found = r["comparisons"].as_array().unwrap().iter().find(|x| {
+                        let is_it = |x: &&serde_json::Value| {
                             x["scenario"] == name.as_str()
                                 && x["config"] == c.as_str()
                                 && x["cpus"] == cpus
                                 && x["a"] == a.as_str()
                                 && x["b"] == b.as_str()
-                        });
-                        let x = found.unwrap_or_else(|| {
-                            panic!("{name} {c} cpus={cpus}: no comparison {b}/{a}")
-                        });
+                        };
+                        let found = r["comparisons"].as_array().unwrap().iter().find(is_it);
+                        let Some(x) = found else {
+                            // A point with a run excluded for host load is compared again
+                            // by the runner, without that run: it must be there, and an
+                            // excluded run of the point must say why.
+                            let again = r["recomputed_comparisons"].as_array().unwrap();
+                            assert!(
+                                again.iter().any(|x| is_it(&x)),
+                                "{name} {c} cpus={cpus}: no comparison {b}/{a}"
+                            );
+                            let excluded = runs.iter().any(|x| {
+                                x["scenario"] == name.as_str()
+                                    && x["config"] == c.as_str()
+                                    && x["cpus"] == cpus
+                                    && x["excluded"].is_string()
+                            });
+                            assert!(
+                                excluded,
+                                "{name} {c} cpus={cpus}: {b}/{a} recomputed with no run excluded"
+                            );
+                            continue;
+                        };
                         assert_eq!(x["paired"], true, "{x}");
                         if expect.instances > 1 {
                             assert_eq!(x["method"], "two-level-instance-log-ratio-95", "{x}");
