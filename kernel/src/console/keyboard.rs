@@ -8,7 +8,7 @@
 //! keyboards answer here only through the firmware's legacy emulation, which UEFI machines
 //! often switch off. The QR display steps by itself when no key comes.
 //!
-//! Unsafe code here, and why: the PS/2 controller is read and written through I/O ports.
+//! Unsafe code here, and why: the PS/2 controller is read through I/O ports.
 #![allow(unsafe_code)]
 
 use x86_64::instructions::port::Port;
