@@ -724,11 +724,7 @@ impl Sub {
             Sub::Bench(a) => (Command::Bench, a.options()?),
             Sub::Summary(a) => (Command::Summary, a.options()?),
             Sub::Test(a) if a.list => (Command::TestList, a.boot.options()?),
-            // `a,b` is two names, as the kernel's `test=` reads it, so that each must report.
-            Sub::Test(a) => {
-                let names = a.names.iter().flat_map(|n| n.split(',')).map(String::from);
-                (Command::Test(names.collect()), a.boot.options()?)
-            }
+            Sub::Test(a) => (Command::Test(a.names), a.boot.options()?),
             Sub::Run(a) => (Command::Run, a.options()?),
             Sub::Layout(a) => (Command::Layout, a.options()?),
             Sub::Compare(a) => (
@@ -1048,12 +1044,6 @@ mod tests {
             Command::Test(vec!["heap".into(), "paging".into()])
         );
         assert!(refused(["run", "heap"]).contains("unexpected argument 'heap'"));
-        let c = parse(["test", "heap,paging", "smp_*"]).unwrap();
-        assert_eq!(
-            c.command,
-            Command::Test(vec!["heap".into(), "paging".into(), "smp_*".into()]),
-            "a comma list is its names, each expected to report"
-        );
     }
 
     #[test]

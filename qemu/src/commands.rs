@@ -351,7 +351,7 @@ fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
         return crate::bench::run::bench(&ws, o, &launch, timeout, coherence.as_ref());
     }
     let out = boot(&ws, &launch, timeout, !o.quiet)?;
-    Ok(report(cli, o, &out))
+    Ok(report(cli, o, &cmdline, &out))
 }
 
 /// The in-kernel tests the kernel ELF at `elf` registers; an ELF without them is bad input.
@@ -428,9 +428,11 @@ fn choose_accel(ws: &Workspace, o: &Options) -> Result<crate::accel::Accel, RunE
     Ok(d.accel)
 }
 
-fn report(cli: &Cli, o: &Options, out: &RunOutput) -> RunnerExit {
+fn report(cli: &Cli, o: &Options, cmdline: &str, out: &RunOutput) -> RunnerExit {
     let exit = match &cli.command {
-        Command::Test(names) => {
+        Command::Test(_) => {
+            // What must report is what the kernel will read from its command line.
+            let names = crate::ktests::named(cmdline);
             let requested = (!names.is_empty()).then_some(names.as_slice());
             let report = TestReport::parse(&out.serial);
             print_test_report(&report, out, requested);

@@ -121,6 +121,25 @@ pub fn check(cmdline: &str, tests: &[KTest]) -> Result<(), String> {
     }
 }
 
+/// The tests the kernel command line `cmdline` asks for by name, as the kernel parses it
+/// (`a,b` is two names): each must report. A `PREFIX*` is not a test (its members are in the
+/// kernel's plan line), and `test=all` or no `test=` names none.
+#[must_use]
+pub fn named(cmdline: &str) -> Vec<String> {
+    let Ok(config) = abi::cmdline::parse(cmdline, false) else {
+        return Vec::new();
+    };
+    let abi::Action::Test(sel) = config.action else {
+        return Vec::new();
+    };
+    sel.patterns()
+        .filter_map(|p| match p {
+            abi::TestPattern::Name(n) => Some(n.to_owned()),
+            abi::TestPattern::Prefix(_) => None,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,6 +149,20 @@ mod tests {
             name: name.into(),
             slow,
         }
+    }
+
+    #[test]
+    fn the_names_that_must_report_are_the_kernels_names() {
+        let n = |line: &str| named(line);
+        assert_eq!(n("run=test test=heap,smp_*,paging"), ["heap", "paging"]);
+        assert_eq!(n("run=test test=all"), Vec::<String>::new());
+        assert_eq!(n("run=test"), Vec::<String>::new());
+        assert_eq!(
+            n("run=test test=mm_a,all"),
+            ["mm_a", "all"],
+            "`all` in a list"
+        );
+        assert_eq!(n("run=summary"), Vec::<String>::new());
     }
 
     #[test]
