@@ -44,8 +44,12 @@ def crates(root):
 
 
 def main():
+    if sys.argv[1:] in (["-h"], ["--help"]):
+        print(__doc__)
+        sys.exit(0)
     if len(sys.argv) > 2 or (len(sys.argv) == 2 and sys.argv[1].startswith("-")):
-        print(__doc__.split("\n\n")[-2], file=sys.stderr)
+        usage = next(p for p in __doc__.split("\n\n") if p.startswith("Usage:"))
+        print(f"unsafe-fence: bad arguments {sys.argv[1:]}\n{usage}", file=sys.stderr)
         sys.exit(2)
     root = sys.argv[1] if len(sys.argv) == 2 else os.path.join(os.path.dirname(__file__), "..")
     if not os.path.isdir(root):
