@@ -412,14 +412,21 @@ impl Folio {
         self.update_bits(LRU_REFS_MASK, refs << LRU_REFS_PGOFF);
     }
 
-    /// `folio_mark_accessed` under MGLRU (`lru_gen_inc_refs`): the first access sets
-    /// `REFERENCED`, later ones count up in the refs bits, the last sets `WORKINGSET`.
+    /// `folio_mark_accessed` under MGLRU (`lru_gen_inc_refs`, Linux 6.14 and later): a
+    /// folio not on an LRU list (still in a per-CPU batch, or isolated) or unevictable is
+    /// not counted; the first access sets `REFERENCED` and clears the refs bits (they are
+    /// only valid with `REFERENCED` set: what `lru_gen_refault` restored from the shadow does
+    /// not survive it), later ones count up in the refs bits, and once they are full the
+    /// next sets `WORKINGSET`.
     pub fn mark_accessed(&self) {
         let _ = self
             .flags
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |old| {
+                if old & FolioFlags::LRU.bits() == 0 || old & FolioFlags::UNEVICTABLE.bits() != 0 {
+                    return None;
+                }
                 if old & FolioFlags::REFERENCED.bits() == 0 {
-                    return Some(old | FolioFlags::REFERENCED.bits());
+                    return Some((old & !LRU_REFS_MASK) | FolioFlags::REFERENCED.bits());
                 }
                 let refs = (old & LRU_REFS_MASK) >> LRU_REFS_PGOFF;
                 if refs < (1 << LRU_REFS_WIDTH) - 1 {
@@ -588,6 +595,10 @@ mod tests {
     #[test]
     fn mark_accessed_climbs_tiers() {
         let f = folio();
+        // Not on an LRU list (a per-CPU batch holds it): not counted.
+        f.mark_accessed();
+        assert_eq!(f.flags(), FolioFlags::empty());
+        f.set(FolioFlags::LRU);
         f.mark_accessed();
         assert!(f.test(FolioFlags::REFERENCED));
         assert_eq!(f.lru_refs_total(), 1);
@@ -600,6 +611,24 @@ mod tests {
         assert!(f.test(FolioFlags::WORKINGSET));
         f.mark_accessed();
         assert_eq!(f.lru_refs_total(), 4);
+    }
+
+    #[test]
+    fn mark_accessed_drops_refs_without_referenced() {
+        // lru_gen_refault restores the shadow's refs without REFERENCED: they count for
+        // nothing (folio_lru_refs is 0), and the first access starts over at one.
+        let f = folio();
+        f.set(FolioFlags::LRU);
+        f.set_lru_refs(2);
+        assert_eq!(f.lru_refs_total(), 0);
+        f.mark_accessed();
+        assert_eq!(f.lru_refs(), 0);
+        assert_eq!(f.lru_refs_total(), 1);
+        // Unevictable folios are not counted either.
+        let u = folio();
+        u.set(FolioFlags::LRU | FolioFlags::UNEVICTABLE);
+        u.mark_accessed();
+        assert!(!u.test(FolioFlags::REFERENCED));
     }
 
     #[test]

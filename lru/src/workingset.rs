@@ -151,7 +151,9 @@ impl<H: LruvecHost> Lruvec<H> {
     /// in `refaulted[hist][type][tier]` (lockless) in the tier its eviction was counted in;
     /// in the fault path it is also activated, so [`crate::LruvecGuard::add_folio`] puts it
     /// in the youngest generation. A working-set shadow restores `WORKINGSET`, any other
-    /// the access count (`refs - 1` in the refs bits).
+    /// the access count (`refs - 1` in the refs bits, without `REFERENCED`: as in Linux
+    /// it counts for nothing once the folio is accessed again, which starts over at one;
+    /// see [`Folio::mark_accessed`]).
     pub fn lru_gen_refault(
         &self,
         folio: &Folio,
