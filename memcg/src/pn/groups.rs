@@ -13,14 +13,19 @@
 //! Linux's `pn->memcg`) and declares itself `Send`/`Sync` on it.
 #![allow(unsafe_code)]
 
-use crate::error::MemcgId;
 use crate::stats::{LruvecStats, LruvecStatsPercpu};
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use alloc::boxed::Box;
 use core::ptr::NonNull;
-use lru::NodeId;
 
 /// Read by every stat update, written only at creation (`memcg_pn_read_mostly`).
+///
+/// 32 bytes, as Linux's four pointers (`memcg`, `lruvec_stats_percpu`, `lruvec_stats`,
+/// `shrinker_info`): this model has no shrinker, and its per-CPU counters' handle is two
+/// words where Linux's `__percpu` pointer is one. The node and the memcg id are the
+/// lruvec's (`lruvec->pgdat`, `lruvec_memcg()`), as in Linux. The size matters to
+/// mainline's layout ([`super::MemCgroupPerNodeV1`]), where the memcg-v1 fields and then
+/// the lruvec follow these fields directly ([`super::mainline`]).
 #[repr(C)]
 #[derive(Debug)]
 pub struct PnReadMostly {
@@ -31,10 +36,6 @@ pub struct PnReadMostly {
     pub(crate) lruvec_stats_percpu: LruvecStatsPercpu,
     /// Flushed lruvec totals (`lruvec_stats`).
     pub(crate) lruvec_stats: Box<LruvecStats>,
-    /// The node this info belongs to.
-    pub(crate) node: NodeId,
-    /// The owning memcg's id.
-    pub(crate) memcg_id: MemcgId,
 }
 
 // SAFETY: `memcg` is only turned back into `&MemCgroup`, which is Sync; every other field
@@ -44,24 +45,17 @@ unsafe impl Send for PnReadMostly {}
 unsafe impl Sync for PnReadMostly {}
 
 impl PnReadMostly {
-    pub(crate) fn new(memcg: NonNull<()>, memcg_id: MemcgId, node: NodeId, nr_cpus: usize) -> Self {
+    pub(crate) fn new(memcg: NonNull<()>, nr_cpus: usize) -> Self {
         Self {
             memcg,
             lruvec_stats_percpu: crate::stats::lruvec_stats_percpu(nr_cpus),
             lruvec_stats: Box::new(LruvecStats::new()),
-            node,
-            memcg_id,
         }
     }
 
     /// The flushed lruvec totals.
     pub fn lruvec_stats(&self) -> &LruvecStats {
         &self.lruvec_stats
-    }
-
-    /// The node id.
-    pub fn node(&self) -> NodeId {
-        self.node
     }
 }
 
@@ -73,6 +67,9 @@ impl PnReadMostly {
 /// cgroup-v1 soft limit, so nothing links the node into a tree and the fields stay zero;
 /// they are here for their size, which decides where the lruvec (and so seed 000's
 /// `refaulted[]` counters) falls in its cache lines.
+///
+/// [`SEED000_SHIFT`] is the one difference between this model's mainline layout and
+/// Linux's declared one up to the lruvec, asserted in [`super::assert_pn_layouts`].
 #[repr(C)]
 #[derive(Debug, Default)]
 pub struct PnSoftLimit {
@@ -82,15 +79,20 @@ pub struct PnSoftLimit {
     pub(crate) usage_in_excess: AtomicU64,
     /// `on_tree`: whether `tree_node` is linked into the per-node soft-limit tree.
     pub(crate) on_tree: AtomicBool,
-    /// Not Linux's: 16 bytes that stand for what seed 000's kernel has before its lruvec
-    /// and this model lacks (its `mem_cgroup_per_node` is 2176 bytes, this one 1920). Seed
-    /// 000 states that in its kernel "the file type counters share a cacheline with"
-    /// `enabled`/`gen`/`seg`/`list`; with the lruvec at 80 only the top tiers would. The gap
-    /// puts the lruvec at 96, where every file tier of `refaulted[]` shares the FIFO node's
-    /// line in the base `lru_gen_folio` (asserted in `assert_pn_layouts`), and it is the
-    /// same in both of seed 000's variants, which differ only in `lru_gen_folio`.
-    pub(crate) seed000_gap: [u64; 2],
+    /// Not Linux's: 24 bytes that move the lruvec from 72, where mainline's declarations
+    /// put it ([`super::mainline`]), to 96. Seed 000 says of its kernel that "the file
+    /// type counters share a cacheline with" `enabled`/`gen`/`seg`/`list`; in the declared
+    /// layout only `refaulted[0][file][3]` does (`lrugen` 16 bytes into its line), and the
+    /// seed's struct is 192 bytes larger than the declared one in a way no whole field
+    /// reproduces, so its offsets cannot be computed. 24 is the smallest move that
+    /// satisfies the seed's statement (`lrugen` 40 bytes into its line). It is the same in
+    /// both of seed 000's variants; with the grouped `lru_gen_folio` the lruvec is
+    /// line-aligned and lands at 128, exactly where the declarations put it.
+    pub(crate) seed000_shift: [u64; 3],
 }
+
+/// Bytes [`PnSoftLimit::seed000_shift`] adds before the lruvec of mainline's layout.
+pub const SEED000_SHIFT: usize = core::mem::size_of::<[u64; 3]>();
 
 /// Touched only when the memcg is reparented or freed (`memcg_pn_cold`; Linux keeps
 /// `orig_objcg` and `objcg_list` here).

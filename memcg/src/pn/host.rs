@@ -73,7 +73,7 @@ macro_rules! impl_lruvec_host {
                         .cast::<crate::MemCgroup<Self>>()
                         .as_ref()
                 };
-                memcg.parent()?.lruvec(self.read_mostly.0.node).ok()
+                memcg.parent()?.lruvec(self.lruvec.0.node()).ok()
             }
         }
     };

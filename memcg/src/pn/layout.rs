@@ -48,12 +48,6 @@ fn read_mostly_fields(base: usize) -> impl Iterator<Item = FieldDesc> {
                 offset_of!(T, lruvec_stats),
                 size_of::<usize>(),
             ),
-            ("node", offset_of!(T, node), size_of::<u32>()),
-            (
-                "memcg_id",
-                offset_of!(T, memcg_id),
-                size_of::<crate::MemcgId>(),
-            ),
         ],
     )
 }
@@ -80,7 +74,11 @@ fn soft_limit_fields(base: usize) -> impl Iterator<Item = FieldDesc> {
             ("tree_node", offset_of!(T, tree_node), 24),
             ("usage_in_excess", offset_of!(T, usage_in_excess), 8),
             ("on_tree", offset_of!(T, on_tree), 1),
-            ("seed000_gap", offset_of!(T, seed000_gap), 16),
+            (
+                "seed000_shift",
+                offset_of!(T, seed000_shift),
+                super::SEED000_SHIFT,
+            ),
         ],
     )
 }
@@ -229,6 +227,9 @@ fn print_pn<P: MemCgroupPerNode>(w: &mut dyn Write, name: &str) -> fmt::Result {
             alloc::format!("{shared:?}")
         }
     )?;
+    if matches!(P::KIND, super::PnLayoutKind::V1) {
+        print_declared::<P>(w, lrugen)?;
+    }
     for placement in [0, CACHELINE] {
         for (what, offset) in hot {
             writeln!(
@@ -240,6 +241,36 @@ fn print_pn<P: MemCgroupPerNode>(w: &mut dyn Write, name: &str) -> fmt::Result {
         }
     }
     Ok(())
+}
+
+/// Mainline's layout beside Linux's declarations ([`super::mainline`]): where the
+/// declared struct puts `lrugen`, its size, and which file tiers of `refaulted[]` share the
+/// FIFO node's line there.
+fn print_declared<P: MemCgroupPerNode>(w: &mut dyn Write, lrugen: usize) -> fmt::Result {
+    use super::mainline;
+    let grouped = <P::Gen as lru::LruGenFolio>::STATS_GROUPED;
+    let declared = mainline::lrugen_offset(grouped);
+    let size = if grouped {
+        mainline::PN_PATCHED.size
+    } else {
+        mainline::PN_BASE.size
+    };
+    let tiers: Vec<usize> = (0..lru::lru_gen::MAX_NR_TIERS)
+        .filter(|&t| {
+            mainline::counter_shares_node_line(grouped, 0, false, lru::folio::LRU_GEN_FILE, t)
+        })
+        .collect();
+    writeln!(
+        w,
+        "    Linux 6.14+ as declared (seed 000's config): size {size}, lrugen at {declared} \
+         (here {lrugen}, {} bytes later), file tiers sharing the node's line: {}",
+        lrugen - declared,
+        if tiers.is_empty() {
+            "none".into()
+        } else {
+            alloc::format!("{tiers:?}")
+        }
+    )
 }
 
 /// `struct page_counter`'s fields, in its three groups.

@@ -38,9 +38,10 @@
 mod groups;
 mod host;
 pub mod layout;
+pub mod mainline;
 mod slab;
 
-pub use groups::{PnCold, PnReadMostly, PnSoftLimit, PnWriteHot, ReclaimIter};
+pub use groups::{PnCold, PnReadMostly, PnSoftLimit, PnWriteHot, ReclaimIter, SEED000_SHIFT};
 pub use slab::{PN_PER_CHUNK, PnCache, PnPlacement};
 
 #[cfg(not(loom))]
@@ -167,14 +168,8 @@ macro_rules! impl_pn {
 
             fn new(init: PnInit<'_, Self>) -> Self {
                 const { assert_pn_layouts::<$ty<F, G>>() };
-                let node = init.pgdat.node_id();
                 Self {
-                    read_mostly: $wrap(PnReadMostly::new(
-                        init.memcg,
-                        init.memcg_id,
-                        node,
-                        init.nr_cpus,
-                    )),
+                    read_mostly: $wrap(PnReadMostly::new(init.memcg, init.nr_cpus)),
                     $($extra: $init,)*
                     // SAFETY: built in place as the `lruvec` field of `Self` (see the
                     // `LruvecHost` impl in host.rs).
@@ -344,6 +339,7 @@ pub const fn assert_pn_layouts<P: MemCgroupPerNode>() {
             assert!(P::READ_MOSTLY_OFFSET == 0);
             assert!(lv == soft_limit_end);
             assert!(P::COLD_OFFSET == P::WRITE_HOT_OFFSET + size_of::<PnWriteHot>());
+            assert_v1_against_mainline::<P>();
         }
     }
     assert!(line_of(pgdat) + 1 == line_of(P::WRITE_HOT_OFFSET));
@@ -368,6 +364,53 @@ pub const fn assert_pn_layouts<P: MemCgroupPerNode>() {
                 tier += 1;
             }
         }
+    }
+}
+
+/// Mainline's layout against Linux's declarations ([`mainline`]): the lruvec and
+/// `lrugen` where the declarations put them, but for [`SEED000_SHIFT`] before a base
+/// `lru_gen_folio` (none remains before the line-aligned grouped one); the counters and
+/// the FIFO node at the declared offsets in `lru_gen_folio`; and so every counter of
+/// `evicted[]` and `refaulted[]` on the node's line exactly when it is there in the
+/// declared layout moved by the same shift.
+const fn assert_v1_against_mainline<P: MemCgroupPerNode>() {
+    let grouped = <P::Gen as LruGenFolio>::STATS_GROUPED;
+    let (pn, lruvec) = if grouped {
+        (mainline::PN_PATCHED, mainline::LRUVEC_PATCHED)
+    } else {
+        (mainline::PN_BASE, mainline::LRUVEC_BASE)
+    };
+    let shift = if grouped { 0 } else { SEED000_SHIFT };
+    assert!(P::LRUVEC_OFFSET == pn.offset("lruvec") + shift);
+    assert!(Lruvec::<P>::LRUGEN_OFFSET == lruvec.offset("lrugen"));
+    let lrugen = mainline::lrugen_offset(grouped);
+    assert!(P::LRUVEC_OFFSET + Lruvec::<P>::LRUGEN_OFFSET == lrugen + shift);
+    assert!(
+        lrugen + <P::Gen as LruGenFolio>::EVICTED_OFFSET
+            == mainline::lrugen_member(grouped, "evicted")
+    );
+    assert!(
+        lrugen + <P::Gen as LruGenFolio>::REFAULTED_OFFSET
+            == mainline::lrugen_member(grouped, "refaulted")
+    );
+    assert!(
+        lrugen + <P::Gen as LruGenFolio>::MEMCG_NODE_OFFSET
+            == mainline::lrugen_member(grouped, "enabled")
+    );
+    let mut ty = 0;
+    while ty < lru::folio::ANON_AND_FILE {
+        let mut tier = 0;
+        while tier < lru::lru_gen::MAX_NR_TIERS {
+            let mut evicted = 0;
+            while evicted < 2 {
+                let declared =
+                    mainline::counter_shares_node_line(grouped, shift, evicted == 1, ty, tier);
+                assert!(tier_shares_node_line::<P>(evicted == 1, ty, tier) == declared);
+                evicted += 1;
+            }
+            tier += 1;
+        }
+        ty += 1;
     }
 }
 

@@ -10,13 +10,17 @@
 //! fields, not line-aligned) and differ in nothing but `lru_gen_folio`: in A (Linux before
 //! the seed's patch) the file type's `refaulted[]` counters of every tier share the line of
 //! `enabled`/`gen`/`seg`/`list`, as the seed says of its kernel; in B they sit in a group of
-//! their own. That placement is calibrated, not derived: this model's
-//! `mem_cgroup_per_node` is 1,920 bytes where the seed's is 2,176, and a 16-byte
-//! `seed000_gap` after the memcg-v1 fields (`memcg::pn`) puts the lruvec at 96 so that
-//! every file tier shares the node's line as the seed states. Linux 6.x's declared
-//! structs (lruvec at 72, `lrugen` at 136 in it, `lru_gen_folio` 1,360 bytes as the seed
-//! says) would put only the top tier there and give a 1,984-byte struct: the seed's kernel
-//! has 192 bytes more that its post does not show. Each runs with its `mem_cgroup_per_node` at +0 and at +64 of a 128-byte pair
+//! their own. That placement follows the seed's statement, not Linux's declarations:
+//! `memcg::pn::mainline` lays the structs out as Linux 6.14+ declares them with the seed's
+//! configuration, and there the lruvec starts at 72 and `lrugen` 16 bytes into its line, so
+//! only tier 3 of the file counters (working-set refaults, which random reads like these
+//! and the seed's almost never make) shares the node's line. The seed's struct is 2,176
+//! bytes where the declared one is 1,984, and no whole field reproduces the difference, so
+//! its offsets cannot be computed; `memcg::pn::SEED000_SHIFT` (24 bytes after the memcg-v1
+//! fields, in both variants) is the smallest move of `lrugen` that makes the seed's
+//! statement hold. Everything else in the layout is the declared one, asserted at compile
+//! time against `memcg::pn::mainline`, and `kx layout` prints both.
+//! Each runs with its `mem_cgroup_per_node` at +0 and at +64 of a 128-byte pair
 //! (every object of the slab at the same placement), so the pairings of the 128-byte
 //! prefetcher are the same for A and B at each placement. MGLRU is on, as in the seed's
 //! kernel; the backing store's contents are checked on every read, as brd copies the page.
