@@ -7,7 +7,7 @@
 //! which global reclaim walks, seed 002); and the node's vmstat counters (`vm_stat[]` with
 //! `per_cpu_nodestats`, [`crate::vmstat`]).
 //!
-//! Every lruvec points back at its node's `PgData` (`lruvec->pgdat`, the last field of
+//! Every lruvec points back at its node's `PgData` (`lruvec->pgdat`, near the end of
 //! `struct lruvec`), so a `PgData` must outlive its lruvecs: they take `&'static PgData`.
 //! The lruvec names it only as its host's node type, through
 //! [`LruvecNode`] (the id and `lru_lock` it reads), which

@@ -6,7 +6,7 @@
 //! either through the lruvec (A: reads the lruvec's node and the read-mostly line) or with
 //! memcg and node known (B: reads only the read-mostly line). Variants run interleaved and
 //! are reported as ns per stat update (best of the rounds) and as the speedup over
-//! base/+0/A (above 1 is faster). Path A reads `lruvec->pgdat`, the lruvec's last field,
+//! base/+0/A (above 1 is faster). Path A reads `lruvec->pgdat`, near the lruvec's end,
 //! which shares its line (base at +0) or its 128-byte pair with `lru_zone_size`, written
 //! by the lock holder on every add and delete. On a host with few CPUs the 128-byte pair
 //! effect is expected to be within noise; the point is the same binary running on a

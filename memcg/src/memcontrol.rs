@@ -537,7 +537,7 @@ impl<'a, P: MemCgroupPerNode> MemcgLruvec<'a, P> {
     }
 
     /// Stat path A: the update through the lruvec (`__mod_lruvec_state()`, what folio and
-    /// kmem stats did before seed 001 patch 2). The node is `lruvec->pgdat`, the last field
+    /// kmem stats did before seed 001 patch 2). The node is `lruvec->pgdat`, near the end
     /// of the lruvec (on a line the lock holder's `lru_zone_size` writes may share a pair
     /// with); the memcg is `container_of(lruvec)->memcg` (the read-mostly line). Updates
     /// the node counters, then the memcg's and the lruvec's.

@@ -5,8 +5,9 @@
 //! field lands on. Groups follow the writers: `lists` (list heads and `lru_lock`, written
 //! under the lock), `cost` (`anon_cost`, `file_cost`, `refaults`: reclaim, under the lock),
 //! `nonresident` (the classic workingset clock, lockless atomic adds), `identity` (the
-//! flags word, immutable) and `pgdat` (the node pointer, immutable, read by every path-A
-//! stat update).
+//! flags word, immutable), `mm_walk` (`mm_state`, unused here), `pgdat` (the node pointer,
+//! immutable, read by every path-A stat update) and `zswap` (`zswap_lruvec_state`, unused
+//! here).
 //!
 //! Unsafe code here, and why: it implements the memcg FIFO's `unsafe trait MemcgFifoEntry`,
 //! whose contract (the FIFO node is the field at `MEMCG_NODE_OFFSET` of the lruvec) only
@@ -19,7 +20,7 @@ use crate::lru_gen::{LruGenFolio, LruGenMemcgNode};
 use crate::memcg_lru::MemcgFifoEntry;
 
 /// The pahole table of `Lruvec<H>`.
-pub fn lruvec_fields<H: LruvecHost>() -> [FieldDesc; 11] {
+pub fn lruvec_fields<H: LruvecHost>() -> [FieldDesc; 13] {
     type L<H> = Lruvec<H>;
     [
         crate::layout_field!(L<H>, "lists", lists),
@@ -32,7 +33,9 @@ pub fn lruvec_fields<H: LruvecHost>() -> [FieldDesc; 11] {
         crate::layout_field!(L<H>, "identity", "flags:memcg_id" => memcg_id),
         crate::layout_field!(L<H>, "identity", "flags:id" => id),
         crate::layout_field!(L<H>, <H::Gen as LruGenFolio>::LAYOUT, lrugen),
+        crate::layout_field!(L<H>, "mm_walk", mm_state),
         crate::layout_field!(L<H>, "pgdat", pgdat),
+        crate::layout_field!(L<H>, "zswap", zswap_lruvec_state),
     ]
 }
 
@@ -78,7 +81,8 @@ impl<H: LruvecHost> Lruvec<H> {
     pub const LRU_LOCK_OFFSET: usize = core::mem::offset_of!(Self, lru_lock);
     /// Byte offset of `lrugen` inside `Lruvec<H>`.
     pub const LRUGEN_OFFSET: usize = core::mem::offset_of!(Self, lrugen);
-    /// Byte offset of `pgdat` (the last field) inside `Lruvec<H>`.
+    /// Byte offset of `pgdat` (the last word but one, before `zswap_lruvec_state`) inside
+    /// `Lruvec<H>`.
     pub const PGDAT_OFFSET: usize = core::mem::offset_of!(Self, pgdat);
 }
 
@@ -95,7 +99,8 @@ unsafe impl<H: LruvecHost> MemcgFifoEntry for Lruvec<H> {
 
 // Placement checks with the kernel's lock (ksync's ticket lock, used on the host too), for
 // the lruvec on its own (the embedded offsets inside `mem_cgroup_per_node` are asserted by
-// memcg): Linux's order, the lock word in the list heads' second line, `pgdat` last.
+// memcg, which also checks them against Linux's declarations): Linux's order, the lock word
+// in the list heads' second line, `mm_state`, `pgdat` and `zswap_lruvec_state` last.
 #[cfg(not(loom))]
 mod layout_asserts {
     use super::Lruvec;
@@ -108,7 +113,7 @@ mod layout_asserts {
     type Base = Lruvec<LruvecStandalone<Ticket, LruGenFolioBase>>;
 
     macro_rules! linux_order {
-        ($t:ty) => {
+        ($t:ty, $gen:ty) => {
             const _: () = {
                 assert!(offset_of!($t, lists) == 0);
                 // spinlock_t without debugging: 4 bytes right after the 80 bytes of heads.
@@ -120,13 +125,15 @@ mod layout_asserts {
                 assert!(offset_of!($t, refaults) == 112);
                 assert!(offset_of!($t, flags) == 128);
                 assert!(offset_of!($t, lrugen) > offset_of!($t, id));
-                assert!(offset_of!($t, pgdat) > offset_of!($t, lrugen));
-                assert!(offset_of!($t, pgdat) + 8 + 63 >= size_of::<$t>());
+                assert!(offset_of!($t, mm_state) == offset_of!($t, lrugen) + size_of::<$gen>());
+                assert!(offset_of!($t, pgdat) == offset_of!($t, mm_state) + 88);
+                assert!(offset_of!($t, zswap_lruvec_state) == offset_of!($t, pgdat) + 8);
+                assert!(offset_of!($t, zswap_lruvec_state) + 8 + 63 >= size_of::<$t>());
             };
         };
     }
-    linux_order!(Grouped);
-    linux_order!(Base);
+    linux_order!(Grouped, LruGenFolioGrouped);
+    linux_order!(Base, LruGenFolioBase);
     crate::cacheline_assert_pair!(Grouped, lru_lock, 0);
     crate::cacheline_assert_pair!(Grouped, lists, 0);
     // The grouped lrugen starts on its own line (its stats group is line-aligned).

@@ -134,8 +134,17 @@ pub struct Lruvec<H: LruvecHost> {
     /// Unique id, recorded in each folio it holds (`Folio::owner`).
     id: u32,
     lrugen: H::Gen,
-    /// `lruvec->pgdat`: the node, last as in Linux.
+    /// `mm_state` (`struct lru_gen_mm_state`, CONFIG_LRU_GEN_WALKS_MMU: `seq`, `head`,
+    /// `tail`, `filters[2]`, `stats[1][6]`): the page-table walk's cursor. This model ages
+    /// without walking page tables, so nothing reads or writes it; it is here for its 88
+    /// bytes, which keep `pgdat` as far from the end of `lrugen` (its counters and FIFO
+    /// node) as Linux's declaration does.
+    mm_state: [AtomicU64; 11],
+    /// `lruvec->pgdat`: the node.
     pgdat: NonNull<H::Node>,
+    /// `zswap_lruvec_state` (CONFIG_ZSWAP: `nr_disk_swapins`): nothing here swaps; kept
+    /// for its size, so the lruvec ends where Linux's does.
+    zswap_lruvec_state: AtomicU64,
     _host: PhantomData<fn() -> H>,
 }
 
@@ -210,7 +219,9 @@ impl<H: LruvecHost> Lruvec<H> {
             memcg_id,
             id: next_lruvec_id(),
             lrugen: <H::Gen as LruGenFolio>::new(mode == LruMode::Mglru, now),
+            mm_state: Default::default(),
             pgdat: NonNull::from(pgdat),
+            zswap_lruvec_state: AtomicU64::new(0),
             _host: PhantomData,
         }
     }

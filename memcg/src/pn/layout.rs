@@ -150,8 +150,9 @@ fn describe_line(fields: &[FieldDesc], line: usize) -> alloc::string::String {
 
 /// What the line holding byte `offset` of the struct is fetched together with (its
 /// 128-byte pair partner) when the struct starts `placement` bytes (0 or 64) into a pair
-/// and its neighbours are objects of the same type carved back to back (a slab of
-/// `size`-byte objects, `size` a multiple of 128): a description of the partner line.
+/// and its neighbours are objects of the same type in a slab of `size`-byte objects (a
+/// multiple of 64), each padded to the next whole pair ([`super::PnCache::stride`]): a
+/// description of the partner line.
 pub fn pair_partner(
     fields: &[FieldDesc],
     size: usize,
@@ -159,21 +160,28 @@ pub fn pair_partner(
     placement: usize,
 ) -> alloc::string::String {
     use alloc::format;
+    let stride = size.next_multiple_of(CACHELINE_PAIR);
     let abs = placement % CACHELINE_PAIR + offset;
     let line = abs / CACHELINE;
     let partner_abs_line = line ^ 1;
-    // Back to struct-relative lines; a partner before the struct is the previous object's.
+    // Back to struct-relative lines; a partner before the struct is the previous slot's.
     let start_line = (placement % CACHELINE_PAIR) / CACHELINE;
     if partner_abs_line < start_line {
-        let prev_line = size / CACHELINE - 1;
-        format!(
-            "the previous object's line {prev_line}: {}",
-            describe_line(fields, prev_line)
-        )
+        let prev_line = stride / CACHELINE - 1;
+        if prev_line * CACHELINE >= size {
+            "the slab's padding after the previous object".into()
+        } else {
+            format!(
+                "the previous object's line {prev_line}: {}",
+                describe_line(fields, prev_line)
+            )
+        }
     } else {
         let rel = partner_abs_line - start_line;
-        if rel * CACHELINE >= size {
+        if rel * CACHELINE >= stride {
             format!("the next object's line 0: {}", describe_line(fields, 0))
+        } else if rel * CACHELINE >= size {
+            "the slab's padding after this object".into()
         } else {
             format!("line {rel}: {}", describe_line(fields, rel))
         }

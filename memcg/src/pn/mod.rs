@@ -290,15 +290,16 @@ const _: () = {
 ///
 /// Offsets are from the start of the struct, which [`PnPlacement::PairStart`] puts on a
 /// 128-byte boundary (at +64 every line moves to the other half of its pair):
-/// - base and paired: the struct is a whole number of 128-byte pairs, so objects carved
-///   back to back ([`PnCache`]) all keep one placement (v1: a whole number of lines, as
-///   Linux's); all: `lru_zone_size` starts the first line after the lruvec;
+/// - all: the struct is a whole number of lines (as Linux's: its lruvec ends in
+///   `mm_state`, `pgdat` and `zswap_lruvec_state`, an odd number of lines), which the
+///   slab cache pads to whole pairs ([`PnCache`]); `lru_zone_size` starts the first line
+///   after the lruvec;
 /// - base at +0 (seed 001's "before"): line 0 (read_mostly) and line 1, the first line of
 ///   the LRU list heads, are one pair;
 /// - paired at +0 (seed 001 patch 1): line 1 is the cold group, the lruvec starts pair 1;
 /// - v1 (mainline, seed 000's kernel): the soft-limit fields follow the read-mostly fields
 ///   directly and the lruvec follows them at its own alignment;
-/// - all: `lruvec->pgdat`, the last field of the lruvec, which every path-A stat update
+/// - all: `lruvec->pgdat`, near the end of the lruvec, which every path-A stat update
 ///   reads, is on the line right before `lru_zone_size` (written under the lock on every
 ///   LRU add and delete), so at one of the two placements they are one pair (the layout
 ///   report says which);
@@ -313,13 +314,10 @@ pub const fn assert_pn_layouts<P: MemCgroupPerNode>() {
     let lv = P::LRUVEC_OFFSET;
     let lrugen = lv + Lruvec::<P>::LRUGEN_OFFSET;
     let pgdat = lv + Lruvec::<P>::PGDAT_OFFSET;
-    // Seed 001's placements need every object of a slab at the same offset in its pair;
-    // mainline's struct is only a whole number of lines (2240 bytes in the seed 000 patch).
-    assert!(match P::KIND {
-        PnLayoutKind::Base | PnLayoutKind::Paired =>
-            size_of::<P>().is_multiple_of(crate::cacheline::CACHELINE_PAIR),
-        PnLayoutKind::V1 => size_of::<P>().is_multiple_of(CACHELINE),
-    });
+    // A whole number of lines, as Linux's (31 lines before seed 000's patch, 33 after):
+    // the slab cache pads each object to the next pair, so every object of a cache keeps
+    // the cache's placement ([`PnCache`]).
+    assert!(size_of::<P>().is_multiple_of(CACHELINE));
     assert!(P::WRITE_HOT_OFFSET == (lv + size_of::<Lruvec<P>>()).next_multiple_of(CACHELINE));
     match P::KIND {
         PnLayoutKind::Base => {
@@ -383,6 +381,8 @@ const fn assert_v1_against_mainline<P: MemCgroupPerNode>() {
     let shift = if grouped { 0 } else { SEED000_SHIFT };
     assert!(P::LRUVEC_OFFSET == pn.offset("lruvec") + shift);
     assert!(Lruvec::<P>::LRUGEN_OFFSET == lruvec.offset("lrugen"));
+    assert!(Lruvec::<P>::PGDAT_OFFSET == lruvec.offset("pgdat"));
+    assert!(size_of::<Lruvec<P>>() == lruvec.size);
     let lrugen = mainline::lrugen_offset(grouped);
     assert!(P::LRUVEC_OFFSET + Lruvec::<P>::LRUGEN_OFFSET == lrugen + shift);
     assert!(

@@ -4,17 +4,18 @@
 //! back in slab pages and whether an object's first line starts a 128-byte pair is up to
 //! the cache ("depending on where struct mem_cgroup_per_node lands in its slab"). Every
 //! line pairs with a neighbour: inside the object for most lines, and for the first line of
-//! an object at +64, the *last* line of the previous object (its write-hot or cold group,
-//! written under that object's lru_lock in the paired layout).
+//! an object at +64, whatever the cache put before it.
 //!
 //! [`PnCache`] is that cache for one memcg tree: it carves objects back to back out of
 //! 128-byte aligned chunks, the first object of each chunk at [`PnPlacement`]'s offset
 //! (the few bytes before it are the chunk's padding), each next one a whole number of
-//! 128-byte pairs further, so every object of a cache has the same placement. Seed 001's
-//! layouts are a whole number of pairs (asserted in [`super::assert_pn_layouts`]), so at
-//! +64 each object but a chunk's first is preceded by the previous object's last line;
-//! mainline's (v1) is a whole number of lines only, and its objects are padded to the next
-//! pair. Freed objects are reused LIFO, as slab frees are; chunks are
+//! 128-byte pairs further, so every object of a cache has the same placement. Every
+//! layout is a whole number of lines and, as Linux's struct, an odd one (its lruvec ends in
+//! `mm_state`, `pgdat` and `zswap_lruvec_state`), so each object is padded with one line
+//! to the next pair, as kmalloc-2k and -4k leave slack after a 1,984- or 2,112-byte object:
+//! at +64 an object's first line pairs with the padding after the previous one. A layout
+//! of whole pairs would have the previous object's last line there instead. Freed objects
+//! are reused LIFO, as slab frees are; chunks are
 //! returned to the allocator when the cache is dropped.
 //!
 //! Unsafe code here, and why: it is a slab cache: it allocates raw chunks, constructs
@@ -31,8 +32,8 @@ pub enum PnPlacement {
     /// On a pair boundary (+0): line 0 of the struct pairs with line 1.
     #[default]
     PairStart,
-    /// In the second half of a pair (+64): line 0 pairs with the previous object's last
-    /// line, line 1 with line 2.
+    /// In the second half of a pair (+64): line 0 pairs with what the cache put before
+    /// the object (padding, for this crate's layouts), line 1 with line 2.
     PairMiddle,
 }
 

@@ -46,8 +46,8 @@ fn report_prints_both_layouts_and_their_pairing() {
     let base = section(&out, "mem_cgroup_per_node (base)");
     let paired = section(&out, "mem_cgroup_per_node (paired)");
     // Seed 001: at +0 the base layout's read-mostly line pairs with the LRU list heads, the
-    // paired layout's with the cold group; at +64 both pair with the previous object's
-    // last line (write_hot in the paired layout, cold in the base one).
+    // paired layout's with the cold group; at +64 both pair with the slab's padding after
+    // the previous object (both are an odd number of lines, as Linux's).
     assert!(
         base.contains("at +0 : read_mostly (line 0) pairs with line 1: lists (lruvec)"),
         "{base}"
@@ -56,10 +56,15 @@ fn report_prints_both_layouts_and_their_pairing() {
         paired.contains("at +0 : read_mostly (line 0) pairs with line 1: reparented_folios (cold)"),
         "{paired}"
     );
-    assert!(
-        paired.contains("at +64: read_mostly (line 0) pairs with the previous object's line"),
-        "{paired}"
-    );
+    for layout in [base, paired] {
+        assert!(
+            layout.contains(
+                "at +64: read_mostly (line 0) pairs with the slab's padding after the previous \
+                 object"
+            ),
+            "{layout}"
+        );
+    }
     assert!(paired.contains("(write_hot)"), "{paired}");
     for f in [
         "memcg",
@@ -197,15 +202,28 @@ fn seed000_before_shares_the_fifo_nodes_line_with_file_refaults() {
 fn pair_partners_across_objects() {
     let fields = pn_fields::<PairedGrouped>();
     let size = core::mem::size_of::<PairedGrouped>();
-    assert_eq!(size % 128, 0);
+    // An odd number of lines, as Linux's: the slab pads each object to a whole pair.
+    assert_eq!(size % 128, 64);
     assert!(pair_partner(&fields, size, 0, 0).starts_with("line 1: reparented_folios"));
-    let prev = pair_partner(&fields, size, 0, 64);
+    assert_eq!(
+        pair_partner(&fields, size, 0, 64),
+        "the slab's padding after the previous object"
+    );
+    // The last line pairs with the padding at +0 and with the line before it at +64.
+    assert_eq!(
+        pair_partner(&fields, size, size - 1, 0),
+        "the slab's padding after this object"
+    );
+    let last = size / 64 - 1;
+    assert!(pair_partner(&fields, size, size - 1, 64).starts_with(&format!("line {}", last - 1)));
+    // A whole number of pairs has neighbours, not padding.
+    let whole = size - 64;
+    let prev = pair_partner(&fields, whole, 0, 64);
     assert!(
-        prev.starts_with(&format!("the previous object's line {}", size / 64 - 1)),
+        prev.starts_with(&format!("the previous object's line {}", whole / 64 - 1)),
         "{prev}"
     );
-    // The last line at +64 pairs with the next object's first line.
-    assert!(pair_partner(&fields, size, size - 1, 64).starts_with("the next object's line 0"));
+    assert!(pair_partner(&fields, whole, whole - 1, 64).starts_with("the next object's line 0"));
 }
 
 #[test]
@@ -216,7 +234,11 @@ fn per_node_objects_sit_back_to_back_in_the_slab() {
         let s = common::setup_with(cfg, true);
         let a = s.tree.root().create_child().unwrap();
         let b = s.tree.root().create_child().unwrap();
-        let size = core::mem::size_of::<common::Pn>();
+        let size = memcg::pn::PnCache::<common::Pn>::stride();
+        assert_eq!(
+            size,
+            core::mem::size_of::<common::Pn>().next_multiple_of(128)
+        );
         let addr =
             |m: &common::Ref<'_>, n: lru::NodeId| m.nodeinfo(n).unwrap() as *const _ as usize;
         for m in [&a, &b] {
@@ -227,8 +249,8 @@ fn per_node_objects_sit_back_to_back_in_the_slab() {
                 assert!(std::ptr::eq(common::Pn::from_lruvec(pn.lruvec()), pn));
             }
         }
-        // The root took slots 0 and 1, a 2 and 3, b 4 and 5 of the first chunk: the line
-        // before each of them is the previous object's last line.
+        // The root took slots 0 and 1, a 2 and 3, b 4 and 5 of the first chunk, each a
+        // whole number of pairs after the one before.
         assert_eq!(addr(&a, 1) - addr(&a, 0), size);
         assert_eq!(addr(&b, 0) - addr(&a, 1), size);
         assert_eq!(addr(&b, 1) - addr(&b, 0), size);
