@@ -4,6 +4,7 @@
 //! [`crate::Outcome`]. These are the failures before or around it.
 
 use boot::BootError;
+use qrpayload::AssembleError;
 use std::fmt;
 use std::io;
 use std::path::PathBuf;
@@ -42,7 +43,7 @@ pub enum RunError {
     /// `--accel kvm` on a host where KVM does not work: what the probe saw.
     KvmUnavailable(String),
     /// `kx import --qr`: the images do not give the whole payload.
-    Qr(crate::bench::qr::QrError),
+    Qr(QrError),
     /// `--coherence`: QEMU cannot load the coherence plugin, or the run cannot use it.
     Plugin(String),
 }
@@ -91,6 +92,45 @@ impl std::error::Error for RunError {
             RunError::Boot(e) => Some(e),
             RunError::Spawn(e) | RunError::Wait(e) | RunError::Io { source: e, .. } => Some(e),
             _ => None,
+        }
+    }
+}
+
+/// Why the images of `kx import --qr` do not give the records (`crate::bench::qr`).
+#[derive(Debug)]
+pub enum QrError {
+    /// An image that cannot be read, or has no readable code of ours.
+    Unreadable {
+        /// The image.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// Codes of the sequence that no image holds.
+    Missing(AssembleError),
+    /// Codes that contradict each other or a payload that fails its check.
+    Corrupt {
+        /// The image with the contradicting code (`None`: the payload as a whole).
+        path: Option<PathBuf>,
+        /// What is wrong.
+        why: String,
+    },
+}
+
+impl fmt::Display for QrError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            QrError::Unreadable { path, why } => write!(f, "{}: {why}", path.display()),
+            QrError::Missing(e) => write!(
+                f,
+                "{e}: photograph the missing codes (the kernel shows their numbers) and import \
+                 again with every image"
+            ),
+            QrError::Corrupt {
+                path: Some(path),
+                why,
+            } => write!(f, "{}: {why}", path.display()),
+            QrError::Corrupt { path: None, why } => f.write_str(why),
         }
     }
 }

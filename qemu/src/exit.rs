@@ -144,6 +144,17 @@ impl RunnerExit {
         }
     }
 
+    /// The exit status for a failed `kx import --qr`.
+    #[must_use]
+    pub fn for_qr(e: &crate::error::QrError) -> Self {
+        use crate::error::QrError;
+        match e {
+            QrError::Unreadable { .. } => RunnerExit::QrUnreadable,
+            QrError::Missing(_) => RunnerExit::QrMissing,
+            QrError::Corrupt { .. } => RunnerExit::QrCorrupt,
+        }
+    }
+
     /// The exit code for an error that stopped the run.
     #[must_use]
     pub fn for_error(e: &crate::RunError) -> Self {
@@ -161,7 +172,7 @@ impl RunnerExit {
             RunError::MediumMismatch(_) | RunError::NotAFile(_) => RunnerExit::Usage,
             RunError::BadInput { .. } => RunnerExit::BadResults,
             RunError::KvmUnavailable(_) => RunnerExit::KvmUnavailable,
-            RunError::Qr(e) => e.exit(),
+            RunError::Qr(e) => Self::for_qr(e),
             RunError::Plugin(_) => RunnerExit::NoPlugin,
         }
     }

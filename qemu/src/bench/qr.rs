@@ -8,7 +8,7 @@
 //! checked against the CRC-32 every code carries and inflated into the `KRESULT` lines, which
 //! then go the way of a serial log ([`super::run::import_collected`]). Nothing is written
 //! unless the whole payload was recovered. The three ways it can fail have their own exit
-//! statuses ([`QrError::exit`]):
+//! statuses ([`crate::RunnerExit::for_qr`]):
 //!
 //! * 11, an image that is no readable image or holds no readable code of ours (none found,
 //!   none that decodes, or another QR code: a URL, a code of another program);
@@ -17,61 +17,10 @@
 //!   runs, one number with two contents, a payload that does not inflate.
 
 use super::collect::Collected;
+pub use crate::error::QrError;
 use crate::{RunError, RunnerExit};
 use qrpayload::{AddError, Added, AssembleError, Assembler, FrameError};
-use std::fmt;
 use std::path::{Path, PathBuf};
-
-/// Why the images do not give the records.
-#[derive(Debug)]
-pub enum QrError {
-    /// An image that cannot be read, or has no readable code of ours.
-    Unreadable {
-        /// The image.
-        path: PathBuf,
-        /// What is wrong with it.
-        why: String,
-    },
-    /// Codes of the sequence that no image holds.
-    Missing(AssembleError),
-    /// Codes that contradict each other or a payload that fails its check.
-    Corrupt {
-        /// The image with the contradicting code (`None`: the payload as a whole).
-        path: Option<PathBuf>,
-        /// What is wrong.
-        why: String,
-    },
-}
-
-impl QrError {
-    /// The runner's exit status for this error.
-    #[must_use]
-    pub fn exit(&self) -> RunnerExit {
-        match self {
-            QrError::Unreadable { .. } => RunnerExit::QrUnreadable,
-            QrError::Missing(_) => RunnerExit::QrMissing,
-            QrError::Corrupt { .. } => RunnerExit::QrCorrupt,
-        }
-    }
-}
-
-impl fmt::Display for QrError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            QrError::Unreadable { path, why } => write!(f, "{}: {why}", path.display()),
-            QrError::Missing(e) => write!(
-                f,
-                "{e}: photograph the missing codes (the kernel shows their numbers) and import \
-                 again with every image"
-            ),
-            QrError::Corrupt {
-                path: Some(path),
-                why,
-            } => write!(f, "{}: {why}", path.display()),
-            QrError::Corrupt { path: None, why } => f.write_str(why),
-        }
-    }
-}
 
 /// The bytes of every QR code found in the image at `path` that decodes, and how many were
 /// found that did not.

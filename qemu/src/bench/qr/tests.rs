@@ -104,8 +104,8 @@ fn a_missing_code_is_named() {
         .map(|i| dir.save(&format!("{i}.png"), &pics[i]))
         .collect();
     let err = records_from_images(&files).unwrap_err();
-    assert_eq!(err.exit(), RunnerExit::QrMissing);
-    assert_eq!(err.exit().status(), 12);
+    assert_eq!(RunnerExit::for_qr(&err), RunnerExit::QrMissing);
+    assert_eq!(RunnerExit::for_qr(&err).status(), 12);
     assert!(
         err.to_string()
             .starts_with(&format!("missing code 2 of {n}:")),
@@ -120,7 +120,7 @@ fn foreign_blank_and_broken_images_are_unreadable() {
     let url = qrpayload::encode_bytes(b"https://example.org/", &mut tmp, &mut out).unwrap();
     let foreign = dir.save("url.png", &render(&url, 4));
     let err = records_from_images(&[foreign]).unwrap_err();
-    assert_eq!(err.exit().status(), 11, "{err}");
+    assert_eq!(RunnerExit::for_qr(&err).status(), 11, "{err}");
     assert!(
         err.to_string().contains("not one of kx's results codes"),
         "{err}"
@@ -131,13 +131,13 @@ fn foreign_blank_and_broken_images_are_unreadable() {
         &GrayImage::from_pixel(300, 200, image::Luma([255])),
     );
     let err = records_from_images(&[blank]).unwrap_err();
-    assert_eq!(err.exit(), RunnerExit::QrUnreadable);
+    assert_eq!(RunnerExit::for_qr(&err), RunnerExit::QrUnreadable);
     assert!(err.to_string().ends_with("no QR code found in it"), "{err}");
 
     let broken = dir.0.join("broken.png");
     std::fs::write(&broken, b"\x89PNG\r\n\x1a\nthis is not the rest of a PNG").unwrap();
     let err = records_from_images(&[broken]).unwrap_err();
-    assert_eq!(err.exit(), RunnerExit::QrUnreadable);
+    assert_eq!(RunnerExit::for_qr(&err), RunnerExit::QrUnreadable);
     assert!(
         err.to_string().contains("not a readable PNG or JPEG"),
         "{err}"
@@ -154,7 +154,7 @@ fn codes_of_two_runs_are_corrupt() {
         dir.save("b.png", &pictures(&b, 4)[1]),
     ];
     let err = records_from_images(&files).unwrap_err();
-    assert_eq!(err.exit(), RunnerExit::QrCorrupt);
-    assert_eq!(err.exit().status(), 13);
+    assert_eq!(RunnerExit::for_qr(&err), RunnerExit::QrCorrupt);
+    assert_eq!(RunnerExit::for_qr(&err).status(), 13);
     assert!(err.to_string().contains("code of another run"), "{err}");
 }
