@@ -684,7 +684,7 @@ fn parse_nodes(s: &str) -> Result<Nodes, String> {
 /// help.
 #[must_use]
 pub fn command() -> clap::Command {
-    Kx::command().after_help(crate::commands::exit_code_help())
+    Kx::command().after_help(crate::exit::exit_code_help())
 }
 
 /// Parses the arguments after the program name.

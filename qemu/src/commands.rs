@@ -1,146 +1,20 @@
 //! What each `kx` subcommand does: build what it needs, boot, decode, report, pick the exit.
 //!
-//! The pieces are public so the host integration tests (`tests/`) drive the same code the
-//! user runs: [`boot`](fn@boot) runs one [`Launch`] under a timeout, [`medium_for`] turns a built
-//! kernel and a command line into what a mode boots (the ELF32 for `direct`, a GRUB image
-//! with that command line in its grub.cfg for the others), [`execute`] is the whole command.
-//! `bench`, `compare` and `import` continue in [`crate::bench::run`].
+//! [`execute`] is the whole command; booting is [`crate::booting`]'s, the exit status
+//! [`crate::exit`]'s. `bench`, `compare` and `import` continue in [`crate::bench::run`].
 
+use crate::booting::{boot, launch, medium_for};
 use crate::cli::{Cli, Command, Options};
-use crate::firmware::PrivateVars;
-use crate::mode::Firmware;
-use crate::process::run_streaming_with;
+use crate::exit::{exit_for, test_exit};
 use crate::results::TestReport;
-use crate::{Launch, Medium, Mode, Outcome, RunError, RunOutput, RunnerExit};
-use abi::ExitCode;
-use boot::host_deps::{self, OVMF_CODE, OVMF_VARS, Purpose, QEMU};
-use boot::{BuildOptions, Kernel, Workspace, build_image, build_kernel};
-use std::path::{Path, PathBuf};
+use crate::{Medium, RunError, RunOutput, RunnerExit};
+use boot::host_deps::{self, Purpose, QEMU};
+use boot::{BuildOptions, Workspace, build_image, build_kernel};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Timeout of `kx bench` when none is given: the scenarios run for minutes under TCG.
 pub const BENCH_TIMEOUT: Duration = Duration::from_secs(1800);
-
-/// Runs `launch` under `timeout`, echoing serial when `echo`.
-///
-/// Checks for QEMU (and OVMF for UEFI modes) first, and gives UEFI runs a private copy of the
-/// OVMF variable store that lives as long as the run.
-pub fn boot(
-    ws: &Workspace,
-    launch: &Launch,
-    timeout: Duration,
-    echo: bool,
-) -> Result<RunOutput, RunError> {
-    boot_inner(ws, launch, timeout, echo, &mut |_| {}, &mut |_| {})
-}
-
-/// [`boot`](fn@boot) without echo, handing every serial line to `on_line` while QEMU runs.
-pub fn boot_streaming(
-    ws: &Workspace,
-    launch: &Launch,
-    timeout: Duration,
-    on_line: &mut (dyn FnMut(&str) + Send),
-) -> Result<RunOutput, RunError> {
-    boot_inner(ws, launch, timeout, false, &mut |_| {}, on_line)
-}
-
-/// [`boot_streaming`], also calling `on_start` with QEMU's pid once it runs (from a thread
-/// of its own, while serial is read): where `kx bench` pins QEMU's threads.
-pub fn boot_streaming_with(
-    ws: &Workspace,
-    launch: &Launch,
-    timeout: Duration,
-    on_start: &mut (dyn FnMut(u32) + Send),
-    on_line: &mut (dyn FnMut(&str) + Send),
-) -> Result<RunOutput, RunError> {
-    boot_inner(ws, launch, timeout, false, on_start, on_line)
-}
-
-fn boot_inner(
-    ws: &Workspace,
-    launch: &Launch,
-    timeout: Duration,
-    echo: bool,
-    on_start: &mut (dyn FnMut(u32) + Send),
-    on_line: &mut (dyn FnMut(&str) + Send),
-) -> Result<RunOutput, RunError> {
-    let uefi = launch.mode.firmware() == Firmware::Uefi;
-    host_deps::ensure(if uefi {
-        &[Purpose::Qemu, Purpose::Uefi]
-    } else {
-        &[Purpose::Qemu]
-    })?;
-    let mut launch = launch.clone();
-    let _vars = if uefi && launch.ovmf_vars.is_none() {
-        let vars = PrivateVars::copy_from(Path::new(OVMF_VARS), &ws.work_dir())?;
-        launch.ovmf_vars = Some(vars.path().to_path_buf());
-        Some(vars)
-    } else {
-        None
-    };
-    let args = launch.args().map_err(RunError::MediumMismatch)?;
-    let qemu = boot::tool::find_on_path(QEMU).unwrap_or_else(|| PathBuf::from(QEMU));
-    let finished = run_streaming_with(&qemu, &args, timeout, echo, on_start, on_line)?;
-    Ok(RunOutput::from_finished(finished, timeout))
-}
-
-/// A launch with the default firmware paths; `nodes` NUMA nodes when given.
-#[must_use]
-pub fn launch(mode: Mode, smp: u32, mem_mib: u32, nodes: Option<u32>, medium: Medium) -> Launch {
-    Launch {
-        mode,
-        smp,
-        mem_mib,
-        nodes,
-        medium,
-        ovmf_code: OVMF_CODE.into(),
-        ovmf_vars: None,
-        accel: crate::accel::Accel::Tcg,
-        qmp: None,
-        mirror: None,
-        plugin: None,
-        tcg_single: false,
-    }
-}
-
-/// What `mode` boots for `kernel` with `cmdline`: the ELF32 directly, or a GRUB image (built
-/// under `target-kernel/work/images/`, one per profile and command line).
-pub fn medium_for(
-    ws: &Workspace,
-    kernel: &Kernel,
-    mode: Mode,
-    cmdline: &str,
-) -> Result<Medium, RunError> {
-    if !mode.uses_image() {
-        return Ok(Medium::Kernel {
-            elf32: kernel.elf32.clone(),
-            cmdline: cmdline.to_owned(),
-        });
-    }
-    let path = ws
-        .work_dir()
-        .join("images")
-        .join(image_name(kernel.profile, cmdline));
-    let image = build_image(kernel, cmdline, &path)?;
-    Ok(Medium::Image(image.path))
-}
-
-/// A file name for the image of `cmdline`: readable, and unique per command line.
-#[must_use]
-pub fn image_name(profile: boot::Profile, cmdline: &str) -> String {
-    let words: Vec<&str> = cmdline.split_ascii_whitespace().collect();
-    let joined = words.join(" ");
-    let readable: String = joined
-        .chars()
-        .take(40)
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect();
-    // FNV-1a keeps different command lines with the same readable form apart.
-    let hash = joined.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
-    format!("{}-{readable}-{hash:016x}.img", profile.name())
-}
 
 /// The kernel command line a command boots with.
 #[must_use]
@@ -162,28 +36,6 @@ pub fn cmdline_for(command: &Command, append: &str) -> String {
     let mut words: Vec<&str> = base.split_ascii_whitespace().collect();
     words.extend(append.split_ascii_whitespace());
     words.join(" ")
-}
-
-/// The runner's exit for an outcome of a non-test run.
-#[must_use]
-pub fn exit_for(outcome: Outcome) -> RunnerExit {
-    match outcome {
-        Outcome::Kernel(ExitCode::Success) => RunnerExit::Success,
-        Outcome::Kernel(code) => RunnerExit::Kernel(code),
-        Outcome::Timeout(_) => RunnerExit::Timeout,
-        Outcome::QemuStatus(_) | Outcome::QemuSignal(_) => RunnerExit::QemuFailed,
-    }
-}
-
-/// The runner's exit for a test run: a success code with contradicting lines is a mismatch.
-#[must_use]
-pub fn test_exit(out: &RunOutput, report: &TestReport, requested: Option<&[String]>) -> RunnerExit {
-    match exit_for(out.outcome) {
-        RunnerExit::Success if !report.problems(out.outcome, requested).is_empty() => {
-            RunnerExit::OutputMismatch
-        }
-        other => other,
-    }
 }
 
 /// Runs a parsed command line to completion and says how to exit.
@@ -478,49 +330,9 @@ fn print_test_report(report: &TestReport, out: &RunOutput, requested: Option<&[S
     }
 }
 
-/// The exit-code table printed by `kx help`: one entry a status, wrapped under its text to
-/// fit an 80-column terminal (clap would wrap it from the line's start).
-#[must_use]
-pub fn exit_code_help() -> String {
-    let mut s = String::from("exit status:\n");
-    let mut entry = |status: i32, what: &str| {
-        let mut line = format!("  {status:>3} ");
-        for word in what.split(' ') {
-            if line.len() + 1 + word.len() > 79 {
-                s.push_str(&line);
-                s.push('\n');
-                line = " ".repeat(6);
-            }
-            line.push(' ');
-            line.push_str(word);
-        }
-        s.push_str(&line);
-        s.push('\n');
-    };
-    for (e, what) in RunnerExit::OWN {
-        entry(e.status(), what);
-    }
-    for c in ExitCode::ALL
-        .into_iter()
-        .filter(|c| *c != ExitCode::Success)
-    {
-        entry(
-            RunnerExit::Kernel(c).status(),
-            &format!(
-                "the kernel exited with {} (0x{:02x})",
-                c.name(),
-                c.port_value()
-            ),
-        );
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::process::Termination;
-    use boot::Profile;
 
     #[test]
     fn command_lines() {
@@ -544,59 +356,5 @@ mod tests {
         ] {
             assert!(abi::cmdline::parse(&cmdline_for(&c, "cpus=1"), false).is_ok());
         }
-    }
-
-    #[test]
-    fn image_names_are_distinct_and_safe() {
-        let a = image_name(Profile::Release, "run=test test=a_b");
-        let b = image_name(Profile::Release, "run=test test=a,b");
-        assert_ne!(a, b);
-        assert!(a.starts_with("release-run_test_test_a_b-") && a.ends_with(".img"));
-        assert_eq!(a, image_name(Profile::Release, " run=test   test=a_b "));
-        assert_ne!(a, image_name(Profile::Debug, "run=test test=a_b"));
-    }
-
-    fn output(outcome: Outcome, serial: &str) -> RunOutput {
-        RunOutput {
-            outcome,
-            serial: serial.into(),
-            qemu_stderr: String::new(),
-            elapsed: Duration::ZERO,
-            first_output: None,
-        }
-    }
-
-    #[test]
-    fn exits() {
-        let t = Outcome::decode(Termination::TimedOut, Duration::from_secs(1));
-        assert_eq!(exit_for(t), RunnerExit::Timeout);
-        assert_eq!(exit_for(Outcome::QemuStatus(1)), RunnerExit::QemuFailed);
-        assert_eq!(
-            exit_for(Outcome::Kernel(ExitCode::Panic)),
-            RunnerExit::Kernel(ExitCode::Panic)
-        );
-        let ok = Outcome::Kernel(ExitCode::Success);
-        let good = output(ok, "KTEST a ok\nKTEST-SUMMARY 1 passed, 0 failed\n");
-        let r = TestReport::parse(&good.serial);
-        assert_eq!(test_exit(&good, &r, None), RunnerExit::Success);
-        let lost = output(ok, "KTEST-SUMMARY 1 passed, 0 failed\n");
-        let r = TestReport::parse(&lost.serial);
-        assert_eq!(test_exit(&lost, &r, None), RunnerExit::OutputMismatch);
-        let failed = output(Outcome::Kernel(ExitCode::TestFailure), "KTEST a FAILED\n");
-        let r = TestReport::parse(&failed.serial);
-        assert_eq!(
-            test_exit(&failed, &r, None),
-            RunnerExit::Kernel(ExitCode::TestFailure)
-        );
-    }
-
-    #[test]
-    fn help_lists_every_code() {
-        let h = exit_code_help();
-        for (e, _) in RunnerExit::OWN {
-            assert!(h.contains(&format!("  {:>3}  ", e.status())));
-        }
-        assert!(h.contains("panic (0x12)"));
-        assert!(h.lines().all(|l| l.len() < 80), "{h}");
     }
 }

@@ -12,6 +12,8 @@
 //! 13 codes that contradict each other or a payload that fails its checksum; 14
 //! `--accel kvm` where KVM does not work; 15 `kx bench --strict` on a busy host.
 
+use crate::results::TestReport;
+use crate::{Outcome, RunOutput};
 use abi::ExitCode;
 use boot::error::{EXIT_BUILD_FAILED, EXIT_MISSING_PACKAGES, EXIT_NOT_FOUND, EXIT_USAGE};
 
@@ -178,9 +180,71 @@ impl RunnerExit {
     }
 }
 
+/// The runner's exit for an outcome of a non-test run.
+#[must_use]
+pub fn exit_for(outcome: Outcome) -> RunnerExit {
+    match outcome {
+        Outcome::Kernel(ExitCode::Success) => RunnerExit::Success,
+        Outcome::Kernel(code) => RunnerExit::Kernel(code),
+        Outcome::Timeout(_) => RunnerExit::Timeout,
+        Outcome::QemuStatus(_) | Outcome::QemuSignal(_) => RunnerExit::QemuFailed,
+    }
+}
+
+/// The runner's exit for a test run: a success code with contradicting lines is a mismatch.
+#[must_use]
+pub fn test_exit(out: &RunOutput, report: &TestReport, requested: Option<&[String]>) -> RunnerExit {
+    match exit_for(out.outcome) {
+        RunnerExit::Success if !report.problems(out.outcome, requested).is_empty() => {
+            RunnerExit::OutputMismatch
+        }
+        other => other,
+    }
+}
+
+/// The exit-code table printed by `kx help`: one entry a status, wrapped under its text to
+/// fit an 80-column terminal (clap would wrap it from the line's start).
+#[must_use]
+pub fn exit_code_help() -> String {
+    let mut s = String::from("exit status:\n");
+    let mut entry = |status: i32, what: &str| {
+        let mut line = format!("  {status:>3} ");
+        for word in what.split(' ') {
+            if line.len() + 1 + word.len() > 79 {
+                s.push_str(&line);
+                s.push('\n');
+                line = " ".repeat(6);
+            }
+            line.push(' ');
+            line.push_str(word);
+        }
+        s.push_str(&line);
+        s.push('\n');
+    };
+    for (e, what) in RunnerExit::OWN {
+        entry(e.status(), what);
+    }
+    for c in ExitCode::ALL
+        .into_iter()
+        .filter(|c| *c != ExitCode::Success)
+    {
+        entry(
+            RunnerExit::Kernel(c).status(),
+            &format!(
+                "the kernel exited with {} (0x{:02x})",
+                c.name(),
+                c.port_value()
+            ),
+        );
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::process::Termination;
+    use std::time::Duration;
 
     #[test]
     fn statuses_are_distinct_and_never_clash_with_kernel_codes() {
@@ -198,5 +262,49 @@ mod tests {
             }
         }
         assert_eq!(RunnerExit::Kernel(ExitCode::Panic).status(), 0x12);
+    }
+
+    fn output(outcome: Outcome, serial: &str) -> RunOutput {
+        RunOutput {
+            outcome,
+            serial: serial.into(),
+            qemu_stderr: String::new(),
+            elapsed: Duration::ZERO,
+            first_output: None,
+        }
+    }
+
+    #[test]
+    fn exits() {
+        let t = Outcome::decode(Termination::TimedOut, Duration::from_secs(1));
+        assert_eq!(exit_for(t), RunnerExit::Timeout);
+        assert_eq!(exit_for(Outcome::QemuStatus(1)), RunnerExit::QemuFailed);
+        assert_eq!(
+            exit_for(Outcome::Kernel(ExitCode::Panic)),
+            RunnerExit::Kernel(ExitCode::Panic)
+        );
+        let ok = Outcome::Kernel(ExitCode::Success);
+        let good = output(ok, "KTEST a ok\nKTEST-SUMMARY 1 passed, 0 failed\n");
+        let r = TestReport::parse(&good.serial);
+        assert_eq!(test_exit(&good, &r, None), RunnerExit::Success);
+        let lost = output(ok, "KTEST-SUMMARY 1 passed, 0 failed\n");
+        let r = TestReport::parse(&lost.serial);
+        assert_eq!(test_exit(&lost, &r, None), RunnerExit::OutputMismatch);
+        let failed = output(Outcome::Kernel(ExitCode::TestFailure), "KTEST a FAILED\n");
+        let r = TestReport::parse(&failed.serial);
+        assert_eq!(
+            test_exit(&failed, &r, None),
+            RunnerExit::Kernel(ExitCode::TestFailure)
+        );
+    }
+
+    #[test]
+    fn help_lists_every_code() {
+        let h = exit_code_help();
+        for (e, _) in RunnerExit::OWN {
+            assert!(h.contains(&format!("  {:>3}  ", e.status())));
+        }
+        assert!(h.contains("panic (0x12)"));
+        assert!(h.lines().all(|l| l.len() < 80), "{h}");
     }
 }

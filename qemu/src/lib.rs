@@ -20,6 +20,7 @@
 
 pub mod accel;
 pub mod bench;
+pub mod booting;
 pub mod cli;
 pub mod coherence;
 pub mod commands;

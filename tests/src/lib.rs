@@ -13,7 +13,7 @@
 pub mod results_dir;
 
 use boot::{BuildOptions, Kernel, Profile, Workspace};
-use qemu::commands::{boot, launch, medium_for};
+use qemu::booting::{boot, launch, medium_for};
 use qemu::{Medium, Mode, RunOutput, RunnerExit};
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -165,7 +165,7 @@ pub fn bench_in(
             cmdline,
         }
     } else {
-        qemu::commands::medium_for(workspace(), kernel(), mode, &cmdline)
+        qemu::booting::medium_for(workspace(), kernel(), mode, &cmdline)
             .unwrap_or_else(|e| panic!("image: {e}"))
     };
     let launch = launch(mode, SMP, mem, None, medium);

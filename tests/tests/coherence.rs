@@ -207,7 +207,7 @@ fn a_plugin_qemu_cannot_load_ends_the_bench_with_the_plugin_status() {
         elf32: tests::kernel().elf32.clone(),
         cmdline: "run=bench quick=1".into(),
     };
-    let mut launch = qemu::commands::launch(qemu::Mode::Direct, 2, 256, None, medium);
+    let mut launch = qemu::booting::launch(qemu::Mode::Direct, 2, 256, None, medium);
     launch.plugin = Some(setup.load.clone());
     // A hang would end in the runner's timeout, an `Ok` with the timeout outcome: the
     // plugin error proves QEMU said why and stopped.

@@ -162,7 +162,7 @@ fn args(kernel: &Path, model: &str, smp: u32, numa: &[String]) -> Vec<OsString> 
         elf32: kernel.to_path_buf(),
         cmdline: "run=summary".into(),
     };
-    let launch = qemu::commands::launch(Mode::Direct, 2, MEM_MIB, None, medium);
+    let launch = qemu::booting::launch(Mode::Direct, 2, MEM_MIB, None, medium);
     let mut a = launch.args().expect("a direct launch");
     let at = |a: &[OsString], flag: &str| {
         a.iter()

@@ -62,9 +62,9 @@ struct Capture {
 /// Boots the bench with `qr=on` from the GRUB image in `mode` and screenshots every page of
 /// codes.
 fn capture(dir: &Path, mode: Mode) -> Capture {
-    let medium = qemu::commands::medium_for(workspace(), kernel(), mode, CMDLINE)
+    let medium = qemu::booting::medium_for(workspace(), kernel(), mode, CMDLINE)
         .unwrap_or_else(|e| panic!("image: {e}"));
-    let mut launch = qemu::commands::launch(mode, SMP, MEM_MIB, None, medium);
+    let mut launch = qemu::booting::launch(mode, SMP, MEM_MIB, None, medium);
     // UEFI: a private copy of the firmware's variable store, alive until QEMU exits.
     let _vars = (mode == Mode::Uefi).then(|| {
         let v = qemu::firmware::PrivateVars::copy_from(Path::new(boot::host_deps::OVMF_VARS), dir)

@@ -20,7 +20,7 @@ use super::host::{self, HostInfo};
 use super::output::{self, Written};
 use super::results_file::ResultsFile;
 use crate::cli::Options;
-use crate::commands::exit_for;
+use crate::exit::exit_for;
 use crate::{Launch, Outcome, RunError, RunnerExit};
 use abi::ExitCode;
 use bench::{Progress, Record, Style, Table};
@@ -212,7 +212,7 @@ pub fn bench(
     launch.qmp = Some(qmp_dir.socket());
     let monitor = Mutex::new(Monitor::new(source, before.clone()));
     let view = Mutex::new(ProgressView::new(o.quiet));
-    let out = crate::commands::boot_streaming_with(
+    let out = crate::booting::boot_streaming_with(
         ws,
         &launch,
         timeout,

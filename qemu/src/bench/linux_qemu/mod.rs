@@ -355,7 +355,7 @@ mod tests {
         assert!(Want::Fetch.kernel(None).is_err(), "no cache directory");
         // In a benchmark's records: a note, no problem, no runs.
         let mut c = Collected::default();
-        let launch = crate::commands::launch(
+        let launch = crate::booting::launch(
             Mode::Direct,
             1,
             256,
