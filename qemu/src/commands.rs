@@ -232,10 +232,11 @@ fn coherence_accel(request: crate::accel::AccelRequest) -> Result<crate::accel::
 /// (cached per host), which boots this workspace's kernel (or `--kernel`). Prints the
 /// choice and why as the first line of the run's output.
 fn choose_accel(ws: &Workspace, o: &Options) -> Result<crate::accel::Accel, RunError> {
-    use crate::accel::{self, AccelRequest};
+    use crate::accel::probe as accel;
+    use crate::accel::{Accel, AccelRequest};
     if o.accel == AccelRequest::Tcg {
         eprintln!("kx: accelerator: tcg (--accel tcg)");
-        return Ok(accel::Accel::Tcg);
+        return Ok(Accel::Tcg);
     }
     host_deps::ensure(&[Purpose::Qemu])?;
     // The kernel probed is part of the probe's key: built first (the run builds it anyway),

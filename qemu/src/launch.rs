@@ -34,7 +34,7 @@
 
 use crate::accel::Accel;
 use crate::mode::{Firmware, Mode};
-use crate::placement::GuestNode;
+use crate::placement::NodeMirror;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -107,15 +107,6 @@ impl PluginLoad {
         }
         s
     }
-}
-
-/// `--nodes host`: the guest's nodes as mirrors of the host's.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NodeMirror {
-    /// Guest node `i` is `nodes[i]`.
-    pub nodes: Vec<GuestNode>,
-    /// Bind each node's memory to its host node (the host has several nodes).
-    pub bind: bool,
 }
 
 impl Launch {
@@ -296,6 +287,7 @@ fn drive_arg(prefix: &str, path: &std::path::Path) -> OsString {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::placement::GuestNode;
 
     fn launch(mode: Mode, medium: Medium) -> Launch {
         Launch {

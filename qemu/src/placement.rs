@@ -10,7 +10,7 @@
 //!   by core (vCPUs 0 and 1 on the two siblings of the first core, and so on);
 //! - cores are taken node by node (node 0's first), so a guest without a NUMA description
 //!   stays on as few host nodes as it can; with `--nodes host` vCPU `i` belongs to guest
-//!   node `i % N` (the runner's round-robin, see [`crate::launch`]) and is pinned to a core
+//!   node `i % N` (the runner's round-robin, which the QEMU command line follows) and is pinned to a core
 //!   of the host node that guest node mirrors;
 //! - when there are more vCPUs than such cores, the ones beyond are left unpinned (they
 //!   float over the allowed CPUs) and a warning says so and how to avoid it (`--smt` where
@@ -52,6 +52,15 @@ pub struct GuestNode {
     pub host: u32,
     /// Whether it gets memory (false: the host node is memoryless, so is the guest's).
     pub memory: bool,
+}
+
+/// `--nodes host`: the guest's nodes as mirrors of the host's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeMirror {
+    /// Guest node `i` is `nodes[i]`.
+    pub nodes: Vec<GuestNode>,
+    /// Bind each node's memory to its host node (the host has several nodes).
+    pub bind: bool,
 }
 
 /// The choice of host CPUs.
@@ -260,8 +269,8 @@ impl HostPlacement {
     /// `--nodes host`'s guest nodes, memory bound to their host nodes where the host has
     /// several.
     #[must_use]
-    pub fn mirror(&self) -> crate::launch::NodeMirror {
-        crate::launch::NodeMirror {
+    pub fn mirror(&self) -> NodeMirror {
+        NodeMirror {
             nodes: self.placement.guest_nodes.clone(),
             bind: self.topo.nodes.len() > 1,
         }

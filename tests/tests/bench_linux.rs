@@ -36,7 +36,7 @@ fn quick_floor_with(kernel: PathBuf) -> BenchOptions {
 fn debian_linux_runs_beside_the_floor() {
     // Fetched as a default run fetches it (apt-get download) when it is not cached: the
     // Linux row is part of every default run, so a machine that cannot get it fails here.
-    let cache = qemu::accel::cache_dir().expect("a kx cache directory");
+    let cache = qemu::accel::probe::cache_dir().expect("a kx cache directory");
     let image = kernel::cached(&cache)
         .map_or_else(|| kernel::fetch(&cache), Ok)
         .unwrap_or_else(|why| panic!("Debian's {}: {why}", kernel::META_PACKAGE));

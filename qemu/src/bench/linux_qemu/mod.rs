@@ -286,7 +286,7 @@ pub fn attach(c: &mut Collected, want: &Want, launch: &Launch, quiet: bool) {
     if *want == Want::No {
         return;
     }
-    let cache = crate::accel::cache_dir();
+    let cache = crate::accel::probe::cache_dir();
     let kernel = match want.kernel(cache.as_deref()) {
         Ok(k) => k,
         Err(why) => {

@@ -1,5 +1,5 @@
-//! Which accelerator QEMU runs under: KVM where it works, TCG otherwise, decided by a probe
-//! that boots the kernel, never by the mere presence of `/dev/kvm`.
+//! The KVM probe: KVM where it works, TCG otherwise, decided by booting the kernel, never
+//! by the mere presence of `/dev/kvm`.
 //!
 //! `/dev/kvm` existing and opening read-write (API version 12) does not mean KVM works: on
 //! nested hosts QEMU 7.2 aborts at start with `-cpu host` ("failed to set MSR 0x10a", an
@@ -24,75 +24,13 @@
 //! ([`crate::RunnerExit::KvmUnavailable`]). Under KVM the guest gets `-cpu host,pmu=on`
 //! (the host's CPU model and its performance counters); under TCG `-cpu max`.
 
+use super::{Accel, AccelRequest};
 use crate::process::{Termination, run_with_timeout};
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use std::time::Duration;
-
-/// What the user asked for (`--accel`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum AccelRequest {
-    /// KVM when the probe says it works, TCG otherwise.
-    #[default]
-    Auto,
-    /// KVM, or an error saying why not.
-    Kvm,
-    /// TCG, without probing.
-    Tcg,
-}
-
-impl FromStr for AccelRequest {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "auto" => Ok(AccelRequest::Auto),
-            "kvm" => Ok(AccelRequest::Kvm),
-            "tcg" => Ok(AccelRequest::Tcg),
-            _ => Err(format!("--accel: `{s}` is not one of auto, kvm, tcg")),
-        }
-    }
-}
-
-/// The accelerator a launch uses.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Accel {
-    /// QEMU's emulator.
-    #[default]
-    Tcg,
-    /// The host's KVM.
-    Kvm,
-}
-
-impl Accel {
-    /// QEMU's name for it.
-    #[must_use]
-    pub const fn name(self) -> &'static str {
-        match self {
-            Accel::Tcg => "tcg",
-            Accel::Kvm => "kvm",
-        }
-    }
-
-    /// `-accel NAME -cpu MODEL`: the host's CPU with its PMU under KVM, `max` under TCG.
-    #[must_use]
-    pub fn args(self) -> [&'static str; 4] {
-        match self {
-            Accel::Tcg => ["-accel", "tcg", "-cpu", "max"],
-            Accel::Kvm => ["-accel", "kvm", "-cpu", "host,pmu=on"],
-        }
-    }
-}
-
-impl fmt::Display for Accel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// How the KVM probe ended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
