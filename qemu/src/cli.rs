@@ -27,6 +27,7 @@ use crate::mode::Mode;
 use boot::Profile;
 use clap::error::ErrorKind;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use std::borrow::Cow;
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -39,7 +40,10 @@ pub const BENCH_MEM_MIB: u32 = 1024;
 /// leaves out 10,000 (under TCG its setup takes about a minute per variant and CPU count and
 /// a tail-walk request 10-30 s: past the 10-minute budget of the default run);
 /// `--memcgs 10,1500,10000` adds it, and host runs and real machines run it by default.
-pub const TCG_MEMCGS: &str = "10,1500";
+pub const TCG_MEMCGS: KernelValue = KernelValue {
+    key: "memcgs",
+    value: Cow::Borrowed("10,1500"),
+};
 
 /// vCPUs of the commands other than `bench` without `--smp`.
 pub const DEFAULT_SMP: u32 = 2;
@@ -173,35 +177,35 @@ pub struct BenchOptions {
     pub quick: bool,
     /// all | NAME[,NAME...] (scenarios=)
     #[arg(long, value_name = "LIST", value_parser = kernel_value("scenarios"))]
-    pub scenarios: Option<String>,
+    pub scenarios: Option<KernelValue>,
     /// CPU counts, e.g. 1,2,4, increasing, each <= --smp (bench_cpus=) [default: 1, 2, 4,
     /// ... up to --smp]
     #[arg(long, value_name = "LIST", value_parser = kernel_value("bench_cpus"))]
-    pub cpus: Option<String>,
+    pub cpus: Option<KernelValue>,
     /// Measured rounds per variant, 1..=100, a multiple of --instances (rounds=) [default:
     /// 4, quick 2; --coherence 1]
     #[arg(long, value_name = "N", value_parser = kernel_value("rounds"))]
-    pub rounds: Option<String>,
+    pub rounds: Option<KernelValue>,
     /// Instances of each variant per point, 1..=16, each built afresh at a new placement
     /// and measured for rounds/instances rounds (instances=) [default: 4, quick 2;
     /// --coherence 1]
     #[arg(long, value_name = "N", value_parser = kernel_value("instances"))]
-    pub instances: Option<String>,
+    pub instances: Option<KernelValue>,
     /// Seconds per run, 0.01..=3600, e.g. 0.5 (seconds=) [default: 0.5, quick 0.1]
     #[arg(long, value_name = "S", value_parser = kernel_value("seconds"))]
-    pub seconds: Option<String>,
+    pub seconds: Option<KernelValue>,
     /// seed002's memcg counts, e.g. 10,1500 (memcgs=) [default: 10,1500,10000; kx bench in
     /// QEMU: 10,1500]
     #[arg(long, value_name = "LIST", value_parser = kernel_value("memcgs"))]
-    pub memcgs: Option<String>,
+    pub memcgs: Option<KernelValue>,
     /// Add instance blocks until every comparison's 95% interval half-width is at most PCT
     /// percent, 0.01..=100 (ci_width=) [default: none, a fixed number of instances]
     #[arg(long, value_name = "PCT", value_parser = kernel_value("ci_width"))]
-    pub ci_width: Option<String>,
+    pub ci_width: Option<KernelValue>,
     /// Stop adding instance blocks once the benchmark has run this long, pro rata per point,
     /// 1..=86400 (budget=) [default: none]
     #[arg(long, value_name = "SECS", value_parser = kernel_value("budget"))]
-    pub budget: Option<String>,
+    pub budget: Option<KernelValue>,
     /// After the benchmark, boot Debian's Linux (linux-image-cloud-amd64) in the same QEMU
     /// as the `linux` reference rows, fetching it with apt-get into the kx cache if needed (a
     /// default run, not --quick, does this when the kernel is in the cache already)
@@ -262,19 +266,20 @@ impl BenchOptions {
         if self.coherence && self.scenarios.is_none() {
             keys.push(format!("scenarios={}", coherence_scenarios()));
         }
-        for (key, value) in [
-            ("scenarios", &self.scenarios),
-            ("bench_cpus", &self.cpus),
-            ("rounds", &self.rounds),
-            ("instances", &self.instances),
-            ("seconds", &self.seconds),
-            ("memcgs", &self.memcgs),
-            ("ci_width", &self.ci_width),
-            ("budget", &self.budget),
-        ] {
-            if let Some(v) = value {
-                keys.push(format!("{key}={v}"));
-            }
+        for value in [
+            &self.scenarios,
+            &self.cpus,
+            &self.rounds,
+            &self.instances,
+            &self.seconds,
+            &self.memcgs,
+            &self.ci_width,
+            &self.budget,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            keys.push(value.to_string());
         }
         if self.quick {
             keys.push("quick=1".into());
@@ -329,9 +334,12 @@ impl BenchOptions {
 
     /// The largest `--cpus` entry.
     fn largest_cpus(&self) -> Option<u32> {
-        self.cpus
-            .as_deref()
-            .and_then(|l| l.split(',').filter_map(|n| n.parse::<u32>().ok()).max())
+        self.cpus.as_ref().and_then(|l| {
+            l.value()
+                .split(',')
+                .filter_map(|n| n.parse::<u32>().ok())
+                .max()
+        })
     }
 }
 
@@ -639,11 +647,40 @@ fn number_in(lo: u32, hi: u32) -> impl Fn(&str) -> Result<u32, String> + Clone +
     }
 }
 
+/// One `key=value` of the kernel's command line, the value as written and accepted by the
+/// kernel's parser. The key is named once, in the option's `value_parser`
+/// ([`kernel_value`]), and travels with the value to the command line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelValue {
+    key: &'static str,
+    value: Cow<'static, str>,
+}
+
+impl KernelValue {
+    /// The kernel's key.
+    #[must_use]
+    pub fn key(&self) -> &'static str {
+        self.key
+    }
+
+    /// The value as written.
+    #[must_use]
+    pub fn value(&self) -> &str {
+        &self.value
+    }
+}
+
+impl fmt::Display for KernelValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}={}", self.key, self.value)
+    }
+}
+
 /// A value the kernel's command-line parser accepts for `key` (kept as written: it becomes
 /// `key=value` on the kernel's command line).
 fn kernel_value(
     key: &'static str,
-) -> impl Fn(&str) -> Result<String, String> + Clone + Send + Sync {
+) -> impl Fn(&str) -> Result<KernelValue, String> + Clone + Send + Sync {
     move |value: &str| {
         // The value alone: how it combines with other keys is checked once all are known
         // (`BenchOptions::check`).
@@ -651,7 +688,10 @@ fn kernel_value(
             abi::cmdline::parse(&format!("run=bench {key}={value}"), false),
             Ok(_) | Err(abi::cmdline::CmdlineError::RoundsPerInstance { .. })
         ) {
-            return Ok(value.to_owned());
+            return Ok(KernelValue {
+                key,
+                value: Cow::Owned(value.to_owned()),
+            });
         }
         let accepted = abi::cmdline::ACCEPTED
             .iter()
@@ -800,7 +840,7 @@ impl BenchArgs {
         o.bench = b;
         let b = &mut o.bench;
         if b.memcgs.is_none() && !b.quick {
-            b.memcgs = Some(TCG_MEMCGS.to_owned());
+            b.memcgs = Some(TCG_MEMCGS);
         }
         Ok(o)
     }
@@ -1157,12 +1197,15 @@ mod tests {
         assert_eq!(parse(["summary"]).unwrap().options.mem_mib, 256);
         // In QEMU seed002 leaves out 10,000 memcgs unless asked; quick and host runs keep
         // their own defaults.
-        let memcgs = |a: &[&str]| parse(a.iter().copied()).unwrap().options.bench.memcgs;
-        assert_eq!(memcgs(&["bench"]).as_deref(), Some(TCG_MEMCGS));
-        assert_eq!(memcgs(&[]).as_deref(), Some(TCG_MEMCGS));
+        let memcgs = |a: &[&str]| {
+            let o = parse(a.iter().copied()).unwrap().options;
+            o.bench.memcgs.map(|v| v.to_string())
+        };
+        assert_eq!(memcgs(&["bench"]).as_deref(), Some("memcgs=10,1500"));
+        assert_eq!(memcgs(&[]).as_deref(), Some("memcgs=10,1500"));
         assert_eq!(
             memcgs(&["bench", "--memcgs", "10,1500,10000"]).as_deref(),
-            Some("10,1500,10000")
+            Some("memcgs=10,1500,10000")
         );
         assert_eq!(memcgs(&["bench", "--quick"]), None);
         assert_eq!(memcgs(&["bench", "--host"]), None);
