@@ -649,7 +649,7 @@ fn number_in(lo: u32, hi: u32) -> impl Fn(&str) -> Result<u32, String> + Clone +
 
 /// One `key=value` of the kernel's command line, the value as written and accepted by the
 /// kernel's parser. The key is named once, in the option's `value_parser`
-/// ([`kernel_value`]), and travels with the value to the command line.
+/// (`kernel_value("key")`), and travels with the value to the command line.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KernelValue {
     key: &'static str,
@@ -657,6 +657,11 @@ pub struct KernelValue {
 }
 
 impl KernelValue {
+    /// `key=value`, if the kernel's parser accepts `value` for `key` on its own.
+    pub fn new(key: &'static str, value: &str) -> Result<Self, String> {
+        kernel_value(key)(value)
+    }
+
     /// The kernel's key.
     #[must_use]
     pub fn key(&self) -> &'static str {

@@ -9,7 +9,7 @@
 
 use qemu::RunnerExit;
 use qemu::bench::linux_qemu::{self, kernel};
-use qemu::cli::BenchOptions;
+use qemu::cli::{BenchOptions, KernelValue};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -26,7 +26,7 @@ fn results(out: &std::path::Path) -> serde_json::Value {
 fn quick_floor_with(kernel: PathBuf) -> BenchOptions {
     BenchOptions {
         quick: true,
-        scenarios: Some("limit".into()),
+        scenarios: Some(KernelValue::new("scenarios", "limit").unwrap()),
         linux_kernel: Some(kernel),
         ..BenchOptions::default()
     }

@@ -7,7 +7,7 @@
 #![forbid(unsafe_code)]
 
 use qemu::RunnerExit;
-use qemu::cli::BenchOptions;
+use qemu::cli::{BenchOptions, KernelValue};
 use std::time::Duration;
 use tests::results_dir::{Expect, check, check_seed_scenarios};
 
@@ -148,8 +148,8 @@ fn the_bench_runs_under_uefi() {
     let _ = std::fs::remove_dir_all(&out);
     let bench = BenchOptions {
         quick: true,
-        scenarios: Some("seed003-pft".into()),
-        cpus: Some("2".into()),
+        scenarios: Some(KernelValue::new("scenarios", "seed003-pft").unwrap()),
+        cpus: Some(KernelValue::new("bench_cpus", "2").unwrap()),
         ..BenchOptions::default()
     };
     let exit = tests::bench_in(qemu::Mode::Uefi, bench, &out, Duration::from_secs(400));

@@ -1,7 +1,6 @@
-//! What each `kx` subcommand does: build what it needs, boot, decode, report, pick the exit.
-//!
-//! [`execute`] is the whole command; booting is [`crate::booting`]'s, the exit status
-//! [`crate::exit`]'s. `bench`, `compare` and `import` continue in [`crate::bench::run`].
+//! The commands that boot the kernel in QEMU: `summary`, `run`, `layout`, `test` and
+//! `bench` (which continues in [`crate::bench::run`]). Booting itself is
+//! [`crate::booting`]'s, the exit status [`crate::exit`]'s.
 
 use crate::booting::{boot, launch, medium_for};
 use crate::cli::{Cli, Command, Options};
@@ -9,7 +8,7 @@ use crate::exit::{exit_for, test_exit};
 use crate::results::TestReport;
 use crate::{Medium, RunError, RunOutput, RunnerExit};
 use boot::host_deps::{self, Purpose, QEMU};
-use boot::{BuildOptions, Workspace, build_image, build_kernel};
+use boot::{BuildOptions, Workspace, build_kernel};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -38,75 +37,21 @@ pub fn cmdline_for(command: &Command, append: &str) -> String {
     words.join(" ")
 }
 
-/// Runs a parsed command line to completion and says how to exit.
-pub fn execute(cli: &Cli) -> RunnerExit {
-    match try_execute(cli) {
-        Ok(exit) => exit,
-        Err(e) => {
-            eprintln!("kx: {e}");
-            RunnerExit::for_error(&e)
-        }
-    }
-}
-
-fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
+/// `summary`, `run`, `layout`, `test` and `bench` in QEMU: the accelerator, the kernel (or
+/// `--kernel`/`--image`) with the command's command line, the launch; then `bench` goes
+/// on in [`crate::bench::run`] and the others boot once and report.
+pub fn run(cli: &Cli, ws: &Workspace) -> Result<RunnerExit, RunError> {
     let o = &cli.options;
-    if let Command::Help(text) = &cli.command {
-        print!("{text}");
-        return Ok(RunnerExit::Success);
-    }
-    if let Command::Compare(dirs) = &cli.command {
-        return crate::bench::run::compare(dirs, o.out.as_deref());
-    }
-    if cli.command == Command::Bench && o.bench.host {
-        return crate::bench::threads::bench(o);
-    }
-    for f in [&o.kernel, &o.image, &o.bench.linux_kernel]
-        .into_iter()
-        .flatten()
-    {
-        if f.is_dir() {
-            return Err(RunError::NotAFile(f.clone()));
-        }
-        if !f.is_file() {
-            return Err(RunError::NotFound(f.clone()));
-        }
-    }
-    let ws = Workspace::locate()?;
-    if let Command::ImportQr(images) = &cli.command {
-        return crate::bench::qr::import(ws.root(), images, o.out.as_deref());
-    }
-    if let Command::Import(log) = &cli.command {
-        return crate::bench::run::import(ws.root(), log, o.out.as_deref());
-    }
     let build = BuildOptions {
         profile: o.profile,
         quiet: o.quiet,
     };
-    if cli.command == Command::TestList {
-        let elf = match &o.kernel {
-            Some(elf) => elf.clone(),
-            None => build_kernel(&ws, build)?.elf64,
-        };
-        print!("{}", crate::ktests::listing(&read_tests(&elf)?));
-        return Ok(RunnerExit::Success);
-    }
-    if cli.command == Command::Image {
-        let kernel = build_kernel(&ws, build)?;
-        let out = o
-            .out
-            .clone()
-            .unwrap_or_else(|| ws.out_dir().join("kx-usb.img"));
-        let image = build_image(&kernel, &o.append, &out)?;
-        print!("{}", image.instructions());
-        return Ok(RunnerExit::Success);
-    }
     let coherence = cli.command == Command::Bench && o.bench.coherence;
     // The accelerator first: its line opens the output.
     let accel = if coherence {
         coherence_accel(o.accel)?
     } else {
-        choose_accel(&ws, o)?
+        choose_accel(ws, o)?
     };
     let append = match cli.command {
         Command::Bench => {
@@ -135,9 +80,9 @@ fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
             Medium::Image(img.clone())
         }
         (None, None) => {
-            let kernel = build_kernel(&ws, build)?;
+            let kernel = build_kernel(ws, build)?;
             symbols_elf = Some(kernel.elf64.clone());
-            medium_for(&ws, &kernel, o.mode, &cmdline)?
+            medium_for(ws, &kernel, o.mode, &cmdline)?
         }
     };
     // A test name that selects nothing is the kernel's bad command line: said here, from
@@ -156,7 +101,7 @@ fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
             ));
         }
         (true, Some(elf)) => Some(crate::coherence::prepare(
-            &ws,
+            ws,
             &elf,
             o.nodes.unwrap_or(1),
             &o.bench,
@@ -200,14 +145,14 @@ fn try_execute(cli: &Cli) -> Result<RunnerExit, RunError> {
         launch.mirror = Some(host.mirror());
     }
     if cli.command == Command::Bench {
-        return crate::bench::run::bench(&ws, o, &launch, timeout, coherence.as_ref());
+        return crate::bench::run::bench(ws, o, &launch, timeout, coherence.as_ref());
     }
-    let out = boot(&ws, &launch, timeout, !o.quiet)?;
+    let out = boot(ws, &launch, timeout, !o.quiet)?;
     Ok(report(cli, o, &cmdline, &out))
 }
 
 /// The in-kernel tests the kernel ELF at `elf` registers; an ELF without them is bad input.
-fn read_tests(elf: &std::path::Path) -> Result<Vec<crate::ktests::KTest>, RunError> {
+pub(super) fn read_tests(elf: &std::path::Path) -> Result<Vec<crate::ktests::KTest>, RunError> {
     crate::ktests::read(elf).map_err(|why| RunError::BadInput {
         path: elf.to_owned(),
         why,
