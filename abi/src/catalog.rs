@@ -282,13 +282,7 @@ pub const SCENARIOS: &[Scenario] = &[
         }),
         premises: &["list_head_writes_per_op", "lru_lock_handoffs_per_op"],
         mechanism: Some(Mechanism {
-            fields: &[
-                "memcg",
-                "lruvec_stats_percpu",
-                "lruvec_stats",
-                "node",
-                "memcg_id",
-            ],
+            fields: &["memcg", "lruvec_stats_percpu", "lruvec_stats"],
             line_bytes: 128,
             b_reduces: true,
             what: "the read-mostly fields of mem_cgroup_per_node share a 128-byte pair with the \
