@@ -91,7 +91,8 @@ pub struct PnSoftLimit {
     pub(crate) seed000_shift: [u64; 3],
 }
 
-/// Bytes the `seed000_shift` field of [`PnSoftLimit`] adds before the lruvec of mainline's layout.
+/// Bytes the `seed000_shift` field of [`PnSoftLimit`] adds before the lruvec of mainline's
+/// layout.
 pub const SEED000_SHIFT: usize = core::mem::size_of::<[u64; 3]>();
 
 /// Touched only when the memcg is reparented or freed (`memcg_pn_cold`; Linux keeps

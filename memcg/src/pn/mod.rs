@@ -15,12 +15,13 @@
 //! - [`MemCgroupPerNodeV1`] is the struct as mainline builds it with CONFIG_MEMCG_V1, the
 //!   kernel seed 000 measured: the read-mostly fields, then the memcg-v1 soft-limit fields
 //!   as a buffer ([`PnSoftLimit`]), then the lruvec at its natural alignment (Linux's
-//!   `struct lruvec` is not cacheline aligned), then `lru_zone_size` on a new line. The
-//!   lruvec starts 16 bytes into line 1, which puts the file half of the base
-//!   `lru_gen_folio`'s `refaulted[]` (the workingset tier among it) on the line of
-//!   `enabled`/`gen`/`seg`/`list`: the sharing seed 000 removes. With the grouped
-//!   `lru_gen_folio` (the patch) the lruvec becomes 64-byte aligned, as in Linux, and the
-//!   struct grows.
+//!   `struct lruvec` is not cacheline aligned), then `lru_zone_size` on a new line. Linux
+//!   declares the lruvec at 72 ([`mainline`]), where only the working-set tier of the
+//!   base `lru_gen_folio`'s file `refaulted[]` shares the line of
+//!   `enabled`/`gen`/`seg`/`list`; [`SEED000_SHIFT`] moves it to 96, 32 bytes into line 1,
+//!   where the whole file half does, as seed 000 says of its kernel: the sharing the patch
+//!   removes. With the grouped `lru_gen_folio` (the patch) the lruvec becomes 64-byte
+//!   aligned, as in Linux, and the struct grows.
 //!
 //! All three are compiled into every build. Each is the [`lru::LruvecHost`] of its lruvec
 //! (the impls are in the child module `host`, the one part that calls up into the memcg):
