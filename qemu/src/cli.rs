@@ -135,6 +135,18 @@ pub struct Options {
     pub quiet: bool,
 }
 
+impl Options {
+    /// How the kernel is built for this command: `--release`/`--debug`, echoing the build
+    /// unless `--quiet`.
+    #[must_use]
+    pub fn build(&self) -> boot::BuildOptions {
+        boot::BuildOptions {
+            profile: self.profile,
+            quiet: self.quiet,
+        }
+    }
+}
+
 impl Default for Options {
     fn default() -> Self {
         Options {

@@ -42,10 +42,6 @@ pub fn cmdline_for(command: &Command, append: &str) -> String {
 /// on in [`crate::bench::run`] and the others boot once and report.
 pub fn run(cli: &Cli, ws: &Workspace) -> Result<RunnerExit, RunError> {
     let o = &cli.options;
-    let build = BuildOptions {
-        profile: o.profile,
-        quiet: o.quiet,
-    };
     let coherence = cli.command == Command::Bench && o.bench.coherence;
     // The accelerator first: its line opens the output.
     let accel = if coherence {
@@ -80,7 +76,7 @@ pub fn run(cli: &Cli, ws: &Workspace) -> Result<RunnerExit, RunError> {
             Medium::Image(img.clone())
         }
         (None, None) => {
-            let kernel = build_kernel(ws, build)?;
+            let kernel = build_kernel(ws, o.build())?;
             symbols_elf = Some(kernel.elf64.clone());
             medium_for(ws, &kernel, o.mode, &cmdline)?
         }

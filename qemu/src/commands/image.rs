@@ -3,17 +3,11 @@
 
 use crate::cli::Options;
 use crate::{RunError, RunnerExit};
-use boot::{BuildOptions, Workspace, build_image, build_kernel};
+use boot::{Workspace, build_image, build_kernel};
 
 /// Builds the kernel and the image at `--out` (default: `kx-usb.img` in the output dir).
 pub fn run(ws: &Workspace, o: &Options) -> Result<RunnerExit, RunError> {
-    let kernel = build_kernel(
-        ws,
-        BuildOptions {
-            profile: o.profile,
-            quiet: o.quiet,
-        },
-    )?;
+    let kernel = build_kernel(ws, o.build())?;
     let out = o
         .out
         .clone()
