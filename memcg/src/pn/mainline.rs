@@ -139,60 +139,71 @@ const fn str_eq(a: &str, b: &str) -> bool {
     true
 }
 
+/// The members of `struct lru_gen_folio`, each declared once; the two layouts below only
+/// order them (and add the patch's group markers).
+mod lrugen {
+    use super::*;
+    pub const MAX_SEQ: Member = m("max_seq", LONG, LONG);
+    pub const MIN_SEQ: Member = m("min_seq", ANON_AND_FILE * LONG, LONG);
+    pub const TIMESTAMPS: Member = m("timestamps", MAX_NR_GENS * LONG, LONG);
+    const PER_ZONE: usize = MAX_NR_GENS * ANON_AND_FILE * MAX_NR_ZONES;
+    pub const FOLIOS: Member = m("folios", PER_ZONE * LIST_HEAD, LONG);
+    pub const NR_PAGES: Member = m("nr_pages", PER_ZONE * LONG, LONG);
+    pub const AVG_REFAULTED: Member = m("avg_refaulted", ANON_AND_FILE * MAX_NR_TIERS * LONG, LONG);
+    pub const AVG_TOTAL: Member = m("avg_total", ANON_AND_FILE * MAX_NR_TIERS * LONG, LONG);
+    pub const PROTECTED: Member = m("protected", TIER_HIST, LONG);
+    pub const EVICTED: Member = m("evicted", TIER_HIST, LONG);
+    pub const REFAULTED: Member = m("refaulted", TIER_HIST, LONG);
+    pub const ENABLED: Member = m("enabled", 1, 1);
+    pub const GEN: Member = m("gen", 1, 1);
+    pub const SEG: Member = m("seg", 1, 1);
+    pub const LIST: Member = m("list", 2 * LONG, LONG);
+}
+
 /// `struct lru_gen_folio` before seed 000's patch.
-pub const LRU_GEN_FOLIO_BASE: Declared<14> = Declared::new([
-    m("max_seq", LONG, LONG),
-    m("min_seq", ANON_AND_FILE * LONG, LONG),
-    m("timestamps", MAX_NR_GENS * LONG, LONG),
-    m(
-        "folios",
-        MAX_NR_GENS * ANON_AND_FILE * MAX_NR_ZONES * LIST_HEAD,
-        LONG,
-    ),
-    m(
-        "nr_pages",
-        MAX_NR_GENS * ANON_AND_FILE * MAX_NR_ZONES * LONG,
-        LONG,
-    ),
-    m("avg_refaulted", ANON_AND_FILE * MAX_NR_TIERS * LONG, LONG),
-    m("avg_total", ANON_AND_FILE * MAX_NR_TIERS * LONG, LONG),
-    m("protected", TIER_HIST, LONG),
-    m("evicted", TIER_HIST, LONG),
-    m("refaulted", TIER_HIST, LONG),
-    m("enabled", 1, 1),
-    m("gen", 1, 1),
-    m("seg", 1, 1),
-    m("list", 2 * LONG, LONG),
-]);
+pub const LRU_GEN_FOLIO_BASE: Declared<14> = {
+    use lrugen::*;
+    Declared::new([
+        MAX_SEQ,
+        MIN_SEQ,
+        TIMESTAMPS,
+        FOLIOS,
+        NR_PAGES,
+        AVG_REFAULTED,
+        AVG_TOTAL,
+        PROTECTED,
+        EVICTED,
+        REFAULTED,
+        ENABLED,
+        GEN,
+        SEG,
+        LIST,
+    ])
+};
 
 /// `struct lru_gen_folio` after seed 000's patch: the FIFO node after the timestamps, the
 /// two atomic arrays in the `lrugen_stats` cacheline group at the end.
-pub const LRU_GEN_FOLIO_PATCHED: Declared<16> = Declared::new([
-    m("max_seq", LONG, LONG),
-    m("min_seq", ANON_AND_FILE * LONG, LONG),
-    m("timestamps", MAX_NR_GENS * LONG, LONG),
-    m("enabled", 1, 1),
-    m("gen", 1, 1),
-    m("seg", 1, 1),
-    m("list", 2 * LONG, LONG),
-    m(
-        "folios",
-        MAX_NR_GENS * ANON_AND_FILE * MAX_NR_ZONES * LIST_HEAD,
-        LONG,
-    ),
-    m(
-        "nr_pages",
-        MAX_NR_GENS * ANON_AND_FILE * MAX_NR_ZONES * LONG,
-        LONG,
-    ),
-    m("avg_refaulted", ANON_AND_FILE * MAX_NR_TIERS * LONG, LONG),
-    m("avg_total", ANON_AND_FILE * MAX_NR_TIERS * LONG, LONG),
-    m("protected", TIER_HIST, LONG),
-    m("__cacheline_group_begin__lrugen_stats", 0, CACHELINE),
-    m("evicted", TIER_HIST, LONG),
-    m("refaulted", TIER_HIST, LONG),
-    m("__cacheline_group_pad__lrugen_stats", 0, CACHELINE),
-]);
+pub const LRU_GEN_FOLIO_PATCHED: Declared<16> = {
+    use lrugen::*;
+    Declared::new([
+        MAX_SEQ,
+        MIN_SEQ,
+        TIMESTAMPS,
+        ENABLED,
+        GEN,
+        SEG,
+        LIST,
+        FOLIOS,
+        NR_PAGES,
+        AVG_REFAULTED,
+        AVG_TOTAL,
+        PROTECTED,
+        m("__cacheline_group_begin__lrugen_stats", 0, CACHELINE),
+        EVICTED,
+        REFAULTED,
+        m("__cacheline_group_pad__lrugen_stats", 0, CACHELINE),
+    ])
+};
 
 /// `struct lruvec` around an `lru_gen_folio` laid out as `lrugen`.
 #[must_use]
