@@ -15,7 +15,8 @@
 #              list below; each is assigned to the crate whose Cargo.toml is nearest above it,
 #              e.g. `scripts/mutants.sh kernel/bench/src/stats.rs`.
 #   --loom     a second pass over the lock-free files (LOOM_FILES, or the given FILEs) with
-#              `RUSTFLAGS="--cfg loom"`, release profile, only the crate's loom_* suites;
+#              `RUSTFLAGS="--cfg loom"`, release profile, the crate's `suite` test binary (which
+#              holds only its loom models under that flag);
 #              reports under target/mutants/CRATE-loom/.
 #   --iterate  skip mutants caught by the previous run into the same output directory.
 # Environment: MUTANTS_TIMEOUT (seconds per test run, default 60; the suites take seconds, so
@@ -161,7 +162,7 @@ for c in "${crates[@]}"; do
         args+=(--profile release)
         # For the build as well as the test run (`--cargo-arg`): the crate's other suites
         # do not compile with `--cfg loom`.
-        test_args=(--cargo-arg=--test=loom_*)
+        test_args=(--cargo-arg=--test=suite)
         flags="--cfg loom"
     fi
     mkdir -p "$out"

@@ -2,8 +2,8 @@
 //!
 //! Every atomic that takes part in a lockless protocol (folio flags, hlist_nulls links,
 //! the memcg FIFO, the QSBR counters, the drain generation) is imported from here, so the
-//! loom tests in `tests/loom_*.rs` model-check the same code the kernel runs. Spin loops
-//! call [`hint::spin_loop`], which under loom yields to the model scheduler.
+//! loom models in `tests/suite/loom_models/` model-check the same code the kernel runs.
+//! Spin loops call [`hint::spin_loop`], which under loom yields to the model scheduler.
 //!
 //! Locks are not here: every lock of this crate is `F::Lock<C>` for the caller's
 //! [`ksync::LockFamily`] `F` and the lock's class `C` from [`crate::lock_classes`].

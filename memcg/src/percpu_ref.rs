@@ -31,7 +31,7 @@
 //! before reading the slots; a CPU whose section starts after its report has acquired the
 //! grace-period counter that was advanced after the flag store, so it sees the flag. The
 //! shared count's updates are all read-modify-writes, so mixing them with the fold (one
-//! more) loses nothing. `tests/loom_percpu_ref.rs` checks this against the real RCU.
+//! more) loses nothing. `tests/suite/loom_models/percpu_ref.rs` checks this against the real RCU.
 //!
 //! Every write to the shared count is counted in the writing CPU's slot
 //! ([`PercpuRef::atomic_writes`]), so tests and the benchmark can show that the fault

@@ -3,8 +3,8 @@
 //!
 //! Every atomic that takes part in a concurrency protocol of this crate (page_counter usage
 //! and max, the charge stock, css reference counts, stat counters, the id table's slots)
-//! comes from here, so the loom tests in `tests/loom_*.rs` explore the same code the kernel
-//! runs.
+//! comes from here, so the loom models in `tests/suite/loom_models/` explore the same code
+//! the kernel runs.
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{

@@ -52,6 +52,7 @@ use crate::error::MemcgId;
 use core::mem::{offset_of, size_of};
 use core::ptr::NonNull;
 use ksync::LockFamily;
+#[cfg(not(loom))]
 use lru::lruvec::LruZoneSize;
 use lru::{LruGenFolio, LruMode, Lruvec, LruvecHost, LruvecLock, PgData};
 

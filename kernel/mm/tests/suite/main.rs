@@ -1,7 +1,8 @@
 //! mm's host integration tests, one binary with a module per concept (`cargo test -p mm
 //! --test suite`): the page allocator's (unit, property, threads) and the fault core's
-//! (invariant checker, faults, soak). `vm_warn` stays a binary of its own: it reads the
-//! process-wide `WARN_ON_ONCE` state.
+//! (invariant checker, faults, soak). `vm_warn` runs in a process of its own
+//! (`rusty_fork_test!`): it provokes the process-wide `WARN_ON_ONCE` count, which must stay
+//! zero for every other test's invariant checks.
 #[path = "../common/mod.rs"]
 mod common;
 #[path = "../vm_common/mod.rs"]
@@ -13,3 +14,4 @@ mod page_alloc_threads;
 mod vm_check;
 mod vm_fault;
 mod vm_soak;
+mod vm_warn;

@@ -15,9 +15,7 @@
 //!   backs off or truncation sees the mapping (and unmaps it): never a page mapped after
 //!   truncation without truncation knowing. Without the fences (store buffering) loom
 //!   finds the miss.
-#![cfg(loom)]
-
-mod loom_support;
+use super::loom_support;
 
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};

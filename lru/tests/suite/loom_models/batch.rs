@@ -1,9 +1,7 @@
 //! Loom: per-CPU batch adds against `drain_all` from another CPU, and two concurrent
 //! `drain_all`s. No folio is lost or added twice, every batch reference is dropped, and
 //! the drain generation skips redundant drains.
-#![cfg(loom)]
-
-mod loom_support;
+use super::loom_support;
 
 use loom::sync::Arc;
 use loom_support::{Loom, model};

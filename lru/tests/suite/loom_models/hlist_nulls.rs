@@ -3,9 +3,7 @@
 //! never touches an invalid node, sees exactly what a correct walk can see, and either
 //! completes its bin or sees a foreign nulls value; afterwards the cached tail equals the
 //! real tail.
-#![cfg(loom)]
-
-mod loom_support;
+use super::loom_support;
 
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom_support::{Loom, model};

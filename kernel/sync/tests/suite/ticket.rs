@@ -7,8 +7,6 @@
 //!   any concurrent access as a data race), and every increment made under the lock is
 //!   seen by the next holder (Acquire on the turn, Release on the hand-over).
 //! - `try_acquire` never takes a held lock, and a lock is free once every holder let go.
-#![cfg(loom)]
-
 use ksync::TicketLock;
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;

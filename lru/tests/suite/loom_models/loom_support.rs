@@ -1,6 +1,6 @@
 //! Loom-only helpers: a `lock_api::RawMutex` built on loom atomics, the lock family made of
 //! it (every lock class gets the same loom lock), and a bounded model builder shared by
-//! the `loom_*` tests.
+//! the loom models.
 #![allow(dead_code)]
 
 use loom::sync::atomic::{AtomicBool, Ordering};

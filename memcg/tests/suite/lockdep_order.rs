@@ -4,12 +4,11 @@
 //! tree lock is taken before lru locks (reparenting under reap) and never under one,
 //! because `folio_lruvec_relock` finds the next lruvec with the lockless RCU lookup.
 //!
-//! Lockdep's order graph is global to the process, so this binary holds only this test
+//! Lockdep's order graph is global to the process, so this test runs in a process of its own
 //! (the deliberate inversion is in `lockdep_inversion.rs`).
-// Lockdep is compiled in with debug assertions (ksync::lockdep::ENABLED).
-#![cfg(all(not(loom), debug_assertions))]
 
-mod common;
+use crate::common;
+use rusty_fork::rusty_fork_test;
 
 use common::*;
 use ksync::LockClass;
@@ -107,28 +106,30 @@ fn class<C: LockClass>() -> &'static ksync::class::ClassData {
     C::data()
 }
 
-#[test]
-fn folio_batches_through_the_tree_never_take_the_tree_lock_under_an_lru_lock() {
-    for mglru in [false, true] {
-        drive(LruvecLock::Own, mglru);
-        drive(LruvecLock::Node, mglru);
+rusty_fork_test! {
+    #[test]
+    fn folio_batches_through_the_tree_never_take_the_tree_lock_under_an_lru_lock() {
+        for mglru in [false, true] {
+            drive(LruvecLock::Own, mglru);
+            drive(LruvecLock::Node, mglru);
+        }
+        let tree = class::<MemcgTreeLock>();
+        for lru_lock in [class::<LruLock>(), class::<PgdatLruLock>()] {
+            // Reaping reparents under the tree lock: tree lock, then lru locks.
+            assert!(seen_before(tree, lru_lock), "{}", lru_lock.name());
+            // The relock path (and everything else) never takes the tree lock under one.
+            assert!(!seen_before(lru_lock, tree), "{}", lru_lock.name());
+            // Folio batches are moved under their CPU's batch lock.
+            assert!(seen_before(class::<FbatchLock>(), lru_lock));
+            assert!(!seen_before(lru_lock, class::<FbatchLock>()));
+            assert!(!seen_before(lru_lock, class::<RstatLock>()));
+            assert!(!seen_before(lru_lock, class::<MemcgLruLock>()));
+        }
+        assert!(seen_before(class::<LruDrainLock>(), class::<FbatchLock>()));
+        assert!(seen_before(tree, class::<RstatLock>()));
+        assert!(!seen_before(class::<RstatLock>(), tree));
+        assert!(seen_before(tree, class::<MemcgLruLock>()));
+        assert!(!seen_before(class::<MemcgLruLock>(), tree));
+        assert_eq!(take_inversion(), None);
     }
-    let tree = class::<MemcgTreeLock>();
-    for lru_lock in [class::<LruLock>(), class::<PgdatLruLock>()] {
-        // Reaping reparents under the tree lock: tree lock, then lru locks.
-        assert!(seen_before(tree, lru_lock), "{}", lru_lock.name());
-        // The relock path (and everything else) never takes the tree lock under one.
-        assert!(!seen_before(lru_lock, tree), "{}", lru_lock.name());
-        // Folio batches are moved under their CPU's batch lock.
-        assert!(seen_before(class::<FbatchLock>(), lru_lock));
-        assert!(!seen_before(lru_lock, class::<FbatchLock>()));
-        assert!(!seen_before(lru_lock, class::<RstatLock>()));
-        assert!(!seen_before(lru_lock, class::<MemcgLruLock>()));
-    }
-    assert!(seen_before(class::<LruDrainLock>(), class::<FbatchLock>()));
-    assert!(seen_before(tree, class::<RstatLock>()));
-    assert!(!seen_before(class::<RstatLock>(), tree));
-    assert!(seen_before(tree, class::<MemcgLruLock>()));
-    assert!(!seen_before(class::<MemcgLruLock>(), tree));
-    assert_eq!(take_inversion(), None);
 }

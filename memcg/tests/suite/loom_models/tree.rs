@@ -1,8 +1,6 @@
 //! Loom: the real charge path of a memcg tree (`try_charge_memcg()` through the stock and
 //! the page counter) against the stock drain that offline runs from another CPU.
-#![cfg(loom)]
-
-mod loom_support;
+use super::loom_support;
 
 use loom::sync::Arc;
 use loom::thread;

@@ -2,9 +2,7 @@
 //! limit reclaim do from another CPU). No page is lost or double-uncharged: the page counter
 //! always equals the pages handed out plus what the stocks hold, and references taken by a
 //! stock are dropped exactly once.
-#![cfg(loom)]
-
-mod loom_support;
+use super::loom_support;
 
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering};

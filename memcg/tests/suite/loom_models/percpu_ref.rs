@@ -3,9 +3,7 @@
 //! CPU taking and dropping references inside read-side sections of the real QSBR RCU. No
 //! reference is lost or counted twice: after the fold the shared count is exact, so the
 //! count reaches zero exactly when the last reference is dropped.
-#![cfg(loom)]
-
-mod loom_support;
+use super::loom_support;
 
 use loom::sync::Arc;
 use loom::thread;

@@ -1,9 +1,7 @@
 //! Loom: QSBR synchronize and call_rcu against readers. A reader that loaded a pointer
 //! inside a read-side section never sees the object freed (poisoned) before its next
 //! quiescent state, including a reader coming online during the grace period.
-#![cfg(loom)]
-
-mod loom_support;
+use super::loom_support;
 
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicPtr, Ordering};

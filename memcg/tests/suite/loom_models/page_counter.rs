@@ -1,8 +1,6 @@
 //! Loom: `page_counter` charges racing near `max` never overcharge, at any level, and a
 //! charge racing a lower `set_max` never leaves usage above the new limit.
-#![cfg(loom)]
-
-mod loom_support;
+use super::loom_support;
 
 use loom::sync::Arc;
 use loom::thread;
