@@ -1,10 +1,11 @@
 //! Shared harness of the host integration tests: one kernel build per test process, one QEMU
 //! at a time, and boot helpers that go through the same code as the `kx` runner.
 //!
-//! The kernel is built once per test binary ([`kernel`], behind a `OnceLock`) with the
+//! The kernel is built once per test process ([`kernel`], behind a `OnceLock`) with the
 //! profile named by `KX_TEST_PROFILE` (`release`, the default, or `debug`). QEMU runs are
-//! serialised by [`boot_direct`] / [`boot_image`] through one global lock: the CI machines
-//! have two cores, and TCG with two vCPUs already uses both. Images are built once per
+//! serialised through one global lock ([`one_qemu_at_a_time`], taken by every boot helper
+//! here and by the tests that start QEMU themselves): the CI machines have two cores, and
+//! TCG with two vCPUs already uses both. Images are built once per
 //! command line and cached for the process. [`bench_direct`] runs `kx bench` itself (boot,
 //! progress, results directory) and [`results_dir`] checks what it wrote.
 #![warn(missing_docs)]
@@ -51,7 +52,11 @@ pub fn kernel() -> &'static Kernel {
     })
 }
 
-fn qemu_lock() -> MutexGuard<'static, ()> {
+/// The lock every QEMU of the test process runs under: boot helpers here take it, and a test
+/// that starts QEMU itself holds it for as long as that QEMU runs. Not reentrant: a test
+/// must not call a boot helper while holding it.
+#[must_use = "QEMU runs alone only while the guard lives"]
+pub fn one_qemu_at_a_time() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     // A test that panicked while holding the lock left nothing inconsistent behind.
     LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -104,7 +109,7 @@ pub fn boot_image(mode: Mode, cmdline: &str, timeout: Duration) -> RunOutput {
 
 fn run(mode: Mode, smp: u32, nodes: Option<u32>, medium: Medium, timeout: Duration) -> RunOutput {
     let launch = launch(mode, smp, MEM_MIB, nodes, medium);
-    let _one_at_a_time = qemu_lock();
+    let _one_at_a_time = one_qemu_at_a_time();
     boot(workspace(), &launch, timeout, false).unwrap_or_else(|e| panic!("{mode} boot: {e}"))
 }
 
@@ -121,7 +126,7 @@ pub fn boot_with_plugin(
     };
     let mut launch = launch(Mode::Direct, smp, MEM_MIB, None, medium);
     launch.plugin = Some(plugin);
-    let _one_at_a_time = qemu_lock();
+    let _one_at_a_time = one_qemu_at_a_time();
     boot(workspace(), &launch, timeout, false)
 }
 
@@ -146,7 +151,7 @@ pub fn bench_in(
 ) -> RunnerExit {
     // Held from before the image is built: building it beside another test's benchmark
     // is host load that benchmark would exclude runs for.
-    let _one_at_a_time = qemu_lock();
+    let _one_at_a_time = one_qemu_at_a_time();
     let cmdline =
         qemu::commands::cmdline_for(&qemu::cli::Command::Bench, &bench.kernel_keys().join(" "));
     // kx bench's memory: two instance blocks of seed002's 1500 memcgs live at once.

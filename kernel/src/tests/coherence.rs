@@ -4,7 +4,7 @@
 //! is known in advance, because the two CPUs take strict turns: a CPU acts only after the
 //! other acted, so whatever the host's timing, every hand-over moves the line the same way.
 //! The test itself checks that the work completed; the *counts* are judged on the host
-//! (tests/tests/coherence.rs), which boots these tests under the plugin and compares what
+//! (tests/tests/suite/coherence.rs), which boots these tests under the plugin and compares what
 //! it counted on each line with the answer below. Each test prints a
 //! `KCOHERENCE test=<name> ops=<n> <line>=<physical address> ...` line naming the lines it
 //! used (statics in the kernel image, whose link address is its physical address).

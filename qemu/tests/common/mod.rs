@@ -273,3 +273,15 @@ pub fn kx(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// The host's cores for one test: the host-thread benchmark (which pins a worker on every
+/// core) and the busy-host test (which loads one) each hold it, so neither runs beside the
+/// other; the other tests of the binary are short and run beside either.
+#[must_use = "the cores are this test's only while the guard lives"]
+pub fn host_to_itself() -> std::sync::MutexGuard<'static, ()> {
+    static CORES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    // A test that panicked while holding it left nothing behind.
+    CORES
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}

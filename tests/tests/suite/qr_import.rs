@@ -5,8 +5,6 @@
 //! of the same run's serial log, and so must the screenshots scaled down, turned a few
 //! degrees and with noise added; without one screenshot the import names the missing codes
 //! (status 12) and writes nothing. Under UEFI (GOP framebuffer) the screenshots import too.
-#![forbid(unsafe_code)]
-
 use qemu::Mode;
 use qemu::bench::qr::picture::{noise, rotate, scale};
 use std::io::{Read, Write};
@@ -96,6 +94,8 @@ fn capture(dir: &Path, mode: Mode) -> Capture {
         assert_eq!(args[i + 1], from);
         args[i + 1] = to;
     }
+    // Held until QEMU has exited and every page was captured (the end of this function).
+    let _one_at_a_time = tests::one_qemu_at_a_time();
     let mut child = Command::new(boot::host_deps::QEMU)
         .args(&args)
         .stdin(Stdio::null())

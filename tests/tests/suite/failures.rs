@@ -2,8 +2,6 @@
 //! fault and a stack overflow as the exception code with their details on the console, a bad
 //! command line as the bad-command-line code with its message, and a hang as the runner's
 //! timeout (never as a kernel code); `exit=halt` halts with the outcome on the console.
-#![forbid(unsafe_code)]
-
 use abi::ExitCode;
 use qemu::Outcome;
 use std::time::Duration;

@@ -1,8 +1,6 @@
 //! The GRUB hybrid image boots from an emulated USB stick (xHCI + usb-storage) under BIOS
 //! (SeaBIOS) and under UEFI (OVMF), through GRUB's multiboot2 loader, and the in-kernel suite
 //! passes there too. This is the path a real machine takes.
-#![forbid(unsafe_code)]
-
 use abi::ExitCode;
 use qemu::{Mode, Outcome, TestReport};
 use std::time::Duration;

@@ -3,8 +3,6 @@
 //! failures through exception-table fixups, TLB shootdowns from one sender, from two at
 //! once, and into a CPU that waits inside its own fault handler), and the shootdown tests
 //! report what they measured.
-#![forbid(unsafe_code)]
-
 use std::time::Duration;
 use tests::{describe, line_starting, suite_passes};
 

@@ -3,7 +3,7 @@
 //! well-formed results directory (JSON, CSV, SVG and HTML parsed back), `kx compare` of two
 //! directories, and the checked-in sample logs staying what the writer produces.
 
-mod common;
+use crate::common;
 
 use common::{Spec, kx, log, temp_dir, truncated};
 use qemu::RunnerExit;

@@ -4,16 +4,16 @@
 //! reference ran as the `linux` variant of seed001 and seed003 (with or without a memcg,
 //! which the notes say): its worker is the kx binary itself, so it always can.
 
-mod common;
+use crate::common;
 
-#[path = "../../tests/src/results_dir.rs"]
-mod results_dir;
+use crate::results_dir;
 
 use common::{kx, temp_dir};
 use results_dir::{Expect, check, check_seed_scenarios};
 
 #[test]
 fn host_quick_benchmark_writes_a_complete_results_directory() {
+    let _cores = common::host_to_itself();
     let dir = temp_dir("host-quick");
     let out = dir.join("r");
     let (code, stdout, stderr) = kx(&[

@@ -1,8 +1,6 @@
 //! The page allocator, NUMA discovery and RCU in the booted kernel: the in-kernel suite at
 //! 1 and 4 vCPUs and with two NUMA nodes (`kx --nodes 2`), the system summary's node and
 //! zone lists, the `pcp_batch=` / `pcp_high=` overrides, and `run=pagealloc` completing.
-#![forbid(unsafe_code)]
-
 use abi::ExitCode;
 use qemu::RunOutput;
 use std::time::Duration;

@@ -1,8 +1,6 @@
 //! SMP bring-up booted at 1, 2, 4 and 8 vCPUs (`qemu -kernel`, multiboot1, TCG): every CPU
 //! comes up, the in-kernel SMP tests pass at each size, `cpus=K` is obeyed, a bad `cpus=`
 //! value is a bad command line, and the system summary lists the CPUs.
-#![forbid(unsafe_code)]
-
 use abi::ExitCode;
 use qemu::{Outcome, RunOutput};
 use std::time::Duration;

@@ -3,8 +3,6 @@
 //! line traffic is fixed by strict turn-taking (kernel/src/tests/coherence.rs), judged here
 //! from the plugin's counts on the lines each test names; and a QEMU that cannot load the
 //! plugin ends `kx bench --coherence` with its own error and status instead of a hang.
-#![forbid(unsafe_code)]
-
 use coherence::report::{HotLine, RunReport};
 use qemu::coherence::{Setup, prepare};
 use std::collections::HashMap;
@@ -211,8 +209,11 @@ fn a_plugin_qemu_cannot_load_ends_the_bench_with_the_plugin_status() {
     launch.plugin = Some(setup.load.clone());
     // A hang would end in the runner's timeout, an `Ok` with the timeout outcome: the
     // plugin error proves QEMU said why and stopped.
-    let err = qemu::bench::run::bench(ws, &options, &launch, TIMEOUT, Some(&setup))
-        .expect_err("QEMU cannot load a plugin that does not exist");
+    let err = {
+        let _one_at_a_time = tests::one_qemu_at_a_time();
+        qemu::bench::run::bench(ws, &options, &launch, TIMEOUT, Some(&setup))
+    }
+    .expect_err("QEMU cannot load a plugin that does not exist");
     let text = err.to_string();
     assert!(
         text.contains("--coherence") && text.contains("plugin"),

@@ -1,6 +1,7 @@
 //! The `kx` binary's own exit codes for bad arguments and missing files (no QEMU, no build):
 //! each kind of mistake ends with its documented status and a message on stderr.
 
+use crate::common;
 use qemu::RunnerExit;
 use std::process::Command;
 
@@ -156,6 +157,7 @@ fn each_command_has_its_own_help() {
 /// samples the host. The kernel file is never booted (any existing file passes the check).
 #[test]
 fn strict_refuses_a_busy_host() {
+    let _cores = common::host_to_itself();
     let mut busy = Command::new("sh")
         .args(["-c", "while :; do :; done"])
         .spawn()

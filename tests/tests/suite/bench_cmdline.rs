@@ -3,8 +3,6 @@
 //! kernel with the bad-command-line code and a message naming the key (the runner's `kx
 //! bench` validates through the same parser before it boots); so does a CPU count above the
 //! CPUs that came online.
-#![forbid(unsafe_code)]
-
 use abi::ExitCode;
 use std::time::Duration;
 use tests::{assert_exit, boot_direct, describe};

@@ -4,8 +4,6 @@
 //! about, the invariants held, and the runner writes a complete, well-formed results
 //! directory. Under TCG there is no PMU: every run record says `pmu: null` and the table
 //! says so once. `kx bench --mode uefi` runs from the GRUB image under OVMF as well.
-#![forbid(unsafe_code)]
-
 use qemu::RunnerExit;
 use qemu::cli::{BenchOptions, KernelValue};
 use std::time::Duration;

@@ -5,8 +5,6 @@
 //! `fail_page_alloc=` / `fail_charge=` reaching the fault-injection test; bad
 //! fault-injection values refused as a bad command line; and the soak and the truncation
 //! race with their race windows widened (`race_delay=`), at 4 and at 12 vCPUs.
-#![forbid(unsafe_code)]
-
 use abi::ExitCode;
 use qemu::RunOutput;
 use std::time::Duration;

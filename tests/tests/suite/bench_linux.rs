@@ -5,8 +5,6 @@
 //! default run does (about 26 MB): a machine that cannot get it fails the test instead of
 //! skipping it. A file that is no kernel makes the reference fail, which is a problem of the
 //! results (status 9), not a silent skip.
-#![forbid(unsafe_code)]
-
 use qemu::RunnerExit;
 use qemu::bench::linux_qemu::{self, kernel};
 use qemu::cli::{BenchOptions, KernelValue};
