@@ -9,8 +9,8 @@ fn main() -> ExitCode {
     if args.first().map(String::as_str) == Some(qemu::bench::threads::linux_ref::worker::COMMAND) {
         return ExitCode::from(qemu::bench::threads::linux_ref::worker::main(&args[1..]) as u8);
     }
-    let exit = match qemu::cli::parse(args) {
-        Ok(cli) => qemu::commands::execute(&cli),
+    let exit = match qemu::commands::parse(args) {
+        Ok(command) => qemu::commands::execute(&command),
         Err(e) => {
             eprintln!(
                 "kx: {e}\nkx: `kx help` lists the commands and exit codes, `kx help COMMAND` a \

@@ -152,8 +152,7 @@ pub fn bench_in(
     // Held from before the image is built: building it beside another test's benchmark
     // is host load that benchmark would exclude runs for.
     let _one_at_a_time = one_qemu_at_a_time();
-    let cmdline =
-        qemu::commands::cmdline_for(&qemu::cli::Command::Bench, &bench.kernel_keys().join(" "));
+    let cmdline = qemu::commands::guest::Guest::Bench.cmdline(&bench.kernel_keys().join(" "));
     // kx bench's memory: two instance blocks of seed002's 1500 memcgs live at once.
     let mem = qemu::cli::BENCH_MEM_MIB;
     let options = qemu::cli::Options {

@@ -1,9 +1,10 @@
-//! The commands that boot the kernel in QEMU: `summary`, `run`, `layout`, `test` and
-//! `bench` (which continues in [`crate::bench::run`]). Booting itself is
-//! [`crate::booting`]'s, the exit status [`crate::exit`]'s.
+//! The path every command that boots the kernel shares: `summary`, `run`, `layout`, `test`
+//! and `bench` (which continues in [`crate::bench::run`]) each name their [`Guest`] and
+//! hand their options here. Booting itself is [`crate::booting`]'s, the exit status
+//! [`crate::exit`]'s.
 
 use crate::booting::{boot, launch, medium_for};
-use crate::cli::{Cli, Command, Options};
+use crate::cli::Options;
 use crate::exit::{exit_for, test_exit};
 use crate::results::TestReport;
 use crate::{Medium, RunError, RunOutput, RunnerExit};
@@ -15,49 +16,77 @@ use std::time::Duration;
 /// Timeout of `kx bench` when none is given: the scenarios run for minutes under TCG.
 pub const BENCH_TIMEOUT: Duration = Duration::from_secs(1800);
 
-/// The kernel command line a command boots with.
-#[must_use]
-pub fn cmdline_for(command: &Command, append: &str) -> String {
-    let base = match command {
-        Command::Summary => "run=summary".to_owned(),
-        Command::Test(names) if names.is_empty() => "run=test".to_owned(),
-        Command::Test(names) => format!("run=test test={}", names.join(",")),
-        Command::Bench => "run=bench".to_owned(),
-        Command::Layout => "run=layout".to_owned(),
-        Command::Run
-        | Command::TestList
-        | Command::Image
-        | Command::Help(_)
-        | Command::Compare(_)
-        | Command::Import(_)
-        | Command::ImportQr(_) => String::new(),
-    };
-    let mut words: Vec<&str> = base.split_ascii_whitespace().collect();
-    words.extend(append.split_ascii_whitespace());
-    words.join(" ")
+/// What a command that boots asks the kernel to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Guest {
+    /// `run=summary`.
+    Summary,
+    /// `--append` as is.
+    Run,
+    /// `run=layout`.
+    Layout,
+    /// `run=test`, all tests or the named ones.
+    Test(Vec<String>),
+    /// `run=bench` with the benchmark's kernel keys.
+    Bench,
 }
 
-/// `summary`, `run`, `layout`, `test` and `bench` in QEMU: the accelerator, the kernel (or
-/// `--kernel`/`--image`) with the command's command line, the launch; then `bench` goes
-/// on in [`crate::bench::run`] and the others boot once and report.
-pub fn run(cli: &Cli, ws: &Workspace) -> Result<RunnerExit, RunError> {
-    let o = &cli.options;
-    let coherence = cli.command == Command::Bench && o.bench.coherence;
+impl Guest {
+    /// The kernel command line: this guest's words, then `append`'s.
+    #[must_use]
+    pub fn cmdline(&self, append: &str) -> String {
+        let base = match self {
+            Guest::Summary => "run=summary".to_owned(),
+            Guest::Test(names) if names.is_empty() => "run=test".to_owned(),
+            Guest::Test(names) => format!("run=test test={}", names.join(",")),
+            Guest::Bench => "run=bench".to_owned(),
+            Guest::Layout => "run=layout".to_owned(),
+            Guest::Run => String::new(),
+        };
+        let mut words: Vec<&str> = base.split_ascii_whitespace().collect();
+        words.extend(append.split_ascii_whitespace());
+        words.join(" ")
+    }
+}
+
+/// The workspace, once the files named on the command line are checked: each must exist
+/// and be a file.
+pub(super) fn workspace(o: &Options) -> Result<Workspace, RunError> {
+    for f in [&o.kernel, &o.image, &o.bench.linux_kernel]
+        .into_iter()
+        .flatten()
+    {
+        if f.is_dir() {
+            return Err(RunError::NotAFile(f.clone()));
+        }
+        if !f.is_file() {
+            return Err(RunError::NotFound(f.clone()));
+        }
+    }
+    Ok(Workspace::locate()?)
+}
+
+/// `guest` in QEMU with `o`: the accelerator, the kernel (or `--kernel`/`--image`) with the
+/// guest's command line, the launch; then `bench` goes on in [`crate::bench::run`] and the
+/// others boot once and report.
+pub fn run(guest: &Guest, o: &Options) -> Result<RunnerExit, RunError> {
+    let ws = &workspace(o)?;
+    let coherence = *guest == Guest::Bench && o.bench.coherence;
     // The accelerator first: its line opens the output.
     let accel = if coherence {
         coherence_accel(o.accel)?
     } else {
         choose_accel(ws, o)?
     };
-    let append = match cli.command {
-        Command::Bench => {
+    let append = match guest {
+        Guest::Bench => {
             let mut words = o.bench.kernel_keys();
             words.push(o.append.clone());
             words.join(" ")
         }
         _ => o.append.clone(),
     };
-    let cmdline = cmdline_for(&cli.command, &append);
+    let cmdline = guest.cmdline(&append);
     // The ELF whose symbols name the coherence plugin's mark page and hot lines' code.
     let mut symbols_elf = None;
     let medium = match (&o.kernel, &o.image) {
@@ -83,7 +112,7 @@ pub fn run(cli: &Cli, ws: &Workspace) -> Result<RunnerExit, RunError> {
     };
     // A test name that selects nothing is the kernel's bad command line: said here, from
     // the ELF's registrations, before anything boots (same status as the kernel's).
-    if let (Command::Test(_), Some(elf)) = (&cli.command, &symbols_elf)
+    if let (Guest::Test(_), Some(elf)) = (guest, &symbols_elf)
         && let Err(why) = crate::ktests::check(&cmdline, &read_tests(elf)?)
     {
         eprintln!("kx: bad command line: {why}; `kx test --list` lists the tests");
@@ -105,8 +134,8 @@ pub fn run(cli: &Cli, ws: &Workspace) -> Result<RunnerExit, RunError> {
             o.quiet,
         )?),
     };
-    let timeout = o.timeout.unwrap_or(match cli.command {
-        Command::Bench => BENCH_TIMEOUT,
+    let timeout = o.timeout.unwrap_or(match guest {
+        Guest::Bench => BENCH_TIMEOUT,
         _ => o.mode.default_timeout(),
     });
     eprintln!(
@@ -140,11 +169,11 @@ pub fn run(cli: &Cli, ws: &Workspace) -> Result<RunnerExit, RunError> {
         eprintln!("kx: --nodes host: {}", host.mirror_line());
         launch.mirror = Some(host.mirror());
     }
-    if cli.command == Command::Bench {
+    if *guest == Guest::Bench {
         return crate::bench::run::bench(ws, o, &launch, timeout, coherence.as_ref());
     }
     let out = boot(ws, &launch, timeout, !o.quiet)?;
-    Ok(report(cli, o, &cmdline, &out))
+    Ok(report(guest, o, &cmdline, &out))
 }
 
 /// The in-kernel tests the kernel ELF at `elf` registers; an ELF without them is bad input.
@@ -222,9 +251,9 @@ fn choose_accel(ws: &Workspace, o: &Options) -> Result<crate::accel::Accel, RunE
     Ok(d.accel)
 }
 
-fn report(cli: &Cli, o: &Options, cmdline: &str, out: &RunOutput) -> RunnerExit {
-    let exit = match &cli.command {
-        Command::Test(_) => {
+fn report(guest: &Guest, o: &Options, cmdline: &str, out: &RunOutput) -> RunnerExit {
+    let exit = match guest {
+        Guest::Test(_) => {
             // What must report is what the kernel will read from its command line.
             let names = crate::ktests::named(cmdline);
             let requested = (!names.is_empty()).then_some(names.as_slice());
@@ -278,25 +307,22 @@ mod tests {
 
     #[test]
     fn command_lines() {
-        assert_eq!(cmdline_for(&Command::Summary, ""), "run=summary");
+        assert_eq!(Guest::Summary.cmdline(""), "run=summary");
+        assert_eq!(Guest::Test(vec![]).cmdline("cpus=2"), "run=test cpus=2");
         assert_eq!(
-            cmdline_for(&Command::Test(vec![]), "cpus=2"),
-            "run=test cpus=2"
-        );
-        assert_eq!(
-            cmdline_for(&Command::Test(vec!["a".into(), "b".into()]), ""),
+            Guest::Test(vec!["a".into(), "b".into()]).cmdline(""),
             "run=test test=a,b"
         );
-        assert_eq!(cmdline_for(&Command::Run, "  run=panic  "), "run=panic");
-        assert_eq!(cmdline_for(&Command::Bench, ""), "run=bench");
+        assert_eq!(Guest::Run.cmdline("  run=panic  "), "run=panic");
+        assert_eq!(Guest::Bench.cmdline(""), "run=bench");
         // The kernel's own parser accepts what the runner generates.
-        for c in [
-            Command::Summary,
-            Command::Test(vec!["x".into()]),
-            Command::Bench,
-            Command::Layout,
+        for g in [
+            Guest::Summary,
+            Guest::Test(vec!["x".into()]),
+            Guest::Bench,
+            Guest::Layout,
         ] {
-            assert!(abi::cmdline::parse(&cmdline_for(&c, "cpus=1"), false).is_ok());
+            assert!(abi::cmdline::parse(&g.cmdline("cpus=1"), false).is_ok());
         }
     }
 }
