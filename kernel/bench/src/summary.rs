@@ -21,8 +21,9 @@
 //! [`stats::ALPHA`] (each primary's `p_adjusted`). A primary is marked
 //! ([`Comparison::marked`]) only when its own interval excludes 1, its adjusted p is below
 //! [`stats::ALPHA`] and the A/A control at the same point passes ([`control_state`]: it
-//! exists, has two or more instances, and its 90% interval lies within
-//! +-[`CONTROL_MARGIN`], Schuirmann's two one-sided tests); otherwise a primary whose
+//! exists, has two or more instances, and its 90% interval lies within the point's margin,
+//! [`primary::control_margin`]: a quarter of the seed's effect there and at least
+//! +-[`primary::CONTROL_MARGIN`], Schuirmann's two one-sided tests); otherwise a primary whose
 //! interval excludes 1 says why not ([`Comparison::unmarked_why`]). Every other comparison
 //! is exploratory: never marked, with its interval. An A/A control is marked by its own
 //! interval: it is the noise, not a hypothesis.
@@ -160,13 +161,10 @@ fn rank<'a>(order: &mut Vec<&'a str>, known: &[&str], name: &'a str) -> usize {
     known.len() + i
 }
 
-/// The margin of the A/A control's equivalence test: a point is judged only when its
-/// control's 90% interval lies within +-5%, that is when the run shows that two instances
-/// of the same code at different placements differ by less than that.
-pub const CONTROL_MARGIN: f64 = 0.05;
-
-/// Whether the A/A control lets its point be judged: `Err` says why not, in words.
-pub fn control_state(control: Option<&Comparison>) -> Result<(), String> {
+/// Whether the A/A control lets its point be judged: `Err` says why not, in words. It must
+/// have two or more instances and be shown within `margin` by the equivalence test
+/// ([`primary::control_margin`] of its point).
+pub fn control_state(control: Option<&Comparison>, margin: f64) -> Result<(), String> {
     let Some(c) = control else {
         return Err("no A/A control at this point".into());
     };
@@ -176,14 +174,14 @@ pub fn control_state(control: Option<&Comparison>) -> Result<(), String> {
                 .into(),
         );
     }
-    match c.equivalent_within(CONTROL_MARGIN) {
+    match c.equivalent_within(margin) {
         Some(true) => Ok(()),
         Some(false) => Err(alloc::format!(
-            "the A/A control {:+.1}% [{:+.1}%, {:+.1}%] is not shown within +-{:.0}%",
+            "the A/A control {:+.1}% [{:+.1}%, {:+.1}%] is not shown within +-{:.1}%",
             (c.ratio - 1.0) * 100.0,
             (c.ci_low.unwrap_or(f64::NAN) - 1.0) * 100.0,
             (c.ci_high.unwrap_or(f64::NAN) - 1.0) * 100.0,
-            CONTROL_MARGIN * 100.0
+            margin * 100.0
         )),
         None => Err("the A/A control has no interval".into()),
     }
@@ -414,7 +412,8 @@ impl Summary {
                     continue;
                 }
                 let adjusted_ok = c.p_adjusted.is_some_and(|q| q < stats::ALPHA);
-                let why = match control_state(control.as_ref()) {
+                let margin = primary::control_margin(c.scenario.as_str(), c.cpus);
+                let why = match control_state(control.as_ref(), margin) {
                     Err(why) => Some(why),
                     Ok(()) if !adjusted_ok => Some(match c.p_adjusted {
                         Some(q) => alloc::format!(
@@ -484,6 +483,7 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::primary::CONTROL_MARGIN;
 
     fn run(s: &str, c: &str, v: &str, cpus: u32, round: u32, ops: u64) -> Run {
         Run::new(s, c, v, cpus, round, round == 0, ops, 1_000_000_000).unwrap()
@@ -670,7 +670,8 @@ mod tests {
         assert_eq!(b2.marked, Some(false));
         let why = b2.unmarked_why.unwrap();
         assert!(
-            why.starts_with("the A/A control +10.0%") && why.ends_with("is not shown within +-5%"),
+            why.starts_with("the A/A control +10.0%")
+                && why.ends_with("is not shown within +-5.0%"),
             "{why}"
         );
         // A control that did not move but is too noisy to show it is within 5% fails too.
@@ -689,7 +690,7 @@ mod tests {
             !k.significant && k.equivalent_within(CONTROL_MARGIN) == Some(false),
             "{k:?}"
         );
-        assert!(control_state(Some(&k)).is_err());
+        assert!(control_state(Some(&k), CONTROL_MARGIN).is_err());
     }
 
     #[test]
@@ -776,17 +777,17 @@ mod tests {
     fn a_control_of_two_instances_is_enough() {
         let s = Summary::new(&blocks(1, 1.2, 1.0, 0.002), &[]);
         let mut k = find(&s, 1, "A'");
-        assert_eq!(control_state(Some(&k)), Ok(()));
+        assert_eq!(control_state(Some(&k), CONTROL_MARGIN), Ok(()));
         k.instances = 2;
-        assert_eq!(control_state(Some(&k)), Ok(()));
+        assert_eq!(control_state(Some(&k), CONTROL_MARGIN), Ok(()));
         k.instances = 1;
         assert!(
-            control_state(Some(&k))
+            control_state(Some(&k), CONTROL_MARGIN)
                 .unwrap_err()
                 .starts_with("one instance per variant")
         );
         assert_eq!(
-            control_state(None).unwrap_err(),
+            control_state(None, CONTROL_MARGIN).unwrap_err(),
             "no A/A control at this point"
         );
     }

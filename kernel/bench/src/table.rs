@@ -498,7 +498,8 @@ impl fmt::Display for Table<'_> {
              paired by round); * = the experiment's primary comparison (the seed's headline \
              at the most CPUs), its interval excluding 1.0 after Holm's correction over the \
              six experiments, with the A/A control (A'/A, a second instance of the baseline) \
-             shown within +-5%; every other comparison is exploratory and never marked; \
+             shown within its margin (a quarter of the seed's effect, at least +-5%); every \
+             other comparison is exploratory and never marked; \
              floor = rate / limit's rate at the same CPU count; seed = the seed's published \
              B/A at the nearest thread count (@N).",
             width,

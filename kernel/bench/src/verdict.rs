@@ -9,8 +9,9 @@
 //!
 //! - **not judged**: the A/A control at the same point is missing, has one instance (the
 //!   placement noise between instances was not measured) or is not shown equivalent to 1
-//!   within +-[`crate::summary::CONTROL_MARGIN`] ([`crate::summary::control_state`]); the
-//!   line says which;
+//!   within its margin ([`crate::primary::control_margin`]: a quarter of the seed's effect
+//!   there on the log scale, at least +-5%; [`crate::summary::control_state`]); the line
+//!   says which;
 //! - **reproduced**: the interval excludes 1 after Holm's correction, in the seed's
 //!   direction (the headline's), and it contains the seed's figure;
 //! - **smaller than the seed** / **larger than the seed**: significant in the seed's
@@ -89,6 +90,8 @@ pub struct Verdict {
     /// The A/A control at the primary's point: `Ok` when it lets the point be judged, else
     /// why not.
     pub control: Result<(), String>,
+    /// The margin the control was held to ([`primary::control_margin`]).
+    pub control_margin: f64,
     /// The control's ratio and interval, where there is one.
     pub control_cmp: Option<Comparison>,
     /// For "not shown": the smallest effect this run could have detected at that point
@@ -123,6 +126,7 @@ pub fn verdicts(summary: &Summary) -> Vec<Verdict> {
                 ours: None,
                 cpus,
                 control: Err("not measured".into()),
+                control_margin: primary::CONTROL_MARGIN,
                 control_cmp: None,
                 detectable: None,
             });
@@ -135,7 +139,8 @@ pub fn verdicts(summary: &Summary) -> Vec<Verdict> {
             .find(|p| p.scenario == c.scenario && p.config == c.config && p.cpus == c.cpus)
             .and_then(|p| p.comparisons.iter().find(|x| x.control))
             .cloned();
-        let control = summary::control_state(control_cmp.as_ref());
+        let margin = primary::control_margin(s.name, c.cpus);
+        let control = summary::control_state(control_cmp.as_ref(), margin);
         // The summary's mark is the decision: significant after Holm's correction, with
         // the control passing (`summary::Summary::assess`); the control is looked at again
         // here only to tell "not judged" from "not shown" and to say why.
@@ -162,6 +167,7 @@ pub fn verdicts(summary: &Summary) -> Vec<Verdict> {
             ours: Some(c),
             cpus,
             control,
+            control_margin: margin,
             control_cmp,
             detectable,
         });
@@ -247,19 +253,19 @@ impl Verdict {
         )
     }
 
-    /// The A/A control's result: `A'/A +0.4% [-1.2%, +2.0%]: within +-5%`, or why the point
-    /// could not be judged.
+    /// The A/A control's result: `A'/A +0.4% [-1.2%, +2.0%]: within +-5.0%`, or why the
+    /// point could not be judged.
     #[must_use]
     pub fn control_text(&self) -> String {
         match (&self.control, &self.control_cmp) {
             (Ok(()), Some(c)) => alloc::format!(
-                "{}/{} {} [{}, {}]: within +-{:.0}%",
+                "{}/{} {} [{}, {}]: within +-{:.1}%",
                 c.b,
                 c.a,
                 Pct(c.ratio),
                 Pct(c.ci_low.unwrap_or(c.ratio)),
                 Pct(c.ci_high.unwrap_or(c.ratio)),
-                summary::CONTROL_MARGIN * 100.0
+                self.control_margin * 100.0
             ),
             (Ok(()), None) => "passed".into(),
             (Err(why), _) => why.clone(),
@@ -385,7 +391,7 @@ mod tests {
             "{line}"
         );
         assert!(
-            line.contains("; control A'/A ") && line.ends_with(": within +-5%"),
+            line.contains("; control A'/A ") && line.ends_with(": within +-15.8%"),
             "{line}"
         );
         assert_eq!(verdict(1.5, 1.0).outcome, Outcome::Smaller);
@@ -412,7 +418,7 @@ mod tests {
         );
         assert!(
             alloc::format!("{v}")
-                .contains("(the A/A control +29.9% [+28.9%, +31.0%] is not shown within +-5%)"),
+                .contains("(the A/A control +29.9% [+28.9%, +31.0%] is not shown within +-15.8%)"),
             "{v}"
         );
         // One instance: placement noise unmeasured, whatever the rounds say.
