@@ -2,7 +2,7 @@
 # Instructions per operation of each fault scenario's core path, counted by callgrind: a
 # yardstick that machine noise cannot move (the same binary and inputs give the same counts).
 #
-# Builds `kernel/bench/examples/ops.rs` (the host-thread mode's scenario code on the software
+# Builds `bench/examples/ops.rs` (the host-thread mode's scenario code on the software
 # MMU: the same mm / memcg / lru / ksync code the kernel runs) with the kernel's Cargo
 # profile (`kernel`: fat LTO, one codegen unit), runs each scenario for a fixed number of
 # operations after a warm-up under `valgrind --tool=callgrind`, collecting only inside the

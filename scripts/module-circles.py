@@ -15,7 +15,7 @@ Exit status 0 always: this is a report, not a gate (pass `--max N` to fail when 
 a component of more than N files).
 
     scripts/module-circles.py                # every crate of the workspace
-    scripts/module-circles.py kernel/mm      # one crate
+    scripts/module-circles.py mm            # one crate
     scripts/module-circles.py --edges kernel
 """
 
@@ -25,8 +25,8 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CRATES = ["abi", "kernel", "kernel/sync", "kernel/ktest", "kernel/mm", "kernel/bench",
-          "kernel/qrpayload", "kernel/hw", "lru", "memcg", "coherence", "coherence/plugin",
+CRATES = ["abi", "kernel", "ksync", "kernel/ktest", "page", "page_alloc", "mm", "bench",
+          "qrpayload", "kernel/hw", "lru", "memcg", "coherence", "coherence/plugin",
           "boot", "qemu", "tests"]
 
 

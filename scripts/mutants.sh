@@ -13,7 +13,7 @@
 # Usage: scripts/mutants.sh [--loom] [--iterate] [FILE...]
 #   FILE...    source files to mutate (paths from the repository root), instead of the default
 #              list below; each is assigned to the crate whose Cargo.toml is nearest above it,
-#              e.g. `scripts/mutants.sh kernel/bench/src/stats.rs`.
+#              e.g. `scripts/mutants.sh bench/src/stats.rs`.
 #   --loom     a second pass over the lock-free files (LOOM_FILES, or the given FILEs) with
 #              `RUSTFLAGS="--cfg loom"`, release profile, the crate's `suite` test binary (which
 #              holds only its loom models under that flag);
@@ -21,7 +21,7 @@
 #   --iterate  skip mutants caught by the previous run into the same output directory.
 # Environment: MUTANTS_TIMEOUT (seconds per test run, default 60; the suites take seconds, so
 #   only a mutant that hangs runs into it), MUTANTS_JOBS (default 1),
-#   VM_SOAK_OPS (kernel/mm's soak test length, default here 1500), MUTANTS_OUT (where the
+#   VM_SOAK_OPS (mm's soak test length, default here 1500), MUTANTS_OUT (where the
 #   reports go, default target/mutants; use another one for a run over other files, so
 #   that --iterate over the default list keeps its ledger), MUTANTS_CARGO_TEST_ARGS (words
 #   passed to `cargo test` after `--`, e.g. `--lib -- stats two_level` to run only those
@@ -55,26 +55,26 @@ DEFAULT_FILES=(
     memcg/src/tree/mod.rs
     memcg/src/reclaim.rs
     memcg/src/reclaim_req.rs
-    kernel/mm/src/buddy.rs
-    kernel/mm/src/pcp.rs
-    kernel/mm/src/page_alloc.rs
-    kernel/mm/src/vm/fault.rs
-    kernel/mm/src/vm/mmap.rs
-    kernel/mm/src/vm/reclaim.rs
-    kernel/mm/src/vm/page_cache.rs
-    kernel/mm/src/vm/mmu_gather.rs
-    kernel/mm/src/vm/fault_inject.rs
-    kernel/mm/src/vm/check.rs
-    kernel/bench/src/scenarios/seed000.rs
-    kernel/bench/src/scenarios/seed001.rs
-    kernel/bench/src/scenarios/seed002.rs
-    kernel/bench/src/scenarios/seed003.rs
-    kernel/bench/src/scenarios/seed004.rs
-    kernel/bench/src/stats.rs
-    kernel/bench/src/two_level.rs
-    kernel/bench/src/primary.rs
-    kernel/bench/src/summary.rs
-    kernel/bench/src/verdict.rs
+    page_alloc/src/buddy.rs
+    page_alloc/src/pcp.rs
+    page_alloc/src/page_alloc.rs
+    mm/src/fault.rs
+    mm/src/mmap.rs
+    mm/src/reclaim.rs
+    mm/src/page_cache.rs
+    mm/src/mmu_gather.rs
+    mm/src/fault_inject.rs
+    mm/src/check.rs
+    bench/src/scenarios/seed000.rs
+    bench/src/scenarios/seed001.rs
+    bench/src/scenarios/seed002.rs
+    bench/src/scenarios/seed003.rs
+    bench/src/scenarios/seed004.rs
+    bench/src/stats.rs
+    bench/src/two_level.rs
+    bench/src/primary.rs
+    bench/src/summary.rs
+    bench/src/verdict.rs
 )
 
 # Code whose interleavings only the loom models explore.

@@ -135,7 +135,7 @@ pub extern "C" fn kmain(_: usize) -> ! {
         .collect();
     let numa = arch::numa::init(bi, &apic_ids);
     percpu::set_nodes(|cpu| numa.topology.cpu_to_node(cpu));
-    let pcp = ::mm::PcpConfig {
+    let pcp = ::page_alloc::PcpConfig {
         batch: cfg.pcp_batch,
         high: cfg.pcp_high,
     };

@@ -1,6 +1,6 @@
 //! `run=pagealloc`: the page allocator micro-benchmark on every online CPU.
 //!
-//! Runs `mm::microbench` (order-0 alloc+free pairs in bursts, through the per-CPU lists
+//! Runs `page_alloc::microbench` (order-0 alloc+free pairs in bursts, through the per-CPU lists
 //! and straight through the buddy lists) on all CPUs at once through `on_each_cpu`, for a
 //! few rounds alternating the two paths, with lock statistics on, and prints per path:
 //! pairs per second per CPU (median round) and `zone->lock` acquisitions per 1,000
@@ -14,12 +14,12 @@ use crate::mm::page_alloc;
 use crate::percpu::{self, on_each_cpu};
 use crate::sync::Barrier;
 use crate::{println, rcu};
+use ::page_alloc::lock_classes::ZoneLock;
+use ::page_alloc::microbench::{CpuRun, Path, PathResult, Platform, run_cpu, saved_per_1000};
 use abi::ExitCode;
 use alloc::vec::Vec;
 use core::num::NonZeroU32;
 use ksync::LockClass;
-use mm::lock_classes::ZoneLock;
-use mm::microbench::{CpuRun, Path, PathResult, Platform, run_cpu, saved_per_1000};
 
 /// Rounds per path (pcp and buddy alternate).
 const ROUNDS: usize = 3;
@@ -29,7 +29,7 @@ const PAIRS: u64 = 200_000;
 /// larger than `high` (they refill and spill in steady state).
 const BURSTS: [usize; 2] = [64, 4096];
 
-fn round(pa: &'static mm::PageAlloc, path: Path, burst: usize) -> Option<PathResult> {
+fn round(pa: &'static ::page_alloc::PageAlloc, path: Path, burst: usize) -> Option<PathResult> {
     let n = percpu::nr_cpu_ids();
     let barrier = Barrier::new(NonZeroU32::new(n as u32).unwrap_or(NonZeroU32::MIN));
     let results: spin::Mutex<Vec<Option<CpuRun>>> = spin::Mutex::new(alloc::vec![None; n]);

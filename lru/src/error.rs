@@ -76,3 +76,15 @@ impl fmt::Display for LruError {
 }
 
 impl core::error::Error for LruError {}
+
+impl From<page::FolioError> for LruError {
+    fn from(e: page::FolioError) -> Self {
+        match e {
+            page::FolioError::InvalidNode(n) => LruError::InvalidNode(n),
+            page::FolioError::InvalidPfn(p) => LruError::InvalidPfn(p),
+            page::FolioError::RefcountUnderflow => LruError::RefcountUnderflow,
+            page::FolioError::MapcountUnderflow => LruError::MapcountUnderflow,
+            page::FolioError::AlreadyOnLru => LruError::AlreadyOnLru,
+        }
+    }
+}

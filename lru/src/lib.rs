@@ -1,11 +1,13 @@
 //! `lru`: a no_std model of Linux's LRU machinery, built to A/B-test cacheline placement.
 //!
-//! Folio descriptors ([`folio`]) and node ids ([`nid`]), the per-(memcg, node) [`lruvec`] with its lru_lock and
-//! Alex Shi's TestClearLRU isolation protocol, per-CPU folio batches ([`swap`]), the
-//! multi-gen LRU ([`lru_gen`], [`lru_gen_folio`], [`vmscan`]) with shadow-entry refault
-//! detection ([`workingset`]), the memcg FIFO of hlist_nulls lists ([`hlist_nulls`],
-//! [`memcg_lru`]) read under QSBR [`rcu`], and the cacheline-group helpers and layout
-//! report ([`cacheline`], [`layout`], [`layout_report`]). Each seed's before/after variants exist side by side:
+//! On the folio descriptor, node ids and layout tools of the `page` crate (re-exported here
+//! as [`folio`], [`nid`], [`list`], [`cacheline`], [`layout`]): the per-(memcg, node)
+//! [`lruvec`] with its lru_lock and Alex Shi's TestClearLRU isolation protocol, per-CPU
+//! folio batches ([`swap`]), the multi-gen LRU ([`lru_gen`], [`lru_gen_folio`],
+//! [`vmscan`]) with shadow-entry refault detection ([`workingset`]), the memcg FIFO of
+//! hlist_nulls lists ([`hlist_nulls`], [`memcg_lru`]) read under QSBR [`rcu`], and the
+//! layout report ([`layout_report`]).
+//! Each seed's before/after variants exist side by side:
 //! `lru_gen_folio` base/grouped (seed 000), FIFO tail insertion walk/cached (seed 002),
 //! and the lock is per lruvec (seed 004).
 //!
@@ -22,22 +24,16 @@
 
 extern crate alloc;
 
-pub mod cacheline;
 pub mod error;
 pub mod events;
-pub mod folio;
 pub mod hlist_nulls;
-pub mod layout;
 pub mod layout_report;
-pub mod link;
-pub mod list;
 pub mod lock_classes;
 pub mod lru_gen;
 pub mod lru_gen_folio;
 pub mod lru_list;
 pub mod lruvec;
 pub mod memcg_lru;
-pub mod nid;
 pub mod pgdat;
 pub mod rcu;
 pub mod release;
@@ -48,6 +44,11 @@ pub mod vmscan;
 pub mod vmscan_classic;
 pub mod vmstat;
 pub mod workingset;
+
+pub use page::{
+    cacheline, cacheline_assert_apart, cacheline_assert_group_member, cacheline_assert_group_size,
+    cacheline_assert_pair, folio, layout, layout_field, link, list, nid,
+};
 
 pub use error::LruError;
 pub use folio::{Folio, FolioFlags, Zone};

@@ -169,7 +169,7 @@ impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> MemcgTree<P, O> {
                 "undoing a folio's charge underflowed"
             );
             memcg.css_put_many_on(cpu, 1);
-            return Err(MemcgError::Lru(e));
+            return Err(MemcgError::Lru(e.into()));
         }
         Ok(())
     }

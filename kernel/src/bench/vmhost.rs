@@ -15,10 +15,10 @@ use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::String;
 use bench::vm::{Pn, Space, VmHost};
-use mm::vm::context::{Vm, VmConfig};
-use mm::vm::fault::FaultError;
-use mm::vm::mm_struct::MmStruct;
-use mm::vm::vma::VmArea;
+use mm::context::{Vm, VmConfig};
+use mm::fault::FaultError;
+use mm::mm_struct::MmStruct;
+use mm::vma::VmArea;
 
 /// The kernel's fault core for the benchmark.
 #[derive(Debug, Default, Clone, Copy)]

@@ -1,4 +1,4 @@
-//! The kernel heap: [`mm::kmalloc::ClassHeap`] (power-of-two size classes in front of
+//! The kernel heap: [`page_alloc::kmalloc::ClassHeap`] (power-of-two size classes in front of
 //! `linked_list_allocator`'s first-fit heap) over one physically contiguous block, behind
 //! one spin lock, with a [`Magazine`] per CPU in front of its small classes (16 to 512
 //! bytes), as SLUB's per-CPU freelists are in front of a slab cache's node lists: a small
@@ -15,13 +15,13 @@
 //! with per-CPU magazines in `UnsafeCell`s each touched only by its own CPU.
 #![allow(unsafe_code)]
 
+use ::page_alloc::kmalloc::{ClassHeap, class_of};
+use ::page_alloc::magazine::Magazine;
 use core::alloc::{GlobalAlloc, Layout};
 use core::cell::UnsafeCell;
 use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicUsize, Ordering};
 use ksync::{CachePadded, MAX_CPUS};
-use mm::kmalloc::{ClassHeap, class_of};
-use mm::magazine::Magazine;
 use spin::Mutex;
 
 /// One CPU's magazine, and the bytes it holds (for [`usage`], read by any CPU).

@@ -1,4 +1,4 @@
-//! The kernel's page allocator: `mm::PageAlloc` over the machine's RAM, and the handover
+//! The kernel's page allocator: `page_alloc::PageAlloc` over the machine's RAM, and the handover
 //! from the early frame allocator.
 //!
 //! Models `mm_core_init()` -> `mem_init()` -> `memblock_free_all()`: once the CPUs are up
@@ -23,12 +23,12 @@ use super::frame;
 use crate::arch::numa;
 use crate::arch::vmlayout::phys_to_virt;
 use crate::percpu;
+use ::page_alloc::numa::PfnRange;
+use ::page_alloc::{InitError, MemmapBlock, MemmapStorage, PageAlloc, PcpConfig};
 use alloc::vec::Vec;
 use core::ptr::NonNull;
 use lru::Folio;
 use lru::NodeId;
-use mm::numa::PfnRange;
-use mm::{InitError, MemmapBlock, MemmapStorage, PageAlloc, PcpConfig};
 use x86_64::PhysAddr;
 
 static PAGE_ALLOC: spin::Once<PageAlloc> = spin::Once::new();
@@ -218,7 +218,7 @@ pub fn describe(w: &mut dyn core::fmt::Write) -> core::fmt::Result {
         )?;
     }
     for node in pa.nodes() {
-        let zones: Vec<&mm::Zone> = node.zones().collect();
+        let zones: Vec<&::page_alloc::Zone> = node.zones().collect();
         let total: u64 = zones.iter().map(|z| z.present_pages()).sum();
         let free: u64 = zones.iter().map(|z| z.nr_free()).sum();
         let reserved: u64 = zones.iter().map(|z| z.reserved()).sum();
@@ -228,7 +228,7 @@ pub fn describe(w: &mut dyn core::fmt::Write) -> core::fmt::Result {
             "  node {}: total {total} frames ({} MiB), free {free}, reserved {reserved}, memmap \
              {} KiB ({} bytes per frame, {} KiB stored on this node)",
             node.id(),
-            (total << mm::pfn::PAGE_SHIFT) >> 20,
+            (total << ::page_alloc::pfn::PAGE_SHIFT) >> 20,
             memmap >> 10,
             per_frame(memmap, total),
             mm.bytes_on_node(node.id()) >> 10

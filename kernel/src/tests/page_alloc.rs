@@ -16,6 +16,7 @@ use crate::ktest::TestResult;
 use crate::mm::{frame, page_alloc};
 use crate::percpu::{self, CpuSet, PerCpuShared, on_cpus, on_each_cpu};
 use crate::sync::Barrier;
+use ::page_alloc::{AllocError, Memmap, PageAlloc, PageStats};
 use alloc::format;
 use alloc::string::String;
 use core::num::NonZeroU32;
@@ -24,7 +25,6 @@ use ktest::ktest;
 use lru::FolioFlags;
 use lru::NodeId;
 use lru::list::{CheckedFolioList, checked_folio_list};
-use mm::{AllocError, Memmap, PageAlloc, PageStats};
 
 /// The flag that marks a frame as held by a test (nothing else sets it on a fresh frame).
 const HELD: FolioFlags = FolioFlags::WORKINGSET;
@@ -166,7 +166,7 @@ fn pagealloc_memmap_placement() -> TestResult {
                 f.node()
             );
             ensure!(
-                f.zone() == mm::pfn::zone_for_pfn(pfn),
+                f.zone() == ::page_alloc::pfn::zone_for_pfn(pfn),
                 "pfn {pfn:#x}: zone {:?}",
                 f.zone()
             );
@@ -242,7 +242,7 @@ fn pagealloc_exhaust_every_cpu() -> TestResult {
         b.wait();
         if cpu == 0 {
             left_at_exhaustion.store(pa.nr_free_pages(), Ordering::Relaxed);
-            for order in [0, 1, 4, mm::MAX_ORDER] {
+            for order in [0, 1, 4, ::page_alloc::MAX_ORDER] {
                 if pa.alloc_pages(cpu, node, order).is_some()
                     || pa.alloc_pages_buddy(cpu, node, order).is_some()
                 {
@@ -349,10 +349,10 @@ fn pagealloc_order10_after_fragmentation() -> TestResult {
     release(pa, 0, &mut even)?;
     page_alloc::drain_all_pages();
     let big = pa
-        .alloc_pages(0, node, mm::MAX_ORDER)
+        .alloc_pages(0, node, ::page_alloc::MAX_ORDER)
         .ok_or("no order-10 block after freeing everything")?;
     ensure!(big.pfn() % 1024 == 0, "order-10 block at {:#x}", big.pfn());
-    pa.free_pages(0, big, mm::MAX_ORDER)
+    pa.free_pages(0, big, ::page_alloc::MAX_ORDER)
         .map_err(|e| format!("free order 10: {e}"))?;
     let after = settled(pa)?;
     ensure!(after == free0, "{after} free, {free0} before");
@@ -404,7 +404,7 @@ fn take_everything(
     pa: &PageAlloc,
     cpu: usize,
     node: NodeId,
-    zonelist: &mm::zonelist::Zonelist,
+    zonelist: &::page_alloc::zonelist::Zonelist,
     own_free: u64,
 ) -> Result<alloc::vec::Vec<u64>, String> {
     let mut list = checked_folio_list();
@@ -415,7 +415,7 @@ fn take_everything(
     while let Some(f) = pa.alloc_page(cpu, node) {
         hold(&mut list, f)?;
         first_node.get_or_insert(f.node());
-        let z = mm::zonelist::ZoneRef {
+        let z = ::page_alloc::zonelist::ZoneRef {
             node: f.node(),
             kind: f.zone(),
         };
@@ -477,7 +477,7 @@ fn numa_srat_x2apic_ids() -> TestResult {
         disabled: 0,
         other: 0,
     };
-    let ram = [mm::numa::PfnRange::new(0, (128 << 20) >> 12)];
+    let ram = [::page_alloc::numa::PfnRange::new(0, (128 << 20) >> 12)];
     let info = numa::from_srat(&ram, &[0, 0x100, 0x1_0001, 0x300], &srat, None)?;
     let t = &info.topology;
     let nodes: alloc::vec::Vec<NodeId> = (0..4).map(|c| t.cpu_to_node(c)).collect();

@@ -37,15 +37,15 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 use ktest::ktest;
 use lru::NodeId;
-use mm::vm::backing;
-use mm::vm::context::VmConfig;
-use mm::vm::counters::VmEvent;
-use mm::vm::fault::FaultError;
-use mm::vm::fault_inject::FaultSpec;
-use mm::vm::filemap::ReadError;
-use mm::vm::mmap::MapRequest;
-use mm::vm::object::{Object, ObjectKind};
-use mm::vm::vma::{VmArea, VmAreaA, VmAreaB};
+use mm::backing;
+use mm::context::VmConfig;
+use mm::counters::VmEvent;
+use mm::fault::FaultError;
+use mm::fault_inject::FaultSpec;
+use mm::filemap::ReadError;
+use mm::mmap::MapRequest;
+use mm::object::{Object, ObjectKind};
+use mm::vma::{VmArea, VmAreaA, VmAreaB};
 use spin::Mutex;
 
 /// The `mem_cgroup_per_node` layout of the tests: patch 1's pairs, grouped MGLRU.
@@ -76,7 +76,7 @@ fn anon(start: u64, pages: u64, node: NodeId) -> MapRequest<'static> {
 /// page written by this CPU (which joins the address space) with `first` plus its index.
 fn written_anon_mm<'v>(
     vm: &'v TestVm,
-    m: &memcg::MemcgRef<'v, Pn, mm::vm::folios::VmFolios>,
+    m: &memcg::MemcgRef<'v, Pn, mm::folios::VmFolios>,
     pages: u64,
     first: u64,
 ) -> Result<KernelMm<'v, Pn, VmAreaA>, String> {

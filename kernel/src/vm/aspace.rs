@@ -5,7 +5,7 @@
 //! address space over it and registers the range with the #PF dispatcher together with a
 //! pointer to a small target record (the context and the address space) and a handler
 //! monomorphised for their types. A page fault there ends in
-//! [`mm::vm::context::Vm::handle_mm_fault`] on the faulting CPU, with interrupts enabled (the
+//! [`mm::context::Vm::handle_mm_fault`] on the faulting CPU, with interrupts enabled (the
 //! dispatcher re-enables them, so the CPU keeps answering shootdown IPIs while it waits for
 //! a lock); its error goes back to the touch routine through the exception table.
 //!
@@ -26,9 +26,9 @@ use crate::arch::fault::{self, FaultError as ArchFault, FaultInfo, RegionHandle}
 use crate::arch::mmu::KernelMmu;
 use alloc::boxed::Box;
 use memcg::MemCgroupPerNode;
-use mm::vm::fault::FaultError;
-use mm::vm::mm_struct::MmStruct;
-use mm::vm::vma::VmArea;
+use mm::fault::FaultError;
+use mm::mm_struct::MmStruct;
+use mm::vma::VmArea;
 
 /// What the dispatcher's handler needs: the context and the address space.
 struct Target<P: MemCgroupPerNode, V: VmArea> {
@@ -66,7 +66,7 @@ pub enum KernelMmError {
     /// The dispatcher has no room, or the range overlaps another.
     Region(fault::RegionError),
     /// The fault core refused the range.
-    Mm(mm::vm::mm_struct::MmError),
+    Mm(mm::mm_struct::MmError),
 }
 
 /// An address space of the kernel, live for page faults.

@@ -1,13 +1,13 @@
-//! The fault core in the kernel: `mm::vm` on the x86 page tables, the page allocator and
+//! The fault core in the kernel: `mm` on the x86 page tables, the page allocator and
 //! the kernel's RCU, with real page faults.
 //!
-//! The platform-neutral fault core (`mm::vm`) gets, here: the MMU
+//! The platform-neutral fault core (`mm`) gets, here: the MMU
 //! ([`crate::arch::mmu::KernelMmu`]: PTE tables linked into the address-space slot,
 //! `invlpg`, shootdown IPIs), the page allocator ([`crate::mm::page_alloc`]) and RCU
 //! ([`crate::rcu`]: the QSBR domain memcg and lru's FIFO readers use, and `call_rcu` for
 //! regions and region tables). An address space ([`aspace::KernelMm`]) owns a range of the
 //! slot and registers it with the page-fault dispatcher, so a load or store there traps
-//! into [`mm::vm::context::Vm::handle_mm_fault`]; accesses that may fail go through the
+//! into [`mm::context::Vm::handle_mm_fault`]; accesses that may fail go through the
 //! exception-table touch routines ([`crate::arch::touch`]), which return the
 //! fault's error instead of crashing.
 
@@ -16,9 +16,9 @@ pub mod aspace;
 use crate::arch::mmu::{KERNEL_MMU, KernelMmu};
 use alloc::boxed::Box;
 use memcg::MemCgroupPerNode;
-use mm::vm::context::{Vm, VmConfig, VmError};
-use mm::vm::fault_inject::FaultSpec;
-use mm::vm::rcu::RcuDefer;
+use mm::context::{Vm, VmConfig, VmError};
+use mm::fault_inject::FaultSpec;
+use mm::rcu::RcuDefer;
 use spin::Once;
 
 /// `fail_page_alloc=` and `fail_charge=` from the command line.

@@ -494,7 +494,7 @@ pub trait LruvecLookup<H: LruvecHost> {
     /// default the reference is just dropped: lookups whose folios are not frames (tests)
     /// have nothing to release.
     fn folio_put(&self, _cpu: usize, folio: &'static Folio) -> Result<(), LruError> {
-        folio.put().map(|_| ())
+        folio.put().map(|_| ()).map_err(LruError::from)
     }
 }
 

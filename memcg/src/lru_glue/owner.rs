@@ -3,7 +3,7 @@
 //!
 //! memcg decides which folios reclaim evicts and when a folio's last reference drops inside
 //! memcg or lru, but the frames are the page allocator's, and unmapping a folio goes
-//! through the address spaces: all of that is the kernel's (`mm::vm::Vm`). The tree is
+//! through the address spaces: all of that is the kernel's (`mm::Vm`). The tree is
 //! generic over its owner ([`FolioOwner`]), which it holds by value, and every call hands
 //! the owner the tree it works on, so the owner never points back at what contains it:
 //!

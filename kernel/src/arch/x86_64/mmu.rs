@@ -1,4 +1,4 @@
-//! The x86 side of the fault core's page tables: `mm::vm::pgtable::Mmu` on the kernel's own
+//! The x86 side of the fault core's page tables: `mm::pgtable::Mmu` on the kernel's own
 //! page tables.
 //!
 //! The platform-neutral code owns the PTE level (it allocates a table frame, writes its 512
@@ -9,13 +9,13 @@
 //! address space's `mm_cpumask` ([`super::tlb::flush_tlb_others`]).
 //!
 //! The trait's typed values meet the x86 ones here and nowhere else: a [`Pfn`] becomes a
-//! [`PhysAddr`] ([`Pfn::phys_addr`]), an [`mm::vm::pgtable::Pte`] is the word of an x86
-//! [`Pte`], and a list of [`mm::vm::VirtAddr`] is handed to the flush as its numbers
-//! ([`mm::vm::VirtAddr::slice_as_u64`]).
+//! [`PhysAddr`] ([`Pfn::phys_addr`]), an [`mm::pgtable::Pte`] is the word of an x86
+//! [`Pte`], and a list of [`mm::VirtAddr`] is handed to the flush as its numbers
+//! ([`mm::VirtAddr::slice_as_u64`]).
 //!
 //! A flush that fails (a shootdown IPI that could not be sent) is reported as
 //! [`PtError::Flush`], so the fault core keeps the frames it covered instead of freeing them
-//! (`mm::vm::tlb_kept`). [`flush_failures`] injects such failures on demand (after the real
+//! (`mm::tlb_kept`). [`flush_failures`] injects such failures on demand (after the real
 //! flush, so injection never leaves a stale translation behind, only frames kept longer).
 //!
 //! Unsafe code here, and why: the kernel's MMU for the fault core zeroes frames and links
@@ -27,11 +27,11 @@ use super::paging::phys_to_virt;
 use super::pte::{Pte, PteProt};
 use super::tlb::{self, TlbFlush};
 use crate::percpu::CpuSet;
+use ::page_alloc::Pfn;
 use core::sync::atomic::{AtomicU64, Ordering};
-use mm::Pfn;
-use mm::vm::VirtAddr;
-use mm::vm::cpumask::CpuMask;
-use mm::vm::pgtable::{self, Mmu, PtError};
+use mm::VirtAddr;
+use mm::cpumask::CpuMask;
+use mm::pgtable::{self, Mmu, PtError};
 use x86_64::PhysAddr;
 
 /// The kernel's MMU.

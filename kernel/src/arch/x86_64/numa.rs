@@ -12,15 +12,15 @@
 //! nodes (`numa_init_array()`). A SLIT that does not cover every domain or breaks the SLIT
 //! rules is ignored (`slit_valid()`), leaving the default distances.
 //!
-//! The result is an [`mm::NumaTopology`] keyed by the kernel's dense CPU ids, kept for the
+//! The result is an [`page_alloc::NumaTopology`] keyed by the kernel's dense CPU ids, kept for the
 //! page allocator and the summary; each CPU's node is also stored in its per-CPU area.
 
 use super::srat::{self, Slit, Srat};
 use crate::boot_info::{BootInfo, MemKind};
+use ::page_alloc::numa::{MAX_NUMNODES, NumaBuilder, NumaTopology, PfnRange};
+use ::page_alloc::pfn::PAGE_SHIFT;
 use alloc::string::String;
 use alloc::vec::Vec;
-use mm::numa::{MAX_NUMNODES, NumaBuilder, NumaTopology, PfnRange};
-use mm::pfn::PAGE_SHIFT;
 
 /// Where the node layout came from.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! Loom: the two page-cache protocols of the fault core (kernel/mm's `vm/page_cache.rs`,
+//! Loom: the two page-cache protocols of the fault core (mm's `page_cache.rs`,
 //! `vm/fault.rs` and `vm/truncate.rs`) against truncation, on the real [`Folio`]'s
 //! reference count and mapcount. The page-cache slot is one loom atomic holding the folio
 //! or nothing, loaded and stored with the orderings `PageCache` uses (the crate that holds
