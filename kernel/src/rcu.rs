@@ -1,4 +1,4 @@
-//! RCU in the kernel: one `lru::Rcu` (QSBR) for every online CPU, with its quiescent points
+//! RCU in the kernel: one `ksync::Rcu` (QSBR) for every online CPU, with its quiescent points
 //! and the place where `call_rcu` callbacks run.
 //!
 //! Quiescent-state-based RCU needs each CPU to say, now and then, "I hold no RCU
@@ -25,15 +25,15 @@
 //! there for a grace period can never be the one another CPU's call is waiting for.
 //!
 //! Code that holds RCU-protected pointers across one of these points must hold a read
-//! guard (`lru::Rcu::read_lock`): a quiescent report inside a read section is refused.
+//! guard (`ksync::Rcu::read_lock`): a quiescent report inside a read section is refused.
 //!
 //! The lock that guards the callback queue is ksync's ticket lock of class
-//! `rcu_callbacks`; every use of `lru::Rcu` is in this file.
+//! `rcu_callbacks`; every use of `ksync::Rcu` is in this file.
 
 use crate::percpu;
 
 /// The kernel's RCU state (its callback queue behind ksync's ticket lock).
-pub type KernelRcu = lru::Rcu<ksync::Ticket>;
+pub type KernelRcu = ksync::Rcu<ksync::Ticket>;
 
 static RCU: spin::Once<KernelRcu> = spin::Once::new();
 
@@ -93,7 +93,7 @@ pub fn extended_qs<R>(wait: impl FnOnce() -> R) -> R {
 
 /// Reports a quiescent state for the running CPU and runs the callbacks whose grace
 /// period has completed. When callbacks or a polled cookie (`start_poll_synchronize_rcu`)
-/// wait for a grace period, drives one a step without waiting ([`lru::Rcu::advance`]):
+/// wait for a grace period, drives one a step without waiting ([`ksync::Rcu::advance`]):
 /// completes the one in flight if every CPU has reported since it started, else starts
 /// one. Any CPU may drive, and none waits here for another: a CPU that waited (as the boot
 /// CPU once did, with `synchronize_rcu`) would stall until the slowest CPU's next
@@ -133,8 +133,8 @@ pub fn call_rcu(f: impl FnOnce() + Send + 'static) {
 /// Waits until every online CPU has passed a quiescent state (`synchronize_rcu()`).
 /// The caller holds no RCU references (it must not be in a read section); it is offline
 /// while it waits. Returns the grace period that completed.
-pub fn synchronize_rcu() -> Result<u64, lru::LruError> {
-    let rcu = get().ok_or(lru::LruError::RcuCpuOffline)?;
+pub fn synchronize_rcu() -> Result<u64, ksync::RcuError> {
+    let rcu = get().ok_or(ksync::RcuError::CpuOffline)?;
     let cpu = percpu::cpu_id();
     let was_online = rcu.is_online(cpu)?;
     if was_online {
@@ -148,7 +148,7 @@ pub fn synchronize_rcu() -> Result<u64, lru::LruError> {
 }
 
 /// Waits for a grace period and runs every callback it covers (`rcu_barrier()`).
-pub fn rcu_barrier() -> Result<usize, lru::LruError> {
+pub fn rcu_barrier() -> Result<usize, ksync::RcuError> {
     synchronize_rcu()?;
     Ok(get().map_or(0, run_callbacks))
 }
@@ -160,7 +160,7 @@ pub fn completed() -> u64 {
 }
 
 /// Callbacks queued and not yet run (by any user of the domain: the memcg tree queues
-/// its own through `lru::Rcu::call_rcu`).
+/// its own through `ksync::Rcu::call_rcu`).
 #[must_use]
 pub fn pending() -> usize {
     get().map_or(0, KernelRcu::pending_callbacks)

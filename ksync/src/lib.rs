@@ -21,6 +21,9 @@
 //!   adjacent-line prefetcher fetches), and [`CachePadded`].
 //! - [`cpu`]: the running CPU's id, from a hook the platform installs (the kernel reads GS,
 //!   host threads use a thread-local id).
+//! - [`rcu`]: QSBR RCU ([`Rcu`]): free-after-grace-period for the lockless readers above
+//!   (the memcg FIFO, memcg's id table, the per-VMA lookups), with its callback queue's
+//!   lock class.
 //! - [`race`]: injected delays in race windows (`race_delay=`), a stress aid that is off
 //!   (one relaxed load) unless a test sets it.
 //! - [`warn`]: `WARN_ON_ONCE` ([`warn_on_once!`]): errors that cannot happen and have no
@@ -39,6 +42,7 @@ pub mod handoff;
 pub mod lockdep;
 pub mod percpu;
 pub mod race;
+pub mod rcu;
 pub mod stat;
 pub mod ticket;
 pub mod warn;
@@ -49,6 +53,7 @@ pub use family::LockFamily;
 #[cfg(not(loom))]
 pub use family::Ticket;
 pub use percpu::{CachePadded, PerCpu};
+pub use rcu::{Rcu, RcuError, RcuReadGuard};
 pub use stat::LockStatSnapshot;
 pub use ticket::TicketLock;
 

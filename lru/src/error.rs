@@ -88,3 +88,14 @@ impl From<page::FolioError> for LruError {
         }
     }
 }
+
+impl From<ksync::RcuError> for LruError {
+    fn from(e: ksync::RcuError) -> Self {
+        match e {
+            ksync::RcuError::InvalidCpu(c) => LruError::InvalidCpu(c),
+            ksync::RcuError::CpuOffline => LruError::RcuCpuOffline,
+            ksync::RcuError::InReadSection => LruError::RcuInReadSection,
+            ksync::RcuError::WrongDomain => LruError::RcuWrongDomain,
+        }
+    }
+}

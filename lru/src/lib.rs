@@ -35,7 +35,6 @@ pub mod lru_list;
 pub mod lruvec;
 pub mod memcg_lru;
 pub mod pgdat;
-pub mod rcu;
 pub mod release;
 pub mod swap;
 pub mod swap_cluster;
@@ -45,6 +44,7 @@ pub mod vmscan_classic;
 pub mod vmstat;
 pub mod workingset;
 
+pub use ksync::rcu;
 pub use page::{
     cacheline, cacheline_assert_apart, cacheline_assert_group_member, cacheline_assert_group_size,
     cacheline_assert_pair, folio, layout, layout_field, link, list, nid,

@@ -9,8 +9,9 @@
 //! The order (outer first; the whole hierarchy is in docs/design.md, "The intended order"):
 //! `lru_drain_mutex` → `cpu_fbatches.lock` → `lruvec->lru_lock` or `pgdat->lru_lock`; memcg's
 //! `memcg_tree` → `rstat_lock` → the lru locks, and `memcg_tree` → `memcg_lru.lock`. The lru
-//! locks, `memcg_lru.lock` and `rcu_callbacks` are leaves: nothing is taken while one of them
-//! is held, and two lru locks are never held at once. lockdep (`ksync::lockdep`) learns the
+//! locks, `memcg_lru.lock` and ksync's `rcu_callbacks` (`ksync::rcu::RcuCallbackLock`) are
+//! leaves: nothing is taken while one of them is held, and two lru locks are never held at
+//! once. lockdep (`ksync::lockdep`) learns the
 //! order as the locks are taken and reports an inversion.
 
 ksync::lock_class!(
@@ -33,10 +34,6 @@ ksync::lock_class!(
 ksync::lock_class!(
     /// A lruvec's own LRU lock (`lruvec->lru_lock`, per memcg per node).
     pub LruLock, "lruvec->lru_lock"
-);
-ksync::lock_class!(
-    /// The RCU callback queue (`call_rcu`'s lists).
-    pub RcuCallbackLock, "rcu_callbacks"
 );
 ksync::word_class!(
     /// MGLRU's lockless `lrugen->refaulted[hist][type][tier]` counters, which every refault

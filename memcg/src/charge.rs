@@ -179,7 +179,10 @@ impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> MemcgTree<P, O> {
     /// id table under RCU on `cpu` (no lock). Call after the folio left the LRU.
     pub fn uncharge_folio(&self, cpu: usize, folio: &lru::Folio) -> Result<(), MemcgError> {
         self.check_cpu(cpu)?;
-        let guard = self.rcu().read_lock(cpu).map_err(MemcgError::Lru)?;
+        let guard = self
+            .rcu()
+            .read_lock(cpu)
+            .map_err(|e| MemcgError::Lru(e.into()))?;
         let memcg = self.lookup_rcu(&guard, folio.memcg_id())?;
         self.uncharge(memcg, 1)?;
         // The folio's reference; the memcg stays valid until the read section ends.
@@ -202,7 +205,10 @@ impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> MemcgTree<P, O> {
         folios: &[&lru::Folio],
     ) -> Result<UnchargeBatch, MemcgError> {
         self.check_cpu(cpu)?;
-        let guard = self.rcu().read_lock(cpu).map_err(MemcgError::Lru)?;
+        let guard = self
+            .rcu()
+            .read_lock(cpu)
+            .map_err(|e| MemcgError::Lru(e.into()))?;
         let mut out = UnchargeBatch::default();
         let flush = |id: MemcgId, nr: u64, out: &mut UnchargeBatch| {
             let done = self.lookup_rcu(&guard, id).and_then(|memcg| {

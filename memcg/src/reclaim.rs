@@ -326,7 +326,10 @@ impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> MemcgTree<P, O> {
         reclaimed: &mut u64,
         stats: &mut ReclaimStats,
     ) -> Result<(), MemcgError> {
-        let guard = self.rcu().read_lock(cpu).map_err(MemcgError::Lru)?;
+        let guard = self
+            .rcu()
+            .read_lock(cpu)
+            .map_err(|e| MemcgError::Lru(e.into()))?;
         let fifo = pgdat.memcg_lru();
         // get_random_u32_below(MEMCG_NR_BINS) for the first bin.
         let first_bin = fifo.next_random_bin();

@@ -110,7 +110,7 @@ impl<P: MemCgroupPerNode<Family = F>, F: LockFamily, M: Mmu> Vm<P, M> {
     pub fn new(
         alloc: &'static PageAlloc,
         mmu: &'static M,
-        lru_rcu: &'static lru::Rcu<F>,
+        lru_rcu: &'static ksync::Rcu<F>,
         rcu: &'static dyn RcuDefer,
         cfg: VmConfig,
     ) -> Result<Box<Self>, VmError> {

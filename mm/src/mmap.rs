@@ -32,9 +32,9 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 use arrayvec::ArrayVec;
 use core::ptr::NonNull;
+use ksync::rcu::RcuReadGuard;
 use lru::NodeId;
 use lru::lruvec::folio_lruvec_relock;
-use lru::rcu::RcuReadGuard;
 use lru::{Folio, LruvecGuard, NodeStatItem};
 use memcg::{MemCgroup, MemCgroupPerNode, MemcgId, MemcgRef};
 

@@ -3,7 +3,7 @@
 //! Regions and region tables are found by lockless lookups (`lock_vma_under_rcu`), so a
 //! region that was unpublished may still be looked at by a CPU that found it just before;
 //! it is freed only after a grace period (`call_rcu`). The kernel and the host benchmark pass
-//! their `lru::Rcu` (QSBR: the read side costs nothing, CPUs report quiescent states between
+//! their `ksync::Rcu` (QSBR: the read side costs nothing, CPUs report quiescent states between
 //! operations); tests may pass [`Immediate`] when no lookup can race.
 
 use alloc::boxed::Box;
@@ -25,8 +25,8 @@ impl RcuDefer for Immediate {
     }
 }
 
-impl<F: ksync::LockFamily> RcuDefer for lru::Rcu<F> {
+impl<F: ksync::LockFamily> RcuDefer for ksync::Rcu<F> {
     fn call_rcu(&self, f: Box<dyn FnOnce() + Send>) {
-        lru::Rcu::call_rcu(self, f);
+        ksync::Rcu::call_rcu(self, f);
     }
 }

@@ -33,7 +33,7 @@ const SPACE_ALIGN: u64 = 1 << 30;
 pub struct SoftHost {
     alloc: &'static PageAlloc,
     mmu: &'static SoftMmu,
-    rcu: &'static lru::Rcu<Ticket>,
+    rcu: &'static ksync::Rcu<Ticket>,
     nr_cpus: usize,
     next_space: AtomicU64,
 }
@@ -62,7 +62,7 @@ impl SoftHost {
             .map_err(|e| format!("page allocator: {e:?}"))?;
         let alloc: &'static PageAlloc = Box::leak(Box::new(alloc));
         let mmu = SoftMmu::new(BASE_PFN, pages);
-        let rcu: &'static lru::Rcu<Ticket> = Box::leak(Box::new(lru::Rcu::new(nr_cpus)));
+        let rcu: &'static ksync::Rcu<Ticket> = Box::leak(Box::new(ksync::Rcu::new(nr_cpus)));
         for c in 0..nr_cpus {
             rcu.online(c).map_err(|e| format!("rcu: {e:?}"))?;
         }

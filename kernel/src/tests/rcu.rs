@@ -42,7 +42,7 @@ fn rcu_idle_quiescent_points_leave_the_queue_alone() -> TestResult {
         rcu::pending()
     );
     ksync::stat::set_enabled(true);
-    let class = <lru::lock_classes::RcuCallbackLock as LockClass>::data();
+    let class = <ksync::rcu::RcuCallbackLock as LockClass>::data();
     let before = class.snapshot();
     for _ in 0..100 {
         rcu::quiescent();

@@ -3,9 +3,9 @@
 //! readers against concurrent rotation, and readers against entries being freed.
 
 use ksync::Ticket;
+use ksync::rcu::RcuReadGuard;
 use lru::lru_gen::LruGenMemcgNode;
 use lru::memcg_lru::{MEMCG_NR_BINS, MEMCG_NR_GENS, ShrinkStep, WalkEnd, get_memcg_gen, seg};
-use lru::rcu::RcuReadGuard;
 use lru::{
     LruError, LruGenFolio, LruGenFolioGrouped, LruGenMemcg, MemcgFifoEntry, MemcgLruOp, Rcu,
     TailMode,

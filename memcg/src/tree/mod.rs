@@ -44,8 +44,8 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::ptr::NonNull;
 use idr::IdTable;
+use ksync::rcu::RcuReadGuard;
 use lock_api::Mutex;
-use lru::rcu::RcuReadGuard;
 use lru::sync::Lock;
 use lru::{LruvecLock, NodeId, Rcu};
 
@@ -759,7 +759,7 @@ impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> lru::LruvecLookup<P> f
         Self: 'a;
 
     fn read_lock(&self, cpu: usize) -> Result<RcuReadGuard<'_>, lru::LruError> {
-        self.rcu.read_lock(cpu)
+        self.rcu.read_lock(cpu).map_err(lru::LruError::from)
     }
 
     /// `folio_lruvec()`: the lruvec of the folio's memcg on the folio's node, found in the

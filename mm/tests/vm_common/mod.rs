@@ -23,7 +23,7 @@ pub const VA_LEN: u64 = 1 << 30;
 pub struct World {
     pub pa: &'static PageAlloc,
     pub mmu: &'static SoftMmu,
-    pub rcu: &'static lru::Rcu<Ticket>,
+    pub rcu: &'static ksync::Rcu<Ticket>,
     pub vm: Box<TestVm>,
 }
 
@@ -37,7 +37,7 @@ pub fn world(cpus: usize, pages: u64, tweak: impl FnOnce(&mut VmConfig)) -> Worl
             .expect("allocator"),
     ));
     let mmu = SoftMmu::new(BASE_PFN, pages);
-    let rcu: &'static lru::Rcu<Ticket> = Box::leak(Box::new(lru::Rcu::new(cpus)));
+    let rcu: &'static ksync::Rcu<Ticket> = Box::leak(Box::new(ksync::Rcu::new(cpus)));
     for c in 0..cpus {
         rcu.online(c).unwrap();
     }

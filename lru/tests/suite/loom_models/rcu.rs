@@ -1,12 +1,13 @@
-//! Loom: QSBR synchronize and call_rcu against readers. A reader that loaded a pointer
-//! inside a read-side section never sees the object freed (poisoned) before its next
-//! quiescent state, including a reader coming online during the grace period.
+//! Loom: ksync's QSBR RCU (`ksync::rcu`, modelled here with lru's loom lock family),
+//! synchronize and call_rcu against readers. A reader that loaded a pointer inside a
+//! read-side section never sees the object freed (poisoned) before its next quiescent
+//! state, including a reader coming online during the grace period.
 use super::loom_support;
 
+use ksync::rcu::Rcu;
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use loom_support::{Loom, model};
-use lru::rcu::Rcu;
 
 struct Obj {
     alive: AtomicBool,

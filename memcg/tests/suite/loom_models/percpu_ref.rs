@@ -5,10 +5,10 @@
 //! count reaches zero exactly when the last reference is dropped.
 use super::loom_support;
 
+use ksync::Rcu;
 use loom::sync::Arc;
 use loom::thread;
 use loom_support::Loom;
-use lru::Rcu;
 use memcg::percpu_ref::PercpuRef;
 
 /// CPU 1 takes a reference in one section and drops it in the next, reporting quiescent

@@ -21,15 +21,60 @@
 //! the CPU sees the writer's unpublish. Per-CPU state is cache-padded to 128 bytes so
 //! reports never bounce a neighbour's line.
 
-use crate::error::LruError;
-use crate::lock_classes::RcuCallbackLock;
-use crate::sync::Lock;
-use crate::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use crate::sync::hint::spin_loop;
+use crate::{CachePadded, LockFamily, PerCpu};
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
-use ksync::{CachePadded, LockFamily, PerCpu};
+use core::fmt;
+#[cfg(not(loom))]
+use core::hint::spin_loop;
+#[cfg(not(loom))]
+use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+#[cfg(loom)]
+use loom::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+/// Under loom a spinning CPU yields to the model scheduler.
+#[cfg(loom)]
+fn spin_loop() {
+    loom::thread::yield_now();
+}
+
+type Lock<F, C> = <F as LockFamily>::Lock<C>;
+
+crate::lock_class!(
+    /// The RCU callback queue (`call_rcu`'s lists): a leaf.
+    pub RcuCallbackLock, "rcu_callbacks"
+);
+
+/// Why an RCU operation failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RcuError {
+    /// A CPU index at or above the number of CPUs the domain was built for.
+    InvalidCpu(usize),
+    /// An operation that needs the CPU online found it offline.
+    CpuOffline,
+    /// A quiescent state was reported (or a CPU went offline) inside a read-side section.
+    InReadSection,
+    /// A read-side guard of another RCU domain than the one the structure is freed by.
+    WrongDomain,
+}
+
+impl fmt::Display for RcuError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RcuError::InvalidCpu(c) => write!(f, "cpu {c} out of range"),
+            RcuError::CpuOffline => f.write_str("cpu is offline for RCU"),
+            RcuError::InReadSection => {
+                f.write_str("quiescent state inside an RCU read-side section")
+            }
+            RcuError::WrongDomain => {
+                f.write_str("RCU read guard of another domain than the structure's")
+            }
+        }
+    }
+}
+
+impl core::error::Error for RcuError {}
 
 /// Counter value of an offline CPU (in an extended quiescent state).
 const OFFLINE: u64 = 0;
@@ -124,17 +169,17 @@ impl<F: LockFamily> Rcu<F> {
         self.cpus.nr_cpus()
     }
 
-    fn cpu(&self, cpu: usize) -> Result<&RcuCpu, LruError> {
-        self.cpus.get(cpu).ok_or(LruError::InvalidCpu(cpu))
+    fn cpu(&self, cpu: usize) -> Result<&RcuCpu, RcuError> {
+        self.cpus.get(cpu).ok_or(RcuError::InvalidCpu(cpu))
     }
 
     /// Whether `cpu` is online (taking part in grace periods).
-    pub fn is_online(&self, cpu: usize) -> Result<bool, LruError> {
+    pub fn is_online(&self, cpu: usize) -> Result<bool, RcuError> {
         Ok(self.cpu(cpu)?.ctr.load(Ordering::Relaxed) != OFFLINE)
     }
 
     /// Register `cpu` (`rcu_thread_online`). Idempotent.
-    pub fn online(&self, cpu: usize) -> Result<(), LruError> {
+    pub fn online(&self, cpu: usize) -> Result<(), RcuError> {
         let c = self.cpu(cpu)?;
         if c.ctr.load(Ordering::Relaxed) != OFFLINE {
             return Ok(());
@@ -149,20 +194,20 @@ impl<F: LockFamily> Rcu<F> {
     }
 
     /// Unregister `cpu` (`rcu_thread_offline`): an extended quiescent state.
-    pub fn offline(&self, cpu: usize) -> Result<(), LruError> {
+    pub fn offline(&self, cpu: usize) -> Result<(), RcuError> {
         let c = self.cpu(cpu)?;
         if c.nesting.load(Ordering::Relaxed) != 0 {
-            return Err(LruError::RcuInReadSection);
+            return Err(RcuError::InReadSection);
         }
         c.ctr.store(OFFLINE, Ordering::Release);
         Ok(())
     }
 
     /// Enter a read-side section on `cpu` (`rcu_read_lock`).
-    pub fn read_lock(&self, cpu: usize) -> Result<RcuReadGuard<'_>, LruError> {
+    pub fn read_lock(&self, cpu: usize) -> Result<RcuReadGuard<'_>, RcuError> {
         let c = self.cpu(cpu)?;
         if c.ctr.load(Ordering::Relaxed) == OFFLINE {
-            return Err(LruError::RcuCpuOffline);
+            return Err(RcuError::CpuOffline);
         }
         c.nesting
             .store(c.nesting.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
@@ -215,13 +260,13 @@ impl<F: LockFamily> Rcu<F> {
 
     /// Report a quiescent state for `cpu` (`rcu_quiescent_state`): it holds no RCU
     /// references right now.
-    pub fn quiescent_state(&self, cpu: usize) -> Result<(), LruError> {
+    pub fn quiescent_state(&self, cpu: usize) -> Result<(), RcuError> {
         let c = self.cpu(cpu)?;
         if c.ctr.load(Ordering::Relaxed) == OFFLINE {
-            return Err(LruError::RcuCpuOffline);
+            return Err(RcuError::CpuOffline);
         }
         if c.nesting.load(Ordering::Relaxed) != 0 {
-            return Err(LruError::RcuInReadSection);
+            return Err(RcuError::InReadSection);
         }
         let g = self.gp_seq.load(Ordering::Acquire);
         c.ctr.store(g, Ordering::Release);
@@ -231,11 +276,11 @@ impl<F: LockFamily> Rcu<F> {
     /// Wait for a grace period (`synchronize_rcu`). `self_cpu` is the caller's CPU if it
     /// is one of ours: it must not be in a read-side section, and it counts as quiescent
     /// while waiting. Returns the grace period that completed.
-    pub fn synchronize(&self, self_cpu: Option<usize>) -> Result<u64, LruError> {
+    pub fn synchronize(&self, self_cpu: Option<usize>) -> Result<u64, RcuError> {
         if let Some(cpu) = self_cpu
             && self.cpu(cpu)?.nesting.load(Ordering::Relaxed) != 0
         {
-            return Err(LruError::RcuInReadSection);
+            return Err(RcuError::InReadSection);
         }
         let target = self.gp_seq.fetch_add(1, Ordering::AcqRel) + 1;
         for (i, c) in self.cpus.iter() {
@@ -338,7 +383,7 @@ impl<F: LockFamily> Rcu<F> {
     }
 
     /// Wait for a grace period, then run every callback it covers (`rcu_barrier`).
-    pub fn barrier(&self, self_cpu: Option<usize>) -> Result<usize, LruError> {
+    pub fn barrier(&self, self_cpu: Option<usize>) -> Result<usize, RcuError> {
         self.synchronize(self_cpu)?;
         Ok(self.run_callbacks())
     }
@@ -352,7 +397,7 @@ mod tests {
 
     #[test]
     fn a_started_poll_asks_for_a_grace_period_until_one_completes() {
-        let rcu: Rcu<ksync::Ticket> = Rcu::new(2);
+        let rcu: Rcu<crate::Ticket> = Rcu::new(2);
         rcu.online(0).unwrap();
         rcu.online(1).unwrap();
         let plain = rcu.get_state_synchronize_rcu();
@@ -368,7 +413,7 @@ mod tests {
 
     #[test]
     fn advance_never_waits_and_completes_only_after_every_cpu_reported() {
-        let rcu: Rcu<ksync::Ticket> = Rcu::new(3);
+        let rcu: Rcu<crate::Ticket> = Rcu::new(3);
         for c in 0..3 {
             rcu.online(c).unwrap();
         }
@@ -396,21 +441,21 @@ mod tests {
         assert_eq!(rcu.get_state_synchronize_rcu(), gp + 1);
     }
 
-    type R = Rcu<ksync::Ticket>;
+    type R = Rcu<crate::Ticket>;
 
     #[test]
     fn cpu_bounds_and_states() {
         let rcu = R::new(2);
-        assert_eq!(rcu.online(2), Err(LruError::InvalidCpu(2)));
-        assert_eq!(rcu.quiescent_state(0), Err(LruError::RcuCpuOffline));
-        assert!(matches!(rcu.read_lock(0), Err(LruError::RcuCpuOffline)));
+        assert_eq!(rcu.online(2), Err(RcuError::InvalidCpu(2)));
+        assert_eq!(rcu.quiescent_state(0), Err(RcuError::CpuOffline));
+        assert!(matches!(rcu.read_lock(0), Err(RcuError::CpuOffline)));
         rcu.online(0).unwrap();
         assert!(rcu.is_online(0).unwrap());
         {
             let _g = rcu.read_lock(0).unwrap();
-            assert_eq!(rcu.quiescent_state(0), Err(LruError::RcuInReadSection));
-            assert_eq!(rcu.offline(0), Err(LruError::RcuInReadSection));
-            assert_eq!(rcu.synchronize(Some(0)), Err(LruError::RcuInReadSection));
+            assert_eq!(rcu.quiescent_state(0), Err(RcuError::InReadSection));
+            assert_eq!(rcu.offline(0), Err(RcuError::InReadSection));
+            assert_eq!(rcu.synchronize(Some(0)), Err(RcuError::InReadSection));
         }
         rcu.quiescent_state(0).unwrap();
         rcu.offline(0).unwrap();
