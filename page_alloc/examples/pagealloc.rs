@@ -9,7 +9,7 @@
 //! Without `--burst` it runs the kernel's two burst sizes: 64 (the per-CPU lists hold
 //! the whole burst) and 4096 (larger than `high`: they refill and spill).
 //!
-//! `cargo run -p mm --release --example pagealloc -- [--threads N] [--burst B]
+//! `cargo run -p page_alloc --release --example pagealloc -- [--threads N] [--burst B]
 //!  [--pairs P] [--rounds R] [--pages F] [--batch B] [--high H]`
 
 use ksync::class::LockClass;
