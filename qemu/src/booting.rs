@@ -130,9 +130,7 @@ pub fn image_name(profile: boot::Profile, cmdline: &str) -> String {
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
     // FNV-1a keeps different command lines with the same readable form apart.
-    let hash = joined.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
+    let hash = crate::hash::fnv1a(joined.as_bytes());
     format!("{}-{readable}-{hash:016x}.img", profile.name())
 }
 

@@ -27,6 +27,7 @@ pub mod commands;
 pub mod error;
 pub mod exit;
 pub mod firmware;
+pub mod hash;
 pub mod hostload;
 pub mod ktests;
 pub mod launch;

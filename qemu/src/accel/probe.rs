@@ -121,7 +121,7 @@ impl ProbeKey {
             cpu_model: crate::bench::host::host_cpu().unwrap_or_else(|| "unknown".into()),
             kernel_build: std::fs::read(elf32).map_or_else(
                 |e| format!("unreadable: {e}"),
-                |b| format!("{:016x}", crate::bench::linux_qemu::program::fnv1a(&b)),
+                |b| format!("{:016x}", crate::hash::fnv1a(&b)),
             ),
         }
     }
