@@ -15,6 +15,10 @@ pub trait LockFamily: 'static + Send + Sync {
     type Lock<C: LockClass>: lock_api::RawMutex + Send + Sync + 'static;
 }
 
+/// The raw lock of class `C` in family `F`, for the fields that declare one
+/// (`lock_api::Mutex<Lock<F, C>, T>`).
+pub type Lock<F, C> = <F as LockFamily>::Lock<C>;
+
 /// The kernel's family: [`TicketLock`]s.
 #[cfg(not(loom))]
 #[derive(Debug, Clone, Copy, Default)]

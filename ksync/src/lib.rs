@@ -39,6 +39,7 @@ pub mod class;
 pub mod cpu;
 pub mod family;
 pub mod handoff;
+pub mod hint;
 pub mod lockdep;
 pub mod percpu;
 pub mod race;

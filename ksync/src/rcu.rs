@@ -21,25 +21,17 @@
 //! the CPU sees the writer's unpublish. Per-CPU state is cache-padded to 128 bytes so
 //! reports never bounce a neighbour's line.
 
+use crate::family::Lock;
+use crate::hint::spin_loop;
 use crate::{CachePadded, LockFamily, PerCpu};
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use core::fmt;
 #[cfg(not(loom))]
-use core::hint::spin_loop;
-#[cfg(not(loom))]
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 #[cfg(loom)]
 use loom::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
-
-/// Under loom a spinning CPU yields to the model scheduler.
-#[cfg(loom)]
-fn spin_loop() {
-    loom::thread::yield_now();
-}
-
-type Lock<F, C> = <F as LockFamily>::Lock<C>;
 
 crate::lock_class!(
     /// The RCU callback queue (`call_rcu`'s lists): a leaf.
