@@ -15,8 +15,10 @@
 //! to the next pair, as kmalloc-2k and -4k leave slack after a 1,984- or 2,112-byte object:
 //! at +64 an object's first line pairs with the padding after the previous one. A layout
 //! of whole pairs would have the previous object's last line there instead. Freed objects
-//! are reused LIFO, as slab frees are; chunks are
-//! returned to the allocator when the cache is dropped.
+//! are reused LIFO, as slab frees are; a chunk whose objects are all freed is returned to
+//! the allocator (as SLUB discards an empty slab), except the one the cache is carving
+//! from, and the rest when the cache is dropped. So a tree that offlined and reaped
+//! thousands of memcgs (seed002's) holds no more than a chunk of them while it lives on.
 //!
 //! Unsafe code here, and why: it is a slab cache: it allocates raw chunks, constructs
 //! `mem_cgroup_per_node` objects in place at a chosen placement and frees them by hand.
@@ -53,12 +55,27 @@ pub const PN_PER_CHUNK: usize = 8;
 /// A slab cache of `T`s carved back to back from 128-byte aligned chunks.
 pub struct PnCache<T> {
     placement: PnPlacement,
-    chunks: Vec<(NonNull<u8>, Layout)>,
+    chunks: Vec<Chunk>,
     /// The current chunk and the next unused slot in it.
     cursor: Option<(NonNull<u8>, usize)>,
     /// Freed slots, reused last-in first-out.
     free: Vec<NonNull<T>>,
     live: usize,
+}
+
+/// One chunk (a slab): where it is, how it was allocated, and how many objects in it are
+/// live.
+struct Chunk {
+    base: NonNull<u8>,
+    layout: Layout,
+    live: usize,
+}
+
+impl Chunk {
+    fn holds<T>(&self, p: NonNull<T>) -> bool {
+        let (start, at) = (self.base.as_ptr() as usize, p.as_ptr() as usize);
+        (start..start + self.layout.size()).contains(&at)
+    }
 }
 
 // SAFETY: the cache owns its chunks and the `T`s in them like a `Vec<T>` would; it hands
@@ -131,7 +148,11 @@ impl<T> PnCache<T> {
                 let Some(base) = NonNull::new(raw) else {
                     alloc::alloc::handle_alloc_error(layout)
                 };
-                self.chunks.push((base, layout));
+                self.chunks.push(Chunk {
+                    base,
+                    layout,
+                    live: 0,
+                });
                 (base, 0)
             }
         };
@@ -144,12 +165,22 @@ impl<T> PnCache<T> {
         unsafe { base.add(off + next * Self::stride()) }.cast::<T>()
     }
 
+    /// The index of the chunk holding `p`.
+    fn chunk_of(&self, p: NonNull<T>) -> usize {
+        self.chunks
+            .iter()
+            .position(|c| c.holds(p))
+            .expect("every slot lies in a chunk of its cache")
+    }
+
     /// Moves `value` into a free slot and returns it (`kmem_cache_alloc()` + init).
     pub fn alloc(&mut self, value: T) -> NonNull<T> {
         let p = self.slot();
         // SAFETY: `slot` returns an aligned, unused slot inside a live chunk.
         unsafe { p.as_ptr().write(value) };
         self.live += 1;
+        let c = self.chunk_of(p);
+        self.chunks[c].live += 1;
         p
     }
 
@@ -163,7 +194,27 @@ impl<T> PnCache<T> {
         // SAFETY: by the contract, `p` holds a live `T` that nobody uses any more.
         unsafe { core::ptr::drop_in_place(p.as_ptr()) };
         self.live -= 1;
-        self.free.push(p);
+        let c = self.chunk_of(p);
+        self.chunks[c].live -= 1;
+        let carving = self
+            .cursor
+            .is_some_and(|(base, _)| base == self.chunks[c].base);
+        if self.chunks[c].live != 0 || carving {
+            self.free.push(p);
+            return;
+        }
+        // The chunk is empty and not the one being carved: forget its free slots and
+        // return it.
+        let chunk = self.chunks.swap_remove(c);
+        self.free.retain(|&q| !chunk.holds(q));
+        // SAFETY: the chunk was allocated with exactly this layout, no object in it is
+        // live, and no free slot points into it any more: it is freed once.
+        unsafe { alloc::alloc::dealloc(chunk.base.as_ptr(), chunk.layout) };
+    }
+
+    /// Chunks the cache holds.
+    pub fn chunks(&self) -> usize {
+        self.chunks.len()
     }
 
     /// Objects allocated and not freed.
@@ -179,9 +230,9 @@ impl<T> Drop for PnCache<T> {
         if self.live != 0 {
             return;
         }
-        for &(base, layout) in &self.chunks {
+        for c in &self.chunks {
             // SAFETY: each chunk was allocated with exactly this layout and is freed once.
-            unsafe { alloc::alloc::dealloc(base.as_ptr(), layout) };
+            unsafe { alloc::alloc::dealloc(c.base.as_ptr(), c.layout) };
         }
     }
 }
@@ -245,6 +296,46 @@ mod tests {
                 unsafe { c.free(x) };
             }
         }
+    }
+
+    #[test]
+    fn an_empty_chunk_goes_back_unless_the_cache_carves_from_it() {
+        let mut c = PnCache::<Two>::new(PnPlacement::PairMiddle);
+        let p: Vec<_> = (0..3 * PN_PER_CHUNK + 1)
+            .map(|i| c.alloc(Two([i as u64; 16])))
+            .collect();
+        assert_eq!(c.chunks(), 4);
+        // Empty the second chunk: it goes, and none of its slots is handed out again.
+        let second = &p[PN_PER_CHUNK..2 * PN_PER_CHUNK];
+        for x in second {
+            // SAFETY: each allocated once, freed once.
+            unsafe { c.free(*x) };
+        }
+        assert_eq!(c.chunks(), 3);
+        // With no free slot left, the next object is carved from the last chunk.
+        let next = c.alloc(Two([0; 16]));
+        assert_eq!(
+            next.as_ptr() as usize,
+            p[3 * PN_PER_CHUNK].as_ptr() as usize + 128
+        );
+        // A free slot of a chunk still held is reused first.
+        // SAFETY: allocated above, not used again.
+        unsafe { c.free(p[1]) };
+        assert_eq!(c.alloc(Two([0; 16])), p[1]);
+        // SAFETY: allocated above, not used again.
+        unsafe { c.free(next) };
+        // The carved chunk (the last) stays even when empty.
+        // SAFETY: allocated above, not used again.
+        unsafe { c.free(p[3 * PN_PER_CHUNK]) };
+        assert_eq!(c.chunks(), 3);
+        for x in p[..PN_PER_CHUNK]
+            .iter()
+            .chain(&p[2 * PN_PER_CHUNK..3 * PN_PER_CHUNK])
+        {
+            // SAFETY: each allocated once (p[1] again above), freed once.
+            unsafe { c.free(*x) };
+        }
+        assert_eq!((c.live(), c.chunks()), (0, 1));
     }
 
     #[test]
