@@ -13,7 +13,7 @@
 //! `ops=N` (the operations done inside [`measured`]) on standard output. Exit status 2 on
 //! bad arguments, 1 when the scenario fails.
 
-use bench::engine::{BatchCtx, BenchScenario, Instance, Setup};
+use bench::engine::{BatchCtx, BenchScenario, Instance, Setup, Storage};
 use bench::scenarios::soft_floor::SoftFloor;
 use bench::vm::soft::SoftHost;
 use std::process::ExitCode;
@@ -85,10 +85,12 @@ fn main() -> ExitCode {
         eprintln!("ops: no scenario `{scenario}` with config `{config}` and variant `{variant}`");
         return ExitCode::from(2);
     };
+    let storage = Storage::new();
     let setup = Setup {
         config,
         variant,
         cpus: 1,
+        storage: &storage,
     };
     let result = provider
         .instantiate(&setup)

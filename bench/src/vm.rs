@@ -13,13 +13,11 @@
 //! the objects' page caches, the memcgs, pending RCU callbacks, and the context last), and
 //! checked by the fault core's invariant checker after every run.
 //!
-//! Unsafe code here, and why (one of bench's two such modules): the borrowers a
-//! [`Ctx`] keeps (address spaces, memcg references, regions' objects) borrow its boxed
-//! context and objects as `'static`, which only the context's drop order makes true; and
-//! the host's software address spaces ([`soft`]) read words of mapped frames through raw
-//! pointers into the arena. Nothing `'static` is handed out: [`Ctx::tree`] and
-//! [`Ctx::memcg`] are borrowed from the context.
-#![allow(unsafe_code)]
+//! The context itself is not in the [`Ctx`]: it is kept in the engine's
+//! [`Storage`] for the point, which outlives the instance, so the
+//! borrowers a `Ctx` keeps (address spaces, memcg references) borrow it with the storage's
+//! lifetime and the borrow checker sees that none outlives it. This module has no unsafe
+//! code; its [`soft`] submodule has, and says why.
 
 pub mod soft;
 
@@ -40,6 +38,8 @@ use mm::mmap::MapRequest;
 use mm::object::{Object, ObjectKind};
 use mm::pgtable::Mmu;
 use mm::vma::VmArea;
+
+use crate::engine::Storage;
 
 /// `mem_cgroup_per_node` layouts the scenarios instantiate (all on the ticket lock).
 pub trait Pn: MemCgroupPerNode<Family = Ticket> + 'static {}
@@ -127,37 +127,28 @@ pub trait VmHost: Sync {
 /// still allocate (see [`VmHost::heap_free`]).
 const HEAP_RESERVE: usize = 8 << 20;
 
-/// Extends a borrow of a heap object to `'static`.
-///
-/// # Safety
-///
-/// The caller keeps `r`'s referent alive, at the same address, for as long as the result
-/// is used (here: [`Ctx`] drops every borrower before the boxed context they borrow).
-unsafe fn extend<T: ?Sized>(r: &T) -> &'static T {
-    // SAFETY: per the contract.
-    unsafe { &*core::ptr::from_ref(r) }
-}
-
 /// One context with what a scenario instance built in it.
 ///
-/// The borrowers (address spaces, memcg references) borrow the boxed context as `'static`;
-/// the fields are declared in the order they must go, and [`Ctx::shutdown`] (run by
-/// `teardown` and by `Drop`) releases them in that order before the context itself.
-pub struct Ctx<'h, H: VmHost, P: Pn, V: VmArea + 'static> {
-    host: &'h H,
-    spaces: Vec<Box<dyn Space<V, H::Mmu> + 'static>>,
-    memcgs: Vec<MemcgRef<'static, P, VmFolios>>,
+/// The context lives in the engine's [`Storage`] for `'a`; the borrowers (address spaces,
+/// memcg references) borrow it for `'a`. [`Ctx::shutdown`] (run by `teardown` and by
+/// `Drop`) releases them in the one safe order and checks that nothing is left; the
+/// context's own structure goes with the storage.
+pub struct Ctx<'a, H: VmHost, P: Pn, V: VmArea + 'static> {
+    host: &'a H,
+    spaces: Vec<Box<dyn Space<V, H::Mmu> + 'a>>,
+    memcgs: Vec<MemcgRef<'a, P, VmFolios>>,
     /// Boxed: regions and page-cache folios point at their object, so it must not move
     /// when the vector grows.
     #[allow(clippy::vec_box)]
     objects: Vec<Box<Object>>,
-    vm: Option<Box<Vm<P, H::Mmu>>>,
+    /// `None` once shut down.
+    vm: Option<&'a Vm<P, H::Mmu>>,
 }
 
-impl<'h, H: VmHost, P: Pn, V: VmArea + 'static> Ctx<'h, H, P, V> {
-    /// A context with `cfg` on `host`.
-    pub fn new(host: &'h H, cfg: VmConfig) -> Result<Self, String> {
-        let vm = host.new_vm::<P>(cfg)?;
+impl<'a, H: VmHost, P: Pn, V: VmArea + 'static> Ctx<'a, H, P, V> {
+    /// A context with `cfg` on `host`, kept in `storage`.
+    pub fn new(host: &'a H, storage: &'a Storage, cfg: VmConfig) -> Result<Self, String> {
+        let vm = storage.keep(host.new_vm::<P>(cfg)?);
         Ok(Ctx {
             host,
             spaces: Vec::new(),
@@ -169,19 +160,15 @@ impl<'h, H: VmHost, P: Pn, V: VmArea + 'static> Ctx<'h, H, P, V> {
 
     /// The context.
     #[must_use]
-    pub fn vm(&self) -> &Vm<P, H::Mmu> {
-        self.vm.as_deref().expect("present until shutdown")
+    pub fn vm(&self) -> &'a Vm<P, H::Mmu> {
+        self.vm.expect("present until shutdown")
     }
 
-    fn vm_static(&self) -> &'static Vm<P, H::Mmu> {
-        // SAFETY: the context is boxed (stable address) and dropped only by `shutdown`,
-        // after every borrower made from this reference is gone.
-        unsafe { extend(self.vm()) }
-    }
-
-    /// The hierarchy, borrowed from the context: it cannot outlive it.
+    /// The hierarchy, borrowed from the storage that keeps the context: it cannot outlive
+    /// it.
     ///
     /// ```compile_fail,E0515
+    /// use bench::engine::Storage;
     /// use bench::vm::{Ctx, Pn, VmHost};
     /// use memcg::MemcgTree;
     /// use mm::context::VmConfig;
@@ -189,19 +176,14 @@ impl<'h, H: VmHost, P: Pn, V: VmArea + 'static> Ctx<'h, H, P, V> {
     /// use mm::vma::VmArea;
     ///
     /// fn keep<H: VmHost, P: Pn, V: VmArea>(host: &H) -> &'static MemcgTree<P, VmFolios> {
-    ///     let ctx = Ctx::<H, P, V>::new(host, VmConfig::new(1)).unwrap();
-    ///     ctx.tree() // the context is dropped here: the tree goes with it
+    ///     let storage = Storage::new();
+    ///     let ctx = Ctx::<H, P, V>::new(host, &storage, VmConfig::new(1)).unwrap();
+    ///     ctx.tree() // the storage is dropped here: the tree goes with it
     /// }
     /// ```
     #[must_use]
-    pub fn tree(&self) -> &MemcgTree<P, VmFolios> {
+    pub fn tree(&self) -> &'a MemcgTree<P, VmFolios> {
         self.vm().tree()
-    }
-
-    /// The hierarchy as `'static`, for the borrowers the context itself keeps and drops
-    /// before the context ([`Ctx::shutdown`]); never handed out.
-    fn tree_static(&self) -> &'static MemcgTree<P, VmFolios> {
-        self.vm_static().tree()
     }
 
     /// A new memcg under `parent` (`None`: the root) with memory.max `max` pages (`None`:
@@ -217,7 +199,7 @@ impl<'h, H: VmHost, P: Pn, V: VmArea + 'static> Ctx<'h, H, P, V> {
                 free / 1024
             ));
         }
-        let tree = self.tree_static();
+        let tree = self.tree();
         let m = match parent {
             None => tree.root().create_child(),
             Some(i) => self.memcgs[i].create_child(),
@@ -305,7 +287,7 @@ impl<'h, H: VmHost, P: Pn, V: VmArea + 'static> Ctx<'h, H, P, V> {
 
     /// A new address space of at least `size` bytes; returns its index.
     pub fn add_space(&mut self, size: u64) -> Result<usize, String> {
-        let s = self.host.new_space::<P, V>(self.vm_static(), size)?;
+        let s = self.host.new_space::<P, V>(self.vm(), size)?;
         self.spaces.push(s);
         Ok(self.spaces.len() - 1)
     }
@@ -327,11 +309,7 @@ impl<'h, H: VmHost, P: Pn, V: VmArea + 'static> Ctx<'h, H, P, V> {
         memcg: usize,
         node: NodeId,
     ) -> Result<(), String> {
-        let obj: Option<&'static Object> = object.map(|i| {
-            // SAFETY: objects are boxed and outlive the address spaces (`shutdown` drops
-            // the spaces, which unmaps every region, before it truncates the objects).
-            unsafe { extend(&*self.objects[i]) }
-        });
+        let obj: Option<&Object> = object.map(|i| &*self.objects[i]);
         let req = MapRequest {
             start,
             len: pages * 4096,
@@ -339,7 +317,7 @@ impl<'h, H: VmHost, P: Pn, V: VmArea + 'static> Ctx<'h, H, P, V> {
             object: obj.map(|o| (o, 0)),
             node,
         };
-        self.vm_static()
+        self.vm()
             .mmap(self.spaces[space].mm(), &req, &self.memcgs[memcg])
             .map(|_| ())
             .map_err(|e| format!("mmap: {e:?}"))
@@ -379,12 +357,14 @@ impl<'h, H: VmHost, P: Pn, V: VmArea + 'static> Ctx<'h, H, P, V> {
             .collect()
     }
 
-    /// Releases everything in order; afterwards the context is gone. Fails when the
-    /// invariant checker's last census (taken just before the context is dropped) finds
-    /// anything still charged, cached or on an LRU, or when a grace period cannot complete.
+    /// Releases everything in order; afterwards the context is empty (its structure stays
+    /// in the storage until the point ends). Fails when the invariant checker's last
+    /// census finds anything still charged, cached or on an LRU, when a memcg other than
+    /// the root is still in the tree (linked, offline or waiting to be freed), or when a
+    /// grace period cannot complete.
     /// Safe to call twice.
     pub fn shutdown(&mut self) -> Result<(), String> {
-        let Some(vm) = self.vm.as_deref() else {
+        let Some(vm) = self.vm else {
             return Ok(());
         };
         // Address spaces: every region unmapped, page tables freed.
@@ -392,12 +372,20 @@ impl<'h, H: VmHost, P: Pn, V: VmArea + 'static> Ctx<'h, H, P, V> {
         for o in &self.objects {
             vm.truncate(o, 0);
         }
+        // Folios still in a CPU's batch hold their charge, and with it their memcg, until
+        // the batch drains: drain every CPU's now, so offlined memcgs can be freed below.
+        vm.lru_add_drain_all(0);
         self.host.rcu_barrier()?;
         let offline: Vec<_> = self.memcgs.iter().map(|m| m.id()).collect();
         self.memcgs.clear();
         for id in offline.into_iter().rev() {
             let _ = vm.tree().offline(id, 0);
         }
+        // The first reap after a grace period unlinks the offlined memcgs and starts the
+        // grace period after which the second frees them (and their per-node slab chunks):
+        // the context stays in the storage until the point ends, but its memcgs do not.
+        self.host.rcu_barrier()?;
+        vm.tree().reap(0);
         self.host.rcu_barrier()?;
         vm.tree().reap(0);
         let objs: Vec<&Object> = self.objects.iter().map(|o| &**o).collect();
@@ -409,6 +397,19 @@ impl<'h, H: VmHost, P: Pn, V: VmArea + 'static> Ctx<'h, H, P, V> {
                     Err(format!("left behind at teardown: {c:?}"))
                 } else {
                     Ok(())
+                }
+            })
+            .and_then(|()| {
+                let tree = vm.tree();
+                let (linked, zombies, dying) =
+                    (tree.nr_memcgs(), tree.nr_zombies(), tree.nr_dying());
+                if (linked, zombies, dying) == (1, 0, 0) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "memcgs left behind at teardown: {linked} linked (with the root), \
+                         {zombies} offline, {dying} waiting for a grace period"
+                    ))
                 }
             });
         self.objects.clear();

@@ -10,6 +10,8 @@
 //! - [`registry`]: the table of scenarios a platform can run and the plan made from it;
 //!   [`request`]: what was asked (from `abi::BenchConfig`).
 //! - [`measure`]: one run on the chosen CPUs; [`mod@run`]: the whole benchmark.
+//! - [`storage`]: what the engine owns for a point's instances to borrow (their fault-core
+//!   contexts), so that no instance borrows itself.
 //!
 //! The method (issue 11's, after mmtests, with issue 20's balance and control and issue
 //! 32's instances): at each (scenario, config, CPU count) every variant is built
@@ -34,6 +36,7 @@ pub mod registry;
 pub mod request;
 pub mod run;
 pub mod scenario;
+pub mod storage;
 
 #[cfg(test)]
 mod tests;
@@ -44,3 +47,4 @@ pub use registry::Registry;
 pub use request::{Request, RequestError, RunLength, RunOrder, WARMUP_ROUNDS};
 pub use run::{Report, run};
 pub use scenario::{BatchCtx, BenchScenario, Instance, ObjectDesc, ScenarioError, Setup};
+pub use storage::Storage;

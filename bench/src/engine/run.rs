@@ -26,6 +26,7 @@ use super::premise;
 use super::registry::{PlannedConfig, Registry};
 use super::request::Request;
 use super::scenario::{Instance, Setup};
+use super::storage::Storage;
 use crate::catalog::{self, Scenario};
 use crate::progress::Progress;
 use crate::record::{self, Comparison, End, KResult, Note, Premise, Run};
@@ -187,7 +188,9 @@ impl Engine<'_> {
         self.points_begun += 1;
         let per_instance = self.request.rounds_per_instance();
         let mut result = Ok(());
-        let mut alive: Built<'r> = Vec::new();
+        // Declared before the instances, so it outlives them: it holds their contexts.
+        let storage = Storage::new();
+        let mut alive: Built<'_> = Vec::new();
         let mut measured = 0;
         for instance in 0.. {
             let planned = instance < self.request.instances;
@@ -201,7 +204,7 @@ impl Engine<'_> {
             }
             // The previous block's instances stay alive while this one is built, so no
             // allocation of this block reuses theirs: each block has a placement of its own.
-            let built = self.build(scenario, config, cpus, instance);
+            let built = self.build(scenario, config, cpus, instance, &storage);
             result = result.and(self.teardown(scenario, &config.name, cpus, &mut alive));
             alive = match built {
                 Ok(b) => b,
@@ -251,6 +254,7 @@ impl Engine<'_> {
         config: &PlannedConfig<'r>,
         cpus: u32,
         instance: u32,
+        storage: &'r Storage,
     ) -> Result<Built<'r>, (Stopped, Built<'r>)> {
         let n = config.variants.len();
         let mut slots: Vec<Option<BuiltVariant<'r>>> = (0..n).map(|_| None).collect();
@@ -260,6 +264,7 @@ impl Engine<'_> {
                 config: &config.name,
                 variant: v.name,
                 cpus,
+                storage,
             };
             match v.provider.instantiate(&setup) {
                 Ok(inst) => {

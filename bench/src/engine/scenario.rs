@@ -15,6 +15,7 @@
 //! ([`crate::catalog`]) already names its configs, variants and comparisons.
 
 use super::premise::Premises;
+use super::storage::Storage;
 use crate::catalog;
 use crate::record::Run;
 use alloc::boxed::Box;
@@ -24,14 +25,20 @@ use alloc::vec::Vec;
 use core::fmt;
 
 /// What an instance is built for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Setup<'a> {
+///
+/// `'s` is the lifetime of [`Setup::storage`], which the instance may borrow from: it
+/// outlives every instance of the point.
+#[derive(Clone, Copy, Debug)]
+pub struct Setup<'a, 's> {
     /// The config (`anon`, `1500`, ...).
     pub config: &'a str,
     /// The variant (`A`, `base@+64`, ...).
     pub variant: &'a str,
     /// How many CPUs will run batches: ids `0..cpus`.
     pub cpus: u32,
+    /// Where the instance keeps what it and its borrowers share (its fault-core context):
+    /// owned by the engine, dropped after the point's last instance.
+    pub storage: &'s Storage,
 }
 
 /// What one batch is asked to do.
@@ -127,7 +134,7 @@ pub trait BenchScenario: Sync {
     /// must exist before timing. Called with every CPU idle; may fail with a message.
     fn instantiate<'a>(
         &'a self,
-        setup: &Setup<'_>,
+        setup: &Setup<'_, 'a>,
     ) -> Result<Box<dyn Instance + 'a>, ScenarioError>;
 }
 

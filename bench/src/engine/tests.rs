@@ -255,7 +255,7 @@ impl BenchScenario for Counter {
 
     fn instantiate<'a>(
         &'a self,
-        setup: &Setup<'_>,
+        setup: &Setup<'_, 'a>,
     ) -> Result<Box<dyn Instance + 'a>, ScenarioError> {
         if self.faults.setup == Some(setup.variant) {
             return Err(ScenarioError::new("no memcg for you"));
@@ -321,7 +321,7 @@ impl BenchScenario for Shared {
     }
     fn instantiate<'a>(
         &'a self,
-        setup: &Setup<'_>,
+        setup: &Setup<'_, 'a>,
     ) -> Result<Box<dyn Instance + 'a>, ScenarioError> {
         self.0.instantiate(setup)
     }
@@ -1060,7 +1060,7 @@ impl BenchScenario for PositionalScenario {
     }
     fn instantiate<'a>(
         &'a self,
-        _setup: &Setup<'_>,
+        _setup: &Setup<'_, 'a>,
     ) -> Result<Box<dyn Instance + 'a>, ScenarioError> {
         Ok(Box::new(PositionalInstance(self.0)))
     }

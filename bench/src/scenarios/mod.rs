@@ -78,6 +78,7 @@ pub fn floor_only<'a>(floor: Box<dyn BenchScenario + 'a>) -> Registry<'a> {
 mod registration {
     use super::*;
     use crate::catalog;
+    use crate::engine::Storage;
 
     /// The registration and the catalog agree: every catalog experiment has exactly one
     /// line in [`scenarios!`] (so the kernel and `--host` run it), every line names a
@@ -146,11 +147,13 @@ mod registration {
                     .providers(s.name)
                     .next()
                     .unwrap_or_else(|| panic!("{}: not registered", s.name));
+                let storage = Storage::new();
                 let inst = provider
                     .instantiate(&crate::engine::Setup {
                         config,
                         variant,
                         cpus: 2,
+                        storage: &storage,
                     })
                     .unwrap_or_else(|e| panic!("{} {variant}: {e}", s.name));
                 let objects = inst.objects();

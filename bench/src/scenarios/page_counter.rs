@@ -56,8 +56,6 @@
 #![allow(unsafe_code)]
 
 use crate::engine::premise::{self, PremiseCheck, Premises};
-use ksync::LockClass;
-use memcg::lock_classes::PageCounterUsageWord;
 use crate::engine::{BatchCtx, BenchScenario, Instance, ScenarioError, Setup};
 use crate::record::Run;
 use crate::vm::VmHost;
@@ -68,6 +66,8 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use ksync::LockClass;
+use memcg::lock_classes::PageCounterUsageWord;
 use memcg::page_counter_802f1d::{
     self as layouts, PageCounter802f1d, PageCounterLayout, PageCounterV511, Walk,
 };
@@ -247,7 +247,8 @@ impl<L: PageCounterLayout> PageCounterInst<L> {
         let mut mi = Some(leaf);
         let mut above_high = false;
         while let Some(m) = mi {
-            above_high |= m.memory.usage().load(Ordering::Relaxed) > m.memory.high().load(Ordering::Relaxed);
+            above_high |=
+                m.memory.usage().load(Ordering::Relaxed) > m.memory.high().load(Ordering::Relaxed);
             mi = m.parent();
             t.parent_reads += 1;
         }
@@ -279,7 +280,12 @@ impl<L: PageCounterLayout + 'static> Instance for PageCounterInst<L> {
             counter(alloc::format!("{} (root)", L::NAME), &self.root),
             counter(alloc::format!("{} (parent)", L::NAME), &self.parent),
         ];
-        for (i, leaf) in self.leaves.iter().enumerate().take(crate::vm::OBJECT_MEMCGS) {
+        for (i, leaf) in self
+            .leaves
+            .iter()
+            .enumerate()
+            .take(crate::vm::OBJECT_MEMCGS)
+        {
             v.push(counter(alloc::format!("{} (leaf {i})", L::NAME), leaf));
         }
         v
@@ -332,7 +338,10 @@ impl<L: PageCounterLayout + 'static> Instance for PageCounterInst<L> {
             ("charge_walks".into(), sum(|c| &c.charge_walks)),
             ("uncharge_walks".into(), sum(|c| &c.uncharge_walks)),
             ("stat_walks".into(), sum(|c| &c.stat_walks)),
-            ("parent_usage_writes".into(), sum(|c| &c.parent_usage_writes)),
+            (
+                "parent_usage_writes".into(),
+                sum(|c| &c.parent_usage_writes),
+            ),
             ("parent_reads".into(), sum(|c| &c.parent_reads)),
         ]
     }
@@ -373,12 +382,18 @@ impl<L: PageCounterLayout + 'static> Instance for PageCounterInst<L> {
         let held: u64 = stocks.iter().sum();
         if self.one_leaf {
             if usage(&self.leaves[0]) != held {
-                return Err(format!("the leaf's usage {} but the stocks hold {held}", usage(&self.leaves[0])));
+                return Err(format!(
+                    "the leaf's usage {} but the stocks hold {held}",
+                    usage(&self.leaves[0])
+                ));
             }
         } else {
             for (i, (leaf, stock)) in self.leaves.iter().zip(&stocks).enumerate() {
                 if usage(leaf) != *stock {
-                    return Err(format!("leaf {i}: usage {} but its CPU's stock holds {stock}", usage(leaf)));
+                    return Err(format!(
+                        "leaf {i}: usage {} but its CPU's stock holds {stock}",
+                        usage(leaf)
+                    ));
                 }
             }
         }
@@ -389,17 +404,28 @@ impl<L: PageCounterLayout + 'static> Instance for PageCounterInst<L> {
                 usage(&self.root)
             ));
         }
-        let levels = self.leaves.iter().map(|b| &**b).chain([&*self.parent, &*self.root]);
+        let levels = self
+            .leaves
+            .iter()
+            .map(|b| &**b)
+            .chain([&*self.parent, &*self.root]);
         for m in levels {
             if m.memory.failcnt().load(Ordering::Relaxed) != 0 {
                 return Err("a charge failed".into());
             }
         }
         // Stats: every level's atomic plus the pending batches of the CPUs below it.
-        let pages: i64 = self.cpus.iter().map(|c| c.pages.load(Ordering::Relaxed) as i64).sum();
+        let pages: i64 = self
+            .cpus
+            .iter()
+            .map(|c| c.pages.load(Ordering::Relaxed) as i64)
+            .sum();
         let stat = |m: &Memcg<L>, item: usize| m.stats.0[item].load(Ordering::Relaxed);
         let pending = |item: usize| -> i64 {
-            self.cpus.iter().map(|c| c.pending[item].load(Ordering::Relaxed)).sum()
+            self.cpus
+                .iter()
+                .map(|c| c.pending[item].load(Ordering::Relaxed))
+                .sum()
         };
         for (item, want) in [(ANON_MAPPED, 0), (PGPGIN, pages), (PGPGOUT, pages)] {
             for m in [&*self.parent, &*self.root] {
@@ -418,11 +444,17 @@ impl<L: PageCounterLayout + 'static> Instance for PageCounterInst<L> {
     fn teardown(self: Box<Self>) -> Result<(), ScenarioError> {
         self.check().map_err(ScenarioError::from)?;
         self.drain();
-        let levels = self.leaves.iter().map(|b| &**b).chain([&*self.parent, &*self.root]);
+        let levels = self
+            .leaves
+            .iter()
+            .map(|b| &**b)
+            .chain([&*self.parent, &*self.root]);
         for m in levels {
             let u = m.memory.usage().load(Ordering::Relaxed);
             if u != 0 {
-                return Err(ScenarioError::new(format!("{u} pages left charged after the drain")));
+                return Err(ScenarioError::new(format!(
+                    "{u} pages left charged after the drain"
+                )));
             }
         }
         Ok(())
@@ -449,7 +481,7 @@ impl<H: VmHost> BenchScenario for PageCounterRelayout<'_, H> {
 
     fn instantiate<'a>(
         &'a self,
-        setup: &Setup<'_>,
+        setup: &Setup<'_, 'a>,
     ) -> Result<Box<dyn Instance + 'a>, ScenarioError> {
         if setup.cpus as usize > self.host.nr_cpus() {
             return Err(ScenarioError::new(format!(
@@ -464,8 +496,12 @@ impl<H: VmHost> BenchScenario for PageCounterRelayout<'_, H> {
             c => return Err(ScenarioError::no_config(c)),
         };
         Ok(match setup.variant {
-            "A" => Box::new(PageCounterInst::<PageCounterV511>::build(setup.cpus, one_leaf, true)),
-            "B" => Box::new(PageCounterInst::<PageCounter802f1d>::build(setup.cpus, one_leaf, false)),
+            "A" => Box::new(PageCounterInst::<PageCounterV511>::build(
+                setup.cpus, one_leaf, true,
+            )),
+            "B" => Box::new(PageCounterInst::<PageCounter802f1d>::build(
+                setup.cpus, one_leaf, false,
+            )),
             v => return Err(ScenarioError::no_variant(v)),
         })
     }
@@ -474,6 +510,7 @@ impl<H: VmHost> BenchScenario for PageCounterRelayout<'_, H> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::Storage;
     use crate::scenarios::tests::{counter, on, run_with, soft};
 
     fn build<L: PageCounterLayout + 'static>(
@@ -539,7 +576,10 @@ mod tests {
         let b = build::<PageCounter802f1d>(1, false, false);
         let run = |writes, reads, handoffs| {
             with_lock(
-                run_with(&[("parent_usage_writes", writes), ("parent_reads", reads)], 64),
+                run_with(
+                    &[("parent_usage_writes", writes), ("parent_reads", reads)],
+                    64,
+                ),
                 PageCounterUsageWord::NAME,
                 9,
                 0,
@@ -571,7 +611,10 @@ mod tests {
         // A built as "before" from the after layout would not hold its line premise.
         let wrong = build::<PageCounter802f1d>(1, false, true);
         assert!(!judged(&wrong, &ok)[2].held);
-        assert!(a.premises(&[&run_with(&[("parent_reads", 20)], 64)]).is_err());
+        assert!(
+            a.premises(&[&run_with(&[("parent_reads", 20)], 64)])
+                .is_err()
+        );
         Box::new(a).teardown().unwrap();
         Box::new(b).teardown().unwrap();
         Box::new(wrong).teardown().unwrap();
@@ -599,19 +642,23 @@ mod tests {
         let s = PageCounterRelayout::new(host);
         for config in ["one-memcg", "siblings"] {
             for variant in ["A", "B"] {
+                let storage = Storage::new();
                 let setup = Setup {
                     config,
                     variant,
                     cpus: 2,
+                    storage: &storage,
                 };
                 s.instantiate(&setup).unwrap().teardown().unwrap();
             }
         }
+        let storage = Storage::new();
         let bad = |config, variant, cpus| {
             s.instantiate(&Setup {
                 config,
                 variant,
                 cpus,
+                storage: &storage,
             })
             .is_err()
         };

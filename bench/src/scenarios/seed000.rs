@@ -52,9 +52,9 @@
 //! The invariant after every run: the memcg is within its limit, plus the checker's.
 
 use crate::engine::premise::{self, PremiseCheck, Premises};
-use crate::engine::{BatchCtx, BenchScenario, Instance, ScenarioError, Setup};
-use crate::scenarios::fault_core::{FaultCoreInstance, VmCtx, split_placement};
+use crate::engine::{BatchCtx, BenchScenario, Instance, ScenarioError, Setup, Storage};
 use crate::record::Run;
+use crate::scenarios::fault_core::{FaultCoreInstance, VmCtx, split_placement};
 use crate::vm::{Ctx, Pn, PnGenBase, PnGenGrouped, VmHost};
 use alloc::boxed::Box;
 use alloc::format;
@@ -66,9 +66,9 @@ use ksync::CachePadded;
 use ksync::LockClass;
 use lru::events::TierCounter;
 use lru::lock_classes::RefaultedWord;
-use memcg::lock_classes::MemcgTreeLock;
 use lru::lru_gen::MAX_NR_TIERS;
 use memcg::PnPlacement;
+use memcg::lock_classes::MemcgTreeLock;
 use mm::check::VmCensus;
 use mm::context::VmConfig;
 use mm::object::ObjectKind;
@@ -125,11 +125,16 @@ struct Refault<'h, H: VmHost, P: Pn> {
 }
 
 impl<'h, H: VmHost, P: Pn> Refault<'h, H, P> {
-    fn build(host: &'h H, cpus: u32, placement: PnPlacement) -> Result<Self, String> {
+    fn build(
+        host: &'h H,
+        storage: &'h Storage,
+        cpus: u32,
+        placement: PnPlacement,
+    ) -> Result<Self, String> {
         let mut cfg = VmConfig::new(host.nr_cpus());
         cfg.max_memcgs = 64;
         cfg.placement = placement;
-        let mut ctx = Ctx::new(host, cfg)?;
+        let mut ctx = Ctx::new(host, storage, cfg)?;
         let max = limit(cpus);
         ctx.add_memcg(None, Some(max))?;
         let pages = (OVERCOMMIT * max).div_ceil(u64::from(cpus));
@@ -246,7 +251,7 @@ impl<H: VmHost> BenchScenario for Seed000<'_, H> {
 
     fn instantiate<'a>(
         &'a self,
-        setup: &Setup<'_>,
+        setup: &Setup<'_, 'a>,
     ) -> Result<Box<dyn Instance + 'a>, ScenarioError> {
         if setup.config != "file" {
             return Err(ScenarioError::no_config(setup.config));
@@ -255,10 +260,16 @@ impl<H: VmHost> BenchScenario for Seed000<'_, H> {
         let (layout, placement) = split_placement(setup.variant).ok_or_else(bad)?;
         Ok(match layout {
             "A" => Box::new(Refault::<H, PnGenBase>::build(
-                self.host, setup.cpus, placement,
+                self.host,
+                setup.storage,
+                setup.cpus,
+                placement,
             )?),
             "B" => Box::new(Refault::<H, PnGenGrouped>::build(
-                self.host, setup.cpus, placement,
+                self.host,
+                setup.storage,
+                setup.cpus,
+                placement,
             )?),
             _ => return Err(bad()),
         })
@@ -272,8 +283,12 @@ mod tests {
     use crate::vm::soft::SoftHost;
     use std::collections::BTreeSet;
 
-    fn build(host: &SoftHost, cpus: u32) -> Refault<'_, SoftHost, PnGenGrouped> {
-        Refault::build(host, cpus, PnPlacement::PairStart).expect("built")
+    fn build<'h>(
+        host: &'h SoftHost,
+        storage: &'h Storage,
+        cpus: u32,
+    ) -> Refault<'h, SoftHost, PnGenGrouped> {
+        Refault::build(host, storage, cpus, PnPlacement::PairStart).expect("built")
     }
 
     /// The pages of reader `i`'s object in its page cache (read and not evicted).
@@ -295,7 +310,8 @@ mod tests {
         );
         let host = soft(3, 64);
         for cpus in 1..=3 {
-            let inst = build(host, cpus);
+            let storage = Storage::new();
+            let inst = build(host, &storage, cpus);
             assert_eq!(inst.ctx.nr_memcgs(), 1, "one memcg for every reader");
             assert_eq!(inst.ctx.memcg(0).memory().max(), limit(cpus));
             Box::new(inst).teardown().unwrap();
@@ -306,7 +322,8 @@ mod tests {
     fn the_readers_objects_are_three_times_memory_max() {
         let host = soft(3, 64);
         for cpus in 1..=3u32 {
-            let inst = build(host, cpus);
+            let storage = Storage::new();
+            let inst = build(host, &storage, cpus);
             let max = limit(cpus);
             let sizes: Vec<u64> = (0..cpus as usize)
                 .map(|i| inst.ctx.object(i).nr_pages())
@@ -327,7 +344,8 @@ mod tests {
     fn every_reader_reads_pages_of_its_own_sequence() {
         const READERS: u32 = 8;
         let host = soft(READERS as usize, 64);
-        let inst = build(host, READERS);
+        let storage = Storage::new();
+        let inst = build(host, &storage, READERS);
         for cpu in 0..READERS {
             assert_eq!(inst.run_batch(&on(cpu, u64::MAX)), Ok(BATCH));
             host.quiescent(cpu as usize);
@@ -350,7 +368,8 @@ mod tests {
     #[test]
     fn the_read_sequence_does_not_cycle_soon() {
         let host = soft(1, 16);
-        let mut inst = build(host, 1);
+        let storage = Storage::new();
+        let mut inst = build(host, &storage, 1);
         inst.pages = 1;
         let state =
             |inst: &Refault<'_, SoftHost, PnGenGrouped>| inst.rng[0].0.load(Ordering::Relaxed);
@@ -385,24 +404,29 @@ mod tests {
         let host = soft(1, 64);
         let scenario = Seed000::new(host);
         for v in ["A@+0", "B@+0", "A@+64", "B@+64"] {
+            let storage = Storage::new();
             let setup = Setup {
                 config: "file",
                 variant: v,
                 cpus: 1,
+                storage: &storage,
             };
             scenario.instantiate(&setup).unwrap().teardown().unwrap();
         }
         for v in ["A", "C@+0", "A@+32"] {
+            let storage = Storage::new();
             let setup = Setup {
                 config: "file",
                 variant: v,
                 cpus: 1,
+                storage: &storage,
             };
             assert!(scenario.instantiate(&setup).is_err(), "{v}");
         }
         for placement in [PnPlacement::PairStart, PnPlacement::PairMiddle] {
-            let a = Refault::<SoftHost, PnGenBase>::build(host, 1, placement).unwrap();
-            let b = Refault::<SoftHost, PnGenGrouped>::build(host, 1, placement).unwrap();
+            let storage = Storage::new();
+            let a = Refault::<SoftHost, PnGenBase>::build(host, &storage, 1, placement).unwrap();
+            let b = Refault::<SoftHost, PnGenGrouped>::build(host, &storage, 1, placement).unwrap();
             let at = |addr: usize| addr % 128;
             let pa = a.ctx.memcg(0).lruvec(0).unwrap() as *const _ as usize
                 - <PnGenBase as lru::LruvecHost>::LRUVEC_OFFSET;
@@ -434,7 +458,9 @@ mod tests {
         }
         ksync::cpu::set_this_thread_cpu(ksync::MAX_CPUS - 5);
         let host = soft(1, 64);
-        let a = Refault::<SoftHost, PnGenBase>::build(host, 1, PnPlacement::PairStart).unwrap();
+        let storage = Storage::new();
+        let a = Refault::<SoftHost, PnGenBase>::build(host, &storage, 1, PnPlacement::PairStart)
+            .unwrap();
         let before = counter(&a, "refaulted_all_tiers");
         let on_line = counter(&a, "refaulted_on_node_line");
         let refaults = counter(&a, "refaults");
@@ -472,13 +498,25 @@ mod tests {
                 10,
             )
         };
-        let a = Refault::<SoftHost, PnGenBase>::build(host, 1, PnPlacement::PairStart).unwrap();
-        let b = Refault::<SoftHost, PnGenGrouped>::build(host, 1, PnPlacement::PairMiddle).unwrap();
+        let storage = Storage::new();
+        let a = Refault::<SoftHost, PnGenBase>::build(host, &storage, 1, PnPlacement::PairStart)
+            .unwrap();
+        let b =
+            Refault::<SoftHost, PnGenGrouped>::build(host, &storage, 1, PnPlacement::PairMiddle)
+                .unwrap();
         let held = |inst: &dyn Instance, r| -> Vec<bool> {
-            inst.premises(&[&r]).unwrap().iter().map(|p| p.held).collect()
+            inst.premises(&[&r])
+                .unwrap()
+                .iter()
+                .map(|p| p.held)
+                .collect()
         };
         assert_eq!(held(&a, run(95, 100)), [true, true, true, true]);
-        assert_eq!(held(&a, run(80, 100)), [true, false, true, true], "80% on the line");
+        assert_eq!(
+            held(&a, run(80, 100)),
+            [true, false, true, true],
+            "80% on the line"
+        );
         assert_eq!(held(&b, run(0, 100)), [true, true, true, true]);
         assert_eq!(held(&b, run(1, 100)), [true, false, true, true]);
         // No refault at all: neither the refault premise nor A's line share holds.
@@ -502,7 +540,8 @@ mod tests {
     #[test]
     fn check_passes_at_memory_max_and_fails_on_a_leaked_charge() {
         let host = soft(1, 64);
-        let inst = build(host, 1);
+        let storage = Storage::new();
+        let inst = build(host, &storage, 1);
         for _ in 0..4 {
             inst.run_batch(&on(0, u64::MAX)).unwrap();
         }
@@ -521,14 +560,16 @@ mod tests {
     fn teardown_gives_every_frame_back_and_reports_what_was_left() {
         let host = soft(2, 64);
         let free = host.free_frames();
-        let inst = build(host, 2);
+        let storage = Storage::new();
+        let inst = build(host, &storage, 2);
         for cpu in 0..2 {
             inst.run_batch(&on(cpu, u64::MAX)).unwrap();
         }
         Box::new(inst).teardown().unwrap();
         assert_eq!(host.free_frames(), free);
 
-        let inst = build(host, 2);
+        let storage = Storage::new();
+        let inst = build(host, &storage, 2);
         leak_a_charge(inst.ctx.memcg(0));
         assert!(Box::new(inst).teardown().is_err(), "a leaked charge");
     }

@@ -48,8 +48,8 @@
 
 use crate::engine::premise::{self, PremiseCheck, Premises};
 use crate::engine::{BatchCtx, BenchScenario, Instance, ScenarioError, Setup};
-use crate::scenarios::fault_core::{FaultCoreInstance, VmCtx, split_placement};
 use crate::record::Run;
+use crate::scenarios::fault_core::{FaultCoreInstance, VmCtx, split_placement};
 use crate::vm::{Ctx, Pn, PnBase, PnPaired, VmHost};
 use alloc::boxed::Box;
 use alloc::format;
@@ -111,7 +111,7 @@ fn config_of(variant: &str) -> Option<(bool, PnPlacement, StatPath)> {
 impl<'h, H: VmHost, P: Pn> FaultFree<'h, H, P> {
     fn build(
         host: &'h H,
-        setup: &Setup<'_>,
+        setup: &Setup<'_, 'h>,
         placement: PnPlacement,
         path: StatPath,
     ) -> Result<Self, String> {
@@ -125,12 +125,14 @@ impl<'h, H: VmHost, P: Pn> FaultFree<'h, H, P> {
         cfg.placement = placement;
         cfg.stat_path = path;
         cfg.max_memcgs = 64;
-        let mut ctx = Ctx::new(host, cfg)?;
+        let mut ctx = Ctx::new(host, setup.storage, cfg)?;
         let m = ctx.add_memcg(None, None)?;
         let s = ctx.add_space(STRIDE * u64::from(setup.cpus))?;
         let base = ctx.space(s).base();
         if base % STRIDE != 0 {
-            return Err(format!("the address space starts at {base:#x}, not {STRIDE:#x}-aligned"));
+            return Err(format!(
+                "the address space starts at {base:#x}, not {STRIDE:#x}-aligned"
+            ));
         }
         for cpu in 0..setup.cpus as usize {
             let start = base + cpu as u64 * STRIDE;
@@ -220,10 +222,10 @@ impl<H: VmHost> BenchScenario for Seed001<'_, H> {
 
     fn instantiate<'a>(
         &'a self,
-        setup: &Setup<'_>,
+        setup: &Setup<'_, 'a>,
     ) -> Result<Box<dyn Instance + 'a>, ScenarioError> {
-        let (paired, placement, path) = config_of(setup.variant)
-            .ok_or_else(|| ScenarioError::no_variant(setup.variant))?;
+        let (paired, placement, path) =
+            config_of(setup.variant).ok_or_else(|| ScenarioError::no_variant(setup.variant))?;
         let inst: Box<dyn Instance + 'a> = if paired {
             Box::new(FaultFree::<H, PnPaired>::build(
                 self.host, setup, placement, path,
@@ -240,11 +242,13 @@ impl<H: VmHost> BenchScenario for Seed001<'_, H> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::Storage;
     use crate::scenarios::tests::{TraceHost, counter, leak_a_charge, on};
     use std::collections::BTreeSet;
 
     fn build<'h>(
         host: &'h TraceHost,
+        storage: &'h Storage,
         config: &str,
         cpus: u32,
     ) -> FaultFree<'h, TraceHost, PnPaired> {
@@ -252,6 +256,7 @@ mod tests {
             config,
             variant: "patch1@+0",
             cpus,
+            storage,
         };
         FaultFree::build(
             host,
@@ -280,11 +285,16 @@ mod tests {
         let host = TraceHost::new(2, 32);
         for config in ["anon", "shmem"] {
             let spaces = host.trace().spaces.len();
-            let inst = build(&host, config, 2);
+            let storage = Storage::new();
+            let inst = build(&host, &storage, config, 2);
             assert_eq!(inst.ctx.nr_memcgs(), 1);
             let t = host.trace().spaces[spaces..].to_vec();
             assert_eq!(t.len(), 1, "{config}: one address space");
-            assert!(t[0].1 >= 2 * STRIDE, "{config}: a space of {} bytes", t[0].1);
+            assert!(
+                t[0].1 >= 2 * STRIDE,
+                "{config}: a space of {} bytes",
+                t[0].1
+            );
             if config == "shmem" {
                 for i in 0..2 {
                     assert_eq!(inst.ctx.object(i).nr_pages(), BATCH);
@@ -296,8 +306,14 @@ mod tests {
             assert_eq!(inst.run_batch(&on(0, u64::MAX)), Ok(BATCH));
             let written = pages(&host, spaces);
             let first_of = |cpu: u64| cpu * STRIDE / 4096;
-            assert!(written.iter().any(|&p| p >= first_of(1)), "{config}: {written:?}");
-            assert!(written.iter().any(|&p| p < first_of(0) + WINDOW), "{config}");
+            assert!(
+                written.iter().any(|&p| p >= first_of(1)),
+                "{config}: {written:?}"
+            );
+            assert!(
+                written.iter().any(|&p| p < first_of(0) + WINDOW),
+                "{config}"
+            );
             assert!(
                 written
                     .iter()
@@ -305,7 +321,10 @@ mod tests {
                 "{config}: a store outside the CPUs' regions: {written:?}"
             );
             let mm = inst.ctx.space(0).mm();
-            assert!(mm.cpumask().contains(0) && mm.cpumask().contains(1), "{config}");
+            assert!(
+                mm.cpumask().contains(0) && mm.cpumask().contains(1),
+                "{config}"
+            );
             inst.check().unwrap();
             Box::new(inst).teardown().unwrap();
         }
@@ -314,7 +333,8 @@ mod tests {
     #[test]
     fn anonymous_batches_walk_the_window_and_free_what_they_fault() {
         let host = TraceHost::new(1, 32);
-        let inst = build(&host, "anon", 1);
+        let storage = Storage::new();
+        let inst = build(&host, &storage, "anon", 1);
         let mut seen = BTreeSet::new();
         for b in 0..WINDOW / BATCH {
             host.clear();
@@ -345,7 +365,8 @@ mod tests {
     #[test]
     fn shmem_batches_fault_every_page_of_the_object_and_truncate_it() {
         let host = TraceHost::new(1, 32);
-        let inst = build(&host, "shmem", 1);
+        let storage = Storage::new();
+        let inst = build(&host, &storage, "shmem", 1);
         for _ in 0..3 {
             host.clear();
             let faults = counter(&inst, "faults");
@@ -384,10 +405,12 @@ mod tests {
             ("shmem", "base@+64", 8, 0),
             ("shmem", "patch1+2@+0", 2, 6),
         ] {
+            let storage = Storage::new();
             let setup = Setup {
                 config,
                 variant,
                 cpus: 1,
+                storage: &storage,
             };
             let scenario = Seed001::new(&host);
             let inst = scenario.instantiate(&setup).unwrap();
@@ -412,7 +435,8 @@ mod tests {
     fn premises_need_list_head_writes_and_lru_lock_handoffs() {
         use crate::scenarios::tests::{run_with, with_lock};
         let host = TraceHost::new(1, 32);
-        let inst = build(&host, "anon", 1);
+        let storage = Storage::new();
+        let inst = build(&host, &storage, "anon", 1);
         let judged = |r| {
             inst.premises(&[&r])
                 .unwrap()
@@ -420,7 +444,13 @@ mod tests {
                 .map(|p| (p.name, p.held, p.figure, p.across_cpus))
                 .collect::<Vec<_>>()
         };
-        let ok = with_lock(run_with(&[("list_head_writes", 64)], 32), LruLock::NAME, 8, 0, 4);
+        let ok = with_lock(
+            run_with(&[("list_head_writes", 64)], 32),
+            LruLock::NAME,
+            8,
+            0,
+            4,
+        );
         assert_eq!(
             judged(ok),
             [
@@ -429,9 +459,21 @@ mod tests {
             ]
         );
         // MGLRU writes no list head; one CPU hands no lock to another.
-        let mglru = with_lock(run_with(&[("list_head_writes", 0)], 32), LruLock::NAME, 8, 0, 4);
+        let mglru = with_lock(
+            run_with(&[("list_head_writes", 0)], 32),
+            LruLock::NAME,
+            8,
+            0,
+            4,
+        );
         assert!(!judged(mglru)[0].1);
-        let alone = with_lock(run_with(&[("list_head_writes", 64)], 32), LruLock::NAME, 8, 0, 0);
+        let alone = with_lock(
+            run_with(&[("list_head_writes", 64)], 32),
+            LruLock::NAME,
+            8,
+            0,
+            0,
+        );
         assert!(!judged(alone)[1].1);
         // A run that did not report the list-head writes is an error, not a 0.
         assert!(inst.premises(&[&run_with(&[], 32)]).is_err());
@@ -441,7 +483,8 @@ mod tests {
     #[test]
     fn check_fails_on_a_page_left_mapped_and_teardown_on_a_leaked_charge() {
         let host = TraceHost::new(1, 32);
-        let inst = build(&host, "anon", 1);
+        let storage = Storage::new();
+        let inst = build(&host, &storage, "anon", 1);
         inst.check().unwrap();
         let space = inst.ctx.space(0);
         space.use_mm(0);
@@ -450,12 +493,14 @@ mod tests {
         Box::new(inst).teardown().unwrap();
 
         let free = host.soft().free_frames();
-        let inst = build(&host, "anon", 1);
+        let storage = Storage::new();
+        let inst = build(&host, &storage, "anon", 1);
         inst.run_batch(&on(0, u64::MAX)).unwrap();
         Box::new(inst).teardown().unwrap();
         assert_eq!(host.soft().free_frames(), free, "every frame back");
 
-        let inst = build(&host, "shmem", 1);
+        let storage = Storage::new();
+        let inst = build(&host, &storage, "shmem", 1);
         leak_a_charge(inst.ctx.memcg(0));
         assert!(Box::new(inst).teardown().is_err(), "a leaked charge");
     }

@@ -31,9 +31,9 @@
 //! memcg, plus the checker's.
 
 use crate::engine::premise::{self, PremiseCheck, Premises};
-use crate::engine::{BatchCtx, BenchScenario, Instance, ScenarioError, Setup};
-use crate::scenarios::fault_core::{FaultCoreInstance, VmCtx};
+use crate::engine::{BatchCtx, BenchScenario, Instance, ScenarioError, Setup, Storage};
 use crate::record::Run;
+use crate::scenarios::fault_core::{FaultCoreInstance, VmCtx};
 use crate::vm::{Ctx, PnPaired, VmHost};
 use alloc::boxed::Box;
 use alloc::format;
@@ -127,11 +127,16 @@ struct Reclaim<'h, H: VmHost> {
 }
 
 impl<'h, H: VmHost> Reclaim<'h, H> {
-    fn build(host: &'h H, memcgs: usize, mode: TailMode) -> Result<Self, String> {
+    fn build(
+        host: &'h H,
+        storage: &'h Storage,
+        memcgs: usize,
+        mode: TailMode,
+    ) -> Result<Self, String> {
         let mut cfg = VmConfig::new(host.nr_cpus());
         cfg.tail_mode = mode;
         cfg.max_memcgs = memcgs + 64;
-        let mut ctx = Ctx::new(host, cfg)?;
+        let mut ctx = Ctx::new(host, storage, cfg)?;
         for _ in 0..memcgs {
             ctx.add_memcg(None, None)?;
         }
@@ -297,7 +302,7 @@ impl<H: VmHost> BenchScenario for Seed002<'_, H> {
 
     fn instantiate<'a>(
         &'a self,
-        setup: &Setup<'_>,
+        setup: &Setup<'_, 'a>,
     ) -> Result<Box<dyn Instance + 'a>, ScenarioError> {
         let memcgs: usize = setup
             .config
@@ -308,7 +313,12 @@ impl<H: VmHost> BenchScenario for Seed002<'_, H> {
             "B" => TailMode::Cached,
             v => return Err(ScenarioError::no_variant(v)),
         };
-        Ok(Box::new(Reclaim::build(self.host, memcgs, mode)?))
+        Ok(Box::new(Reclaim::build(
+            self.host,
+            setup.storage,
+            memcgs,
+            mode,
+        )?))
     }
 }
 
@@ -318,8 +328,8 @@ mod tests {
     use crate::scenarios::tests::{counter, leak_a_charge, on, soft};
     use crate::vm::soft::SoftHost;
 
-    fn build(host: &SoftHost, memcgs: usize) -> Reclaim<'_, SoftHost> {
-        Reclaim::build(host, memcgs, TailMode::Cached).expect("built")
+    fn build<'h>(host: &'h SoftHost, storage: &'h Storage, memcgs: usize) -> Reclaim<'h, SoftHost> {
+        Reclaim::build(host, storage, memcgs, TailMode::Cached).expect("built")
     }
 
     /// Every count of memcgs the catalog runs fits the context's id space, with the root,
@@ -328,12 +338,14 @@ mod tests {
     fn every_catalog_config_builds_its_memcgs() {
         let host = soft(1, 64);
         let s = Seed002::new(host);
+        let storage = Storage::new();
         for config in crate::catalog::scenario("seed002-reclaim").unwrap().configs {
             let inst = s
                 .instantiate(&Setup {
                     config,
                     variant: "B",
                     cpus: 1,
+                    storage: &storage,
                 })
                 .unwrap_or_else(|e| panic!("{config} memcgs: {e}"));
             inst.check().unwrap();
@@ -344,7 +356,8 @@ mod tests {
     #[test]
     fn a_request_fails_with_eagain_and_leaves_every_memcg_in_the_fifo() {
         let host = soft(2, 64);
-        let inst = build(host, 10);
+        let storage = Storage::new();
+        let inst = build(host, &storage, 10);
         for cpu in 0..2 {
             assert_eq!(inst.run_batch(&on(cpu, u64::MAX)), Ok(1));
             host.quiescent(cpu as usize);
@@ -361,7 +374,8 @@ mod tests {
     #[test]
     fn a_request_runs_the_priority_loop_the_premise_counts() {
         let host = soft(1, 64);
-        let inst = build(host, 10);
+        let storage = Storage::new();
+        let inst = build(host, &storage, 10);
         let nodes = inst.ctx.tree().node_data().len() as i64;
         let (tries, priorities, shrink_many) = expected_per_request(nodes as usize);
         assert_eq!(
@@ -408,7 +422,8 @@ mod tests {
         use lru::events::{LruEvent, this_cpu_count};
         let host = soft(1, 64);
         let steps = |mode| {
-            let inst = Reclaim::build(host, 100, mode).expect("built");
+            let storage = Storage::new();
+            let inst = Reclaim::build(host, &storage, 100, mode).expect("built");
             let before = this_cpu_count(LruEvent::FifoTailStep);
             assert_eq!(inst.run_batch(&on(0, u64::MAX)), Ok(1));
             host.quiescent(0);
@@ -445,7 +460,8 @@ mod tests {
     #[test]
     fn each_cpu_conditions_its_tlb_once_per_instance() {
         let host = soft(2, 64);
-        let inst = build(host, 10);
+        let storage = Storage::new();
+        let inst = build(host, &storage, 10);
         let flushes = || inst.ctx.vm().mmu().local_flushes();
         // Each round flushes 64 pages' worth: more than the ceiling, a full flush.
         let per_round = 64 * TLB_CONDITIONING_ROUNDS as u64;
@@ -467,7 +483,8 @@ mod tests {
     #[test]
     fn check_fails_on_a_memcg_it_did_not_build_and_teardown_on_a_leaked_charge() {
         let host = soft(1, 64);
-        let inst = build(host, 10);
+        let storage = Storage::new();
+        let inst = build(host, &storage, 10);
         let extra = inst.ctx.tree().root().create_child().unwrap();
         assert!(
             inst.check().is_err(),
@@ -478,7 +495,8 @@ mod tests {
         inst.ctx.tree().offline(id, 0).unwrap();
         Box::new(inst).teardown().unwrap();
 
-        let inst = build(host, 10);
+        let storage = Storage::new();
+        let inst = build(host, &storage, 10);
         leak_a_charge(inst.ctx.memcg(3));
         assert!(Box::new(inst).teardown().is_err(), "a leaked charge");
     }

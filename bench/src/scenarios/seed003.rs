@@ -42,9 +42,9 @@
 //! say are faulted, each charged and on the LRU, plus the checker's.
 
 use crate::engine::premise::{self, PremiseCheck, Premises};
-use crate::engine::{BatchCtx, BenchScenario, Instance, ScenarioError, Setup};
-use crate::scenarios::fault_core::{FaultCoreInstance, VmCtx};
+use crate::engine::{BatchCtx, BenchScenario, Instance, ScenarioError, Setup, Storage};
 use crate::record::Run;
+use crate::scenarios::fault_core::{FaultCoreInstance, VmCtx};
 use crate::vm::{Ctx, PnPaired, VmHost};
 use alloc::boxed::Box;
 use alloc::format;
@@ -53,9 +53,9 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 use ksync::{CachePadded, LockClass};
-use mm::lock_classes::VmRefcntWord;
 use mm::check::VmCensus;
 use mm::context::VmConfig;
+use mm::lock_classes::VmRefcntWord;
 use mm::vma::{VmArea, VmAreaA, VmAreaB};
 
 /// Faults per batch.
@@ -83,10 +83,10 @@ struct Pft<'h, H: VmHost, V: VmArea + 'static> {
 }
 
 impl<'h, H: VmHost, V: VmArea + 'static> Pft<'h, H, V> {
-    fn build(host: &'h H, cpus: u32) -> Result<Self, String> {
+    fn build(host: &'h H, storage: &'h Storage, cpus: u32) -> Result<Self, String> {
         let mut cfg = VmConfig::new(host.nr_cpus());
         cfg.max_memcgs = 64;
-        let mut ctx = Ctx::new(host, cfg)?;
+        let mut ctx = Ctx::new(host, storage, cfg)?;
         let m = ctx.add_memcg(None, None)?;
         let s = ctx.add_space(SLICE * 4096 * u64::from(cpus))?;
         let base = ctx.space(s).base();
@@ -185,14 +185,22 @@ impl<H: VmHost> BenchScenario for Seed003<'_, H> {
 
     fn instantiate<'a>(
         &'a self,
-        setup: &Setup<'_>,
+        setup: &Setup<'_, 'a>,
     ) -> Result<Box<dyn Instance + 'a>, ScenarioError> {
         if setup.config != "anon" {
             return Err(ScenarioError::no_config(setup.config));
         }
         Ok(match setup.variant {
-            "A" => Box::new(Pft::<H, VmAreaA>::build(self.host, setup.cpus)?),
-            "B" => Box::new(Pft::<H, VmAreaB>::build(self.host, setup.cpus)?),
+            "A" => Box::new(Pft::<H, VmAreaA>::build(
+                self.host,
+                setup.storage,
+                setup.cpus,
+            )?),
+            "B" => Box::new(Pft::<H, VmAreaB>::build(
+                self.host,
+                setup.storage,
+                setup.cpus,
+            )?),
             v => return Err(ScenarioError::no_variant(v)),
         })
     }
@@ -207,8 +215,12 @@ mod tests {
     /// Pages in a PTE table (2 MiB).
     const PTE_TABLE: u64 = 512;
 
-    fn build(host: &TraceHost, cpus: u32) -> Pft<'_, TraceHost, VmAreaB> {
-        Pft::build(host, cpus).expect("built")
+    fn build<'h>(
+        host: &'h TraceHost,
+        storage: &'h Storage,
+        cpus: u32,
+    ) -> Pft<'h, TraceHost, VmAreaB> {
+        Pft::build(host, storage, cpus).expect("built")
     }
 
     /// Page numbers, from the first page of the space, stored to by CPU `cpu`.
@@ -225,7 +237,8 @@ mod tests {
     #[test]
     fn the_cpus_fault_slices_of_their_own_in_one_shared_space() {
         let host = TraceHost::new(2, 64);
-        let inst = build(&host, 2);
+        let storage = Storage::new();
+        let inst = build(&host, &storage, 2);
         assert_eq!(inst.ctx.nr_memcgs(), 1);
         assert_eq!(
             host.trace().spaces.len(),
@@ -279,7 +292,8 @@ mod tests {
     #[test]
     fn a_full_slice_is_unmapped_and_faulted_again() {
         let host = TraceHost::new(1, 64);
-        let inst = build(&host, 1);
+        let storage = Storage::new();
+        let inst = build(&host, &storage, 1);
         let ask = 40;
         let mut done = 0;
         while done < SLICE {
@@ -321,7 +335,8 @@ mod tests {
     fn premises_need_faults_and_no_mmap_lock_fallback() {
         use crate::scenarios::tests::{run_with, with_lock};
         let host = TraceHost::new(1, 64);
-        let inst = build(&host, 1);
+        let storage = Storage::new();
+        let inst = build(&host, &storage, 1);
         let run = |slow: i64, handoffs: u64| {
             with_lock(
                 run_with(&[("faults", 640), ("faults_slow_path", slow)], 640),
@@ -332,7 +347,11 @@ mod tests {
             )
         };
         let held = |runs: &[&Run]| -> Vec<bool> {
-            inst.premises(runs).unwrap().iter().map(|p| p.held).collect()
+            inst.premises(runs)
+                .unwrap()
+                .iter()
+                .map(|p| p.held)
+                .collect()
         };
         let ok = run(0, 64);
         assert_eq!(held(&[&ok]), [true, true, true]);
@@ -343,7 +362,10 @@ mod tests {
         // One CPU's faults alone on the VMA: no handoff of vm_refcnt.
         assert_eq!(held(&[&run(0, 0)]), [true, true, false]);
         assert!(p[2].across_cpus && !p[0].across_cpus);
-        assert!(inst.premises(&[&run_with(&[("faults", 640)], 640)]).is_err());
+        assert!(
+            inst.premises(&[&run_with(&[("faults", 640)], 640)])
+                .is_err()
+        );
         // Real faults: none falls back in the steady state.
         for _ in 0..4 {
             inst.run_batch(&on(0, u64::MAX)).unwrap();
@@ -356,7 +378,8 @@ mod tests {
     #[test]
     fn check_fails_on_a_page_no_cursor_counts_and_teardown_on_a_leaked_charge() {
         let host = TraceHost::new(1, 64);
-        let inst = build(&host, 1);
+        let storage = Storage::new();
+        let inst = build(&host, &storage, 1);
         inst.run_batch(&on(0, u64::MAX)).unwrap();
         inst.check().unwrap();
         let space = inst.ctx.space(0);
@@ -365,7 +388,9 @@ mod tests {
         assert!(inst.check().is_err(), "a page past the cursor");
         Box::new(inst).teardown().unwrap();
 
-        let inst = build(&host, 1);
+        let storage = Storage::new();
+
+        let inst = build(&host, &storage, 1);
         leak_a_charge(inst.ctx.memcg(0));
         assert!(Box::new(inst).teardown().is_err(), "a leaked charge");
     }

@@ -53,8 +53,8 @@
 
 use crate::engine::premise::{self, PremiseCheck, Premises};
 use crate::engine::{BatchCtx, BenchScenario, Instance, ScenarioError, Setup};
-use crate::scenarios::fault_core::{FaultCoreInstance, VmCtx};
 use crate::record::Run;
+use crate::scenarios::fault_core::{FaultCoreInstance, VmCtx};
 use crate::vm::{Ctx, PnPaired, VmHost};
 use alloc::boxed::Box;
 use alloc::format;
@@ -117,7 +117,7 @@ struct ReadTwice<'h, H: VmHost> {
 }
 
 impl<'h, H: VmHost> ReadTwice<'h, H> {
-    fn build(host: &'h H, setup: &Setup<'_>, lock: LruvecLock) -> Result<Self, String> {
+    fn build(host: &'h H, setup: &Setup<'_, 'h>, lock: LruvecLock) -> Result<Self, String> {
         if setup.config != "2-per-memcg" {
             return Err(ScenarioError::no_config(setup.config).0);
         }
@@ -126,7 +126,7 @@ impl<'h, H: VmHost> ReadTwice<'h, H> {
         cfg.mglru = false;
         cfg.lru_lock = lock;
         cfg.max_memcgs = cpus + 16;
-        let mut ctx = Ctx::new(host, cfg)?;
+        let mut ctx = Ctx::new(host, setup.storage, cfg)?;
         for _ in 0..cpus {
             ctx.add_memcg(None, Some(LIMIT))?;
             ctx.add_object(ObjectKind::File, FILE_PAGES as usize);
@@ -142,7 +142,11 @@ impl<'h, H: VmHost> ReadTwice<'h, H> {
     /// The memcg (and file) whose reader `reader` (0: first, 1: second) runs on CPU `i` of
     /// `cpus`: the first reader of memcg `i`, the second of memcg `i - 1`.
     fn memcg_of(i: usize, reader: u64, cpus: usize) -> usize {
-        if reader == 0 { i } else { (i + cpus - 1) % cpus }
+        if reader == 0 {
+            i
+        } else {
+            (i + cpus - 1) % cpus
+        }
     }
 
     /// Which of a CPU's two readers reads at the CPU's `n`th read, and which page of its
@@ -263,7 +267,7 @@ impl<H: VmHost> BenchScenario for Seed004<'_, H> {
 
     fn instantiate<'a>(
         &'a self,
-        setup: &Setup<'_>,
+        setup: &Setup<'_, 'a>,
     ) -> Result<Box<dyn Instance + 'a>, ScenarioError> {
         let lock = match setup.variant {
             "A" => LruvecLock::Node,
@@ -277,14 +281,21 @@ impl<H: VmHost> BenchScenario for Seed004<'_, H> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::Storage;
     use crate::scenarios::tests::{counter, leak_a_charge, on, run_with, soft, with_lock};
     use crate::vm::soft::SoftHost;
 
-    fn build<'h>(host: &'h SoftHost, cpus: u32, lock: LruvecLock) -> ReadTwice<'h, SoftHost> {
+    fn build<'h>(
+        host: &'h SoftHost,
+        storage: &'h Storage,
+        cpus: u32,
+        lock: LruvecLock,
+    ) -> ReadTwice<'h, SoftHost> {
         let setup = Setup {
             config: "2-per-memcg",
             variant: "B",
             cpus,
+            storage,
         };
         ReadTwice::build(host, &setup, lock).expect("built")
     }
@@ -292,17 +303,20 @@ mod tests {
     #[test]
     fn one_memcg_and_one_file_per_cpu_the_file_larger_than_the_limit() {
         let host = soft(3, 64);
-        let inst = build(host, 3, LruvecLock::Own);
+        let storage = Storage::new();
+        let inst = build(host, &storage, 3, LruvecLock::Own);
         assert_eq!(inst.ctx.nr_memcgs(), 3);
         for i in 0..3 {
             assert_eq!(inst.ctx.memcg(i).memory().max(), LIMIT);
             assert_eq!(inst.ctx.object(i).nr_pages(), FILE_PAGES);
         }
         Box::new(inst).teardown().unwrap();
+        let storage = Storage::new();
         let setup = Setup {
             config: "1-per-memcg",
             variant: "A",
             cpus: 1,
+            storage: &storage,
         };
         assert!(ReadTwice::build(host, &setup, LruvecLock::Node).is_err());
     }
@@ -330,7 +344,8 @@ mod tests {
     #[test]
     fn second_reads_activate_and_the_limit_makes_reclaim_run() {
         let host = soft(1, 64);
-        let inst = build(host, 1, LruvecLock::Own);
+        let storage = Storage::new();
+        let inst = build(host, &storage, 1, LruvecLock::Own);
         // The first reader's turn: misses only, nothing to activate.
         assert_eq!(inst.run_batch(&on(0, u64::MAX)), Ok(TURN));
         assert_eq!(counter(&inst, "cache_misses"), TURN as i64);
@@ -363,10 +378,15 @@ mod tests {
         let host = soft(1, 64);
         let counts = run_with(&[("activations", 10), ("evicted", 3)], 100);
         let node = with_lock(counts.clone(), NODE_LOCK, 50, 5, 20);
-        let a = build(host, 1, LruvecLock::Node);
-        let b = build(host, 1, LruvecLock::Own);
+        let storage = Storage::new();
+        let a = build(host, &storage, 1, LruvecLock::Node);
+        let b = build(host, &storage, 1, LruvecLock::Own);
         let held = |inst: &ReadTwice<'_, SoftHost>, r: &Run| -> Vec<bool> {
-            inst.premises(&[r]).unwrap().iter().map(|p| p.held).collect()
+            inst.premises(&[r])
+                .unwrap()
+                .iter()
+                .map(|p| p.held)
+                .collect()
         };
         // A: activations, evictions, its lock taken, not B's, handed off, no tree lock,
         // contended.
@@ -380,18 +400,47 @@ mod tests {
         assert_eq!(held(&b, &memcg), [true; 6], "B: no contention premise");
         // A lock never handed between CPUs, or never contended.
         let alone = with_lock(counts.clone(), NODE_LOCK, 50, 5, 0);
-        assert_eq!(held(&a, &alone), [true, true, true, true, false, true, true]);
+        assert_eq!(
+            held(&a, &alone),
+            [true, true, true, true, false, true, true]
+        );
         let uncontended = with_lock(counts.clone(), NODE_LOCK, 50, 0, 20);
-        assert_eq!(held(&a, &uncontended), [true, true, true, true, true, true, false]);
+        assert_eq!(
+            held(&a, &uncontended),
+            [true, true, true, true, true, true, false]
+        );
         // The memcg tree's lock taken on the measured path.
-        let locked = with_lock(node.clone(), memcg::lock_classes::MemcgTreeLock::NAME, 1, 0, 0);
-        assert_eq!(held(&a, &locked), [true, true, true, true, true, false, true]);
-        let across: Vec<bool> = a.premises(&[&node]).unwrap().iter().map(|p| p.across_cpus).collect();
+        let locked = with_lock(
+            node.clone(),
+            memcg::lock_classes::MemcgTreeLock::NAME,
+            1,
+            0,
+            0,
+        );
+        assert_eq!(
+            held(&a, &locked),
+            [true, true, true, true, true, false, true]
+        );
+        let across: Vec<bool> = a
+            .premises(&[&node])
+            .unwrap()
+            .iter()
+            .map(|p| p.across_cpus)
+            .collect();
         assert_eq!(across, [false, false, false, false, true, false, true]);
-        let idle = with_lock(run_with(&[("activations", 0), ("evicted", 3)], 100), NODE_LOCK, 50, 5, 20);
+        let idle = with_lock(
+            run_with(&[("activations", 0), ("evicted", 3)], 100),
+            NODE_LOCK,
+            50,
+            5,
+            20,
+        );
         assert!(!held(&a, &idle)[0], "no activation");
         // A run that did not report evictions is an error.
-        assert!(a.premises(&[&run_with(&[("activations", 10)], 100)]).is_err());
+        assert!(
+            a.premises(&[&run_with(&[("activations", 10)], 100)])
+                .is_err()
+        );
         Box::new(a).teardown().unwrap();
         Box::new(b).teardown().unwrap();
     }
@@ -415,20 +464,30 @@ mod tests {
         }
         // Driven: CPU 1's second turn reads memcg 0's file, which CPU 0's first turn read.
         let host = soft(2, 64);
-        let inst = build(host, 2, LruvecLock::Own);
+        let storage = Storage::new();
+        let inst = build(host, &storage, 2, LruvecLock::Own);
         let hits = counter(&inst, "cache_hits");
         assert_eq!(inst.run_batch(&on(0, u64::MAX)), Ok(TURN));
         assert_eq!(inst.run_batch(&on(1, u64::MAX)), Ok(TURN));
-        assert_eq!(counter(&inst, "cache_hits"), hits, "two first readers: misses");
+        assert_eq!(
+            counter(&inst, "cache_hits"),
+            hits,
+            "two first readers: misses"
+        );
         assert_eq!(inst.run_batch(&on(1, u64::MAX)), Ok(TURN));
-        assert_eq!(counter(&inst, "cache_hits") - hits, TURN as i64, "memcg 0's second reader");
+        assert_eq!(
+            counter(&inst, "cache_hits") - hits,
+            TURN as i64,
+            "memcg 0's second reader"
+        );
         Box::new(inst).teardown().unwrap();
     }
 
     #[test]
     fn check_passes_at_memory_max_and_fails_on_a_leaked_charge() {
         let host = soft(2, 64);
-        let inst = build(host, 2, LruvecLock::Node);
+        let storage = Storage::new();
+        let inst = build(host, &storage, 2, LruvecLock::Node);
         for cpu in 0..2 {
             inst.run_batch(&on(cpu, u64::MAX)).unwrap();
         }
@@ -447,14 +506,16 @@ mod tests {
     fn teardown_gives_every_frame_back_and_reports_what_was_left() {
         let host = soft(2, 64);
         let free = host.free_frames();
-        let inst = build(host, 2, LruvecLock::Own);
+        let storage = Storage::new();
+        let inst = build(host, &storage, 2, LruvecLock::Own);
         for cpu in 0..2 {
             inst.run_batch(&on(cpu, u64::MAX)).unwrap();
         }
         Box::new(inst).teardown().unwrap();
         assert_eq!(host.free_frames(), free);
 
-        let inst = build(host, 2, LruvecLock::Own);
+        let storage = Storage::new();
+        let inst = build(host, &storage, 2, LruvecLock::Own);
         leak_a_charge(inst.ctx.memcg(1));
         assert!(Box::new(inst).teardown().is_err(), "a leaked charge");
     }

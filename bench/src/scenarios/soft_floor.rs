@@ -69,7 +69,7 @@ impl BenchScenario for SoftFloor {
 
     fn instantiate<'a>(
         &'a self,
-        setup: &Setup<'_>,
+        setup: &Setup<'_, 'a>,
     ) -> Result<Box<dyn Instance + 'a>, ScenarioError> {
         let cpus = (0..setup.cpus)
             .map(|_| {
@@ -175,15 +175,18 @@ impl Instance for SoftFloorInstance {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::Storage;
 
     #[test]
     fn a_batch_faults_and_clears_and_keeps_its_invariant() {
+        let storage = Storage::new();
         let s = SoftFloor;
         let inst = s
             .instantiate(&Setup {
                 config: "anon",
                 variant: "floor",
                 cpus: 2,
+                storage: &storage,
             })
             .unwrap();
         let ctx = |cpu, max_ops| BatchCtx {

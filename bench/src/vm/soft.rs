@@ -8,6 +8,12 @@
 //! ([`SoftHost::quiescent`], wired to the platform's quiescent point); [`VmHost::rcu_barrier`]
 //! runs with every thread idle, so it takes every CPU offline, completes a grace period and
 //! runs the callbacks.
+//!
+//! Unsafe code here, and why (one of bench's two such modules): a software address space
+//! reads and writes the words of the frames its PTEs map, which are host memory of the
+//! arena handed to the buddy allocator; the only way to that memory from a frame number is
+//! a raw pointer into the arena.
+#![allow(unsafe_code)]
 
 use super::{Pn, Space, VmHost};
 use alloc::boxed::Box;

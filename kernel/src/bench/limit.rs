@@ -108,7 +108,7 @@ impl BenchScenario for TrapFloor {
 
     fn instantiate<'a>(
         &'a self,
-        setup: &Setup<'_>,
+        setup: &Setup<'_, 'a>,
     ) -> Result<Box<dyn Instance + 'a>, ScenarioError> {
         let err = |what: &str, e: &dyn core::fmt::Display| ScenarioError(format!("{what}: {e}"));
         let cpus = u64::from(setup.cpus);

@@ -56,7 +56,7 @@ impl BenchScenario for Premised {
 
     fn instantiate<'a>(
         &'a self,
-        setup: &Setup<'_>,
+        setup: &Setup<'_, 'a>,
     ) -> Result<Box<dyn Instance + 'a>, ScenarioError> {
         let variant = if setup.variant == "A" { "A" } else { "B" };
         Ok(Box::new(PremisedInstance {

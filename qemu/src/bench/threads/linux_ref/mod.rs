@@ -87,7 +87,7 @@ impl BenchScenario for LinuxRef {
 
     fn instantiate<'a>(
         &'a self,
-        setup: &Setup<'_>,
+        setup: &Setup<'_, 'a>,
     ) -> Result<Box<dyn Instance + 'a>, ScenarioError> {
         let cores = self.cores.get(..setup.cpus as usize).ok_or_else(|| {
             ScenarioError::new(format!("{} CPUs, {} cores", setup.cpus, self.cores.len()))
