@@ -65,11 +65,11 @@ DEFAULT_FILES=(
     mm/src/mmu_gather.rs
     mm/src/fault_inject.rs
     mm/src/check.rs
-    bench/src/scenarios/seed000.rs
-    bench/src/scenarios/seed001.rs
-    bench/src/scenarios/seed002.rs
-    bench/src/scenarios/seed003.rs
-    bench/src/scenarios/seed004.rs
+    bench/src/scenarios/seed000/mod.rs
+    bench/src/scenarios/seed001/mod.rs
+    bench/src/scenarios/seed002/mod.rs
+    bench/src/scenarios/seed003/mod.rs
+    bench/src/scenarios/seed004/mod.rs
     bench/src/stats.rs
     bench/src/two_level.rs
     bench/src/primary.rs

@@ -1,6 +1,7 @@
 //! The benchmark's command-line keys (`run=bench` only), parsed into a [`BenchConfig`].
 //!
-//! `scenarios=all|NAME[,NAME...]` (names from [`crate::catalog`]), `bench_cpus=1,2,4` (each
+//! `scenarios=all|NAME[,NAME...]` (names of lowercase letters, digits and `-`, no repeats;
+//! whether each names a scenario is the benchmark's to say: see [`crate::catalog`]), `bench_cpus=1,2,4` (each
 //! 1..=[`crate::cmdline::MAX_CPUS`], strictly increasing), `rounds=1..=100` (a multiple of
 //! `instances=`), `instances=1..=16` (instances of each variant per point, each built afresh),
 //! `seconds=0.01..=3600` (per run, decimal with up to six fractional digits), `memcgs=N,...`
@@ -139,27 +140,42 @@ pub enum ScenarioSelection<'a> {
 }
 
 impl<'a> ScenarioSelection<'a> {
-    /// The selected scenarios, in order.
-    pub fn scenarios(&self) -> impl Iterator<Item = &'static catalog::Scenario> + 'a {
+    /// The scenarios of `catalog` selected, in order: all of them, or the named ones in the
+    /// list's order (a name `catalog` lacks is skipped: [`Self::unknown`] finds it).
+    pub fn select(
+        &self,
+        catalog: &'static [catalog::Scenario],
+    ) -> impl Iterator<Item = &'static catalog::Scenario> + 'a {
         let named = match *self {
             ScenarioSelection::All => None,
             ScenarioSelection::Named(list) => Some(list),
         };
-        catalog::SCENARIOS
-            .iter()
-            .filter(move |_| named.is_none())
-            .chain(
-                named
-                    .into_iter()
-                    .flat_map(|l| l.split(','))
-                    .filter_map(catalog::scenario),
-            )
+        catalog.iter().filter(move |_| named.is_none()).chain(
+            named
+                .into_iter()
+                .flat_map(|l| l.split(','))
+                .filter_map(move |n| catalog.iter().find(|s| s.name == n)),
+        )
+    }
+
+    /// The first name that `catalog` has no scenario for.
+    #[must_use]
+    pub fn unknown(&self, catalog: &[catalog::Scenario]) -> Option<&'a str> {
+        match *self {
+            ScenarioSelection::All => None,
+            ScenarioSelection::Named(list) => list
+                .split(',')
+                .find(|n| !catalog.iter().any(|s| s.name == *n)),
+        }
     }
 
     /// Whether `name` is selected.
     #[must_use]
     pub fn includes(&self, name: &str) -> bool {
-        self.scenarios().any(|s| s.name == name)
+        match *self {
+            ScenarioSelection::All => true,
+            ScenarioSelection::Named(list) => list.split(',').any(|n| n == name),
+        }
     }
 }
 
@@ -272,29 +288,22 @@ impl<'a> BenchConfig<'a> {
             .chain(default_cpu_counts(upto).filter(move |_| explicit.is_none()))
     }
 
-    /// seed002's memcg counts, as config names (the catalog's unless `memcgs=` or `quick=1`).
-    pub fn memcg_configs(&self) -> impl Iterator<Item = &'a str> + 'a {
-        let list = match (self.memcgs, self.quick) {
-            (Some(l), _) => Some(l.as_str()),
-            (None, true) => Some(QUICK_MEMCGS),
-            (None, false) => None,
-        };
-        let catalog_configs = catalog::scenario("seed002-reclaim")
-            .map_or(&[][..], |s| s.configs)
-            .iter()
-            .copied()
-            .filter(move |_| list.is_none());
-        list.into_iter()
-            .flat_map(|l| l.split(','))
-            .chain(catalog_configs)
-    }
-
-    /// The configs of `scenario` this run uses (seed002's come from [`Self::memcg_configs`]).
+    /// The configs of `scenario` this run uses: its catalog entry's, except seed002's memcg
+    /// counts, which `memcgs=` replaces and `quick=1` shortens.
     pub fn configs(&self, scenario: &'static catalog::Scenario) -> impl Iterator<Item = &'a str> {
-        let memcgs = scenario.name == "seed002-reclaim";
-        self.memcg_configs()
-            .filter(move |_| memcgs)
-            .chain(scenario.configs.iter().copied().filter(move |_| !memcgs))
+        let list = match (scenario.name == "seed002-reclaim", self.memcgs, self.quick) {
+            (false, _, _) => None,
+            (true, Some(l), _) => Some(l.as_str()),
+            (true, None, true) => Some(QUICK_MEMCGS),
+            (true, None, false) => None,
+        };
+        list.into_iter().flat_map(|l| l.split(',')).chain(
+            scenario
+                .configs
+                .iter()
+                .copied()
+                .filter(move |_| list.is_none()),
+        )
     }
 
     /// Applies `key=value`; `Err(())` when the value is not accepted.
@@ -376,25 +385,54 @@ pub fn default_cpu_counts(online: u32) -> impl Iterator<Item = u32> {
         .chain(core::iter::once(online))
 }
 
+/// A list of scenario names: each made of lowercase letters, digits and `-` (a catalog
+/// name's shape), none repeated. Whether each names a scenario is checked against the
+/// catalog by the benchmark ([`ScenarioSelection::unknown`]).
 fn valid_scenario_list(list: &str) -> bool {
-    let mut names = list.split(',');
-    let mut seen = 0usize;
-    names.all(|n| {
-        let Some(i) = catalog::SCENARIOS.iter().position(|s| s.name == n) else {
-            return false;
-        };
-        let bit = 1usize << i;
-        let fresh = seen & bit == 0;
-        seen |= bit;
-        fresh
+    let names = || list.split(',');
+    names().enumerate().all(|(i, n)| {
+        !n.is_empty()
+            && n.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !names().take(i).any(|o| o == n)
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::{Scenario, Variant};
     use crate::cmdline::{CmdlineError, parse};
     use std::vec::Vec;
+
+    /// A catalog of a few entries' names and configs (the benchmark's own is in `bench`).
+    const CATALOG: &[Scenario] = &[
+        entry("seed001-faultfree", &["anon", "shmem"]),
+        entry("seed004-readtwice", &["2-per-memcg"]),
+        entry("seed002-reclaim", &["10", "1500", "10000"]),
+        entry("limit", &["anon"]),
+    ];
+
+    const ONE_VARIANT: &[Variant] = &[Variant::new("A", "")];
+
+    const fn entry(name: &'static str, configs: &'static [&'static str]) -> Scenario {
+        Scenario {
+            name,
+            summary: "",
+            op: "",
+            configs,
+            variants: ONE_VARIANT,
+            comparisons: &[],
+            fault_path: false,
+            published: None,
+            premises: &[],
+            mechanism: None,
+        }
+    }
+
+    fn named(name: &str) -> &'static Scenario {
+        CATALOG.iter().find(|s| s.name == name).unwrap()
+    }
 
     #[test]
     fn seconds_parse_and_print_exactly() {
@@ -433,18 +471,17 @@ mod tests {
         assert_eq!(c.cpu_counts(8).collect::<Vec<_>>(), [1, 2, 4, 8]);
         assert_eq!(c.cpu_counts(1).collect::<Vec<_>>(), [1]);
         assert_eq!(
-            c.memcg_configs().collect::<Vec<_>>(),
+            c.configs(named("seed002-reclaim")).collect::<Vec<_>>(),
             ["10", "1500", "10000"]
         );
-        assert_eq!(c.scenarios.scenarios().count(), catalog::SCENARIOS.len());
+        assert_eq!(c.scenarios.select(CATALOG).count(), CATALOG.len());
         let q = parse("run=bench quick=1", false).unwrap().bench;
         assert_eq!((q.rounds(), q.seconds()), (QUICK_ROUNDS, QUICK_SECONDS));
         assert_eq!(q.cpu_counts(16).collect::<Vec<_>>(), [1, 2]);
         assert_eq!(q.cpu_counts(1).collect::<Vec<_>>(), [1]);
-        assert_eq!(q.memcg_configs().collect::<Vec<_>>(), ["10", "1500"]);
-        let s = catalog::scenario("seed002-reclaim").unwrap();
+        let s = named("seed002-reclaim");
         assert_eq!(q.configs(s).collect::<Vec<_>>(), ["10", "1500"]);
-        let s = catalog::scenario("seed001-faultfree").unwrap();
+        let s = named("seed001-faultfree");
         assert_eq!(q.configs(s).collect::<Vec<_>>(), ["anon", "shmem"]);
     }
 
@@ -502,13 +539,21 @@ mod tests {
         )
         .unwrap()
         .bench;
-        let names: Vec<_> = c.scenarios.scenarios().map(|s| s.name).collect();
+        let names: Vec<_> = c.scenarios.select(CATALOG).map(|s| s.name).collect();
         assert_eq!(names, ["seed004-readtwice", "limit"]);
         assert!(c.scenarios.includes("limit") && !c.scenarios.includes("seed003-pft"));
+        assert_eq!(c.scenarios.unknown(CATALOG), None);
         assert_eq!(c.cpu_counts(2).collect::<Vec<_>>(), [1, 2, 4]);
         assert_eq!((c.rounds(), c.instances()), (3, 3));
         assert_eq!(c.seconds().as_nanos(), 250_000_000);
-        assert_eq!(c.memcg_configs().collect::<Vec<_>>(), ["10", "100"]);
+        assert_eq!(
+            c.configs(named("seed002-reclaim")).collect::<Vec<_>>(),
+            ["10", "100"]
+        );
+        assert_eq!(
+            c.configs(named("seed001-faultfree")).collect::<Vec<_>>(),
+            ["anon", "shmem"]
+        );
         assert!(c.quick);
         assert!(c.objects);
     }
@@ -516,7 +561,12 @@ mod tests {
     #[test]
     fn bad_values_name_the_key() {
         for (line, key, value) in [
-            ("run=bench scenarios=seed999", "scenarios", "seed999"),
+            ("run=bench scenarios=Seed001", "scenarios", "Seed001"),
+            (
+                "run=bench scenarios=limit,,limit",
+                "scenarios",
+                "limit,,limit",
+            ),
             (
                 "run=bench scenarios=limit,limit",
                 "scenarios",
@@ -544,6 +594,19 @@ mod tests {
                 "{line}"
             );
         }
+    }
+
+    /// The parser checks a list's shape; a well-formed name the catalog lacks is found by
+    /// [`ScenarioSelection::unknown`] (the benchmark's request refuses it).
+    #[test]
+    fn a_well_formed_unknown_name_is_for_the_catalog_to_refuse() {
+        let c = parse("run=bench scenarios=limit,seed999", false)
+            .unwrap()
+            .bench;
+        assert_eq!(c.scenarios.unknown(CATALOG), Some("seed999"));
+        let names: Vec<_> = c.scenarios.select(CATALOG).map(|s| s.name).collect();
+        assert_eq!(names, ["limit"]);
+        assert_eq!(ScenarioSelection::All.unknown(&[]), None);
     }
 
     #[test]

@@ -34,7 +34,7 @@ pub const ACCEPTED: &[(&str, &str)] = &[
     ("exit", "auto | qemu | halt   (how to report the outcome)"),
     (
         "scenarios",
-        "all | NAME[,NAME...]   (with run=bench; names from abi::catalog)",
+        "all | NAME[,NAME...]   (with run=bench; names from bench::catalog)",
     ),
     (
         "bench_cpus",

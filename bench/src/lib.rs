@@ -1,8 +1,8 @@
 //! `bench`: the seeds' experiments as A/B scenarios, platform neutral.
 //!
 //! This crate holds what the kernel's benchmark engine and the host runner share about a
-//! benchmark run, beyond the scenarios' names ([`catalog`], which lives in `abi` because the
-//! command line validates against it):
+//! benchmark run, starting with the scenarios themselves ([`catalog`]: each experiment's
+//! entry lives in its scenario module):
 //!
 //! - [`stats`]: harmonic means, coefficient of variation, the ratio B/A paired by round with
 //!   its 95% interval (Student's t on the per-round log ratios; Welch's t where nothing
@@ -35,8 +35,7 @@
 
 extern crate alloc;
 
-pub use abi::catalog;
-
+pub mod catalog;
 pub mod engine;
 pub mod json;
 pub mod primary;

@@ -194,9 +194,7 @@ impl Plan {
     /// scenario with its configs (seed002's from `memcgs=`) and catalog variants.
     #[must_use]
     pub fn from_config(cfg: &abi::BenchConfig<'_>, online: u32, warmup_rounds: u32) -> Plan {
-        let scenarios = cfg
-            .scenarios
-            .scenarios()
+        let scenarios = crate::catalog::selected(&cfg.scenarios)
             .map(|s| PlanScenario {
                 name: s.name.into(),
                 configs: cfg.configs(s).map(String::from).collect(),

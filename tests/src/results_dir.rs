@@ -140,7 +140,7 @@ pub fn check(dir: &Path, expect: &Expect) -> serde_json::Value {
             // The catalog's comparisons wherever both sides ran, and the A/A control of the
             // first one's baseline (A'/A); every one two-level over the instances, Holm's p
             // on the primaries only.
-            if let Some(cat) = abi::catalog::scenario(&name) {
+            if let Some(cat) = bench::catalog::scenario(&name) {
                 let mut defs: Vec<(String, String)> = cat
                     .comparisons
                     .iter()
@@ -246,7 +246,7 @@ pub fn check(dir: &Path, expect: &Expect) -> serde_json::Value {
     // A forest plot per scenario with comparisons, beside its ops/s plot.
     let forests = names
         .iter()
-        .filter(|n| abi::catalog::scenario(n).is_some_and(|s| !s.comparisons.is_empty()))
+        .filter(|n| bench::catalog::scenario(n).is_some_and(|s| !s.comparisons.is_empty()))
         .count();
     let html = std::fs::read_to_string(dir.join("index.html")).expect("index.html");
     let doc = xml(&html);
@@ -271,7 +271,7 @@ pub fn check(dir: &Path, expect: &Expect) -> serde_json::Value {
         .expect("a verdict table");
     let seeds = names
         .iter()
-        .filter(|n| abi::catalog::scenario(n).is_some_and(|s| s.published.is_some()))
+        .filter(|n| bench::catalog::scenario(n).is_some_and(|s| s.published.is_some()))
         .count();
     assert_eq!(
         verdicts.children().filter(|n| n.has_tag_name("tr")).count(),
@@ -301,7 +301,7 @@ pub fn check_seed_scenarios(r: &serde_json::Value, skip: &[&str]) {
         .iter()
         .map(|s| s["name"].as_str().unwrap())
         .collect();
-    for s in abi::catalog::SCENARIOS {
+    for s in bench::catalog::SCENARIOS {
         assert!(
             planned.contains(s.name),
             "{} not planned: {planned:?}",

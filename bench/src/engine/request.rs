@@ -40,7 +40,7 @@ impl RunLength {
 }
 
 /// A request the machine cannot satisfy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RequestError {
     /// A CPU count above the CPUs the benchmark may use.
     TooManyCpus {
@@ -49,6 +49,9 @@ pub enum RequestError {
         /// CPUs available.
         online: u32,
     },
+    /// `scenarios=` names a scenario the catalog does not have (the message names it and
+    /// lists those there are).
+    UnknownScenario(String),
 }
 
 impl fmt::Display for RequestError {
@@ -58,6 +61,7 @@ impl fmt::Display for RequestError {
                 f,
                 "bench_cpus asks for {asked} CPUs, but only {online} are online"
             ),
+            RequestError::UnknownScenario(e) => write!(f, "scenarios: {e}"),
         }
     }
 }
@@ -116,10 +120,9 @@ impl Request {
         if let Some(&asked) = cpus.iter().find(|&&c| c > online) {
             return Err(RequestError::TooManyCpus { asked, online });
         }
+        crate::catalog::check_selection(&cfg.scenarios).map_err(RequestError::UnknownScenario)?;
         Ok(Request {
-            scenarios: cfg
-                .scenarios
-                .scenarios()
+            scenarios: crate::catalog::selected(&cfg.scenarios)
                 .map(|s| (s, cfg.configs(s).map(String::from).collect()))
                 .collect(),
             cpus,

@@ -10,9 +10,9 @@
 //! can interleave them round by round (A B A B ...) without rebuilding anything between A and
 //! B, and checks each instance's invariants after every run, with every CPU quiesced.
 //!
-//! Adding a scenario is implementing [`BenchScenario`] (and its [`Instance`]) and adding it
-//! to the platform-neutral table ([`crate::scenarios::registry`]); the catalog
-//! ([`crate::catalog`]) already names its configs, variants and comparisons.
+//! Adding a scenario is implementing [`BenchScenario`] (and its [`Instance`]) with its catalog
+//! entry (its configs, variants and comparisons, listed by [`crate::catalog`]) in one module,
+//! and one line in the platform-neutral table ([`mod@crate::scenarios`]).
 
 use super::premise::Premises;
 use super::storage::Storage;

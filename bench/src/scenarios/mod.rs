@@ -1,78 +1,74 @@
 //! The scenarios, platform neutral, and THE table the engine runs them from.
 //!
-//! [`registry`] is built from one table, `scenarios!`: one line per scenario, naming its
-//! module and its provider type (`seed001::Seed001`). That line declares the module and
-//! adds the provider to every platform's registry, so a scenario added here runs in the
-//! kernel (`kx bench`) and under `kx bench --host` alike; the summary, the tables, the
-//! verdicts and the README's scenario-table test follow from its catalog entry
-//! (`abi::catalog::SCENARIOS`: names, variants, comparisons, premises, published figure).
-//! `tests`' `registration` tests tie the two: every catalog experiment has exactly one
-//! line here and every line a catalog entry with premises and a published figure.
-//! `docs/experiments.md` walks through adding one.
+//! One list, `registered!`, names every scenario: one line each, its module and its
+//! provider type (`seed001::Seed001`). From it, this module declares the scenario modules
+//! and lists their catalog entries in [`CATALOG`] (`crate::catalog::SCENARIOS`), and
+//! [`mod@registry`] adds the providers to every platform's registry, so a scenario added
+//! there runs in the kernel (`kx bench`) and under `kx bench --host` alike; the summary,
+//! the tables, the verdicts and the README's scenario table follow from its entry.
+//!
+//! A scenario is one module: `seed001/mod.rs` (the workload, its instance, its tests) and
+//! `seed001/entry.rs` (its catalog entry: names, variants, comparisons, premises,
+//! mechanism, published figure), the entry in a file of its own because it uses only
+//! `abi`'s types: the engine reads the catalog, and the scenarios plug into the engine, so
+//! the catalog must not depend on the scenarios' code. The `registration` tests tie the
+//! list to the catalog: every catalog experiment has exactly one provider, with premises
+//! and a published figure. `docs/experiments.md` walks through adding one.
 //!
 //! Each platform hands in what only it can provide: its `limit` floor (the kernel's takes a
 //! real #PF on a not-present page, with invlpg; the host's is [`soft_floor`], a function
 //! call, since host threads cannot take their own page faults) and its fault core
-//! ([`VmHost`]). A platform may add providers of its own after this table (the host adds
-//! the Linux reference's `linux` variants of seed001 and seed003).
+//! ([`crate::vm::VmHost`]). A platform may add providers of its own after this table (the
+//! host adds the Linux reference's `linux` variants of seed001 and seed003).
 //!
 //! The seeds' five scenarios (`seed001-faultfree`, `seed004-readtwice`, `seed002-reclaim`,
 //! `seed000-refault`, `seed003-pft`) run on the fault core through the platform's
-//! [`VmHost`]: the kernel's real page faults, or the host's software MMU. Their instances
+//! `VmHost`: the kernel's real page faults, or the host's software MMU. Their instances
 //! are [`fault_core::FaultCoreInstance`]s: what they share (the counters' order, the
 //! checker first, the one teardown) is written once there.
 //! `page-counter-802f1d` (Linux commit 802f1d522d5f, built by following the guide) runs
 //! hierarchical charges in both `page_counter` layouts.
 
-pub mod fault_core;
-pub mod soft_floor;
-#[cfg(test)]
-pub(crate) mod tests;
-
-use crate::engine::{BenchScenario, Registry};
-use crate::vm::VmHost;
-use alloc::boxed::Box;
-
-/// Declares each scenario's module and the function that adds every provider to a
-/// registry, in the order given (the catalog's).
-macro_rules! scenarios {
-    ($($module:ident :: $provider:ident),+ $(,)?) => {
-        $(pub mod $module;)+
-
-        /// Adds one provider per registered scenario over `host`, in registration order.
-        fn add_registered<'a, H: VmHost>(r: &mut Registry<'a>, host: &'a H) {
-            $(r.add($module::$provider::new(host));)+
+/// THE registration: one line per scenario, `module::Provider` (see the module doc and
+/// docs/experiments.md). Hands the list to the macro `$then`: here `declare` declares the
+/// modules and lists their catalog entries; [`mod@registry`] adds their providers.
+macro_rules! registered {
+    ($then:ident) => {
+        $then! {
+            seed001::Seed001,
+            seed004::Seed004,
+            seed002::Seed002,
+            seed000::Seed000,
+            seed003::Seed003,
+            page_counter::PageCounterRelayout,
         }
     };
 }
 
-// THE registration: one line per scenario (see the module doc and docs/experiments.md).
-scenarios! {
-    seed001::Seed001,
-    seed004::Seed004,
-    seed002::Seed002,
-    seed000::Seed000,
-    seed003::Seed003,
-    page_counter::PageCounterRelayout,
+/// Declares each registered scenario's module and [`CATALOG`]: their entries in
+/// registration order, then the `limit` floor's.
+macro_rules! declare {
+    ($($module:ident :: $provider:ident),+ $(,)?) => {
+        $(pub mod $module;)+
+
+        /// Every scenario's catalog entry, in table order ([`crate::catalog::SCENARIOS`]).
+        pub const CATALOG: &[Scenario] = &[$($module::CATALOG,)+ limit::CATALOG];
+    };
 }
 
-/// Every scenario built into the benchmark: the platform's `limit` floor and the registered
-/// scenarios on its fault core, in catalog order.
-#[must_use]
-pub fn registry<'a, H: VmHost>(floor: Box<dyn BenchScenario + 'a>, host: &'a H) -> Registry<'a> {
-    let mut r = Registry::new();
-    r.add_boxed(floor);
-    add_registered(&mut r, host);
-    r
-}
+registered!(declare);
 
-/// Only the `limit` floor (engine tests, and platforms without a fault core).
-#[must_use]
-pub fn floor_only<'a>(floor: Box<dyn BenchScenario + 'a>) -> Registry<'a> {
-    let mut r = Registry::new();
-    r.add_boxed(floor);
-    r
-}
+pub mod fault_core;
+pub mod limit;
+pub mod registry;
+pub mod soft_floor;
+#[cfg(test)]
+pub(crate) mod tests;
+
+pub use registry::{floor_only, registry};
+
+// `abi`'s type, not `crate::catalog`'s re-export: the catalog lists these entries.
+use abi::catalog::Scenario;
 
 #[cfg(test)]
 mod registration {
@@ -81,7 +77,7 @@ mod registration {
     use crate::engine::Storage;
 
     /// The registration and the catalog agree: every catalog experiment has exactly one
-    /// line in [`scenarios!`] (so the kernel and `--host` run it), every line names a
+    /// line in `registered!` (so the kernel and `--host` run it), every line names a
     /// catalog entry, and that entry declares its premises and its published figure (the
     /// catalog's own test checks what they hold).
     #[test]

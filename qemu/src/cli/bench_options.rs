@@ -205,9 +205,9 @@ impl BenchOptions {
 /// memcgs cost minutes under the plugin).
 #[must_use]
 pub fn coherence_scenarios() -> String {
-    abi::catalog::SCENARIOS
+    bench::catalog::SCENARIOS
         .iter()
-        .filter(|s| s.name == abi::catalog::LIMIT || s.mechanism.is_some())
+        .filter(|s| s.name == bench::catalog::LIMIT || s.mechanism.is_some())
         .map(|s| s.name)
         .collect::<Vec<_>>()
         .join(",")

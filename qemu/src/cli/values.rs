@@ -71,8 +71,15 @@ pub(crate) fn kernel_value(
     move |value: &str| {
         // The value alone: how it combines with other keys is checked once all are known
         // (`BenchOptions::check`).
+        let line = format!("run=bench {key}={value}");
+        let parsed = abi::cmdline::parse(&line, false);
+        if let Ok(cfg) = &parsed {
+            // The kernel's parser checks a scenario list's shape; its names are the
+            // catalog's to check (as the kernel's benchmark does), before anything boots.
+            bench::catalog::check_selection(&cfg.bench.scenarios)?;
+        }
         if matches!(
-            abi::cmdline::parse(&format!("run=bench {key}={value}"), false),
+            parsed,
             Ok(_) | Err(abi::cmdline::CmdlineError::RoundsPerInstance { .. })
         ) {
             return Ok(KernelValue {

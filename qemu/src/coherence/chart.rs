@@ -34,7 +34,7 @@ fn label(h: &super::results::Hot) -> String {
 /// two or more CPUs.
 #[must_use]
 pub fn bars(c: &CoherenceResults, scenario: &str) -> Option<(String, Vec<Bar>)> {
-    let s = abi::catalog::scenario(scenario)?;
+    let s = bench::catalog::scenario(scenario)?;
     let d = s.comparisons.first()?;
     let figs = figures(c);
     let cpus = figs

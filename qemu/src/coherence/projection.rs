@@ -9,7 +9,7 @@
 //!
 //! 1. **Base time.** The time one thread of A takes per operation at the seed's thread count
 //!    `N` is the seed's own figure: `t_A = N / rate` for a total rate (IOPS, pages/s),
-//!    `1 / rate` for a per-thread one (`abi::catalog::Rate`). The model does not predict A;
+//!    `1 / rate` for a per-thread one (`bench::catalog::Rate`). The model does not predict A;
 //!    it predicts how far B lands from it. A seed that published a ratio only (seed004) has
 //!    no base, and is listed as not projected.
 //! 2. **Transfers at N.** Counted at `n` vCPUs (the largest count the run had that the host
@@ -33,7 +33,7 @@
 //! out-of-order core hides part of a read miss; seed003's small counts show it).
 //! seed002's mechanism is algorithmic (no fields), so it has no projection.
 
-use abi::catalog::{self, PublishedPoint, Rate};
+use bench::catalog::{self, PublishedPoint, Rate};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 

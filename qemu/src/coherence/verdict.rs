@@ -1,7 +1,7 @@
 //! The mechanism verdict: did the seed's mechanism act, and did B remove it?
 //!
 //! For each comparison of a scenario whose catalog entry names its mechanism
-//! (`abi::catalog::Mechanism`: fields, unit size, direction), at every CPU count of at least
+//! (`bench::catalog::Mechanism`: fields, unit size, direction), at every CPU count of at least
 //! 2, the transfers per operation on the units holding one of the named fields are taken per
 //! measured round, for A, B and the A/A control A'. Then:
 //!
@@ -23,7 +23,7 @@
 //! counted, so the figures are lower bounds when many lines are hot.
 
 use super::results::{CoherenceResults, CoherenceRun};
-use abi::catalog::{self, Mechanism};
+use bench::catalog::{self, Mechanism};
 use std::fmt;
 
 /// Transfers per operation on the seed's units below which the mechanism did not act.

@@ -467,7 +467,7 @@ fn bad_bench_options() {
         (&["bench", "--seconds", "0.001"][..], "--seconds <S>"),
         (&["bench", "--memcgs", "99999"][..], "--memcgs <LIST>"),
         (
-            &["bench", "--scenarios", "seed999"][..],
+            &["bench", "--scenarios", "Seed001"][..],
             "--scenarios <LIST>",
         ),
     ] {
@@ -486,6 +486,16 @@ fn bad_bench_options() {
     let msg = refused(["bench", "--rounds", "0"]);
     assert!(
         msg.starts_with("invalid value '0' for '--rounds <N>': not accepted (expected 1..=100"),
+        "{msg}"
+    );
+    // A well-formed name the catalog lacks is refused before booting, with the names there
+    // are.
+    let msg = refused(["bench", "--scenarios", "limit,seed999"]);
+    assert!(
+        msg.starts_with(
+            "invalid value 'limit,seed999' for '--scenarios <LIST>': no scenario `seed999` \
+             (there are: seed001-faultfree, "
+        ),
         "{msg}"
     );
 }

@@ -28,8 +28,13 @@ fn bad_bench_values_name_the_key() {
             "bad value `2,1` for `bench_cpus`",
         ),
         (
+            "run=bench scenarios=seed001-faultfree,Bogus",
+            "bad value `seed001-faultfree,Bogus` for `scenarios`",
+        ),
+        // Well formed, but not in the catalog: the benchmark's request refuses it.
+        (
             "run=bench scenarios=seed001-faultfree,bogus",
-            "bad value `seed001-faultfree,bogus` for `scenarios`",
+            "bad command line: scenarios: no scenario `bogus` (there are: seed001-faultfree, ",
         ),
         (
             "run=bench rounds=6",

@@ -67,6 +67,9 @@ use mm::context::{StatPath, VmConfig};
 use mm::object::ObjectKind;
 use mm::vma::VmAreaA;
 
+mod entry;
+pub use entry::CATALOG;
+
 /// Pages faulted and freed per batch.
 pub const BATCH: u64 = 32;
 /// Pages in each CPU's anonymous region (one PTE table); batches walk it round robin.
@@ -217,7 +220,7 @@ impl<H: VmHost, P: Pn> FaultCoreInstance for FaultFree<'_, H, P> {
 
 impl<H: VmHost> BenchScenario for Seed001<'_, H> {
     fn name(&self) -> &'static str {
-        "seed001-faultfree"
+        CATALOG.name
     }
 
     fn instantiate<'a>(

@@ -74,6 +74,9 @@ use mm::context::VmConfig;
 use mm::object::ObjectKind;
 use mm::vma::VmAreaA;
 
+mod entry;
+pub use entry::CATALOG;
+
 /// Reads per batch.
 const BATCH: u64 = 32;
 /// What the readers read over memory.max (the seed: 24 x 128 MiB under 1 GiB).
@@ -246,7 +249,7 @@ impl<H: VmHost, P: Pn> FaultCoreInstance for Refault<'_, H, P> {
 
 impl<H: VmHost> BenchScenario for Seed000<'_, H> {
     fn name(&self) -> &'static str {
-        "seed000-refault"
+        CATALOG.name
     }
 
     fn instantiate<'a>(

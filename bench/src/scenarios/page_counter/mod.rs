@@ -72,6 +72,9 @@ use memcg::page_counter_802f1d::{
     self as layouts, PageCounter802f1d, PageCounterLayout, PageCounterV511, Walk,
 };
 
+mod entry;
+pub use entry::CATALOG;
+
 /// Pages per batch.
 pub const BATCH: u64 = 64;
 
@@ -476,7 +479,7 @@ impl<'h, H: VmHost> PageCounterRelayout<'h, H> {
 
 impl<H: VmHost> BenchScenario for PageCounterRelayout<'_, H> {
     fn name(&self) -> &'static str {
-        "page-counter-802f1d"
+        CATALOG.name
     }
 
     fn instantiate<'a>(

@@ -58,6 +58,9 @@ use mm::context::VmConfig;
 use mm::lock_classes::VmRefcntWord;
 use mm::vma::{VmArea, VmAreaA, VmAreaB};
 
+mod entry;
+pub use entry::CATALOG;
+
 /// Faults per batch.
 pub const BATCH: u64 = 64;
 /// Pages in each CPU's slice (8 MiB: four PTE tables).
@@ -180,7 +183,7 @@ impl<H: VmHost, V: VmArea + 'static> FaultCoreInstance for Pft<'_, H, V> {
 
 impl<H: VmHost> BenchScenario for Seed003<'_, H> {
     fn name(&self) -> &'static str {
-        "seed003-pft"
+        CATALOG.name
     }
 
     fn instantiate<'a>(

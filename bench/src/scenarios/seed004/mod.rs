@@ -71,6 +71,9 @@ use mm::context::VmConfig;
 use mm::object::ObjectKind;
 use mm::vma::VmAreaA;
 
+mod entry;
+pub use entry::CATALOG;
+
 /// Pages of each memcg's file (4 MiB).
 pub const FILE_PAGES: u64 = 1024;
 /// memory.max of each memcg, pages: three quarters of its file.
@@ -262,7 +265,7 @@ impl<H: VmHost> FaultCoreInstance for ReadTwice<'_, H> {
 
 impl<H: VmHost> BenchScenario for Seed004<'_, H> {
     fn name(&self) -> &'static str {
-        "seed004-readtwice"
+        CATALOG.name
     }
 
     fn instantiate<'a>(

@@ -49,6 +49,9 @@ use mm::context::VmConfig;
 use mm::pgtable::Mmu;
 use mm::vma::VmAreaA;
 
+mod entry;
+pub use entry::CATALOG;
+
 /// The request every CPU writes (the seed's).
 pub const REQUEST: &str = "1024M swappiness=0";
 
@@ -297,7 +300,7 @@ impl<H: VmHost> FaultCoreInstance for Reclaim<'_, H> {
 
 impl<H: VmHost> BenchScenario for Seed002<'_, H> {
     fn name(&self) -> &'static str {
-        "seed002-reclaim"
+        CATALOG.name
     }
 
     fn instantiate<'a>(
