@@ -81,6 +81,60 @@ fn the_scenario_table_is_generated_from_the_catalog() {
     );
 }
 
+/// Every catalog scenario has its paragraph under "The scenarios" (`- **`name`**`), in table
+/// order, and every paragraph there is a catalog scenario's: adding an experiment's entry
+/// without its description, or leaving a removed one's, fails.
+#[test]
+fn every_scenario_has_its_paragraph_and_every_paragraph_a_scenario() {
+    let text = readme();
+    let start = text
+        .find("### The scenarios\n")
+        .expect("a section on the scenarios");
+    let section = &text[start..];
+    let section = &section[..section[4..].find("\n#").map_or(section.len(), |e| e + 4)];
+    let described: Vec<&str> = section
+        .lines()
+        .filter_map(|l| l.strip_prefix("- **`"))
+        .filter_map(|l| l.split('`').next())
+        .collect();
+    let catalog: Vec<&str> = bench::catalog::SCENARIOS.iter().map(|s| s.name).collect();
+    assert_eq!(
+        described, catalog,
+        "README's paragraphs against the catalog"
+    );
+}
+
+/// docs/design.md's premise table has a row per experiment (by its catalog name, or the
+/// seed's short name before the first `-`), and no row for anything else.
+#[test]
+fn the_design_premise_table_has_a_row_per_experiment() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/design.md");
+    let text = std::fs::read_to_string(path).expect("docs/design.md");
+    let head = "| scenario | premise | where counted |\n|---|---|---|\n";
+    let start = text.find(head).expect("the premise table") + head.len();
+    let rows: Vec<&str> = text[start..]
+        .lines()
+        .take_while(|l| l.starts_with('|'))
+        .filter_map(|l| l.split('|').nth(1).map(str::trim))
+        .collect();
+    let experiments = bench::catalog::SCENARIOS
+        .iter()
+        .filter(|s| s.name != bench::catalog::LIMIT);
+    let mut want = Vec::new();
+    for s in experiments {
+        let short = s.name.split('-').next().unwrap_or(s.name);
+        let row = rows
+            .iter()
+            .find(|r| **r == s.name || (short.starts_with("seed") && **r == short))
+            .unwrap_or_else(|| panic!("docs/design.md's premise table lacks {}", s.name));
+        want.push(*row);
+    }
+    let mut rows = rows;
+    rows.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(rows, want, "a premise-table row for no experiment");
+}
+
 #[test]
 fn quick_start_is_two_commands() {
     let text = readme();
