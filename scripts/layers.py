@@ -7,7 +7,10 @@ A crate may name another workspace crate (in [dependencies], [dev-dependencies],
 layer: imports run down, never up or sideways, so a reader can take the layers in order
 and each is understood from the ones below it. The table is the one docs/design.md opens
 with; a crate missing from it, or a workspace member the table does not list, is an error
-too, so a new crate has to be placed before it lands.
+too, so a new crate has to be placed before it lands. The two places a reader sees the
+crates listed, the workspace's `members` and the README's "Workspace layout" tree, must
+list every crate bottom to top (never a crate before one of a lower layer): folders on disk
+sort alphabetically, so that tree is the folder tree read in dependency order.
 
     scripts/layers.py            # check; prints the layers and exits 1 on a violation
     scripts/layers.py --graph    # also every crate's workspace dependencies
@@ -47,6 +50,39 @@ def dep_tables(m):
                 yield f"target.{target}.{key}", t[key]
 
 
+def readme_tree():
+    """The crate folders the README's "Workspace layout" tree lists, in its order."""
+    with open(os.path.join(ROOT, "README.md")) as f:
+        text = f.read()
+    start = text.find("## Workspace layout")
+    if start < 0:
+        return []
+    block = text[start:].split("```", 2)
+    if len(block) < 3:
+        return []
+    folders = []
+    for line in block[1].splitlines():
+        word = line.split(" ", 1)[0]
+        if word.endswith("/"):
+            folders.append(word.rstrip("/"))
+    return folders
+
+
+def order_problems(where, listed, layer_of):
+    """Problems with `listed` (crate folders, other folders ignored) as a bottom-to-top list:
+    a crate listed after one of a higher layer, or a crate not listed at all."""
+    out = []
+    crates = [f for f in listed if f in layer_of]
+    for a, b in zip(crates, crates[1:]):
+        if layer_of[b] < layer_of[a]:
+            out.append(f"{where} lists {b} (layer {layer_of[b]}) after {a} (layer {layer_of[a]}): "
+                       "list the crates bottom to top")
+    for f in layer_of:
+        if f not in crates:
+            out.append(f"{where} does not list {f}")
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--graph", action="store_true", help="print every crate's workspace dependencies")
@@ -69,6 +105,9 @@ def main():
     for folder in layer_of:
         if folder not in members:
             problems.append(f"{folder} is in LAYERS but not a workspace member")
+
+    problems += order_problems("Cargo.toml's workspace members", members, layer_of)
+    problems += order_problems("README.md's Workspace layout", readme_tree(), layer_of)
 
     for i, (title, folders) in enumerate(LAYERS):
         print(f"{i} {title}: {', '.join(folders)}")
