@@ -3,7 +3,7 @@
 //! One list, `registered!`, names every scenario: one line each, its module and its
 //! provider type (`seed001::Seed001`). From it, this module declares the scenario modules
 //! and lists their catalog entries in [`CATALOG`] (`crate::catalog::SCENARIOS`), and
-//! [`mod@registry`] adds the providers to every platform's registry, so a scenario added
+//! [`providers`] adds the providers to every platform's registry, so a scenario added
 //! there runs in the kernel (`kx bench`) and under `kx bench --host` alike; the summary,
 //! the tables, the verdicts and the README's scenario table follow from its entry.
 //!
@@ -31,7 +31,7 @@
 
 /// THE registration: one line per scenario, `module::Provider` (see the module doc and
 /// docs/experiments.md). Hands the list to the macro `$then`: here `declare` declares the
-/// modules and lists their catalog entries; [`mod@registry`] adds their providers.
+/// modules and lists their catalog entries; [`providers`] adds their providers.
 macro_rules! registered {
     ($then:ident) => {
         $then! {
@@ -60,12 +60,12 @@ registered!(declare);
 
 pub mod fault_core;
 pub mod limit;
-pub mod registry;
+pub mod providers;
 pub mod soft_floor;
 #[cfg(test)]
 pub(crate) mod tests;
 
-pub use registry::{floor_only, registry};
+pub use providers::{floor_only, registry};
 
 // `abi`'s type, not `crate::catalog`'s re-export: the catalog lists these entries.
 use abi::catalog::Scenario;
