@@ -53,7 +53,12 @@ fn bad_arguments_exit_with_usage() {
         ),
         (
             &["bench", "--scenarios", "seed9"][..],
-            "invalid value 'seed9' for '--scenarios <LIST>': not accepted",
+            "invalid value 'seed9' for '--scenarios <LIST>': no scenario `seed9` (there are: \
+             seed001-faultfree, ",
+        ),
+        (
+            &["bench", "--scenarios", "Seed9"][..],
+            "invalid value 'Seed9' for '--scenarios <LIST>': not accepted",
         ),
         (
             &["bench", "--rounds"][..],
