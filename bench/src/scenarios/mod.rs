@@ -1,8 +1,8 @@
 //! The scenarios, platform neutral, and THE table the engine runs them from.
 //!
-//! One list, `registered!`, names every scenario: one line each, its module and its
-//! provider type (`seed001::Seed001`). From it, this module declares the scenario modules
-//! and lists their catalog entries in [`CATALOG`] (`crate::catalog::SCENARIOS`), and
+//! Each experiment is a module declared here, and one list, `registered!`, names every
+//! one: a line each, its module and its provider type (`seed001::Seed001`). From it, this
+//! module lists their catalog entries in [`CATALOG`] (`crate::catalog::SCENARIOS`), and
 //! [`providers`] adds the providers to every platform's registry, so a scenario added
 //! there runs in the kernel (`kx bench`) and under `kx bench --host` alike; the summary,
 //! the tables, the verdicts and the README's scenario table follow from its entry.
@@ -29,9 +29,19 @@
 //! `page-counter-802f1d` (Linux commit 802f1d522d5f, built by following the guide) runs
 //! hierarchical charges in both `page_counter` layouts.
 
-/// THE registration: one line per scenario, `module::Provider` (see the module doc and
-/// docs/experiments.md). Hands the list to the macro `$then`: here `declare` declares the
-/// modules and lists their catalog entries; [`providers`] adds their providers.
+// The experiments, one module each (declared plainly, so that cargo fmt and cargo-mutants,
+// which follow `mod` items, reach them).
+pub mod page_counter;
+pub mod seed000;
+pub mod seed001;
+pub mod seed002;
+pub mod seed003;
+pub mod seed004;
+
+/// THE registration: one line per experiment, `module::Provider`, in table order (see the
+/// module doc and docs/experiments.md). Hands the list to the macro `$then`: here
+/// `catalog` lists the experiments' entries; [`providers`] adds their providers. A module
+/// above with a catalog entry but no line here fails `every_experiment_module_is_registered`.
 macro_rules! registered {
     ($then:ident) => {
         $then! {
@@ -45,21 +55,20 @@ macro_rules! registered {
     };
 }
 
-/// Declares each registered scenario's module and [`CATALOG`]: their entries in
-/// registration order, then the `limit` floor's.
-macro_rules! declare {
+/// [`CATALOG`]: the registered experiments' entries in registration order, then the
+/// `limit` floor's.
+macro_rules! catalog {
     ($($module:ident :: $provider:ident),+ $(,)?) => {
-        $(pub mod $module;)+
-
         /// Every scenario's catalog entry, in table order ([`crate::catalog::SCENARIOS`]).
         pub const CATALOG: &[Scenario] = &[$($module::CATALOG,)+ limit::CATALOG];
     };
 }
 
-registered!(declare);
+registered!(catalog);
 
 pub mod fault_core;
 pub mod limit;
+// After `registered!`, which it uses (a `macro_rules!` is in scope below its definition).
 pub mod providers;
 pub mod soft_floor;
 #[cfg(test)]
@@ -75,6 +84,39 @@ mod registration {
     use super::*;
     use crate::catalog;
     use crate::engine::Storage;
+
+    /// Every experiment module (a folder here with an `entry.rs`) is declared and registered:
+    /// its entry's name is in the catalog, so a module whose `registered!` line was
+    /// forgotten fails here rather than never running.
+    #[test]
+    fn every_experiment_module_is_registered() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/scenarios");
+        let mut found = 0;
+        for e in std::fs::read_dir(dir).expect("the scenarios folder") {
+            let path = e.expect("an entry").path();
+            let entry = path.join("entry.rs");
+            if !entry.is_file() {
+                continue;
+            }
+            found += 1;
+            let text = std::fs::read_to_string(&entry).expect("entry.rs");
+            let name = text
+                .split("name: \"")
+                .nth(1)
+                .and_then(|t| t.split('"').next())
+                .unwrap_or_else(|| panic!("{}: no `name: \"...\"`", entry.display()));
+            assert!(
+                catalog::scenario(name).is_some(),
+                "{}: `{name}` is not registered (add its line to `registered!`)",
+                path.display()
+            );
+        }
+        assert_eq!(
+            found,
+            catalog::SCENARIOS.len() - 1,
+            "every experiment but `limit`"
+        );
+    }
 
     /// The registration and the catalog agree: every catalog experiment has exactly one
     /// line in `registered!` (so the kernel and `--host` run it), every line names a
