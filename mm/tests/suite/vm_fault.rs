@@ -799,9 +799,18 @@ fn reclaim_unmaps_and_evicts_a_mapped_file_page() {
         m.flush_stats();
         m.memory_stat(lru::NodeStatItem::NrFilePages)
     };
-    assert_eq!(file_pages(), 1);
+    let file_mapped = || {
+        m.flush_stats();
+        m.memory_stat(lru::NodeStatItem::NrFileMapped)
+    };
+    assert_eq!((file_pages(), file_mapped()), (1, 1));
     assert_eq!(m.memory_reclaim_write(0, "4K").unwrap(), 1);
     assert_eq!(file_pages(), 0, "an evicted page is no longer a file page");
+    assert_eq!(
+        file_mapped(),
+        0,
+        "unmapping it through the reverse map unaccounts it"
+    );
     assert!(!w.vm.pte_present(&mm, VA), "unmapped before it was freed");
     assert_eq!(w.vm.counters().total(VmEvent::Evicted), 1);
     let c = w.vm.check(0, &[&*mm], &[obj]).unwrap();
