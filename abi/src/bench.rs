@@ -1,9 +1,10 @@
 //! The benchmark's command-line keys (`run=bench` only), parsed into a [`BenchConfig`].
 //!
 //! `scenarios=all|NAME[,NAME...]` (names of lowercase letters, digits and `-`, no repeats;
-//! whether each names a scenario is the benchmark's to say: see [`crate::catalog`]), `bench_cpus=1,2,4` (each
-//! 1..=[`crate::cmdline::MAX_CPUS`], strictly increasing), `rounds=1..=100` (a multiple of
-//! `instances=`), `instances=1..=16` (instances of each variant per point, each built afresh),
+//! whether each names a scenario is the benchmark's to say: see [`crate::catalog`]),
+//! `bench_cpus=1,2,4` (each 1..=[`crate::cmdline::MAX_CPUS`], strictly increasing),
+//! `rounds=1..=100` (a multiple of `instances=`), `instances=1..=16` (instances of each
+//! variant per point, each built afresh),
 //! `seconds=0.01..=3600` (per run, decimal with up to six fractional digits), `memcgs=N,...`
 //! (seed002's memcg counts, each 1..=16384, strictly increasing), `quick=0|1`,
 //! `ci_width=0.01..=100` (percent, two decimals: the interval half-width to add rounds for)

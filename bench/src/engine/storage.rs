@@ -13,7 +13,8 @@
 //! keeps outlives the context it borrows.
 //!
 //! What stays until the point ends: each context's own structure (its hierarchy's root,
-//! node data and per-CPU batches, a few KiB), not what the context manages. An instance's
+//! id table, node data and per-CPU batches: 197 KiB for seed002's 1,564-memcg context,
+//! measured on the host), not what the context manages. An instance's
 //! teardown ([`crate::vm::Ctx::shutdown`]) unmaps its address spaces, frees its pages,
 //! offlines and reaps its memcgs (and with the last of them their per-node slab chunks)
 //! and checks that nothing is left charged or cached, block by block, as before.
