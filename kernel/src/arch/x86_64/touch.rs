@@ -24,6 +24,10 @@
 //! An address inside the slot but outside every registered region is still fatal, like any
 //! kernel fault on an address nobody owns.
 //!
+//! The routines use no vector register, and nothing else may be placed between
+//! `kx_touch_text_start` and `kx_touch_text_end`: trap entry ([`super::trap`]) saves no XMM
+//! register for a trap taken there.
+//!
 //! The routines hold no locks and run with the caller's interrupt state; a region fault needs
 //! interrupts enabled (see [`super::fault`]), so callers must touch with IF set and without
 //! holding any lock the fault path takes.
@@ -141,8 +145,8 @@ unsafe extern "C" {
     fn kx_touch_write_u64(addr: u64, value: u64) -> TouchRet;
     fn kx_touch_fill_page(addr: u64, value: u64) -> TouchRet;
     fn kx_touch_sum_page(addr: u64) -> TouchRet;
-    static kx_touch_text_start: u8;
-    static kx_touch_text_end: u8;
+    pub(super) static kx_touch_text_start: u8;
+    pub(super) static kx_touch_text_end: u8;
 }
 
 /// `[start, end)` of the routines' code (every exception-table entry points into it).

@@ -3,15 +3,23 @@
 //! `abi_x86_interrupt` is nightly-only, so entry is hand-written: each vector's stub (16
 //! bytes, generated with `.rept`) pushes a zero error code when the CPU does not push one and
 //! its vector number, then jumps to `trap_common`, a naked function that saves the general
-//! registers and the sixteen XMM registers (the compiler uses SSE for floats and for moving
-//! data, and an interrupted computation must not see its registers change), calls
-//! [`trap_dispatch`] with a pointer to the [`TrapFrame`], restores and `iretq`s. Only the
-//! XMM registers are saved, not the whole `fxsave64` image: the kernel is built for the
-//! x86_64 baseline (SSE2, no AVX, so no upper YMM halves), never executes x87 instructions
-//! (Rust's `f32`/`f64` are SSE) and never changes MXCSR, so the rest of the FPU state cannot
-//! differ between the interrupted code and the handler. Under TCG `fxsave64`/`fxrstor64`
-//! are helpers that copy 512 bytes each, on every page fault. Stubs are installed with the `x86_64` crate's
-//! `set_handler_addr`.
+//! registers and, unless the trap came from the touch routines, the sixteen XMM registers
+//! (the compiler uses SSE for floats and for moving data, and an interrupted computation must
+//! not see its registers change), calls [`trap_dispatch`] with a pointer to the
+//! [`TrapFrame`], restores and `iretq`s. Only the XMM registers are saved, not the whole
+//! `fxsave64` image: the kernel is built for the x86_64 baseline (SSE2, no AVX, so no upper
+//! YMM halves), never executes x87 instructions (Rust's `f32`/`f64` are SSE) and never
+//! changes MXCSR, so the rest of the FPU state cannot differ between the interrupted code and
+//! the handler. Under TCG `fxsave64`/`fxrstor64` are helpers that copy 512 bytes each.
+//!
+//! A trap whose RIP lies in the touch routines' code ([`super::touch`], the only code that
+//! accesses the address-space slot, so every region fault) skips the 32 `movdqa`: those
+//! routines are C-ABI functions that use no vector register, and the System V ABI makes all
+//! sixteen XMM registers caller-saved, so no caller keeps a value in one across the call and
+//! none is live when the routine faults. That is the page-fault entry Linux has for user
+//! faults (whose vector state the kernel never touches): the general registers, the frame and
+//! `iretq`. It costs a range check on RIP (7 instructions) on every trap. Stubs are
+//! installed with the `x86_64` crate's `set_handler_addr`.
 //!
 //! A vector with a registered handler ([`register`]) returns to the interrupted code; any
 //! other vector is fatal: it is printed (vector, error code, RIP, CR2 for #PF) and the kernel
@@ -171,6 +179,15 @@ unsafe extern "C" fn trap_common() {
         "push r14",
         "push r15",
         "mov rbx, rsp",
+        // The interrupted RIP (above the 15 registers, the vector and the error code):
+        // inside the touch routines no vector register is live, go to 3.
+        "mov rax, [rbx + 136]",
+        "lea rcx, [rip + {touch_start}]",
+        "sub rax, rcx",
+        "lea rdx, [rip + {touch_end}]",
+        "sub rdx, rcx",
+        "cmp rax, rdx",
+        "jb 3f",
         "sub rsp, 256",
         "and rsp, -16",
         "movdqa [rsp + 0], xmm0",
@@ -208,6 +225,13 @@ unsafe extern "C" fn trap_common() {
         "movdqa xmm13, [rsp + 208]",
         "movdqa xmm14, [rsp + 224]",
         "movdqa xmm15, [rsp + 240]",
+        "jmp 4f",
+        "3:",
+        "and rsp, -16",
+        "mov rdi, rbx",
+        "cld",
+        "call {dispatch}",
+        "4:",
         "mov rsp, rbx",
         "pop r15",
         "pop r14",
@@ -227,6 +251,8 @@ unsafe extern "C" fn trap_common() {
         "add rsp, 16",
         "iretq",
         dispatch = sym trap_dispatch,
+        touch_start = sym super::touch::kx_touch_text_start,
+        touch_end = sym super::touch::kx_touch_text_end,
     );
 }
 
