@@ -121,7 +121,7 @@ impl<C: LockClass> TicketLock<C> {
     /// Takes the lock, spinning in ticket order.
     ///
     /// The uncontended path is the `lock xadd`, one compare and the statistics (when on):
-    /// the wait, with its clock reads, is out of line ([`Self::wait_for`]), so the common
+    /// the wait, with its clock reads, is out of line (`wait_for`), so the common
     /// case saves no registers for it.
     #[inline]
     pub fn acquire(&self) {

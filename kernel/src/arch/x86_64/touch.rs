@@ -145,8 +145,8 @@ unsafe extern "C" {
     fn kx_touch_write_u64(addr: u64, value: u64) -> TouchRet;
     fn kx_touch_fill_page(addr: u64, value: u64) -> TouchRet;
     fn kx_touch_sum_page(addr: u64) -> TouchRet;
-    pub(super) static kx_touch_text_start: u8;
-    pub(super) static kx_touch_text_end: u8;
+    static kx_touch_text_start: u8;
+    static kx_touch_text_end: u8;
 }
 
 /// `[start, end)` of the routines' code (every exception-table entry points into it).

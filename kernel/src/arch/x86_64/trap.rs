@@ -158,6 +158,11 @@ trap_stubs_start:
 
 unsafe extern "C" {
     static trap_stubs_start: u8;
+    // The bounds of the touch routines' code, labels that `super::touch` defines around them
+    // (a link-level contract, as Linux's entry code reads linker-defined section bounds):
+    // only the addresses are used.
+    static kx_touch_text_start: u8;
+    static kx_touch_text_end: u8;
 }
 
 #[unsafe(naked)]
@@ -251,8 +256,8 @@ unsafe extern "C" fn trap_common() {
         "add rsp, 16",
         "iretq",
         dispatch = sym trap_dispatch,
-        touch_start = sym super::touch::kx_touch_text_start,
-        touch_end = sym super::touch::kx_touch_text_end,
+        touch_start = sym kx_touch_text_start,
+        touch_end = sym kx_touch_text_end,
     );
 }
 
