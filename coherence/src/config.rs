@@ -22,6 +22,11 @@ pub struct Config {
     pub sockets: u32,
     /// Hot lines reported per run and unit size (`top=`, default 16).
     pub top: usize,
+    /// Model the caches (`model=on|off`, default on). Off, the plugin only counts: each
+    /// window's instructions, stores and locked RMWs (it registers store callbacks only, for
+    /// the marks and the RMWs, so loads are not seen and stay 0), at a fraction of the
+    /// model's cost: `kx bench`'s per-variant cost boot.
+    pub model: bool,
 }
 
 impl Config {
@@ -36,6 +41,7 @@ impl Config {
             pairs: true,
             sockets: 1,
             top: 16,
+            model: true,
         }
     }
 
@@ -85,10 +91,17 @@ impl Config {
                     }
                 }
                 "top" => c.top = num(v)? as usize,
+                "model" => {
+                    c.model = match v {
+                        "on" => true,
+                        "off" => false,
+                        _ => return Err(format!("model={v}: give on or off")),
+                    }
+                }
                 _ => {
                     return Err(format!(
                         "unknown argument `{a}` (known: mark, out, cache_kib, ways, pairs, \
-                         sockets, top)"
+                         sockets, top, model)"
                     ));
                 }
             }
@@ -112,12 +125,16 @@ impl Config {
             format!("pairs={}", if self.pairs { "on" } else { "off" }),
             format!("sockets={}", self.sockets),
             format!("top={}", self.top),
+            format!("model={}", if self.model { "on" } else { "off" }),
         ]
     }
 
-    /// The unit sizes modelled: 64, and 128 with pairs on.
+    /// The unit sizes modelled: 64, and 128 with pairs on; none with the model off.
     #[must_use]
     pub fn geometries(&self) -> Vec<Geometry> {
+        if !self.model {
+            return Vec::new();
+        }
         let g = |line_bytes| Geometry {
             line_bytes,
             cache_kib: self.cache_kib,
@@ -140,6 +157,7 @@ mod tests {
         let mut c = Config::new(0x20_0000, "/tmp/x y.jsonl".into());
         c.pairs = false;
         c.sockets = 2;
+        c.model = false;
         let args = c.to_args();
         assert_eq!(Config::parse(args.iter().map(String::as_str)), Ok(c));
     }
@@ -155,5 +173,6 @@ mod tests {
         assert!(p(&["mark=0x1000", "out=/x", "cache_kib=1000"]).contains("power-of-two"));
         assert!(p(&["mark=0x1000", "mark=0x2000"]).contains("twice"));
         assert!(p(&["mark"]).contains("key=value"));
+        assert!(p(&["mark=0x1000", "out=/x", "model=maybe"]).contains("on or off"));
     }
 }

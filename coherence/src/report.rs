@@ -27,7 +27,8 @@ pub struct Header {
     pub cache_kib: u64,
     /// Ways per set.
     pub ways: usize,
-    /// The coherence units modelled side by side (64, and 128 with pairs on).
+    /// The coherence units modelled side by side (64, and 128 with pairs on); empty with
+    /// `model=off`, where the plugin sees stores only and every run's `loads` are 0.
     pub line_bytes: Vec<u64>,
 }
 

@@ -69,6 +69,8 @@ pub struct Info {
 
 /// `enum qemu_plugin_cb_flags`: `QEMU_PLUGIN_CB_NO_REGS`.
 pub const CB_NO_REGS: c_int = 0;
+/// `enum qemu_plugin_mem_rw`: `QEMU_PLUGIN_MEM_W`.
+pub const MEM_W: c_int = 2;
 /// `enum qemu_plugin_mem_rw`: `QEMU_PLUGIN_MEM_RW`.
 pub const MEM_RW: c_int = 3;
 

@@ -17,6 +17,10 @@
 //! time the callback asks QEMU for the access's physical address (I/O accesses are left
 //! out) and calls `coherence::Tracker::access`.
 //!
+//! With `model=off` (`kx bench`'s cost boot) the memory callbacks are registered for stores
+//! only: enough for the marks (stores) and the locked RMWs (counted on their store), and the
+//! loads, most of a kernel's accesses, cost no callback.
+//!
 //! Licence: the workspace's (MIT OR Apache-2.0); the FFI declarations in `ffi.rs` are written
 //! from the API's documentation, not taken from a GPL crate.
 //!
@@ -37,6 +41,9 @@ use std::sync::OnceLock;
 pub static qemu_plugin_version: c_int = 1;
 
 static TRACKER: OnceLock<Tracker> = OnceLock::new();
+
+/// Which accesses get a memory callback: `MEM_RW` with the model, `MEM_W` without.
+static MEM_FILTER: OnceLock<c_int> = OnceLock::new();
 
 /// Bit flipped in an instruction's (canonical) address to mark a locked RMW: bits 48-63 of
 /// a canonical address are equal, so a flipped bit 56 is never an address.
@@ -116,6 +123,14 @@ fn install(id: PluginId, info: &Info, args: &[String]) -> Result<(), String> {
     TRACKER
         .set(tracker)
         .map_err(|_| "loaded twice".to_string())?;
+    let filter = if config.model {
+        ffi::MEM_RW
+    } else {
+        ffi::MEM_W
+    };
+    MEM_FILTER
+        .set(filter)
+        .map_err(|_| "loaded twice".to_string())?;
     // SAFETY: registering callbacks with this plugin's id, as the API expects from install.
     unsafe {
         ffi::qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);
@@ -131,6 +146,7 @@ extern "C" fn at_exit(_id: PluginId, _udata: *mut c_void) {
 }
 
 extern "C" fn tb_trans(_id: PluginId, tb: *mut Tb) {
+    let filter = MEM_FILTER.get().copied().unwrap_or(ffi::MEM_RW);
     // SAFETY: QEMU passes a valid block for the duration of the translation callback; its
     // instructions and their bytes stay valid during it.
     unsafe {
@@ -156,7 +172,7 @@ extern "C" fn tb_trans(_id: PluginId, tb: *mut Tb) {
                 insn,
                 mem,
                 ffi::CB_NO_REGS,
-                ffi::MEM_RW,
+                filter,
                 udata as *mut c_void,
             );
         }
