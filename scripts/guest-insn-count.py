@@ -7,7 +7,9 @@ seconds=SECS`), with QEMU logging each translated block's disassembly and each b
 execution (`-d in_asm,exec,nochain`, streamed through a pipe, never written to disk). The
 measured window is what runs between an execution of `kx_measured_window_begin` and the next of
 `kx_measured_window_end` (kernel/src/bench/window.rs: where the engine starts and stops a
-CPU's hardware counters, so the window a PMU counts on real hardware). For each window it
+CPU's hardware counters, so the window a PMU counts on real hardware), less what runs between
+an execution of `kx_measured_window_pause` and the next of `kx_measured_window_resume` (the
+untimed work the engine runs with the CPU's clock paused: pft's unmap). For each window it
 sums, over the blocks executed in it:
   insn   guest instructions
   calls  call instructions (each one a call/return pair)
@@ -118,7 +120,7 @@ def kind(mnemonic, operands):
 CALL_TARGET = re.compile(r"^(0x[0-9a-f]+)$")
 
 
-def count_windows(log, begin, end):
+def count_windows(log, begin, end, pause, resume):
     """Per window: ([insn, call, lock, div] summed over the blocks executed in it, Counter
     of call targets: an address, or ("site", address of the call) for an indirect call,
     Counter of instructions by block start, Counter of locked RMWs by their address)."""
@@ -133,13 +135,21 @@ def count_windows(log, begin, end):
     open_t = None
     open_b = None
     open_l = None
+    paused = False
     for line in log:
         if line.startswith("Trace "):
             m = TRACE.match(line)
             if not m:
                 continue
             pc = int(m.group(1), 16)
+            if pc == pause:
+                paused = True
+                continue
+            if pc == resume:
+                paused = False
+                continue
             if pc == begin:
+                paused = False
                 open_w = [0, 0, 0, 0]
                 open_t = Counter()
                 open_b = Counter()
@@ -150,7 +160,7 @@ def count_windows(log, begin, end):
                     windows.append((open_w, open_t, open_b, open_l))
                 open_w = None
                 continue
-            if open_w is not None:
+            if open_w is not None and not paused:
                 b = blocks.get(pc)
                 if b is None:
                     die(7, f"block {pc:#x} executed before its disassembly was logged")
@@ -280,6 +290,8 @@ def main():
         die(3, f"{elf64} not found")
     begin = symbol(elf64, "kx_measured_window_begin")
     end = symbol(elf64, "kx_measured_window_end")
+    pause = symbol(elf64, "kx_measured_window_pause")
+    resume = symbol(elf64, "kx_measured_window_resume")
     tmp = tempfile.mkdtemp(prefix="guest-insn-count.")
     elf32 = os.path.join(tmp, "kernel32.elf")
     subprocess.run(["objcopy", "-O", "elf32-i386", elf64, elf32], check=True)
@@ -294,7 +306,7 @@ def main():
     for sc, runs in wanted.items():
         qemu, timer, fifo, serial, btmp = boot(a, elf32, sc)
         with open(fifo, errors="replace") as log:
-            windows = count_windows(log, begin, end)
+            windows = count_windows(log, begin, end, pause, resume)
         qemu.wait()
         timer.cancel()
         err = qemu.stderr.read().decode(errors="replace")

@@ -13,7 +13,11 @@
 //! [`RUN_BEGIN`] is stored once, by the CPU that starts the workers, before any of them
 //! opens its window; [`RUN_END`] after every worker returned. Inside a run each worker CPU
 //! stores [`WINDOW_BEGIN`] right before its first measured operation and [`WINDOW_END`]
-//! after its last: the plugin counts only what a vCPU does between its own two marks. Runs
+//! after its last: the plugin counts only what a vCPU does between its own two marks.
+//! Inside its window a worker stores [`WINDOW_PAUSE`] before work the seed's benchmark does
+//! not time (pft's unmap, done with the worker's clock paused) and [`WINDOW_RESUME`] after
+//! it: the plugin keeps modelling that work's accesses (they move lines) but counts none of
+//! it for the vCPU. Runs
 //! are numbered by the plugin in the order their [`RUN_BEGIN`]s arrive, so the n-th run the
 //! plugin reports is the n-th `run` record on serial.
 //!
@@ -31,6 +35,10 @@ pub const WINDOW_BEGIN: u64 = 0x040;
 pub const WINDOW_END: u64 = 0x080;
 /// The run ended (every worker returned).
 pub const RUN_END: u64 = 0x0c0;
+/// The storing vCPU starts untimed work inside its window: nothing it does counts.
+pub const WINDOW_PAUSE: u64 = 0x100;
+/// The storing vCPU's untimed work is done: it counts again.
+pub const WINDOW_RESUME: u64 = 0x140;
 
 /// What a store at `offset` into the mark page means.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,6 +51,10 @@ pub enum Mark {
     WindowEnd,
     /// [`RUN_END`].
     RunEnd,
+    /// [`WINDOW_PAUSE`].
+    WindowPause,
+    /// [`WINDOW_RESUME`].
+    WindowResume,
 }
 
 impl Mark {
@@ -54,6 +66,8 @@ impl Mark {
             WINDOW_BEGIN => Some(Mark::WindowBegin),
             WINDOW_END => Some(Mark::WindowEnd),
             RUN_END => Some(Mark::RunEnd),
+            WINDOW_PAUSE => Some(Mark::WindowPause),
+            WINDOW_RESUME => Some(Mark::WindowResume),
             _ => None,
         }
     }
@@ -66,6 +80,8 @@ impl Mark {
             Mark::WindowBegin => WINDOW_BEGIN,
             Mark::WindowEnd => WINDOW_END,
             Mark::RunEnd => RUN_END,
+            Mark::WindowPause => WINDOW_PAUSE,
+            Mark::WindowResume => WINDOW_RESUME,
         }
     }
 }
@@ -81,6 +97,8 @@ mod tests {
             Mark::WindowBegin,
             Mark::WindowEnd,
             Mark::RunEnd,
+            Mark::WindowPause,
+            Mark::WindowResume,
         ];
         for (i, m) in all.iter().enumerate() {
             assert_eq!(Mark::at(m.offset()), Some(*m));

@@ -6,7 +6,8 @@
 //! atomic helpers), or as a load and then a store (code translated without atomics): either
 //! way the model sees stores only, so the RMW is one RFO, and the RMW is counted once, on
 //! its store. Stores to the kernel's mark page (`abi::coherence`) begin and end
-//! runs and windows. Between runs nothing is modelled (one atomic load per access); a run
+//! runs and windows; a pause mark stops counting a vCPU (not modelling its accesses) until
+//! its resume mark, around work the benchmark does not time. Between runs nothing is modelled (one atomic load per access); a run
 //! begins with cold caches, so its counts are its own; while any window of the run is open
 //! every vCPU's accesses move lines in the model, and those of a vCPU inside its own window
 //! are counted. A run's report is written as one JSON line when its end mark arrives (or
@@ -47,6 +48,8 @@ pub struct Tracker {
 #[repr(align(128))]
 struct Slot {
     in_window: AtomicBool,
+    /// Inside its window, between a pause mark and the resume mark (untimed work).
+    paused: AtomicBool,
     loads: AtomicU64,
     stores: AtomicU64,
     rmws: AtomicU64,
@@ -74,6 +77,14 @@ struct HotAcc {
 struct RunState {
     next: u64,
     current: Option<(u64, Instant)>,
+}
+
+impl Slot {
+    /// Whether this vCPU's accesses and instructions count now: inside its window and not
+    /// paused.
+    fn counted(&self) -> bool {
+        self.in_window.load(Relaxed) && !self.paused.load(Relaxed)
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -141,7 +152,7 @@ impl Tracker {
         let Some(slot) = self.vcpus.get(vcpu as usize) else {
             return;
         };
-        let counted = slot.in_window.load(Relaxed);
+        let counted = slot.counted();
         if counted {
             let c = if store { &slot.stores } else { &slot.loads };
             c.store(c.load(Relaxed) + 1, Relaxed);
@@ -164,7 +175,7 @@ impl Tracker {
             return;
         }
         if let Some(slot) = self.vcpus.get(vcpu as usize)
-            && slot.in_window.load(Relaxed)
+            && slot.counted()
         {
             slot.insns.store(slot.insns.load(Relaxed) + n, Relaxed);
         }
@@ -209,6 +220,11 @@ impl Tracker {
                 run.current = Some((n, Instant::now()));
             }
             Mark::RunEnd => self.finish(&mut run, true),
+            Mark::WindowPause | Mark::WindowResume => {
+                if let Some(slot) = self.vcpus.get(vcpu as usize) {
+                    slot.paused.store(mark == Mark::WindowPause, Relaxed);
+                }
+            }
             Mark::WindowBegin | Mark::WindowEnd => {
                 let (Some((_, t0)), Some(slot)) = (run.current, self.vcpus.get(vcpu as usize))
                 else {
@@ -216,6 +232,7 @@ impl Tracker {
                 };
                 let now = t0.elapsed().as_nanos() as u64;
                 let open = mark == Mark::WindowBegin;
+                slot.paused.store(false, Relaxed);
                 if slot.in_window.swap(open, Relaxed) == open {
                     return;
                 }
@@ -265,6 +282,7 @@ impl Tracker {
             self.models.iter().map(|_| HashMap::new()).collect();
         for (v, slot) in self.vcpus.iter().enumerate() {
             slot.in_window.store(false, Relaxed);
+            slot.paused.store(false, Relaxed);
             let mut l = std::mem::take(&mut *lock(&slot.local));
             let acc = VcpuAccesses {
                 vcpu: v as u32,
@@ -354,7 +372,9 @@ fn top_lines(hot: HashMap<u64, HotAcc>, top: usize) -> Vec<HotLine> {
 mod tests {
     use super::*;
     use crate::report::read;
-    use abi::coherence::{RUN_BEGIN, RUN_END, WINDOW_BEGIN, WINDOW_END};
+    use abi::coherence::{
+        RUN_BEGIN, RUN_END, WINDOW_BEGIN, WINDOW_END, WINDOW_PAUSE, WINDOW_RESUME,
+    };
     use std::sync::Arc;
 
     const MARK: u64 = 0x10_0000;
@@ -467,6 +487,42 @@ mod tests {
         assert_eq!(
             r[0].vcpus[0].insns, 12,
             "the blocks vCPU 0 ran in its window"
+        );
+    }
+
+    #[test]
+    fn a_paused_window_is_modelled_but_counts_nothing() {
+        let (t, buf) = tracker(false);
+        mark(&t, 0, RUN_BEGIN);
+        mark(&t, 0, WINDOW_BEGIN);
+        mark(&t, 1, WINDOW_BEGIN);
+        t.executed(0, 10);
+        t.access(0, 0x7000, true, true, 0);
+        mark(&t, 0, WINDOW_PAUSE);
+        // vCPU 0's untimed work: 1000 instructions and a write to the line vCPU 1 reads
+        // next, none of it counted for vCPU 0, but the line it wrote moves to vCPU 1.
+        t.executed(0, 1000);
+        t.access(0, 0x7000, true, true, 0);
+        t.access(0, 0x8000, false, false, 0);
+        // vCPU 1 is not paused.
+        t.executed(1, 3);
+        t.access(1, 0x7000, false, false, 0);
+        mark(&t, 0, WINDOW_RESUME);
+        t.executed(0, 5);
+        mark(&t, 0, WINDOW_END);
+        mark(&t, 1, WINDOW_END);
+        mark(&t, 0, RUN_END);
+        let r = runs(&buf);
+        let v = |n: u32| r[0].vcpus.iter().find(|x| x.vcpu == n).unwrap();
+        assert_eq!(
+            (v(0).insns, v(0).rmws, v(0).stores, v(0).loads),
+            (15, 1, 1, 0)
+        );
+        assert_eq!((v(1).insns, v(1).loads), (3, 1));
+        assert_eq!(
+            r[0].models[0].total().read_hitm,
+            1,
+            "the paused vCPU's write still moved the line"
         );
     }
 

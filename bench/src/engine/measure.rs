@@ -13,7 +13,9 @@
 //!
 //! Work the seed's benchmark does not time ([`Instance::untimed`], pft's unmap) runs before a
 //! batch with the CPU's clock paused: its time is left out of the CPU's and its deadline
-//! moves by as much, and the run's counters carry it as `untimed_ns` (every CPU's sum).
+//! moves by as much, and the run's counters carry it as `untimed_ns` (every CPU's sum). The
+//! platform hears of it ([`super::BenchPlatform::untimed_begins`]/`untimed_ends`), so the
+//! counts of the CPU's window (the coherence plugin's) leave it out as well.
 //!
 //! Each CPU starts its hardware counters ([`super::BenchPlatform::pmu_start`]) right before
 //! its first clock reading and stops them after its last; the run keeps the counts only when
@@ -195,9 +197,12 @@ pub fn measure(
                 max_ops: target - done,
                 deadline_ns: deadline.saturating_add(paused),
             };
-            let t0 = platform.now_ns();
-            let untimed = inst.untimed(&ctx);
-            if let Ok(true) = untimed {
+            let mut untimed = Ok(());
+            if inst.untimed_due(&ctx) {
+                let t0 = platform.now_ns();
+                platform.untimed_begins(cpu);
+                untimed = inst.untimed(&ctx);
+                platform.untimed_ends(cpu);
                 paused += platform.now_ns().saturating_sub(t0);
             }
             let ctx = BatchCtx {
@@ -205,7 +210,7 @@ pub fn measure(
                 ..ctx
             };
             let result = match untimed {
-                Ok(_) => inst.run_batch(&ctx),
+                Ok(()) => inst.run_batch(&ctx),
                 Err(e) => Err(e),
             };
             let failed = match result {

@@ -88,6 +88,15 @@ pub trait BenchPlatform: Sync {
     /// See [`Self::run_begins`].
     fn run_ends(&self) {}
 
+    /// Called by CPU `cpu` on itself inside its measured window right before untimed work
+    /// ([`super::Instance::untimed`]), and [`Self::untimed_ends`] right after it: where the
+    /// kernel pauses the coherence plugin's counting of that CPU (`abi::coherence`). The
+    /// default does nothing.
+    fn untimed_begins(&self, _cpu: u32) {}
+
+    /// See [`Self::untimed_begins`].
+    fn untimed_ends(&self, _cpu: u32) {}
+
     /// Called by CPU `cpu` on itself right before its first batch of a run: zeroes and
     /// starts its hardware performance counters, where the platform has them (the kernel:
     /// the architectural PMU's fixed and LLC counters). The default counts nothing.

@@ -159,13 +159,21 @@ pub trait Instance: Sync {
         Ok(())
     }
 
-    /// Work a CPU must do before its next batch that the seed's benchmark does not time
-    /// (pft's unmap between its timed fault phases). The engine calls it before every batch
-    /// and keeps its time out of the run's: the CPU's clock pauses and its deadline moves
-    /// by as much. Returns whether it did anything. Default: nothing.
-    fn untimed(&self, ctx: &BatchCtx) -> Result<bool, ScenarioError> {
+    /// Whether the CPU of `ctx` has work to do before its next batch that the seed's
+    /// benchmark does not time (pft's unmap between its timed fault phases). The engine asks
+    /// before every batch, so this is a cheap check. Default: never.
+    fn untimed_due(&self, ctx: &BatchCtx) -> bool {
         let _ = ctx;
-        Ok(false)
+        false
+    }
+
+    /// That work ([`Self::untimed_due`] said so). The engine keeps its time out of the
+    /// run's (the CPU's clock pauses and its deadline moves by as much) and tells the
+    /// platform around it ([`super::BenchPlatform::untimed_begins`]), so that counters of
+    /// the CPU's measured window leave it out too. Default: nothing.
+    fn untimed(&self, ctx: &BatchCtx) -> Result<(), ScenarioError> {
+        let _ = ctx;
+        Ok(())
     }
 
     /// The premises of the seed's mechanism, judged over this variant's measured runs at

@@ -37,6 +37,11 @@ struct Threads {
     pmu_running: [AtomicU32; 4],
     pmu_misuse: AtomicU32,
     pmu_stops: AtomicU32,
+    /// Per CPU: inside untimed work (between `untimed_begins` and `untimed_ends`) or not;
+    /// the pairs seen, and the calls out of order or from another CPU.
+    untimed_inside: [AtomicU32; 4],
+    untimed_pairs: AtomicU32,
+    untimed_misuse: AtomicU32,
 }
 
 impl Threads {
@@ -51,6 +56,9 @@ impl Threads {
             pmu_running: Default::default(),
             pmu_misuse: AtomicU32::new(0),
             pmu_stops: AtomicU32::new(0),
+            untimed_inside: Default::default(),
+            untimed_pairs: AtomicU32::new(0),
+            untimed_misuse: AtomicU32::new(0),
         }
     }
 
@@ -138,6 +146,21 @@ impl BenchPlatform for Threads {
 
     fn notes(&self) -> Vec<String> {
         vec!["synthetic platform".into()]
+    }
+
+    fn untimed_begins(&self, cpu: u32) {
+        let on_itself = ksync::cpu::this_cpu() == cpu as usize;
+        if self.untimed_inside[cpu as usize].swap(1, Ordering::Relaxed) != 0 || !on_itself {
+            self.untimed_misuse.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn untimed_ends(&self, cpu: u32) {
+        let on_itself = ksync::cpu::this_cpu() == cpu as usize;
+        if self.untimed_inside[cpu as usize].swap(0, Ordering::Relaxed) != 1 || !on_itself {
+            self.untimed_misuse.fetch_add(1, Ordering::Relaxed);
+        }
+        self.untimed_pairs.fetch_add(1, Ordering::Relaxed);
     }
 
     fn pmu_start(&self, cpu: u32) {

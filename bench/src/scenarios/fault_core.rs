@@ -72,10 +72,16 @@ pub trait FaultCoreInstance: Sync {
     /// [`Instance::run_batch`].
     fn batch(&self, ctx: &BatchCtx) -> Result<u64, ScenarioError>;
 
-    /// [`Instance::untimed`]. Default: nothing.
-    fn untimed_work(&self, ctx: &BatchCtx) -> Result<bool, ScenarioError> {
+    /// [`Instance::untimed_due`]. Default: never.
+    fn untimed_due_now(&self, ctx: &BatchCtx) -> bool {
         let _ = ctx;
-        Ok(false)
+        false
+    }
+
+    /// [`Instance::untimed`]. Default: nothing.
+    fn untimed_work(&self, ctx: &BatchCtx) -> Result<(), ScenarioError> {
+        let _ = ctx;
+        Ok(())
     }
 
     /// The counters the scenario adds after the fault core's. Default: none.
@@ -121,7 +127,11 @@ impl<T: FaultCoreInstance> Instance for T {
         self.check_census(&census)
     }
 
-    fn untimed(&self, ctx: &BatchCtx) -> Result<bool, ScenarioError> {
+    fn untimed_due(&self, ctx: &BatchCtx) -> bool {
+        self.untimed_due_now(ctx)
+    }
+
+    fn untimed(&self, ctx: &BatchCtx) -> Result<(), ScenarioError> {
         self.untimed_work(ctx)
     }
 

@@ -142,6 +142,14 @@ impl BenchPlatform for KernelPlatform {
         super::window::run_ends();
     }
 
+    fn untimed_begins(&self, cpu: u32) {
+        super::window::kx_measured_window_pause(cpu);
+    }
+
+    fn untimed_ends(&self, cpu: u32) {
+        super::window::kx_measured_window_resume(cpu);
+    }
+
     fn pmu_start(&self, cpu: u32) {
         super::window::kx_measured_window_begin(cpu);
         let (Some(setup), Some(started)) = (pmu::setup(), self.pmu_started.get(cpu as usize))

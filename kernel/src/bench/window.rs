@@ -10,15 +10,20 @@
 //! the worker's first batch and after its last), so the window is the one a PMU would
 //! count on real hardware; the run record of the same run gives its operations.
 //!
-//! The same two functions, and [`run_begins`]/[`run_ends`] around each run, store to
+//! Inside the window, untimed work (pft's unmap, done with the worker's clock paused) runs
+//! between [`kx_measured_window_pause`] and [`kx_measured_window_resume`]: the counter
+//! leaves out what executes between the two, as the engine leaves its time out.
+//!
+//! The same four functions, and [`run_begins`]/[`run_ends`] around each run, store to
 //! [`KX_COHERENCE_MARK`], the page whose physical address the runner passes to the
 //! coherence plugin (`kx bench --coherence`): which offset was written says which mark it
 //! is (`abi::coherence`), and the storing vCPU is the one the mark is about. Without the
 //! plugin the stores are four writes to a page nobody reads.
 //!
-//! Both window functions are exported under fixed names and never inlined, so the release
+//! The window functions are exported under fixed names and never inlined, so the release
 //! kernel (fat LTO) keeps one copy of each at its own symbol; their bodies differ (the
-//! window's state word is set and cleared), so no pass merges the two into one address.
+//! window's state word is set and cleared; the marks are different offsets), so no pass
+//! merges two of them into one address.
 //! Their cost, a call and two stores each, falls outside or at the very edge of the window.
 //!
 //! Unsafe code here, and why: the measured-window markers are `#[unsafe(no_mangle)]`
@@ -65,6 +70,23 @@ pub fn run_ends() {
 pub extern "C" fn kx_measured_window_begin(cpu: u32) {
     OPEN.store(cpu.wrapping_add(1), Ordering::Relaxed);
     mark(Mark::WindowBegin);
+}
+
+/// Untimed work starts inside the measured window of `cpu`: nothing until
+/// [`kx_measured_window_resume`] counts.
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub extern "C" fn kx_measured_window_pause(cpu: u32) {
+    let _ = cpu;
+    mark(Mark::WindowPause);
+}
+
+/// The untimed work of `cpu` is done: its window counts again.
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub extern "C" fn kx_measured_window_resume(cpu: u32) {
+    let _ = cpu;
+    mark(Mark::WindowResume);
 }
 
 /// The measured window of `cpu` closes.

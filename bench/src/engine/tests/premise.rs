@@ -82,12 +82,17 @@ impl Instance for PremisedInstance {
         Ok(n)
     }
 
-    fn untimed(&self, ctx: &BatchCtx) -> Result<bool, ScenarioError> {
-        if self.untimed_ms == 0 || self.paused[ctx.index as usize].swap(true, Ordering::Relaxed) {
-            return Ok(false);
-        }
+    fn untimed_due(&self, ctx: &BatchCtx) -> bool {
+        self.untimed_ms != 0 && !self.paused[ctx.index as usize].load(Ordering::Relaxed)
+    }
+
+    fn untimed(&self, ctx: &BatchCtx) -> Result<(), ScenarioError> {
+        assert!(
+            !self.paused[ctx.index as usize].swap(true, Ordering::Relaxed),
+            "untimed work that was not due"
+        );
         std::thread::sleep(std::time::Duration::from_millis(self.untimed_ms));
-        Ok(true)
+        Ok(())
     }
 
     fn counters(&self) -> Vec<(String, i64)> {
@@ -253,7 +258,7 @@ fn a_premise_counter_never_reported_fails_the_benchmark_by_name() {
 #[test]
 fn untimed_work_is_left_out_of_the_run_and_counted() {
     let _g = serial();
-    let (_p, report) = run_premised(
+    let (p, report) = run_premised(
         Premised {
             untimed_ms: 40,
             ..Premised::new(None)
@@ -276,4 +281,8 @@ fn untimed_work_is_left_out_of_the_run_and_counted() {
             r.ns
         );
     }
+    // The platform heard of each CPU's untimed work once per run, on that CPU, in pairs.
+    let cpu_runs: u32 = report.runs.iter().map(|r| r.cpus).sum();
+    assert_eq!(p.untimed_pairs.load(Ordering::Relaxed), cpu_runs);
+    assert_eq!(p.untimed_misuse.load(Ordering::Relaxed), 0);
 }

@@ -100,10 +100,16 @@ impl<'h, H: VmHost, V: VmArea + 'static> Pft<'h, H, V> {
 }
 
 impl<H: VmHost, V: VmArea + 'static> FaultCoreInstance for Pft<'_, H, V> {
-    fn untimed_work(&self, ctx: &BatchCtx) -> Result<bool, ScenarioError> {
+    fn untimed_due_now(&self, ctx: &BatchCtx) -> bool {
+        self.done[ctx.index as usize].0.load(Ordering::Relaxed) == SLICE
+    }
+
+    fn untimed_work(&self, ctx: &BatchCtx) -> Result<(), ScenarioError> {
         let (cpu, i) = (ctx.cpu as usize, ctx.index as usize);
         if self.done[i].0.load(Ordering::Relaxed) != SLICE {
-            return Ok(false);
+            return Err(ScenarioError::new(
+                "an unmap of a slice that is not full (untimed work that was not due)",
+            ));
         }
         let space = self.ctx.space(0);
         space.use_mm(cpu);
@@ -112,7 +118,7 @@ impl<H: VmHost, V: VmArea + 'static> FaultCoreInstance for Pft<'_, H, V> {
             .vm()
             .zap_page_range(space.mm(), cpu, slice, slice + SLICE * 4096);
         self.done[i].0.store(0, Ordering::Relaxed);
-        Ok(true)
+        Ok(())
     }
 
     fn batch(&self, ctx: &BatchCtx) -> Result<u64, ScenarioError> {
@@ -283,7 +289,8 @@ mod tests {
             inst.run_batch(&on(0, u64::MAX)).unwrap();
         }
         let unmapped = counter(&inst, "unmapped");
-        assert_eq!(inst.untimed(&on(0, u64::MAX)), Ok(true));
+        assert!(inst.untimed_due(&on(0, u64::MAX)));
+        assert_eq!(inst.untimed(&on(0, u64::MAX)), Ok(()));
         inst.run_batch(&on(0, u64::MAX)).unwrap();
         assert_eq!(counter(&inst, "unmapped") - unmapped, SLICE as i64);
         inst.check().unwrap();
@@ -300,7 +307,7 @@ mod tests {
         let ask = 40;
         let mut done = 0;
         while done < SLICE {
-            assert_eq!(inst.untimed(&on(0, ask)), Ok(false), "nothing to unmap yet");
+            assert!(!inst.untimed_due(&on(0, ask)), "nothing to unmap yet");
             let n = inst.run_batch(&on(0, ask)).unwrap();
             assert_eq!(n, ask.min(SLICE - done));
             done += n;
@@ -318,7 +325,8 @@ mod tests {
             "a batch on a full slice"
         );
         assert_eq!(counter(&inst, "unmapped"), 0);
-        assert_eq!(inst.untimed(&on(0, ask)), Ok(true));
+        assert!(inst.untimed_due(&on(0, ask)));
+        assert_eq!(inst.untimed(&on(0, ask)), Ok(()));
         assert_eq!(counter(&inst, "unmapped"), SLICE as i64, "the whole slice");
         assert_eq!(
             pages_of(&host, 0),
