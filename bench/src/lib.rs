@@ -36,6 +36,7 @@
 extern crate alloc;
 
 pub mod catalog;
+pub mod cost;
 pub mod engine;
 pub mod json;
 pub mod primary;
@@ -51,6 +52,7 @@ pub mod two_level;
 pub mod verdict;
 pub mod vm;
 
+pub use cost::Cost;
 pub use progress::Progress;
 pub use record::{
     Comparison, CpuShare, End, KResult, LockStat, Machine, Note, Plan, PlanScenario, Platform,

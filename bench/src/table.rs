@@ -55,6 +55,7 @@ pub struct Table<'a> {
     style: Style,
     notes: &'a [String],
     premises: &'a [crate::record::Premise],
+    costs: &'a [crate::cost::Cost],
 }
 
 impl<'a> Table<'a> {
@@ -66,7 +67,16 @@ impl<'a> Table<'a> {
             style,
             notes: &[],
             premises: &[],
+            costs: &[],
         }
+    }
+
+    /// The same table with the variants' counted costs ([`crate::cost`]): under each
+    /// configuration's first point, per variant the guest instructions and locked RMWs per
+    /// operation at one CPU, and per comparison at that point their B/A.
+    #[must_use]
+    pub fn with_costs(self, costs: &'a [crate::cost::Cost]) -> Self {
+        Table { costs, ..self }
     }
 
     /// The same table with each scenario's premises (the `end` record's) summed up under
@@ -400,6 +410,57 @@ impl Table<'_> {
         }
         Ok(())
     }
+
+    /// The counted costs of the point's variants (the first point of its configuration),
+    /// when some variant has one.
+    fn cost_rows(&self, f: &mut fmt::Formatter<'_>, p: &Point) -> fmt::Result {
+        let cost = |v: &str| crate::cost::find(self.costs, &p.scenario, &p.config, v);
+        if p.variants.iter().all(|v| cost(&v.variant).is_none()) {
+            return Ok(());
+        }
+        let indent = match self.style {
+            Style::Wide => 21,
+            Style::Compact => 18,
+        };
+        let pad = " ".repeat(indent);
+        writeln!(
+            f,
+            "{pad}{:<24} {:>9} {:>9}",
+            "counted per op, 1 CPU", "instr", "lock RMW"
+        )?;
+        for v in &p.variants {
+            match cost(&v.variant) {
+                Some(c) => writeln!(
+                    f,
+                    "{pad}{:<24} {:>9} {:>9}",
+                    clip(&v.variant, 24),
+                    PerOp(Some(c.instructions_per_op)),
+                    PerOp(Some(c.rmws_per_op)),
+                )?,
+                None => writeln!(f, "{pad}{:<24} {:>9}", clip(&v.variant, 24), "-")?,
+            }
+        }
+        for c in &p.comparisons {
+            let (Some(a), Some(b)) = (cost(&c.a), cost(&c.b)) else {
+                continue;
+            };
+            let ratio = |x: f64, y: f64| {
+                if y > 0.0 {
+                    alloc::format!("{:.4}", x / y)
+                } else {
+                    "-".into()
+                }
+            };
+            writeln!(
+                f,
+                "{pad}{:<24} {:>9} {:>9}",
+                clip(&label(c), 24),
+                ratio(b.instructions_per_op, a.instructions_per_op),
+                ratio(b.rmws_per_op, a.rmws_per_op),
+            )?;
+        }
+        Ok(())
+    }
 }
 
 fn pmu_of<'p>(p: &'p Point, variant: &str) -> Option<&'p PmuPoint> {
@@ -516,6 +577,18 @@ impl fmt::Display for Table<'_> {
                 width,
             )?;
         }
+        if !self.costs.is_empty() {
+            wrap(
+                f,
+                "",
+                "",
+                "counted per op, 1 CPU: each variant's guest instructions and locked \
+                 read-modify-writes per operation in its measured runs at one CPU, counted \
+                 under QEMU's TCG (deterministic for this kernel, no timing in them; shown \
+                 under each configuration's first point); the B/A rows divide them.",
+                width,
+            )?;
+        }
         if self.summary.points.is_empty() {
             writeln!(f, "\n(no measured runs)")?;
         }
@@ -526,6 +599,9 @@ impl fmt::Display for Table<'_> {
                 let first = last_config != Some(p.config.as_str());
                 last_config = Some(&p.config);
                 self.point(f, p, s, first)?;
+                if first {
+                    self.cost_rows(f, p)?;
+                }
             }
             for line in self.premise_lines(name) {
                 wrap(f, "  ", "", &line, width)?;
@@ -787,6 +863,49 @@ mod tests {
         }
         let plain = Table::new(&Summary::new(&runs(), &[]), Style::Wide).to_string();
         assert!(!plain.contains("hw counters"), "{plain}");
+    }
+
+    #[test]
+    fn counted_costs_under_each_configurations_first_point() {
+        let summary = Summary::new(&runs(), &[]);
+        let cost = |v: &str, instructions_per_op: f64, rmws_per_op: f64| crate::cost::Cost {
+            scenario: "seed002-reclaim".into(),
+            config: "1500".into(),
+            variant: v.into(),
+            runs: 1,
+            ops: 10,
+            instructions_per_op,
+            rmws_per_op,
+        };
+        let costs = [cost("A", 2000.0, 8.0), cost("B", 500.0, 8.0)];
+        let row = |name: &str, a: &str, b: &str| alloc::format!("{name:<24} {a:>9} {b:>9}");
+        for style in [Style::Wide, Style::Compact] {
+            let t = Table::new(&summary, style).with_costs(&costs).to_string();
+            assert!(t.lines().all(|l| l.len() <= style.columns()), "{t}");
+            assert!(
+                t.contains("counted per op, 1 CPU: each variant's guest"),
+                "{t}"
+            );
+            // seed002 has points at 1 and 2 CPUs: the rows follow the first only.
+            let header = row("counted per op, 1 CPU", "instr", "lock RMW");
+            assert_eq!(t.matches(&header).count(), 1, "{t}");
+            let lines: Vec<&str> = t.lines().collect();
+            let at = lines.iter().position(|l| l.contains(&header)).unwrap();
+            let seed002 = lines.iter().position(|l| l.starts_with("seed002")).unwrap();
+            let words = |l: &str| l.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
+            let one_cpu = (seed002..lines.len())
+                .find(|&i| words(lines[i]) == "1500 1")
+                .unwrap();
+            let two_cpus = (seed002..lines.len())
+                .find(|&i| words(lines[i]) == "2 A")
+                .unwrap();
+            assert!(one_cpu < at && at < two_cpus, "{t}");
+            assert!(t.contains(&row("A", "2000.0", "8.0000")), "{t}");
+            assert!(t.contains(&row("B", "500.0", "8.0000")), "{t}");
+            assert!(t.contains(&row("B/A", "0.2500", "1.0000")), "{t}");
+        }
+        let plain = Table::new(&summary, Style::Wide).to_string();
+        assert!(!plain.contains("counted per op"), "{plain}");
     }
 
     #[test]

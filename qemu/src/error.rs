@@ -44,7 +44,8 @@ pub enum RunError {
     KvmUnavailable(String),
     /// `kx import --qr`: the images do not give the whole payload.
     Qr(QrError),
-    /// `--coherence`: QEMU cannot load the coherence plugin, or the run cannot use it.
+    /// `--coherence` or the cost boot: QEMU cannot load the coherence plugin, or the run
+    /// cannot use it (the message says which).
     Plugin(String),
 }
 
@@ -81,7 +82,7 @@ impl fmt::Display for RunError {
             RunError::BadInput { path, why } => write!(f, "{}: {why}", path.display()),
             RunError::KvmUnavailable(why) => write!(f, "--accel kvm: {why}"),
             RunError::Qr(e) => e.fmt(f),
-            RunError::Plugin(why) => write!(f, "--coherence: {why}"),
+            RunError::Plugin(why) => write!(f, "TCG plugin: {why}"),
         }
     }
 }

@@ -54,8 +54,9 @@ pub enum RunnerExit {
     KvmUnavailable,
     /// `kx bench --strict`, and other processes kept the host busy before the run.
     HostBusy,
-    /// `--coherence`, and QEMU cannot load the coherence plugin (no TCG plugin support, a
-    /// plugin API version the plugin does not speak) or the run cannot use it (KVM).
+    /// `--coherence` or `kx bench`'s cost boot, and QEMU cannot load the coherence plugin (no
+    /// TCG plugin support, a plugin API version the plugin does not speak) or the run cannot
+    /// use it (KVM).
     NoPlugin,
     /// The kernel exited with this code (any but success).
     Kernel(ExitCode),
@@ -117,7 +118,7 @@ impl RunnerExit {
         ),
         (
             RunnerExit::NoPlugin,
-            "--coherence, and QEMU cannot load the coherence plugin (no TCG plugin support, another plugin API) or the run cannot use it (KVM)",
+            "--coherence or the cost boot, and QEMU cannot load the coherence plugin (no TCG plugin support, another plugin API) or the run cannot use it (KVM)",
         ),
     ];
 

@@ -173,8 +173,14 @@ pub fn bench_in(
             .unwrap_or_else(|e| panic!("image: {e}"))
     };
     let launch = launch(mode, SMP, mem, None, medium);
-    qemu::bench::run::bench(workspace(), &options, &launch, timeout, None)
-        .unwrap_or_else(|e| panic!("kx bench: {e}"))
+    qemu::bench::run::bench(
+        workspace(),
+        &options,
+        &launch,
+        timeout,
+        qemu::bench::run::Counting::default(),
+    )
+    .unwrap_or_else(|e| panic!("kx bench: {e}"))
 }
 
 /// A readable dump of a run for assertion messages.

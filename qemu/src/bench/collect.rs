@@ -105,6 +105,8 @@ pub enum Problem {
     Reference(String),
     /// `--coherence`: the plugin's counts are missing, unreadable or do not match the runs.
     Coherence(String),
+    /// The cost boot ([`super::cost`]) failed, or its counts do not match its runs.
+    Cost(String),
 }
 
 impl Problem {
@@ -172,6 +174,7 @@ impl fmt::Display for Problem {
             }
             Problem::Reference(why) => write!(f, "the linux reference failed: {why}"),
             Problem::Coherence(why) => write!(f, "coherence: {why}"),
+            Problem::Cost(why) => write!(f, "cost: {why}"),
         }
     }
 }
@@ -199,6 +202,8 @@ pub struct Collected {
     pub summary: Summary,
     /// What the coherence plugin counted (`kx bench --coherence`).
     pub coherence: Option<crate::coherence::results::CoherenceResults>,
+    /// Each variant's counted cost per operation ([`super::cost`]; empty when not counted).
+    pub costs: Vec<bench::Cost>,
 }
 
 impl Collected {

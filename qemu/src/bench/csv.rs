@@ -2,8 +2,11 @@
 //! scripts. RFC 4180: a header line, comma-separated fields, a field with a comma, quote or
 //! line break quoted with its quotes doubled, CRLF-free (`\n` line ends, which every CSV
 //! reader takes). Lock statistics and counters stay in `results.json`.
+//!
+//! `costs.csv`, in the same dialect: one row per variant with a counted cost
+//! ([`bench::cost`]), beside the runs' rates.
 
-use bench::Run;
+use bench::{Cost, Run};
 use std::fmt::Write;
 
 /// The header line's fields.
@@ -61,9 +64,65 @@ pub fn render(runs: &[Run]) -> String {
     out
 }
 
+/// `costs.csv`'s header line's fields.
+pub const COST_HEADER: [&str; 7] = [
+    "scenario",
+    "config",
+    "variant",
+    "runs",
+    "ops",
+    "instructions_per_op",
+    "rmws_per_op",
+];
+
+/// The whole of `costs.csv`.
+#[must_use]
+pub fn render_costs(costs: &[Cost]) -> String {
+    let mut out = COST_HEADER.join(",");
+    out.push('\n');
+    for c in costs {
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{:?},{:?}",
+            field(&c.scenario),
+            field(&c.config),
+            field(&c.variant),
+            c.runs,
+            c.ops,
+            c.instructions_per_op,
+            c.rmws_per_op
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn costs_round_trip_through_a_csv_reader() {
+        let cost = Cost {
+            scenario: "seed001-faultfree".into(),
+            config: "anon".into(),
+            variant: "base@+0'".into(),
+            runs: 1,
+            ops: 1280,
+            instructions_per_op: 2753.25,
+            rmws_per_op: 12.5,
+        };
+        let text = render_costs(&[cost]);
+        let mut rd = ::csv::Reader::from_reader(text.as_bytes());
+        assert_eq!(
+            rd.headers().unwrap().iter().collect::<Vec<_>>(),
+            COST_HEADER
+        );
+        let rows: Vec<_> = rd.records().map(Result::unwrap).collect();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(&rows[0][2], "base@+0'");
+        assert_eq!(rows[0][5].parse::<f64>().unwrap(), 2753.25);
+        assert_eq!(rows[0][6].parse::<f64>().unwrap(), 12.5);
+    }
 
     #[test]
     fn quoting_round_trips_through_a_csv_reader() {

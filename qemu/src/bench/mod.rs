@@ -9,6 +9,7 @@
 //! - [`host`]: git revision, host CPU, command line, QEMU version, timestamps, the
 //!   placement and the host's load; [`platform_note`]: the table's note on what the
 //!   platform (TCG or KVM, pinned or not, SMT siblings or not) can show;
+//! - [`cost`]: the cost boot, each variant's instructions and locked RMWs per operation;
 //! - [`run`]: `kx bench` and `kx import`; [`qr`]: `kx import --qr`, the same from the QR
 //!   codes the kernel shows; [`compare`]: `kx compare`;
 //! - [`linux_qemu`]: the `linux` reference of `kx bench` in QEMU (Debian's Linux booted in
@@ -18,6 +19,7 @@
 
 pub mod collect;
 pub mod compare;
+pub mod cost;
 pub mod csv;
 pub mod forest;
 pub mod host;

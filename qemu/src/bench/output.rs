@@ -245,6 +245,9 @@ pub fn write_dir(dir: &Path, results: &ResultsFile) -> Result<Written, RunError>
     };
     put("results.json", &results.to_json())?;
     put("results.csv", &csv::render(&results.runs))?;
+    if !results.costs.is_empty() {
+        put("costs.csv", &csv::render_costs(&results.costs))?;
+    }
     if let Some(c) = &results.coherence {
         put("coherence.csv", &crate::coherence::table::csv(c))?;
     }
@@ -262,6 +265,7 @@ pub fn write_dir(dir: &Path, results: &ResultsFile) -> Result<Written, RunError>
     page.heading("Results");
     page.pre(
         &Table::new(&summary, Style::Wide)
+            .with_costs(&results.costs)
             .with_notes(&results.notes)
             .with_premises(results.end.as_ref().map_or(&[][..], |e| &e.premises))
             .to_string(),

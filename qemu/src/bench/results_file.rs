@@ -6,7 +6,8 @@
 //!   "machine": {...} | null, "plan": {...} | null, "runs": [...], "comparisons": [...],
 //!   "recomputed_comparisons": [...], "notes": ["...", ...], "end": {...} | null,
 //!   "verdicts": ["...", ...],
-//!   "complete": bool, "problems": ["...", ...], "coherence": {...} (with --coherence) }
+//!   "complete": bool, "problems": ["...", ...], "coherence": {...} (with --coherence),
+//!   "costs": [...] (when counted) }
 //! ```
 //!
 //! `machine`, `plan`, `runs`, `comparisons` and `end` are the `KRESULT` records as printed
@@ -18,7 +19,9 @@
 //! lacked them; `notes` are the
 //! `note` records' sentences (absent in files written before notes existed); `problems` are
 //! the [`super::collect::Problem`]s in words; `coherence` is what the coherence plugin
-//! counted per run ([`crate::coherence::results`]). `kx compare` reads this file back.
+//! counted per run ([`crate::coherence::results`]); `costs` each variant's instructions
+//! and locked RMWs per operation at one CPU ([`bench::cost`]). `kx compare` reads this
+//! file back.
 
 use super::collect::Collected;
 use super::host::HostInfo;
@@ -62,6 +65,10 @@ pub struct ResultsFile {
     /// What the coherence plugin counted per run (`kx bench --coherence`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coherence: Option<crate::coherence::results::CoherenceResults>,
+    /// Each variant's counted cost per operation at one CPU ([`super::cost`]; absent when
+    /// none was counted).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub costs: Vec<bench::Cost>,
 }
 
 impl ResultsFile {
@@ -95,6 +102,7 @@ impl ResultsFile {
             complete: c.complete(),
             problems: c.problems.iter().map(ToString::to_string).collect(),
             coherence: c.coherence.clone(),
+            costs: c.costs.clone(),
         }
     }
 

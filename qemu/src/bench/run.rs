@@ -121,6 +121,7 @@ pub fn print_report(c: &Collected, written: &Written) {
     print!(
         "{}",
         Table::new(&results.summary(), Style::Wide)
+            .with_costs(&c.costs)
             .with_notes(&c.notes)
             .with_premises(c.end.as_ref().map_or(&[][..], |e| &e.premises))
     );
@@ -149,8 +150,13 @@ pub fn print_report(c: &Collected, written: &Written) {
         .iter()
         .filter(|f| f.extension().is_some_and(|e| e == "svg"))
         .count();
+    let costs = if c.costs.is_empty() {
+        ""
+    } else {
+        ", costs.csv"
+    };
     println!(
-        "results: {} (results.json, results.csv, {plots} plot(s), index.html)",
+        "results: {} (results.json, results.csv{costs}, {plots} plot(s), index.html)",
         written.dir.display()
     );
 }
@@ -169,17 +175,27 @@ pub fn bench_exit(outcome: Outcome, c: &Collected) -> RunnerExit {
     }
 }
 
+/// What a `kx bench` boot counts besides its timings.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Counting<'a> {
+    /// `--coherence`: the timed boot itself runs under the plugin's model.
+    pub coherence: Option<&'a crate::coherence::Setup>,
+    /// The cost boot that follows a timed boot ([`super::cost`]).
+    pub cost: Option<&'a super::cost::CostPlan>,
+}
+
 /// `kx bench` after the kernel is built: samples the host's load (and with `--strict`
 /// refuses a busy host), chooses where the vCPUs run, boots `launch` with a QMP socket,
 /// pins the vCPU threads as soon as QEMU answers, measures other processes' load per run,
-/// shows progress, reports.
+/// shows progress; then the Linux reference and the cost boot where asked; reports.
 pub fn bench(
     ws: &Workspace,
     o: &Options,
     launch: &Launch,
     timeout: Duration,
-    coherence: Option<&crate::coherence::Setup>,
+    counting: Counting<'_>,
 ) -> Result<RunnerExit, RunError> {
+    let coherence = counting.coherence;
     use crate::hostload::{self, Monitor, Source};
     use crate::placement::{HostPlacement, PlacementRecord, apply_to_qemu};
     use std::sync::Mutex;
@@ -260,7 +276,7 @@ pub fn bench(
             && let Some(why) = crate::coherence::refused(&out.qemu_stderr)
         {
             return Err(RunError::Plugin(format!(
-                "QEMU did not load the plugin ({}):\n{why}",
+                "--coherence: QEMU did not load the plugin ({}):\n{why}",
                 out.outcome
             )));
         }
@@ -281,6 +297,19 @@ pub fn bench(
         let mut linux_launch = launch.clone();
         linux_launch.qmp = None;
         super::linux_qemu::attach(&mut c, &want, &linux_launch, o.quiet);
+    }
+    if let Some(r) = &c.coherence {
+        c.costs = super::cost::from_coherence(r);
+    }
+    // A QEMU that cannot load the plugin, or a kernel without the marks, is the run's
+    // error, said after the timed results are written.
+    let mut cost_error = None;
+    if let Some(cost) = counting.cost
+        && out.outcome.is_success()
+        && !c.is_empty()
+        && let Err(e) = cost.attach(ws, o, &mut c)
+    {
+        cost_error = Some(e);
     }
     let exit = bench_exit(out.outcome, &c);
     if c.is_empty() {
@@ -320,6 +349,9 @@ pub fn bench(
             out.outcome,
             written.dir.display()
         );
+    }
+    if let Some(e) = cost_error {
+        return Err(e);
     }
     Ok(exit)
 }

@@ -76,6 +76,11 @@ pub struct BenchOptions {
     /// the code that moved them, in the terminal, results.json and coherence.csv
     #[arg(long, conflicts_with_all = ["host", "linux", "linux_kernel", "image"])]
     pub coherence: bool,
+    /// Leave out the cost boot: after the timed boot, the same scenarios at one vCPU under
+    /// the coherence plugin's counting mode, for each variant's instructions and locked RMWs
+    /// per operation (about a minute; a prebuilt --image has no cost boot)
+    #[arg(long, conflicts_with_all = ["host", "coherence"])]
+    pub no_cost: bool,
     /// With --coherence: run every vCPU on one host thread, round-robin (QEMU's
     /// `-accel tcg,thread=single`), so the vCPUs interleave at the emulator's time slices
     /// instead of the host scheduler's: the deterministic interleaving to compare

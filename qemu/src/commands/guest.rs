@@ -87,11 +87,14 @@ pub fn run(guest: &Guest, o: &Options) -> Result<RunnerExit, RunError> {
         _ => o.append.clone(),
     };
     let cmdline = guest.cmdline(&append);
-    // The ELF whose symbols name the coherence plugin's mark page and hot lines' code.
+    // The ELF whose symbols name the coherence plugin's mark page and hot lines' code, and
+    // the ELF32 a cost boot boots directly.
     let mut symbols_elf = None;
+    let mut elf32_for_cost = None;
     let medium = match (&o.kernel, &o.image) {
         (Some(elf32), _) => {
             symbols_elf = Some(elf32.clone());
+            elf32_for_cost = Some(elf32.clone());
             Medium::Kernel {
                 elf32: elf32.clone(),
                 cmdline: cmdline.clone(),
@@ -107,6 +110,7 @@ pub fn run(guest: &Guest, o: &Options) -> Result<RunnerExit, RunError> {
         (None, None) => {
             let kernel = build_kernel(ws, o.build())?;
             symbols_elf = Some(kernel.elf64.clone());
+            elf32_for_cost = Some(kernel.elf32.clone());
             medium_for(ws, &kernel, o.mode, &cmdline)?
         }
     };
@@ -118,11 +122,26 @@ pub fn run(guest: &Guest, o: &Options) -> Result<RunnerExit, RunError> {
         eprintln!("kx: bad command line: {why}; `kx test --list` lists the tests");
         return Ok(RunnerExit::Kernel(abi::ExitCode::BadCmdline));
     }
+    let cost = match (&symbols_elf, &elf32_for_cost) {
+        _ if *guest != Guest::Bench || coherence || o.bench.no_cost => None,
+        (Some(elf), Some(elf32)) => Some(crate::bench::cost::CostPlan {
+            elf: elf.clone(),
+            elf32: elf32.clone(),
+            cmdline: guest.cmdline(&crate::bench::cost::kernel_words(o)),
+        }),
+        _ => {
+            eprintln!(
+                "kx: no cost boot: a prebuilt --image has no symbols for the plugin's mark \
+                 page (boot the kernel with --kernel, or leave --image out, to count)"
+            );
+            None
+        }
+    };
     let coherence = match (coherence, symbols_elf) {
         (false, _) => None,
         (true, None) => {
             return Err(RunError::Plugin(
-                "needs the kernel ELF for its symbols, not a prebuilt --image".into(),
+                "--coherence needs the kernel ELF for its symbols, not a prebuilt --image".into(),
             ));
         }
         (true, Some(elf)) => Some(crate::coherence::prepare(
@@ -170,7 +189,16 @@ pub fn run(guest: &Guest, o: &Options) -> Result<RunnerExit, RunError> {
         launch.mirror = Some(host.mirror());
     }
     if *guest == Guest::Bench {
-        return crate::bench::run::bench(ws, o, &launch, timeout, coherence.as_ref());
+        return crate::bench::run::bench(
+            ws,
+            o,
+            &launch,
+            timeout,
+            crate::bench::run::Counting {
+                coherence: coherence.as_ref(),
+                cost: cost.as_ref(),
+            },
+        );
     }
     let out = boot(ws, &launch, timeout, !o.quiet)?;
     Ok(report(guest, o, &cmdline, &out))
@@ -189,8 +217,8 @@ pub(super) fn read_tests(elf: &std::path::Path) -> Result<Vec<crate::ktests::KTe
 fn coherence_accel(request: crate::accel::AccelRequest) -> Result<crate::accel::Accel, RunError> {
     if request == crate::accel::AccelRequest::Kvm {
         return Err(RunError::Plugin(
-            "the plugin counts the accesses TCG emulates; under --accel kvm there are none \
-             (use --accel tcg or auto)"
+            "--coherence: the plugin counts the accesses TCG emulates; under --accel kvm there \
+             are none (use --accel tcg or auto)"
                 .into(),
         ));
     }

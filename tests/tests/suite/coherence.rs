@@ -211,7 +211,16 @@ fn a_plugin_qemu_cannot_load_ends_the_bench_with_the_plugin_status() {
     // plugin error proves QEMU said why and stopped.
     let err = {
         let _one_at_a_time = tests::one_qemu_at_a_time();
-        qemu::bench::run::bench(ws, &options, &launch, TIMEOUT, Some(&setup))
+        qemu::bench::run::bench(
+            ws,
+            &options,
+            &launch,
+            TIMEOUT,
+            qemu::bench::run::Counting {
+                coherence: Some(&setup),
+                cost: None,
+            },
+        )
     }
     .expect_err("QEMU cannot load a plugin that does not exist");
     let text = err.to_string();

@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 mod bench_cmdline;
+mod bench_cost;
 mod bench_linux;
 mod bench_run;
 mod coherence;

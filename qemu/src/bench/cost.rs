@@ -1,0 +1,386 @@
+//! `kx bench`'s cost boot: each variant's guest instructions and locked read-modify-writes
+//! per operation, counted, beside the timed rates ([`bench::cost`]).
+//!
+//! After the timed boot (and the Linux reference), the runner boots the same kernel once
+//! more: one vCPU, TCG, the same scenarios and configurations, one instance of one round of
+//! [`SECONDS`] per variant, with the coherence plugin loaded in its counting mode
+//! (`model=off`: no cache model; store callbacks only, for the kernel's marks and the locked
+//! RMWs; one callback per translated block for the instructions). The plugin's n-th run is
+//! the n-th `run` record on serial; each measured run's window counts are added per variant
+//! and divided by its operations. At one vCPU nothing spins, so the figures are the work a
+//! variant does, the same in every boot of one kernel build: a difference between A and B
+//! here is a difference in what they execute, whatever the host's noise did to the rates.
+//!
+//! Under the plugin the guest runs about three times slower than without it, which is why
+//! the rates come from the boot without it. The whole default set takes about a minute.
+//! `--no-cost` leaves the boot out; `--coherence` needs none (its plugin counts the same
+//! figures in its own runs, [`from_coherence`]); a prebuilt `--image` has no symbols for the
+//! plugin's mark page, so the runner says it cannot count and goes on.
+
+use super::collect::{Collected, Problem};
+use crate::cli::Options;
+use crate::launch::PluginLoad;
+use crate::{Launch, Medium, Mode, RunError};
+use bench::cost::{Cost, Counted};
+use bench::{Record, Run};
+use boot::Workspace;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Guest seconds of each counted run: long enough for a few hundred operations of the
+/// slowest fault variant, short enough that the boot stays near a minute.
+pub const SECONDS: &str = "0.05";
+
+/// The cost boot's limit (the default set takes about a minute).
+pub const TIMEOUT: Duration = Duration::from_secs(900);
+
+/// What a cost boot will boot, chosen before the timed boot and set up after it
+/// ([`CostPlan::attach`]), so that nothing of it (the plugin's build, the kernel's symbols)
+/// stands before the timed boot or its refusal of a busy host.
+#[derive(Clone, Debug)]
+pub struct CostPlan {
+    /// The kernel ELF whose symbols name the mark page (64- or 32-bit).
+    pub elf: PathBuf,
+    /// The ELF32 booted directly.
+    pub elf32: PathBuf,
+    /// The kernel command line (`run=bench` and [`kernel_words`]).
+    pub cmdline: String,
+}
+
+impl CostPlan {
+    /// Sets the cost boot up ([`prepare`]) and runs it into `c` ([`attach`]).
+    pub fn attach(&self, ws: &Workspace, o: &Options, c: &mut Collected) -> Result<(), RunError> {
+        let boot = prepare(ws, &self.elf, &self.elf32, self.cmdline.clone(), o)?;
+        attach(ws, &boot, c)
+    }
+}
+
+/// A cost boot, ready to start.
+#[derive(Clone, Debug)]
+pub struct CostBoot {
+    /// One vCPU, TCG, the plugin counting.
+    pub launch: Launch,
+    /// Where the plugin writes its JSON lines.
+    pub out: PathBuf,
+}
+
+/// The benchmark's words of the cost boot's kernel command line (after `run=bench`) for the
+/// options of `o`: the same scenarios, configurations (`memcgs=`, `quick=`) and extra
+/// words, at one CPU, one instance of one round of [`SECONDS`].
+#[must_use]
+pub fn kernel_words(o: &Options) -> String {
+    let b = &o.bench;
+    let mut words: Vec<String> = [&b.scenarios, &b.memcgs]
+        .into_iter()
+        .flatten()
+        .map(ToString::to_string)
+        .collect();
+    if b.quick {
+        words.push("quick=1".into());
+    }
+    words.extend(
+        ["bench_cpus=1", "rounds=1", "instances=1"]
+            .into_iter()
+            .map(String::from),
+    );
+    words.push(format!("seconds={SECONDS}"));
+    words.push(o.append.clone());
+    words.join(" ")
+}
+
+/// Builds the plugin and sets up the cost boot of the kernel `elf32` (direct boot) with
+/// `cmdline` (`run=bench` and [`kernel_words`]), whose symbols `elf` (64- or 32-bit) name
+/// the mark page, for the options `o`.
+pub fn prepare(
+    ws: &Workspace,
+    elf: &Path,
+    elf32: &Path,
+    cmdline: String,
+    o: &Options,
+) -> Result<CostBoot, RunError> {
+    let symbols =
+        crate::coherence::symbols::Symbols::read(elf).map_err(|why| RunError::BadInput {
+            path: elf.to_owned(),
+            why: format!("the cost boot: {why}"),
+        })?;
+    let mark = symbols
+        .address(abi::coherence::MARK_SYMBOL)
+        .ok_or_else(|| RunError::BadInput {
+            path: elf.to_owned(),
+            why: format!(
+                "the cost boot: no symbol {} (a kernel older than the coherence marks?)",
+                abi::coherence::MARK_SYMBOL
+            ),
+        })?;
+    let path = boot::plugin_build::build_plugin(ws, o.quiet)?;
+    let out = ws.work_dir().join("cost").join("cost.jsonl");
+    let mut config = coherence::Config::new(mark, out.clone());
+    config.model = false;
+    let medium = Medium::Kernel {
+        elf32: elf32.to_owned(),
+        cmdline,
+    };
+    let mut launch = crate::booting::launch(Mode::Direct, 1, o.mem_mib, o.nodes, medium);
+    launch.accel = crate::accel::Accel::Tcg;
+    launch.plugin = Some(PluginLoad {
+        path,
+        args: config.to_args(),
+    });
+    Ok(CostBoot { launch, out })
+}
+
+/// Runs the cost boot and puts its figures into `c.costs`; what went wrong is a problem of
+/// the results (a count never reported is an error), except a QEMU that would not load the
+/// plugin, which is the run's error.
+pub fn attach(ws: &Workspace, boot: &CostBoot, c: &mut Collected) -> Result<(), RunError> {
+    if let Some(dir) = boot.out.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| RunError::io(dir, e))?;
+    }
+    // A stale file from an earlier boot must not pass for this one's.
+    match std::fs::remove_file(&boot.out) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(RunError::io(&boot.out, e)),
+    }
+    eprintln!(
+        "kx: cost boot (1 vCPU, tcg, the plugin counting; timeout {} s)",
+        TIMEOUT.as_secs()
+    );
+    let out = crate::booting::boot(ws, &boot.launch, TIMEOUT, false)?;
+    eprintln!(
+        "kx: cost boot: {} (QEMU ran {:.1} s)",
+        out.outcome,
+        out.elapsed.as_secs_f64()
+    );
+    if !out.outcome.is_success() {
+        if out.serial.trim().is_empty()
+            && let Some(why) = crate::coherence::refused(&out.qemu_stderr)
+        {
+            return Err(RunError::Plugin(format!(
+                "the cost boot: QEMU did not load the plugin ({}):\n{why}\n(--no-cost leaves \
+                 the cost boot out)",
+                out.outcome
+            )));
+        }
+        c.problems.push(Problem::Cost(format!(
+            "the cost boot did not end with success ({}); last serial lines:\n{}",
+            out.outcome,
+            out.tail(8)
+        )));
+        return Ok(());
+    }
+    let text = match std::fs::read_to_string(&boot.out) {
+        Ok(t) => t,
+        Err(e) => {
+            c.problems.push(Problem::Cost(format!(
+                "the plugin wrote no output ({}: {e})",
+                boot.out.display()
+            )));
+            return Ok(());
+        }
+    };
+    let runs: Vec<Run> = out
+        .serial
+        .lines()
+        .filter_map(|l| match bench::record::parse_line(l.trim_end()) {
+            Some(Ok(Record::Run(r))) => Some(r),
+            _ => None,
+        })
+        .collect();
+    match pair(&text, &runs) {
+        Ok((costs, problems)) => {
+            c.problems.extend(problems.into_iter().map(Problem::Cost));
+            c.costs = costs;
+        }
+        Err(why) => c
+            .problems
+            .push(Problem::Cost(format!("{}: {why}", boot.out.display()))),
+    }
+    Ok(())
+}
+
+/// The costs of the plugin's output `text` paired with the boot's `runs`, and what did not
+/// fit; `Err` when the output cannot be read.
+pub fn pair(text: &str, runs: &[Run]) -> Result<(Vec<Cost>, Vec<String>), String> {
+    let (_, reports) = coherence::report::read(text)?;
+    let mut problems = Vec::new();
+    if reports.len() != runs.len() {
+        problems.push(format!(
+            "the plugin counted {} runs and the kernel reported {}: the counts cannot be \
+             paired with their runs, so none is kept",
+            reports.len(),
+            runs.len()
+        ));
+        return Ok((Vec::new(), problems));
+    }
+    let mut counted = Vec::new();
+    for (rep, run) in reports.iter().zip(runs) {
+        if run.warmup {
+            continue;
+        }
+        let what = format!(
+            "{} {} {} round {}",
+            run.scenario, run.config, run.variant, run.round
+        );
+        if !rep.complete {
+            problems.push(format!("{what}: the plugin saw no end mark; left out"));
+            continue;
+        }
+        if rep.vcpus.len() != 1 {
+            problems.push(format!(
+                "{what}: {} vCPUs opened a window, not 1; left out",
+                rep.vcpus.len()
+            ));
+            continue;
+        }
+        let v = &rep.vcpus[0];
+        counted.push((
+            run.scenario.as_str(),
+            run.config.as_str(),
+            run.variant.as_str(),
+            Counted {
+                ops: run.ops,
+                instructions: v.insns,
+                rmws: v.rmws,
+            },
+        ));
+    }
+    Ok((bench::cost::per_variant(counted), problems))
+}
+
+/// The costs a `--coherence` run counted itself: its measured runs at one CPU.
+#[must_use]
+pub fn from_coherence(r: &crate::coherence::results::CoherenceResults) -> Vec<Cost> {
+    bench::cost::per_variant(
+        r.runs
+            .iter()
+            .filter(|x| x.cpus == 1 && !x.warmup && x.complete && x.windows == 1)
+            .map(|x| {
+                (
+                    x.scenario.as_str(),
+                    x.config.as_str(),
+                    x.variant.as_str(),
+                    Counted {
+                        ops: x.ops,
+                        instructions: x.accesses.insns,
+                        rmws: x.accesses.rmws,
+                    },
+                )
+            }),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coherence::report::{Header, Line, RunReport, VcpuAccesses, Window};
+
+    fn run(variant: &str, round: u32, ops: u64) -> Run {
+        Run::new(
+            "limit",
+            "anon",
+            variant,
+            1,
+            round,
+            round == 0,
+            ops,
+            50_000_000,
+        )
+        .unwrap()
+    }
+
+    fn report(n: u64, vcpus: u32, insns: u64, rmws: u64, complete: bool) -> String {
+        let r = RunReport {
+            run: n,
+            complete,
+            vcpus: (0..vcpus)
+                .map(|v| VcpuAccesses {
+                    vcpu: v,
+                    insns,
+                    rmws,
+                    ..VcpuAccesses::default()
+                })
+                .collect(),
+            windows: (0..vcpus)
+                .map(|v| Window {
+                    vcpu: v,
+                    begin_ns: 0,
+                    end_ns: Some(1),
+                })
+                .collect(),
+            overlap: Some(1.0),
+            models: Vec::new(),
+        };
+        serde_json::to_string(&Line::Run(r)).unwrap()
+    }
+
+    fn header() -> String {
+        serde_json::to_string(&Line::Header(Header {
+            api: (0, 1),
+            vcpus: 1,
+            sockets: vec![0],
+            cache_kib: 1024,
+            ways: 8,
+            line_bytes: Vec::new(),
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn measured_runs_are_paired_in_order_and_warm_ups_left_out() {
+        let text = [
+            header(),
+            report(0, 1, 999_999, 999, true),
+            report(1, 1, 100_000, 400, true),
+            report(2, 1, 300_000, 1_200, true),
+        ]
+        .join("\n");
+        let runs = [
+            run("floor", 0, 7),
+            run("floor", 1, 100),
+            run("floor", 2, 200),
+        ];
+        let (costs, problems) = pair(&text, &runs).unwrap();
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(costs.len(), 1);
+        assert_eq!((costs[0].runs, costs[0].ops), (2, 300));
+        assert!((costs[0].instructions_per_op - 400_000.0 / 300.0).abs() < 1e-9);
+        assert!((costs[0].rmws_per_op - 1_600.0 / 300.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn counts_that_do_not_fit_their_runs_are_problems_not_figures() {
+        let runs = [run("floor", 0, 7), run("floor", 1, 100)];
+        // One run short: nothing can be paired.
+        let short = [header(), report(0, 1, 10, 1, true)].join("\n");
+        let (costs, problems) = pair(&short, &runs).unwrap();
+        assert!(costs.is_empty());
+        assert!(problems[0].contains("counted 1 runs"), "{problems:?}");
+        // A run cut short, or counted on two vCPUs, is left out and said.
+        for bad in [report(1, 1, 10, 1, false), report(1, 2, 10, 1, true)] {
+            let text = [header(), report(0, 1, 10, 1, true), bad].join("\n");
+            let (costs, problems) = pair(&text, &runs).unwrap();
+            assert!(costs.is_empty(), "{costs:?}");
+            assert_eq!(problems.len(), 1, "{problems:?}");
+            assert!(
+                problems[0].contains("limit anon floor round 1"),
+                "{problems:?}"
+            );
+        }
+        assert!(pair("not json", &runs).is_err());
+    }
+
+    #[test]
+    fn the_command_line_keeps_the_scenarios_and_counts_one_short_round_at_one_cpu() {
+        let mut o = Options::default();
+        o.bench.quick = true;
+        o.append = "objects=0".into();
+        let words = kernel_words(&o);
+        assert_eq!(
+            words,
+            "quick=1 bench_cpus=1 rounds=1 instances=1 seconds=0.05 objects=0"
+        );
+        let line = format!("run=bench {words}");
+        assert!(abi::cmdline::parse(&line, false).is_ok(), "{line}");
+    }
+}
