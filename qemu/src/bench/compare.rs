@@ -12,7 +12,11 @@
 //! boot-to-boot variation out). A second table puts
 //! each directory's own B/A comparisons side by side: those are measured within one boot,
 //! so they compare across platforms (a TCG run, a host run, a real machine) where absolute
-//! rates do not. A missing point is `-`.
+//! rates do not. A third table, where the directories have them, puts each variant's counted
+//! cost per operation side by side (instructions and locked RMWs at one CPU, `costs` of
+//! `results.json`, [`super::cost`]): counts, not timings, so unlike the rates they compare
+//! across boots, and their ratio to the first directory's says what a change to the code
+//! did to the work a variant executes. A missing point is `-`.
 
 use super::html::Page;
 use super::output::info_rows;
@@ -230,7 +234,57 @@ pub fn text(sides: &[Side]) -> String {
             t.push('\n');
         }
     }
+    cost_table(&mut t, sides);
     t
+}
+
+/// The counted costs side by side, when some directory has them: per variant, each
+/// directory's instructions and locked RMWs per operation, and after the first directory
+/// the ratio of the instructions to the first's.
+fn cost_table(t: &mut String, sides: &[Side]) {
+    let mut keys: Vec<(&str, &str, &str)> = Vec::new();
+    for s in sides {
+        for c in &s.results.costs {
+            let k = (c.scenario.as_str(), c.config.as_str(), c.variant.as_str());
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+    }
+    if keys.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        t,
+        "\ncounted per op at one CPU: guest instructions / locked RMWs; after [1]: the\n\
+         instructions' ratio to [1] (counts, not timings: comparable across boots)"
+    );
+    let _ = write!(t, "  {:<40}", "scenario config variant");
+    for i in 1..=sides.len() {
+        let _ = write!(t, "  {:<COL$}", format!("[{i}]"));
+    }
+    t.push('\n');
+    let find = |s: &Side, k: &(&str, &str, &str)| {
+        bench::cost::find(&s.results.costs, k.0, k.1, k.2).cloned()
+    };
+    for k in &keys {
+        let _ = write!(t, "  {:<40}", format!("{} {} {}", k.0, k.1, k.2));
+        let base = find(&sides[0], k);
+        for (i, s) in sides.iter().enumerate() {
+            let cell = match (find(s, k), &base) {
+                (None, _) => "-".to_owned(),
+                (Some(c), Some(b)) if i > 0 && b.instructions_per_op > 0.0 => format!(
+                    "{:.1} / {:.2} ({:.4})",
+                    c.instructions_per_op,
+                    c.rmws_per_op,
+                    c.instructions_per_op / b.instructions_per_op
+                ),
+                (Some(c), _) => format!("{:.1} / {:.2}", c.instructions_per_op, c.rmws_per_op),
+            };
+            let _ = write!(t, "  {cell:<COL$}");
+        }
+        t.push('\n');
+    }
 }
 
 /// The combined HTML page: each directory's information, the tables, and every scenario's
@@ -262,4 +316,60 @@ pub fn html(sides: &[Side], table: &str) -> String {
         }
     }
     page.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn side(costs: Vec<bench::Cost>) -> Side {
+        let mut results = ResultsFile::new(
+            crate::bench::host::HostInfo::default(),
+            &crate::bench::collect::Collected::default(),
+        );
+        results.costs = costs;
+        let summary = results.summary();
+        Side {
+            dir: PathBuf::from("d"),
+            results,
+            summary,
+        }
+    }
+
+    fn cost(variant: &str, instructions_per_op: f64, rmws_per_op: f64) -> bench::Cost {
+        bench::Cost {
+            scenario: "seed001-faultfree".into(),
+            config: "anon".into(),
+            variant: variant.into(),
+            runs: 1,
+            ops: 1000,
+            instructions_per_op,
+            rmws_per_op,
+        }
+    }
+
+    #[test]
+    fn counted_costs_side_by_side_with_the_ratio_to_the_first() {
+        let sides = [
+            side(vec![cost("base@+0", 2800.0, 12.75)]),
+            side(vec![
+                cost("base@+0", 2100.0, 10.75),
+                cost("patch1@+0", 2200.0, 10.75),
+            ]),
+        ];
+        let t = text(&sides);
+        assert!(t.contains("counted per op at one CPU"), "{t}");
+        let row = |l: &str| t.lines().find(|x| x.contains(l)).unwrap().to_owned();
+        let base = row("seed001-faultfree anon base@+0");
+        assert!(base.contains("2800.0 / 12.75"), "{base}");
+        assert!(base.contains("2100.0 / 10.75 (0.7500)"), "{base}");
+        let patch = row("seed001-faultfree anon patch1@+0");
+        assert!(
+            patch.contains("  -  ") && patch.contains("2200.0 / 10.75"),
+            "{patch}"
+        );
+        assert!(!patch.contains('('), "no ratio without [1]'s: {patch}");
+        // Without costs, no table.
+        assert!(!text(&[side(Vec::new())]).contains("counted per op"));
+    }
 }

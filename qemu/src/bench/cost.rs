@@ -2,17 +2,21 @@
 //! per operation, counted, beside the timed rates ([`bench::cost`]).
 //!
 //! After the timed boot (and the Linux reference), the runner boots the same kernel once
-//! more: one vCPU, TCG, the same scenarios and configurations, one instance of one round of
+//! more: one vCPU (one per NUMA node with `--nodes`, the windows on the first), TCG, the
+//! same scenarios and configurations, one instance of one round of
 //! [`SECONDS`] per variant, with the coherence plugin loaded in its counting mode
 //! (`model=off`: no cache model; store callbacks only, for the kernel's marks and the locked
 //! RMWs; one callback per translated block for the instructions). The plugin's n-th run is
 //! the n-th `run` record on serial; each measured run's window counts are added per variant
 //! and divided by its operations. At one vCPU nothing spins, so the figures are the work a
-//! variant does, the same in every boot of one kernel build: a difference between A and B
-//! here is a difference in what they execute, whatever the host's noise did to the rates.
+//! variant does, nearly the same in every boot of one kernel build (to about 0.5%: the page
+//! allocator's refills fall differently in runs of different lengths): a difference between
+//! A and B here is a difference in what they execute, whatever the host's noise did to the
+//! rates.
 //!
-//! Under the plugin the guest runs about three times slower than without it, which is why
-//! the rates come from the boot without it. The whole default set takes about a minute.
+//! Under the plugin the guest runs about eight times slower than without it (the `limit`
+//! floor: 58k operations per second against 456k), which is why the rates come from the
+//! boot without it. The whole default set takes about a minute.
 //! `--no-cost` leaves the boot out; `--coherence` needs none (its plugin counts the same
 //! figures in its own runs, [`from_coherence`]); a prebuilt `--image` has no symbols for the
 //! plugin's mark page, so the runner says it cannot count and goes on.
@@ -120,7 +124,10 @@ pub fn prepare(
         elf32: elf32.to_owned(),
         cmdline,
     };
-    let mut launch = crate::booting::launch(Mode::Direct, 1, o.mem_mib, o.nodes, medium);
+    // One vCPU runs the windows (`bench_cpus=1`); with NUMA nodes the machine has one vCPU
+    // per node, as a node without a CPU is not a machine the timed boot ran on.
+    let smp = o.nodes.unwrap_or(1).max(1);
+    let mut launch = crate::booting::launch(Mode::Direct, smp, o.mem_mib, o.nodes, medium);
     launch.accel = crate::accel::Accel::Tcg;
     launch.plugin = Some(PluginLoad {
         path,
@@ -143,7 +150,7 @@ pub fn attach(ws: &Workspace, boot: &CostBoot, c: &mut Collected) -> Result<(), 
         Err(e) => return Err(RunError::io(&boot.out, e)),
     }
     eprintln!(
-        "kx: cost boot (1 vCPU, tcg, the plugin counting; timeout {} s)",
+        "kx: cost boot (the windows on 1 vCPU, tcg, the plugin counting; timeout {} s)",
         TIMEOUT.as_secs()
     );
     let out = crate::booting::boot(ws, &boot.launch, TIMEOUT, false)?;

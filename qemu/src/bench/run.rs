@@ -195,10 +195,10 @@ pub fn bench(
     timeout: Duration,
     counting: Counting<'_>,
 ) -> Result<RunnerExit, RunError> {
-    let coherence = counting.coherence;
     use crate::hostload::{self, Monitor, Source};
     use crate::placement::{HostPlacement, PlacementRecord, apply_to_qemu};
     use std::sync::Mutex;
+    let coherence = counting.coherence;
     let started = SystemTime::now();
     let source = Source::host();
     let before = match hostload::before_start(&source, o.bench.strict) {

@@ -25,9 +25,10 @@ fn every_measured_variant_is_counted_and_untimed_work_is_left_out() {
     // measured windows (the runs' `untimed_ns`), so leaving that work out is tested.
     let cmdline = "run=bench scenarios=seed003-pft bench_cpus=1 rounds=2 instances=1 \
                    seconds=0.1";
+    let _one_at_a_time = tests::one_qemu_at_a_time();
+    // Under the lock: the plugin's build is host load another test's benchmark would see.
     let boot = prepare(ws, &k.elf64, &k.elf32, cmdline.into(), &options()).expect("prepared");
     let out = {
-        let _one_at_a_time = tests::one_qemu_at_a_time();
         std::fs::create_dir_all(boot.out.parent().unwrap()).unwrap();
         let _ = std::fs::remove_file(&boot.out);
         qemu::booting::boot(ws, &boot.launch, TIMEOUT, false).expect("booted")

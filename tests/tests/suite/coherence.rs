@@ -55,14 +55,19 @@ fn judged() -> &'static HashMap<String, Judged> {
     ALL.get_or_init(|| {
         let ws = tests::workspace();
         let out = ws.work_dir().join("coherence-tests").join("known.jsonl");
-        let setup = prepare(
-            ws,
-            &tests::kernel().elf64,
-            1,
-            &qemu::cli::BenchOptions::default(),
-            &out,
-            true,
-        )
+        let kernel = tests::kernel();
+        // The plugin's build is host load: not beside another test's benchmark.
+        let setup = {
+            let _one_at_a_time = tests::one_qemu_at_a_time();
+            prepare(
+                ws,
+                &kernel.elf64,
+                1,
+                &qemu::cli::BenchOptions::default(),
+                &out,
+                true,
+            )
+        }
         .unwrap_or_else(|e| panic!("plugin setup: {e}"));
         let cmdline = format!("run=test test={}", TESTS.join(","));
         let run = tests::boot_with_plugin(2, &cmdline, setup.load.clone(), TIMEOUT)
