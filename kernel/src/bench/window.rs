@@ -18,7 +18,7 @@
 //! [`KX_COHERENCE_MARK`], the page whose physical address the runner passes to the
 //! coherence plugin (`kx bench --coherence`): which offset was written says which mark it
 //! is (`abi::coherence`), and the storing vCPU is the one the mark is about. Without the
-//! plugin the stores are four writes to a page nobody reads.
+//! plugin the stores are writes to a page nobody reads.
 //!
 //! The window functions are exported under fixed names and never inlined, so the release
 //! kernel (fat LTO) keeps one copy of each at its own symbol; their bodies differ (the
