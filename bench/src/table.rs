@@ -360,17 +360,21 @@ impl Table<'_> {
         self.pmu_rows(f, p)
     }
 
+    /// The indent of rows printed under the variant column (hardware counts, costs).
+    fn under_variants(&self) -> String {
+        let indent = match self.style {
+            Style::Wide => 21,
+            Style::Compact => 18,
+        };
+        " ".repeat(indent)
+    }
+
     /// The point's hardware-counter rows, when some variant has counts.
     fn pmu_rows(&self, f: &mut fmt::Formatter<'_>, p: &Point) -> fmt::Result {
         if p.variants.iter().all(|v| v.pmu.is_none()) {
             return Ok(());
         }
-        // Under the variant column.
-        let indent = match self.style {
-            Style::Wide => 21,
-            Style::Compact => 18,
-        };
-        let pad = " ".repeat(indent);
+        let pad = self.under_variants();
         writeln!(
             f,
             "{pad}{:<24} {:>9} {:>9} {:>9}",
@@ -418,11 +422,7 @@ impl Table<'_> {
         if p.variants.iter().all(|v| cost(&v.variant).is_none()) {
             return Ok(());
         }
-        let indent = match self.style {
-            Style::Wide => 21,
-            Style::Compact => 18,
-        };
-        let pad = " ".repeat(indent);
+        let pad = self.under_variants();
         writeln!(
             f,
             "{pad}{:<24} {:>9} {:>9}",

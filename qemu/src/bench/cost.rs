@@ -27,8 +27,8 @@ use super::collect::{Collected, Problem};
 use crate::cli::Options;
 use crate::launch::PluginLoad;
 use crate::{Launch, Medium, Mode, RunError};
+use bench::Run;
 use bench::cost::{Cost, Counted};
-use bench::{Record, Run};
 use boot::Workspace;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -107,20 +107,7 @@ pub fn prepare(
     cmdline: String,
     o: &Options,
 ) -> Result<CostBoot, RunError> {
-    let symbols =
-        crate::coherence::symbols::Symbols::read(elf).map_err(|why| RunError::BadInput {
-            path: elf.to_owned(),
-            why: format!("the cost boot: {why}"),
-        })?;
-    let mark = symbols
-        .address(abi::coherence::MARK_SYMBOL)
-        .ok_or_else(|| RunError::BadInput {
-            path: elf.to_owned(),
-            why: format!(
-                "the cost boot: no symbol {} (a kernel older than the coherence marks?)",
-                abi::coherence::MARK_SYMBOL
-            ),
-        })?;
+    let (_, mark) = crate::coherence::mark_page(elf, "the cost boot")?;
     let path = boot::plugin_build::build_plugin(ws, o.quiet)?;
     let out = ws.work_dir().join("cost").join("cost.jsonl");
     let mut config = coherence::Config::new(mark, out.clone());
@@ -145,15 +132,7 @@ pub fn prepare(
 /// the results (a count never reported is an error), except a QEMU that would not load the
 /// plugin, which is the run's error.
 pub fn attach(ws: &Workspace, boot: &CostBoot, c: &mut Collected) -> Result<(), RunError> {
-    if let Some(dir) = boot.out.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| RunError::io(dir, e))?;
-    }
-    // A stale file from an earlier boot must not pass for this one's.
-    match std::fs::remove_file(&boot.out) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(RunError::io(&boot.out, e)),
-    }
+    crate::coherence::fresh_output(&boot.out)?;
     eprintln!(
         "kx: cost boot (the windows on 1 vCPU, tcg, the plugin counting; timeout {} s)",
         TIMEOUT.as_secs()
@@ -191,15 +170,7 @@ pub fn attach(ws: &Workspace, boot: &CostBoot, c: &mut Collected) -> Result<(), 
             return Ok(());
         }
     };
-    let runs: Vec<Run> = out
-        .serial
-        .lines()
-        .filter_map(|l| match bench::record::parse_line(l.trim_end()) {
-            Some(Ok(Record::Run(r))) => Some(r),
-            _ => None,
-        })
-        .collect();
-    match pair(&text, &runs) {
+    match pair(&text, &Collected::from_log(&out.serial).runs) {
         Ok((costs, problems)) => {
             c.problems.extend(problems.into_iter().map(Problem::Cost));
             c.costs = costs;

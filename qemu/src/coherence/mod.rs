@@ -45,29 +45,9 @@ pub fn prepare(
     out: &Path,
     quiet: bool,
 ) -> Result<Setup, RunError> {
-    let symbols = Symbols::read(elf).map_err(|why| RunError::BadInput {
-        path: elf.to_owned(),
-        why: format!("--coherence: {why}"),
-    })?;
-    let mark = symbols
-        .address(abi::coherence::MARK_SYMBOL)
-        .ok_or_else(|| RunError::BadInput {
-            path: elf.to_owned(),
-            why: format!(
-                "--coherence: no symbol {} (a kernel older than the coherence marks?)",
-                abi::coherence::MARK_SYMBOL
-            ),
-        })?;
+    let (symbols, mark) = mark_page(elf, "--coherence")?;
     let path = boot::plugin_build::build_plugin(ws, quiet)?;
-    if let Some(dir) = out.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| RunError::io(dir, e))?;
-    }
-    // A stale file from an earlier run must not pass for this run's.
-    match std::fs::remove_file(out) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(RunError::io(out, e)),
-    }
+    fresh_output(out)?;
     let mut config = coherence::Config::new(mark, out.to_owned());
     config.sockets = sockets.max(1);
     options.coherence_model(&mut config);
@@ -79,6 +59,38 @@ pub fn prepare(
         out: out.to_owned(),
         symbols,
     })
+}
+
+/// The symbols of the kernel ELF `elf` and the physical address of its mark page, or why
+/// not (`what` says which use of the plugin asks).
+pub fn mark_page(elf: &Path, what: &str) -> Result<(Symbols, u64), RunError> {
+    let symbols = Symbols::read(elf).map_err(|why| RunError::BadInput {
+        path: elf.to_owned(),
+        why: format!("{what}: {why}"),
+    })?;
+    let mark = symbols
+        .address(abi::coherence::MARK_SYMBOL)
+        .ok_or_else(|| RunError::BadInput {
+            path: elf.to_owned(),
+            why: format!(
+                "{what}: no symbol {} (a kernel older than the coherence marks?)",
+                abi::coherence::MARK_SYMBOL
+            ),
+        })?;
+    Ok((symbols, mark))
+}
+
+/// Makes `out`'s directory and removes an earlier file at `out`: a stale file from an
+/// earlier boot must not pass for this boot's output.
+pub fn fresh_output(out: &Path) -> Result<(), RunError> {
+    if let Some(dir) = out.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| RunError::io(dir, e))?;
+    }
+    match std::fs::remove_file(out) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(RunError::io(out, e)),
+    }
 }
 
 /// Judges the counts paired with their runs ([`results::attach`]): the mechanism verdict

@@ -2,7 +2,6 @@
 //! counting mode gives every measured variant its instructions and locked RMWs per
 //! operation, leaving out the untimed work inside the windows (pft's unmap); and a QEMU
 //! that cannot load the plugin ends the cost boot with the plugin's status.
-use bench::{Record, Run};
 use qemu::bench::collect::Collected;
 use qemu::bench::cost::{CostBoot, pair, prepare};
 use std::time::Duration;
@@ -28,20 +27,10 @@ fn every_measured_variant_is_counted_and_untimed_work_is_left_out() {
     let _one_at_a_time = tests::one_qemu_at_a_time();
     // Under the lock: the plugin's build is host load another test's benchmark would see.
     let boot = prepare(ws, &k.elf64, &k.elf32, cmdline.into(), &options()).expect("prepared");
-    let out = {
-        std::fs::create_dir_all(boot.out.parent().unwrap()).unwrap();
-        let _ = std::fs::remove_file(&boot.out);
-        qemu::booting::boot(ws, &boot.launch, TIMEOUT, false).expect("booted")
-    };
+    qemu::coherence::fresh_output(&boot.out).expect("a fresh output file");
+    let out = qemu::booting::boot(ws, &boot.launch, TIMEOUT, false).expect("booted");
     assert!(out.outcome.is_success(), "{}", tests::describe(&out));
-    let runs: Vec<Run> = out
-        .serial
-        .lines()
-        .filter_map(|l| match bench::record::parse_line(l.trim_end()) {
-            Some(Ok(Record::Run(r))) => Some(r),
-            _ => None,
-        })
-        .collect();
+    let runs = Collected::from_log(&out.serial).runs;
     let text = std::fs::read_to_string(&boot.out).expect("the plugin's output");
     let (costs, problems) = pair(&text, &runs).expect("readable");
     assert!(problems.is_empty(), "{problems:?}");
