@@ -84,6 +84,11 @@ pub struct Launch {
     /// instead of one thread per vCPU: the vCPUs interleave at the emulator's time slices,
     /// not the host scheduler's (`kx bench --coherence --tcg-single`).
     pub tcg_single: bool,
+    /// Under TCG, QEMU's instruction counter (`-icount shift=0`): the guest's virtual clock
+    /// advances one nanosecond per guest instruction executed (its TSC, HPET and PIT with
+    /// it), so a guest's own clock counts its instructions; the vCPUs then share one host
+    /// thread. The Linux reference's cost boot uses it (Linux has no marks for the plugin).
+    pub icount: bool,
 }
 
 /// `-plugin file=PATH,key=value,...`: a TCG plugin and its arguments.
@@ -161,6 +166,16 @@ impl Launch {
         if let Some(p) = &self.plugin {
             a.push("-plugin".into());
             a.push(p.arg().into());
+        }
+        if self.icount {
+            if self.accel != Accel::Tcg {
+                return Err(format!(
+                    "QEMU's instruction counter (-icount) needs TCG, not {}",
+                    self.accel
+                ));
+            }
+            a.push("-icount".into());
+            a.push("shift=0".into());
         }
         if self.mode.firmware() == Firmware::Uefi {
             let vars = self
@@ -303,6 +318,7 @@ mod tests {
             mirror: None,
             plugin: None,
             tcg_single: false,
+            icount: false,
         }
     }
 
@@ -328,6 +344,11 @@ mod tests {
             j.contains(" -plugin file=/p,,q/libkx_coherence.so,mark=0x1000,out=/o,,ut "),
             "{j}"
         );
+        assert!(!j.contains("-icount"), "{j}");
+        l.icount = true;
+        assert!(joined(&l).contains(" -icount shift=0 "), "{}", joined(&l));
+        l.accel = Accel::Kvm;
+        assert!(l.args().unwrap_err().contains("needs TCG"));
     }
 
     #[test]

@@ -267,6 +267,7 @@ fn cost_table(t: &mut String, sides: &[Side]) {
     let find = |s: &Side, k: &(&str, &str, &str)| {
         bench::cost::find(&s.results.costs, k.0, k.1, k.2).cloned()
     };
+    let rmws = |c: &bench::Cost| c.rmws_per_op.map_or("-".to_owned(), |x| format!("{x:.2}"));
     for k in &keys {
         let _ = write!(t, "  {:<40}", format!("{} {} {}", k.0, k.1, k.2));
         let base = find(&sides[0], k);
@@ -274,12 +275,12 @@ fn cost_table(t: &mut String, sides: &[Side]) {
             let cell = match (find(s, k), &base) {
                 (None, _) => "-".to_owned(),
                 (Some(c), Some(b)) if i > 0 && b.instructions_per_op > 0.0 => format!(
-                    "{:.1} / {:.2} ({:.4})",
+                    "{:.1} / {} ({:.4})",
                     c.instructions_per_op,
-                    c.rmws_per_op,
+                    rmws(&c),
                     c.instructions_per_op / b.instructions_per_op
                 ),
-                (Some(c), _) => format!("{:.1} / {:.2}", c.instructions_per_op, c.rmws_per_op),
+                (Some(c), _) => format!("{:.1} / {}", c.instructions_per_op, rmws(&c)),
             };
             let _ = write!(t, "  {cell:<COL$}");
         }
@@ -336,7 +337,7 @@ mod tests {
         }
     }
 
-    fn cost(variant: &str, instructions_per_op: f64, rmws_per_op: f64) -> bench::Cost {
+    fn cost(variant: &str, instructions_per_op: f64, rmws_per_op: Option<f64>) -> bench::Cost {
         bench::Cost {
             scenario: "seed001-faultfree".into(),
             config: "anon".into(),
@@ -351,10 +352,10 @@ mod tests {
     #[test]
     fn counted_costs_side_by_side_with_the_ratio_to_the_first() {
         let sides = [
-            side(vec![cost("base@+0", 2800.0, 12.75)]),
+            side(vec![cost("base@+0", 2800.0, Some(12.75))]),
             side(vec![
-                cost("base@+0", 2100.0, 10.75),
-                cost("patch1@+0", 2200.0, 10.75),
+                cost("base@+0", 2100.0, Some(10.75)),
+                cost("patch1@+0", 2200.0, Some(10.75)),
             ]),
         ];
         let t = text(&sides);

@@ -83,14 +83,15 @@ pub fn render_costs(costs: &[Cost]) -> String {
     for c in costs {
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{:?},{:?}",
+            "{},{},{},{},{},{:?},{}",
             field(&c.scenario),
             field(&c.config),
             field(&c.variant),
             c.runs,
             c.ops,
             c.instructions_per_op,
-            c.rmws_per_op
+            // Empty where the counter tells no locked RMWs (the Linux reference).
+            c.rmws_per_op.map_or(String::new(), |x| format!("{x:?}"))
         );
     }
     out
@@ -109,19 +110,26 @@ mod tests {
             runs: 1,
             ops: 1280,
             instructions_per_op: 2753.25,
-            rmws_per_op: 12.5,
+            rmws_per_op: Some(12.5),
         };
-        let text = render_costs(&[cost]);
+        let linux = Cost {
+            scenario: "linux".into(),
+            variant: "mmap-touch-munmap".into(),
+            rmws_per_op: None,
+            ..cost.clone()
+        };
+        let text = render_costs(&[cost, linux]);
         let mut rd = ::csv::Reader::from_reader(text.as_bytes());
         assert_eq!(
             rd.headers().unwrap().iter().collect::<Vec<_>>(),
             COST_HEADER
         );
         let rows: Vec<_> = rd.records().map(Result::unwrap).collect();
-        assert_eq!(rows.len(), 1);
+        assert_eq!(rows.len(), 2);
         assert_eq!(&rows[0][2], "base@+0'");
         assert_eq!(rows[0][5].parse::<f64>().unwrap(), 2753.25);
         assert_eq!(rows[0][6].parse::<f64>().unwrap(), 12.5);
+        assert_eq!(&rows[1][6], "", "no locked RMWs counted: an empty field");
     }
 
     #[test]

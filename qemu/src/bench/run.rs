@@ -288,6 +288,7 @@ pub fn bench(
         out.elapsed.as_secs_f64()
     );
     eprintln!("kx: {}", load.line());
+    let mut linux = None;
     if out.outcome.is_success() && !c.is_empty() && coherence.is_none() {
         let env = std::env::var_os(super::linux_qemu::kernel::ENV)
             .filter(|v| !v.is_empty())
@@ -296,7 +297,8 @@ pub fn bench(
         // The same machine without the benchmark boot's QMP socket (its directory is gone).
         let mut linux_launch = launch.clone();
         linux_launch.qmp = None;
-        super::linux_qemu::attach(&mut c, &want, &linux_launch, o.quiet);
+        linux = super::linux_qemu::attach(&mut c, &want, &linux_launch, o.quiet)
+            .map(|booted| (booted, linux_launch));
     }
     if let Some(r) = &c.coherence {
         c.costs = super::cost::from_coherence(r);
@@ -310,6 +312,13 @@ pub fn bench(
         && let Err(e) = cost.attach(ws, o, &mut c)
     {
         cost_error = Some(e);
+    }
+    // Linux's instructions per page beside the kernel's counts (its timed reference ran).
+    if counting.cost.is_some()
+        && cost_error.is_none()
+        && let Some((booted, l)) = &linux
+    {
+        super::linux_qemu::attach_cost(&mut c, booted, l, super::cost::seconds_ns(), o.quiet);
     }
     let exit = bench_exit(out.outcome, &c);
     if c.is_empty() {

@@ -24,6 +24,14 @@
 //! ([`crate::RunnerExit::BadResults`]). The QEMU run has a timeout of [`BOOT_ALLOWANCE`]
 //! plus four times the runs' planned seconds.
 //!
+//! With the cost boot (`kx bench` without `--no-cost`), the reference boots once more
+//! ([`counted`]): one vCPU, TCG, QEMU's instruction counter (`-icount shift=0`), one warm-up
+//! and one measured run of the cost boot's length. The guest's clock then counts
+//! instructions (one nanosecond each), so the thread's nanoseconds per page are Linux's
+//! instructions per page, the `linux` row's counted cost beside the kernel's (which the
+//! coherence plugin counts between the kernel's marks; Linux has none). Applied to this
+//! kernel the same counter agrees with the plugin within 0.2%.
+//!
 //! The Linux process runs in a cgroup v2 memcg of its own (as seed001 charges one memcg),
 //! with the kernel's default boot options otherwise (`console=ttyS0 quiet panic=-1
 //! transparent_hugepage=never`).
@@ -167,23 +175,127 @@ pub fn decode_end(t: Termination, timeout: Duration) -> Result<(), String> {
 /// Boots `kernel` on `launch`'s machine with the program for `plan`; `dir` keeps the
 /// program and the initramfs. Progress lines on stderr unless `quiet`.
 pub fn run(kernel: &Path, launch: &Launch, plan: &Plan, dir: &Path, quiet: bool) -> Outcome {
-    match try_run(kernel, launch, plan, dir, quiet) {
-        Ok((runs, note)) => Outcome::Runs(runs, note),
+    let timed = conf_for(plan).and_then(|conf| {
+        let (runs, booted) = boot(kernel, launch, &conf, dir, quiet)?;
+        Ok((runs, booted, conf))
+    });
+    match timed {
+        Ok((runs, b, conf)) => {
+            let note = format!(
+                "linux reference: Linux {} ({}) booted in the same QEMU ({}, {} vCPUs online, \
+                 {} MiB) with kx's initramfs: one pinned thread per CPU repeating mmap of \
+                 {PAGES} pages (2 MiB, MADV_NOHUGEPAGE, transparent huge pages never) / a \
+                 store to every 4 KiB page / munmap, for the plan's rounds of {:.2} s, {}; \
+                 every run took one minor fault per page touched (at most {} more per \
+                 thread); floor = rate / this run's `limit`",
+                b.release,
+                kernel.display(),
+                b.accel,
+                b.online,
+                b.mem_mib,
+                conf.seconds_ns as f64 / 1e9,
+                if b.memcg {
+                    "in a cgroup v2 memcg of its own"
+                } else {
+                    "WITHOUT a memcg of its own (cgroup2 could not be set up)"
+                },
+                report::FAULT_SLACK
+            );
+            Outcome::Runs(runs, note)
+        }
         Err(e) => Outcome::Failed(e),
     }
 }
 
-fn try_run(
+/// The program's settings for the counted boot: one CPU, one warm-up and one measured run
+/// of `seconds_ns`.
+#[must_use]
+pub fn counted_conf(seconds_ns: u64) -> program::Conf {
+    program::Conf {
+        cpus: vec![1],
+        rounds: 1,
+        warmup: 1,
+        seconds_ns,
+        pages: PAGES,
+    }
+}
+
+/// The reference's cost per page: `kernel` booted once more on `launch`'s machine at one
+/// vCPU under TCG with QEMU's instruction counter (`-icount shift=0`, [`Launch::icount`]),
+/// running one warm-up and one measured run of `seconds_ns`. The guest's clock then
+/// advances one nanosecond per instruction, so the measured thread's nanoseconds per page
+/// are Linux's instructions per page: its fault path, its share of the cycle's mmap and
+/// munmap and of the timer tick, and the program's loop, as the plugin's count of the
+/// kernel's own windows includes its loop and interrupts. The counter tells no locked
+/// RMWs apart (`rmws_per_op` is `None`).
+pub fn counted(
     kernel: &Path,
     launch: &Launch,
-    plan: &Plan,
+    seconds_ns: u64,
     dir: &Path,
     quiet: bool,
-) -> Result<(Vec<Run>, String), String> {
-    let conf = conf_for(plan)?;
+) -> Result<bench::Cost, String> {
+    let mut l = launch.clone();
+    l.smp = 1;
+    l.nodes = None;
+    l.mirror = None;
+    l.plugin = None;
+    l.tcg_single = false;
+    l.accel = crate::accel::Accel::Tcg;
+    l.icount = true;
+    let conf = counted_conf(seconds_ns);
+    let (runs, _) = boot(kernel, &l, &conf, dir, quiet)?;
+    cost_of(&runs)
+}
+
+/// The cost of the counted boot's measured run (its warm-up left out): the thread's
+/// nanoseconds (instructions, under `-icount shift=0`) over its pages.
+pub fn cost_of(runs: &[Run]) -> Result<bench::Cost, String> {
+    let measured: Vec<&Run> = runs.iter().filter(|r| !r.warmup).collect();
+    let [r] = measured.as_slice() else {
+        return Err(format!(
+            "the counted boot reported {} measured runs, not one",
+            measured.len()
+        ));
+    };
+    let (ops, ns) = r
+        .per_cpu
+        .iter()
+        .fold((0u64, 0u64), |(o, n), c| (o + c.ops, n + c.ns));
+    if ops == 0 {
+        return Err("the counted boot's measured run touched no page".into());
+    }
+    Ok(bench::Cost {
+        scenario: SCENARIO.into(),
+        config: CONFIG.into(),
+        variant: VARIANT.into(),
+        runs: 1,
+        ops,
+        instructions_per_op: ns as f64 / ops as f64,
+        rmws_per_op: None,
+    })
+}
+
+/// What a boot of the reference said about its machine.
+struct Machine {
+    release: String,
+    accel: crate::accel::Accel,
+    online: u32,
+    mem_mib: u32,
+    memcg: bool,
+}
+
+/// Boots `kernel` on `launch` with the program set to `conf`: its checked runs, or why not.
+fn boot(
+    kernel: &Path,
+    launch: &Launch,
+    conf: &program::Conf,
+    dir: &Path,
+    quiet: bool,
+) -> Result<(Vec<Run>, Machine), String> {
     let exe = program::build(dir)?;
     let bytes = std::fs::read(&exe).map_err(|e| format!("cannot read {}: {e}", exe.display()))?;
-    let image = program::initramfs(bytes, &conf);
+    let image = program::initramfs(bytes, conf);
     cpio::parse(&image).map_err(|e| format!("the initramfs does not read back: {e}"))?;
     let initrd = dir.join(format!("initramfs-{}.cpio", std::process::id()));
     std::fs::write(&initrd, &image)
@@ -197,16 +309,22 @@ fn try_run(
     let mut args = l.args()?;
     args.push("-initrd".into());
     args.push(initrd.clone().into());
-    let timeout = timeout_for(&conf);
+    let timeout = timeout_for(conf);
     let qemu = boot::tool::find_on_path(boot::host_deps::QEMU)
         .unwrap_or_else(|| PathBuf::from(boot::host_deps::QEMU));
+    let what = if l.icount {
+        "linux reference, counted"
+    } else {
+        "linux reference"
+    };
     if !quiet {
         eprintln!(
-            "kx: linux reference: booting {} ({} vCPUs, {} MiB, {}, timeout {} s)",
+            "kx: {what}: booting {} ({} vCPUs, {} MiB, {}{}, timeout {} s)",
             kernel.display(),
             l.smp,
             l.mem_mib,
             l.accel,
+            if l.icount { " -icount shift=0" } else { "" },
             timeout.as_secs()
         );
     }
@@ -227,7 +345,7 @@ fn try_run(
     let _ = std::fs::remove_file(&initrd);
     let finished = finished.map_err(|e| format!("cannot run QEMU: {e}"))?;
     eprintln!(
-        "kx: linux reference: QEMU ran {:.1} s",
+        "kx: {what}: QEMU ran {:.1} s",
         finished.elapsed.as_secs_f64()
     );
     let serial = String::from_utf8_lossy(&finished.stdout);
@@ -258,33 +376,33 @@ fn try_run(
         ));
     }
     let (online, memcg, release) = rep.ready.clone().ok_or("no ready line")?;
-    let note = format!(
-        "linux reference: Linux {release} ({}) booted in the same QEMU ({}, {online} vCPUs \
-         online, {} MiB) with kx's initramfs: one pinned thread per CPU repeating mmap of \
-         {PAGES} pages (2 MiB, MADV_NOHUGEPAGE, transparent huge pages never) / a store to \
-         every 4 KiB page / munmap, for the plan's rounds of {:.2} s, {}; every run took one \
-         minor fault per page touched (at most {} more per thread); floor = rate / this \
-         run's `limit`",
-        kernel.display(),
-        l.accel,
-        l.mem_mib,
-        conf.seconds_ns as f64 / 1e9,
-        if memcg {
-            "in a cgroup v2 memcg of its own"
-        } else {
-            "WITHOUT a memcg of its own (cgroup2 could not be set up)"
+    Ok((
+        runs,
+        Machine {
+            release,
+            accel: l.accel,
+            online,
+            mem_mib: l.mem_mib,
+            memcg,
         },
-        report::FAULT_SLACK
-    );
-    Ok((runs, note))
+    ))
+}
+
+/// A reference that booted and ran: what its counted boot needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Booted {
+    /// The Linux image.
+    pub kernel: PathBuf,
+    /// Where the program and the initramfs are kept.
+    pub dir: PathBuf,
 }
 
 /// Runs the reference for `kx bench` as `want` asks, after the benchmark's boot on
 /// `launch` whose records are `c`, and adds its runs (or the note saying why it did not
-/// run, or the problem) to `c`.
-pub fn attach(c: &mut Collected, want: &Want, launch: &Launch, quiet: bool) {
+/// run, or the problem) to `c`; what it booted when it ran.
+pub fn attach(c: &mut Collected, want: &Want, launch: &Launch, quiet: bool) -> Option<Booted> {
     if *want == Want::No {
-        return;
+        return None;
     }
     let cache = crate::accel::probe::cache_dir();
     let kernel = match want.kernel(cache.as_deref()) {
@@ -292,24 +410,55 @@ pub fn attach(c: &mut Collected, want: &Want, launch: &Launch, quiet: bool) {
         Err(why) => {
             eprintln!("kx: linux reference: not run: {why}");
             c.notes.push(format!("linux reference: not run: {why}"));
-            return;
+            return None;
         }
     };
     let Some(plan) = c.plan.clone() else {
         let why = "the benchmark printed no plan";
         eprintln!("kx: linux reference: not run: {why}");
         c.notes.push(format!("linux reference: not run: {why}"));
-        return;
+        return None;
     };
     let dir = cache.map_or_else(
         || std::env::temp_dir().join("kx-linux"),
         |d| kernel::dir(&d),
     );
     match run(&kernel, launch, &plan, &dir, quiet) {
-        Outcome::Runs(runs, note) => c.add_reference(runs, note),
+        Outcome::Runs(runs, note) => {
+            c.add_reference(runs, note);
+            Some(Booted { kernel, dir })
+        }
         Outcome::Failed(why) => {
             eprintln!("kx: linux reference: FAILED: {why}");
             c.problems.push(Problem::Reference(why));
+            None
+        }
+    }
+}
+
+/// The reference's counted boot for `kx bench`'s costs ([`counted`], runs of
+/// `seconds_ns`), after the timed reference `booted` ran: adds its cost to `c`, or the
+/// problem.
+pub fn attach_cost(
+    c: &mut Collected,
+    booted: &Booted,
+    launch: &Launch,
+    seconds_ns: u64,
+    quiet: bool,
+) {
+    match counted(&booted.kernel, launch, seconds_ns, &booted.dir, quiet) {
+        Ok(cost) => {
+            eprintln!(
+                "kx: linux reference, counted: {:.1} instructions per page",
+                cost.instructions_per_op
+            );
+            c.costs.push(cost);
+        }
+        Err(why) => {
+            eprintln!("kx: linux reference, counted: FAILED: {why}");
+            c.problems.push(Problem::Cost(format!(
+                "the linux reference's counted boot: {why}"
+            )));
         }
     }
 }
@@ -413,5 +562,32 @@ mod tests {
         );
         assert_eq!(timeout_for(&c), BOOT_ALLOWANCE + Duration::from_secs(24));
         assert!(conf_for(&Plan::new(vec![], vec![1], 5, 1, None, Some(10))).is_err());
+    }
+
+    #[test]
+    fn the_counted_boot_is_one_warm_up_and_one_run_at_one_cpu_priced_by_its_thread() {
+        let c = counted_conf(200_000_000);
+        assert_eq!((c.cpus, c.rounds, c.warmup), (vec![1], 1, 1));
+        // Under -icount shift=0 a nanosecond is an instruction: the thread's 4,300,000 ns
+        // over its 512 pages (the run's own ns, from the barrier, is not the thread's).
+        let log = "KXLINUX run cpus=1 round=0 ns=9000000 pgfault=512 t=0:512:8000000:512\n\
+                   KXLINUX run cpus=1 round=1 ns=5000000 pgfault=512 t=0:512:4300000:512\n";
+        let runs = report::Report::read(log).runs().unwrap();
+        let cost = cost_of(&runs).unwrap();
+        assert_eq!((cost.runs, cost.ops), (1, 512));
+        assert!((cost.instructions_per_op - 4_300_000.0 / 512.0).abs() < 1e-9);
+        assert_eq!(cost.rmws_per_op, None);
+        assert_eq!(
+            (
+                cost.scenario.as_str(),
+                cost.config.as_str(),
+                cost.variant.as_str()
+            ),
+            (SCENARIO, CONFIG, VARIANT)
+        );
+        // Only the warm-up, or two measured runs: no cost.
+        assert!(cost_of(&runs[..1]).unwrap_err().contains("0 measured runs"));
+        let two = [runs[1].clone(), runs[1].clone()];
+        assert!(cost_of(&two).unwrap_err().contains("2 measured runs"));
     }
 }
