@@ -456,6 +456,21 @@ impl Setup {
         w(msr::IA32_PERF_GLOBAL_CTRL, 0)
     }
 
+    /// The write that holds every counter at its value while the CPU does work the
+    /// benchmark leaves out of its window (a scenario's untimed work): the same write as
+    /// [`Self::stop`], with [`Self::resume`] after it instead of a read.
+    #[must_use]
+    pub const fn pause(&self) -> MsrWrite {
+        self.stop()
+    }
+
+    /// The write that lets the counters go on from the values [`Self::pause`] held: global
+    /// control on again, nothing zeroed or reprogrammed (the last write of [`Self::start`]).
+    #[must_use]
+    pub const fn resume(&self) -> MsrWrite {
+        w(msr::IA32_PERF_GLOBAL_CTRL, self.global_ctrl())
+    }
+
     /// The MSRs to read after [`Self::stop`], in [`Self::counts`]' order.
     #[must_use]
     pub fn reads(&self) -> &'static [u32] {

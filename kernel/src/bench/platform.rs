@@ -78,6 +78,25 @@ impl KernelPlatform {
     }
 }
 
+impl KernelPlatform {
+    /// The counters' setup when `cpu`'s are counting the current run.
+    fn pmu_running(&self, cpu: u32) -> Option<hw::pmu::Setup> {
+        let started = self.pmu_started.get(cpu as usize)?;
+        if started.load(Ordering::Relaxed) {
+            pmu::setup()
+        } else {
+            None
+        }
+    }
+
+    /// `cpu`'s counters faulted: its run reports no counts.
+    fn pmu_failed(&self, cpu: u32) {
+        if let Some(started) = self.pmu_started.get(cpu as usize) {
+            started.store(false, Ordering::Relaxed);
+        }
+    }
+}
+
 impl BenchPlatform for KernelPlatform {
     fn cpus(&self) -> u32 {
         self.cpus
@@ -144,9 +163,20 @@ impl BenchPlatform for KernelPlatform {
 
     fn untimed_begins(&self, cpu: u32) {
         super::window::kx_measured_window_pause(cpu);
+        if let Some(setup) = self.pmu_running(cpu)
+            && pmu::pause(&setup).is_err()
+        {
+            // A CPU whose counters fault reports none for this run (`pmu_stop`).
+            self.pmu_failed(cpu);
+        }
     }
 
     fn untimed_ends(&self, cpu: u32) {
+        if let Some(setup) = self.pmu_running(cpu)
+            && pmu::resume(&setup).is_err()
+        {
+            self.pmu_failed(cpu);
+        }
         super::window::kx_measured_window_resume(cpu);
     }
 

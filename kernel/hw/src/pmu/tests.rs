@@ -137,6 +137,19 @@ fn start_sequence_enables_globally_last() {
             value: 0
         }
     );
+    // Untimed work: held with global control off, let go with the start's last write,
+    // which enables every counter started (fixed 0 and 1, general 0 and 1 with LLC) and
+    // zeroes none.
+    assert_eq!(s.pause(), s.stop());
+    assert_eq!(s.resume(), *w.last().unwrap());
+    assert_eq!(
+        s.resume(),
+        MsrWrite {
+            msr: 0x38F,
+            value: 0x3_0000_0003
+        }
+    );
+    assert_eq!(no_llc.resume().value, 0x3_0000_0000);
 }
 
 #[test]

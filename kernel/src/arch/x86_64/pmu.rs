@@ -14,8 +14,10 @@
 //! Counting is per CPU and per run, as perf's `-C` counting mode: [`start`] zeroes and
 //! enables the counters right before a CPU's first batch, [`stop`] disables them after its
 //! last and reads them. The counts include everything the CPU executes meanwhile, in every
-//! ring: the batches, the quiescent points between them, the untimed work of scenarios that
-//! have some, and the interrupts it serves (TLB shootdowns, IPIs).
+//! ring: the batches, the quiescent points between them and the interrupts it serves (TLB
+//! shootdowns, IPIs), but not the untimed work of scenarios that have some (pft's unmap,
+//! with the CPU's clock paused): [`pause`] holds the counters at their values around it and
+//! [`resume`] lets them go on, as the coherence plugin's window marks do.
 
 use super::msr::{self, MsrFault};
 use hw::pmu::{Counts, Detected, PmuInfo, Setup, msr as pmu_msr};
@@ -75,6 +77,18 @@ pub fn stop(setup: &Setup) -> Result<Counts, MsrFault> {
         *v = msr::read_safe(m)?;
     }
     Ok(setup.counts(&values[..setup.reads().len()]))
+}
+
+/// Holds this CPU's counters at their values (untimed work inside a window).
+pub fn pause(setup: &Setup) -> Result<(), MsrFault> {
+    let off = setup.pause();
+    msr::write_safe(off.msr, off.value)
+}
+
+/// Lets this CPU's counters go on from where [`pause`] held them.
+pub fn resume(setup: &Setup) -> Result<(), MsrFault> {
+    let on = setup.resume();
+    msr::write_safe(on.msr, on.value)
 }
 
 /// Writes the summary's `pmu:` line.
