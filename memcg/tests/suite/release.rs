@@ -91,3 +91,50 @@ fn a_putback_dropping_the_last_reference_releases_the_folio() {
         "the putback put it on the LRU before the put"
     );
 }
+
+/// A folio waiting in a per-CPU batch when its memcg goes offline: offlining reparents the
+/// LRU folios, not this one (it is on no LRU yet), so it stays charged to the zombie; the
+/// drain must still find the zombie's lruvec and add it there (Linux's
+/// `folio_lruvec_lock()` on an offline memcg), and once the folio is gone the zombie must be
+/// freed, with nothing charged anywhere.
+#[test]
+fn a_folio_batched_across_its_memcgs_offline_lands_on_the_zombie_which_is_then_freed() {
+    for mglru in [false, true] {
+        let s = setup(1, 1, mglru);
+        let root = s.tree.root();
+        let m = root.create_child().unwrap();
+        let id = m.id();
+        let batches = lru::LruBatches::<ksync::Ticket>::new(1);
+        let f = folio(0, true);
+        s.tree.charge_folio(&m, 0, f).unwrap();
+        batches.folio_add_lru(0, f, &s.tree).unwrap();
+        assert!(!f.test_lru(), "still in the batch");
+        drop(m);
+        s.tree.offline(id, 0).unwrap();
+        assert_eq!(s.tree.nr_zombies(), 1, "mglru {mglru}");
+        assert_eq!(f.memcg_id(), id, "a batched folio is not reparented");
+        let drained = batches.drain_all(0, &s.tree);
+        assert!(
+            !lru::MoveStats::drain_all_failed(&drained),
+            "mglru {mglru}: {drained:?}"
+        );
+        assert!(f.test_lru(), "mglru {mglru}: the drain put it on an LRU");
+        let zombie = s.tree.lookup_any(id).unwrap();
+        assert_eq!(zombie.usage(), 1);
+        // The owner frees it: off the zombie's LRU (where the drain put it), uncharged.
+        s.tree.lru().lru_del_folio(&zombie, f).unwrap();
+        let out = s.tree.uncharge_folios(0, &[f]).unwrap();
+        assert_eq!((out.pages, out.failed), (1, 0));
+        assert_eq!((zombie.usage(), root.usage()), (0, 0));
+        drop(zombie);
+        for _ in 0..3 {
+            grace_period(&s.tree);
+            s.tree.reap(0);
+        }
+        assert_eq!(
+            (s.tree.nr_memcgs(), s.tree.nr_zombies(), s.tree.nr_dying()),
+            (1, 0, 0),
+            "mglru {mglru}: the zombie is freed"
+        );
+    }
+}
