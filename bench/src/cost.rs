@@ -6,8 +6,10 @@
 //! bench`'s cost boot: one vCPU under QEMU's TCG with the coherence plugin counting, see
 //! `qemu/src/bench/cost.rs`) or from a `--coherence` run, and the table shows them under
 //! each configuration's first point ([`crate::Table::with_costs`]). At one CPU they are
-//! deterministic for one kernel build, up to where the timed run stops (its length is guest
-//! time); at more CPUs a lock's spinning would add to them, so they are counted at one.
+//! deterministic for one kernel build: the cost boot runs under QEMU's instruction counter,
+//! so a run's length in guest time is a fixed number of instructions and every boot counts
+//! the same runs. At more CPUs a lock's spinning would add to them, so they are counted at
+//! one.
 //!
 //! The Linux reference has a cost too, counted by other means: Linux has no marks, so the
 //! runner boots it once more at one vCPU with QEMU's instruction counter (`-icount shift=0`:

@@ -94,7 +94,7 @@ pub fn launch(mode: Mode, smp: u32, mem_mib: u32, nodes: Option<u32>, medium: Me
         mirror: None,
         plugin: None,
         tcg_single: false,
-        icount: false,
+        icount: None,
     }
 }
 

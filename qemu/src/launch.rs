@@ -84,11 +84,13 @@ pub struct Launch {
     /// instead of one thread per vCPU: the vCPUs interleave at the emulator's time slices,
     /// not the host scheduler's (`kx bench --coherence --tcg-single`).
     pub tcg_single: bool,
-    /// Under TCG, QEMU's instruction counter (`-icount shift=0`): the guest's virtual clock
-    /// advances one nanosecond per guest instruction executed (its TSC, HPET and PIT with
-    /// it), so a guest's own clock counts its instructions; the vCPUs then share one host
-    /// thread. The Linux reference's cost boot uses it (Linux has no marks for the plugin).
-    pub icount: bool,
+    /// Under TCG, QEMU's instruction counter (`-icount shift=N`): the guest's virtual clock
+    /// advances 2^N nanoseconds per guest instruction executed (its TSC, HPET and PIT with
+    /// it), so a guest's own clock counts its instructions and a run of fixed guest time is
+    /// a fixed number of instructions; the vCPUs then share one host thread. The cost boot
+    /// uses it (its runs the same length in every boot) and the Linux reference's counted
+    /// boot with shift 0 (Linux has no marks for the plugin: its clock is the count).
+    pub icount: Option<u8>,
 }
 
 /// `-plugin file=PATH,key=value,...`: a TCG plugin and its arguments.
@@ -167,7 +169,7 @@ impl Launch {
             a.push("-plugin".into());
             a.push(p.arg().into());
         }
-        if self.icount {
+        if let Some(shift) = self.icount {
             if self.accel != Accel::Tcg {
                 return Err(format!(
                     "QEMU's instruction counter (-icount) needs TCG, not {}",
@@ -175,7 +177,7 @@ impl Launch {
                 ));
             }
             a.push("-icount".into());
-            a.push("shift=0".into());
+            a.push(format!("shift={shift}").into());
         }
         if self.mode.firmware() == Firmware::Uefi {
             let vars = self
@@ -318,7 +320,7 @@ mod tests {
             mirror: None,
             plugin: None,
             tcg_single: false,
-            icount: false,
+            icount: None,
         }
     }
 
@@ -345,8 +347,10 @@ mod tests {
             "{j}"
         );
         assert!(!j.contains("-icount"), "{j}");
-        l.icount = true;
+        l.icount = Some(0);
         assert!(joined(&l).contains(" -icount shift=0 "), "{}", joined(&l));
+        l.icount = Some(4);
+        assert!(joined(&l).contains(" -icount shift=4 "), "{}", joined(&l));
         l.accel = Accel::Kvm;
         assert!(l.args().unwrap_err().contains("needs TCG"));
     }

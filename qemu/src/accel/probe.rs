@@ -204,7 +204,7 @@ pub fn probe_args(elf32: &Path) -> Vec<OsString> {
         mirror: None,
         plugin: None,
         tcg_single: false,
-        icount: false,
+        icount: None,
     };
     // A direct launch with a kernel is always consistent.
     launch.args().unwrap_or_default()

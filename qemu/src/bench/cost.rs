@@ -9,12 +9,19 @@
 //! RMWs; one callback per translated block for the instructions). The plugin's n-th run is
 //! the n-th `run` record on serial; each measured run's window counts are added per variant
 //! and divided by its operations. At one vCPU nothing spins, so the figures are the work a
-//! variant does, nearly the same in every boot of one kernel build: a difference between A
-//! and B here is a difference in what they execute, whatever the host's noise did to the
-//! rates. Nearly: a run stops at a time, not an operation count, so where the work changes
-//! phase within a run (reclaim once a file outgrows its limit, a refill of the per-CPU
-//! lists) the share of each phase moves with the run's length; the A'/A row (the same work
-//! built twice) shows how much, about 1% at [`SECONDS`].
+//! variant does: a difference between A and B here is a difference in what they execute,
+//! whatever the host's noise did to the rates.
+//!
+//! The boot runs under QEMU's instruction counter as well (`-icount shift=`[`ICOUNT_SHIFT`]:
+//! the guest's clock advances 16 ns per instruction), so a run of [`SECONDS`] is a fixed
+//! number of instructions (12.5 million), not whatever the host managed in that time. Every
+//! boot of one kernel build then counts the same runs, and its `costs.csv` is the same to
+//! the last digit (two boots of `--quick --scenarios limit,seed004-readtwice,seed003-pft`
+//! gave identical files). Without it, a run stopped at a host-timed 0.2 s, and where the
+//! work changes phase within a run (seed004's reclaim once its file outgrows the limit) the
+//! phases' shares moved with the host: seed004's A and A' (the same work built twice)
+//! counted 6837 and 6659 instructions per read in one boot and agreed to 0.12% in another;
+//! under the counter both count 6735.7, in every boot.
 //!
 //! Under the plugin the guest runs about eight times slower than without it (the `limit`
 //! floor: 58k operations per second against 456k), which is why the rates come from the
@@ -35,12 +42,17 @@ use boot::Workspace;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Guest seconds of each counted run. At 0.05 s seed004's A counted 5967 instructions per
-/// read in one boot and its A' (the same work built twice) 6815: 896 and 1024 operations,
-/// too few for the reclaim its limit brings to reach the same share of each run. At 0.2 s
-/// A and A' agree to 0.7% (seed000's variants to 0.6%), and the default set's cost boot
-/// takes about 45 s instead of 32 (the boot's setup dominates).
+/// Guest seconds of each counted run: at [`ICOUNT_SHIFT`], 12.5 million instructions. At
+/// 0.05 s of host-timed guest time, seed004's runs were too short for the reclaim its
+/// limit brings to reach the same share of A's and A''s reads (5967 against 6815
+/// instructions per read); 0.2 s is long enough for every scenario's phases.
 pub const SECONDS: &str = "0.2";
+
+/// The cost boot's `-icount shift=`: 2^4 = 16 ns of guest time per instruction, so that a
+/// run of [`SECONDS`] (12.5 million instructions) takes about as long under the plugin as
+/// 0.2 s of host time did (the plugin's counting mode executes about 60 million guest
+/// instructions per second on this project's machine).
+pub const ICOUNT_SHIFT: u8 = 4;
 
 /// [`SECONDS`] in nanoseconds (the Linux reference's counted runs are as long).
 #[must_use]
@@ -129,6 +141,7 @@ pub fn prepare(
     let smp = o.nodes.unwrap_or(1).max(1);
     let mut launch = crate::booting::launch(Mode::Direct, smp, o.mem_mib, o.nodes, medium);
     launch.accel = crate::accel::Accel::Tcg;
+    launch.icount = Some(ICOUNT_SHIFT);
     launch.plugin = Some(PluginLoad {
         path,
         args: config.to_args(),

@@ -242,7 +242,7 @@ pub fn counted(
     l.plugin = None;
     l.tcg_single = false;
     l.accel = crate::accel::Accel::Tcg;
-    l.icount = true;
+    l.icount = Some(0);
     let conf = counted_conf(seconds_ns);
     let (runs, _) = boot(kernel, &l, &conf, dir, quiet)?;
     cost_of(&runs)
@@ -312,7 +312,7 @@ fn boot(
     let timeout = timeout_for(conf);
     let qemu = boot::tool::find_on_path(boot::host_deps::QEMU)
         .unwrap_or_else(|| PathBuf::from(boot::host_deps::QEMU));
-    let what = if l.icount {
+    let what = if l.icount.is_some() {
         "linux reference, counted"
     } else {
         "linux reference"
@@ -324,7 +324,8 @@ fn boot(
             l.smp,
             l.mem_mib,
             l.accel,
-            if l.icount { " -icount shift=0" } else { "" },
+            l.icount
+                .map_or(String::new(), |s| format!(" -icount shift={s}")),
             timeout.as_secs()
         );
     }
