@@ -76,9 +76,7 @@ impl KernelPlatform {
             },
         }
     }
-}
 
-impl KernelPlatform {
     /// The counters' setup when `cpu`'s are counting the current run.
     fn pmu_running(&self, cpu: u32) -> Option<hw::pmu::Setup> {
         let started = self.pmu_started.get(cpu as usize)?;
