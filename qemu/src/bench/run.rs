@@ -318,7 +318,7 @@ pub fn bench(
         && cost_error.is_none()
         && let Some((booted, l)) = &linux
     {
-        super::linux_qemu::attach_cost(&mut c, booted, l, super::cost::seconds_ns(), o.quiet);
+        super::linux_qemu::attach_cost(&mut c, booted, l, super::cost::SECONDS.as_nanos(), o.quiet);
     }
     let exit = bench_exit(out.outcome, &c);
     if c.is_empty() {
