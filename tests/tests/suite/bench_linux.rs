@@ -95,11 +95,8 @@ fn the_counted_boot_prices_a_linux_page_in_instructions() {
     // The tests' machine (2 vCPUs, KVM never): the counted boot makes it one vCPU of TCG.
     let launch = qemu::booting::launch(qemu::Mode::Direct, tests::SMP, 1024, None, medium);
     let _one_at_a_time = tests::one_qemu_at_a_time();
-    let count = || {
-        linux_qemu::counted(&image, &launch, 100_000_000, &dir, true)
-            .unwrap_or_else(|why| panic!("counted boot: {why}"))
-    };
-    let (cost, again) = (count(), count());
+    let cost = linux_qemu::counted(&image, &launch, 100_000_000, &dir, true)
+        .unwrap_or_else(|why| panic!("counted boot: {why}"));
     assert_eq!(cost.scenario, linux_qemu::SCENARIO);
     assert_eq!(cost.rmws_per_op, None);
     assert!(
@@ -107,17 +104,12 @@ fn the_counted_boot_prices_a_linux_page_in_instructions() {
         "{cost:?}"
     );
     // Linux 6.1 counts about 8,400 instructions per page this way (mmap, 512 faults, munmap
-    // per cycle).
+    // per cycle); a clock that did not count instructions (the boot without -icount) gave
+    // the nanoseconds of a page under TCG, 21,170 on this project's 2-core machine.
     assert!(
         (4_000.0..14_000.0).contains(&cost.instructions_per_op),
         "{cost:?}"
     );
-    // A count, not a timing: two boots agree to a few in 100,000 (the timer's ticks fall
-    // a little differently: Linux idles while it boots, and idle time is host time). The
-    // boot without -icount gave the nanoseconds of a page under TCG instead, 21,170 on
-    // this project's 2-core machine, and TCG timings of one page move by percents.
-    let drift = (again.instructions_per_op / cost.instructions_per_op - 1.0).abs();
-    assert!(drift < 1e-3, "{cost:?} then {again:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
