@@ -26,7 +26,8 @@
 //!
 //! With the cost boot (`kx bench` without `--no-cost`), the reference boots once more
 //! ([`counted`]): one vCPU, TCG, QEMU's instruction counter (`-icount shift=0`), one warm-up
-//! and one measured run of the cost boot's length. The guest's clock then counts
+//! and one measured run of the cost boot's length, with KASLR off (it moves the count by
+//! about 5% between boots; [`COUNTED_CMDLINE`]). The guest's clock then counts
 //! instructions (one nanosecond each), so the thread's nanoseconds per page are Linux's
 //! instructions per page, the `linux` row's counted cost beside the kernel's (which the
 //! coherence plugin counts between the kernel's marks; Linux has none). Applied to this
@@ -65,6 +66,13 @@ pub const EXIT_FAILED: u8 = 0x32;
 pub const BOOT_ALLOWANCE: Duration = Duration::from_secs(180);
 /// The Linux command line.
 pub const CMDLINE: &str = "console=ttyS0 quiet panic=-1 transparent_hugepage=never";
+/// The counted boot's command line: [`CMDLINE`] with the kernel's address randomisation off.
+/// With KASLR on, where the kernel lands moves Linux's count by about 5% between boots
+/// (8390 instructions per page in five boots of this project, 7956.6 in another, with the
+/// same image and runs), so two reports would not agree on the `linux` row; with
+/// `nokaslr` every boot counts the same (7956.6 in three of three). User-space
+/// randomisation (`norandmaps`) stays on: it moved nothing measurable.
+pub const COUNTED_CMDLINE: &str = "console=ttyS0 quiet panic=-1 transparent_hugepage=never nokaslr";
 
 /// Whether `kx bench` boots the reference.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -176,7 +184,7 @@ pub fn decode_end(t: Termination, timeout: Duration) -> Result<(), String> {
 /// program and the initramfs. Progress lines on stderr unless `quiet`.
 pub fn run(kernel: &Path, launch: &Launch, plan: &Plan, dir: &Path, quiet: bool) -> Outcome {
     let timed = conf_for(plan).and_then(|conf| {
-        let (runs, booted) = boot(kernel, launch, &conf, dir, quiet)?;
+        let (runs, booted) = boot(kernel, launch, CMDLINE, &conf, dir, quiet)?;
         Ok((runs, booted, conf))
     });
     match timed {
@@ -227,7 +235,8 @@ pub fn counted_conf(seconds_ns: u64) -> program::Conf {
 /// are Linux's instructions per page: its fault path, its share of the cycle's mmap and
 /// munmap and of the timer tick, and the program's loop, as the plugin's count of the
 /// kernel's own windows includes its loop and interrupts. The counter tells no locked
-/// RMWs apart (`rmws_per_op` is `None`).
+/// RMWs apart (`rmws_per_op` is `None`). The boot turns KASLR off ([`COUNTED_CMDLINE`]), so
+/// every boot of one image counts the same.
 pub fn counted(
     kernel: &Path,
     launch: &Launch,
@@ -244,7 +253,7 @@ pub fn counted(
     l.accel = crate::accel::Accel::Tcg;
     l.icount = Some(0);
     let conf = counted_conf(seconds_ns);
-    let (runs, _) = boot(kernel, &l, &conf, dir, quiet)?;
+    let (runs, _) = boot(kernel, &l, COUNTED_CMDLINE, &conf, dir, quiet)?;
     cost_of(&runs)
 }
 
@@ -285,10 +294,12 @@ struct Machine {
     memcg: bool,
 }
 
-/// Boots `kernel` on `launch` with the program set to `conf`: its checked runs, or why not.
+/// Boots `kernel` on `launch` with `cmdline` and the program set to `conf`: its checked
+/// runs, or why not.
 fn boot(
     kernel: &Path,
     launch: &Launch,
+    cmdline: &str,
     conf: &program::Conf,
     dir: &Path,
     quiet: bool,
@@ -304,7 +315,7 @@ fn boot(
     l.mode = Mode::Direct;
     l.medium = Medium::Kernel {
         elf32: kernel.to_owned(),
-        cmdline: CMDLINE.into(),
+        cmdline: cmdline.into(),
     };
     let mut args = l.args()?;
     args.push("-initrd".into());
