@@ -122,7 +122,11 @@ impl<V: VmArea> core::fmt::Debug for VmaReadGuard<'_, V> {
 }
 
 /// The mmap lock held for writing: regions may be added and removed.
-pub struct MmapWriteGuard<'a, V: VmArea, M: Mmu> {
+///
+/// Crate-private: its regions are `&'static` (each lives until a grace period after its
+/// removal), which only `mmap`, `munmap` and `exit_mmap` may rely on; nothing outside the
+/// crate gets a region that could outlive its unmapping.
+pub(crate) struct MmapWriteGuard<'a, V: VmArea, M: Mmu> {
     mm: &'a MmStruct<V, M>,
     _lock: lock_api::MutexGuard<'a, ksync::TicketLock<MmapLock>, ()>,
 }
@@ -260,7 +264,7 @@ impl<V: VmArea, M: Mmu> MmStruct<V, M> {
     }
 
     /// Takes the mmap lock for writing (`mmap_write_lock`): `mm_lock_seq` becomes odd.
-    pub fn mmap_write_lock(&self) -> MmapWriteGuard<'_, V, M> {
+    pub(crate) fn mmap_write_lock(&self) -> MmapWriteGuard<'_, V, M> {
         let lock = self.mmap_lock.lock();
         self.mm_lock_seq.fetch_add(1, Ordering::AcqRel);
         MmapWriteGuard {
@@ -301,18 +305,18 @@ impl<V: VmArea, M: Mmu> MmapReadGuard<'_, V, M> {
 impl<V: VmArea, M: Mmu> MmapWriteGuard<'_, V, M> {
     /// The region holding `addr`.
     #[must_use]
-    pub fn find(&self, addr: u64) -> Option<&'static V> {
+    pub(crate) fn find(&self, addr: u64) -> Option<&'static V> {
         self.mm.table().find(addr)
     }
 
     /// Every region, by address.
-    pub fn regions(&self) -> impl Iterator<Item = &'static V> + '_ {
+    pub(crate) fn regions(&self) -> impl Iterator<Item = &'static V> + '_ {
         self.mm.table().vmas.iter().copied()
     }
 
     /// Adds a region (`mmap_region`): checks the range, builds the region, attaches and
     /// publishes it.
-    pub fn insert(&self, desc: &VmaDesc<'_>) -> Result<&'static V, MmError> {
+    pub(crate) fn insert(&self, desc: &VmaDesc<'_>) -> Result<&'static V, MmError> {
         let (lo, hi) = self.mm.range();
         if desc.start >= desc.end
             || !desc.start.is_multiple_of(4096)
@@ -354,7 +358,7 @@ impl<V: VmArea, M: Mmu> MmapWriteGuard<'_, V, M> {
 
     /// Write-locks the region at exactly `[start, end)` (`vma_start_write`): waits for its
     /// readers; faults arriving later take the slow path and wait for this guard.
-    pub fn write_lock(&self, start: u64, end: u64) -> Result<&'static V, MmError> {
+    pub(crate) fn write_lock(&self, start: u64, end: u64) -> Result<&'static V, MmError> {
         let vma = self
             .find(start)
             .filter(|v| v.vm_start() == start && v.vm_end() == end)
@@ -365,7 +369,7 @@ impl<V: VmArea, M: Mmu> MmapWriteGuard<'_, V, M> {
 
     /// Removes a write-locked region (`vma_mark_detached`, unpublish, free after a grace
     /// period). The caller has zapped its pages.
-    pub fn remove(&self, vma: &'static V) -> Result<(), MmError> {
+    pub(crate) fn remove(&self, vma: &'static V) -> Result<(), MmError> {
         let table = self.mm.table();
         let Some(at) = table.vmas.iter().position(|v| core::ptr::eq(*v, vma)) else {
             return Err(MmError::NoSuchRegion);

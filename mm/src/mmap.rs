@@ -54,14 +54,15 @@ pub struct MapRequest<'a> {
 }
 
 impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
-    /// `mmap`: a region of `mm` charging `memcg` for its pages. The region keeps its own
-    /// reference on the memcg until it is unmapped. An object must outlive the region.
+    /// `mmap`: a region of `mm` charging `memcg` for its pages, at `req.start`, which it
+    /// returns (as `mmap(2)` returns the address). The region keeps its own reference on the
+    /// memcg until it is unmapped. An object must outlive the region.
     pub fn mmap<'t, V: VmArea>(
         &'t self,
         mm: &MmStruct<V, M>,
         req: &MapRequest<'_>,
         memcg: &MemcgRef<'t, P, VmFolios>,
-    ) -> Result<&'static V, MmError> {
+    ) -> Result<u64, MmError> {
         let flags = if req.write {
             VmFlags::READ | VmFlags::WRITE
         } else {
@@ -92,7 +93,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                         pgoff,
                     });
                 }
-                Ok(vma)
+                Ok(vma.vm_start())
             }
             Err(e) => {
                 // SAFETY: `held` came from `Box::into_raw` above and was not published.
