@@ -17,6 +17,9 @@
 //!   reports an inversion (A then B somewhere, B then A elsewhere) with both class names.
 //! - [`family`]: [`LockFamily`], how generic code names "the lock of class C" so that loom
 //!   models can substitute their own lock while the kernel and the host use [`TicketLock`].
+//! - [`local_lock`]: [`LocalLock`], Linux's `local_lock_t`: per-CPU data that, on a
+//!   platform whose CPU ids are CPUs ([`local_lock::LocalCpus`]), only its own CPU takes,
+//!   without an atomic; elsewhere (host tests, loom) a lock of its class.
 //! - [`percpu`]: [`PerCpu<T>`], one `T` per CPU, each on its own 128-byte pair (the unit the
 //!   adjacent-line prefetcher fetches), and [`CachePadded`].
 //! - [`cpu`]: the running CPU's id, from a hook the platform installs (the kernel reads GS,
@@ -40,6 +43,7 @@ pub mod cpu;
 pub mod family;
 pub mod handoff;
 pub mod hint;
+pub mod local_lock;
 pub mod lockdep;
 pub mod percpu;
 pub mod race;
@@ -53,6 +57,7 @@ pub use cpu::{MAX_CPUS, this_cpu};
 pub use family::LockFamily;
 #[cfg(not(loom))]
 pub use family::Ticket;
+pub use local_lock::LocalLock;
 pub use percpu::{CachePadded, PerCpu};
 pub use rcu::{Rcu, RcuError, RcuReadGuard};
 pub use stat::LockStatSnapshot;

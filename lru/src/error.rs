@@ -14,6 +14,17 @@ pub enum LruError {
     InvalidNode(NodeId),
     /// A CPU index at or above the number of CPUs fixed at construction.
     InvalidCpu(usize),
+    /// A CPU's per-CPU data, owned by that CPU (a local lock), named on another CPU.
+    NotThisCpu {
+        /// The CPU named (which owns the data).
+        owner: usize,
+        /// The CPU the call ran on.
+        cpu: usize,
+    },
+    /// A CPU's local lock taken again while that CPU held it.
+    LocalLockHeld,
+    /// `lru_add_drain_all` could not run the drain on every CPU.
+    DrainRefused,
     /// The folio's LRU flag was already clear: someone else isolated it first.
     NotOnLru,
     /// The folio is already on an LRU list (its LRU flag is set).
@@ -52,6 +63,11 @@ impl fmt::Display for LruError {
         match self {
             LruError::InvalidNode(n) => write!(f, "node {n} out of range"),
             LruError::InvalidCpu(c) => write!(f, "cpu {c} out of range"),
+            LruError::NotThisCpu { owner, cpu } => {
+                write!(f, "cpu {owner}'s per-CPU data named on cpu {cpu}")
+            }
+            LruError::LocalLockHeld => f.write_str("a local lock taken twice on its cpu"),
+            LruError::DrainRefused => f.write_str("lru_add_drain_all could not run on every cpu"),
             LruError::NotOnLru => f.write_str("folio is not on an LRU list"),
             LruError::AlreadyOnLru => f.write_str("folio is already on an LRU list"),
             LruError::NotIsolated => f.write_str("folio was not isolated (LRU flag set)"),

@@ -19,8 +19,15 @@ ksync::lock_class!(
     pub LruDrainLock, "lru_drain_mutex"
 );
 ksync::lock_class!(
-    /// One CPU's folio batches (`cpu_fbatches.lock`, a local_lock in Linux).
+    /// One CPU's folio batches (`cpu_fbatches.lock`, a local_lock in Linux, and here
+    /// where the platform's CPU ids are CPUs: `ksync::LocalLock`).
     pub FbatchLock, "cpu_fbatches.lock"
+);
+ksync::lock_class!(
+    /// The sum of the stats of an `lru_add_drain_all` whose CPUs each drain their own: a
+    /// leaf taken once per CPU after its drain (Linux's `lru_add_drain_all` keeps none; it
+    /// only waits for the work).
+    pub LruDrainStatsLock, "lru_add_drain_all stats"
 );
 ksync::lock_class!(
     /// A node's memcg FIFO lock (`pgdat->memcg_lru.lock`).

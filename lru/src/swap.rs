@@ -5,18 +5,23 @@
 //! `lru_add_drain_cpu()` and `lru_add_drain_all()`. A batch is moved to the lruvecs when
 //! full, taking each lruvec's lock once per run of consecutive folios of that lruvec
 //! ([`crate::lruvec::folio_lruvec_relock`]). The CPU is an argument (`cpu: usize`, fixed
-//! count at construction); each CPU's batches sit behind their own lock (class
-//! `cpu_fbatches.lock`, Linux's `local_lock`), which also lets another CPU drain them —
-//! Linux queues work on each CPU instead. `drain_all` uses Linux's `lru_drain_gen` so that callers racing with a
-//! complete drain that started after them return without draining again.
+//! count at construction); each CPU's batches sit behind their own local lock (class
+//! `cpu_fbatches.lock`, [`ksync::LocalLock`]). On a platform whose CPU ids are CPUs
+//! ([`LruBatches::new_local`], the kernel) it is Linux's `local_lock`: only the CPU itself
+//! takes it, with no atomic, and `lru_add_drain_all` runs `lru_add_drain_cpu` on every CPU
+//! and waits, as Linux queues a drain on each CPU and flushes it. Elsewhere
+//! ([`LruBatches::new`]: host tests, loom) it is a lock, which lets one thread drive and
+//! drain any CPU's batches. `drain_all` uses Linux's `lru_drain_gen` so that callers racing
+//! with a complete drain that started after them return without draining again.
 
 use crate::error::LruError;
 use crate::folio::{Folio, FolioFlags};
-use crate::lock_classes::{FbatchLock, LruDrainLock};
+use crate::lock_classes::{FbatchLock, LruDrainLock, LruDrainStatsLock};
 use crate::lruvec::{LruvecGuard, LruvecHost, LruvecLookup, folio_lruvec_relock};
 use crate::sync::Lock;
 use crate::sync::atomic::{AtomicU64, Ordering};
-use ksync::{LockFamily, PerCpu};
+use ksync::local_lock::{LocalCpus, LocalLockError, LocalLockGuard};
+use ksync::{LocalLock, LockFamily, PerCpu};
 
 /// Entries per batch (`PAGEVEC_SIZE`).
 pub const FOLIO_BATCH_SIZE: usize = 31;
@@ -223,9 +228,20 @@ where
     stats
 }
 
+/// Why a CPU's batches could not be locked, as an [`LruError`].
+#[cold]
+fn refused(e: LocalLockError) -> LruError {
+    match e {
+        LocalLockError::NotOwner { owner, cpu } => LruError::NotThisCpu { owner, cpu },
+        LocalLockError::Held => LruError::LocalLockHeld,
+    }
+}
+
 /// All CPUs' folio batches plus the drain generation (`cpu_fbatches`, `lru_drain_gen`).
 pub struct LruBatches<F: LockFamily> {
-    cpus: PerCpu<lock_api::Mutex<Lock<F, FbatchLock>, CpuFbatches>>,
+    cpus: PerCpu<LocalLock<F, FbatchLock, CpuFbatches>>,
+    /// The platform's CPUs, when the batches are owned by them ([`LruBatches::new_local`]).
+    local: Option<LocalCpus>,
     drain_gen: AtomicU64,
     drain_lock: lock_api::Mutex<Lock<F, LruDrainLock>, ()>,
 }
@@ -240,10 +256,26 @@ impl<F: LockFamily> core::fmt::Debug for LruBatches<F> {
 }
 
 impl<F: LockFamily> LruBatches<F> {
-    /// Empty batches for `nr_cpus` CPUs.
+    /// Empty batches for `nr_cpus` CPUs, each behind a lock: any thread may name any CPU.
     pub fn new(nr_cpus: usize) -> Self {
         LruBatches {
-            cpus: PerCpu::new(nr_cpus, |_| lock_api::Mutex::new(CpuFbatches::default())),
+            cpus: PerCpu::new(nr_cpus, |_| LocalLock::locked(CpuFbatches::default())),
+            local: None,
+            drain_gen: AtomicU64::new(0),
+            drain_lock: lock_api::Mutex::new(()),
+        }
+    }
+
+    /// Empty batches for CPUs `0..nr_cpus` of `cpus`, each taken only by its own CPU
+    /// without an atomic (`local_lock`); a call naming another CPU than the one it runs on
+    /// fails with [`LruError::NotThisCpu`], and [`LruBatches::drain_all`] drains each CPU
+    /// on that CPU.
+    pub fn new_local(nr_cpus: usize, cpus: LocalCpus) -> Self {
+        LruBatches {
+            cpus: PerCpu::new(nr_cpus, |c| {
+                LocalLock::owned(c, &cpus, CpuFbatches::default())
+            }),
+            local: Some(cpus),
             drain_gen: AtomicU64::new(0),
             drain_lock: lock_api::Mutex::new(()),
         }
@@ -261,16 +293,19 @@ impl<F: LockFamily> LruBatches<F> {
         self.drain_gen.load(Ordering::Acquire)
     }
 
-    fn cpu(
-        &self,
-        cpu: usize,
-    ) -> Result<&lock_api::Mutex<Lock<F, FbatchLock>, CpuFbatches>, LruError> {
+    fn cpu(&self, cpu: usize) -> Result<&LocalLock<F, FbatchLock, CpuFbatches>, LruError> {
         self.cpus.get(cpu).ok_or(LruError::InvalidCpu(cpu))
     }
 
-    /// Folios pending on `cpu`.
+    /// `cpu`'s batches, locked (`local_lock(&cpu_fbatches.lock)`).
+    #[inline(always)]
+    fn lock(&self, cpu: usize) -> Result<LocalLockGuard<'_, F, FbatchLock, CpuFbatches>, LruError> {
+        self.cpu(cpu)?.lock().map_err(refused)
+    }
+
+    /// Folios pending on `cpu` (with owned batches, only `cpu` itself may ask).
     pub fn pending(&self, cpu: usize) -> Result<usize, LruError> {
-        Ok(self.cpu(cpu)?.lock().pending())
+        Ok(self.lock(cpu)?.pending())
     }
 
     fn add_and_move<H, L>(
@@ -284,7 +319,7 @@ impl<F: LockFamily> LruBatches<F> {
         H: LruvecHost,
         L: LruvecLookup<H> + ?Sized,
     {
-        let mut fb = self.cpu(cpu)?.lock();
+        let mut fb = self.lock(cpu)?;
         let batch = match kind {
             BatchKind::LruAdd => &mut fb.lru_add,
             BatchKind::Activate => &mut fb.activate,
@@ -394,7 +429,7 @@ impl<F: LockFamily> LruBatches<F> {
         H: LruvecHost,
         L: LruvecLookup<H> + ?Sized,
     {
-        let mut fb = self.cpu(target)?.lock();
+        let mut fb = self.lock(target)?;
         let mut stats = MoveStats::default();
         // An empty batch is skipped without being moved out (each is 256 bytes, and the
         // unmap and truncate paths drain this CPU every time, usually finding two of the
@@ -420,8 +455,11 @@ impl<F: LockFamily> LruBatches<F> {
     /// `lru_add_drain_all`: drain every CPU. If another caller started *and finished* a
     /// full drain after this call began, returns `Ok(None)` without draining again
     /// (`lru_drain_gen`); otherwise the combined stats. `self_cpu` is the CPU doing the
-    /// work (Linux queues the drain on each CPU; here the caller drains every CPU's batches
-    /// under their locks).
+    /// work. With owned batches each CPU drains its own, run on it through
+    /// [`LocalCpus::on_each_cpu`], and this returns when all have (Linux queues
+    /// `lru_add_drain_per_cpu` on each CPU and flushes the work); when that cannot be done
+    /// the error is [`LruError::DrainRefused`]. With locked batches the caller drains every
+    /// CPU's batches under their locks.
     pub fn drain_all<H, L>(
         &self,
         self_cpu: usize,
@@ -429,7 +467,7 @@ impl<F: LockFamily> LruBatches<F> {
     ) -> Result<Option<MoveStats>, LruError>
     where
         H: LruvecHost,
-        L: LruvecLookup<H> + ?Sized,
+        L: LruvecLookup<H> + Sync + ?Sized,
     {
         self.cpu(self_cpu)?;
         let this_gen = self.drain_gen.load(Ordering::Acquire);
@@ -440,10 +478,39 @@ impl<F: LockFamily> LruBatches<F> {
             return Ok(None);
         }
         self.drain_gen.store(this_gen + 1, Ordering::Release);
+        if let Some(cpus) = &self.local {
+            return self.drain_each_cpu(cpus, lookup).map(Some);
+        }
         let mut stats = MoveStats::default();
         for cpu in 0..self.cpus.nr_cpus() {
             stats.merge(self.drain_cpu_from(cpu, self_cpu, lookup)?);
         }
         Ok(Some(stats))
+    }
+
+    /// Owned batches: every CPU drains its own (`lru_add_drain_per_cpu`), the stats summed.
+    fn drain_each_cpu<H, L>(&self, cpus: &LocalCpus, lookup: &L) -> Result<MoveStats, LruError>
+    where
+        H: LruvecHost,
+        L: LruvecLookup<H> + Sync + ?Sized,
+    {
+        let total: lock_api::Mutex<Lock<F, LruDrainStatsLock>, Result<MoveStats, LruError>> =
+            lock_api::Mutex::new(Ok(MoveStats::default()));
+        let ran = cpus.on_each_cpu(&|cpu| {
+            if cpu >= self.cpus.nr_cpus() {
+                return;
+            }
+            let r = self.drain_cpu(cpu, lookup);
+            let mut t = total.lock();
+            match (&mut *t, r) {
+                (Ok(sum), Ok(s)) => sum.merge(s),
+                (Ok(_), Err(e)) => *t = Err(e),
+                (Err(_), _) => {}
+            }
+        });
+        if !ran {
+            return Err(LruError::DrainRefused);
+        }
+        total.into_inner()
     }
 }

@@ -49,6 +49,11 @@ pub struct VmConfig {
     pub fail_page_alloc: FaultSpec,
     /// `fail_charge`.
     pub fail_charge: FaultSpec,
+    /// Where the platform's CPU ids are its CPUs (the kernel): each CPU's folio batches
+    /// are then its own, behind Linux's `local_lock` (no atomic), and every call naming a
+    /// CPU must run on it. `None` (host tests, the host benchmark): each CPU's batches sit
+    /// behind a lock, so one thread may act as any CPU.
+    pub local_cpus: Option<ksync::local_lock::LocalCpus>,
 }
 
 impl VmConfig {
@@ -66,6 +71,7 @@ impl VmConfig {
             stat_path: StatPath::Direct,
             fail_page_alloc: FaultSpec::Off,
             fail_charge: FaultSpec::Off,
+            local_cpus: None,
         }
     }
 }
@@ -143,7 +149,10 @@ impl<P: MemCgroupPerNode<Family = F>, F: LockFamily, M: Mmu> Vm<P, M> {
         let vm = Box::new(Vm {
             alloc,
             tree,
-            batches: lru::LruBatches::new(cfg.nr_cpus),
+            batches: match cfg.local_cpus {
+                Some(cpus) => lru::LruBatches::new_local(cfg.nr_cpus, cpus),
+                None => lru::LruBatches::new(cfg.nr_cpus),
+            },
             mmu,
             rcu,
             fail_page_alloc: FaultAttr::new("fail_page_alloc", cfg.fail_page_alloc),

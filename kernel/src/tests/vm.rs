@@ -426,6 +426,54 @@ fn vm_readtwice_activates() -> TestResult {
     Ok(())
 }
 
+/// Each CPU's folio batches are its own (Linux's `local_lock`, no atomic): the folios a
+/// CPU faults in wait in its batch, no CPU can name another's, and `lru_add_drain_all` on
+/// CPU 0 has every CPU drain its own.
+#[ktest]
+fn vm_folio_batches_are_cpu_local() -> TestResult {
+    const PER: u64 = 4;
+    let vm = new_vm(|_| {})?;
+    let m = vm
+        .tree()
+        .root()
+        .create_child()
+        .map_err(|e| format!("memcg: {e:?}"))?;
+    let mm = new_mm::<VmAreaA>(&vm, 1 << 30)?;
+    let base = mm.base();
+    let ncpu = percpu::nr_cpu_ids();
+    vm.mmap(mm.mm(), &anon(base, PER * ncpu as u64, 0), &m)
+        .map_err(|e| format!("mmap: {e:?}"))?;
+    let batches = vm.batches();
+    every_cpu(&|cpu| {
+        mm.use_mm();
+        for p in 0..PER {
+            let va = base + (cpu as u64 * PER + p) * PAGE;
+            touch_write_u64(va, p).map_err(|e| format!("{e:?}"))?;
+        }
+        let mine = batches.pending(cpu);
+        ensure!(mine == Ok(PER as usize), "own batch: {mine:?}");
+        let other = (cpu + 1) % ncpu;
+        if other != cpu {
+            let r = batches.pending(other);
+            ensure!(
+                r == Err(lru::LruError::NotThisCpu { owner: other, cpu }),
+                "cpu {other}'s batch from cpu {cpu}: {r:?}"
+            );
+        }
+        Ok(())
+    })?;
+    vm.lru_add_drain_all(percpu::cpu_id());
+    every_cpu(&|cpu| {
+        let r = batches.pending(cpu);
+        ensure!(r == Ok(0), "after lru_add_drain_all: {r:?}");
+        Ok(())
+    })?;
+    let c = vm.check(0, &[mm.mm()], &[]).map_err(|e| format!("{e:?}"))?;
+    let n = PER * ncpu as u64;
+    ensure!((c.lru_folios, c.charged) == (n, n), "{c:?}");
+    Ok(())
+}
+
 #[ktest]
 fn vm_memcg_full_fails_touch() -> TestResult {
     let vm = new_vm(|_| {})?;

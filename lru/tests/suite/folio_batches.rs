@@ -386,3 +386,70 @@ rusty_fork_test! {
         assert!(format!("{batches:?}").contains("drain_gen: 3"));
     }
 }
+
+/// The "CPUs" of the owned-batch tests: one host thread per id, pinned to it, all at once.
+fn run_on_four(f: &(dyn Fn(usize) + Sync)) -> bool {
+    std::thread::scope(|s| {
+        for cpu in 0..4 {
+            s.spawn(move || {
+                ksync::cpu::set_this_thread_cpu(cpu);
+                f(cpu);
+            });
+        }
+    });
+    true
+}
+
+fn refuse(_: &(dyn Fn(usize) + Sync)) -> bool {
+    false
+}
+
+rusty_fork_test! {
+    #[test]
+    fn owned_batches_refuse_other_cpus_and_drain_on_each_cpu() {
+        ksync::cpu::set_this_thread_cpu(0);
+        // SAFETY: ids 0..4 are the threads `run_on_four` starts, one per id; the test
+        // thread (id 0) takes no batch while they run.
+        let cpus = unsafe { ksync::local_lock::LocalCpus::new(run_on_four) };
+        let lv = lruvec::<Ticket, G>(1, LruMode::Mglru);
+        let lookup = Lookup(vec![lv]);
+        let batches = LruBatches::<Ticket>::new_local(4, cpus);
+        let f = folios(8, 1, false);
+        assert!(cpus.on_each_cpu(&|cpu| {
+            for &x in &f[2 * cpu..2 * cpu + 2] {
+                batches.folio_add_lru(cpu, x, &lookup).unwrap();
+            }
+            assert_eq!(batches.pending(cpu), Ok(2));
+        }));
+        // Named from CPU 0, CPU 1's batches are refused, not shared.
+        let other = LruError::NotThisCpu { owner: 1, cpu: 0 };
+        assert_eq!(batches.pending(1), Err(other));
+        assert_eq!(batches.folio_add_lru(1, f[0], &lookup).err(), Some(other));
+        assert_eq!(batches.drain_cpu(1, &lookup).err(), Some(other));
+        assert_eq!(batches.pending(0), Ok(2));
+        // lru_add_drain_all: each CPU drains its own; nothing is left anywhere.
+        let s = batches.drain_all(0, &lookup).unwrap().expect("drained");
+        assert_eq!((s.moved, s.error), (8, None));
+        assert_eq!(lv.nr_folios(), 8);
+        assert!(cpus.on_each_cpu(&|cpu| assert_eq!(batches.pending(cpu), Ok(0))));
+        assert!(f.iter().all(|x| x.test_lru() && x.refcount() == 1));
+    }
+}
+
+rusty_fork_test! {
+    #[test]
+    fn owned_batches_report_a_drain_that_could_not_run() {
+        ksync::cpu::set_this_thread_cpu(0);
+        // SAFETY: only the test thread (id 0) runs, and `refuse` runs nothing.
+        let cpus = unsafe { ksync::local_lock::LocalCpus::new(refuse) };
+        let lv = lruvec::<Ticket, G>(1, LruMode::Mglru);
+        let lookup = Lookup(vec![lv]);
+        let batches = LruBatches::<Ticket>::new_local(2, cpus);
+        let f = folios(1, 1, false);
+        batches.folio_add_lru(0, f[0], &lookup).unwrap();
+        assert_eq!(batches.drain_all(0, &lookup), Err(LruError::DrainRefused));
+        assert_eq!(batches.pending(0), Ok(1), "nothing drained behind the caller's back");
+        batches.drain_cpu(0, &lookup).unwrap();
+        assert_eq!(lv.nr_folios(), 1);
+    }
+}
