@@ -17,9 +17,19 @@
 //! stock's CPU (this CPU's slot of the css count while the memcg is online), except in a
 //! remote drain.
 //!
-//! Linux protects the stock with a local lock and drains remote CPUs through per-CPU work.
-//! Here the stock is a lock (class `memcg_stock.lock`) that the owning CPU takes
-//! uncontended and a draining CPU takes remotely, which gives the same exclusion.
+//! Linux protects the stock with a local lock and drains remote CPUs through per-CPU work
+//! (`drain_all_stock()` sets `FLUSHING_CACHED_CHARGE` and queues `drain_local_stock` on each
+//! CPU whose stock caches a memcg below the one over its limit, without waiting). Here the
+//! stock is a [`ksync::LocalLock`] (class `memcg_stock.lock`):
+//!
+//! - where the platform's CPU ids are CPUs ([`ChargeStocks::new_local`], the kernel) only
+//!   the owning CPU takes it, with no atomic. `drain_all` has every CPU drain its own
+//!   through `on_each_cpu` when the other CPUs are idle (the invariant checker, teardown,
+//!   an offline between runs) and waits; while they run (a charge over its limit, inside
+//!   a benchmark run) it drains this CPU's stock and sets the others' flush flag, which
+//!   each owner honours at its next use of its stock, as Linux's work would run on it;
+//! - elsewhere ([`ChargeStocks::new`], host tests and loom) the stock is a lock that any
+//!   thread may take for any CPU, and `drain_all` drains every stock under it.
 //!
 //! Unsafe code here, and why: the per-CPU stock caches a raw pointer to the memcg whose
 //! charge it holds, which `unsafe trait StockTarget` makes its implementors keep alive
@@ -30,9 +40,9 @@ use crate::error::MemcgError;
 use crate::lock_classes::StockLock;
 use crate::page_counter::PageCounter;
 use core::ptr::NonNull;
-use ksync::{LockFamily, PerCpu};
-use lock_api::Mutex;
-use lru::sync::Lock;
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use ksync::local_lock::{LocalCpus, LocalLockError, LocalLockGuard};
+use ksync::{LocalLock, LockFamily, PerCpu};
 
 /// Pages charged to the page counter at once and kept per CPU (`MEMCG_CHARGE_BATCH`).
 pub const MEMCG_CHARGE_BATCH: u64 = 64;
@@ -101,9 +111,29 @@ impl<T: StockTarget> MemcgStock<T> {
     }
 }
 
+/// One CPU's slot: its stock, and whether another CPU asked it to drain it
+/// (`FLUSHING_CACHED_CHARGE`).
+struct StockPcp<F: LockFamily, T: StockTarget> {
+    stock: LocalLock<F, StockLock, MemcgStock<T>>,
+    /// Set by a `drain_all` that could not run on this CPU; cleared by the owner, which
+    /// drains at its next use of the stock. Written by other CPUs only then.
+    flush: AtomicBool,
+}
+
 /// The charge stocks of all CPUs.
 pub struct ChargeStocks<F: LockFamily, T: StockTarget> {
-    pcp: PerCpu<Mutex<Lock<F, StockLock>, MemcgStock<T>>>,
+    pcp: PerCpu<StockPcp<F, T>>,
+    /// The platform's CPUs, when the stocks are owned by them ([`ChargeStocks::new_local`]).
+    local: Option<LocalCpus>,
+}
+
+/// Why a CPU's stock could not be locked.
+#[cold]
+fn refused(e: LocalLockError) -> MemcgError {
+    MemcgError::Lru(match e {
+        LocalLockError::NotOwner { owner, cpu } => lru::LruError::NotThisCpu { owner, cpu },
+        LocalLockError::Held => lru::LruError::LocalLockHeld,
+    })
 }
 
 impl<F: LockFamily, T: StockTarget> core::fmt::Debug for ChargeStocks<F, T> {
@@ -118,7 +148,23 @@ impl<F: LockFamily, T: StockTarget> ChargeStocks<F, T> {
     /// Empty stocks for `nr_cpus` CPUs.
     pub fn new(nr_cpus: usize) -> Self {
         Self {
-            pcp: PerCpu::new(nr_cpus, |_| Mutex::new(MemcgStock::empty())),
+            pcp: PerCpu::new(nr_cpus, |_| StockPcp {
+                stock: LocalLock::locked(MemcgStock::empty()),
+                flush: AtomicBool::new(false),
+            }),
+            local: None,
+        }
+    }
+
+    /// Empty stocks for CPUs `0..nr_cpus` of `cpus`, each taken only by its own CPU without
+    /// an atomic (`local_lock`); a call naming another CPU than the one it runs on fails.
+    pub fn new_local(nr_cpus: usize, cpus: LocalCpus) -> Self {
+        Self {
+            pcp: PerCpu::new(nr_cpus, |c| StockPcp {
+                stock: LocalLock::owned(c, &cpus, MemcgStock::empty()),
+                flush: AtomicBool::new(false),
+            }),
+            local: Some(cpus),
         }
     }
 
@@ -127,22 +173,40 @@ impl<F: LockFamily, T: StockTarget> ChargeStocks<F, T> {
         self.pcp.nr_cpus()
     }
 
-    fn slot(&self, cpu: usize) -> Result<&Mutex<Lock<F, StockLock>, MemcgStock<T>>, MemcgError> {
+    fn slot(&self, cpu: usize) -> Result<&StockPcp<F, T>, MemcgError> {
         self.pcp.get(cpu).ok_or(MemcgError::InvalidCpu {
             cpu,
             nr_cpus: self.pcp.nr_cpus(),
         })
     }
 
+    /// `cpu`'s stock, locked (`local_lock_irqsave(&memcg_stock.stock_lock)`), drained first
+    /// if another CPU asked for it.
+    #[inline(always)]
+    fn lock(
+        &self,
+        cpu: usize,
+    ) -> Result<LocalLockGuard<'_, F, StockLock, MemcgStock<T>>, MemcgError> {
+        let slot = self.slot(cpu)?;
+        let mut stock = slot.stock.lock().map_err(refused)?;
+        // Only the owner clears the flag: a request that lands between the load and the
+        // store is one this drain, which runs after it, satisfies.
+        if slot.flush.load(Ordering::Relaxed) {
+            slot.flush.store(false, Ordering::Relaxed);
+            stock.drain(Some(cpu));
+        }
+        Ok(stock)
+    }
+
     /// Takes `nr_pages` from `cpu`'s stock if it caches `memcg` and holds enough
     /// (`consume_stock()`). Requests above the batch size never use the stock. On success
     /// the caller owns one css reference per page taken, which came with the pages.
     pub fn consume(&self, cpu: usize, memcg: &T, nr_pages: u64) -> Result<bool, MemcgError> {
-        let stock = self.slot(cpu)?;
         if nr_pages > MEMCG_CHARGE_BATCH {
+            self.slot(cpu)?;
             return Ok(false);
         }
-        let mut stock = stock.lock();
+        let mut stock = self.lock(cpu)?;
         match stock.cached {
             Some(c) if core::ptr::eq(c.as_ptr(), memcg) && stock.nr_pages >= nr_pages => {
                 stock.nr_pages -= nr_pages;
@@ -159,8 +223,7 @@ impl<F: LockFamily, T: StockTarget> ChargeStocks<F, T> {
     /// If the stock caches another memcg it is drained first; if it grows above the batch
     /// size it is drained entirely.
     pub fn refill(&self, cpu: usize, memcg: &T, nr_pages: u64) -> Result<(), MemcgError> {
-        let stock = self.slot(cpu)?;
-        let mut stock = stock.lock();
+        let mut stock = self.lock(cpu)?;
         let same = matches!(stock.cached, Some(c) if core::ptr::eq(c.as_ptr(), memcg));
         if !same {
             stock.drain(Some(cpu));
@@ -178,30 +241,73 @@ impl<F: LockFamily, T: StockTarget> ChargeStocks<F, T> {
 
     /// Drains `cpu`'s stock.
     pub fn drain(&self, cpu: usize) -> Result<(), MemcgError> {
-        self.slot(cpu)?.lock().drain(Some(cpu));
+        self.lock(cpu)?.drain(Some(cpu));
         Ok(())
     }
 
     /// Drains every CPU's stock whose cached memcg satisfies `pred` (`drain_all_stock()`,
-    /// where `pred` is "is `memcg` or a descendant of it"). Returns how many were drained.
-    pub fn drain_all(&self, mut pred: impl FnMut(&T) -> bool) -> usize {
-        let mut drained = 0;
-        for (_, stock) in self.pcp.iter() {
-            let mut stock = stock.lock();
-            // SAFETY: `cached` holds a reference, so the target is alive while we look.
-            let hit = stock.cached.is_some_and(|c| pred(unsafe { c.as_ref() }));
-            if hit {
-                // Run by any CPU for every CPU's stock: the shared count.
-                stock.drain(None);
-                drained += 1;
+    /// where `pred` is "is `memcg` or a descendant of it"). Returns how many were drained
+    /// now; with owned stocks and the other CPUs busy, the others are asked to drain
+    /// theirs at their next use (see the module documentation) and are not counted.
+    pub fn drain_all(&self, pred: impl Fn(&T) -> bool + Sync) -> usize
+    where
+        T: Sync,
+    {
+        let Some(cpus) = &self.local else {
+            let mut drained = 0;
+            for (cpu, _) in self.pcp.iter() {
+                let Ok(mut stock) = self.lock(cpu) else {
+                    continue;
+                };
+                if Self::drain_if(&mut stock, &pred, None) {
+                    drained += 1;
+                }
+            }
+            return drained;
+        };
+        let drained = AtomicUsize::new(0);
+        let ran = cpus.on_each_cpu(&|cpu| {
+            if let Ok(mut stock) = self.lock(cpu)
+                && Self::drain_if(&mut stock, &pred, Some(cpu))
+            {
+                drained.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        if ran {
+            return drained.into_inner();
+        }
+        // The other CPUs are busy (a cross-CPU call is running): drain this CPU's stock and
+        // ask the rest, as Linux queues `drain_local_stock` without waiting. Whether their
+        // cached memcg matches is theirs to read; an unneeded drain only returns pages.
+        let me = ksync::this_cpu();
+        let mut now = 0;
+        for (cpu, slot) in self.pcp.iter() {
+            if cpu != me {
+                slot.flush.store(true, Ordering::Relaxed);
+            } else if let Ok(mut stock) = self.lock(cpu)
+                && Self::drain_if(&mut stock, &pred, Some(cpu))
+            {
+                now += 1;
             }
         }
-        drained
+        now
     }
 
-    /// Pages held in `cpu`'s stock and whether it caches `memcg` (for tests and reports).
+    /// Drains `stock` if its cached memcg satisfies `pred`; `cpu` the draining CPU when it
+    /// is the stock's own.
+    fn drain_if(stock: &mut MemcgStock<T>, pred: &impl Fn(&T) -> bool, cpu: Option<usize>) -> bool {
+        // SAFETY: `cached` holds a reference, so the target is alive while we look.
+        let hit = stock.cached.is_some_and(|c| pred(unsafe { c.as_ref() }));
+        if hit {
+            stock.drain(cpu);
+        }
+        hit
+    }
+
+    /// Pages held in `cpu`'s stock and whether it caches `memcg` (for tests and reports;
+    /// with owned stocks, only on `cpu`).
     pub fn stocked(&self, cpu: usize, memcg: &T) -> Result<u64, MemcgError> {
-        let stock = self.slot(cpu)?.lock();
+        let stock = self.lock(cpu)?;
         Ok(match stock.cached {
             Some(c) if core::ptr::eq(c.as_ptr(), memcg) => stock.nr_pages,
             _ => 0,
@@ -211,6 +317,12 @@ impl<F: LockFamily, T: StockTarget> ChargeStocks<F, T> {
 
 impl<F: LockFamily, T: StockTarget> Drop for ChargeStocks<F, T> {
     fn drop(&mut self) {
-        self.drain_all(|_| true);
+        // `&mut self`: no CPU can be using a stock, so each is drained in place (no lock,
+        // no cross-CPU call), as a remote drain.
+        for cpu in 0..self.pcp.nr_cpus() {
+            if let Some(slot) = self.pcp.get_mut(cpu) {
+                slot.stock.get_mut().drain(None);
+            }
+        }
     }
 }

@@ -50,9 +50,9 @@ pub struct VmConfig {
     /// `fail_charge`.
     pub fail_charge: FaultSpec,
     /// Where the platform's CPU ids are its CPUs (the kernel): each CPU's folio batches
-    /// are then its own, behind Linux's `local_lock` (no atomic), and every call naming a
-    /// CPU must run on it. `None` (host tests, the host benchmark): each CPU's batches sit
-    /// behind a lock, so one thread may act as any CPU.
+    /// and charge stock are then its own, behind Linux's `local_lock` (no atomic), and
+    /// every call naming a CPU must run on it. `None` (host tests, the host benchmark):
+    /// each CPU's batches and stock sit behind a lock, so one thread may act as any CPU.
     pub local_cpus: Option<ksync::local_lock::LocalCpus>,
 }
 
@@ -144,6 +144,7 @@ impl<P: MemCgroupPerNode<Family = F>, F: LockFamily, M: Mmu> Vm<P, M> {
             max_memcgs: cfg.max_memcgs,
             placement: cfg.placement,
             lru_lock: cfg.lru_lock,
+            local_cpus: cfg.local_cpus,
         };
         let tree = MemcgTree::new(mconf, nodes, tree_lru).map_err(VmError::Memcg)?;
         let vm = Box::new(Vm {

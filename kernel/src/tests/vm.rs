@@ -426,9 +426,10 @@ fn vm_readtwice_activates() -> TestResult {
     Ok(())
 }
 
-/// Each CPU's folio batches are its own (Linux's `local_lock`, no atomic): the folios a
-/// CPU faults in wait in its batch, no CPU can name another's, and `lru_add_drain_all` on
-/// CPU 0 has every CPU drain its own.
+/// Each CPU's folio batches and charge stock are its own (Linux's `local_lock`, no
+/// atomic): the folios a CPU faults in wait in its batch and its charges come from its
+/// stock, no CPU can name another's, and `lru_add_drain_all` and `drain_all_stock` on CPU 0
+/// have every CPU drain its own.
 #[ktest]
 fn vm_folio_batches_are_cpu_local() -> TestResult {
     const PER: u64 = 4;
@@ -452,20 +453,35 @@ fn vm_folio_batches_are_cpu_local() -> TestResult {
         }
         let mine = batches.pending(cpu);
         ensure!(mine == Ok(PER as usize), "own batch: {mine:?}");
+        let stocked = vm.tree().stocks().stocked(cpu, &m);
+        ensure!(
+            stocked == Ok(memcg::MEMCG_CHARGE_BATCH - PER),
+            "own stock: {stocked:?}"
+        );
         let other = (cpu + 1) % ncpu;
         if other != cpu {
+            let refused = lru::LruError::NotThisCpu { owner: other, cpu };
             let r = batches.pending(other);
             ensure!(
-                r == Err(lru::LruError::NotThisCpu { owner: other, cpu }),
+                r == Err(refused),
                 "cpu {other}'s batch from cpu {cpu}: {r:?}"
+            );
+            let r = vm.tree().stocks().stocked(other, &m);
+            ensure!(
+                r == Err(memcg::MemcgError::Lru(refused)),
+                "cpu {other}'s stock from cpu {cpu}: {r:?}"
             );
         }
         Ok(())
     })?;
     vm.lru_add_drain_all(percpu::cpu_id());
+    let drained = vm.tree().stocks().drain_all(|_| true);
+    ensure!(drained == ncpu, "{drained} stocks drained");
     every_cpu(&|cpu| {
         let r = batches.pending(cpu);
         ensure!(r == Ok(0), "after lru_add_drain_all: {r:?}");
+        let r = vm.tree().stocks().stocked(cpu, &m);
+        ensure!(r == Ok(0), "after drain_all_stock: {r:?}");
         Ok(())
     })?;
     let c = vm.check(0, &[mm.mm()], &[]).map_err(|e| format!("{e:?}"))?;

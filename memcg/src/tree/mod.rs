@@ -59,7 +59,7 @@ pub const MEM_CGROUP_ID_MAX: usize = u16::MAX as usize;
 pub const ROOT_ID: MemcgId = 1;
 
 /// Sizes, placement and lock variant a tree is built with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub struct MemcgConfig {
     /// Number of CPUs (ids `0..nr_cpus`).
     pub nr_cpus: usize,
@@ -73,6 +73,9 @@ pub struct MemcgConfig {
     /// Which lru_lock every lruvec of the tree takes (seed 004): its own (per memcg per
     /// node) or its node's.
     pub lru_lock: LruvecLock,
+    /// Where the platform's CPU ids are CPUs (the kernel): each CPU's charge stock is then
+    /// its own, behind Linux's `local_lock` ([`ChargeStocks::new_local`]); `None`: a lock.
+    pub local_cpus: Option<ksync::local_lock::LocalCpus>,
 }
 
 impl MemcgConfig {
@@ -85,6 +88,7 @@ impl MemcgConfig {
             max_memcgs: 16384,
             placement: PnPlacement::PairStart,
             lru_lock: LruvecLock::Own,
+            local_cpus: None,
         }
     }
 
@@ -235,7 +239,10 @@ impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> MemcgTree<P, O> {
                 pn_cache,
             }),
             flush_lock: Mutex::new(()),
-            stocks: ChargeStocks::new(config.nr_cpus),
+            stocks: match config.local_cpus {
+                Some(cpus) => ChargeStocks::new_local(config.nr_cpus, cpus),
+                None => ChargeStocks::new(config.nr_cpus),
+            },
             lru,
             rcu: node_data[0].rcu(),
             root,

@@ -170,3 +170,71 @@ fn cpu_ids_are_checked() {
     assert_eq!(refs(&a), 2);
     assert!(format!("{stocks:?}").contains("nr_cpus: 2"));
 }
+
+/// The "CPUs" of the owned-stock tests: one host thread per id, pinned to it, all at once.
+fn run_on_three(f: &(dyn Fn(usize) + Sync)) -> bool {
+    std::thread::scope(|s| {
+        for cpu in 0..3 {
+            s.spawn(move || {
+                ksync::cpu::set_this_thread_cpu(cpu);
+                f(cpu);
+            });
+        }
+    });
+    true
+}
+
+/// A platform whose other CPUs are busy: nothing can be run on them.
+fn busy(_: &(dyn Fn(usize) + Sync)) -> bool {
+    false
+}
+
+#[test]
+fn owned_stocks_are_taken_on_their_cpu_and_drained_on_each() {
+    ksync::cpu::set_this_thread_cpu(0);
+    // SAFETY: ids 0..3 are the threads `run_on_three` starts, one per id; the test thread
+    // (id 0) takes no stock while they run.
+    let cpus = unsafe { ksync::local_lock::LocalCpus::new(run_on_three) };
+    let stocks = Stocks::new_local(3, cpus);
+    let a = memcg();
+    assert!(cpus.on_each_cpu(&|cpu| stock(&stocks, cpu, &a, 5)));
+    assert_eq!((a.memory.usage(), refs(&a)), (15, 1 + 3 * 6));
+    let other = MemcgError::Lru(lru::LruError::NotThisCpu { owner: 1, cpu: 0 });
+    assert_eq!(stocks.stocked(1, &a), Err(other));
+    assert_eq!(stocks.consume(1, &a, 1), Err(other));
+    assert_eq!(stocks.stocked(0, &a), Ok(5));
+    assert_eq!(stocks.drain_all(|_| true), 3, "each CPU drained its own");
+    assert_eq!((a.memory.usage(), refs(&a)), (0, 1));
+}
+
+#[test]
+fn owned_stocks_of_busy_cpus_drain_at_their_next_use() {
+    ksync::cpu::set_this_thread_cpu(0);
+    // SAFETY: as above; `busy` runs nothing.
+    let threads = unsafe { ksync::local_lock::LocalCpus::new(run_on_three) };
+    // SAFETY: the same threads and the test thread take the stocks, as above.
+    let stocks = Stocks::new_local(3, unsafe { ksync::local_lock::LocalCpus::new(busy) });
+    let (a, b) = (memcg(), memcg());
+    assert!(threads.on_each_cpu(&|cpu| stock(&stocks, cpu, &a, 5)));
+    // drain_all_stock with the others busy: this CPU's now, the others' asked for.
+    assert_eq!(stocks.drain_all(|_| true), 1);
+    assert_eq!(a.memory.usage(), 10, "the busy CPUs still hold theirs");
+    assert!(threads.on_each_cpu(&|cpu| {
+        assert!(!stocks.consume(cpu, &a, 1).unwrap(), "drained at first use");
+        assert_eq!(stocks.stocked(cpu, &a), Ok(0));
+    }));
+    assert_eq!((a.memory.usage(), refs(&a)), (0, 1));
+    // A request is honoured once: the stock fills again afterwards.
+    assert!(threads.on_each_cpu(&|cpu| {
+        stock(&stocks, cpu, &b, 2);
+        assert!(stocks.consume(cpu, &b, 1).unwrap());
+    }));
+    assert_eq!(b.memory.usage(), 6);
+    drop(stocks);
+    // The consumed pages stay charged with their references (their charges own them).
+    assert_eq!(
+        (b.memory.usage(), refs(&b)),
+        (3, 1 + 3),
+        "dropping drains the rest"
+    );
+}
