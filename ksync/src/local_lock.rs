@@ -75,6 +75,22 @@ impl LocalCpus {
     }
 }
 
+/// An [`OnEachCpu`] for host tests: `f(cpu)` on `N` threads at once, each pinned to its id
+/// `0..N` ([`crate::cpu::set_this_thread_cpu`]). A [`LocalCpus`] built on it keeps its
+/// promise while no other thread with one of those ids takes the locks during a call.
+#[cfg(any(test, feature = "std"))]
+pub fn pinned_threads<const N: usize>(f: &(dyn Fn(usize) + Sync)) -> bool {
+    std::thread::scope(|s| {
+        for cpu in 0..N {
+            s.spawn(move || {
+                crate::cpu::set_this_thread_cpu(cpu);
+                f(cpu);
+            });
+        }
+    });
+    true
+}
+
 /// Why [`LocalLock::lock`] refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LocalLockError {
@@ -229,22 +245,9 @@ mod tests {
     crate::lock_class!(TestLocal, "test-local");
 
     fn cpus() -> LocalCpus {
-        fn run(f: &(dyn Fn(usize) + Sync)) -> bool {
-            // The test's "CPUs": threads pinned to ids 0 and 1 in turn.
-            for cpu in 0..2 {
-                std::thread::scope(|s| {
-                    s.spawn(|| {
-                        crate::cpu::set_this_thread_cpu(cpu);
-                        f(cpu);
-                    });
-                });
-            }
-            true
-        }
-        // SAFETY: in these tests only the threads `run` starts (one per id, one at a time)
-        // and the test thread pinned to id 0 before any lock exists, and not running
-        // while `run`'s threads do, take the locks.
-        unsafe { LocalCpus::new(run) }
+        // SAFETY: in these tests only the threads `pinned_threads` starts (one per id) and
+        // the test thread, pinned to id 0 and taking no lock while they run, take the locks.
+        unsafe { LocalCpus::new(pinned_threads::<2>) }
     }
 
     #[test]

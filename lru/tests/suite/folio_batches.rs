@@ -5,6 +5,7 @@ use rusty_fork::rusty_fork_test;
 
 use common::{Counting, Lookup, folios, lruvec};
 use ksync::Ticket;
+use ksync::local_lock::pinned_threads;
 use lru::{
     FOLIO_BATCH_SIZE, FolioBatch, FolioFlags, LruBatches, LruError, LruGenFolioGrouped, LruList,
     LruMode,
@@ -387,19 +388,6 @@ rusty_fork_test! {
     }
 }
 
-/// The "CPUs" of the owned-batch tests: one host thread per id, pinned to it, all at once.
-fn run_on_four(f: &(dyn Fn(usize) + Sync)) -> bool {
-    std::thread::scope(|s| {
-        for cpu in 0..4 {
-            s.spawn(move || {
-                ksync::cpu::set_this_thread_cpu(cpu);
-                f(cpu);
-            });
-        }
-    });
-    true
-}
-
 fn refuse(_: &(dyn Fn(usize) + Sync)) -> bool {
     false
 }
@@ -408,9 +396,9 @@ rusty_fork_test! {
     #[test]
     fn owned_batches_refuse_other_cpus_and_drain_on_each_cpu() {
         ksync::cpu::set_this_thread_cpu(0);
-        // SAFETY: ids 0..4 are the threads `run_on_four` starts, one per id; the test
+        // SAFETY: ids 0..4 are the threads `pinned_threads` starts, one per id; the test
         // thread (id 0) takes no batch while they run.
-        let cpus = unsafe { ksync::local_lock::LocalCpus::new(run_on_four) };
+        let cpus = unsafe { ksync::local_lock::LocalCpus::new(pinned_threads::<4>) };
         let lv = lruvec::<Ticket, G>(1, LruMode::Mglru);
         let lookup = Lookup(vec![lv]);
         let batches = LruBatches::<Ticket>::new_local(4, cpus);

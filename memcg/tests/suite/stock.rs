@@ -5,6 +5,7 @@
 #![cfg(not(loom))]
 
 use ksync::Ticket;
+use ksync::local_lock::pinned_threads;
 use memcg::stock::{ChargeStocks, StockTarget};
 use memcg::{MEMCG_CHARGE_BATCH, MemcgError, PAGE_COUNTER_MAX, PageCounter};
 use std::ptr::NonNull;
@@ -171,19 +172,6 @@ fn cpu_ids_are_checked() {
     assert!(format!("{stocks:?}").contains("nr_cpus: 2"));
 }
 
-/// The "CPUs" of the owned-stock tests: one host thread per id, pinned to it, all at once.
-fn run_on_three(f: &(dyn Fn(usize) + Sync)) -> bool {
-    std::thread::scope(|s| {
-        for cpu in 0..3 {
-            s.spawn(move || {
-                ksync::cpu::set_this_thread_cpu(cpu);
-                f(cpu);
-            });
-        }
-    });
-    true
-}
-
 /// A platform whose other CPUs are busy: nothing can be run on them.
 fn busy(_: &(dyn Fn(usize) + Sync)) -> bool {
     false
@@ -192,9 +180,9 @@ fn busy(_: &(dyn Fn(usize) + Sync)) -> bool {
 #[test]
 fn owned_stocks_are_taken_on_their_cpu_and_drained_on_each() {
     ksync::cpu::set_this_thread_cpu(0);
-    // SAFETY: ids 0..3 are the threads `run_on_three` starts, one per id; the test thread
+    // SAFETY: ids 0..3 are the threads `pinned_threads` starts, one per id; the test thread
     // (id 0) takes no stock while they run.
-    let cpus = unsafe { ksync::local_lock::LocalCpus::new(run_on_three) };
+    let cpus = unsafe { ksync::local_lock::LocalCpus::new(pinned_threads::<3>) };
     let stocks = Stocks::new_local(3, cpus);
     let a = memcg();
     assert!(cpus.on_each_cpu(&|cpu| stock(&stocks, cpu, &a, 5)));
@@ -211,7 +199,7 @@ fn owned_stocks_are_taken_on_their_cpu_and_drained_on_each() {
 fn owned_stocks_of_busy_cpus_drain_at_their_next_use() {
     ksync::cpu::set_this_thread_cpu(0);
     // SAFETY: as above; `busy` runs nothing.
-    let threads = unsafe { ksync::local_lock::LocalCpus::new(run_on_three) };
+    let threads = unsafe { ksync::local_lock::LocalCpus::new(pinned_threads::<3>) };
     // SAFETY: the same threads and the test thread take the stocks, as above.
     let stocks = Stocks::new_local(3, unsafe { ksync::local_lock::LocalCpus::new(busy) });
     let (a, b) = (memcg(), memcg());
