@@ -81,7 +81,8 @@ pub fn new_vm<P: MemCgroupPerNode<Family = ksync::Ticket>>(
     let rcu = crate::rcu::get().ok_or(KernelVmError::NotReady)?;
     let mut cfg = VmConfig::new(crate::percpu::nr_cpu_ids());
     tweak(&mut cfg);
-    // Every kernel context's CPU ids are the machine's CPUs: folio batches are local locks.
+    // Every kernel context's CPU ids are the machine's CPUs: folio batches and charge
+    // stocks are local locks.
     cfg.local_cpus = Some(crate::percpu::on_each_cpu::local_cpus());
     Vm::new(alloc, &KERNEL_MMU, rcu, &KERNEL_RCU_DEFER, cfg).map_err(KernelVmError::Vm)
 }
