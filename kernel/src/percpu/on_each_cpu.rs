@@ -212,16 +212,18 @@ fn run(area: Option<&CpuArea>, func: &(dyn Fn(usize) + Sync), cpu: usize) {
 
 /// The kernel's CPUs for per-CPU data that only its own CPU takes (`ksync::LocalLock`,
 /// Linux's `local_lock`), with [`on_each_cpu`] to run work on each.
+///
+/// The kernel keeps `LocalCpus`'s promise: `ksync::this_cpu` reads the running CPU's id
+/// from its per-CPU area (GS); there is no scheduler and no preemption, so one context
+/// runs on a CPU at a time, and an interrupt handler returns before the code it
+/// interrupted resumes; `on_each_cpu` runs `f(cpu)` on CPU `cpu` itself (the caller's own
+/// call, or the target's mailbox) and waits for every call it started, also on failure.
 #[must_use]
 pub fn local_cpus() -> ksync::local_lock::LocalCpus {
     fn run(f: &(dyn Fn(usize) + Sync)) -> bool {
         on_each_cpu(f).is_ok()
     }
-    // SAFETY: `ksync::this_cpu` reads the running CPU's id from its per-CPU area (GS);
-    // the kernel has no scheduler and no preemption, so one context runs on a CPU at a
-    // time, and an interrupt handler returns before the code it interrupted resumes;
-    // `on_each_cpu` runs `f(cpu)` on CPU `cpu` itself (the caller's own call, or the
-    // target's mailbox) and waits for every call it started, also when it fails.
+    // SAFETY: CPU ids are CPUs and `run` is `on_each_cpu` (see the function's documentation).
     unsafe { ksync::local_lock::LocalCpus::new(run) }
 }
 
