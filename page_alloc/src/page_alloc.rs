@@ -258,6 +258,9 @@ impl PageAlloc {
         self.alloc_inner(cpu, node, order, false).ok()
     }
 
+    /// `__alloc_pages()`: the zonelist inline ([`Self::get_page_from_freelist`]), the
+    /// slow path ([`Self::alloc_slowpath`]) only when every zone came back empty.
+    #[inline(always)]
     fn alloc_inner(
         &self,
         cpu: usize,
@@ -268,36 +271,63 @@ impl PageAlloc {
         if order > MAX_ORDER {
             return Err(AllocError::BadOrder(order));
         }
-        let fails = self.fails.get(cpu).ok_or(AllocError::BadCpu(cpu))?;
         let zonelist = self
             .zonelists
             .get(node as usize)
             .ok_or(AllocError::BadNode(node))?;
-        // As the slow path does before giving up (`__alloc_pages_direct_reclaim()`
-        // drains every per-CPU list once and retries): there is no reclaim yet, so the
-        // second pass is the only retry.
-        for pass in 0..2 {
-            if pass == 1 {
-                self.drain_all();
-            }
-            for z in zonelist.zones() {
-                let Some(zone) = self.zone(z.node, z.kind) else {
-                    continue;
+        match self.get_page_from_freelist(zonelist, cpu, order, use_pcp)? {
+            Some(folio) => Ok(folio),
+            None => self.alloc_slowpath(zonelist, cpu, order, use_pcp),
+        }
+    }
+
+    /// `get_page_from_freelist()`: the first zone of `zonelist` with a free block, from
+    /// `cpu`'s per-CPU list at order 0 (with `use_pcp`), else from the buddy lists.
+    #[inline(always)]
+    fn get_page_from_freelist(
+        &self,
+        zonelist: &Zonelist,
+        cpu: usize,
+        order: u32,
+        use_pcp: bool,
+    ) -> Result<Option<&'static Folio>, AllocError> {
+        for z in zonelist.zones() {
+            let Some(zone) = self.zone(z.node, z.kind) else {
+                continue;
+            };
+            let stats = &zone.pcp(cpu).ok_or(AllocError::BadCpu(cpu))?.stats;
+            loop {
+                let got = if order == 0 && use_pcp {
+                    zone.rmqueue_pcplist(&self.memmap, cpu)
+                } else {
+                    zone.rmqueue_buddy(&self.memmap, order, stats)
                 };
-                let stats = &zone.pcp(cpu).ok_or(AllocError::BadCpu(cpu))?.stats;
-                loop {
-                    let got = if order == 0 && use_pcp {
-                        zone.rmqueue_pcplist(&self.memmap, cpu)
-                    } else {
-                        zone.rmqueue_buddy(&self.memmap, order, stats)
-                    };
-                    match got {
-                        None => break,
-                        Some(folio) if self.prep_new_page(folio) => return Ok(folio),
-                        Some(_) => {}
-                    }
+                match got {
+                    None => break,
+                    Some(folio) if self.prep_new_page(folio) => return Ok(Some(folio)),
+                    Some(_) => {}
                 }
             }
+        }
+        Ok(None)
+    }
+
+    /// `__alloc_pages_slowpath()`: as it does before giving up
+    /// (`__alloc_pages_direct_reclaim()` drains every per-CPU list once and retries), with
+    /// no reclaim yet, so the drain's retry is the only one.
+    #[cold]
+    #[inline(never)]
+    fn alloc_slowpath(
+        &self,
+        zonelist: &Zonelist,
+        cpu: usize,
+        order: u32,
+        use_pcp: bool,
+    ) -> Result<&'static Folio, AllocError> {
+        let fails = self.fails.get(cpu).ok_or(AllocError::BadCpu(cpu))?;
+        self.drain_all();
+        if let Some(folio) = self.get_page_from_freelist(zonelist, cpu, order, use_pcp)? {
+            return Ok(folio);
         }
         fails.fetch_add(1, Relaxed);
         Err(AllocError::NoMemory)

@@ -186,6 +186,7 @@ fn free_pcppages_bulk(zone: &ZoneFree, memmap: &Memmap, count: u32, p: &mut PerC
 /// Allocates an order-0 frame from the list `pcp` of the zone whose buddy lists are
 /// `zone`, refilling it from them when empty (`rmqueue_pcplist()` /
 /// `__rmqueue_pcplist()`). `None` when the list and the zone are both empty.
+#[inline(always)]
 pub(crate) fn rmqueue_pcplist(
     pcp: &Pcp,
     zone: &ZoneFree,

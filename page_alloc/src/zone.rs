@@ -255,6 +255,7 @@ impl Zone {
     /// Allocates an order-0 frame from `cpu`'s list of this zone, refilling it from the
     /// buddy lists when empty (`rmqueue_pcplist()`). `None` when `cpu` has no slot or the
     /// list and the zone are both empty.
+    #[inline(always)]
     pub(crate) fn rmqueue_pcplist(&self, memmap: &Memmap, cpu: usize) -> Option<&'static Folio> {
         pcp::rmqueue_pcplist(self.pcp(cpu)?, &self.free, memmap)
     }

@@ -501,6 +501,44 @@ fn remote_free_goes_to_the_freeing_cpu() {
     assert!(pa.free_page(1, g).unwrap());
 }
 
+/// The slow path drains every CPU's per-CPU lists and retries
+/// (`__alloc_pages_direct_reclaim()`'s `drain_all_pages()`): frames that only another
+/// CPU's list holds are still allocated, and an allocation fails only after the drain.
+#[test]
+fn frames_on_another_cpus_list_are_found_by_the_slow_path() {
+    let pa = single(2, 0, 64, PcpConfig::default());
+    let zone = pa.zone(0, ZoneType::Dma32).unwrap();
+    let mut got = Vec::new();
+    while let Some(f) = pa.alloc_page(0, 0) {
+        got.push(f);
+    }
+    assert_eq!(got.len(), 64);
+    // Two frames go back to cpu 1's list: the buddy lists and cpu 0's list stay empty.
+    let stranded: Vec<u64> = got.drain(..2).map(|f| f.pfn()).collect();
+    for pfn in &stranded {
+        let f = pa.memmap().pfn_to_folio(*pfn).unwrap();
+        assert!(pa.free_page(1, f).unwrap());
+    }
+    assert_eq!(zone.pcp_count(1), Some(2));
+    assert_eq!(zone.pcp_count(0), Some(0));
+    let fails = pa.cpu_stats(0).alloc_fail;
+    for _ in 0..2 {
+        let f = pa.alloc_page(0, 0).expect("the drain finds cpu 1's frames");
+        assert!(stranded.contains(&f.pfn()));
+        got.push(f);
+    }
+    assert_eq!(zone.pcp_count(1), Some(0));
+    assert_eq!(pa.cpu_stats(0).alloc_fail, fails);
+    assert_eq!(
+        pa.try_alloc_pages(0, 0, 0).err(),
+        Some(AllocError::NoMemory)
+    );
+    assert_eq!(pa.cpu_stats(0).alloc_fail, fails + 1);
+    for f in got {
+        assert!(pa.free_page(0, f).unwrap());
+    }
+}
+
 /// Memory too far apart for the memmap's root table is refused, not allocated.
 #[test]
 fn too_sparse_memory_is_refused() {
