@@ -396,7 +396,10 @@ impl<M: Mmu> PageTable<M> {
     }
 
     /// The PTE table covering `va`, creating it with a frame from `alloc` if there is none
-    /// (`__pte_alloc`). A frame that lost the race is handed to `free`.
+    /// (`pte_alloc()`: the table is looked up inline, only a missing one costs a call to
+    /// `PageTable::pte_alloc`, Linux's `__pte_alloc`). A frame that lost the race is handed
+    /// to `free`.
+    #[inline(always)]
     pub fn table_or_alloc(
         &self,
         va: u64,
@@ -404,9 +407,23 @@ impl<M: Mmu> PageTable<M> {
         free: impl FnOnce(&'static Folio),
     ) -> Result<PteTable<'_, M>, PtError> {
         let slot = self.slot(va).ok_or(PtError::OutOfRange)?;
-        if let Some(t) = self.table(va) {
-            return Ok(t);
+        match Self::load(slot) {
+            Some(f) => Ok(self.table_at(f)),
+            None => self.pte_alloc(va, slot, alloc, free),
         }
+    }
+
+    /// `__pte_alloc`: a new table for the span of `va` (whose PMD slot is `slot`), or the
+    /// one another CPU linked first.
+    #[cold]
+    #[inline(never)]
+    fn pte_alloc(
+        &self,
+        va: u64,
+        slot: &AtomicPtr<Folio>,
+        alloc: impl FnOnce() -> Option<&'static Folio>,
+        free: impl FnOnce(&'static Folio),
+    ) -> Result<PteTable<'_, M>, PtError> {
         let folio = alloc().ok_or(PtError::NoMemory)?;
         let pfn = Pfn::of(folio);
         // SAFETY: the frame was just allocated for us; nothing else uses its bytes.
