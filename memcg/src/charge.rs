@@ -66,6 +66,10 @@ impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> MemcgTree<P, O> {
     /// reference per page (old Linux's `css_get_many(&memcg->css, nr_pages)` in
     /// `try_charge()`): pages from the stock bring theirs, others are taken on `cpu` in one
     /// call. Without, the references of consumed stock pages are dropped on `cpu`.
+    ///
+    /// The stock is tried inline (`consume_stock()`); only a charge it cannot serve calls
+    /// [`Self::charge_counters`].
+    #[inline(always)]
     fn charge_pages(
         &self,
         memcg: &MemCgroup<P>,
@@ -85,6 +89,19 @@ impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> MemcgTree<P, O> {
             }
             return Ok(());
         }
+        self.charge_counters(memcg, cpu, nr_pages, refs)
+    }
+
+    /// The rest of `try_charge_memcg()` after the stock: the page counters up the tree,
+    /// then reclaim and retry.
+    #[inline(never)]
+    fn charge_counters(
+        &self,
+        memcg: &MemCgroup<P>,
+        cpu: usize,
+        nr_pages: u64,
+        refs: bool,
+    ) -> Result<(), MemcgError> {
         // A whole batch first, the surplus to the stock; when that does not fit, only what
         // was asked for (Linux's `batch = nr_pages; goto retry`), reclaiming as needed.
         let batch = nr_pages.max(MEMCG_CHARGE_BATCH);
@@ -155,6 +172,7 @@ impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> MemcgTree<P, O> {
     /// Charges one page for `folio` and records the memcg in it (`mem_cgroup_charge()`:
     /// `try_charge()` + `commit_charge()`, which keeps a css reference for the folio). A
     /// page from this CPU's stock brings its reference along: no css write at all.
+    #[inline(always)]
     pub fn charge_folio(
         &self,
         memcg: &MemCgroup<P>,

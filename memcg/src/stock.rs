@@ -201,6 +201,7 @@ impl<F: LockFamily, T: StockTarget> ChargeStocks<F, T> {
     /// Takes `nr_pages` from `cpu`'s stock if it caches `memcg` and holds enough
     /// (`consume_stock()`). Requests above the batch size never use the stock. On success
     /// the caller owns one css reference per page taken, which came with the pages.
+    #[inline(always)]
     pub fn consume(&self, cpu: usize, memcg: &T, nr_pages: u64) -> Result<bool, MemcgError> {
         if nr_pages > MEMCG_CHARGE_BATCH {
             self.slot(cpu)?;
