@@ -308,6 +308,7 @@ impl<F: LockFamily> LruBatches<F> {
         Ok(self.lock(cpu)?.pending())
     }
 
+    #[inline(always)]
     fn add_and_move<H, L>(
         &self,
         cpu: usize,
@@ -349,7 +350,8 @@ impl<F: LockFamily> LruBatches<F> {
     /// `Err` means this call's input was bad (CPU out of range, folio already on the
     /// LRU); problems with folios of the moved batch are in [`MoveStats::error`].
     /// The fault path sets `ACTIVE` first (as `lru_gen_in_fault()` does) to place the
-    /// folio in the youngest generation.
+    /// folio in the youngest generation. Inline: a full batch's move is the call.
+    #[inline(always)]
     pub fn folio_add_lru<H, L>(
         &self,
         cpu: usize,

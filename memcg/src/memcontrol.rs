@@ -270,6 +270,7 @@ impl<P: MemCgroupPerNode> MemCgroup<P> {
     /// the node's `pglist_data` from `NODE_DATA(nid)` and the read-mostly line of
     /// `mem_cgroup_per_node`, never the lruvec; updates the node counters
     /// (`__mod_node_page_state()`), then the memcg's and the lruvec's.
+    #[inline(always)]
     pub fn mod_lruvec_state(
         &self,
         cpu: usize,
@@ -298,7 +299,7 @@ impl<P: MemCgroupPerNode> MemCgroup<P> {
 
     /// The memcg and lruvec part of both update paths (`__mod_memcg_lruvec_state()`):
     /// per-CPU memcg and lruvec counters, then rstat.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn mod_pn_state(
         &self,
         pn: &P,
@@ -541,12 +542,14 @@ impl<'a, P: MemCgroupPerNode> MemcgLruvec<'a, P> {
     /// of the lruvec (on a line the lock holder's `lru_zone_size` writes may share a pair
     /// with); the memcg is `container_of(lruvec)->memcg` (the read-mostly line). Updates
     /// the node counters, then the memcg's and the lruvec's.
+    #[inline(always)]
     pub fn mod_state(&self, cpu: usize, item: NodeStatItem, val: i64) -> Result<(), MemcgError> {
         mod_lruvec_state(self.lruvec, cpu, item, val)
     }
 }
 
 /// `__mod_lruvec_state(lruvec, idx, val)`: stat path A for any memcg lruvec.
+#[inline(always)]
 pub fn mod_lruvec_state<P: MemCgroupPerNode>(
     lruvec: &Lruvec<P>,
     cpu: usize,

@@ -125,6 +125,7 @@ impl<V: VmArea, M: Mmu> Locked<'_, V, M> {
 
 impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
     /// `handle_mm_fault`: resolve a not-present fault at `addr` in `mm` on `cpu`.
+    #[inline]
     pub fn handle_mm_fault<V: VmArea>(
         &self,
         mm: &MmStruct<V, M>,
@@ -196,6 +197,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
     }
 
     /// A fresh frame for `cpu` on `node`, or the injected / real failure.
+    #[inline(always)]
     pub(crate) fn alloc_frame(
         &self,
         cpu: usize,

@@ -108,6 +108,7 @@ impl<V: VmArea> VmaReadGuard<'_, V> {
 }
 
 impl<V: VmArea> Drop for VmaReadGuard<'_, V> {
+    #[inline(always)]
     fn drop(&mut self) {
         vma_end_read(self.vma);
     }
@@ -232,6 +233,7 @@ impl<V: VmArea, M: Mmu> MmStruct<V, M> {
     /// `lock_vma_under_rcu`: find the region holding `addr` and read-lock it without any
     /// lock. `Err(WriteLocked)` means: take the slow path ([`MmStruct::mmap_read_lock`]);
     /// `Err(Detached)` also covers "no region there".
+    #[inline(always)]
     pub fn lock_vma_under_rcu(&self, addr: u64) -> Result<VmaReadGuard<'_, V>, VmaReadError> {
         loop {
             let vma = self.table().find(addr).ok_or(VmaReadError::Detached)?;

@@ -253,6 +253,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
     /// so that memcg outlives its PTE; the caller's RCU read section `rcu` keeps the last
     /// memcg found by id valid, and consecutive folios of one memcg (the rule in a region)
     /// look it up once (`last`) instead of once per page.
+    #[inline(always)]
     pub(crate) fn zap_folio<'g>(
         &'g self,
         tlb: &mut MmuGather<'_, M>,

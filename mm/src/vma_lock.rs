@@ -41,6 +41,8 @@ pub enum VmaReadError {
 }
 
 /// `vma_start_read`: read-lock `vma` against `mm_lock_seq` without taking any lock.
+/// Inline, as Linux's (`static inline` in include/linux/mm.h).
+#[inline(always)]
 pub fn vma_start_read<V: VmArea>(mm_lock_seq: &AtomicU32, vma: &V) -> Result<(), VmaReadError> {
     // (1) The early, unordered check (READ_ONCE in Linux).
     if vma.vm_lock_seq().load(Ordering::Relaxed) == mm_lock_seq.load(Ordering::Relaxed) {
@@ -80,7 +82,8 @@ pub fn vma_start_read<V: VmArea>(mm_lock_seq: &AtomicU32, vma: &V) -> Result<(),
     Ok(())
 }
 
-/// `vma_end_read`: drop a read lock taken by [`vma_start_read`].
+/// `vma_end_read`: drop a read lock taken by [`vma_start_read`] (inline, as Linux's).
+#[inline(always)]
 pub fn vma_end_read<V: VmArea>(vma: &V) {
     let old = vma.vm_refcnt().fetch_sub(1, Ordering::Release);
     note_refcnt(vma, old, old.wrapping_sub(1));

@@ -144,7 +144,9 @@ impl<'a, H: LruvecHost> LruvecGuard<'a, H> {
     }
 
     /// `update_lru_size()`: the host's `lru_zone_size[zone][lru]` (Linux's
-    /// `mem_cgroup_update_lru_size()`, reached through the host).
+    /// `mem_cgroup_update_lru_size()`, reached through the host). `__always_inline`, as
+    /// Linux's.
+    #[inline(always)]
     pub(crate) fn update_lru_size(&self, lru: LruList, zone: usize, delta: isize) {
         let c = &self.lruvec.host().lru_zone_size()[zone][lru.idx()];
         c.store(
@@ -224,6 +226,7 @@ impl<'a, H: LruvecHost> LruvecGuard<'a, H> {
     }
 
     /// `lru_gen_add_folio`: returns false when the folio goes on a classic list instead.
+    #[inline(always)]
     fn lru_gen_add_folio(
         &mut self,
         folio: &'static Folio,
@@ -283,6 +286,7 @@ impl<'a, H: LruvecHost> LruvecGuard<'a, H> {
     }
 
     /// Add a folio that is on no list and set its LRU flag (`lru_add_fn`).
+    #[inline(always)]
     pub fn add_folio(&mut self, folio: &'static Folio) -> Result<(), LruError> {
         if folio.test_lru() {
             return Err(LruError::AlreadyOnLru);
@@ -308,6 +312,7 @@ impl<'a, H: LruvecHost> LruvecGuard<'a, H> {
     /// pins first), and because this guard is held, which every other writer of the flags
     /// of a listed folio holds too (a generation move, an activation). The caller saw the
     /// flag set ([`Folio::test_lru`]) before taking the lock, as `folio_test_lru()` does.
+    #[inline(always)]
     pub fn del_released_folio(&mut self, folio: &'static Folio) -> Result<(), LruError> {
         if !folio.test_lru() {
             return Err(LruError::NotOnLru);

@@ -44,7 +44,7 @@ macro_rules! impl_lruvec_host {
             /// the lruvec, memcg and node counters, through the lruvec (stat path A: this
             /// runs under lru_lock, where Linux always goes through the lruvec). On the
             /// running CPU, folded into the tree's CPU range.
-            #[inline]
+            #[inline(always)]
             fn lru_size_changed(
                 lruvec: &Lruvec<Self>,
                 lru: lru::LruList,
