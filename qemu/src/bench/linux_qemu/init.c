@@ -39,6 +39,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,6 +53,12 @@
 static void finish(int value)
 {
 	fflush(stdout);
+	/*
+	 * The console's UART sends what the tty holds after write() returns: wait until it
+	 * has (tcdrain), or the port write below ends QEMU with the last lines (the end
+	 * line) still unsent. Not a tty (ENOTTY): nothing to wait for.
+	 */
+	tcdrain(STDOUT_FILENO);
 	if (ioperm(EXIT_PORT, 4, 1) == 0)
 		outb((unsigned char)value, EXIT_PORT);
 	sync();
