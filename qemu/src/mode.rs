@@ -79,6 +79,15 @@ impl Mode {
             Firmware::Uefi => Duration::from_secs(120),
         }
     }
+
+    /// [`Self::default_timeout`] for `smp` vCPUs on `host_cores` cores: times the vCPUs
+    /// each core runs (rounded up). Under TCG every vCPU is a host thread, so 12 vCPUs on 2
+    /// cores take about six times as long for the same work; the 60 s meant for one vCPU per
+    /// core would kill a boot that is only slow.
+    #[must_use]
+    pub fn default_timeout_for(self, smp: u32, host_cores: u32) -> Duration {
+        self.default_timeout() * smp.div_ceil(host_cores.max(1)).max(1)
+    }
 }
 
 impl fmt::Display for Mode {
@@ -131,5 +140,20 @@ mod tests {
         assert_eq!(Mode::UsbBios.firmware(), Firmware::Bios);
         assert!(!Mode::Direct.uses_image() && Mode::Bios.uses_image());
         assert!(Mode::Uefi.default_timeout() > Mode::Direct.default_timeout());
+    }
+
+    #[test]
+    fn default_timeout_scales_with_vcpus_per_core() {
+        let base = Mode::Direct.default_timeout();
+        assert_eq!(Mode::Direct.default_timeout_for(1, 2), base);
+        assert_eq!(Mode::Direct.default_timeout_for(2, 2), base);
+        assert_eq!(Mode::Direct.default_timeout_for(3, 2), base * 2);
+        assert_eq!(Mode::Direct.default_timeout_for(12, 2), base * 6);
+        assert_eq!(Mode::Direct.default_timeout_for(12, 16), base);
+        assert_eq!(Mode::Direct.default_timeout_for(4, 0), base * 4);
+        assert_eq!(
+            Mode::Uefi.default_timeout_for(8, 2),
+            Mode::Uefi.default_timeout() * 4
+        );
     }
 }

@@ -100,7 +100,8 @@ pub struct Machine {
     /// process may use), each mirroring one [default: no NUMA description]
     #[arg(long, value_name = "N|host", value_parser = parse_nodes)]
     nodes: Option<Nodes>,
-    /// Kill QEMU after SECS, 1..=86400 [default: 60; UEFI modes 120; bench 1800]
+    /// Kill QEMU after SECS, 1..=86400 [default: 60, UEFI modes 120, times the vCPUs per host
+    /// core when --smp is larger than the cores; bench 1800]
     #[arg(long, value_name = "SECS", value_parser = number_in(1, 86400))]
     timeout: Option<u32>,
     /// auto (KVM where a probe boot shows it works, cached per host), kvm (where it does not

@@ -155,7 +155,7 @@ pub fn run(guest: &Guest, o: &Options) -> Result<RunnerExit, RunError> {
     };
     let timeout = o.timeout.unwrap_or(match guest {
         Guest::Bench => BENCH_TIMEOUT,
-        _ => o.mode.default_timeout(),
+        _ => o.mode.default_timeout_for(o.smp, crate::cli::host_cores()),
     });
     eprintln!(
         "kx: booting ({} mode, {}, {} vCPUs, {} MiB{}, timeout {} s): {}",
