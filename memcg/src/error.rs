@@ -98,6 +98,16 @@ pub enum MemcgError {
         /// The number of CPUs the structures were built for.
         nr_cpus: usize,
     },
+    /// A CPU's charge stock asked for on another CPU: with owned stocks (Linux's
+    /// `local_lock`) only its own CPU takes it.
+    NotThisCpu {
+        /// The stock's CPU.
+        owner: usize,
+        /// The CPU the call ran on.
+        cpu: usize,
+    },
+    /// A CPU's charge stock taken again while that CPU already holds it.
+    StockHeld,
     /// A node id outside `0..nr_nodes`.
     InvalidNode {
         /// The id passed in.
@@ -128,6 +138,8 @@ impl MemcgError {
             Self::Again { .. } => errno::EAGAIN,
             Self::UnchargeUnderflow { .. }
             | Self::InvalidCpu { .. }
+            | Self::NotThisCpu { .. }
+            | Self::StockHeld
             | Self::InvalidNode { .. }
             | Self::InvalidConfig(_)
             | Self::Lru(_)
@@ -172,6 +184,10 @@ impl fmt::Display for MemcgError {
             Self::InvalidCpu { cpu, nr_cpus } => {
                 write!(f, "cpu {cpu} out of range (nr_cpus {nr_cpus})")
             }
+            Self::NotThisCpu { owner, cpu } => {
+                write!(f, "cpu {owner}'s charge stock asked for on cpu {cpu}")
+            }
+            Self::StockHeld => f.write_str("a charge stock taken twice on its cpu"),
             Self::InvalidNode { node, nr_nodes } => {
                 write!(f, "node {node} out of range (nr_nodes {nr_nodes})")
             }

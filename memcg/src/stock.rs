@@ -130,10 +130,10 @@ pub struct ChargeStocks<F: LockFamily, T: StockTarget> {
 /// Why a CPU's stock could not be locked.
 #[cold]
 fn refused(e: LocalLockError) -> MemcgError {
-    MemcgError::Lru(match e {
-        LocalLockError::NotOwner { owner, cpu } => lru::LruError::NotThisCpu { owner, cpu },
-        LocalLockError::Held => lru::LruError::LocalLockHeld,
-    })
+    match e {
+        LocalLockError::NotOwner { owner, cpu } => MemcgError::NotThisCpu { owner, cpu },
+        LocalLockError::Held => MemcgError::StockHeld,
+    }
 }
 
 impl<F: LockFamily, T: StockTarget> core::fmt::Debug for ChargeStocks<F, T> {

@@ -468,7 +468,7 @@ fn vm_folio_batches_are_cpu_local() -> TestResult {
             );
             let r = vm.tree().stocks().stocked(other, &m);
             ensure!(
-                r == Err(memcg::MemcgError::Lru(refused)),
+                r == Err(memcg::MemcgError::NotThisCpu { owner: other, cpu }),
                 "cpu {other}'s stock from cpu {cpu}: {r:?}"
             );
         }

@@ -187,7 +187,7 @@ fn owned_stocks_are_taken_on_their_cpu_and_drained_on_each() {
     let a = memcg();
     assert!(cpus.on_each_cpu(&|cpu| stock(&stocks, cpu, &a, 5)));
     assert_eq!((a.memory.usage(), refs(&a)), (15, 1 + 3 * 6));
-    let other = MemcgError::Lru(lru::LruError::NotThisCpu { owner: 1, cpu: 0 });
+    let other = MemcgError::NotThisCpu { owner: 1, cpu: 0 };
     assert_eq!(stocks.stocked(1, &a), Err(other));
     assert_eq!(stocks.consume(1, &a, 1), Err(other));
     assert_eq!(stocks.stocked(0, &a), Ok(5));
