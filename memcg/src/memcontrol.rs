@@ -495,7 +495,9 @@ impl<P: MemCgroupPerNode> MemCgroup<P> {
 }
 
 // SAFETY: `css_get` pins the memcg: the tree frees a memcg only when its count is zero, so
-// it stays alive and in place (it is boxed) until the matching `css_put`.
+// it stays alive and in place (it is boxed) until the matching `css_put`; and `reap` frees
+// it only after a grace period of the tree's RCU domain (the one its stocks are built
+// with) that started once the count was seen at zero, so after the last `css_put`.
 unsafe impl<P: MemCgroupPerNode> StockTarget for MemCgroup<P> {
     fn page_counter(&self) -> &PageCounter {
         &self.memory

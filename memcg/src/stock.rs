@@ -18,30 +18,43 @@
 //! remote drain.
 //!
 //! Linux protects the stock with a local lock and drains remote CPUs through per-CPU work
-//! (`drain_all_stock()` sets `FLUSHING_CACHED_CHARGE` and queues `drain_local_stock` on each
-//! CPU whose stock caches a memcg below the one over its limit, without waiting). Here the
-//! stock is a [`ksync::LocalLock`] (class `memcg_stock.lock`):
+//! (`drain_all_stock()` reads each CPU's `stock->cached` under `rcu_read_lock()`, and for
+//! each one that caches a memcg below the one over its limit sets `FLUSHING_CACHED_CHARGE`
+//! and queues `drain_local_stock`, without waiting). Here the stock is a
+//! [`ksync::LocalLock`] (class `memcg_stock.lock`):
 //!
 //! - where the platform's CPU ids are CPUs ([`ChargeStocks::new_local`], the kernel) only
 //!   the owning CPU takes it, with no atomic. `drain_all` has every CPU drain its own
 //!   through `on_each_cpu` when the other CPUs are idle (the invariant checker, teardown,
 //!   an offline between runs) and waits; while they run (a charge over its limit, inside
-//!   a benchmark run) it drains this CPU's stock and sets the others' flush flag, which
-//!   each owner honours at its next use of its stock, as Linux's work would run on it;
+//!   a benchmark run) it drains this CPU's stock and, as Linux does, reads each other
+//!   CPU's cached memcg under an RCU read-side section and sets the flush flag of those
+//!   whose memcg matches; each owner honours it at its next use of its stock, as Linux's
+//!   work would run on it. A CPU caching an unrelated memcg is left alone: draining it
+//!   would uncharge its pages up the hierarchy and recharge them a batch later, writing
+//!   the shared ancestors' counters where Linux does not;
 //! - elsewhere ([`ChargeStocks::new`], host tests and loom) the stock is a lock that any
 //!   thread may take for any CPU, and `drain_all` drains every stock under it.
 //!
+//! The cached memcg that other CPUs read is published beside the stock (an atomic pointer
+//! the owner writes whenever the stock's memcg changes), because the stock itself is
+//! reached only through its lock. Linux also skips a stock whose `nr_pages` is zero; the
+//! owner does not publish its page count (that would be a store on every charge), so such
+//! a stock is asked too, and its drain drops only the cache's reference.
+//!
 //! Unsafe code here, and why: the per-CPU stock caches a raw pointer to the memcg whose
 //! charge it holds, which `unsafe trait StockTarget` makes its implementors keep alive
-//! while the stock holds a reference.
+//! while the stock holds a reference, and, for the remote read, until a grace period of
+//! the stocks' RCU domain after the last one.
 #![allow(unsafe_code)]
 
 use crate::error::MemcgError;
 use crate::lock_classes::StockLock;
 use crate::page_counter::PageCounter;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use ksync::local_lock::{LocalCpus, LocalLockError, LocalLockGuard};
+use ksync::rcu::Rcu;
 use ksync::{LocalLock, LockFamily, PerCpu};
 
 /// Pages charged to the page counter at once and kept per CPU (`MEMCG_CHARGE_BATCH`).
@@ -52,7 +65,11 @@ pub const MEMCG_CHARGE_BATCH: u64 = 64;
 /// # Safety
 ///
 /// After `css_get(&x)` the object behind `x` must stay alive and in place until the matching
-/// `css_put`; `page_counter` must always return the same counter for the same object.
+/// `css_put`; `page_counter` must always return the same counter for the same object. For
+/// stocks built with [`ChargeStocks::new_local`], which read other CPUs' cached objects
+/// under the read lock of the RCU domain given there, an object must also stay alive until
+/// a grace period of that domain has elapsed after its last `css_put`
+/// (`mem_cgroup_css_free()` after an RCU grace period).
 pub unsafe trait StockTarget {
     /// The counter charged and uncharged through the stock (`memcg->memory`).
     fn page_counter(&self) -> &PageCounter;
@@ -118,13 +135,34 @@ struct StockPcp<F: LockFamily, T: StockTarget> {
     /// Set by a `drain_all` that could not run on this CPU; cleared by the owner, which
     /// drains at its next use of the stock. Written by other CPUs only then.
     flush: AtomicBool,
+    /// `stock.cached` as other CPUs read it (null: none), written by the owner under the
+    /// stock's lock whenever the cached memcg changes: set after the cache's reference is
+    /// taken, cleared before it is dropped.
+    cached: AtomicPtr<T>,
+}
+
+impl<F: LockFamily, T: StockTarget> StockPcp<F, T> {
+    fn new(stock: LocalLock<F, StockLock, MemcgStock<T>>) -> Self {
+        Self {
+            stock,
+            flush: AtomicBool::new(false),
+            cached: AtomicPtr::new(core::ptr::null_mut()),
+        }
+    }
+
+    /// Drains `stock`, this slot's, and unpublishes its memcg first.
+    fn drain(&self, stock: &mut MemcgStock<T>, cpu: Option<usize>) {
+        self.cached.store(core::ptr::null_mut(), Ordering::Relaxed);
+        stock.drain(cpu);
+    }
 }
 
 /// The charge stocks of all CPUs.
 pub struct ChargeStocks<F: LockFamily, T: StockTarget> {
     pcp: PerCpu<StockPcp<F, T>>,
-    /// The platform's CPUs, when the stocks are owned by them ([`ChargeStocks::new_local`]).
-    local: Option<LocalCpus>,
+    /// The platform's CPUs, and the RCU domain under which other CPUs' cached memcgs are
+    /// read, when the stocks are owned by them ([`ChargeStocks::new_local`]).
+    local: Option<(LocalCpus, &'static Rcu<F>)>,
 }
 
 /// Why a CPU's stock could not be locked.
@@ -148,9 +186,8 @@ impl<F: LockFamily, T: StockTarget> ChargeStocks<F, T> {
     /// Empty stocks for `nr_cpus` CPUs.
     pub fn new(nr_cpus: usize) -> Self {
         Self {
-            pcp: PerCpu::new(nr_cpus, |_| StockPcp {
-                stock: LocalLock::locked(MemcgStock::empty()),
-                flush: AtomicBool::new(false),
+            pcp: PerCpu::new(nr_cpus, |_| {
+                StockPcp::new(LocalLock::locked(MemcgStock::empty()))
             }),
             local: None,
         }
@@ -158,13 +195,13 @@ impl<F: LockFamily, T: StockTarget> ChargeStocks<F, T> {
 
     /// Empty stocks for CPUs `0..nr_cpus` of `cpus`, each taken only by its own CPU without
     /// an atomic (`local_lock`); a call naming another CPU than the one it runs on fails.
-    pub fn new_local(nr_cpus: usize, cpus: LocalCpus) -> Self {
+    /// Other CPUs' cached memcgs are read under `rcu`'s read lock (see [`StockTarget`]).
+    pub fn new_local(nr_cpus: usize, cpus: LocalCpus, rcu: &'static Rcu<F>) -> Self {
         Self {
-            pcp: PerCpu::new(nr_cpus, |c| StockPcp {
-                stock: LocalLock::owned(c, &cpus, MemcgStock::empty()),
-                flush: AtomicBool::new(false),
+            pcp: PerCpu::new(nr_cpus, |c| {
+                StockPcp::new(LocalLock::owned(c, &cpus, MemcgStock::empty()))
             }),
-            local: Some(cpus),
+            local: Some((cpus, rcu)),
         }
     }
 
@@ -193,7 +230,7 @@ impl<F: LockFamily, T: StockTarget> ChargeStocks<F, T> {
         // store is one this drain, which runs after it, satisfies.
         if slot.flush.load(Ordering::Relaxed) {
             slot.flush.store(false, Ordering::Relaxed);
-            stock.drain(Some(cpu));
+            slot.drain(&mut stock, Some(cpu));
         }
         Ok(stock)
     }
@@ -224,43 +261,49 @@ impl<F: LockFamily, T: StockTarget> ChargeStocks<F, T> {
     /// If the stock caches another memcg it is drained first; if it grows above the batch
     /// size it is drained entirely.
     pub fn refill(&self, cpu: usize, memcg: &T, nr_pages: u64) -> Result<(), MemcgError> {
+        let slot = self.slot(cpu)?;
         let mut stock = self.lock(cpu)?;
         let same = matches!(stock.cached, Some(c) if core::ptr::eq(c.as_ptr(), memcg));
         if !same {
-            stock.drain(Some(cpu));
+            slot.drain(&mut stock, Some(cpu));
             memcg.css_get_many(cpu, nr_pages as usize + 1);
-            stock.cached = Some(NonNull::from(memcg));
+            let cached = NonNull::from(memcg);
+            stock.cached = Some(cached);
+            // Release: a CPU that reads the pointer sees the memcg as it was built.
+            slot.cached.store(cached.as_ptr(), Ordering::Release);
         } else if nr_pages > 0 {
             memcg.css_get_many(cpu, nr_pages as usize);
         }
         stock.nr_pages += nr_pages;
         if stock.nr_pages > MEMCG_CHARGE_BATCH {
-            stock.drain(Some(cpu));
+            slot.drain(&mut stock, Some(cpu));
         }
         Ok(())
     }
 
     /// Drains `cpu`'s stock.
     pub fn drain(&self, cpu: usize) -> Result<(), MemcgError> {
-        self.lock(cpu)?.drain(Some(cpu));
+        let slot = self.slot(cpu)?;
+        slot.drain(&mut *self.lock(cpu)?, Some(cpu));
         Ok(())
     }
 
     /// Drains every CPU's stock whose cached memcg satisfies `pred` (`drain_all_stock()`,
     /// where `pred` is "is `memcg` or a descendant of it"). Returns how many were drained
-    /// now; with owned stocks and the other CPUs busy, the others are asked to drain
-    /// theirs at their next use (see the module documentation) and are not counted.
+    /// now; with owned stocks and the other CPUs busy, those of the others whose cached
+    /// memcg satisfies `pred` are asked to drain theirs at their next use (see the module
+    /// documentation) and are not counted.
     pub fn drain_all(&self, pred: impl Fn(&T) -> bool + Sync) -> usize
     where
         T: Sync,
     {
-        let Some(cpus) = &self.local else {
+        let Some((cpus, rcu)) = &self.local else {
             let mut drained = 0;
-            for (cpu, _) in self.pcp.iter() {
+            for (cpu, slot) in self.pcp.iter() {
                 let Ok(mut stock) = self.lock(cpu) else {
                     continue;
                 };
-                if Self::drain_if(&mut stock, &pred, None) {
+                if Self::drain_if(slot, &mut stock, &pred, None) {
                     drained += 1;
                 }
             }
@@ -268,8 +311,9 @@ impl<F: LockFamily, T: StockTarget> ChargeStocks<F, T> {
         };
         let drained = AtomicUsize::new(0);
         let ran = cpus.on_each_cpu(&|cpu| {
-            if let Ok(mut stock) = self.lock(cpu)
-                && Self::drain_if(&mut stock, &pred, Some(cpu))
+            if let Ok(slot) = self.slot(cpu)
+                && let Ok(mut stock) = self.lock(cpu)
+                && Self::drain_if(slot, &mut stock, &pred, Some(cpu))
             {
                 drained.fetch_add(1, Ordering::Relaxed);
             }
@@ -278,29 +322,54 @@ impl<F: LockFamily, T: StockTarget> ChargeStocks<F, T> {
             return drained.into_inner();
         }
         // The other CPUs are busy (a cross-CPU call is running): drain this CPU's stock and
-        // ask the rest, as Linux queues `drain_local_stock` without waiting. Whether their
-        // cached memcg matches is theirs to read; an unneeded drain only returns pages.
+        // ask those of the rest whose cached memcg matches, as Linux queues
+        // `drain_local_stock` without waiting.
         let me = ksync::this_cpu();
+        // A CPU outside the RCU domain cannot read the others' memcgs safely: it asks
+        // every one, which only returns pages early.
+        let guard = rcu.read_lock(me).ok();
         let mut now = 0;
         for (cpu, slot) in self.pcp.iter() {
-            if cpu != me {
+            if cpu == me {
+                if let Ok(mut stock) = self.lock(cpu)
+                    && Self::drain_if(slot, &mut stock, &pred, Some(cpu))
+                {
+                    now += 1;
+                }
+                continue;
+            }
+            let ask = match &guard {
+                Some(_) => {
+                    let cached = slot.cached.load(Ordering::Acquire);
+                    // SAFETY: the pointer was published after the stock took a reference
+                    // on it and is cleared before that reference is dropped, so when it
+                    // was read the memcg was alive; `StockTarget` keeps it alive until a
+                    // grace period of `rcu` after its last put, and the read-side section
+                    // `guard` holds on this CPU delays that grace period past this use.
+                    !cached.is_null() && pred(unsafe { &*cached })
+                }
+                None => true,
+            };
+            if ask {
                 slot.flush.store(true, Ordering::Relaxed);
-            } else if let Ok(mut stock) = self.lock(cpu)
-                && Self::drain_if(&mut stock, &pred, Some(cpu))
-            {
-                now += 1;
             }
         }
+        drop(guard);
         now
     }
 
-    /// Drains `stock` if its cached memcg satisfies `pred`; `cpu` the draining CPU when it
-    /// is the stock's own.
-    fn drain_if(stock: &mut MemcgStock<T>, pred: &impl Fn(&T) -> bool, cpu: Option<usize>) -> bool {
+    /// Drains `stock`, `slot`'s, if its cached memcg satisfies `pred`; `cpu` the draining
+    /// CPU when it is the stock's own.
+    fn drain_if(
+        slot: &StockPcp<F, T>,
+        stock: &mut MemcgStock<T>,
+        pred: &impl Fn(&T) -> bool,
+        cpu: Option<usize>,
+    ) -> bool {
         // SAFETY: `cached` holds a reference, so the target is alive while we look.
         let hit = stock.cached.is_some_and(|c| pred(unsafe { c.as_ref() }));
         if hit {
-            stock.drain(cpu);
+            slot.drain(stock, cpu);
         }
         hit
     }

@@ -225,6 +225,7 @@ impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> MemcgTree<P, O> {
                 children: Vec::new(),
             })
         ];
+        let rcu = node_data[0].rcu();
         let tree = Self {
             config,
             node_data,
@@ -240,11 +241,11 @@ impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> MemcgTree<P, O> {
             }),
             flush_lock: Mutex::new(()),
             stocks: match config.local_cpus {
-                Some(cpus) => ChargeStocks::new_local(config.nr_cpus, cpus),
+                Some(cpus) => ChargeStocks::new_local(config.nr_cpus, cpus, rcu),
                 None => ChargeStocks::new(config.nr_cpus),
             },
             lru,
-            rcu: node_data[0].rcu(),
+            rcu,
             root,
         };
         tree.idr.publish(ROOT_ID as usize, root.as_ptr());

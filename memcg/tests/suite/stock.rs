@@ -6,6 +6,7 @@
 
 use ksync::Ticket;
 use ksync::local_lock::pinned_threads;
+use ksync::rcu::Rcu;
 use memcg::stock::{ChargeStocks, StockTarget};
 use memcg::{MEMCG_CHARGE_BATCH, MemcgError, PAGE_COUNTER_MAX, PageCounter};
 use std::ptr::NonNull;
@@ -177,13 +178,22 @@ fn busy(_: &(dyn Fn(usize) + Sync)) -> bool {
     false
 }
 
+/// An RCU domain for `n` CPUs with this thread's CPU (0) online, as the kernel's, which
+/// `drain_all` reads other CPUs' cached memcgs under. Leaked: domains live as long as the
+/// system.
+fn rcu(n: usize) -> &'static Rcu<Ticket> {
+    let rcu = Box::leak(Box::new(Rcu::new(n)));
+    rcu.online(0).unwrap();
+    rcu
+}
+
 #[test]
 fn owned_stocks_are_taken_on_their_cpu_and_drained_on_each() {
     ksync::cpu::set_this_thread_cpu(0);
     // SAFETY: ids 0..3 are the threads `pinned_threads` starts, one per id; the test thread
     // (id 0) takes no stock while they run.
     let cpus = unsafe { ksync::local_lock::LocalCpus::new(pinned_threads::<3>) };
-    let stocks = Stocks::new_local(3, cpus);
+    let stocks = Stocks::new_local(3, cpus, rcu(3));
     let a = memcg();
     assert!(cpus.on_each_cpu(&|cpu| stock(&stocks, cpu, &a, 5)));
     assert_eq!((a.memory.usage(), refs(&a)), (15, 1 + 3 * 6));
@@ -201,7 +211,11 @@ fn owned_stocks_of_busy_cpus_drain_at_their_next_use() {
     // SAFETY: as above; `busy` runs nothing.
     let threads = unsafe { ksync::local_lock::LocalCpus::new(pinned_threads::<3>) };
     // SAFETY: the same threads and the test thread take the stocks, as above.
-    let stocks = Stocks::new_local(3, unsafe { ksync::local_lock::LocalCpus::new(busy) });
+    let stocks = Stocks::new_local(
+        3,
+        unsafe { ksync::local_lock::LocalCpus::new(busy) },
+        rcu(3),
+    );
     let (a, b) = (memcg(), memcg());
     assert!(threads.on_each_cpu(&|cpu| stock(&stocks, cpu, &a, 5)));
     // drain_all_stock with the others busy: this CPU's now, the others' asked for.
@@ -225,4 +239,47 @@ fn owned_stocks_of_busy_cpus_drain_at_their_next_use() {
         (3, 1 + 3),
         "dropping drains the rest"
     );
+}
+
+#[test]
+fn busy_cpus_caching_another_memcg_are_not_asked_to_drain() {
+    ksync::cpu::set_this_thread_cpu(0);
+    // SAFETY: as above; `busy` runs nothing.
+    let threads = unsafe { ksync::local_lock::LocalCpus::new(pinned_threads::<3>) };
+    // SAFETY: the same threads and the test thread take the stocks, as above.
+    let stocks = Stocks::new_local(
+        3,
+        unsafe { ksync::local_lock::LocalCpus::new(busy) },
+        rcu(3),
+    );
+    let (over, other) = (memcg(), memcg());
+    // CPUs 0 and 1 stock the memcg over its limit, CPU 2 an unrelated one.
+    let of = |cpu: usize| if cpu == 2 { &other } else { &over };
+    assert!(threads.on_each_cpu(&|cpu| stock(&stocks, cpu, of(cpu), 5)));
+    // drain_all_stock(over) on CPU 0 with the others busy (`mem_cgroup_is_descendant`).
+    assert_eq!(stocks.drain_all(|m| std::ptr::eq(m, &over)), 1);
+    assert!(threads.on_each_cpu(&|cpu| {
+        let kept = stocks.consume(cpu, of(cpu), 1).unwrap();
+        assert_eq!(
+            kept,
+            cpu == 2,
+            "cpu {cpu}: only the stock of another memcg is kept"
+        );
+    }));
+    assert_eq!((over.memory.usage(), refs(&over)), (0, 1));
+    assert_eq!(other.memory.usage(), 5, "4 stocked and 1 consumed");
+    assert!(threads.on_each_cpu(&|cpu| {
+        if cpu == 2 {
+            assert_eq!(stocks.stocked(cpu, &other), Ok(4));
+        }
+    }));
+    // A drained stock no longer names its memcg (which may be freed once the stock's
+    // reference is gone): only CPU 2's is looked at now.
+    let looked = AtomicUsize::new(0);
+    let pred = |m: &Memcg| {
+        looked.fetch_add(1, Ordering::Relaxed);
+        std::ptr::eq(m, &over)
+    };
+    assert_eq!(stocks.drain_all(pred), 0);
+    assert_eq!(looked.load(Ordering::Relaxed), 1);
 }
