@@ -121,6 +121,15 @@ impl<V: VmArea, M: Mmu> Locked<'_, V, M> {
             Locked::Mmap { vma, .. } => vma,
         }
     }
+
+    /// Ends the fault's hold: `vma_end_read` inline, or the mmap lock's release.
+    #[inline(always)]
+    fn unlock(self) {
+        match self {
+            Locked::Vma(g) => g.end(),
+            Locked::Mmap { _lock, .. } => drop(_lock),
+        }
+    }
 }
 
 impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
@@ -166,7 +175,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
             Err(FaultError::Injected) => self.count(cpu, VmEvent::FaultFailInjected),
             _ => {}
         }
-        drop(locked);
+        locked.unlock();
         res
     }
 

@@ -452,6 +452,7 @@ pub(crate) fn gen_lists(ty: usize) -> (LruList, LruList) {
 /// (`folio_lruvec_relock_irq`: consecutive folios of one lruvec share one lock hold).
 /// Under seed 004's node lock, lruvecs of one node share the lock: the guard is kept and
 /// only retargeted, so a run of folios of one node is one lock hold whatever their memcgs.
+#[inline(always)]
 pub fn lruvec_relock<'a, H: LruvecHost>(
     guard: Option<LruvecGuard<'a, H>>,
     lruvec: &'a Lruvec<H>,
@@ -503,7 +504,10 @@ pub trait LruvecLookup<H: LruvecHost> {
     }
 }
 
-/// [`lruvec_relock`] for the lruvec of `folio` (`folio_lruvec_relock_irq`).
+/// [`lruvec_relock`] for the lruvec of `folio` (`folio_lruvec_relock_irq`). Inlined, as
+/// Linux's `static inline`: consecutive folios of one lruvec keep the lock without a call;
+/// taking another lock goes out of line ([`Lruvec::lock`]'s acquisition).
+#[inline(always)]
 pub fn folio_lruvec_relock<'g, H: LruvecHost, L: LruvecLookup<H> + ?Sized>(
     guard: Option<LruvecGuard<'g, H>>,
     folio: &Folio,
