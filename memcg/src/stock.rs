@@ -165,6 +165,12 @@ pub struct ChargeStocks<F: LockFamily, T: StockTarget> {
     local: Option<(LocalCpus, &'static Rcu<F>)>,
 }
 
+/// A CPU's slot, and its stock locked.
+type LockedSlot<'a, F, T> = (
+    &'a StockPcp<F, T>,
+    LocalLockGuard<'a, F, StockLock, MemcgStock<T>>,
+);
+
 /// Why a CPU's stock could not be locked.
 #[cold]
 fn refused(e: LocalLockError) -> MemcgError {
@@ -217,13 +223,10 @@ impl<F: LockFamily, T: StockTarget> ChargeStocks<F, T> {
         })
     }
 
-    /// `cpu`'s stock, locked (`local_lock_irqsave(&memcg_stock.stock_lock)`), drained first
-    /// if another CPU asked for it.
+    /// `cpu`'s slot and its stock, locked (`local_lock_irqsave(&memcg_stock.stock_lock)`),
+    /// drained first if another CPU asked for it.
     #[inline(always)]
-    fn lock(
-        &self,
-        cpu: usize,
-    ) -> Result<LocalLockGuard<'_, F, StockLock, MemcgStock<T>>, MemcgError> {
+    fn lock(&self, cpu: usize) -> Result<LockedSlot<'_, F, T>, MemcgError> {
         let slot = self.slot(cpu)?;
         let mut stock = slot.stock.lock().map_err(refused)?;
         // Only the owner clears the flag: a request that lands between the load and the
@@ -232,7 +235,7 @@ impl<F: LockFamily, T: StockTarget> ChargeStocks<F, T> {
             slot.flush.store(false, Ordering::Relaxed);
             slot.drain(&mut stock, Some(cpu));
         }
-        Ok(stock)
+        Ok((slot, stock))
     }
 
     /// Takes `nr_pages` from `cpu`'s stock if it caches `memcg` and holds enough
@@ -244,7 +247,7 @@ impl<F: LockFamily, T: StockTarget> ChargeStocks<F, T> {
             self.slot(cpu)?;
             return Ok(false);
         }
-        let mut stock = self.lock(cpu)?;
+        let (_, mut stock) = self.lock(cpu)?;
         match stock.cached {
             Some(c) if core::ptr::eq(c.as_ptr(), memcg) && stock.nr_pages >= nr_pages => {
                 stock.nr_pages -= nr_pages;
@@ -261,8 +264,7 @@ impl<F: LockFamily, T: StockTarget> ChargeStocks<F, T> {
     /// If the stock caches another memcg it is drained first; if it grows above the batch
     /// size it is drained entirely.
     pub fn refill(&self, cpu: usize, memcg: &T, nr_pages: u64) -> Result<(), MemcgError> {
-        let slot = self.slot(cpu)?;
-        let mut stock = self.lock(cpu)?;
+        let (slot, mut stock) = self.lock(cpu)?;
         let same = matches!(stock.cached, Some(c) if core::ptr::eq(c.as_ptr(), memcg));
         if !same {
             slot.drain(&mut stock, Some(cpu));
@@ -283,8 +285,8 @@ impl<F: LockFamily, T: StockTarget> ChargeStocks<F, T> {
 
     /// Drains `cpu`'s stock.
     pub fn drain(&self, cpu: usize) -> Result<(), MemcgError> {
-        let slot = self.slot(cpu)?;
-        slot.drain(&mut *self.lock(cpu)?, Some(cpu));
+        let (slot, mut stock) = self.lock(cpu)?;
+        slot.drain(&mut stock, Some(cpu));
         Ok(())
     }
 
@@ -299,8 +301,8 @@ impl<F: LockFamily, T: StockTarget> ChargeStocks<F, T> {
     {
         let Some((cpus, rcu)) = &self.local else {
             let mut drained = 0;
-            for (cpu, slot) in self.pcp.iter() {
-                let Ok(mut stock) = self.lock(cpu) else {
+            for (cpu, _) in self.pcp.iter() {
+                let Ok((slot, mut stock)) = self.lock(cpu) else {
                     continue;
                 };
                 if Self::drain_if(slot, &mut stock, &pred, None) {
@@ -311,8 +313,7 @@ impl<F: LockFamily, T: StockTarget> ChargeStocks<F, T> {
         };
         let drained = AtomicUsize::new(0);
         let ran = cpus.on_each_cpu(&|cpu| {
-            if let Ok(slot) = self.slot(cpu)
-                && let Ok(mut stock) = self.lock(cpu)
+            if let Ok((slot, mut stock)) = self.lock(cpu)
                 && Self::drain_if(slot, &mut stock, &pred, Some(cpu))
             {
                 drained.fetch_add(1, Ordering::Relaxed);
@@ -331,7 +332,7 @@ impl<F: LockFamily, T: StockTarget> ChargeStocks<F, T> {
         let mut now = 0;
         for (cpu, slot) in self.pcp.iter() {
             if cpu == me {
-                if let Ok(mut stock) = self.lock(cpu)
+                if let Ok((slot, mut stock)) = self.lock(cpu)
                     && Self::drain_if(slot, &mut stock, &pred, Some(cpu))
                 {
                     now += 1;
@@ -340,13 +341,13 @@ impl<F: LockFamily, T: StockTarget> ChargeStocks<F, T> {
             }
             let ask = match &guard {
                 Some(_) => {
+                    // Published after the stock took a reference on it and cleared before
+                    // that reference is dropped: the memcg was alive when read.
                     let cached = slot.cached.load(Ordering::Acquire);
-                    // SAFETY: the pointer was published after the stock took a reference
-                    // on it and is cleared before that reference is dropped, so when it
-                    // was read the memcg was alive; `StockTarget` keeps it alive until a
-                    // grace period of `rcu` after its last put, and the read-side section
-                    // `guard` holds on this CPU delays that grace period past this use.
-                    !cached.is_null() && pred(unsafe { &*cached })
+                    // SAFETY: alive when read (above); `StockTarget` keeps it until a grace
+                    // period of `rcu` after its last put, which `guard` holds off.
+                    let memcg = unsafe { cached.as_ref() };
+                    memcg.is_some_and(&pred)
                 }
                 None => true,
             };
@@ -377,7 +378,7 @@ impl<F: LockFamily, T: StockTarget> ChargeStocks<F, T> {
     /// Pages held in `cpu`'s stock and whether it caches `memcg` (for tests and reports;
     /// with owned stocks, only on `cpu`).
     pub fn stocked(&self, cpu: usize, memcg: &T) -> Result<u64, MemcgError> {
-        let stock = self.lock(cpu)?;
+        let (_, stock) = self.lock(cpu)?;
         Ok(match stock.cached {
             Some(c) if core::ptr::eq(c.as_ptr(), memcg) => stock.nr_pages,
             _ => 0,
