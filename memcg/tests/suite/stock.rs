@@ -178,6 +178,19 @@ fn busy(_: &(dyn Fn(usize) + Sync)) -> bool {
     false
 }
 
+/// Owned stocks of three CPUs whose platform finds the other CPUs busy (`drain_all` can run
+/// nothing on them), and the threads, ids 0..3, to take each one on its own CPU. This
+/// thread is CPU 0.
+fn busy_stocks() -> (ksync::local_lock::LocalCpus, Stocks) {
+    ksync::cpu::set_this_thread_cpu(0);
+    // SAFETY: ids 0..3 are the threads `pinned_threads` starts, one per id; the test thread
+    // (id 0) takes no stock while they run.
+    let threads = unsafe { ksync::local_lock::LocalCpus::new(pinned_threads::<3>) };
+    // SAFETY: the same threads and the test thread take the stocks; `busy` runs nothing.
+    let busy_cpus = unsafe { ksync::local_lock::LocalCpus::new(busy) };
+    (threads, Stocks::new_local(3, busy_cpus, rcu(3)))
+}
+
 /// An RCU domain for `n` CPUs with this thread's CPU (0) online, as the kernel's, which
 /// `drain_all` reads other CPUs' cached memcgs under. Leaked: domains live as long as the
 /// system.
@@ -207,15 +220,7 @@ fn owned_stocks_are_taken_on_their_cpu_and_drained_on_each() {
 
 #[test]
 fn owned_stocks_of_busy_cpus_drain_at_their_next_use() {
-    ksync::cpu::set_this_thread_cpu(0);
-    // SAFETY: as above; `busy` runs nothing.
-    let threads = unsafe { ksync::local_lock::LocalCpus::new(pinned_threads::<3>) };
-    // SAFETY: the same threads and the test thread take the stocks, as above.
-    let stocks = Stocks::new_local(
-        3,
-        unsafe { ksync::local_lock::LocalCpus::new(busy) },
-        rcu(3),
-    );
+    let (threads, stocks) = busy_stocks();
     let (a, b) = (memcg(), memcg());
     assert!(threads.on_each_cpu(&|cpu| stock(&stocks, cpu, &a, 5)));
     // drain_all_stock with the others busy: this CPU's now, the others' asked for.
@@ -243,15 +248,7 @@ fn owned_stocks_of_busy_cpus_drain_at_their_next_use() {
 
 #[test]
 fn busy_cpus_caching_another_memcg_are_not_asked_to_drain() {
-    ksync::cpu::set_this_thread_cpu(0);
-    // SAFETY: as above; `busy` runs nothing.
-    let threads = unsafe { ksync::local_lock::LocalCpus::new(pinned_threads::<3>) };
-    // SAFETY: the same threads and the test thread take the stocks, as above.
-    let stocks = Stocks::new_local(
-        3,
-        unsafe { ksync::local_lock::LocalCpus::new(busy) },
-        rcu(3),
-    );
+    let (threads, stocks) = busy_stocks();
     let (over, other) = (memcg(), memcg());
     // CPUs 0 and 1 stock the memcg over its limit, CPU 2 an unrelated one.
     let of = |cpu: usize| if cpu == 2 { &other } else { &over };
