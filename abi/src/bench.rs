@@ -240,6 +240,10 @@ pub struct BenchConfig<'a> {
     /// `objects=1`: each scenario instance names the objects it uses, with their physical
     /// addresses and fields (`KOBJECT` lines), for the coherence plugin's hot lines.
     pub objects: bool,
+    /// `lock_stat=all`: lock statistics for every lock class in every run; `premises` (the
+    /// default): only for the classes the running scenario's premises read, so the other
+    /// locks on the measured path cost what they cost without `CONFIG_LOCK_STAT`.
+    pub lock_stat_all: bool,
 }
 
 impl<'a> BenchConfig<'a> {
@@ -357,6 +361,13 @@ impl<'a> BenchConfig<'a> {
                     return Err(());
                 }
                 self.budget = Some(n);
+            }
+            "lock_stat" => {
+                self.lock_stat_all = match value {
+                    "premises" => false,
+                    "all" => true,
+                    _ => return Err(()),
+                }
             }
             "objects" => {
                 self.objects = match value {
@@ -535,7 +546,7 @@ mod tests {
     fn every_key_parses() {
         let c = parse(
             "run=bench scenarios=seed004-readtwice,limit bench_cpus=1,2,4 rounds=3 \
-             instances=3 seconds=0.25 memcgs=10,100 quick=1 objects=1",
+             instances=3 seconds=0.25 memcgs=10,100 quick=1 objects=1 lock_stat=all",
             false,
         )
         .unwrap()
@@ -557,6 +568,10 @@ mod tests {
         );
         assert!(c.quick);
         assert!(c.objects);
+        assert!(c.lock_stat_all);
+        let default = parse("run=bench lock_stat=premises", false).unwrap().bench;
+        assert!(!default.lock_stat_all);
+        assert!(!parse("run=bench", false).unwrap().bench.lock_stat_all);
     }
 
     #[test]
@@ -588,6 +603,8 @@ mod tests {
             ("run=bench memcgs=1500,10", "memcgs", "1500,10"),
             ("run=bench quick=yes", "quick", "yes"),
             ("run=bench objects=2", "objects", "2"),
+            ("run=bench lock_stat=1", "lock_stat", "1"),
+            ("run=bench lock_stat=", "lock_stat", ""),
         ] {
             assert_eq!(
                 parse(line, false),

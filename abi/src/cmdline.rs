@@ -65,6 +65,10 @@ pub const ACCEPTED: &[(&str, &str)] = &[
         "0 | 1   (with run=bench; name each scenario's objects with their physical addresses and fields, for kx bench --coherence)",
     ),
     (
+        "lock_stat",
+        "premises | all   (with run=bench; lock statistics for the classes the scenarios' premises read, or for every lock class)",
+    ),
+    (
         "ci_width",
         "0.01..=100   (with run=bench; percent: add instance blocks until every comparison's 95% interval half-width is at most this)",
     ),
@@ -427,7 +431,7 @@ pub fn parse(line: &str, skip_image_path: bool) -> Result<Config<'_>, CmdlineErr
                 }
             }
             "scenarios" | "bench_cpus" | "rounds" | "instances" | "seconds" | "memcgs"
-            | "quick" | "ci_width" | "budget" | "objects" => {
+            | "quick" | "ci_width" | "budget" | "objects" | "lock_stat" => {
                 bench_key.get_or_insert(key);
                 cfg.bench.set(key, value).map_err(|()| bad)?;
             }

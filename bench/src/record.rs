@@ -139,6 +139,10 @@ pub struct Plan {
     /// Requested scenarios that this build cannot run yet (reported, not run).
     #[serde(default)]
     pub skipped: Vec<String>,
+    /// `lock_stat=all`: every lock class recorded its statistics; otherwise only the
+    /// classes each scenario's premises read did (and the runs' `locks` list those).
+    #[serde(default)]
+    pub lock_stat_all: bool,
 }
 
 impl Plan {
@@ -162,6 +166,7 @@ impl Plan {
             ops,
             total_runs: 0,
             skipped: Vec::new(),
+            lock_stat_all: false,
         };
         plan.total_runs = plan.planned_runs();
         plan
@@ -172,6 +177,13 @@ impl Plan {
     pub fn with_instances(mut self, instances: u32) -> Plan {
         self.instances = instances.max(1);
         self.total_runs = self.planned_runs();
+        self
+    }
+
+    /// The plan with every lock class recording (`lock_stat=all`) or not.
+    #[must_use]
+    pub fn with_lock_stat_all(mut self, all: bool) -> Plan {
+        self.lock_stat_all = all;
         self
     }
 
@@ -210,6 +222,7 @@ impl Plan {
             None,
         )
         .with_instances(cfg.instances())
+        .with_lock_stat_all(cfg.lock_stat_all)
     }
 }
 

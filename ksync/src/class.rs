@@ -16,7 +16,7 @@
 #![allow(unsafe_code)]
 
 use crate::stat::{ClassStats, LockStatSnapshot};
-use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 
 /// Most classes that can be registered (lockdep keeps one bit per class).
 pub const MAX_CLASSES: usize = 64;
@@ -29,11 +29,15 @@ pub trait LockClass: 'static + Send + Sync {
     fn data() -> &'static ClassData;
 }
 
-/// The data of one class: name, registry index and per-CPU statistics.
+/// The data of one class: name, registry index, per-CPU statistics and whether they are
+/// recorded for this class alone.
 pub struct ClassData {
     name: &'static str,
     /// Registry index + 1 (0 = not yet registered).
     id: AtomicUsize,
+    /// Statistics are recorded for this class even while they are off for the others
+    /// ([`ClassData::set_recording`]).
+    recording: AtomicBool,
     pub(crate) stats: &'static ClassStats,
 }
 
@@ -42,6 +46,7 @@ impl core::fmt::Debug for ClassData {
         f.debug_struct("ClassData")
             .field("name", &self.name)
             .field("id", &self.id.load(Ordering::Relaxed))
+            .field("recording", &self.recording())
             .finish()
     }
 }
@@ -59,8 +64,27 @@ impl ClassData {
         ClassData {
             name,
             id: AtomicUsize::new(0),
+            recording: AtomicBool::new(false),
             stats,
         }
+    }
+
+    /// Records this class's statistics whether or not they are on for every class
+    /// ([`crate::stat::set_enabled`]), or stops doing so: a benchmark switches on only the
+    /// classes its premises read, so that the other locks on its measured path cost no
+    /// more than an uninstrumented kernel's (`CONFIG_LOCK_STAT` is all or nothing; this is
+    /// the part of it a premise needs). Registers the class, so that [`classes`] lists it
+    /// from now on even if it is never taken.
+    pub fn set_recording(&'static self, on: bool) {
+        let _ = self.id();
+        self.recording.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether this class records by itself ([`ClassData::set_recording`]).
+    #[inline]
+    #[must_use]
+    pub fn recording(&self) -> bool {
+        self.recording.load(Ordering::Relaxed)
     }
 
     /// The class name.

@@ -16,8 +16,8 @@
 //! relaxed loads and stores only its CPU makes. A write to a word the CPU does not
 //! remember (its first in the run, or one evicted by [`WAYS`] others) cannot be judged and
 //! counts as `untracked`, never as a handoff: the count is a lower bound, and
-//! `untracked` says how much it could miss. Recording is on with lock statistics
-//! ([`crate::stat::set_enabled`]).
+//! `untracked` says how much it could miss. Recording is on with the class's lock
+//! statistics ([`crate::stat::recording`]).
 //!
 //! A ticket lock notes its `next` half at each acquisition ([`crate::TicketLock`]): this CPU
 //! left `ticket + 1` there, and finding anything else means another CPU took a ticket in
@@ -106,24 +106,25 @@ impl HandoffTable {
     }
 }
 
-/// Records, while statistics are on, that the running CPU wrote the shared word at `addr`
-/// of class `C` with a read-modify-write that returned `old` and stored `new`: counted as
-/// one write of the class (its `acquisitions`) and as a handoff when another CPU wrote the
-/// word since this CPU's last write. Returns what the write found (`None` while off).
+/// Records, while class `C` records ([`crate::stat::recording`]), that the running CPU
+/// wrote the shared word at `addr` of the class with a read-modify-write that returned
+/// `old` and stored `new`: counted as one write of the class (its `acquisitions`) and as a
+/// handoff when another CPU wrote the word since this CPU's last write. Returns what the
+/// write found (`None` while the class does not record).
 #[inline]
 pub fn note_write<C: LockClass>(addr: usize, old: u64, new: u64) -> Option<Seen> {
-    if !crate::stat::enabled() {
+    if !crate::stat::recording(C::data()) {
         return None;
     }
     Some(crate::stat::record_write(C::data(), addr, old, new))
 }
 
-/// Records, while statistics are on, that the running CPU's compare-and-swap on a shared
+/// Records, while class `C` records, that the running CPU's compare-and-swap on a shared
 /// word of class `C` failed because another CPU wrote the word after this one read it, and
 /// is retried: counted as a contended acquisition of the class.
 #[inline]
 pub fn note_retry<C: LockClass>() {
-    if crate::stat::enabled() {
+    if crate::stat::recording(C::data()) {
         crate::stat::record_retry(C::data());
     }
 }

@@ -131,7 +131,7 @@ impl<C: LockClass> TicketLock<C> {
             self.wait_for(ticket);
             return;
         }
-        self.acquired(crate::stat::enabled(), false, 0, ticket);
+        self.acquired(crate::stat::recording(C::data()), false, 0, ticket);
     }
 
     /// Waits until `ticket` is served, then records the contended acquisition. The wait is
@@ -141,7 +141,7 @@ impl<C: LockClass> TicketLock<C> {
     #[cold]
     #[inline(never)]
     fn wait_for(&self, ticket: u16) {
-        let timed = crate::stat::enabled();
+        let timed = crate::stat::recording(C::data());
         let start = if timed { crate::stat::cycles() } else { 0 };
         let mut spins = 0u32;
         while owner(self.word.load(Ordering::Acquire)) != ticket {
@@ -167,7 +167,7 @@ impl<C: LockClass> TicketLock<C> {
             )
             .is_ok();
         if ok {
-            self.acquired(crate::stat::enabled(), false, 0, next(w));
+            self.acquired(crate::stat::recording(C::data()), false, 0, next(w));
         }
         ok
     }

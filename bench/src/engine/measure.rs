@@ -23,6 +23,9 @@
 //!
 //! Lock statistics are zeroed before the run (the engine owns them while it runs; every CPU
 //! is idle) and read after it, so a run's numbers, the longest wait included, are its own.
+//! The classes the instance's premises read ([`Instance::lock_classes`]) record during the
+//! run and are listed even if never taken; the others record only when the engine turned
+//! statistics on for every class (`lock_stat=all`), and are listed when taken.
 
 use super::platform::BenchPlatform;
 use super::request::RunLength;
@@ -151,12 +154,15 @@ fn counter_deltas(before: Vec<(String, i64)>, after: Vec<(String, i64)>) -> BTre
     out
 }
 
-fn locks_after() -> BTreeMap<String, LockStat> {
+/// The lock statistics of the run just ended: every class it took, and each of `named`
+/// (the instance's premise classes) even if never taken.
+fn locks_after(named: &[&'static ksync::ClassData]) -> BTreeMap<String, LockStat> {
     ksync::classes()
         .filter(|c| c.name() != <RunErrorLock as ksync::LockClass>::NAME)
         .filter_map(|c| {
             let s = c.snapshot();
-            (s.acquisitions != 0 || s.contended != 0).then(|| (c.name().into(), s.into()))
+            let listed = named.iter().any(|&n| core::ptr::eq(n, c));
+            (listed || s.acquisitions != 0 || s.contended != 0).then(|| (c.name().into(), s.into()))
         })
         .collect()
 }
@@ -177,6 +183,12 @@ pub fn measure(
         RunLength::Counted { ops } => (None, ops),
     };
     let counters_before = inst.counters();
+    // The premises' classes record in this run whether or not every class does
+    // (`lock_stat=all`); registering them first lists them below even if never taken.
+    let named = inst.lock_classes();
+    for c in &named {
+        c.set_recording(true);
+    }
     for c in ksync::classes() {
         c.reset();
     }
@@ -249,7 +261,10 @@ pub fn measure(
     platform.run_begins();
     let ran = platform.on_cpus(cpus, &worker);
     platform.run_ends();
-    let locks = locks_after();
+    for c in &named {
+        c.set_recording(false);
+    }
+    let locks = locks_after(&named);
     if let Err(e) = ran {
         return Err(RunFailure::Platform(e.0));
     }

@@ -130,34 +130,50 @@ pub fn per_op(runs: &[&Run], name: &str) -> Result<f64, Missing> {
     per(runs, name, total(runs, name)? as f64)
 }
 
-/// Field `field` of lock class `class`'s statistics, summed over `runs` (0 where a run
-/// never took the class: the engine lists only the classes a run took).
-fn lock_total(runs: &[&Run], class: &str, field: fn(&LockStat) -> u64) -> u64 {
+/// Field `field` of lock class `class`'s statistics, summed over `runs`. Every run must
+/// list the class: the engine lists, even at zero, every class the instance named in
+/// [`super::Instance::lock_classes`], and only those are sure to have recorded (a class
+/// that was not recording would read as never taken).
+fn lock_total(runs: &[&Run], class: &str, field: fn(&LockStat) -> u64) -> Result<u64, Missing> {
+    if runs.is_empty() {
+        return Err(Missing(alloc::format!(
+            "lock statistics of `{class}` (no measured run)"
+        )));
+    }
     runs.iter()
-        .filter_map(|r| r.locks.get(class))
-        .map(field)
+        .map(|r| {
+            r.locks.get(class).map(field).ok_or_else(|| {
+                Missing(alloc::format!(
+                    "lock statistics of `{class}` (not recorded: the instance's lock_classes \
+                     does not name it)"
+                ))
+            })
+        })
         .sum()
 }
 
 /// Acquisitions of lock class `class` over `runs`.
-#[must_use]
-pub fn acquisitions(runs: &[&Run], class: &str) -> u64 {
+pub fn acquisitions(runs: &[&Run], class: &str) -> Result<u64, Missing> {
     lock_total(runs, class, |l| l.acquisitions)
 }
 
 /// Acquisitions of lock class `class` per operation over `runs`.
 pub fn acquisitions_per_op(runs: &[&Run], class: &str) -> Result<f64, Missing> {
-    per(runs, class, acquisitions(runs, class) as f64)
+    per(runs, class, acquisitions(runs, class)? as f64)
 }
 
 /// Handoffs of class `class` (a lock, or a shared word: `ksync::handoff`) per operation
 /// over `runs`: acquisitions or writes that found the word last written by another CPU.
 pub fn handoffs_per_op(runs: &[&Run], class: &str) -> Result<f64, Missing> {
-    per(runs, class, lock_total(runs, class, |l| l.handoffs) as f64)
+    per(runs, class, lock_total(runs, class, |l| l.handoffs)? as f64)
 }
 
 /// Contended acquisitions of lock class `class` per operation over `runs`: the lock was
 /// held by another CPU when this one came for it.
 pub fn contended_per_op(runs: &[&Run], class: &str) -> Result<f64, Missing> {
-    per(runs, class, lock_total(runs, class, |l| l.contended) as f64)
+    per(
+        runs,
+        class,
+        lock_total(runs, class, |l| l.contended)? as f64,
+    )
 }

@@ -246,7 +246,8 @@ impl<'a> Registry<'a> {
             seconds,
             ops,
         )
-        .with_instances(request.instances);
+        .with_instances(request.instances)
+        .with_lock_stat_all(request.lock_stat_all);
         // Exact, since a config may have fewer variants than the scenario's union.
         let per_point = record.runs_per_point();
         record.total_runs = scenarios

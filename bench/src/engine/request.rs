@@ -97,6 +97,10 @@ pub struct Request {
     pub budget_ns: Option<u64>,
     /// `objects=1`: print each instance's objects ([`super::scenario::Instance::objects`]).
     pub objects: bool,
+    /// `lock_stat=all`: lock statistics for every class in every run (the `locks` of each
+    /// run and locks.csv list every lock taken). Otherwise only the classes the running
+    /// instance's premises read record ([`super::scenario::Instance::lock_classes`]).
+    pub lock_stat_all: bool,
 }
 
 impl Request {
@@ -137,6 +141,7 @@ impl Request {
             ci_width: cfg.ci_width.map(|h| f64::from(h) / 10_000.0),
             budget_ns: cfg.budget.map(|s| u64::from(s) * 1_000_000_000),
             objects: cfg.objects,
+            lock_stat_all: cfg.lock_stat_all,
         })
     }
 }

@@ -127,7 +127,7 @@ pub fn run(platform: &dyn BenchPlatform, registry: &Registry<'_>, request: &Requ
     for n in platform.notes() {
         e.note(n);
     }
-    ksync::stat::set_enabled(true);
+    ksync::stat::set_enabled(request.lock_stat_all);
     'all: for p in &planned.scenarios {
         for config in &p.configs {
             for &cpus in &request.cpus {

@@ -184,6 +184,17 @@ pub trait Instance: Sync {
         Ok(Vec::new())
     }
 
+    /// The lock classes (and shared-word classes, `ksync::word_class!`) whose statistics
+    /// this instance's premises read. The engine records these in every run of the
+    /// instance and lists them in the run's `locks` even when never taken, so that a
+    /// premise reads a count, never an absence; the other classes record only with
+    /// `lock_stat=all` ([`super::Request::lock_stat_all`]), so the measured path pays for
+    /// no statistics a premise does not need. A premise that reads a class not named here
+    /// gets [`super::premise::Missing`]. Default: none.
+    fn lock_classes(&self) -> Vec<&'static ksync::ClassData> {
+        Vec::new()
+    }
+
     /// A sentence about how this instance was set up that belongs with the results (e.g.
     /// whether the Linux reference found a memcg to run in); printed once as a `note`.
     fn note(&self) -> Option<String> {

@@ -316,6 +316,11 @@ impl Instance for CounterInstance<'_> {
         self.scenario.note.map(String::from)
     }
 
+    /// Its lock's statistics, as a premise would read them: recorded in its runs only.
+    fn lock_classes(&self) -> Vec<&'static ksync::ClassData> {
+        vec![<CounterLock as ksync::LockClass>::data()]
+    }
+
     fn counters(&self) -> Vec<(String, i64)> {
         let total: u64 = self.per_cpu.iter().map(|c| c.load(Ordering::Relaxed)).sum();
         vec![("increments".into(), total as i64)]
@@ -374,6 +379,7 @@ fn request(names: &[&str], cpus: &[u32], rounds: u32, length: RunLength) -> Requ
         ci_width: None,
         budget_ns: None,
         objects: false,
+        lock_stat_all: false,
     }
 }
 

@@ -99,6 +99,12 @@ pub trait FaultCoreInstance: Sync {
     /// [`Instance::premises`].
     fn premise_checks(&self, runs: &[&Run]) -> Premises;
 
+    /// [`Instance::lock_classes`]: the classes [`Self::premise_checks`] reads. Default:
+    /// none.
+    fn premise_classes(&self) -> Vec<&'static ksync::ClassData> {
+        Vec::new()
+    }
+
     /// [`Instance::note`]. Default: none.
     fn setup_note(&self) -> Option<String> {
         None
@@ -137,6 +143,10 @@ impl<T: FaultCoreInstance> Instance for T {
 
     fn premises(&self, runs: &[&Run]) -> Premises {
         self.premise_checks(runs)
+    }
+
+    fn lock_classes(&self) -> Vec<&'static ksync::ClassData> {
+        self.premise_classes()
     }
 
     fn note(&self) -> Option<String> {

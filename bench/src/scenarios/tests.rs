@@ -75,6 +75,35 @@ pub(crate) fn with_lock(
     r
 }
 
+/// `runs` as the engine hands them to `inst`'s premises: each lists every class the
+/// instance names in its lock classes, at zero where the run did not take it.
+pub(crate) fn as_recorded(
+    inst: &dyn Instance,
+    runs: &[crate::record::Run],
+) -> Vec<crate::record::Run> {
+    runs.iter()
+        .map(|r| {
+            let mut r = r.clone();
+            for c in inst.lock_classes() {
+                r.locks.entry(c.name().into()).or_default();
+            }
+            r
+        })
+        .collect()
+}
+
+/// The verdicts of `inst`'s premises over `runs` as the engine records them
+/// ([`as_recorded`]).
+pub(crate) fn held(inst: &dyn Instance, runs: &[crate::record::Run]) -> Vec<bool> {
+    let runs = as_recorded(inst, runs);
+    let refs: Vec<&crate::record::Run> = runs.iter().collect();
+    inst.premises(&refs)
+        .unwrap()
+        .iter()
+        .map(|p| p.held)
+        .collect()
+}
+
 /// Charges one page to `m` that no folio holds: the accounting the checker and teardown
 /// verify is now wrong, as a scenario that leaked a charge would leave it.
 pub(crate) fn leak_a_charge<P: Pn>(m: &MemcgRef<'_, P, mm::folios::VmFolios>) {

@@ -88,12 +88,13 @@ pub struct CostBoot {
 }
 
 /// The benchmark's words of the cost boot's kernel command line (after `run=bench`) for the
-/// options of `o`: the same scenarios, configurations (`memcgs=`, `quick=`) and extra
-/// words, at one CPU, one instance of one round of [`SECONDS`].
+/// options of `o`: the same scenarios, configurations (`memcgs=`, `quick=`), lock
+/// statistics (`lock_stat=`: the counts are those of the timed runs' code) and extra words,
+/// at one CPU, one instance of one round of [`SECONDS`].
 #[must_use]
 pub fn kernel_words(o: &Options) -> String {
     let b = &o.bench;
-    let mut words: Vec<String> = [&b.scenarios, &b.memcgs]
+    let mut words: Vec<String> = [&b.scenarios, &b.memcgs, &b.lock_stat]
         .into_iter()
         .flatten()
         .map(ToString::to_string)
@@ -380,5 +381,11 @@ mod tests {
         );
         let line = format!("run=bench {words}");
         assert!(abi::cmdline::parse(&line, false).is_ok(), "{line}");
+        // The lock statistics the timed boot records are the ones counted.
+        o.bench.lock_stat = Some(crate::cli::KernelValue::new("lock_stat", "all").unwrap());
+        assert!(
+            kernel_words(&o).starts_with("lock_stat=all quick=1 "),
+            "{o:?}"
+        );
     }
 }

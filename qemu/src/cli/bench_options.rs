@@ -63,6 +63,12 @@ pub struct BenchOptions {
     /// 1..=86400 (budget=) [default: none]
     #[arg(long, value_name = "SECS", value_parser = kernel_value("budget"))]
     pub budget: Option<KernelValue>,
+    /// Lock statistics: `premises` records only the lock classes the scenarios' premises
+    /// read, so the other locks on the measured path cost what they cost without
+    /// CONFIG_LOCK_STAT; `all` records every class (locks.csv lists every lock taken, and
+    /// every locked path pays for it, A and B alike) (lock_stat=) [default: premises]
+    #[arg(long, value_name = "WHICH", value_parser = kernel_value("lock_stat"))]
+    pub lock_stat: Option<KernelValue>,
     /// After the benchmark, boot Debian's Linux (linux-image-cloud-amd64) in the same QEMU
     /// as the `linux` reference rows, fetching it with apt-get into the kx cache if needed (a
     /// default run, not --quick, does this when the kernel is in the cache already)
@@ -138,6 +144,7 @@ impl BenchOptions {
             &self.memcgs,
             &self.ci_width,
             &self.budget,
+            &self.lock_stat,
         ]
         .into_iter()
         .flatten()

@@ -357,6 +357,11 @@ fn bench_options_become_kernel_keys() {
         assert!(parse(["bench", "--ci-width", bad]).is_err(), "{bad}");
     }
     assert!(parse(["bench", "--budget", "0"]).is_err());
+    assert_eq!(
+        keys(&["bench", "--quick", "--lock-stat", "all"]),
+        ["lock_stat=all", "quick=1"]
+    );
+    assert!(parse(["bench", "--lock-stat", "some"]).is_err());
     // Rounds and instances together: the rounds must split evenly.
     assert_eq!(
         keys(&["bench", "--rounds", "6", "--instances", "3"]),

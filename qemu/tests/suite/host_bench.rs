@@ -21,6 +21,10 @@ fn host_quick_benchmark_writes_a_complete_results_directory() {
         "--host",
         "--quick",
         "--quiet",
+        // Every lock class, so that the results' checks see the locks no premise reads
+        // (the kernel's quick run checks the default).
+        "--lock-stat",
+        "all",
         "--out",
         &out.to_string_lossy(),
     ]);
@@ -67,6 +71,7 @@ fn host_quick_benchmark_writes_a_complete_results_directory() {
         .map(|s| s["name"].as_str().unwrap())
         .collect();
     assert_eq!(names[0], "limit");
+    assert_eq!(r["plan"]["lock_stat_all"], true);
     check_seed_scenarios(&r, &["linux"]);
     let linux_ran = r["runs"]
         .as_array()

@@ -19,6 +19,10 @@ struct Premised {
     across_cpus: bool,
     /// The counter the premise reads (`events`, which the instance reports).
     counter: &'static str,
+    /// Whether each operation takes [`PremiseTestLock`] and [`OtherTestLock`] once, the
+    /// instance names the first in its lock classes, and the premise reads the
+    /// acquisitions of this class instead of the counter.
+    lock: Option<&'static str>,
 }
 
 impl Premised {
@@ -29,9 +33,19 @@ impl Premised {
             premise: DECLARED,
             across_cpus: false,
             counter: "events",
+            lock: None,
         }
     }
 }
+
+ksync::lock_class!(
+    /// The lock a [`Premised`] premise may read, named in its instance's lock classes.
+    PremiseTestLock, "test.premise_lock"
+);
+ksync::lock_class!(
+    /// A lock its operations take that no premise reads.
+    OtherTestLock, "test.other_lock"
+);
 
 /// The premise seed004's catalog entry declares, which the fake instance reports.
 const DECLARED: &str = "activations_per_op";
@@ -43,6 +57,7 @@ struct PremisedInstance {
     premise: &'static str,
     across_cpus: bool,
     counter: &'static str,
+    lock: Option<&'static str>,
     ops: AtomicU64,
     /// Per CPU: whether this run's untimed work was done (reset by `check`, after every
     /// run).
@@ -66,6 +81,7 @@ impl BenchScenario for Premised {
             premise: self.premise,
             across_cpus: self.across_cpus,
             counter: self.counter,
+            lock: self.lock,
             ops: AtomicU64::new(0),
             paused: Default::default(),
         }))
@@ -78,6 +94,16 @@ impl Instance for PremisedInstance {
         // A variant whose mechanism "did not run" counts nothing.
         if !self.failing {
             self.ops.fetch_add(n, Ordering::Relaxed);
+        }
+        if self.lock.is_some() {
+            let (premise, other) = (
+                ksync::SpinMutex::<PremiseTestLock, ()>::new(()),
+                ksync::SpinMutex::<OtherTestLock, ()>::new(()),
+            );
+            for _ in 0..n {
+                drop(premise.lock());
+                drop(other.lock());
+            }
         }
         Ok(n)
     }
@@ -106,8 +132,20 @@ impl Instance for PremisedInstance {
         Ok(())
     }
 
+    fn lock_classes(&self) -> Vec<&'static ksync::ClassData> {
+        use ksync::LockClass;
+        match self.lock {
+            Some(_) => vec![PremiseTestLock::data()],
+            None => Vec::new(),
+        }
+    }
+
     fn premises(&self, runs: &[&Run]) -> premise::Premises {
-        let p = PremiseCheck::above_zero(self.premise, premise::per_op(runs, self.counter)?);
+        let figure = match self.lock {
+            Some(class) => premise::acquisitions_per_op(runs, class)?,
+            None => premise::per_op(runs, self.counter)?,
+        };
+        let p = PremiseCheck::above_zero(self.premise, figure);
         Ok(vec![if self.across_cpus { p.across_cpus() } else { p }])
     }
 
@@ -118,11 +156,16 @@ impl Instance for PremisedInstance {
 }
 
 fn run_premised(s: Premised, length: RunLength) -> (Threads, Report) {
+    run_premised_with(s, length, false)
+}
+
+fn run_premised_with(s: Premised, length: RunLength, lock_stat_all: bool) -> (Threads, Report) {
     let p = Threads::new(2);
     let mut reg = Registry::new();
     reg.add(s);
     let mut req = request(&["seed004-readtwice"], &[1, 2], 2, length);
     req.scenarios[0].1.truncate(1);
+    req.lock_stat_all = lock_stat_all;
     let report = run(&p, &reg, &req);
     (p, report)
 }
@@ -285,4 +328,42 @@ fn untimed_work_is_left_out_of_the_run_and_counted() {
     let cpu_runs: u32 = report.runs.iter().map(|r| r.cpus).sum();
     assert_eq!(p.untimed_pairs.load(Ordering::Relaxed), cpu_runs);
     assert_eq!(p.untimed_misuse.load(Ordering::Relaxed), 0);
+}
+
+/// Only the classes an instance's premises read record by default, each listed in every
+/// run even at zero; `lock_stat=all` records every class taken.
+#[test]
+fn only_the_premises_lock_classes_record_unless_all_are_asked_for() {
+    use ksync::LockClass;
+    let _g = serial();
+    let premised = || Premised {
+        lock: Some(PremiseTestLock::NAME),
+        ..Premised::new(None)
+    };
+    for all in [false, true] {
+        let (_p, report) = run_premised_with(premised(), COUNTED, all);
+        assert!(report.passed(), "{:?}", report.end);
+        for r in &report.runs {
+            // The failing variant's operations also take both locks: counts match ops.
+            let named = &r.locks[PremiseTestLock::NAME];
+            assert_eq!(named.acquisitions, r.ops, "{r:?}");
+            match r.locks.get(OtherTestLock::NAME) {
+                Some(other) => assert!(all && other.acquisitions == r.ops, "{r:?}"),
+                None => assert!(!all, "lock_stat=all lists every lock taken: {r:?}"),
+            }
+        }
+        assert!(
+            !PremiseTestLock::data().recording(),
+            "a run switches its classes off after it"
+        );
+    }
+    // A premise over a class the instance did not name reads no count, and says so.
+    let f = first_failure(Premised {
+        lock: Some(OtherTestLock::NAME),
+        ..Premised::new(None)
+    });
+    assert!(
+        f.contains("lock statistics of `test.other_lock` (not recorded"),
+        "{f}"
+    );
 }

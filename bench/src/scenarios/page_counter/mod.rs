@@ -349,6 +349,10 @@ impl<L: PageCounterLayout + 'static> Instance for PageCounterInst<L> {
         ]
     }
 
+    fn lock_classes(&self) -> Vec<&'static ksync::ClassData> {
+        vec![PageCounterUsageWord::data()]
+    }
+
     fn premises(&self, runs: &[&Run]) -> Premises {
         let same = layouts::usage_shares_line_with_parent(&self.parent.memory);
         let figure = if same { 1.0 } else { 0.0 };

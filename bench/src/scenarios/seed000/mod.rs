@@ -207,6 +207,10 @@ impl<H: VmHost, P: Pn> FaultCoreInstance for Refault<'_, H, P> {
         c
     }
 
+    fn premise_classes(&self) -> Vec<&'static ksync::ClassData> {
+        vec![RefaultedWord::data(), MemcgTreeLock::data()]
+    }
+
     fn premise_checks(&self, runs: &[&Run]) -> Premises {
         let all = premise::total(runs, "refaulted_all_tiers")?;
         let share = if all == 0 {
@@ -507,13 +511,8 @@ mod tests {
         let b =
             Refault::<SoftHost, PnGenGrouped>::build(host, &storage, 1, PnPlacement::PairMiddle)
                 .unwrap();
-        let held = |inst: &dyn Instance, r| -> Vec<bool> {
-            inst.premises(&[&r])
-                .unwrap()
-                .iter()
-                .map(|p| p.held)
-                .collect()
-        };
+        let held =
+            |inst: &dyn Instance, r| -> Vec<bool> { crate::scenarios::tests::held(inst, &[r]) };
         assert_eq!(held(&a, run(95, 100)), [true, true, true, true]);
         assert_eq!(
             held(&a, run(80, 100)),
@@ -534,8 +533,11 @@ mod tests {
         // The memcg tree's lock taken on the measured path.
         let locked = crate::scenarios::tests::with_lock(run(95, 100), MemcgTreeLock::NAME, 1, 0, 0);
         assert_eq!(held(&a, locked), [true, true, true, false]);
-        let p = a.premises(&[&run(95, 100)]).unwrap();
+        let recorded = crate::scenarios::tests::as_recorded(&a, &[run(95, 100)]);
+        let p = a.premises(&[&recorded[0]]).unwrap();
         assert!(!p[1].across_cpus && p[2].across_cpus);
+        // A run that did not list the tree lock's class (it did not record) is an error.
+        assert!(a.premises(&[&run(95, 100)]).is_err());
         Box::new(a).teardown().unwrap();
         Box::new(b).teardown().unwrap();
     }

@@ -188,6 +188,10 @@ impl<H: VmHost, P: Pn> FaultCoreInstance for FaultFree<'_, H, P> {
             .collect()
     }
 
+    fn premise_classes(&self) -> Vec<&'static ksync::ClassData> {
+        vec![LruLock::data()]
+    }
+
     fn premise_checks(&self, runs: &[&Run]) -> Premises {
         Ok(vec![
             PremiseCheck::above_zero(

@@ -153,6 +153,10 @@ impl<H: VmHost, V: VmArea + 'static> FaultCoreInstance for Pft<'_, H, V> {
         }]
     }
 
+    fn premise_classes(&self) -> Vec<&'static ksync::ClassData> {
+        vec![VmRefcntWord::data()]
+    }
+
     fn premise_checks(&self, runs: &[&Run]) -> Premises {
         Ok(vec![
             PremiseCheck::above_zero("faults_per_op", premise::per_op(runs, "faults")?),

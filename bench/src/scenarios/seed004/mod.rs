@@ -65,6 +65,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use ksync::CachePadded;
 use ksync::LockClass;
 use lru::LruvecLock;
+use lru::lock_classes::{LruLock, PgdatLruLock};
 use memcg::lock_classes::MemcgTreeLock;
 use mm::check::VmCensus;
 use mm::context::VmConfig;
@@ -87,9 +88,9 @@ pub const READERS: u64 = 2;
 // reader finds the first one's pages).
 const _: () = assert!(FILE_PAGES > LIMIT && LIMIT > TURN);
 /// The node lock's class name (variant A).
-pub const NODE_LOCK: &str = "pgdat->lru_lock";
+pub const NODE_LOCK: &str = PgdatLruLock::NAME;
 /// The per-memcg lock's class name (variant B).
-pub const MEMCG_LOCK: &str = "lruvec->lru_lock";
+pub const MEMCG_LOCK: &str = LruLock::NAME;
 
 /// The scenario on platform `H`.
 pub struct Seed004<'h, H: VmHost> {
@@ -191,6 +192,10 @@ impl<H: VmHost> FaultCoreInstance for ReadTwice<'_, H> {
             .map(|lv| lv.lru_size(lru::LruList::ActiveFile) as u64)
             .sum();
         vec![("active_file".into(), active as i64)]
+    }
+
+    fn premise_classes(&self) -> Vec<&'static ksync::ClassData> {
+        vec![PgdatLruLock::data(), LruLock::data(), MemcgTreeLock::data()]
     }
 
     fn premise_checks(&self, runs: &[&Run]) -> Premises {
@@ -385,11 +390,7 @@ mod tests {
         let a = build(host, &storage, 1, LruvecLock::Node);
         let b = build(host, &storage, 1, LruvecLock::Own);
         let held = |inst: &ReadTwice<'_, SoftHost>, r: &Run| -> Vec<bool> {
-            inst.premises(&[r])
-                .unwrap()
-                .iter()
-                .map(|p| p.held)
-                .collect()
+            crate::scenarios::tests::held(inst, core::slice::from_ref(r))
         };
         // A: activations, evictions, its lock taken, not B's, handed off, no tree lock,
         // contended.
@@ -424,8 +425,9 @@ mod tests {
             held(&a, &locked),
             [true, true, true, true, true, false, true]
         );
+        let node = crate::scenarios::tests::as_recorded(&a, &[node]);
         let across: Vec<bool> = a
-            .premises(&[&node])
+            .premises(&[&node[0]])
             .unwrap()
             .iter()
             .map(|p| p.across_cpus)
@@ -439,6 +441,8 @@ mod tests {
             20,
         );
         assert!(!held(&a, &idle)[0], "no activation");
+        // A run that did not list the lock classes (they did not record) is an error.
+        assert!(a.premises(&[&idle]).is_err());
         // A run that did not report evictions is an error.
         assert!(
             a.premises(&[&run_with(&[("activations", 10)], 100)])
