@@ -120,10 +120,11 @@ impl<C: LockClass> TicketLock<C> {
 
     /// Takes the lock, spinning in ticket order.
     ///
-    /// The uncontended path is the `lock xadd`, one compare and the statistics (when on):
-    /// the wait, with its clock reads, is out of line (`wait_for`), so the common
-    /// case saves no registers for it.
-    #[inline]
+    /// The uncontended path is the `lock xadd`, one compare and the check whether the class
+    /// records statistics, inlined into the caller as Linux's `spin_lock` fast path is: the
+    /// wait, with its clock reads, and the recording are out of line (`wait_for`,
+    /// `record`), so the common case saves no registers for them and costs no call.
+    #[inline(always)]
     pub fn acquire(&self) {
         let old = self.word.fetch_add(NEXT_ONE, Ordering::Acquire);
         let ticket = next(old);
@@ -151,7 +152,7 @@ impl<C: LockClass> TicketLock<C> {
     }
 
     /// Takes the lock if it is free.
-    #[inline]
+    #[inline(always)]
     pub fn try_acquire(&self) -> bool {
         let w = self.word.load(Ordering::Relaxed);
         if owner(w) != next(w) {
@@ -175,23 +176,32 @@ impl<C: LockClass> TicketLock<C> {
     /// Records the acquisition of `ticket`: its wait, and whether another CPU took a
     /// ticket since this CPU's last acquisition of this lock (a handoff: the `next` half
     /// this CPU left at `ticket + 1` last time is not the one it found).
-    #[inline]
+    #[inline(always)]
     fn acquired(&self, timed: bool, contended: bool, start: u64, ticket: u16) {
         if timed {
-            let wait = if contended {
-                crate::stat::cycles().wrapping_sub(start)
-            } else {
-                0
-            };
-            crate::stat::record_lock(
-                C::data(),
-                contended,
-                wait,
-                core::ptr::from_ref(&self.word) as usize,
-                (u64::from(ticket), u64::from(ticket.wrapping_add(1))),
-            );
+            self.record(contended, start, ticket);
         }
         crate::lockdep::acquire(C::data());
+    }
+
+    /// The statistics of [`Self::acquired`], out of line: most classes do not record
+    /// (`lock_stat=premises`), and those that do pay a call rather than every caller
+    /// inlining the slot's updates.
+    #[cold]
+    #[inline(never)]
+    fn record(&self, contended: bool, start: u64, ticket: u16) {
+        let wait = if contended {
+            crate::stat::cycles().wrapping_sub(start)
+        } else {
+            0
+        };
+        crate::stat::record_lock(
+            C::data(),
+            contended,
+            wait,
+            core::ptr::from_ref(&self.word) as usize,
+            (u64::from(ticket), u64::from(ticket.wrapping_add(1))),
+        );
     }
 
     /// Releases the lock.
