@@ -21,6 +21,9 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 /// Most CPUs anything indexed by CPU id supports (the kernel's `cpus=` limit).
 pub const MAX_CPUS: usize = 256;
 
+// `this_cpu` reads the low byte of the id's word from GS: the id modulo `MAX_CPUS`.
+const _: () = assert!(MAX_CPUS == 256, "this_cpu's GS read is one byte");
+
 /// The installed hook, as an address (0 = none).
 static CPU_ID_FN: AtomicUsize = AtomicUsize::new(0);
 
@@ -81,16 +84,21 @@ pub fn this_cpu() -> usize {
         if gs != 0 {
             let id: usize;
             // SAFETY: `set_cpu_id_gs_offset`'s contract: GS points at this CPU's area, with
-            // its id as a word at `gs - 1`. A read with no other effect.
+            // its id as a word at `gs - 1`. A read with no other effect. The low byte of
+            // the little-endian word is the id modulo `MAX_CPUS` (256), so one `movzx`
+            // with the `- 1` in its displacement is the whole lookup.
             unsafe {
                 core::arch::asm!(
-                    "mov {id}, qword ptr gs:[{off}]",
+                    "movzx {id:e}, byte ptr gs:[{off} - 1]",
                     id = out(reg) id,
-                    off = in(reg) gs - 1,
+                    off = in(reg) gs,
                     options(nostack, preserves_flags, readonly),
                 );
             }
-            return id % MAX_CPUS;
+            // SAFETY: `movzx` from a byte leaves a value below 256 = `MAX_CPUS`; telling the
+            // compiler so drops the bounds checks of arrays indexed by the id.
+            unsafe { core::hint::assert_unchecked(id < MAX_CPUS) };
+            return id;
         }
     }
     let f = CPU_ID_FN.load(Ordering::Acquire);
