@@ -32,12 +32,20 @@ in; inlined code to the function it was inlined into).
 With --locks N, each scenario's line is followed by its N most executed locked RMWs per
 operation, each with the chain of (inlined) functions and source lines it was compiled from.
 
+With --inlined N, each scenario's line is followed by the N source functions, inlined or
+not, that execute the most instructions per operation: each executed instruction is charged
+to every function of its chain of inlined frames (addr2line -i over the ELF's line tables;
+the standard library's frames left out), once each, as its inclusive count, and to the
+innermost of them as its self count, so `do_anonymous_page` inlined into `handle_mm_fault`
+gets its own line. A frame's name is as addr2line gives it (generic parameters elided).
+
 With --calls N, each scenario's line is followed by its N most frequent call targets per
 operation (direct calls by the kernel symbol they land on, indirect ones by the function
 that makes them).
 
 Usage: scripts/guest-insn-count.py [--kernel DIR] [--seconds S] [--timeout T] [--calls N]
-                                   [--functions N] [--locks N] SCENARIO:CONFIG:VARIANT ...
+                                   [--functions N] [--inlined N] [--locks N]
+                                   SCENARIO:CONFIG:VARIANT ...
   e.g. limit:anon:floor seed001-faultfree:anon:base@+0 seed001-faultfree:shmem:base@+0
        seed003-pft:anon:A (the default). The kernel is built first unless --no-build
   (`cargo build -p kernel --profile kernel`, the recipe of boot/src/kernel_build.rs); wrap
@@ -90,6 +98,9 @@ def parse_args():
                    help="also print the N most frequent call targets per operation")
     p.add_argument("--functions", type=int, default=0, metavar="N",
                    help="also print the N functions executing the most instructions per op")
+    p.add_argument("--inlined", type=int, default=0, metavar="N",
+                   help="also print the N source functions (inlined ones too) executing the "
+                        "most instructions per op, inclusive and self")
     p.add_argument("--locks", type=int, default=0, metavar="N",
                    help="also print the N locked RMWs executed most per op, with the source "
                         "line (and the functions inlined into it) they were compiled from")
@@ -123,8 +134,10 @@ CALL_TARGET = re.compile(r"^(0x[0-9a-f]+)$")
 def count_windows(log, begin, end, pause, resume):
     """Per window: ([insn, call, lock, div] summed over the blocks executed in it, Counter
     of call targets: an address, or ("site", address of the call) for an indirect call,
-    Counter of instructions by block start, Counter of locked RMWs by their address)."""
+    Counter of instructions by block start, Counter of locked RMWs by their address,
+    Counter of executions by block start), and block start -> its instructions' addresses."""
     blocks = {}  # block start -> [insn, call, lock, div]
+    insn_addrs = {}  # block start -> addresses of its instructions
     targets = {}  # block start -> call targets in it
     locks = {}  # block start -> addresses of its locked RMWs
     cur = None  # [insn, call, lock, div] of the block being read
@@ -135,6 +148,7 @@ def count_windows(log, begin, end, pause, resume):
     open_t = None
     open_b = None
     open_l = None
+    open_e = None
     paused = False
     for line in log:
         if line.startswith("Trace "):
@@ -154,10 +168,11 @@ def count_windows(log, begin, end, pause, resume):
                 open_t = Counter()
                 open_b = Counter()
                 open_l = Counter()
+                open_e = Counter()
                 continue
             if pc == end:
                 if open_w is not None:
-                    windows.append((open_w, open_t, open_b, open_l))
+                    windows.append((open_w, open_t, open_b, open_l, open_e))
                 open_w = None
                 continue
             if open_w is not None and not paused:
@@ -169,6 +184,7 @@ def count_windows(log, begin, end, pause, resume):
                 for t in targets[pc]:
                     open_t[t] += 1
                 open_b[pc] += b[0]
+                open_e[pc] += 1
                 for site in locks[pc]:
                     open_l[site] += 1
         elif line.startswith("IN:"):
@@ -183,9 +199,12 @@ def count_windows(log, begin, end, pause, resume):
                 cur_targets = []
                 cur_locks = []
                 blocks[addr] = cur
+                insn_addrs[addr] = []
+                cur_start = addr
                 targets[addr] = cur_targets
                 locks[addr] = cur_locks
             cur[0] += 1
+            insn_addrs[cur_start].append(addr)
             k = kind(m.group(2), m.group(3))
             if k:
                 cur[("insn", "call", "lock", "div").index(k)] += 1
@@ -196,7 +215,7 @@ def count_windows(log, begin, end, pause, resume):
                 cur_targets.append(int(t.group(1), 16) if t else ("site", addr))
         elif not line.strip():
             cur = None
-    return windows
+    return windows, insn_addrs
 
 
 def symbol_table(elf):
@@ -218,10 +237,11 @@ def name_of(syms, addr):
     return syms[i][1] if i >= 0 else hex(addr)
 
 
-def source_lines(elf, addrs):
+def source_lines(elf, addrs, names_only=False):
     """Address -> ["function at file:line", ...] from the innermost inlined frame out, by
     addr2line over the ELF's line tables (empty when it has none or addr2line is missing),
-    leaving out the standard library's frames (the atomics' own wrappers)."""
+    leaving out the standard library's frames (the atomics' own wrappers); with
+    `names_only`, the functions' names alone."""
     if not addrs or shutil.which("addr2line") is None:
         return {}
     out = subprocess.run(["addr2line", "-e", elf, "-f", "-i", "-C", "-a"]
@@ -239,9 +259,29 @@ def source_lines(elf, addrs):
         loc = lines[i + 1] if i + 1 < len(lines) else "??"
         if "/rustc/" not in loc:
             loc = re.sub(r"^.*/(kernel|lru|memcg|abi|boot)/", r"\1/", loc)
-            cur.append(f"{fn[:70]} at {loc}")
+            cur.append(fn if names_only else f"{fn[:70]} at {loc}")
         i += 2
     return where
+
+
+def inlined_profile(elf, syms, hits, insn_addrs, ops, top):
+    """Prints the `top` source functions by inclusive instructions per op (see --inlined)."""
+    executed = Counter()  # instruction address -> executions
+    for _, w in hits:
+        for pc, n in w[4].items():
+            for addr in insn_addrs[pc]:
+                executed[addr] += n
+    chains = source_lines(elf, sorted(executed), names_only=True)
+    incl, own = Counter(), Counter()
+    for addr, n in executed.items():
+        # No line table for it (hand-written assembly): its symbol stands in.
+        chain = chains.get(addr) or [name_of(syms, addr)]
+        own[chain[0]] += n
+        for f in set(chain):
+            incl[f] += n
+    print(f"    {'incl/op':>9} {'self/op':>9}   source function (inlined frames included)")
+    for f, n in incl.most_common(top):
+        print(f"    {n / ops:9.1f} {own[f] / ops:9.1f}   {f[:100]}")
 
 
 def symbol(elf, name):
@@ -296,7 +336,7 @@ def main():
     elf32 = os.path.join(tmp, "kernel32.elf")
     subprocess.run(["objcopy", "-O", "elf32-i386", elf64, elf32], check=True)
 
-    syms = symbol_table(elf64) if a.calls or a.functions or a.locks else []
+    syms = symbol_table(elf64) if a.calls or a.functions or a.locks or a.inlined else []
     wanted = defaultdict(list)
     for s in a.specs:
         sc, cfg, var = s.split(":")
@@ -306,7 +346,7 @@ def main():
     for sc, runs in wanted.items():
         qemu, timer, fifo, serial, btmp = boot(a, elf32, sc)
         with open(fifo, errors="replace") as log:
-            windows = count_windows(log, begin, end, pause, resume)
+            windows, insn_addrs = count_windows(log, begin, end, pause, resume)
         qemu.wait()
         timer.cancel()
         err = qemu.stderr.read().decode(errors="replace")
@@ -340,6 +380,8 @@ def main():
                         insns[name_of(syms, pc)] += n
                 for f, n in insns.most_common(a.functions):
                     print(f"    {n / ops:7.1f} insn/op   {f[:110]}")
+            if a.inlined:
+                inlined_profile(elf64, syms, hits, insn_addrs, ops, a.inlined)
             if a.locks:
                 sites = Counter()
                 for _, w in hits:
