@@ -270,15 +270,11 @@ impl Memmap {
     #[inline]
     #[must_use]
     pub fn pfn_to_folio(&self, pfn: u64) -> Option<&'static Folio> {
-        let nr = (pfn >> PFN_SECTION_SHIFT).checked_sub(self.first_section)?;
-        let idx = *self.root.get(nr as usize)?;
-        let s = self.sections.get(idx as usize)?;
-        let off = pfn.checked_sub(s.start_pfn)?;
-        if off >= s.nr_pages {
-            return None;
-        }
-        // SAFETY: `off` is inside the section's array, which was fully initialised in
-        // `new` and is never freed (the storage contract), so the folio lives forever.
+        let s = self.section_of(pfn)?;
+        let off = pfn - s.start_pfn;
+        // SAFETY: `off < s.nr_pages` (`section_of`): inside the section's array, which was
+        // fully initialised in `new` and is never freed (the storage contract), so the
+        // folio lives forever.
         Some(unsafe { s.map.add(off as usize).as_ref() })
     }
 
@@ -301,6 +297,35 @@ impl Memmap {
     #[must_use]
     pub fn is_reserved(folio: &Folio) -> bool {
         folio.private() == PRIVATE_RESERVED && folio.refcount() == 1
+    }
+
+    /// Whether `folio` is this memmap's descriptor of a frame of RAM: [`Self::owns`] and
+    /// [`Self::is_present`] of its frame in one section lookup, what the free paths check
+    /// before a frame goes back to a list. A section without holes (every section of a
+    /// machine whose RAM ends on section boundaries) answers the second question by
+    /// itself; only a section with holes searches the RAM ranges.
+    #[inline]
+    #[must_use]
+    pub fn owns_ram(&self, folio: &Folio) -> bool {
+        let pfn = folio.pfn();
+        let Some(s) = self.section_of(pfn) else {
+            return false;
+        };
+        // In the section, since `section_of` found it by this frame.
+        let off = pfn - s.start_pfn;
+        // SAFETY: `off < s.nr_pages` (`section_of`), inside the section's array, which
+        // was fully initialised in `new` and is never freed.
+        let own = unsafe { s.map.add(off as usize).as_ref() };
+        core::ptr::eq(own, folio) && (s.present_pages == s.nr_pages || self.is_present(pfn))
+    }
+
+    /// The section whose array describes frame `pfn`.
+    #[inline]
+    fn section_of(&self, pfn: u64) -> Option<&MemSection> {
+        let nr = (pfn >> PFN_SECTION_SHIFT).checked_sub(self.first_section)?;
+        let idx = *self.root.get(nr as usize)?;
+        let s = self.sections.get(idx as usize)?;
+        (pfn >= s.start_pfn && pfn - s.start_pfn < s.nr_pages).then_some(s)
     }
 
     /// Whether frame `pfn` is RAM (not a hole inside a described span).

@@ -384,7 +384,7 @@ impl PageAlloc {
         if cpu >= self.nr_cpus() {
             return Err(FreeError::BadCpu(cpu));
         }
-        if !self.memmap.owns(folio) || !self.memmap.is_present(pfn) {
+        if !self.memmap.owns_ram(folio) {
             return Err(FreeError::Foreign(pfn));
         }
         let zone = self.folio_zone(folio).ok_or(FreeError::Foreign(pfn))?;
@@ -424,7 +424,7 @@ impl PageAlloc {
             return Err(FreeError::BadCpu(cpu));
         }
         let zone_of = |f: &Folio| {
-            if self.memmap.owns(f) && self.memmap.is_present(f.pfn()) {
+            if self.memmap.owns_ram(f) {
                 self.folio_zone(f)
             } else {
                 None
@@ -473,7 +473,7 @@ impl PageAlloc {
         if cpu >= self.nr_cpus() {
             return Err(FreeError::BadCpu(cpu));
         }
-        if !self.memmap.owns(folio) || !self.memmap.is_present(pfn) {
+        if !self.memmap.owns_ram(folio) {
             return Err(FreeError::Foreign(pfn));
         }
         if pfn & ((1 << order) - 1) != 0 {

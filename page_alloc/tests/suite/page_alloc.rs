@@ -50,8 +50,20 @@ fn memmap_is_sparse_per_section() {
     assert_eq!(pa.pfn_to_folio(GIB4).unwrap().node(), 1);
     assert_eq!(pa.pfn_to_folio(GIB4).unwrap().zone(), ZoneType::Normal);
     assert_eq!(pa.pfn_to_folio(5).unwrap().zone(), ZoneType::Dma32);
+    // The free paths' one-lookup check agrees with its two parts on every described frame,
+    // in the section with holes (0) and the one without (GIB4).
+    let mut holes = 0;
+    for s in mm.sections() {
+        for pfn in s.span().start..s.span().end {
+            let f = pa.pfn_to_folio(pfn).unwrap();
+            assert_eq!(mm.owns_ram(f), mm.owns(f) && mm.is_present(pfn), "{pfn:#x}");
+            holes += u64::from(!mm.is_present(pfn));
+        }
+    }
+    assert!(holes > 0, "the layout has a hole for the check to see");
     // The legacy hole has descriptors (same section) but is not RAM and never free.
     assert!(pa.pfn_to_folio(0xa0).is_some() && !mm.is_present(0xa0));
+    assert!(!mm.owns_ram(pa.pfn_to_folio(0xa0).unwrap()));
     // ... so no path frees it.
     let hole = pa.pfn_to_folio(0xa0).unwrap();
     assert_eq!(pa.free_page(0, hole), Err(FreeError::Foreign(0xa0)));
