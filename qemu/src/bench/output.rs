@@ -302,6 +302,12 @@ pub fn write_dir(dir: &Path, results: &ResultsFile) -> Result<Written, RunError>
             "Per scenario, config, CPU count, variant and lock class, over the measured rounds: \
              acquisitions, the share that had to wait, and the mean and longest wait in cycles.",
         );
+        if !results.plan.as_ref().is_some_and(|p| p.lock_stat_all) {
+            page.paragraph(
+                "Only the classes the scenarios' premises read recorded (lock_stat=premises); \
+                 kx bench --lock-stat all lists every lock taken.",
+            );
+        }
         page.table("locks", &LOCK_HEADER, &locks);
     }
     put("index.html", &page.finish())?;

@@ -343,11 +343,12 @@ fn import_writes_a_well_formed_results_directory() {
             .unwrap()
             .starts_with("seed004-readtwice: smaller than the seed: ")
     );
-    // The lock statistics are a table too.
+    // The lock statistics are a table too, which says which classes recorded.
     assert!(
         doc.descendants()
             .any(|n| n.has_tag_name("table") && n.attribute("class") == Some("locks"))
     );
+    assert!(html.contains("(lock_stat=premises)"), "{html}");
     assert!(doc.descendants().any(|n| n.has_tag_name("style")));
     assert!(!html.contains("<script") && !html.contains("src=\"http"));
     let pre: String = doc
