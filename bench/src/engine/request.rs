@@ -98,7 +98,7 @@ pub struct Request {
     /// `objects=1`: print each instance's objects ([`super::scenario::Instance::objects`]).
     pub objects: bool,
     /// `lock_stat=all`: lock statistics for every class in every run (the `locks` of each
-    /// run and locks.csv list every lock taken). Otherwise only the classes the running
+    /// run list every lock taken). Otherwise only the classes the running
     /// instance's premises read record ([`super::scenario::Instance::lock_classes`]).
     pub lock_stat_all: bool,
 }

@@ -65,8 +65,9 @@ pub struct BenchOptions {
     pub budget: Option<KernelValue>,
     /// Lock statistics: `premises` records only the lock classes the scenarios' premises
     /// read, so the other locks on the measured path cost what they cost without
-    /// CONFIG_LOCK_STAT; `all` records every class (locks.csv lists every lock taken, and
-    /// every locked path pays for it, A and B alike) (lock_stat=) [default: premises]
+    /// CONFIG_LOCK_STAT; `all` records every class (the runs' `locks` and the HTML lock
+    /// table list every lock taken, and every locked path pays for it, A and B alike)
+    /// (lock_stat=) [default: premises]
     #[arg(long, value_name = "WHICH", value_parser = kernel_value("lock_stat"))]
     pub lock_stat: Option<KernelValue>,
     /// After the benchmark, boot Debian's Linux (linux-image-cloud-amd64) in the same QEMU

@@ -344,7 +344,7 @@ fn only_the_premises_lock_classes_record_unless_all_are_asked_for() {
         let (_p, report) = run_premised_with(premised(), COUNTED, all);
         assert!(report.passed(), "{:?}", report.end);
         for r in &report.runs {
-            // The failing variant's operations also take both locks: counts match ops.
+            // Every operation took each lock once.
             let named = &r.locks[PremiseTestLock::NAME];
             assert_eq!(named.acquisitions, r.ops, "{r:?}");
             match r.locks.get(OtherTestLock::NAME) {
