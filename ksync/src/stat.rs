@@ -8,8 +8,8 @@
 //! ([`crate::ClassData::snapshot`]). Recording is off until [`set_enabled`] switches it on
 //! for every class, or [`crate::ClassData::set_recording`] for one class; whether a class
 //! records ([`recording`]) costs two relaxed loads of read-mostly flags per acquisition, and
-//! a recorded acquisition the slot's updates (about 25 instructions) plus two cycle-counter
-//! reads on a contended one.
+//! a recorded acquisition the slot's updates (out of line for a ticket lock) plus two
+//! cycle-counter reads on a contended one.
 //!
 //! Unsafe code here, and why: lock statistics time waits with `rdtsc`, an intrinsic that is
 //! `unsafe` to call.

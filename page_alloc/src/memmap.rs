@@ -311,7 +311,6 @@ impl Memmap {
         let Some(s) = self.section_of(pfn) else {
             return false;
         };
-        // In the section, since `section_of` found it by this frame.
         let off = pfn - s.start_pfn;
         // SAFETY: `off < s.nr_pages` (`section_of`), inside the section's array, which
         // was fully initialised in `new` and is never freed.
