@@ -73,7 +73,7 @@ DEFAULT_SPECS = [
     "seed003-pft:anon:A",
 ]
 KERNEL_DIR = "target-kernel/x86_64-unknown-linux-gnu/kernel"
-RUSTFLAGS = "-C relocation-model=static -C no-redzone=yes"
+RUSTFLAGS = "-C relocation-model=static -C no-redzone=yes --cfg ksync_gs_cpu_id"
 # "0xADDR:  bytes  mnemonic operands"; a continuation line (the bytes of a long instruction
 # past the eighth) has no mnemonic and does not match.
 INSN = re.compile(r"^0x([0-9a-f]+):  (?:[0-9a-f]{2} )*[0-9a-f]{2} +([a-z][a-z0-9.]*)\s*(.*)$")

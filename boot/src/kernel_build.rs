@@ -1,7 +1,7 @@
 //! Builds the kernel with its recipe (README, "Workspace layout") and makes the ELF32 for
 //! `qemu -kernel`.
 //!
-//! `RUSTFLAGS="-C relocation-model=static -C no-redzone=yes" cargo build -p kernel
+//! `RUSTFLAGS="-C relocation-model=static -C no-redzone=yes --cfg ksync_gs_cpu_id" cargo build -p kernel
 //! --target x86_64-unknown-linux-gnu --target-dir <workspace>/target-kernel [--profile kernel]`,
 //! run from the workspace root with a clean environment ([`crate::cargo_env`]). The explicit
 //! `--target` keeps the flags away from build scripts and proc-macros. QEMU's multiboot1
@@ -18,7 +18,8 @@ use std::process::Command;
 /// The host triple the kernel is built for (freestanding: no rust-src or extra target needed).
 pub const KERNEL_TARGET: &str = "x86_64-unknown-linux-gnu";
 /// The code-generation flags the kernel needs.
-pub const KERNEL_RUSTFLAGS: &str = "-C relocation-model=static -C no-redzone=yes";
+pub const KERNEL_RUSTFLAGS: &str =
+    "-C relocation-model=static -C no-redzone=yes --cfg ksync_gs_cpu_id";
 
 /// The Cargo profile of the release kernel (`[profile.kernel]` in the workspace manifest).
 pub const RELEASE_PROFILE: &str = "kernel";

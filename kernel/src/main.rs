@@ -60,6 +60,8 @@ pub fn main_stack() -> Option<&'static stack::KernelStack> {
 #[allow(unsafe_code)]
 #[unsafe(no_mangle)]
 pub extern "C" fn kernel_entry(magic: u32, info: u32) -> ! {
+    // SAFETY: first code on the BSP: no other CPU runs, no per-CPU area exists yet.
+    unsafe { arch::percpu::install_boot_area() };
     console::init_serial();
     // SAFETY: first code on the BSP, nothing else running.
     unsafe { gdt::init_bsp_early() };

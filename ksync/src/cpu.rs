@@ -3,7 +3,11 @@
 //! The kernel installs a function that reads its per-CPU area through GS
 //! ([`set_cpu_id_fn`]) and, once that area exists, tells where in it the id lies
 //! ([`set_cpu_id_gs_offset`], x86_64): then the id is one `mov` from GS, without a call
-//! through the hook on every per-CPU statistic and lock; host threads that stand in for CPUs say which CPU they are with
+//! through the hook on every per-CPU statistic and lock. A kernel built with
+//! `--cfg ksync_gs_cpu_id` promises more: GS points at an area with the id at
+//! [`GS_CPU_ID_OFFSET`] on every CPU from its first instruction of Rust code, so the id is
+//! that one `movzx` and nothing else (Linux's `raw_smp_processor_id()`, a `%gs` load with no
+//! test before it); host threads that stand in for CPUs say which CPU they are with
 //! `set_this_thread_cpu` (feature `std`), and any other host thread gets a dense id of its
 //! own on first use. Without a hook and without `std`, every caller is CPU 0 (early boot:
 //! only the boot CPU runs).
@@ -23,6 +27,10 @@ pub const MAX_CPUS: usize = 256;
 
 // `this_cpu` reads the low byte of the id's word from GS: the id modulo `MAX_CPUS`.
 const _: () = assert!(MAX_CPUS == 256, "this_cpu's GS read is one byte");
+
+/// Where the CPU id lies in the per-CPU area GS points at, in a kernel built with
+/// `--cfg ksync_gs_cpu_id` (the platform lays its area out to match).
+pub const GS_CPU_ID_OFFSET: usize = 8;
 
 /// The installed hook, as an address (0 = none).
 static CPU_ID_FN: AtomicUsize = AtomicUsize::new(0);
@@ -70,7 +78,40 @@ pub fn hook_installed() -> bool {
     CPU_ID_FN.load(Ordering::Acquire) != 0
 }
 
+/// The running CPU's id, below [`MAX_CPUS`]: one `movzx` from GS (`--cfg ksync_gs_cpu_id`).
+#[cfg(all(
+    target_arch = "x86_64",
+    ksync_gs_cpu_id,
+    not(any(loom, test, feature = "std"))
+))]
+#[inline(always)]
+#[must_use]
+pub fn this_cpu() -> usize {
+    let id: usize;
+    // SAFETY: `--cfg ksync_gs_cpu_id` is the platform's promise that GS points at the
+    // running CPU's area, with its id as a word at `GS_CPU_ID_OFFSET`, from the first
+    // Rust instruction on every CPU (the kernel's entry and its AP trampoline install
+    // it before anything else). A read with no other effect; the low byte is the id
+    // modulo `MAX_CPUS` (256).
+    unsafe {
+        core::arch::asm!(
+            "movzx {id:e}, byte ptr gs:[{off}]",
+            id = out(reg) id,
+            off = const GS_CPU_ID_OFFSET,
+            options(nostack, preserves_flags, readonly),
+        );
+    }
+    // SAFETY: `movzx` from a byte leaves a value below 256 = `MAX_CPUS`.
+    unsafe { core::hint::assert_unchecked(id < MAX_CPUS) };
+    id
+}
+
 /// The running CPU's id, below [`MAX_CPUS`].
+#[cfg(not(all(
+    target_arch = "x86_64",
+    ksync_gs_cpu_id,
+    not(any(loom, test, feature = "std"))
+)))]
 #[inline]
 #[must_use]
 pub fn this_cpu() -> usize {
@@ -112,6 +153,11 @@ pub fn this_cpu() -> usize {
     default_cpu()
 }
 
+#[cfg(not(all(
+    target_arch = "x86_64",
+    ksync_gs_cpu_id,
+    not(any(loom, test, feature = "std"))
+)))]
 #[cfg(not(any(test, feature = "std")))]
 #[inline]
 fn default_cpu() -> usize {

@@ -29,6 +29,34 @@ pub unsafe fn set_gs_base(area: *const u8) {
     GsBase::write(VirtAddr::from_ptr(area));
 }
 
+/// What GS points at on the boot CPU until its real area exists: a zero self pointer and id
+/// 0 at [`CPU_ID_OFFSET`], so that the CPU id is a GS load from the first instruction of Rust
+/// code on (`ksync::this_cpu` reads it without a test in a kernel built with
+/// `--cfg ksync_gs_cpu_id`; the APs' trampoline installs their own areas before Rust code).
+#[repr(C, align(128))]
+struct BootArea {
+    self_ptr: usize,
+    cpu: usize,
+}
+
+const _: () = assert!(core::mem::offset_of!(BootArea, cpu) == CPU_ID_OFFSET);
+const _: () = assert!(CPU_ID_OFFSET == ksync::cpu::GS_CPU_ID_OFFSET);
+
+static BOOT_AREA: BootArea = BootArea {
+    self_ptr: 0,
+    cpu: 0,
+};
+
+/// Points the boot CPU's GS base at the static boot area (id 0) until `init_boot_cpu`
+/// installs its real one.
+///
+/// # Safety
+/// Boot CPU only, before any other CPU runs and before its real area is installed (this
+/// would replace it).
+pub unsafe fn install_boot_area() {
+    GsBase::write(VirtAddr::from_ptr(&raw const BOOT_AREA));
+}
+
 /// Marks GS base usable (after the boot CPU's [`set_gs_base`]).
 pub fn mark_ready() {
     READY.store(true, Ordering::Release);
