@@ -321,10 +321,14 @@ impl Memmap {
     /// The section whose array describes frame `pfn`.
     #[inline]
     fn section_of(&self, pfn: u64) -> Option<&MemSection> {
-        let nr = (pfn >> PFN_SECTION_SHIFT).checked_sub(self.first_section)?;
+        // Below the first section the subtraction wraps to an index no root has (at most
+        // `MAX_SECTION_SPAN` entries), so the root's bounds check refuses it; below a
+        // section's first frame `pfn - start_pfn` wraps past `nr_pages` the same way. One
+        // compare each instead of two, on every `pfn_to_folio` of the unmap and the free.
+        let nr = (pfn >> PFN_SECTION_SHIFT).wrapping_sub(self.first_section);
         let idx = *self.root.get(nr as usize)?;
         let s = self.sections.get(idx as usize)?;
-        (pfn >= s.start_pfn && pfn - s.start_pfn < s.nr_pages).then_some(s)
+        (pfn.wrapping_sub(s.start_pfn) < s.nr_pages).then_some(s)
     }
 
     /// Whether frame `pfn` is RAM (not a hole inside a described span).

@@ -87,6 +87,35 @@ fn memmap_is_sparse_per_section() {
     pa.check().unwrap();
 }
 
+/// `pfn_to_folio` refuses every frame outside the arrays: below the first section (whose
+/// number the lookup subtracts), in the first section below its first frame of RAM (an
+/// array trimmed at the front), in it past its last frame (trimmed at the back), and past
+/// the last section.
+#[test]
+fn memmap_refuses_frames_below_and_past_its_arrays() {
+    let (start, end) = (GIB4 + 0x100, GIB4 + 0x7000);
+    let ranges = [(0, r(start, end))];
+    let pa = allocator(1, 1, &ranges, PcpConfig::default());
+    let mm = pa.memmap();
+    for pfn in [
+        0,
+        1,
+        GIB4 - 1,
+        GIB4,
+        start - 1,
+        end,
+        GIB4 + 0x7fff,
+        GIB4 + 0x8000,
+    ] {
+        assert!(pa.pfn_to_folio(pfn).is_none(), "{pfn:#x}");
+    }
+    for pfn in [start, end - 1] {
+        let f = pa.pfn_to_folio(pfn).unwrap();
+        assert_eq!(pa.folio_to_pfn(f), pfn);
+        assert!(mm.owns_ram(f), "{pfn:#x}");
+    }
+}
+
 /// One order-0 allocation splits an order-10 block into one free block of every lower
 /// order; freeing it merges them back.
 #[test]
