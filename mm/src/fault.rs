@@ -134,7 +134,11 @@ impl<V: VmArea, M: Mmu> Locked<'_, V, M> {
 
 impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
     /// `handle_mm_fault`: resolve a not-present fault at `addr` in `mm` on `cpu`.
-    #[inline]
+    ///
+    /// Inlined into its caller, the platform's region handler (the kernel's `region_fault`,
+    /// one per context and area type): that handler is all the fault entry does besides
+    /// the lookup, and a call and return fewer per fault is an emulator's TB lookup fewer.
+    #[inline(always)]
     pub fn handle_mm_fault<V: VmArea>(
         &self,
         mm: &MmStruct<V, M>,
