@@ -507,6 +507,13 @@ pub trait LruvecLookup<H: LruvecHost> {
 /// [`lruvec_relock`] for the lruvec of `folio` (`folio_lruvec_relock_irq`). Inlined, as
 /// Linux's `static inline`: consecutive folios of one lruvec keep the lock without a call;
 /// taking another lock goes out of line ([`Lruvec::lock`]'s acquisition).
+///
+/// As Linux's, it first asks whether the locked lruvec is the folio's
+/// (`folio_matches_lruvec()`: [`Lruvec::owns`], the folio's memcg id and node against the
+/// lruvec's) and looks the lruvec up only when it is not. That answer is the lookup's: the
+/// guard was taken, in this walk, for an earlier folio charged to the lruvec's memcg and
+/// still held (on the list under this lock, or off it and not yet uncharged), so that memcg
+/// cannot be unlinked meanwhile and its id not handed to another.
 #[inline(always)]
 pub fn folio_lruvec_relock<'g, H: LruvecHost, L: LruvecLookup<H> + ?Sized>(
     guard: Option<LruvecGuard<'g, H>>,
@@ -514,6 +521,10 @@ pub fn folio_lruvec_relock<'g, H: LruvecHost, L: LruvecLookup<H> + ?Sized>(
     lookup: &'g L,
     rcu: &'g L::Guard<'_>,
 ) -> Result<LruvecGuard<'g, H>, LruError> {
+    let guard = match guard {
+        Some(g) if g.lruvec.owns(folio) => return Ok(g),
+        other => other,
+    };
     let lruvec = lookup
         .folio_lruvec(rcu, folio)
         .ok_or(LruError::WrongLruvec)?;

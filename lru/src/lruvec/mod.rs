@@ -310,6 +310,7 @@ impl<H: LruvecHost> Lruvec<H> {
     }
 
     /// Whether `folio` belongs here by memcg and node (`folio_matches_lruvec`).
+    #[inline]
     #[must_use]
     pub fn owns(&self, folio: &Folio) -> bool {
         folio.memcg_id() == self.memcg_id && folio.node() == self.node()
