@@ -88,11 +88,9 @@ pub fn hook_installed() -> bool {
 #[must_use]
 pub fn this_cpu() -> usize {
     let id: usize;
-    // SAFETY: `--cfg ksync_gs_cpu_id` is the platform's promise that GS points at the
-    // running CPU's area, with its id as a word at `GS_CPU_ID_OFFSET`, from the first
-    // Rust instruction on every CPU (the kernel's entry and its AP trampoline install
-    // it before anything else). A read with no other effect; the low byte is the id
-    // modulo `MAX_CPUS` (256).
+    // SAFETY: `--cfg ksync_gs_cpu_id` is the platform's promise (module doc) that GS
+    // points at the running CPU's area, its id a word at `GS_CPU_ID_OFFSET`, from the first
+    // Rust instruction on; a read with no other effect, whose low byte is the id.
     unsafe {
         core::arch::asm!(
             "movzx {id:e}, byte ptr gs:[{off}]",
@@ -150,24 +148,12 @@ pub fn this_cpu() -> usize {
         let f: fn() -> usize = unsafe { core::mem::transmute::<usize, fn() -> usize>(f) };
         return f() % MAX_CPUS;
     }
-    default_cpu()
-}
-
-#[cfg(not(all(
-    target_arch = "x86_64",
-    ksync_gs_cpu_id,
-    not(any(loom, test, feature = "std"))
-)))]
-#[cfg(not(any(test, feature = "std")))]
-#[inline]
-fn default_cpu() -> usize {
-    0
-}
-
-#[cfg(any(test, feature = "std"))]
-#[inline]
-fn default_cpu() -> usize {
-    thread::own_id()
+    // No hook: a host thread's own id, or early boot's only CPU.
+    #[cfg(any(test, feature = "std"))]
+    let cpu = thread::own_id();
+    #[cfg(not(any(test, feature = "std")))]
+    let cpu = 0;
+    cpu
 }
 
 #[cfg(any(test, feature = "std"))]
