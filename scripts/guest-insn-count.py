@@ -39,6 +39,10 @@ the standard library's frames left out), once each, as its inclusive count, and 
 innermost of them as its self count, so `do_anonymous_page` inlined into `handle_mm_fault`
 gets its own line. A frame's name is as addr2line gives it (generic parameters elided).
 
+With --lines N, each scenario's line is followed by the N source lines that execute the
+most instructions per operation, each instruction charged to the innermost line of its
+chain (the line a reader edits), with the function it is in.
+
 With --calls N, each scenario's line is followed by its N most frequent call targets per
 operation (direct calls by the kernel symbol they land on, indirect ones by the function
 that makes them).
@@ -101,6 +105,9 @@ def parse_args():
     p.add_argument("--inlined", type=int, default=0, metavar="N",
                    help="also print the N source functions (inlined ones too) executing the "
                         "most instructions per op, inclusive and self")
+    p.add_argument("--lines", type=int, default=0, metavar="N",
+                   help="also print the N source lines executing the most instructions per op "
+                        "(the innermost inlined frame's line)")
     p.add_argument("--locks", type=int, default=0, metavar="N",
                    help="also print the N locked RMWs executed most per op, with the source "
                         "line (and the functions inlined into it) they were compiled from")
@@ -264,13 +271,19 @@ def source_lines(elf, addrs, names_only=False):
     return where
 
 
-def inlined_profile(elf, syms, hits, insn_addrs, ops, top):
-    """Prints the `top` source functions by inclusive instructions per op (see --inlined)."""
-    executed = Counter()  # instruction address -> executions
+def executions(hits, insn_addrs):
+    """Instruction address -> executions, over the measured windows."""
+    executed = Counter()
     for _, w in hits:
         for pc, n in w[4].items():
             for addr in insn_addrs[pc]:
                 executed[addr] += n
+    return executed
+
+
+def inlined_profile(elf, syms, hits, insn_addrs, ops, top):
+    """Prints the `top` source functions by inclusive instructions per op (see --inlined)."""
+    executed = executions(hits, insn_addrs)
     chains = source_lines(elf, sorted(executed), names_only=True)
     incl, own = Counter(), Counter()
     for addr, n in executed.items():
@@ -282,6 +295,19 @@ def inlined_profile(elf, syms, hits, insn_addrs, ops, top):
     print(f"    {'incl/op':>9} {'self/op':>9}   source function (inlined frames included)")
     for f, n in incl.most_common(top):
         print(f"    {n / ops:9.1f} {own[f] / ops:9.1f}   {f[:100]}")
+
+
+def line_profile(elf, hits, insn_addrs, ops, top):
+    """Prints the `top` source lines by instructions per op (see --lines)."""
+    executed = executions(hits, insn_addrs)
+    chains = source_lines(elf, sorted(executed))
+    per_line = Counter()
+    for addr, n in executed.items():
+        chain = chains.get(addr)
+        per_line[chain[0] if chain else "(no line table)"] += n
+    print(f"    {'insn/op':>9}   innermost source line")
+    for where, n in per_line.most_common(top):
+        print(f"    {n / ops:9.1f}   {where[:120]}")
 
 
 def symbol(elf, name):
@@ -382,6 +408,8 @@ def main():
                     print(f"    {n / ops:7.1f} insn/op   {f[:110]}")
             if a.inlined:
                 inlined_profile(elf64, syms, hits, insn_addrs, ops, a.inlined)
+            if a.lines:
+                line_profile(elf64, hits, insn_addrs, ops, a.lines)
             if a.locks:
                 sites = Counter()
                 for _, w in hits:
