@@ -179,7 +179,9 @@ impl NodeVmstat {
         let pcp = self.per_cpu.get(cpu).ok_or(LruError::InvalidCpu(cpu))?;
         let p = &pcp.diff[item as usize];
         // Only this CPU writes its slot: a plain load and store (`__this_cpu_read/write`).
-        let x = delta.saturating_add(i64::from(p.load(Ordering::Relaxed)));
+        // The sum is Linux's `long` addition: a delta near `i64::MAX` wraps as it would
+        // there, and no caller passes one (a stat moves by a folio's pages at most).
+        let x = delta.wrapping_add(i64::from(p.load(Ordering::Relaxed)));
         if x.unsigned_abs() > self.stat_threshold as u64 {
             self.vm_stat[item as usize].fetch_add(x, Ordering::Relaxed);
             p.store(0, Ordering::Relaxed);
