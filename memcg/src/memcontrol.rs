@@ -253,16 +253,24 @@ impl<P: MemCgroupPerNode> MemCgroup<P> {
         false
     }
 
-    /// `memcg_rstat_updated()`: counts `val` towards the flush threshold at every level.
-    #[inline]
-    fn rstat_updated(&self, cpu: usize, val: i64) {
-        let mut m = Some(self);
+    /// `__this_cpu_add(memcg->vmstats_percpu->state[idx], val)` and `memcg_rstat_updated()`:
+    /// the counter, then `val` towards the flush threshold at every level, the first level
+    /// on the slot the counter is in. Inlined into both update paths, as Linux's is.
+    #[inline(always)]
+    fn mod_vmstat(&self, cpu: usize, idx: usize, val: i64) -> Result<(), MemcgError> {
+        match self.vmstats.add_updated(cpu, idx, val) {
+            None => return Err(self.bad_cpu(cpu)),
+            Some(false) => return Ok(()),
+            Some(true) => {}
+        }
+        let mut m = self.parent();
         while let Some(c) = m {
             if !c.vmstats.rstat_updated(cpu, val) {
                 break;
             }
             m = c.parent();
         }
+        Ok(())
     }
 
     /// Stat path B: the update with the memcg and node the caller already knows
@@ -311,19 +319,12 @@ impl<P: MemCgroupPerNode> MemCgroup<P> {
         if !lruvec_stats_add(&rm.lruvec_stats_percpu, cpu, item, val) {
             return Err(self.bad_cpu(cpu));
         }
-        self.vmstats.add(cpu, item as usize, val);
-        self.rstat_updated(cpu, val);
-        Ok(())
+        self.mod_vmstat(cpu, item as usize, val)
     }
 
     /// Counts `count` events (`count_memcg_events()`).
     pub fn count_events(&self, cpu: usize, ev: MemcgEvent, count: u64) -> Result<(), MemcgError> {
-        let val = count as i64;
-        if !self.vmstats.add(cpu, memcg_index_of_event(ev), val) {
-            return Err(self.bad_cpu(cpu));
-        }
-        self.rstat_updated(cpu, val);
-        Ok(())
+        self.mod_vmstat(cpu, memcg_index_of_event(ev), count as i64)
     }
 
     fn bad_cpu(&self, cpu: usize) -> MemcgError {

@@ -253,15 +253,15 @@ impl MemcgVmstats {
         }
     }
 
-    #[inline]
-    pub(crate) fn add(&self, cpu: usize, idx: usize, val: i64) -> bool {
-        match self.pcp.get(cpu) {
-            Some(c) => {
-                c.counters.add(idx, val);
-                true
-            }
-            None => false,
-        }
+    /// `__this_cpu_add(memcg->vmstats_percpu->state[idx], val)`, then this memcg's level
+    /// of `memcg_rstat_updated()`, on the one per-CPU slot both touch (Linux reaches it
+    /// once, through `this_cpu_ptr()`). `None` if `cpu` has no slot; otherwise whether the
+    /// walk goes on to the parent ([`Self::rstat_updated`]).
+    #[inline(always)]
+    pub(crate) fn add_updated(&self, cpu: usize, idx: usize, val: i64) -> Option<bool> {
+        let statc = self.pcp.get(cpu)?;
+        statc.counters.add(idx, val);
+        Some(self.updated(statc, val))
     }
 
     /// Number of CPUs the counters were built for.
@@ -291,12 +291,17 @@ impl MemcgVmstats {
     /// so the caller stops walking up (ancestors are at least as far behind).
     #[inline]
     pub(crate) fn rstat_updated(&self, cpu: usize, val: i64) -> bool {
+        self.pcp
+            .get(cpu)
+            .is_some_and(|statc| self.updated(statc, val))
+    }
+
+    /// [`Self::rstat_updated`] on `statc`, this memcg's slot of the running CPU.
+    #[inline(always)]
+    fn updated(&self, statc: &MemcgVmstatsPercpu, val: i64) -> bool {
         if self.needs_flush() {
             return false;
         }
-        let Some(statc) = self.pcp.get(cpu) else {
-            return false;
-        };
         let n = statc.stats_updates.load(Ordering::Relaxed) + val.unsigned_abs();
         if n < MEMCG_CHARGE_BATCH {
             statc.stats_updates.store(n, Ordering::Relaxed);
