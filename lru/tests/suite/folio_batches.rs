@@ -23,9 +23,15 @@ rusty_fork_test! {
         }
         assert_eq!(b.space(), 0);
         assert!(b.add(f[FOLIO_BATCH_SIZE]).is_err());
-        let taken = b.take();
-        assert_eq!((taken.count(), b.count()), (FOLIO_BATCH_SIZE, 0));
-        assert!(taken.iter().zip(f.iter()).all(|(a, b)| std::ptr::eq(a, *b)));
+        assert!(b.iter().zip(f.iter()).all(|(a, b)| std::ptr::eq(a, *b)));
+        b.reinit();
+        assert_eq!((b.count(), b.space()), (0, FOLIO_BATCH_SIZE));
+        // The entries past the count are stale and never read.
+        assert_eq!(b.iter().count(), 0);
+        assert_eq!(b.add(f[FOLIO_BATCH_SIZE]).ok(), Some(FOLIO_BATCH_SIZE - 1));
+        let only: Vec<_> = b.iter().collect();
+        assert_eq!(only.len(), 1);
+        assert!(std::ptr::eq(only[0], f[FOLIO_BATCH_SIZE]));
     }
 }
 
