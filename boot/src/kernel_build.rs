@@ -1,8 +1,9 @@
 //! Builds the kernel with its recipe (README, "Workspace layout") and makes the ELF32 for
 //! `qemu -kernel`.
 //!
-//! `RUSTFLAGS="-C relocation-model=static -C no-redzone=yes --cfg ksync_gs_cpu_id" cargo build -p kernel
-//! --target x86_64-unknown-linux-gnu --target-dir <workspace>/target-kernel [--profile kernel]`,
+//! `RUSTFLAGS="-C relocation-model=static -C no-redzone=yes --cfg ksync_gs_cpu_id"
+//! cargo build -p kernel --target x86_64-unknown-linux-gnu
+//! --target-dir <workspace>/target-kernel [--profile kernel]`,
 //! run from the workspace root with a clean environment ([`crate::cargo_env`]). The explicit
 //! `--target` keeps the flags away from build scripts and proc-macros. QEMU's multiboot1
 //! loader only takes a 32-bit ELF, so the ELF64 is then copied with

@@ -153,8 +153,8 @@ impl MoveStats {
 
 /// `folio_batch_move_lru`: apply `kind` to every folio of `batch` on `cpu`, relocking per
 /// lruvec, then drop the batch's folio references and empty it (`folios_put`, which ends in
-/// `folio_batch_reinit`). The batch is moved where it lies, as Linux passes its pointer:
-/// taking it by value copied its 256 bytes twice per move. The whole move runs in
+/// `folio_batch_reinit`). The batch is moved where it lies, as Linux passes its pointer
+/// (a by-value batch would be its 256 bytes copied per move). The whole move runs in
 /// one read-side section of the lookup (RCU for memcg), which bounds every lruvec it finds.
 /// A folio whose LRU flag is already set is isolated first (TestClearLRU), and only then
 /// is its lruvec looked up and locked: the winner of the flag owns the folio, so its memcg
