@@ -9,15 +9,19 @@
 //! | `machine` | `cpu_model`, `vcpus`, `memory_mib`, `nodes`, `platform` (`qemu-tcg` \| `qemu-kvm` \| `other-hypervisor` \| `real-hardware` \| `host-threads`), `hypervisor` (CPUID vendor, `""` on bare metal), `tsc_hz`, `boot_protocol`, `cmdline` |
 //! | `plan` | `scenarios` [{`name`, `configs` [..], `variants` [..]}], `cpus` [..], `rounds`, `warmup_rounds`, `seconds` (per run, or `null`), `ops` (per run, or `null`), `total_runs`; then `skipped` [..] (requested scenarios this build cannot run) |
 //! | `note` | `text`: a sentence for the reader of the results (a skipped scenario, how a scenario was set up, what a platform's numbers mean) |
-//! | `run` | `scenario`, `config`, `variant`, `cpus`, `round`, `warmup`, `order` (position in the round, from 1), `ops`, `ns`, `ops_per_s`; then `per_cpu` [{`cpu`, `ops`, `ns`}], `locks` {class -> {`acquisitions`, `contended`, `wait_total_cycles`, `wait_max_cycles`}}, `counters` {name -> integer}, `floor_fraction` (number or `null`), `pmu` (hardware counters, or `null` where the platform has none: see below) |
+//! | `run` | `scenario`, `config`, `variant`, `cpus`, `round`, `warmup`, `order` (position in the round, from 1), `ops`, `ns`, `ops_per_s`; then `per_cpu` [{`cpu`, `ops`, `ns`}], `locks` {class -> {`acquisitions`, `contended`, `wait_total_cycles`, `wait_max_cycles`}}, `counters` {name -> integer}, `floor_ops_per_s` and `floor_fraction` (numbers or `null`), `pmu` (hardware counters, or `null` where the platform has none: see below) |
 //! | `comparison` | `scenario`, `config`, `cpus`, `a`, `b`, `ratio`, `ci_low`, `ci_high` (numbers, or `null` with fewer than two rounds), `significant`; then `a_hmean`, `b_hmean`, `rounds`, `method`, `paired`, `n`, `p`, `p_adjusted` (`null`: the runner's summary fills it in), `control` (the A/A control) |
 //! | `end` | `runs`, `comparisons`, `invariants_ok`, `failures` [..] (failed invariants and premises, and the error that stopped a run early), `elapsed_ns`; then `premises` [{`scenario`, `config`, `variant`, `cpus`, `name`, `held`, `figure`, `expect`}] |
 //!
 //! A `run` is one variant on one CPU count for one round; `round` counts the measured rounds
 //! from 1 and is 0 for the warm-up round (`warmup: true`), which no statistic uses.
-//! `ops_per_s` is `ops * 1e9 / ns` of the whole run (wall time of the slowest CPU), and
-//! `floor_fraction` is this rate over the `limit` scenario's at the same CPU count, for fault
-//! scenarios. A `comparison` is paired by round: the geometric mean of the per-round ratios
+//! `ops_per_s` is `ops * 1e9 / ns` of the whole run (wall time of the slowest CPU). For a
+//! fault scenario's run, `floor_ops_per_s` is the `limit` floor's rate measured at the same
+//! CPU count just before the run's round, in the same instance block, and `floor_fraction`
+//! is `ops_per_s` over it: the floor is paired with the rounds it divides, so drift between
+//! the start of the benchmark and the point does not enter the fraction. (A reference run
+//! booted apart, as Linux in `kx bench`, has a `floor_fraction` against the `limit`
+//! point's harmonic mean and no `floor_ops_per_s`.) A `comparison` is paired by round: the geometric mean of the per-round ratios
 //! B/A with a t-interval on their logarithms ([`crate::stats::paired_ratio_ci`]); the
 //! harmonic means are kept for display. A variant name ending in `'` is the A/A control, a
 //! second instance of the baseline ([`control_name`]). `end` closes a complete run: a log without
@@ -396,7 +400,12 @@ pub struct Run {
     /// memcg/lruvec stats and fault counts (deltas over the run).
     #[serde(default)]
     pub counters: BTreeMap<String, i64>,
-    /// This rate over `limit`'s at the same CPU count (fault scenarios).
+    /// The `limit` floor's rate at the same CPU count, measured just before this run's
+    /// round in the same instance block (fault scenarios; see the module doc).
+    #[serde(default)]
+    pub floor_ops_per_s: Option<f64>,
+    /// This rate over `floor_ops_per_s` (fault scenarios), or over the `limit` point's
+    /// harmonic mean for a reference booted apart.
     #[serde(default)]
     pub floor_fraction: Option<f64>,
     /// Hardware counts (`None`: the platform has no PMU).
@@ -424,6 +433,8 @@ pub enum RecordError {
     Stats(StatsError),
     /// A run's `pmu` per-op figures disagree with its per-CPU counts (or it has none).
     PmuMismatch,
+    /// A run's `floor_fraction` is not its rate over its `floor_ops_per_s`.
+    FloorMismatch,
 }
 
 impl fmt::Display for RecordError {
@@ -442,6 +453,9 @@ impl fmt::Display for RecordError {
             RecordError::Stats(e) => write!(f, "statistics: {e}"),
             RecordError::PmuMismatch => {
                 f.write_str("the pmu per-op figures are not the per-CPU counts over ops")
+            }
+            RecordError::FloorMismatch => {
+                f.write_str("floor_fraction is not ops_per_s / floor_ops_per_s")
             }
         }
     }
@@ -477,11 +491,20 @@ impl Run {
             per_cpu: Vec::new(),
             locks: BTreeMap::new(),
             counters: BTreeMap::new(),
+            floor_ops_per_s: None,
             floor_fraction: None,
             pmu: None,
         };
         run.check()?;
         Ok(run)
+    }
+
+    /// Pairs the run with the floor's rate measured before its round: sets
+    /// `floor_ops_per_s` and `floor_fraction` (this rate over it).
+    pub fn pair_with_floor(&mut self, floor_ops_per_s: f64) -> Result<(), RecordError> {
+        self.floor_ops_per_s = Some(floor_ops_per_s);
+        self.floor_fraction = Some(self.ops_per_s / floor_ops_per_s);
+        self.check()
     }
 
     /// Whether the run counts in statistics: not a warm-up, and not excluded.
@@ -505,11 +528,18 @@ impl Run {
         if !(self.ops_per_s.is_finite() && (self.ops_per_s - expect).abs() <= 1e-9 * expect) {
             return Err(RecordError::RateMismatch);
         }
-        if self
-            .floor_fraction
-            .is_some_and(|f| !f.is_finite() || f <= 0.0)
-        {
+        let bad = |x: Option<f64>| x.is_some_and(|f| !f.is_finite() || f <= 0.0);
+        if bad(self.floor_fraction) || bad(self.floor_ops_per_s) {
             return Err(RecordError::BadNumber);
+        }
+        if let Some(floor) = self.floor_ops_per_s {
+            let expect = self.ops_per_s / floor;
+            if self
+                .floor_fraction
+                .is_none_or(|f| (f - expect).abs() > 1e-9 * expect)
+            {
+                return Err(RecordError::FloorMismatch);
+            }
         }
         if let Some(p) = &self.pmu {
             p.check(self.ops)?;
@@ -1104,7 +1134,7 @@ mod tests {
             .insert("zone \"lock\"\n".into(), LockStat::default());
         r.counters.insert("pgfault".into(), 123_456);
         r.counters.insert("nr_anon_delta".into(), -7);
-        r.floor_fraction = Some(0.4125);
+        r.pair_with_floor(r.ops_per_s / 0.4125).unwrap();
         r.pmu = Some(RunPmu::new(
             (0..4)
                 .map(|cpu| PmuCpu {
@@ -1140,7 +1170,12 @@ mod tests {
         assert_eq!(v["locks"]["lru_lock"]["contended"], 3);
         assert_eq!(v["locks"]["zone \"lock\"\n"]["acquisitions"], 0);
         assert_eq!(v["counters"]["nr_anon_delta"], -7);
-        assert_eq!(v["floor_fraction"], 0.4125);
+        let f = v["floor_fraction"].as_f64().unwrap();
+        assert!((f - 0.4125).abs() < 1e-12, "{f}");
+        assert_eq!(
+            v["floor_ops_per_s"].as_f64().unwrap(),
+            full_run().floor_ops_per_s.unwrap()
+        );
         let pmu = &v["pmu"];
         assert_eq!(
             pmu["cycles_per_op"].as_f64().unwrap(),
@@ -1253,6 +1288,14 @@ mod tests {
         let mut ok = r(1, 1, false, 3, 7).unwrap();
         ok.ops_per_s *= 1.001;
         assert_eq!(ok.check(), Err(RecordError::RateMismatch));
+        let mut paired = r(1, 1, false, 3, 1_000_000_000).unwrap();
+        assert_eq!(paired.pair_with_floor(6.0), Ok(()));
+        assert_eq!(paired.floor_fraction, Some(0.5));
+        paired.floor_fraction = Some(0.51);
+        assert_eq!(paired.check(), Err(RecordError::FloorMismatch));
+        paired.floor_fraction = None;
+        assert_eq!(paired.check(), Err(RecordError::FloorMismatch));
+        assert_eq!(paired.pair_with_floor(0.0), Err(RecordError::BadNumber));
     }
 
     #[test]

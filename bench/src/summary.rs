@@ -50,7 +50,11 @@ pub struct VariantPoint {
     pub rounds: Vec<u32>,
     /// Their statistics.
     pub stats: RateSummary,
-    /// Harmonic mean over `limit`'s at the same CPU count (fault scenarios).
+    /// Its rate as a fraction of the floor's: the geometric mean of its runs' fractions of
+    /// the floor measured in their rounds (fault scenarios,
+    /// [`crate::record::Run::floor_ops_per_s`]); for runs without a paired floor (a
+    /// reference booted apart, a log from before the pairing), its harmonic mean over the
+    /// `limit` point's at the same CPU count.
     pub floor_fraction: Option<f64>,
     /// Hardware counts per op, when every measured round has them.
     pub pmu: Option<PmuPoint>,
@@ -187,6 +191,19 @@ pub fn control_state(control: Option<&Comparison>, margin: f64) -> Result<(), St
     }
 }
 
+/// A variant's rate over the floor measured in the same rounds, when every one of its
+/// measured `runs` was paired with one: the geometric mean of the per-run fractions, as a
+/// comparison's paired ratio ([`stats::paired_ratio_ci`]), so a change of the emulator's
+/// speed between blocks (at two vCPUs on two cores the floor alone moves by a third between
+/// blocks and stays within a few percent inside one) cancels in each fraction.
+fn paired_floor_fraction(runs: &[&Run]) -> Option<f64> {
+    let pairs: Option<Vec<(f64, f64)>> = runs
+        .iter()
+        .map(|r| Some((r.floor_ops_per_s?, r.ops_per_s)))
+        .collect();
+    Some(stats::paired_ratio_ci(&pairs?).ok()?.ratio)
+}
+
 fn agrees(x: &Comparison, y: &Comparison) -> bool {
     let close = |p: f64, q: f64| (p - q).abs() <= 1e-6 * p.abs().max(q.abs());
     let close_opt = |p: Option<f64>, q: Option<f64>| match (p, q) {
@@ -270,6 +287,7 @@ impl Summary {
                     })
                     .collect();
                 v.pmu = PmuPoint::of(&of_variant);
+                v.floor_fraction = paired_floor_fraction(&of_variant);
             }
         }
         let mut summary = Summary {
@@ -294,7 +312,7 @@ impl Summary {
                 continue;
             };
             if p.scenario == LINUX_REFERENCE {
-                for v in &mut p.variants {
+                for v in p.variants.iter_mut().filter(|v| v.floor_fraction.is_none()) {
                     v.floor_fraction = Some(v.stats.hmean / floor);
                 }
                 continue;
@@ -304,11 +322,9 @@ impl Summary {
             };
             // Only our own variants run on the platform the floor measures; a reference
             // (the host run's `linux`) takes its faults some other way.
-            for v in p
-                .variants
-                .iter_mut()
-                .filter(|v| s.variant(v.variant.trim_end_matches('\'')).is_some())
-            {
+            for v in p.variants.iter_mut().filter(|v| {
+                v.floor_fraction.is_none() && s.variant(v.variant.trim_end_matches('\'')).is_some()
+            }) {
                 v.floor_fraction = Some(v.stats.hmean / floor);
             }
         }
@@ -559,6 +575,39 @@ mod tests {
             .unwrap();
         assert_eq!(linux.variants[0].floor_fraction, Some(0.25));
         assert_eq!(p.variant("linux").unwrap().floor_fraction, None);
+    }
+
+    /// A variant whose runs were paired with the floor measured in their rounds divides by
+    /// those floors, not by the `limit` point; one unpaired run falls back to the point.
+    #[test]
+    fn paired_floors_are_the_fractions_denominator() {
+        let mut runs = runs();
+        for r in runs
+            .iter_mut()
+            .filter(|r| r.scenario == "seed003-pft" && r.variant == "B" && r.cpus == 1)
+        {
+            // Rounds 1..3 (rates 401..403) paired with floors of 4 x, 1 x and 2 x their rate.
+            let floor = r.ops_per_s * [1.0, 4.0, 1.0, 2.0][r.round as usize];
+            r.pair_with_floor(floor).unwrap();
+        }
+        let s = Summary::new(&runs, &[]);
+        let p = &s.points[0];
+        assert_eq!((p.scenario.as_str(), p.cpus), ("seed003-pft", 1));
+        let b = p.variant("B").unwrap();
+        // The geometric mean of 1/4, 1 and 1/2.
+        assert!((b.floor_fraction.unwrap() - 0.5).abs() < 1e-12, "{b:?}");
+        let a = p.variant("A").unwrap();
+        assert!((a.floor_fraction.unwrap() - a.stats.hmean / 1000.0).abs() < 1e-12);
+
+        let one = runs
+            .iter_mut()
+            .find(|r| r.variant == "B" && r.cpus == 1 && r.round == 3)
+            .unwrap();
+        one.floor_ops_per_s = None;
+        one.floor_fraction = None;
+        let s = Summary::new(&runs, &[]);
+        let b = s.points[0].variant("B").unwrap();
+        assert!((b.floor_fraction.unwrap() - b.stats.hmean / 1000.0).abs() < 1e-12);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //!
 //! Per scenario: a heading (name, what the workers do, what one op is, the seed's claim),
 //! then per config and CPU count one row per variant (harmonic mean of ops/s, coefficient of
-//! variation, and for fault scenarios the fraction of the `limit` floor at that CPU count)
+//! variation, and for fault scenarios the fraction of the `limit` floor measured in the
+//! same rounds at that CPU count)
 //! and one row per comparison: B/A in mmtests' style (`1.0712 (  7.12%)*`, `*` when the
 //! comparison is marked: only a primary comparison can be, see [`crate::summary`]; an
 //! interval that excludes 1.0 without the mark gets a line saying why), the interval, and the
@@ -558,7 +559,8 @@ impl fmt::Display for Table<'_> {
              six experiments, with the A/A control (A'/A, a second instance of the baseline) \
              shown within its margin (a quarter of the seed's effect, at least +-5%); every \
              other comparison is exploratory and never marked; \
-             floor = rate / limit's rate at the same CPU count; seed = the seed's published \
+             floor = rate / the limit floor's, measured before each round at the same CPU \
+             count; seed = the seed's published \
              B/A at the nearest thread count (@N).",
             width,
         )?;

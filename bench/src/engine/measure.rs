@@ -21,6 +21,11 @@
 //! its first clock reading and stops them after its last; the run keeps the counts only when
 //! every CPU returned some.
 //!
+//! A run without a record of its own (the floor the engine measures before each round of a
+//! fault scenario) is [`Marks::Off`]: the platform hears neither its start and end nor its
+//! CPUs' windows, so a counter that pairs its n-th run with the n-th `run` record (the
+//! coherence plugin, `scripts/guest-insn-count.py`) never sees it, and it has no PMU counts.
+//!
 //! Lock statistics are zeroed before the run (the engine owns them while it runs; every CPU
 //! is idle) and read after it, so a run's numbers, the longest wait included, are its own.
 //! The classes the instance's premises read ([`Instance::lock_classes`]) record during the
@@ -167,13 +172,26 @@ fn locks_after(named: &[&'static ksync::ClassData]) -> BTreeMap<String, LockStat
         .collect()
 }
 
-/// Runs `inst` on CPUs `0..cpus` for `length`.
+/// Whether the platform hears of a run (module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Marks {
+    /// A run with a record: [`BenchPlatform::run_begins`]/`run_ends` around it, and each
+    /// CPU's window (`pmu_start`/`pmu_stop`, `untimed_begins`/`untimed_ends`).
+    On,
+    /// A run without a record: none of them.
+    Off,
+}
+
+/// Runs `inst` on CPUs `0..cpus` for `length`, telling the platform where it runs when
+/// `marks` is [`Marks::On`].
 pub fn measure(
     platform: &dyn BenchPlatform,
     inst: &dyn Instance,
     cpus: u32,
     length: RunLength,
+    marks: Marks,
 ) -> Result<Measured, RunFailure> {
+    let marked = marks == Marks::On;
     let slots: Vec<Slot> = (0..cpus).map(|_| Slot::default()).collect();
     let stop = AtomicBool::new(false);
     let first_error: ksync::SpinMutex<RunErrorLock, Option<(u32, ScenarioError)>> =
@@ -193,7 +211,9 @@ pub fn measure(
         c.reset();
     }
     let worker = |cpu: u32| {
-        platform.pmu_start(cpu);
+        if marked {
+            platform.pmu_start(cpu);
+        }
         let start = platform.now_ns();
         let deadline = span_ns.map_or(u64::MAX, |ns| start.saturating_add(ns));
         let mut done: u64 = 0;
@@ -212,9 +232,13 @@ pub fn measure(
             let mut untimed = Ok(());
             if inst.untimed_due(&ctx) {
                 let t0 = platform.now_ns();
-                platform.untimed_begins(cpu);
+                if marked {
+                    platform.untimed_begins(cpu);
+                }
                 untimed = inst.untimed(&ctx);
-                platform.untimed_ends(cpu);
+                if marked {
+                    platform.untimed_ends(cpu);
+                }
                 paused += platform.now_ns().saturating_sub(t0);
             }
             let ctx = BatchCtx {
@@ -248,7 +272,7 @@ pub fn measure(
             }
             platform.quiescent(cpu);
         }
-        let pmu = platform.pmu_stop(cpu);
+        let pmu = if marked { platform.pmu_stop(cpu) } else { None };
         let slot = &slots[cpu as usize];
         slot.pmu.set(pmu);
         slot.ops.store(done, Ordering::Relaxed);
@@ -258,9 +282,13 @@ pub fn measure(
         );
         slot.untimed_ns.store(paused, Ordering::Relaxed);
     };
-    platform.run_begins();
+    if marked {
+        platform.run_begins();
+    }
     let ran = platform.on_cpus(cpus, &worker);
-    platform.run_ends();
+    if marked {
+        platform.run_ends();
+    }
     for c in &named {
         c.set_recording(false);
     }

@@ -4,12 +4,18 @@
 //! and per platform remark; then per scenario (the `limit` floor first when a fault scenario
 //! runs), config and CPU count — a *point* — `instances` instance blocks. A block builds
 //! every variant afresh (the previous block's instances still alive, the build order rotated
-//! by one variant per block), tears the previous block down, runs a warm-up round (round 0,
-//! each variant once, in the plan's order) and its share of the measured rounds, each round
+//! by one variant per block), and at a fault scenario's point an instance of the `limit`
+//! floor after them; tears the previous block down, runs a warm-up round (round 0, each
+//! variant once, in the plan's order) and its share of the measured rounds, each round
 //! running every variant in turn in the order of a Williams square's row
 //! ([`super::RunOrder`]: mmtests' interleaving keeps drift out of the ratio, the square a
 //! position effect), each run followed by its invariant check, its `run` record (with its
-//! position, `order`, and its `instance`) and a `KPROGRESS` line; then the block's premises
+//! position, `order`, and its `instance`) and a `KPROGRESS` line. At a fault scenario's
+//! point each round first measures the block's floor instance, unrecorded as a run of its
+//! own: every run of the round carries that rate (`floor_ops_per_s`) and its fraction of it,
+//! so the floor column divides by a floor measured among the rounds it divides, not once at
+//! the start of the benchmark (a host slowed for the `limit` point alone used to scale every
+//! fraction of the run). Then the block's premises
 //! are judged on its own runs. After the last block, the point's `comparison` records (per
 //! the catalog, and the A/A control's A'/A; two-level over the blocks, [`crate::two_level`])
 //! and the last block's teardown. At the end the results table (both styles) and the `end`
@@ -20,17 +26,16 @@
 //! the benchmark stops there, what was measured is still tabulated, and [`Report::passed`]
 //! is false (the kernel exits with the test-failure code).
 
-use super::measure::measure;
+use super::measure::{Marks, measure};
 use super::platform::{BenchPlatform, Output};
 use super::premise;
-use super::registry::{PlannedConfig, Registry};
+use super::registry::{PlannedConfig, PlannedVariant, Registry};
 use super::request::Request;
 use super::scenario::{Instance, Setup};
 use super::storage::Storage;
 use crate::catalog::{self, Scenario};
 use crate::progress::Progress;
 use crate::record::{self, Comparison, End, KResult, Note, Premise, Run};
-use crate::stats;
 use crate::summary::Summary;
 use crate::table::{Style, Table};
 use alloc::boxed::Box;
@@ -63,8 +68,20 @@ impl Report {
 struct Stopped;
 
 /// One instance block: each variant's record name, whether it is floor-relative, and its
-/// instance.
-type Built<'r> = Vec<BuiltVariant<'r>>;
+/// instance; and at a fault scenario's point, the block's own instance of the floor.
+#[derive(Default)]
+struct Built<'r> {
+    variants: Vec<BuiltVariant<'r>>,
+    floor: Option<Box<dyn Instance + 'r>>,
+}
+
+/// Where a fault scenario's point gets its paired floor: the `limit` scenario's planned
+/// config and variant.
+#[derive(Clone, Copy)]
+struct FloorSource<'c, 'r> {
+    config: &'c str,
+    variant: PlannedVariant<'r>,
+}
 
 /// One variant's instance in a block: its record name, whether it is floor-relative, and
 /// the instance.
@@ -80,8 +97,6 @@ struct Engine<'p> {
     invariants_ok: bool,
     step: u32,
     total: u32,
-    /// `limit`'s measured rates per CPU count.
-    floor: Vec<(u32, Vec<f64>)>,
     /// Every premise judged.
     premises: Vec<Premise>,
     /// When the benchmark started (platform clock).
@@ -108,7 +123,6 @@ pub fn run(platform: &dyn BenchPlatform, registry: &Registry<'_>, request: &Requ
         invariants_ok: true,
         step: 0,
         total: planned.record.total_runs,
-        floor: Vec::new(),
         premises: Vec::new(),
         t0,
         points_total: planned
@@ -128,10 +142,24 @@ pub fn run(platform: &dyn BenchPlatform, registry: &Registry<'_>, request: &Requ
         e.note(n);
     }
     ksync::stat::set_enabled(request.lock_stat_all);
+    let floor = planned
+        .scenarios
+        .iter()
+        .find(|p| p.scenario.name == catalog::LIMIT)
+        .and_then(|p| p.configs.first())
+        .and_then(|c| {
+            Some(FloorSource {
+                config: &c.name,
+                variant: *c.variants.first()?,
+            })
+        });
     'all: for p in &planned.scenarios {
         for config in &p.configs {
+            let paired = p.scenario.name != catalog::LIMIT
+                && config.variants.iter().any(|v| v.provider.floor_relative());
+            let floor = floor.filter(|_| paired);
             for &cpus in &request.cpus {
-                if e.point(p.scenario, config, cpus).is_err() {
+                if e.point(p.scenario, config, floor, cpus).is_err() {
                     break 'all;
                 }
             }
@@ -177,12 +205,14 @@ impl Engine<'_> {
         Stopped
     }
 
-    /// One (scenario, config, CPU count): per instance block build, warm up and measure;
-    /// then compare and tear down (module doc).
+    /// One (scenario, config, CPU count): per instance block build, warm up and measure
+    /// (each round after `floor`'s run, where the point has one); then compare and tear
+    /// down (module doc).
     fn point<'r>(
         &mut self,
         scenario: &'static Scenario,
         config: &PlannedConfig<'r>,
+        floor: Option<FloorSource<'_, 'r>>,
         cpus: u32,
     ) -> Result<(), Stopped> {
         self.points_begun += 1;
@@ -190,7 +220,7 @@ impl Engine<'_> {
         let mut result = Ok(());
         // Declared before the instances, so it outlives them: it holds their contexts.
         let storage = Storage::new();
-        let mut alive: Built<'_> = Vec::new();
+        let mut alive: Built<'_> = Built::default();
         let mut measured = 0;
         for instance in 0.. {
             let planned = instance < self.request.instances;
@@ -204,7 +234,7 @@ impl Engine<'_> {
             }
             // The previous block's instances stay alive while this one is built, so no
             // allocation of this block reuses theirs: each block has a placement of its own.
-            let built = self.build(scenario, config, cpus, instance, &storage);
+            let built = self.build(scenario, config, floor, cpus, instance, &storage);
             result = result.and(self.teardown(scenario, &config.name, cpus, &mut alive));
             alive = match built {
                 Ok(b) => b,
@@ -247,11 +277,13 @@ impl Engine<'_> {
     /// `j mod V`), so no variant is always the last built: the allocator's state after the
     /// others' builds (which free lists are warm, how fragmented the zone is) becomes part of
     /// each instance's random placement instead of a fixed offset of one variant. The
-    /// returned block is in the plan's order.
+    /// returned block is in the plan's order; `floor`'s instance, where the point has one,
+    /// is built after the variants.
     fn build<'r>(
         &mut self,
         scenario: &'static Scenario,
         config: &PlannedConfig<'r>,
+        floor: Option<FloorSource<'_, 'r>>,
         cpus: u32,
         instance: u32,
         storage: &'r Storage,
@@ -307,11 +339,42 @@ impl Engine<'_> {
                         config.name,
                         v.record_name()
                     ));
-                    return Err((stopped, slots.into_iter().flatten().collect()));
+                    let partial = Built {
+                        variants: slots.into_iter().flatten().collect(),
+                        floor: None,
+                    };
+                    return Err((stopped, partial));
                 }
             }
         }
-        Ok(slots.into_iter().flatten().collect())
+        let mut built = Built {
+            variants: slots.into_iter().flatten().collect(),
+            floor: None,
+        };
+        if let Some(f) = floor {
+            let setup = Setup {
+                config: f.config,
+                variant: f.variant.name,
+                cpus,
+                storage,
+            };
+            match f.variant.provider.instantiate(&setup) {
+                Ok(inst) => built.floor = Some(inst),
+                Err(err) => {
+                    let stopped = self.fail(format!(
+                        "{} {config} cpus={cpus} instance={instance}: setup of its paired {} \
+                         {} {} failed: {err}",
+                        scenario.name,
+                        catalog::LIMIT,
+                        f.config,
+                        f.variant.name,
+                        config = config.name,
+                    ));
+                    return Err((stopped, built));
+                }
+            }
+        }
+        Ok(built)
     }
 
     /// Tears down and empties `alive`.
@@ -323,7 +386,16 @@ impl Engine<'_> {
         alive: &mut Built<'_>,
     ) -> Result<(), Stopped> {
         let mut result = Ok(());
-        for (variant, _, inst) in alive.drain(..) {
+        let floor = alive
+            .floor
+            .take()
+            .map(|inst| (String::from("(paired limit floor)"), inst));
+        for (variant, inst) in alive
+            .variants
+            .drain(..)
+            .map(|(v, _, inst)| (v, inst))
+            .chain(floor)
+        {
             if let Err(err) = inst.teardown() {
                 let s = self.fail(format!(
                     "{} {config} {variant} cpus={cpus}: teardown failed: {err}",
@@ -346,9 +418,10 @@ impl Engine<'_> {
         instance: u32,
         done: u32,
         count: u32,
-        instances: &Built<'_>,
+        block: &Built<'_>,
     ) -> Result<(), Stopped> {
         let warmups = self.request.warmup_rounds;
+        let instances = &block.variants;
         for i in 0..warmups + count {
             let (round, warmup) = if i < warmups {
                 (0, true)
@@ -360,20 +433,24 @@ impl Engine<'_> {
             } else {
                 self.request.order.order(instances.len(), round)
             };
+            let floor = match &block.floor {
+                Some(f) => Some(self.floor_run(scenario, config, cpus, round, warmup, &**f)?),
+                None => None,
+            };
             for (position, &k) in order.iter().enumerate() {
                 let (variant, floor_relative, inst) = &instances[k];
                 let mut run =
                     self.one_run(scenario, config, variant, cpus, round, warmup, &**inst)?;
                 run.order = position as u32 + 1;
                 run.instance = instance;
-                if *floor_relative {
-                    run.floor_fraction = self.floor_fraction(cpus, run.ops_per_s);
-                }
-                if scenario.name == catalog::LIMIT && !warmup {
-                    match self.floor.iter_mut().find(|(c, _)| *c == cpus) {
-                        Some((_, rates)) => rates.push(run.ops_per_s),
-                        None => self.floor.push((cpus, alloc::vec![run.ops_per_s])),
-                    }
+                if let Some(rate) = floor.filter(|_| *floor_relative)
+                    && let Err(why) = run.pair_with_floor(rate)
+                {
+                    return Err(self.fail(format!(
+                        "{} {config} {variant} cpus={cpus} round={round}: cannot pair the run \
+                         with its floor: {why}",
+                        scenario.name
+                    )));
                 }
                 self.step += 1;
                 self.platform.output(Output::Record, &run.line());
@@ -473,7 +550,7 @@ impl Engine<'_> {
             "{} {config} {variant} cpus={cpus} round={round}",
             scenario.name
         );
-        let m = match measure(self.platform, inst, cpus, self.request.length) {
+        let m = match measure(self.platform, inst, cpus, self.request.length, Marks::On) {
             Ok(m) => m,
             Err(f) => return Err(self.fail(format!("{at}: {f}"))),
         };
@@ -512,7 +589,7 @@ impl Engine<'_> {
         instances: &Built<'_>,
     ) -> Result<(), Stopped> {
         let mut failed = Vec::new();
-        for (variant, _, inst) in instances {
+        for (variant, _, inst) in &instances.variants {
             let runs: Vec<&Run> = self
                 .runs
                 .iter()
@@ -579,10 +656,45 @@ impl Engine<'_> {
         Err(stopped)
     }
 
-    fn floor_fraction(&self, cpus: u32, rate: f64) -> Option<f64> {
-        let (_, rates) = self.floor.iter().find(|(c, _)| *c == cpus)?;
-        let floor = stats::hmean(rates).ok()?;
-        Some(rate / floor)
+    /// The rate of the block's floor instance `floor` in round `round` of a fault
+    /// scenario's point, measured as any run is (and its invariant checked), for the
+    /// round's runs to divide by; not recorded as a run of its own, so unmarked
+    /// ([`Marks::Off`]: no counter pairs it with the next run's record).
+    fn floor_run(
+        &mut self,
+        scenario: &'static Scenario,
+        config: &str,
+        cpus: u32,
+        round: u32,
+        warmup: bool,
+        floor: &dyn Instance,
+    ) -> Result<f64, Stopped> {
+        let at = format!(
+            "{} {config} cpus={cpus} round={round}: its paired {} floor",
+            scenario.name,
+            catalog::LIMIT
+        );
+        let m = match measure(self.platform, floor, cpus, self.request.length, Marks::Off) {
+            Ok(m) => m,
+            Err(f) => return Err(self.fail(format!("{at}: {f}"))),
+        };
+        if let Err(why) = floor.check() {
+            self.invariants_ok = false;
+            return Err(self.fail(format!("{at}: invariant violated: {why}")));
+        }
+        match Run::new(
+            catalog::LIMIT,
+            config,
+            "floor",
+            cpus,
+            round,
+            warmup,
+            m.ops(),
+            m.ns(),
+        ) {
+            Ok(r) => Ok(r.ops_per_s),
+            Err(why) => Err(self.fail(format!("{at}: cannot record the run: {why}"))),
+        }
     }
 
     fn compare(&mut self, scenario: &'static Scenario, config: &str, cpus: u32) {

@@ -42,6 +42,9 @@ struct Threads {
     untimed_inside: [AtomicU32; 4],
     untimed_pairs: AtomicU32,
     untimed_misuse: AtomicU32,
+    /// `run_begins` calls, and `run_ends` calls.
+    runs_begun: AtomicU32,
+    runs_ended: AtomicU32,
 }
 
 impl Threads {
@@ -59,6 +62,8 @@ impl Threads {
             untimed_inside: Default::default(),
             untimed_pairs: AtomicU32::new(0),
             untimed_misuse: AtomicU32::new(0),
+            runs_begun: AtomicU32::new(0),
+            runs_ended: AtomicU32::new(0),
         }
     }
 
@@ -161,6 +166,14 @@ impl BenchPlatform for Threads {
             self.untimed_misuse.fetch_add(1, Ordering::Relaxed);
         }
         self.untimed_pairs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn run_begins(&self) {
+        self.runs_begun.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn run_ends(&self) {
+        self.runs_ended.fetch_add(1, Ordering::Relaxed);
     }
 
     fn pmu_start(&self, cpu: u32) {
@@ -467,7 +480,17 @@ fn limit_first_then_every_point_interleaved_after_a_warmup() {
             let f = r["floor_fraction"]
                 .as_f64()
                 .expect("a fault scenario's floor");
-            assert!(f > 0.0);
+            let floor = r["floor_ops_per_s"].as_f64().expect("its paired floor");
+            assert!((f - r["ops_per_s"].as_f64().unwrap() / floor).abs() < 1e-9 * f);
+            // Every run of a round divides by the same floor run, measured before it.
+            let same_round = p.of_type("run").into_iter().filter(|o| {
+                o["scenario"] == "seed003-pft" && o["cpus"] == r["cpus"] && o["round"] == r["round"]
+            });
+            assert!(
+                same_round
+                    .into_iter()
+                    .all(|o| o["floor_ops_per_s"] == floor)
+            );
             // Ten increments per batch: ten batches of 95 ops per CPU, each under the lock.
             assert_eq!(r["locks"]["test.counter"]["acquisitions"], 10 * cpus, "{r}");
             assert_eq!(r["counters"]["increments"], 95 * cpus);
@@ -490,6 +513,10 @@ fn limit_first_then_every_point_interleaved_after_a_warmup() {
     }
     let end = &p.of_type("end")[0];
     assert_eq!(end["runs"], 24);
+    // The platform hears of the recorded runs only (a counter pairs its n-th run with the
+    // n-th record), not of the floor measured before each of pft's rounds.
+    assert_eq!(p.runs_begun.load(Ordering::Relaxed), 24);
+    assert_eq!(p.runs_ended.load(Ordering::Relaxed), 24);
     assert_eq!(end["comparisons"], 4);
     assert_eq!(end["invariants_ok"], true);
     assert!(end["failures"].as_array().unwrap().is_empty());
@@ -506,11 +533,12 @@ fn limit_first_then_every_point_interleaved_after_a_warmup() {
         assert!(t[0].contains("seed003-pft") && t[0].contains("synthetic platform"));
     }
     // Quiescent points between batches, none after the last: the counter's batches of 10
-    // make 9 per CPU and run of 95 ops, the floor's batches of 64 make 1.
+    // make 9 per CPU and run of 95 ops, the floor's batches of 64 make 1. The floor runs
+    // at its own point and once more before each of pft's rounds, unrecorded.
     let cpu_runs = |variants: u64| -> u64 { [1u64, 2].iter().map(|c| c * 3 * variants).sum() };
     assert_eq!(
         p.quiescent.load(Ordering::Relaxed),
-        9 * cpu_runs(3) + cpu_runs(1)
+        9 * cpu_runs(3) + 2 * cpu_runs(1)
     );
 }
 
@@ -537,6 +565,7 @@ fn pmu_counts_become_per_op_figures_and_absent_ones_null() {
     );
     // One start and one stop per CPU per run: 1 + 2 CPUs, 2 rounds (warm-up and one), for
     // the floor's one variant and pft's three.
+    // The floor paired with pft's rounds has no record, so no counts either.
     assert_eq!(with.pmu_stops.load(Ordering::Relaxed), 3 * 2 * (1 + 3));
     for r in with.of_type("run") {
         let cpus = r["cpus"].as_u64().unwrap();

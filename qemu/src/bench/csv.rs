@@ -10,7 +10,7 @@ use bench::{Cost, Run};
 use std::fmt::Write;
 
 /// The header line's fields.
-pub const HEADER: [&str; 12] = [
+pub const HEADER: [&str; 13] = [
     "scenario",
     "config",
     "variant",
@@ -23,6 +23,7 @@ pub const HEADER: [&str; 12] = [
     "floor_fraction",
     "order",
     "instance",
+    "floor_ops_per_s",
 ];
 
 /// One CSV field.
@@ -40,13 +41,10 @@ pub fn render(runs: &[Run]) -> String {
     let mut out = HEADER.join(",");
     out.push('\n');
     for r in runs {
-        let floor = r
-            .floor_fraction
-            .map(|f| format!("{f:?}"))
-            .unwrap_or_default();
+        let number = |x: Option<f64>| x.map(|f| format!("{f:?}")).unwrap_or_default();
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{:?},{},{},{}",
+            "{},{},{},{},{},{},{},{},{:?},{},{},{},{}",
             field(&r.scenario),
             field(&r.config),
             field(&r.variant),
@@ -56,9 +54,10 @@ pub fn render(runs: &[Run]) -> String {
             r.ops,
             r.ns,
             r.ops_per_s,
-            floor,
+            number(r.floor_fraction),
             r.order,
-            r.instance
+            r.instance,
+            number(r.floor_ops_per_s)
         );
     }
     out
@@ -135,7 +134,7 @@ mod tests {
     #[test]
     fn quoting_round_trips_through_a_csv_reader() {
         let mut r = Run::new("s", "a,\"b\"\nc", "v", 2, 0, true, 10, 1000).unwrap();
-        r.floor_fraction = Some(0.25);
+        r.pair_with_floor(4e7).unwrap();
         let plain = Run::new("limit", "anon", "floor", 1, 1, false, 3, 7).unwrap();
         let text = render(&[r, plain]);
         let mut rd = ::csv::Reader::from_reader(text.as_bytes());
@@ -144,7 +143,8 @@ mod tests {
         assert_eq!(rows.len(), 2);
         assert_eq!(&rows[0][1], "a,\"b\"\nc");
         assert_eq!((&rows[0][5], &rows[0][9]), ("true", "0.25"));
+        assert_eq!(&rows[0][12], "40000000.0");
         assert_eq!(rows[1][8].parse::<f64>().unwrap(), 3e9 / 7.0);
-        assert_eq!(&rows[1][9], "");
+        assert_eq!((&rows[1][9], &rows[1][12]), ("", ""));
     }
 }

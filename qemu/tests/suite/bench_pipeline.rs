@@ -222,7 +222,10 @@ fn import_writes_a_well_formed_results_directory() {
     );
     let rows: Vec<csv::StringRecord> = csv.records().map(Result::unwrap).collect();
     assert_eq!(rows.len(), 84);
-    assert!(rows.iter().all(|r| r.len() == 12));
+    assert!(
+        rows.iter()
+            .all(|r| r.len() == qemu::bench::csv::HEADER.len())
+    );
     // Position in the round: the warm-up and round 1 in the plan's order, round 2 the
     // Williams square's second row (B A' A).
     let order = |round: &str, v: &str| {
