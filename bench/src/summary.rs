@@ -54,7 +54,7 @@ pub struct VariantPoint {
     /// the floor measured in their rounds (fault scenarios,
     /// [`crate::record::Run::floor_ops_per_s`]); for runs without a paired floor (a
     /// reference booted apart, a log from before the pairing), its harmonic mean over the
-    /// `limit` point's at the same CPU count.
+    /// run's floor at the same CPU count ([`Summary::floor`]).
     pub floor_fraction: Option<f64>,
     /// Hardware counts per op, when every measured round has them.
     pub pmu: Option<PmuPoint>,
@@ -149,6 +149,10 @@ pub struct Summary {
     pub recomputed: Vec<Comparison>,
     /// Printed comparisons that disagree with their own runs: (printed, recomputed).
     pub disagreeing: Vec<(Comparison, Comparison)>,
+    /// Per CPU count, the floor over the whole run: the harmonic mean of every measured
+    /// `limit` run and every distinct floor a fault scenario's round was paired with. What a
+    /// reference without paired floors divides by ([`Summary::floor`]).
+    pub floors: Vec<(u32, f64)>,
 }
 
 /// (scenario rank, config first-seen index, CPUs, variant rank).
@@ -189,6 +193,43 @@ pub fn control_state(control: Option<&Comparison>, margin: f64) -> Result<(), St
         )),
         None => Err("the A/A control has no interval".into()),
     }
+}
+
+/// Per CPU count, the harmonic mean of the measured `limit` runs and of the distinct floors
+/// the fault scenarios' rounds were paired with (one per scenario, config, instance and
+/// round: every run of a round carries the same one): the floor sampled over the whole run,
+/// not only at its start.
+fn run_floors(measured: &[&Run]) -> Vec<(u32, f64)> {
+    let mut seen: Vec<(&str, &str, u32, u32, u32)> = Vec::new();
+    let mut rates: Vec<(u32, Vec<f64>)> = Vec::new();
+    for r in measured {
+        let rate = if r.scenario == catalog::LIMIT {
+            r.ops_per_s
+        } else if let Some(f) = r.floor_ops_per_s {
+            let key = (
+                r.scenario.as_str(),
+                r.config.as_str(),
+                r.cpus,
+                r.instance,
+                r.round,
+            );
+            if seen.contains(&key) {
+                continue;
+            }
+            seen.push(key);
+            f
+        } else {
+            continue;
+        };
+        match rates.iter_mut().find(|(c, _)| *c == r.cpus) {
+            Some((_, v)) => v.push(rate),
+            None => rates.push((r.cpus, alloc::vec![rate])),
+        }
+    }
+    rates
+        .into_iter()
+        .filter_map(|(c, v)| Some((c, stats::hmean(&v).ok()?)))
+        .collect()
 }
 
 /// A variant's rate over the floor measured in the same rounds, when every one of its
@@ -292,6 +333,7 @@ impl Summary {
         }
         let mut summary = Summary {
             points,
+            floors: run_floors(&measured),
             ..Summary::default()
         };
         summary.attach_floor();
@@ -300,13 +342,14 @@ impl Summary {
         summary
     }
 
+    /// The floor over the whole run at `cpus` CPUs ([`Summary::floors`]).
+    #[must_use]
+    pub fn floor(&self, cpus: u32) -> Option<f64> {
+        self.floors.iter().find(|(c, _)| *c == cpus).map(|f| f.1)
+    }
+
     fn attach_floor(&mut self) {
-        let floors: Vec<(u32, f64)> = self
-            .points
-            .iter()
-            .filter(|p| p.scenario == catalog::LIMIT)
-            .filter_map(|p| Some((p.cpus, p.variants.first()?.stats.hmean)))
-            .collect();
+        let floors = self.floors.clone();
         for p in &mut self.points {
             let Some(floor) = floors.iter().find(|(c, _)| *c == p.cpus).map(|f| f.1) else {
                 continue;
@@ -596,8 +639,15 @@ mod tests {
         let b = p.variant("B").unwrap();
         // The geometric mean of 1/4, 1 and 1/2.
         assert!((b.floor_fraction.unwrap() - 0.5).abs() < 1e-12, "{b:?}");
+        // The run's floor at 1 CPU: the limit point's three runs and B's three paired
+        // floors (each once, though A's runs share their rounds); at 2 CPUs the limit's.
+        let floor = stats::hmean(&[1000.0, 1000.0, 1000.0, 1604.0, 402.0, 806.0]).unwrap();
+        assert!((s.floor(1).unwrap() - floor).abs() < 1e-9, "{:?}", s.floors);
+        assert_eq!(s.floor(2), Some(2000.0));
+        assert_eq!(s.floor(3), None);
+        // A has no paired floor: its fraction is over the run's floor.
         let a = p.variant("A").unwrap();
-        assert!((a.floor_fraction.unwrap() - a.stats.hmean / 1000.0).abs() < 1e-12);
+        assert!((a.floor_fraction.unwrap() - a.stats.hmean / floor).abs() < 1e-12);
 
         let one = runs
             .iter_mut()
@@ -607,7 +657,7 @@ mod tests {
         one.floor_fraction = None;
         let s = Summary::new(&runs, &[]);
         let b = s.points[0].variant("B").unwrap();
-        assert!((b.floor_fraction.unwrap() - b.stats.hmean / 1000.0).abs() < 1e-12);
+        assert!((b.floor_fraction.unwrap() - b.stats.hmean / s.floor(1).unwrap()).abs() < 1e-12);
     }
 
     #[test]

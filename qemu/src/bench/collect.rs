@@ -315,17 +315,13 @@ impl Collected {
     }
 
     /// Adds the runs of a reference measured outside the log (the Linux reference booted
-    /// after the benchmark), each with its floor fraction against this run's `limit`, and
-    /// the note that says what they are; the summary is made again.
+    /// after the benchmark), each with its floor fraction against this run's floor at the
+    /// same CPU count ([`bench::Summary::floor`]: every `limit` run and every floor a fault
+    /// scenario's round was paired with), and the note that says what they are; the
+    /// summary is made again.
     pub fn add_reference(&mut self, runs: Vec<Run>, note: String) {
         for mut r in runs {
-            r.floor_fraction = self
-                .summary
-                .points
-                .iter()
-                .find(|p| p.scenario == bench::catalog::LIMIT && p.cpus == r.cpus)
-                .and_then(|p| p.variants.first())
-                .map(|v| r.ops_per_s / v.stats.hmean);
+            r.floor_fraction = self.summary.floor(r.cpus).map(|f| r.ops_per_s / f);
             self.runs.push(r);
         }
         self.notes.push(note);

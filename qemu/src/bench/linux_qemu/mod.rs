@@ -4,7 +4,8 @@
 //! thread per CPU for the plan's CPU counts, warm-up and measured rounds and seconds, with
 //! transparent huge pages off. Its runs are the rows of scenario `linux`, config `anon`,
 //! variant [`VARIANT`], beside the floor and the fault scenarios of the same `kx bench`,
-//! with their floor fraction (the rate over `limit`'s at the same CPU count of that run):
+//! with their floor fraction (the rate over that run's floor at the same CPU count, every
+//! `limit` run and every floor paired with a fault scenario's round, [`bench::Summary::floor`]):
 //! the same emulator executes both kernels' fault paths.
 //!
 //! - [`kernel`]: which kernel (`--linux-kernel FILE`, `$KX_LINUX_KERNEL`, or Debian's
@@ -195,7 +196,8 @@ pub fn run(kernel: &Path, launch: &Launch, plan: &Plan, dir: &Path, quiet: bool)
                  {PAGES} pages (2 MiB, MADV_NOHUGEPAGE, transparent huge pages never) / a \
                  store to every 4 KiB page / munmap, for the plan's rounds of {:.2} s, {}; \
                  every run took one minor fault per page touched (at most {} more per \
-                 thread); floor = rate / this run's `limit`",
+                 thread); floor = rate / this run's floor (every `limit` run and \
+                 every floor paired with a round)",
                 b.release,
                 kernel.display(),
                 b.accel,
