@@ -26,7 +26,7 @@
 //! the benchmark stops there, what was measured is still tabulated, and [`Report::passed`]
 //! is false (the kernel exits with the test-failure code).
 
-use super::measure::{Marks, measure};
+use super::measure::{Marks, Measured, measure};
 use super::platform::{BenchPlatform, Output};
 use super::premise;
 use super::registry::{PlannedConfig, PlannedVariant, Registry};
@@ -550,14 +550,7 @@ impl Engine<'_> {
             "{} {config} {variant} cpus={cpus} round={round}",
             scenario.name
         );
-        let m = match measure(self.platform, inst, cpus, self.request.length, Marks::On) {
-            Ok(m) => m,
-            Err(f) => return Err(self.fail(format!("{at}: {f}"))),
-        };
-        if let Err(why) = inst.check() {
-            self.invariants_ok = false;
-            return Err(self.fail(format!("{at}: invariant violated: {why}")));
-        }
+        let m = self.measure_checked(&at, inst, cpus, Marks::On)?;
         let mut run = match Run::new(
             scenario.name,
             config,
@@ -674,14 +667,7 @@ impl Engine<'_> {
             scenario.name,
             catalog::LIMIT
         );
-        let m = match measure(self.platform, floor, cpus, self.request.length, Marks::Off) {
-            Ok(m) => m,
-            Err(f) => return Err(self.fail(format!("{at}: {f}"))),
-        };
-        if let Err(why) = floor.check() {
-            self.invariants_ok = false;
-            return Err(self.fail(format!("{at}: invariant violated: {why}")));
-        }
+        let m = self.measure_checked(&at, floor, cpus, Marks::Off)?;
         match Run::new(
             catalog::LIMIT,
             config,
@@ -695,6 +681,26 @@ impl Engine<'_> {
             Ok(r) => Ok(r.ops_per_s),
             Err(why) => Err(self.fail(format!("{at}: cannot record the run: {why}"))),
         }
+    }
+
+    /// Measures `inst` for the request's length and checks its invariant after; a failure
+    /// of either stops the benchmark with `at` in front of it.
+    fn measure_checked(
+        &mut self,
+        at: &str,
+        inst: &dyn Instance,
+        cpus: u32,
+        marks: Marks,
+    ) -> Result<Measured, Stopped> {
+        let m = match measure(self.platform, inst, cpus, self.request.length, marks) {
+            Ok(m) => m,
+            Err(f) => return Err(self.fail(format!("{at}: {f}"))),
+        };
+        if let Err(why) = inst.check() {
+            self.invariants_ok = false;
+            return Err(self.fail(format!("{at}: invariant violated: {why}")));
+        }
+        Ok(m)
     }
 
     fn compare(&mut self, scenario: &'static Scenario, config: &str, cpus: u32) {
