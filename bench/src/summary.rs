@@ -235,8 +235,9 @@ fn run_floors(measured: &[&Run]) -> Vec<(u32, f64)> {
 /// A variant's rate over the floor measured in the same rounds, when every one of its
 /// measured `runs` was paired with one: the geometric mean of the per-run fractions, as a
 /// comparison's paired ratio ([`stats::paired_ratio_ci`]), so a change of the emulator's
-/// speed between blocks (at two vCPUs on two cores the floor alone moves by a third between
-/// blocks and stays within a few percent inside one) cancels in each fraction.
+/// speed between blocks (at two vCPUs on two cores the floor alone moved by up to a third
+/// between blocks, and mostly by a few percent between two runs of one round) cancels in
+/// each fraction.
 fn paired_floor_fraction(runs: &[&Run]) -> Option<f64> {
     let pairs: Option<Vec<(f64, f64)>> = runs
         .iter()

@@ -249,7 +249,7 @@ impl Table<'_> {
                 &alloc::format!(
                     "{name}: Linux's own fault path, booted in the same QEMU after the \
                      benchmark (mmap / touch every 4 KiB page / munmap per CPU; floor = rate \
-                     / limit's)"
+                     / the floor over the whole run)"
                 ),
                 width,
             )?,
