@@ -26,7 +26,7 @@
 //! the benchmark stops there, what was measured is still tabulated, and [`Report::passed`]
 //! is false (the kernel exits with the test-failure code).
 
-use super::measure::{Marks, Measured, measure};
+use super::measure::{Marks, measure};
 use super::platform::{BenchPlatform, Output};
 use super::premise;
 use super::registry::{PlannedConfig, PlannedVariant, Registry};
@@ -68,11 +68,12 @@ impl Report {
 struct Stopped;
 
 /// One instance block: each variant's record name, whether it is floor-relative, and its
-/// instance; and at a fault scenario's point, the block's own instance of the floor.
+/// instance; and at a fault scenario's point, the block's own instance of the floor, with
+/// the `limit` config and variant it was built for.
 #[derive(Default)]
 struct Built<'r> {
     variants: Vec<BuiltVariant<'r>>,
-    floor: Option<Box<dyn Instance + 'r>>,
+    floor: Option<(String, &'static str, Box<dyn Instance + 'r>)>,
 }
 
 /// Where a fault scenario's point gets its paired floor: the `limit` scenario's planned
@@ -359,7 +360,7 @@ impl Engine<'_> {
                 storage,
             };
             match f.variant.provider.instantiate(&setup) {
-                Ok(inst) => built.floor = Some(inst),
+                Ok(inst) => built.floor = Some((f.config.into(), f.variant.name, inst)),
                 Err(err) => {
                     let stopped = self.fail(format!(
                         "{} {config} cpus={cpus} instance={instance}: setup of its paired {} \
@@ -389,7 +390,7 @@ impl Engine<'_> {
         let floor = alive
             .floor
             .take()
-            .map(|inst| (String::from("(paired limit floor)"), inst));
+            .map(|(c, v, inst)| (format!("(paired {} {c} {v})", catalog::LIMIT), inst));
         for (variant, inst) in alive
             .variants
             .drain(..)
@@ -434,13 +435,27 @@ impl Engine<'_> {
                 self.request.order.order(instances.len(), round)
             };
             let floor = match &block.floor {
-                Some(f) => Some(self.floor_run(scenario, config, cpus, round, warmup, &**f)?),
+                Some((c, v, f)) => {
+                    let at = format!(
+                        "{} {config} cpus={cpus} round={round}: its paired {} {c} {v}",
+                        scenario.name,
+                        catalog::LIMIT
+                    );
+                    // Measured as any run is, but unmarked and not recorded (module doc).
+                    let names = (catalog::LIMIT, c.as_str(), *v);
+                    let run = self.one_run(&at, names, cpus, round, warmup, &**f, Marks::Off)?;
+                    Some(run.ops_per_s)
+                }
                 None => None,
             };
             for (position, &k) in order.iter().enumerate() {
                 let (variant, floor_relative, inst) = &instances[k];
-                let mut run =
-                    self.one_run(scenario, config, variant, cpus, round, warmup, &**inst)?;
+                let at = format!(
+                    "{} {config} {variant} cpus={cpus} round={round}",
+                    scenario.name
+                );
+                let names = (scenario.name, config, variant.as_str());
+                let mut run = self.one_run(&at, names, cpus, round, warmup, &**inst, Marks::On)?;
                 run.order = position as u32 + 1;
                 run.instance = instance;
                 if let Some(rate) = floor.filter(|_| *floor_relative)
@@ -535,24 +550,30 @@ impl Engine<'_> {
         defs
     }
 
+    /// Measures `inst` as the run of scenario, config and variant `names` (`marks`: whether
+    /// the platform hears of it) and checks its invariant after; a failure of either stops
+    /// the benchmark with `at` in front of it.
     #[allow(clippy::too_many_arguments)]
     fn one_run(
         &mut self,
-        scenario: &'static Scenario,
-        config: &str,
-        variant: &str,
+        at: &str,
+        (scenario, config, variant): (&str, &str, &str),
         cpus: u32,
         round: u32,
         warmup: bool,
         inst: &dyn Instance,
+        marks: Marks,
     ) -> Result<Run, Stopped> {
-        let at = format!(
-            "{} {config} {variant} cpus={cpus} round={round}",
-            scenario.name
-        );
-        let m = self.measure_checked(&at, inst, cpus, Marks::On)?;
+        let m = match measure(self.platform, inst, cpus, self.request.length, marks) {
+            Ok(m) => m,
+            Err(f) => return Err(self.fail(format!("{at}: {f}"))),
+        };
+        if let Err(why) = inst.check() {
+            self.invariants_ok = false;
+            return Err(self.fail(format!("{at}: invariant violated: {why}")));
+        }
         let mut run = match Run::new(
-            scenario.name,
+            scenario,
             config,
             variant,
             cpus,
@@ -647,60 +668,6 @@ impl Engine<'_> {
             stopped = self.fail(f);
         }
         Err(stopped)
-    }
-
-    /// The rate of the block's floor instance `floor` in round `round` of a fault
-    /// scenario's point, measured as any run is (and its invariant checked), for the
-    /// round's runs to divide by; not recorded as a run of its own, so unmarked
-    /// ([`Marks::Off`]: no counter pairs it with the next run's record).
-    fn floor_run(
-        &mut self,
-        scenario: &'static Scenario,
-        config: &str,
-        cpus: u32,
-        round: u32,
-        warmup: bool,
-        floor: &dyn Instance,
-    ) -> Result<f64, Stopped> {
-        let at = format!(
-            "{} {config} cpus={cpus} round={round}: its paired {} floor",
-            scenario.name,
-            catalog::LIMIT
-        );
-        let m = self.measure_checked(&at, floor, cpus, Marks::Off)?;
-        match Run::new(
-            catalog::LIMIT,
-            config,
-            "floor",
-            cpus,
-            round,
-            warmup,
-            m.ops(),
-            m.ns(),
-        ) {
-            Ok(r) => Ok(r.ops_per_s),
-            Err(why) => Err(self.fail(format!("{at}: cannot record the run: {why}"))),
-        }
-    }
-
-    /// Measures `inst` for the request's length and checks its invariant after; a failure
-    /// of either stops the benchmark with `at` in front of it.
-    fn measure_checked(
-        &mut self,
-        at: &str,
-        inst: &dyn Instance,
-        cpus: u32,
-        marks: Marks,
-    ) -> Result<Measured, Stopped> {
-        let m = match measure(self.platform, inst, cpus, self.request.length, marks) {
-            Ok(m) => m,
-            Err(f) => return Err(self.fail(format!("{at}: {f}"))),
-        };
-        if let Err(why) = inst.check() {
-            self.invariants_ok = false;
-            return Err(self.fail(format!("{at}: invariant violated: {why}")));
-        }
-        Ok(m)
     }
 
     fn compare(&mut self, scenario: &'static Scenario, config: &str, cpus: u32) {
