@@ -20,8 +20,9 @@
 //! CPU count just before the run's round, in the same instance block, and `floor_fraction`
 //! is `ops_per_s` over it: the floor is paired with the rounds it divides, so drift between
 //! the start of the benchmark and the point does not enter the fraction. (A reference run
-//! booted apart, as Linux in `kx bench`, has a `floor_fraction` against the `limit`
-//! point's harmonic mean and no `floor_ops_per_s`.) A `comparison` is paired by round: the geometric mean of the per-round ratios
+//! booted apart, as Linux in `kx bench`, has a `floor_fraction` against the run's floor
+//! over the whole benchmark, [`crate::Summary::floor`], and no `floor_ops_per_s`.) A
+//! `comparison` is paired by round: the geometric mean of the per-round ratios
 //! B/A with a t-interval on their logarithms ([`crate::stats::paired_ratio_ci`]); the
 //! harmonic means are kept for display. A variant name ending in `'` is the A/A control, a
 //! second instance of the baseline ([`control_name`]). `end` closes a complete run: a log without
@@ -404,8 +405,8 @@ pub struct Run {
     /// round in the same instance block (fault scenarios; see the module doc).
     #[serde(default)]
     pub floor_ops_per_s: Option<f64>,
-    /// This rate over `floor_ops_per_s` (fault scenarios), or over the `limit` point's
-    /// harmonic mean for a reference booted apart.
+    /// This rate over `floor_ops_per_s` (fault scenarios), or over the run's floor at the
+    /// same CPU count for a reference booted apart ([`crate::Summary::floor`]).
     #[serde(default)]
     pub floor_fraction: Option<f64>,
     /// Hardware counts (`None`: the platform has no PMU).
