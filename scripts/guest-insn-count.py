@@ -15,6 +15,14 @@ sums, over the blocks executed in it:
   calls  call instructions (each one a call/return pair)
   lock   locked read-modify-writes (lock-prefixed instructions and xchg with memory)
   div    integer divisions (div / idiv)
+  tb     translated blocks executed
+  unch   block-to-block transitions TCG cannot chain: a block ending in a return, an
+         indirect jump or call, or `iretq`, or one followed by a block in another 4 KiB
+         page than its own start (QEMU links a jump to its target's code only within the
+         page its block starts in); each goes through `helper_lookup_tb_ptr` or the
+         execution loop, which a real CPU's branch predictors make nearly free (the
+         entry into an exception handler counts as one; QEMU may end a block for other
+         reasons than a jump, and such a block chains when its successor is in its page)
 and divides by the operations of the run record (KRESULT) of the same window: the n-th
 window is the n-th run record. Deterministic for one kernel build and command line up to
 where the timed run stops (its length is guest time), so per-operation figures are stable
@@ -124,6 +132,14 @@ def parse_args():
     return a
 
 
+def unchainable(mnemonic, operands):
+    """Whether a block ending in this instruction leaves it through a lookup of its target
+    (a return, an indirect jump or call, an interrupt return), whatever page it lands in."""
+    if mnemonic.startswith(("ret", "iret", "sysret")):
+        return True
+    return mnemonic.startswith(("jmp", "call")) and "*" in operands
+
+
 def kind(mnemonic, operands):
     """'call', 'lock', 'div' or None for one instruction."""
     if mnemonic.startswith("call"):
@@ -139,7 +155,8 @@ CALL_TARGET = re.compile(r"^(0x[0-9a-f]+)$")
 
 
 def count_windows(log, begin, end, pause, resume):
-    """Per window: ([insn, call, lock, div] summed over the blocks executed in it, Counter
+    """Per window: ([insn, call, lock, div, tb, unch] summed over the blocks executed in it
+    (see the module doc for the last two), Counter
     of call targets: an address, or ("site", address of the call) for an indirect call,
     Counter of instructions by block start, Counter of locked RMWs by their address,
     Counter of executions by block start), and block start -> its instructions' addresses."""
@@ -147,6 +164,8 @@ def count_windows(log, begin, end, pause, resume):
     insn_addrs = {}  # block start -> addresses of its instructions
     targets = {}  # block start -> call targets in it
     locks = {}  # block start -> addresses of its locked RMWs
+    exits = {}  # block start -> whether its last instruction is unchainable()
+    prev = None  # the block executed last in the open window
     cur = None  # [insn, call, lock, div] of the block being read
     cur_targets = None
     cur_locks = None
@@ -165,13 +184,15 @@ def count_windows(log, begin, end, pause, resume):
             pc = int(m.group(1), 16)
             if pc == pause:
                 paused = True
+                prev = None
                 continue
             if pc == resume:
                 paused = False
                 continue
             if pc == begin:
                 paused = False
-                open_w = [0, 0, 0, 0]
+                prev = None
+                open_w = [0, 0, 0, 0, 0, 0]
                 open_t = Counter()
                 open_b = Counter()
                 open_l = Counter()
@@ -188,6 +209,10 @@ def count_windows(log, begin, end, pause, resume):
                     die(7, f"block {pc:#x} executed before its disassembly was logged")
                 for i in range(4):
                     open_w[i] += b[i]
+                open_w[4] += 1
+                if prev is not None and (exits[prev] or (prev ^ pc) >> 12):
+                    open_w[5] += 1
+                prev = pc
                 for t in targets[pc]:
                     open_t[t] += 1
                 open_b[pc] += b[0]
@@ -212,6 +237,7 @@ def count_windows(log, begin, end, pause, resume):
                 locks[addr] = cur_locks
             cur[0] += 1
             insn_addrs[cur_start].append(addr)
+            exits[cur_start] = unchainable(m.group(2), m.group(3))
             k = kind(m.group(2), m.group(3))
             if k:
                 cur[("insn", "call", "lock", "div").index(k)] += 1
@@ -368,7 +394,7 @@ def main():
         sc, cfg, var = s.split(":")
         wanted[sc].append((cfg, var))
     print(f"{'scenario config variant':<36} {'ops':>6} {'insn/op':>9} {'calls/op':>9} "
-          f"{'lock/op':>8} {'div/op':>7}")
+          f"{'lock/op':>8} {'div/op':>7} {'tb/op':>7} {'unch/op':>8}")
     for sc, runs in wanted.items():
         qemu, timer, fifo, serial, btmp = boot(a, elf32, sc)
         with open(fifo, errors="replace") as log:
@@ -395,10 +421,10 @@ def main():
             if not hits:
                 die(7, f"{sc}:{cfg}:{var}: no measured run of it in the log")
             ops = sum(r["ops"] for r, _ in hits)
-            tot = [sum(w[0][i] for _, w in hits) for i in range(4)]
+            tot = [sum(w[0][i] for _, w in hits) for i in range(6)]
             print(f"{sc + ' ' + cfg + ' ' + var:<36} {ops:>6} {tot[0] / ops:>9.1f} "
-                  f"{tot[1] / ops:>9.2f} {tot[2] / ops:>8.2f} {tot[3] / ops:>7.2f}",
-                  flush=True)
+                  f"{tot[1] / ops:>9.2f} {tot[2] / ops:>8.2f} {tot[3] / ops:>7.2f} "
+                  f"{tot[4] / ops:>7.1f} {tot[5] / ops:>8.1f}", flush=True)
             if a.functions:
                 insns = Counter()
                 for _, w in hits:
