@@ -14,6 +14,12 @@
 //! fls(memory / 128 MiB))`, at most 125.
 //!
 //! The memcg crate re-exports [`NodeStatItem`]: memcg and lruvec counters index by it too.
+//!
+//! Unsafe code here, and why: [`NodeVmstat::mod_state_unchecked`] is the update for a caller
+//! that has checked the CPU against a count these counters cover (memcg's stat path checks
+//! it once for the node's, the memcg's and the lruvec's counters, as Linux's
+//! `__mod_lruvec_state` checks nothing): the slot is taken without a second check.
+#![allow(unsafe_code)]
 
 use crate::error::LruError;
 use crate::sync::atomic::{AtomicI8, AtomicI64, Ordering};
@@ -173,10 +179,35 @@ impl NodeVmstat {
         self.stat_threshold
     }
 
+    /// Number of CPUs the per-CPU deltas cover (ids `0..nr_cpus`).
+    #[inline]
+    #[must_use]
+    pub fn nr_cpus(&self) -> usize {
+        self.per_cpu.nr_cpus()
+    }
+
     /// `__mod_node_page_state()` on `cpu`: add `delta` to this CPU's delta of `item`, and
     /// fold it into the node total once it passes the threshold.
     pub fn mod_state(&self, cpu: usize, item: NodeStatItem, delta: i64) -> Result<(), LruError> {
         let pcp = self.per_cpu.get(cpu).ok_or(LruError::InvalidCpu(cpu))?;
+        self.mod_slot(pcp, item, delta);
+        Ok(())
+    }
+
+    /// [`Self::mod_state`] for a CPU the caller has checked.
+    ///
+    /// # Safety
+    ///
+    /// `cpu < self.nr_cpus()`.
+    #[inline(always)]
+    pub unsafe fn mod_state_unchecked(&self, cpu: usize, item: NodeStatItem, delta: i64) {
+        // SAFETY: the caller's promise.
+        let pcp = unsafe { self.per_cpu.get_unchecked(cpu) };
+        self.mod_slot(pcp, item, delta);
+    }
+
+    #[inline(always)]
+    fn mod_slot(&self, pcp: &PerCpuNodestat, item: NodeStatItem, delta: i64) {
         let p = &pcp.diff[item as usize];
         // Only this CPU writes its slot: a plain load and store (`__this_cpu_read/write`).
         // The sum is Linux's `long` addition: a delta near `i64::MAX` wraps as it would
@@ -189,7 +220,6 @@ impl NodeVmstat {
             // |x| <= threshold <= 125 fits in an i8.
             p.store(x as i8, Ordering::Relaxed);
         }
-        Ok(())
     }
 
     /// `node_page_state()`: the node total, lagging the true value by at most
@@ -234,6 +264,30 @@ mod tests {
         assert_eq!(
             v.mod_state(2, NodeStatItem::NrShmem, 1),
             Err(LruError::InvalidCpu(2))
+        );
+    }
+
+    #[test]
+    fn the_unchecked_update_is_the_checked_one() {
+        let (a, b) = (NodeVmstat::new(3, 4), NodeVmstat::new(3, 4));
+        assert_eq!(a.nr_cpus(), 3);
+        for (cpu, delta) in [(0, 3), (2, -2), (1, 7), (2, -9), (0, 2)] {
+            a.mod_state(cpu, NodeStatItem::NrFileMapped, delta).unwrap();
+            // SAFETY: every CPU here is below 3.
+            unsafe { b.mod_state_unchecked(cpu, NodeStatItem::NrFileMapped, delta) };
+            assert_eq!(
+                a.state(NodeStatItem::NrFileMapped),
+                b.state(NodeStatItem::NrFileMapped)
+            );
+            assert_eq!(
+                a.state_snapshot(NodeStatItem::NrFileMapped),
+                b.state_snapshot(NodeStatItem::NrFileMapped)
+            );
+        }
+        assert_eq!(
+            b.state(NodeStatItem::NrFileMapped),
+            1,
+            "folded past the threshold"
         );
     }
 

@@ -16,16 +16,16 @@
 //!
 //! Unsafe code here, and why: a memcg links its parent and children by raw pointers
 //! (Linux's `css->parent`, `children`, `sibling`), read under RCU and kept valid by the
-//! references children hold.
+//! references children hold. The stat path checks the CPU once per update against the
+//! count every per-CPU structure of the tree is built with, and then updates the node's,
+//! the lruvec's and the memcg's counters without checking it again (`check_cpu`).
 #![allow(unsafe_code)]
 
 use crate::error::{MemcgError, MemcgId};
 use crate::page_counter::PageCounter;
 use crate::percpu_ref::PercpuRef;
 use crate::pn::{MemCgroupPerNode, PnCache, PnInit};
-use crate::stats::{
-    MemcgEvent, MemcgVmstats, NodeStatItem, lruvec_stats_add, memcg_index_of_event,
-};
+use crate::stats::{MemcgEvent, MemcgVmstats, NodeStatItem, memcg_index_of_event};
 use crate::stock::StockTarget;
 use crate::sync::{AtomicBool, AtomicPtr, Ordering};
 use alloc::boxed::Box;
@@ -255,8 +255,7 @@ impl<P: MemCgroupPerNode> MemCgroup<P> {
 
     /// `__this_cpu_add(memcg->vmstats_percpu->state[idx], val)` and `memcg_rstat_updated()`:
     /// the counter, then `val` towards the flush threshold at every level, the first level
-    /// on the slot the counter is in. Inlined into both update paths, as Linux's is.
-    #[inline(always)]
+    /// on the slot the counter is in.
     fn mod_vmstat(&self, cpu: usize, idx: usize, val: i64) -> Result<(), MemcgError> {
         match self.vmstats.add_updated(cpu, idx, val) {
             None => return Err(self.bad_cpu(cpu)),
@@ -290,12 +289,21 @@ impl<P: MemCgroupPerNode> MemCgroup<P> {
         let pn = self.nodeinfo(node)?;
         self.check_cpu(cpu)?;
         let pgdat = self.node_data[node as usize];
-        pgdat
-            .mod_node_page_state(cpu, item, val)
-            .map_err(|_| self.bad_cpu(cpu))?;
-        self.mod_pn_state(pn, cpu, item, val)
+        // SAFETY: `cpu` is below this memcg's CPU count, the tree's, which every per-CPU
+        // structure of the stat path covers: the node's counters (`node_data` is the tree's,
+        // validated when it was built), and the counters of `pn` and of every memcg of the
+        // tree (`MemcgInit::nr_cpus`). So the checks would all pass.
+        unsafe {
+            pgdat.vmstat().mod_state_unchecked(cpu, item, val);
+            self.mod_pn_state_unchecked(pn, cpu, item, val);
+        }
+        Ok(())
     }
 
+    /// Whether `cpu` is below this memcg's CPU count, the count its tree's per-CPU
+    /// structures are built with (`MemcgInit::nr_cpus`: this memcg's and every other's
+    /// statistics and per-node counters; the tree checks its nodes' counters against it
+    /// when it is built). A CPU that passes may index all of them unchecked.
     #[inline]
     fn check_cpu(&self, cpu: usize) -> Result<(), MemcgError> {
         if cpu < self.vmstats.nr_cpus() {
@@ -306,20 +314,35 @@ impl<P: MemCgroupPerNode> MemCgroup<P> {
     }
 
     /// The memcg and lruvec part of both update paths (`__mod_memcg_lruvec_state()`):
-    /// per-CPU memcg and lruvec counters, then rstat.
+    /// per-CPU memcg and lruvec counters, then rstat. Inlined into both, as Linux's is.
+    ///
+    /// # Safety
+    ///
+    /// `cpu` passed [`Self::check_cpu`], and `pn` is one of this memcg's per-node infos.
     #[inline(always)]
-    pub(crate) fn mod_pn_state(
+    pub(crate) unsafe fn mod_pn_state_unchecked(
         &self,
         pn: &P,
         cpu: usize,
         item: NodeStatItem,
         val: i64,
-    ) -> Result<(), MemcgError> {
+    ) {
         let rm = pn.read_mostly();
-        if !lruvec_stats_add(&rm.lruvec_stats_percpu, cpu, item, val) {
-            return Err(self.bad_cpu(cpu));
+        // SAFETY: the caller's promise; `pn`'s counters are built with its memcg's count.
+        unsafe {
+            crate::stats::lruvec_stats_add_unchecked(&rm.lruvec_stats_percpu, cpu, item, val);
+            if !self.vmstats.add_updated_unchecked(cpu, item as usize, val) {
+                return;
+            }
         }
-        self.mod_vmstat(cpu, item as usize, val)
+        let mut m = self.parent();
+        while let Some(c) = m {
+            // SAFETY: an ancestor is in this memcg's tree, so built with the same count.
+            if !unsafe { c.vmstats.rstat_updated_unchecked(cpu, val) } {
+                break;
+            }
+            m = c.parent();
+        }
     }
 
     /// Counts `count` events (`count_memcg_events()`).
@@ -567,10 +590,13 @@ pub fn mod_lruvec_state<P: MemCgroupPerNode>(
     // borrowed from `lruvec` for this call.
     let memcg = unsafe { pn.read_mostly().memcg.cast::<MemCgroup<P>>().as_ref() };
     memcg.check_cpu(cpu)?;
-    pgdat
-        .mod_node_page_state(cpu, item, val)
-        .map_err(|_| memcg.bad_cpu(cpu))?;
-    memcg.mod_pn_state(pn, cpu, item, val)
+    // SAFETY: as in `MemCgroup::mod_lruvec_state`: `cpu` passed the memcg's check, and the
+    // lruvec's node is one of its tree's, whose counters cover the tree's CPUs.
+    unsafe {
+        pgdat.vmstat().mod_state_unchecked(cpu, item, val);
+        memcg.mod_pn_state_unchecked(pn, cpu, item, val);
+    }
+    Ok(())
 }
 
 impl<P: MemCgroupPerNode> MemCgroup<P> {

@@ -14,6 +14,14 @@
 //! the last flush (`state - state_prev`), adds it to the memcg's local and hierarchical
 //! totals, and leaves it in the parent's `pending` so the parent's hierarchical total picks it
 //! up when the parent is flushed. Flushes are serialised by the caller (Linux's rstat lock).
+//!
+//! Unsafe code here, and why: the stat path checks the CPU once per update, against the
+//! count every per-CPU structure of the memcg tree is built with
+//! ([`crate::memcontrol::MemCgroup`]'s `mod_lruvec_state`), and then reaches the lruvec's
+//! and the memcg's counters (and its ancestors') through `PerCpu::get_unchecked`, as
+//! Linux's `this_cpu_add` checks nothing: the `_unchecked` functions below take that
+//! promise from their caller.
+#![allow(unsafe_code)]
 
 use crate::stock::MEMCG_CHARGE_BATCH;
 use crate::sync::{AtomicI64, AtomicU64, Ordering};
@@ -168,22 +176,21 @@ pub(crate) fn lruvec_stats_percpu(nr_cpus: usize) -> LruvecStatsPercpu {
     PerCpu::new(nr_cpus, |_| PcpCounters::new())
 }
 
-/// `this_cpu_add(pn->lruvec_stats_percpu->state[idx], val)`; `false` if `cpu` is out of
-/// range.
-#[inline]
-pub(crate) fn lruvec_stats_add(
+/// `this_cpu_add(pn->lruvec_stats_percpu->state[idx], val)`, for a CPU the caller has
+/// checked.
+///
+/// # Safety
+///
+/// `cpu < pcp.nr_cpus()`.
+#[inline(always)]
+pub(crate) unsafe fn lruvec_stats_add_unchecked(
     pcp: &LruvecStatsPercpu,
     cpu: usize,
     item: NodeStatItem,
     val: i64,
-) -> bool {
-    match pcp.get(cpu) {
-        Some(c) => {
-            c.add(item as usize, val);
-            true
-        }
-        None => false,
-    }
+) {
+    // SAFETY: the caller's promise.
+    unsafe { pcp.get_unchecked(cpu) }.add(item as usize, val);
 }
 
 /// A lruvec's flushed totals (`struct lruvec_stats`).
@@ -262,6 +269,30 @@ impl MemcgVmstats {
         let statc = self.pcp.get(cpu)?;
         statc.counters.add(idx, val);
         Some(self.updated(statc, val))
+    }
+
+    /// [`Self::add_updated`] for a CPU the caller has checked: whether the walk goes on.
+    ///
+    /// # Safety
+    ///
+    /// `cpu < self.nr_cpus()`.
+    #[inline(always)]
+    pub(crate) unsafe fn add_updated_unchecked(&self, cpu: usize, idx: usize, val: i64) -> bool {
+        // SAFETY: the caller's promise.
+        let statc = unsafe { self.pcp.get_unchecked(cpu) };
+        statc.counters.add(idx, val);
+        self.updated(statc, val)
+    }
+
+    /// [`Self::rstat_updated`] for a CPU the caller has checked.
+    ///
+    /// # Safety
+    ///
+    /// `cpu < self.nr_cpus()`.
+    #[inline(always)]
+    pub(crate) unsafe fn rstat_updated_unchecked(&self, cpu: usize, val: i64) -> bool {
+        // SAFETY: the caller's promise.
+        self.updated(unsafe { self.pcp.get_unchecked(cpu) }, val)
     }
 
     /// Number of CPUs the counters were built for.

@@ -121,6 +121,13 @@ impl MemcgConfig {
                     "the RCU domain must cover every CPU",
                 ));
             }
+            // The stat path indexes the node's per-CPU deltas with a CPU it checked against
+            // `nr_cpus` only (`MemCgroup::check_cpu`).
+            if pgdat.vmstat().nr_cpus() < self.nr_cpus {
+                return Err(MemcgError::InvalidConfig(
+                    "every node's counters must cover every CPU",
+                ));
+            }
         }
         Ok(())
     }

@@ -134,6 +134,16 @@ fn invalid_config_is_refused() {
         new(MemcgConfig::new(8, 1)).unwrap_err(),
         MemcgError::InvalidConfig(_)
     ));
+    // Every node's counters must cover every CPU of the tree too: the stat path indexes
+    // them with a CPU it checked against the tree's count only.
+    let narrow =
+        lru::pgdat::alloc_nodes::<Pn>(1, 1, 1 << 10, lru::TailMode::Cached, rcu(4)).unwrap();
+    assert!(MemcgTree::<Pn>::new(MemcgConfig::new(1, 1), narrow, lru()).is_ok());
+    let e = MemcgTree::<Pn>::new(MemcgConfig::new(2, 1), narrow, lru()).unwrap_err();
+    assert!(
+        matches!(e, MemcgError::InvalidConfig(m) if m.contains("counters")),
+        "{e:?}"
+    );
     // NODE_DATA must hold exactly the configured nodes, in order, in one RCU domain.
     let nodes =
         lru::pgdat::alloc_nodes::<Pn>(2, 1, 1 << 10, lru::TailMode::Cached, rcu(1)).unwrap();
