@@ -289,10 +289,11 @@ impl<P: MemCgroupPerNode> MemCgroup<P> {
         let pn = self.nodeinfo(node)?;
         self.check_cpu(cpu)?;
         let pgdat = self.node_data[node as usize];
-        // SAFETY: `cpu` is below this memcg's CPU count, the tree's, which every per-CPU
-        // structure of the stat path covers: the node's counters (`node_data` is the tree's,
-        // validated when it was built), and the counters of `pn` and of every memcg of the
-        // tree (`MemcgInit::nr_cpus`). So the checks would all pass.
+        // The CPU passed `check_cpu`: it is below the tree's count, which every per-CPU
+        // structure of the stat path covers (the node's counters, `node_data` being the
+        // tree's and validated when it was built; `pn`'s and every memcg's, from
+        // `MemcgInit::nr_cpus`).
+        // SAFETY: so `cpu` is below each structure's slot count, as the callees require.
         unsafe {
             pgdat.vmstat().mod_state_unchecked(cpu, item, val);
             self.mod_pn_state_unchecked(pn, cpu, item, val);
@@ -590,8 +591,9 @@ pub fn mod_lruvec_state<P: MemCgroupPerNode>(
     // borrowed from `lruvec` for this call.
     let memcg = unsafe { pn.read_mostly().memcg.cast::<MemCgroup<P>>().as_ref() };
     memcg.check_cpu(cpu)?;
-    // SAFETY: as in `MemCgroup::mod_lruvec_state`: `cpu` passed the memcg's check, and the
-    // lruvec's node is one of its tree's, whose counters cover the tree's CPUs.
+    // As in `MemCgroup::mod_lruvec_state`: `cpu` passed the memcg's check, and the lruvec's
+    // node is one of its tree's, whose counters cover the tree's CPUs.
+    // SAFETY: so `cpu` is below each structure's slot count, as the callees require.
     unsafe {
         pgdat.vmstat().mod_state_unchecked(cpu, item, val);
         memcg.mod_pn_state_unchecked(pn, cpu, item, val);
