@@ -209,7 +209,7 @@ where
             stats.lock_holds += 1;
         }
         let res = match kind {
-            BatchKind::LruAdd => g.add_folio(folio).map(|()| true),
+            BatchKind::LruAdd => g.add_relocked_folio(folio).map(|()| true),
             BatchKind::Activate => g.activate_isolated(folio),
             BatchKind::Deactivate => g.deactivate_isolated(folio),
         };

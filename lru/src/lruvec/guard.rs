@@ -254,6 +254,19 @@ impl<'a, H: LruvecHost> LruvecGuard<'a, H> {
         if !self.lruvec.owns(folio) {
             return Err(LruError::WrongLruvec);
         }
+        self.lruvec_add_owned_folio(folio, tail)
+    }
+
+    /// [`Self::lruvec_add_folio`] for a folio this lruvec owns ([`Lruvec::owns`]), which
+    /// the caller has established: Linux's `lruvec_add_folio` checks nothing, its callers
+    /// having found the lruvec from the folio.
+    #[inline(always)]
+    fn lruvec_add_owned_folio(
+        &mut self,
+        folio: &'static Folio,
+        tail: bool,
+    ) -> Result<(), LruError> {
+        debug_assert!(self.lruvec.owns(folio), "a folio added to another lruvec");
         if self.lru_gen_add_folio(folio, tail)? {
             return Ok(());
         }
@@ -292,6 +305,20 @@ impl<'a, H: LruvecHost> LruvecGuard<'a, H> {
             return Err(LruError::AlreadyOnLru);
         }
         self.lruvec_add_folio(folio, false)?;
+        folio.set(FolioFlags::LRU);
+        Ok(())
+    }
+
+    /// [`Self::add_folio`] as `folio_batch_move_lru` calls it (`lru_add_fn`), on the guard
+    /// [`folio_lruvec_relock`] returned for `folio`: that guard's lruvec owns the folio (the
+    /// relock checked it, on the locked lruvec or the one it looked up), so it is not asked
+    /// again per folio.
+    #[inline(always)]
+    pub(crate) fn add_relocked_folio(&mut self, folio: &'static Folio) -> Result<(), LruError> {
+        if folio.test_lru() {
+            return Err(LruError::AlreadyOnLru);
+        }
+        self.lruvec_add_owned_folio(folio, false)?;
         folio.set(FolioFlags::LRU);
         Ok(())
     }
@@ -513,7 +540,9 @@ pub trait LruvecLookup<H: LruvecHost> {
 /// lruvec's) and looks the lruvec up only when it is not. That answer is the lookup's: the
 /// guard was taken, in this walk, for an earlier folio charged to the lruvec's memcg and
 /// still held (on the list under this lock, or off it and not yet uncharged), so that memcg
-/// cannot be unlinked meanwhile and its id not handed to another.
+/// cannot be unlinked meanwhile and its id not handed to another. The lruvec the lookup
+/// returns is checked the same way (once per lock switch), so the guard this returns always
+/// owns `folio`, and the folio batches add it without asking again (`lru_add_fn`).
 #[inline(always)]
 pub fn folio_lruvec_relock<'g, H: LruvecHost, L: LruvecLookup<H> + ?Sized>(
     guard: Option<LruvecGuard<'g, H>>,
@@ -527,6 +556,7 @@ pub fn folio_lruvec_relock<'g, H: LruvecHost, L: LruvecLookup<H> + ?Sized>(
     };
     let lruvec = lookup
         .folio_lruvec(rcu, folio)
+        .filter(|lruvec| lruvec.owns(folio))
         .ok_or(LruError::WrongLruvec)?;
     Ok(lruvec_relock(guard, lruvec))
 }

@@ -127,3 +127,19 @@ impl<H: LruvecHost> LruvecLookup<H> for Lookup<H> {
             .find(|l| l.memcg_id() == folio.memcg_id())
     }
 }
+
+/// A lookup that answers every folio with the same lruvec, whoever's the folio is (a
+/// broken `folio_lruvec()`): what the relock must refuse rather than pass on.
+pub struct Liar<H: LruvecHost>(pub &'static Lruvec<H>);
+
+impl<H: LruvecHost> LruvecLookup<H> for Liar<H> {
+    type Guard<'a> = ();
+
+    fn read_lock(&self, _cpu: usize) -> Result<(), LruError> {
+        Ok(())
+    }
+
+    fn folio_lruvec<'g>(&'g self, _: &'g (), _folio: &Folio) -> Option<&'g Lruvec<H>> {
+        Some(self.0)
+    }
+}

@@ -3,7 +3,7 @@
 use crate::common;
 use rusty_fork::rusty_fork_test;
 
-use common::{Counting, Lookup, folios, lruvec};
+use common::{Counting, Liar, Lookup, folios, lruvec};
 use ksync::Ticket;
 use ksync::local_lock::pinned_threads;
 use lru::{
@@ -206,6 +206,27 @@ rusty_fork_test! {
             f.iter().all(|x| x.test_lru() && x.refcount() == 1),
             "only the owner's"
         );
+    }
+}
+
+rusty_fork_test! {
+    #[test]
+    fn a_lookup_answering_another_lruvec_is_refused() {
+        // The batch adds each folio to the guard `folio_lruvec_relock` returned without
+        // asking again whether it is the folio's: the relock asks the looked-up one.
+        let lv = lruvec::<Ticket, G>(1, LruMode::Classic);
+        let liar = Liar(lv);
+        let batches = LruBatches::<Ticket>::new(1);
+        let mine = folios(1, 1, false);
+        let theirs = folios(1, 2, false);
+        batches.folio_add_lru(0, mine[0], &liar).unwrap();
+        batches.folio_add_lru(0, theirs[0], &liar).unwrap();
+        let s = batches.drain_cpu(0, &liar).unwrap();
+        assert_eq!(s.moved, 1);
+        assert_eq!(s.error, Some(LruError::WrongLruvec));
+        assert!(mine[0].test_lru() && !theirs[0].test_lru());
+        assert_eq!(lv.nr_folios(), 1, "the other memcg's folio stays off this lruvec");
+        assert_eq!(theirs[0].refcount(), 1, "the batch reference is dropped");
     }
 }
 
