@@ -584,21 +584,71 @@ pub fn mod_lruvec_state<P: MemCgroupPerNode>(
     val: i64,
 ) -> Result<(), MemcgError> {
     lru::events::count(lru::events::LruEvent::StatThroughLruvec, 1);
-    let pgdat = lruvec.pgdat();
+    let memcg = lruvec_memcg(lruvec);
+    memcg.check_cpu(cpu)?;
+    // SAFETY: `cpu` passed the check against `lruvec`'s memcg.
+    unsafe { mod_lruvec_state_checked(lruvec, memcg, cpu, item, val) };
+    Ok(())
+}
+
+/// [`mod_lruvec_state`] on the running CPU, folded into the tree's CPU range as every
+/// per-CPU update of a CPU id past it is (`ksync::cpu::fold`): the id read and its one
+/// comparison with the tree's count, where passing `fold`'s result to [`mod_lruvec_state`]
+/// compares twice (`__update_lru_size()`'s `__mod_lruvec_state()` under `lru_lock`).
+#[inline(always)]
+pub(crate) fn mod_lruvec_state_this_cpu<P: MemCgroupPerNode>(
+    lruvec: &Lruvec<P>,
+    item: NodeStatItem,
+    val: i64,
+) -> Result<(), MemcgError> {
+    let memcg = lruvec_memcg(lruvec);
+    let cpu = ksync::this_cpu();
+    if memcg.check_cpu(cpu).is_err() {
+        return mod_lruvec_state(
+            lruvec,
+            ksync::cpu::fold(cpu, memcg.vmstats.nr_cpus()),
+            item,
+            val,
+        );
+    }
+    lru::events::count(lru::events::LruEvent::StatThroughLruvec, 1);
+    // SAFETY: `cpu` passed the check against `lruvec`'s memcg.
+    unsafe { mod_lruvec_state_checked(lruvec, memcg, cpu, item, val) };
+    Ok(())
+}
+
+/// The memcg that owns `lruvec` (`lruvec_memcg()`).
+#[inline(always)]
+fn lruvec_memcg<P: MemCgroupPerNode>(lruvec: &Lruvec<P>) -> &MemCgroup<P> {
     let pn = P::from_lruvec(lruvec);
     // SAFETY: `memcg` is the back pointer set at allocation to the `MemCgroup<P>` that
     // owns `pn`; the memcg owns the `mem_cgroup_per_node` and outlives it, and `pn` is
-    // borrowed from `lruvec` for this call.
-    let memcg = unsafe { pn.read_mostly().memcg.cast::<MemCgroup<P>>().as_ref() };
-    memcg.check_cpu(cpu)?;
-    // As in `MemCgroup::mod_lruvec_state`: `cpu` passed the memcg's check, and the lruvec's
-    // node is one of its tree's, whose counters cover the tree's CPUs.
+    // borrowed from `lruvec` for as long as the result.
+    unsafe { pn.read_mostly().memcg.cast::<MemCgroup<P>>().as_ref() }
+}
+
+/// The body of [`mod_lruvec_state`] once the CPU is checked.
+///
+/// # Safety
+///
+/// `memcg` is `lruvec`'s ([`lruvec_memcg`]) and `cpu` passed its [`MemCgroup::check_cpu`].
+#[inline(always)]
+unsafe fn mod_lruvec_state_checked<P: MemCgroupPerNode>(
+    lruvec: &Lruvec<P>,
+    memcg: &MemCgroup<P>,
+    cpu: usize,
+    item: NodeStatItem,
+    val: i64,
+) {
+    let pn = P::from_lruvec(lruvec);
+    // As in `MemCgroup::mod_lruvec_state`: `cpu` passed the memcg's check (the caller's
+    // promise), and the lruvec's node is one of its tree's, whose counters cover the tree's
+    // CPUs.
     // SAFETY: so `cpu` is below each structure's slot count, as the callees require.
     unsafe {
-        pgdat.vmstat().mod_state_unchecked(cpu, item, val);
+        lruvec.pgdat().vmstat().mod_state_unchecked(cpu, item, val);
         memcg.mod_pn_state_unchecked(pn, cpu, item, val);
     }
-    Ok(())
 }
 
 impl<P: MemCgroupPerNode> MemCgroup<P> {

@@ -16,7 +16,7 @@
 //! offset) and turns that offset back into the memcg.
 #![allow(unsafe_code)]
 
-use super::{MemCgroupPerNode, MemCgroupPerNodeBase, MemCgroupPerNodePaired, MemCgroupPerNodeV1};
+use super::{MemCgroupPerNodeBase, MemCgroupPerNodePaired, MemCgroupPerNodeV1};
 use core::mem::offset_of;
 use ksync::LockFamily;
 use lru::lruvec::LruZoneSize;
@@ -51,11 +51,8 @@ macro_rules! impl_lruvec_host {
                 _zone: usize,
                 delta: isize,
             ) {
-                let pn = <Self as MemCgroupPerNode>::from_lruvec(lruvec);
-                let nr_cpus = pn.read_mostly().lruvec_stats_percpu.nr_cpus();
-                let _ = crate::memcontrol::mod_lruvec_state(
+                let _ = crate::memcontrol::mod_lruvec_state_this_cpu(
                     lruvec,
-                    ksync::cpu::fold(ksync::this_cpu(), nr_cpus),
                     crate::stats::NodeStatItem::lru(lru),
                     delta as i64,
                 );
