@@ -56,6 +56,11 @@ pub struct VariantPoint {
     /// reference booted apart, a log from before the pairing), its harmonic mean over the
     /// run's floor at the same CPU count ([`Summary::floor`]).
     pub floor_fraction: Option<f64>,
+    /// The 95% interval of a paired [`Self::floor_fraction`] over its runs (Student's t
+    /// on the logarithms of the per-run fractions, [`stats::paired_ratio_ci`]): how far
+    /// the rounds' fractions spread. `None` with fewer than two paired runs, and for a
+    /// fraction over the run's floor.
+    pub floor_ci: Option<(f64, f64)>,
     /// Hardware counts per op, when every measured round has them.
     pub pmu: Option<PmuPoint>,
 }
@@ -237,13 +242,14 @@ fn run_floors(measured: &[&Run]) -> Vec<(u32, f64)> {
 /// comparison's paired ratio ([`stats::paired_ratio_ci`]), so a change of the emulator's
 /// speed between blocks (at two vCPUs on two cores the floor alone moved by up to a third
 /// between blocks, and mostly by a few percent between two runs of one round) cancels in
-/// each fraction.
-fn paired_floor_fraction(runs: &[&Run]) -> Option<f64> {
+/// each fraction. Its interval is the spread of those fractions, which the pairing does
+/// not remove: a floor or a run slowed by the host inside one round.
+fn paired_floor_fraction(runs: &[&Run]) -> Option<stats::PairedCi> {
     let pairs: Option<Vec<(f64, f64)>> = runs
         .iter()
         .map(|r| Some((r.floor_ops_per_s?, r.ops_per_s)))
         .collect();
-    Some(stats::paired_ratio_ci(&pairs?).ok()?.ratio)
+    stats::paired_ratio_ci(&pairs?).ok()
 }
 
 fn agrees(x: &Comparison, y: &Comparison) -> bool {
@@ -308,6 +314,7 @@ impl Summary {
                     rounds: alloc::vec![r.round],
                     stats: stats::summarize(&[r.ops_per_s]).expect("checked run rate"),
                     floor_fraction: None,
+                    floor_ci: None,
                     pmu: None,
                 }),
             }
@@ -329,7 +336,10 @@ impl Summary {
                     })
                     .collect();
                 v.pmu = PmuPoint::of(&of_variant);
-                v.floor_fraction = paired_floor_fraction(&of_variant);
+                if let Some(f) = paired_floor_fraction(&of_variant) {
+                    v.floor_fraction = Some(f.ratio);
+                    v.floor_ci = f.ci;
+                }
             }
         }
         let mut summary = Summary {
@@ -638,8 +648,13 @@ mod tests {
         let p = &s.points[0];
         assert_eq!((p.scenario.as_str(), p.cpus), ("seed003-pft", 1));
         let b = p.variant("B").unwrap();
-        // The geometric mean of 1/4, 1 and 1/2.
+        // The geometric mean of 1/4, 1 and 1/2, and the t-interval of their logarithms
+        // (mean -ln 2, standard deviation ln 2, so a half-width of t(0.975, 2) ln 2 / sqrt 3).
         assert!((b.floor_fraction.unwrap() - 0.5).abs() < 1e-12, "{b:?}");
+        let (lo, hi) = b.floor_ci.unwrap();
+        let half = 4.302_652_7 * core::f64::consts::LN_2 / libm::sqrt(3.0);
+        assert!((lo - 0.5 * libm::exp(-half)).abs() < 1e-6, "{lo}");
+        assert!((hi - 0.5 * libm::exp(half)).abs() < 1e-6, "{hi}");
         // The run's floor at 1 CPU: the limit point's three runs and B's three paired
         // floors (each once, though A's runs share their rounds); at 2 CPUs the limit's.
         let floor = stats::hmean(&[1000.0, 1000.0, 1000.0, 1604.0, 402.0, 806.0]).unwrap();
@@ -659,6 +674,10 @@ mod tests {
         let s = Summary::new(&runs, &[]);
         let b = s.points[0].variant("B").unwrap();
         assert!((b.floor_fraction.unwrap() - b.stats.hmean / s.floor(1).unwrap()).abs() < 1e-12);
+        assert_eq!(
+            b.floor_ci, None,
+            "no interval for a fraction over the run's floor"
+        );
     }
 
     #[test]

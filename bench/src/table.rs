@@ -258,8 +258,8 @@ impl Table<'_> {
         match self.style {
             Style::Wide => writeln!(
                 f,
-                "  {:<12} {:>4}  {:<24} {:>8} {:>6} {:>8} {:>8} {:>6}",
-                "config", "cpus", "variant", "hmean/s", "CV", "min", "max", "floor"
+                "  {:<12} {:>4}  {:<24} {:>8} {:>6} {:>8} {:>8} {:>6}  {:<11}",
+                "config", "cpus", "variant", "hmean/s", "CV", "min", "max", "floor", "floor 95%"
             ),
             Style::Compact => writeln!(
                 f,
@@ -291,11 +291,15 @@ impl Table<'_> {
                 Some(x) => alloc::format!("{:.1}%", x * 100.0),
                 None => alloc::string::String::new(),
             };
+            let floor_ci = match v.floor_ci {
+                Some((lo, hi)) => alloc::format!("{:.1}-{:.1}%", lo * 100.0, hi * 100.0),
+                None => alloc::string::String::new(),
+            };
             let cv = alloc::format!("{:.1}%", v.stats.cv * 100.0);
             match self.style {
                 Style::Wide => writeln!(
                     f,
-                    "  {:<12} {:>4}  {:<24} {:>8} {:>6} {:>8} {:>8} {:>6}",
+                    "  {:<12} {:>4}  {:<24} {:>8} {:>6} {:>8} {:>8} {:>6}  {}",
                     clip(config, 12),
                     cpus,
                     clip(&v.variant, 24),
@@ -303,7 +307,8 @@ impl Table<'_> {
                     cv,
                     Rate(v.stats.min),
                     Rate(v.stats.max),
-                    floor
+                    floor,
+                    floor_ci
                 )?,
                 Style::Compact => writeln!(
                     f,
@@ -560,7 +565,8 @@ impl fmt::Display for Table<'_> {
              shown within its margin (a quarter of the seed's effect, at least +-5%); every \
              other comparison is exploratory and never marked; \
              floor = rate / the limit floor's, measured before each round at the same CPU \
-             count; seed = the seed's published \
+             count (the geometric mean of the rounds' fractions; floor 95% = their interval, \
+             how far the rounds spread); seed = the seed's published \
              B/A at the nearest thread count (@N).",
             width,
         )?;
@@ -704,6 +710,46 @@ mod tests {
             "{wide}"
         );
         assert!(wide.contains("4.740M"));
+    }
+
+    /// A fault scenario's variant paired with the floor of its rounds shows the fraction's
+    /// interval beside it (wide only); one without pairing shows none.
+    #[test]
+    fn paired_floors_show_their_interval() {
+        let mut runs = runs();
+        for r in runs.iter_mut().filter(|r| {
+            r.scenario == "seed001-faultfree"
+                && r.config == "anon"
+                && r.variant == "base@+0"
+                && r.cpus == 1
+        }) {
+            // Fractions of 1/2, 1/2 x 1.1 and 1/2 / 1.1 over the rounds.
+            let spread = [1.0, 1.0, 1.1, 1.0 / 1.1][r.round as usize];
+            r.pair_with_floor(r.ops_per_s * 2.0 / spread).unwrap();
+        }
+        let summary = Summary::new(&runs, &[]);
+        let wide = Table::new(&summary, Style::Wide).to_string();
+        assert!(wide.contains("floor 95%"), "{wide}");
+        let row = wide
+            .lines()
+            .find(|l| l.contains(" base@+0 ") && l.contains("anon"))
+            .expect("the paired row");
+        // exp(+-t(0.975, 2) * ln 1.1 / sqrt 3) around 50%: 39.5% to 63.4%.
+        assert!(row.trim_end().ends_with("50.0%  39.5-63.4%"), "{row}");
+        let other = wide
+            .lines()
+            .find(|l| l.contains(" base@+64 "))
+            .expect("an unpaired row");
+        assert!(
+            !other.contains('-') || !other.trim_end().ends_with('%'),
+            "{other}"
+        );
+        assert!(
+            Table::new(&summary, Style::Compact)
+                .to_string()
+                .lines()
+                .all(|l| !l.contains("39.4"))
+        );
     }
 
     #[test]
