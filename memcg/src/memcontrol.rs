@@ -586,8 +586,8 @@ pub fn mod_lruvec_state<P: MemCgroupPerNode>(
     lru::events::count(lru::events::LruEvent::StatThroughLruvec, 1);
     let memcg = lruvec_memcg(lruvec);
     memcg.check_cpu(cpu)?;
-    // SAFETY: `cpu` passed the check against `lruvec`'s memcg.
-    unsafe { mod_lruvec_state_checked(lruvec, memcg, cpu, item, val) };
+    // SAFETY: `memcg` is `lruvec`'s, and `cpu` passed its check.
+    unsafe { mod_lruvec_state_unchecked(lruvec, memcg, cpu, item, val) };
     Ok(())
 }
 
@@ -612,8 +612,8 @@ pub(crate) fn mod_lruvec_state_this_cpu<P: MemCgroupPerNode>(
         );
     }
     lru::events::count(lru::events::LruEvent::StatThroughLruvec, 1);
-    // SAFETY: `cpu` passed the check against `lruvec`'s memcg.
-    unsafe { mod_lruvec_state_checked(lruvec, memcg, cpu, item, val) };
+    // SAFETY: `memcg` is `lruvec`'s, and `cpu` passed its check.
+    unsafe { mod_lruvec_state_unchecked(lruvec, memcg, cpu, item, val) };
     Ok(())
 }
 
@@ -633,7 +633,7 @@ fn lruvec_memcg<P: MemCgroupPerNode>(lruvec: &Lruvec<P>) -> &MemCgroup<P> {
 ///
 /// `memcg` is `lruvec`'s ([`lruvec_memcg`]) and `cpu` passed its [`MemCgroup::check_cpu`].
 #[inline(always)]
-unsafe fn mod_lruvec_state_checked<P: MemCgroupPerNode>(
+unsafe fn mod_lruvec_state_unchecked<P: MemCgroupPerNode>(
     lruvec: &Lruvec<P>,
     memcg: &MemCgroup<P>,
     cpu: usize,
