@@ -739,6 +739,7 @@ mod tests {
             .expect("the paired row");
         // exp(+-t(0.975, 2) * ln 1.1 / sqrt 3) around 50%: 39.5% to 63.4%.
         assert!(row.ends_with("50.0%  39.5-63.4%"), "{row:?}");
+        assert!(row.len() <= Style::Wide.columns(), "{row:?}");
         let other = wide
             .lines()
             .find(|l| l.contains(" base@+64 "))
