@@ -257,19 +257,33 @@ impl<P: MemCgroupPerNode> MemCgroup<P> {
     /// the counter, then `val` towards the flush threshold at every level, the first level
     /// on the slot the counter is in.
     fn mod_vmstat(&self, cpu: usize, idx: usize, val: i64) -> Result<(), MemcgError> {
-        match self.vmstats.add_updated(cpu, idx, val) {
-            None => return Err(self.bad_cpu(cpu)),
-            Some(false) => return Ok(()),
-            Some(true) => {}
+        self.check_cpu(cpu)?;
+        // SAFETY: `cpu` passed `check_cpu`.
+        unsafe { self.mod_vmstat_unchecked(cpu, idx, val) };
+        Ok(())
+    }
+
+    /// [`Self::mod_vmstat`] for a CPU that passed [`Self::check_cpu`]: this memcg's and
+    /// every ancestor's counters are built with the tree's count it was checked against.
+    /// Inlined into the stat paths, as Linux's is.
+    ///
+    /// # Safety
+    ///
+    /// `cpu` passed [`Self::check_cpu`].
+    #[inline(always)]
+    unsafe fn mod_vmstat_unchecked(&self, cpu: usize, idx: usize, val: i64) {
+        // SAFETY: the caller's promise; this memcg's counters are built with its count.
+        if !unsafe { self.vmstats.add_updated_unchecked(cpu, idx, val) } {
+            return;
         }
         let mut m = self.parent();
         while let Some(c) = m {
-            if !c.vmstats.rstat_updated(cpu, val) {
+            // SAFETY: an ancestor is in this memcg's tree, so built with the same count.
+            if !unsafe { c.vmstats.rstat_updated_unchecked(cpu, val) } {
                 break;
             }
             m = c.parent();
         }
-        Ok(())
     }
 
     /// Stat path B: the update with the memcg and node the caller already knows
@@ -332,17 +346,7 @@ impl<P: MemCgroupPerNode> MemCgroup<P> {
         // SAFETY: the caller's promise; `pn`'s counters are built with its memcg's count.
         unsafe {
             crate::stats::lruvec_stats_add_unchecked(&rm.lruvec_stats_percpu, cpu, item, val);
-            if !self.vmstats.add_updated_unchecked(cpu, item as usize, val) {
-                return;
-            }
-        }
-        let mut m = self.parent();
-        while let Some(c) = m {
-            // SAFETY: an ancestor is in this memcg's tree, so built with the same count.
-            if !unsafe { c.vmstats.rstat_updated_unchecked(cpu, val) } {
-                break;
-            }
-            m = c.parent();
+            self.mod_vmstat_unchecked(cpu, item as usize, val);
         }
     }
 

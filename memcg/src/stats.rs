@@ -262,16 +262,8 @@ impl MemcgVmstats {
 
     /// `__this_cpu_add(memcg->vmstats_percpu->state[idx], val)`, then this memcg's level
     /// of `memcg_rstat_updated()`, on the one per-CPU slot both touch (Linux reaches it
-    /// once, through `this_cpu_ptr()`). `None` if `cpu` has no slot; otherwise whether the
-    /// walk goes on to the parent ([`Self::rstat_updated`]).
-    #[inline(always)]
-    pub(crate) fn add_updated(&self, cpu: usize, idx: usize, val: i64) -> Option<bool> {
-        let statc = self.pcp.get(cpu)?;
-        statc.counters.add(idx, val);
-        Some(self.updated(statc, val))
-    }
-
-    /// [`Self::add_updated`] for a CPU the caller has checked: whether the walk goes on.
+    /// once, through `this_cpu_ptr()`), for a CPU the caller has checked: whether the walk
+    /// goes on to the parent ([`Self::rstat_updated_unchecked`]).
     ///
     /// # Safety
     ///
@@ -284,7 +276,9 @@ impl MemcgVmstats {
         self.updated(statc, val)
     }
 
-    /// [`Self::rstat_updated`] for a CPU the caller has checked.
+    /// One level of `memcg_rstat_updated()`, for a CPU the caller has checked. Returns
+    /// `false` when a flush is already due, so the caller stops walking up (ancestors are
+    /// at least as far behind).
     ///
     /// # Safety
     ///
@@ -318,16 +312,8 @@ impl MemcgVmstats {
         self.stats_updates.load(Ordering::Relaxed)
     }
 
-    /// One level of `memcg_rstat_updated()`. Returns `false` when a flush is already due,
-    /// so the caller stops walking up (ancestors are at least as far behind).
-    #[inline]
-    pub(crate) fn rstat_updated(&self, cpu: usize, val: i64) -> bool {
-        self.pcp
-            .get(cpu)
-            .is_some_and(|statc| self.updated(statc, val))
-    }
-
-    /// [`Self::rstat_updated`] on `statc`, this memcg's slot of the running CPU.
+    /// One level of `memcg_rstat_updated()` on `statc`, this memcg's slot of the running
+    /// CPU.
     #[inline(always)]
     fn updated(&self, statc: &MemcgVmstatsPercpu, val: i64) -> bool {
         if self.needs_flush() {
