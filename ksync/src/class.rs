@@ -11,12 +11,20 @@
 //! locks it owns (`mm::lock_classes`, `memcg::lock_classes`, `lru::lock_classes`): this crate
 //! knows none of its users' locks, and a new lock is added next to the code that takes it.
 //!
+//! Whether a class records its statistics is one byte of its data ([`ClassData::records`]),
+//! so that every acquisition asks it with one load and one compare, as Linux's lock_stat
+//! asks its one `lock_stat` switch: the byte holds the class's own switch
+//! ([`ClassData::set_recording`]) and a copy of the switch for every class
+//! ([`crate::stat::set_enabled`]), which that switch writes into every registered class. A
+//! class gets its copy when it is first asked (out of line: it registers then); until then,
+//! and for a class the full registry cannot list, the answer comes from both switches.
+//!
 //! Unsafe code here, and why: the class registry stores `&'static ClassData` as raw
 //! pointers in atomics, and turns them back into references.
 #![allow(unsafe_code)]
 
 use crate::stat::{ClassStats, LockStatSnapshot};
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
 
 /// Most classes that can be registered (lockdep keeps one bit per class).
 pub const MAX_CLASSES: usize = 64;
@@ -35,9 +43,9 @@ pub struct ClassData {
     name: &'static str,
     /// Registry index + 1 (0 = not yet registered).
     id: AtomicUsize,
-    /// Statistics are recorded for this class even while they are off for the others
-    /// ([`ClassData::set_recording`]).
-    recording: AtomicBool,
+    /// Whether the class records: [`MIRRORED`] once [`ALL`] follows the switch for every
+    /// class, [`OWN`] for its own switch. Read on every acquisition ([`ClassData::records`]).
+    flags: AtomicU8,
     pub(crate) stats: &'static ClassStats,
 }
 
@@ -55,6 +63,39 @@ static REGISTRY: [AtomicPtr<ClassData>; MAX_CLASSES] =
     [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_CLASSES];
 static NR_CLASSES: AtomicUsize = AtomicUsize::new(0);
 
+/// [`ClassData::flags`]: [`ALL`] is the switch for every class as this class last saw it,
+/// kept so by [`crate::stat::set_enabled`] (the class is registered).
+const MIRRORED: u8 = 1;
+/// [`ClassData::flags`]: the class's own switch ([`ClassData::set_recording`]).
+const OWN: u8 = 2;
+/// [`ClassData::flags`]: statistics are on for every class ([`crate::stat::set_enabled`]).
+const ALL: u8 = 4;
+
+/// Held while the switch for every class is written into the registered classes
+/// ([`set_all`]) and while a class takes its first copy of it ([`ClassData::mirror`]), so
+/// that no class misses a change.
+static SWITCHING: AtomicBool = AtomicBool::new(false);
+
+/// Writes the switch for every class: `store(on)` under [`SWITCHING`], then `on` into every
+/// registered class's [`ALL`] bit (waits for a class taking its first copy).
+pub(crate) fn set_all(store: impl FnOnce(bool), on: bool) {
+    while SWITCHING
+        .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        core::hint::spin_loop();
+    }
+    store(on);
+    for c in classes() {
+        if on {
+            c.flags.fetch_or(ALL, Ordering::Relaxed);
+        } else {
+            c.flags.fetch_and(!ALL, Ordering::Relaxed);
+        }
+    }
+    SWITCHING.store(false, Ordering::Release);
+}
+
 impl ClassData {
     /// Data for a class called `name` whose per-CPU counters are `stats` (used by
     /// [`crate::lock_class!`], which gives each class a zero-initialised table of its own,
@@ -64,7 +105,7 @@ impl ClassData {
         ClassData {
             name,
             id: AtomicUsize::new(0),
-            recording: AtomicBool::new(false),
+            flags: AtomicU8::new(0),
             stats,
         }
     }
@@ -77,14 +118,71 @@ impl ClassData {
     /// from now on even if it is never taken.
     pub fn set_recording(&'static self, on: bool) {
         let _ = self.id();
-        self.recording.store(on, Ordering::Relaxed);
+        if on {
+            self.flags.fetch_or(OWN, Ordering::Relaxed);
+        } else {
+            self.flags.fetch_and(!OWN, Ordering::Relaxed);
+        }
     }
 
     /// Whether this class records by itself ([`ClassData::set_recording`]).
     #[inline]
     #[must_use]
     pub fn recording(&self) -> bool {
-        self.recording.load(Ordering::Relaxed)
+        self.flags.load(Ordering::Relaxed) & OWN != 0
+    }
+
+    /// Whether acquisitions of this class are recorded: while statistics are on for every
+    /// class ([`crate::stat::set_enabled`]) or for this one ([`ClassData::set_recording`]).
+    /// One load and one compare for a class that has its copy of the switch for every class
+    /// and does not record; the first question registers the class and takes that copy.
+    #[inline(always)]
+    #[must_use]
+    pub fn records(&'static self) -> bool {
+        let f = self.flags.load(Ordering::Relaxed);
+        if f == MIRRORED {
+            return false;
+        }
+        if f & MIRRORED != 0 {
+            return true;
+        }
+        self.records_first()
+    }
+
+    /// [`Self::records`] for a class without its copy of the switch for every class:
+    /// registers it and takes the copy, or, where that cannot be done now (the registry is
+    /// full, or the switch is being written: an interrupt on the CPU writing it must not
+    /// wait for it), answers from both switches.
+    #[cold]
+    #[inline(never)]
+    fn records_first(&'static self) -> bool {
+        if self.id().is_some() {
+            self.mirror();
+        }
+        let f = self.flags.load(Ordering::Relaxed);
+        if f & MIRRORED != 0 {
+            f & (OWN | ALL) != 0
+        } else {
+            crate::stat::enabled() || f & OWN != 0
+        }
+    }
+
+    /// Copies the switch for every class into this registered class, unless it is being
+    /// written right now (then a later question copies it).
+    fn mirror(&'static self) {
+        if SWITCHING
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return;
+        }
+        if crate::stat::enabled() {
+            self.flags.fetch_or(MIRRORED | ALL, Ordering::Relaxed);
+        } else {
+            self.flags.fetch_and(!ALL, Ordering::Relaxed);
+            self.flags.fetch_or(MIRRORED, Ordering::Relaxed);
+        }
+        SWITCHING.store(false, Ordering::Release);
     }
 
     /// The class name.
@@ -210,4 +308,38 @@ macro_rules! lock_class {
             }
         }
     };
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    crate::lock_class!(Busy, "test.class.busy");
+
+    #[test]
+    fn a_class_asked_while_the_switch_is_written_answers_from_the_switches() {
+        // The unit tests of this binary switch statistics on for every class and never off.
+        crate::stat::set_enabled(true);
+        let data = <Busy as LockClass>::data();
+        while SWITCHING
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            core::hint::spin_loop();
+        }
+        // As an interrupt on the CPU writing the switch would: no wait, no copy taken.
+        assert!(data.records(), "on for every class");
+        assert_eq!(
+            data.flags.load(Ordering::Relaxed),
+            0,
+            "no copy while it is written"
+        );
+        SWITCHING.store(false, Ordering::Release);
+        assert!(data.records());
+        assert_eq!(
+            data.flags.load(Ordering::Relaxed),
+            MIRRORED | ALL,
+            "the copy, taken once the switch is free"
+        );
+    }
 }

@@ -7,9 +7,10 @@
 //! so recording never touches the lock's line or another CPU's line; readers sum the slots
 //! ([`crate::ClassData::snapshot`]). Recording is off until [`set_enabled`] switches it on
 //! for every class, or [`crate::ClassData::set_recording`] for one class; whether a class
-//! records ([`recording`]) costs two relaxed loads of read-mostly flags per acquisition, and
-//! a recorded acquisition the slot's updates (out of line for a ticket lock) plus two
-//! cycle-counter reads on a contended one.
+//! records ([`recording`]) costs one relaxed load of a read-mostly byte of the class and one
+//! compare per acquisition (the class keeps a copy of the switch for every class, see
+//! [`crate::class`]), and a recorded acquisition the slot's updates (out of line for a
+//! ticket lock) plus two cycle-counter reads on a contended one.
 //!
 //! Unsafe code here, and why: lock statistics time waits with `rdtsc`, an intrinsic that is
 //! `unsafe` to call.
@@ -21,9 +22,11 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
 
-/// Switches statistics on or off for every class (`echo 1 > /proc/sys/kernel/lock_stat`).
+/// Switches statistics on or off for every class (`echo 1 > /proc/sys/kernel/lock_stat`):
+/// the switch, and its copy in every registered class. Waits while another CPU does the
+/// same; never call it from an interrupt handler.
 pub fn set_enabled(on: bool) {
-    ENABLED.store(on, Relaxed);
+    crate::class::set_all(|on| ENABLED.store(on, Relaxed), on);
 }
 
 /// Whether statistics are being recorded for every class.
@@ -35,10 +38,10 @@ pub fn enabled() -> bool {
 
 /// Whether acquisitions of class `data` are recorded: while statistics are on for every
 /// class ([`set_enabled`]), or for this one ([`crate::ClassData::set_recording`]).
-#[inline]
+#[inline(always)]
 #[must_use]
-pub fn recording(data: &crate::ClassData) -> bool {
-    enabled() || data.recording()
+pub fn recording(data: &'static crate::ClassData) -> bool {
+    data.records()
 }
 
 /// The cycle counter wait times are measured in (the TSC on x86_64).

@@ -17,6 +17,10 @@ ksync::word_class!(
     /// A shared word switched on by itself.
     ChosenWord, "test.recording.word"
 );
+ksync::lock_class!(
+    /// A class first taken while statistics are on for every class.
+    Late, "test.recording.late"
+);
 
 fn take_both(chosen: &SpinMutex<Chosen, ()>, other: &SpinMutex<Other, ()>) {
     drop(chosen.lock());
@@ -60,9 +64,28 @@ fn a_class_records_by_itself_and_all_record_when_enabled() {
 
     ksync::stat::set_enabled(true);
     take_both(&chosen, &other);
+    let late = SpinMutex::<Late, ()>::new(());
+    drop(late.lock());
     ksync::stat::set_enabled(false);
     assert_eq!(
         (acquisitions(Chosen::data()), acquisitions(Other::data())),
-        (3, 1)
+        (3, 1),
+        "a class asked before the switch was written follows it"
+    );
+    assert_eq!(
+        acquisitions(Late::data()),
+        1,
+        "a class first asked while it is on"
+    );
+    take_both(&chosen, &other);
+    drop(late.lock());
+    assert_eq!(
+        (
+            acquisitions(Chosen::data()),
+            acquisitions(Other::data()),
+            acquisitions(Late::data())
+        ),
+        (3, 1, 1),
+        "every class stops with the switch"
     );
 }
