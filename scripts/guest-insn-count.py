@@ -51,12 +51,18 @@ With --lines N, each scenario's line is followed by the N source lines that exec
 most instructions per operation, each instruction charged to the innermost line of its
 chain (the line a reader edits), with the function it is in.
 
+With --transitions N, each scenario's line is followed by the N unchained transitions (the
+`unch` column's) executed most per operation: the source line of the jump and of its
+target, and whether the block ends in a return or indirect branch (`exit`) or jumps to
+another page (`page`).
+
 With --calls N, each scenario's line is followed by its N most frequent call targets per
 operation (direct calls by the kernel symbol they land on, indirect ones by the function
 that makes them).
 
 Usage: scripts/guest-insn-count.py [--kernel DIR] [--seconds S] [--timeout T] [--calls N]
                                    [--functions N] [--inlined N] [--locks N]
+                                   [--lines N] [--transitions N]
                                    SCENARIO:CONFIG:VARIANT ...
   e.g. limit:anon:floor seed001-faultfree:anon:base@+0 seed001-faultfree:shmem:base@+0
        seed003-pft:anon:A (the default). The kernel is built first unless --no-build
@@ -116,6 +122,10 @@ def parse_args():
     p.add_argument("--lines", type=int, default=0, metavar="N",
                    help="also print the N source lines executing the most instructions per op "
                         "(the innermost inlined frame's line)")
+    p.add_argument("--transitions", type=int, default=0, metavar="N",
+                   help="also print the N unchained block-to-block transitions executed most "
+                        "per op, each with why TCG cannot chain it and the source lines of "
+                        "the jump and its target")
     p.add_argument("--locks", type=int, default=0, metavar="N",
                    help="also print the N locked RMWs executed most per op, with the source "
                         "line (and the functions inlined into it) they were compiled from")
@@ -159,7 +169,9 @@ def count_windows(log, begin, end, pause, resume):
     (see the module doc for the last two), Counter
     of call targets: an address, or ("site", address of the call) for an indirect call,
     Counter of instructions by block start, Counter of locked RMWs by their address,
-    Counter of executions by block start), and block start -> its instructions' addresses."""
+    Counter of executions by block start, Counter of unchained transitions by (block, next
+    block)), and block start -> its instructions' addresses, and block start -> whether its
+    last instruction is unchainable()."""
     blocks = {}  # block start -> [insn, call, lock, div]
     insn_addrs = {}  # block start -> addresses of its instructions
     targets = {}  # block start -> call targets in it
@@ -175,6 +187,7 @@ def count_windows(log, begin, end, pause, resume):
     open_b = None
     open_l = None
     open_e = None
+    open_x = None
     paused = False
     for line in log:
         if line.startswith("Trace "):
@@ -197,10 +210,11 @@ def count_windows(log, begin, end, pause, resume):
                 open_b = Counter()
                 open_l = Counter()
                 open_e = Counter()
+                open_x = Counter()
                 continue
             if pc == end:
                 if open_w is not None:
-                    windows.append((open_w, open_t, open_b, open_l, open_e))
+                    windows.append((open_w, open_t, open_b, open_l, open_e, open_x))
                 open_w = None
                 continue
             if open_w is not None and not paused:
@@ -212,6 +226,7 @@ def count_windows(log, begin, end, pause, resume):
                 open_w[4] += 1
                 if prev is not None and (exits[prev] or (prev ^ pc) >> 12):
                     open_w[5] += 1
+                    open_x[(prev, pc)] += 1
                 prev = pc
                 for t in targets[pc]:
                     open_t[t] += 1
@@ -248,7 +263,7 @@ def count_windows(log, begin, end, pause, resume):
                 cur_targets.append(int(t.group(1), 16) if t else ("site", addr))
         elif not line.strip():
             cur = None
-    return windows, insn_addrs
+    return windows, insn_addrs, exits
 
 
 def symbol_table(elf):
@@ -336,6 +351,31 @@ def line_profile(elf, hits, insn_addrs, ops, top):
         print(f"    {n / ops:9.1f}   {where[:120]}")
 
 
+def transition_profile(elf, syms, hits, insn_addrs, exits, ops, top):
+    """Prints the `top` unchained transitions by executions per op (see --transitions): the
+    source line of the block's last instruction (the jump, call or return) and of the
+    block it lands in, and why TCG looks the target up: the block ends in a return, an
+    indirect jump or call, or an interrupt return (`exit`), or it jumps to another 4 KiB
+    page than the one it starts in (`page`)."""
+    moves = Counter()
+    for _, w in hits:
+        moves.update(w[5])
+    best = moves.most_common(top)
+    addrs = sorted({insn_addrs[b][-1] for (b, _), _ in best} | {t for (_, t), _ in best})
+    where = source_lines(elf, addrs)
+
+    def at(addr):
+        chain = where.get(addr)
+        return chain[0] if chain else name_of(syms, addr)
+
+    print(f"    {'unch/op':>9}   why   from (the block's last instruction) -> to")
+    for (b, t), n in best:
+        last = insn_addrs[b][-1]
+        why = "exit" if exits[b] else "page"
+        print(f"    {n / ops:9.2f}   {why:<4}  {last:#x} {at(last)[:90]}")
+        print(f"    {'':9}   {'':4}  -> {t:#x} {at(t)[:90]}")
+
+
 def symbol(elf, name):
     out = subprocess.run(["nm", elf], capture_output=True, text=True, check=True).stdout
     for line in out.splitlines():
@@ -388,7 +428,8 @@ def main():
     elf32 = os.path.join(tmp, "kernel32.elf")
     subprocess.run(["objcopy", "-O", "elf32-i386", elf64, elf32], check=True)
 
-    syms = symbol_table(elf64) if a.calls or a.functions or a.locks or a.inlined else []
+    syms = (symbol_table(elf64)
+            if a.calls or a.functions or a.locks or a.inlined or a.transitions else [])
     wanted = defaultdict(list)
     for s in a.specs:
         sc, cfg, var = s.split(":")
@@ -398,7 +439,7 @@ def main():
     for sc, runs in wanted.items():
         qemu, timer, fifo, serial, btmp = boot(a, elf32, sc)
         with open(fifo, errors="replace") as log:
-            windows, insn_addrs = count_windows(log, begin, end, pause, resume)
+            windows, insn_addrs, exits = count_windows(log, begin, end, pause, resume)
         qemu.wait()
         timer.cancel()
         err = qemu.stderr.read().decode(errors="replace")
@@ -446,6 +487,8 @@ def main():
                     print(f"    {n / ops:7.2f} locks/op  {site:#x} {name_of(syms, site)[:80]}")
                     for frame in where.get(site, []):
                         print(f"                       {frame}")
+            if a.transitions:
+                transition_profile(elf64, syms, hits, insn_addrs, exits, ops, a.transitions)
             if a.calls:
                 calls = Counter()
                 for _, w in hits:
