@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""Where the host's time goes per operation while QEMU's TCG runs a benchmark scenario.
+
+guest-insn-count.py counts what the guest executes; this tool measures what the host spends
+on it, split by the part of QEMU that spends it. It boots the release kernel in QEMU
+(`run=bench scenarios=S bench_cpus=1 rounds=R instances=1 seconds=SECS`, one of --smp
+vCPUs running it), and while a run is under way attaches `perf record` (cpu-clock samples
+of every QEMU thread) for a
+window in the middle of it. The window's run is the one whose progress line
+(`KPROGRESS ... ops/s`) comes next; its rate turns the window's samples into host
+nanoseconds per operation, by category:
+
+  jit        translated code (perf's [JIT] map: the guest's instructions as TCG compiled them)
+  softmmu    the emulated MMU's slow paths: TLB misses, page walks, TLB fills, the memory
+             helpers that exception delivery and `iretq` use (cputlb, the page walker)
+  execloop   the execution loop between blocks: block lookups for a return, an indirect
+             branch or a jump into another page (`helper_lookup_tb_ptr`, `cpu_exec`, the
+             block hash table)
+  exception  delivering interrupts and exceptions (`do_interrupt_all` and the x86 helpers
+             around it)
+  other      the rest of QEMU, the C library, glib and the host kernel
+
+Only the busiest thread's samples count: the vCPU that runs the scenario (QEMU's main loop
+and an idle vCPU's thread take little, and a spinning one would be someone else's time).
+
+Debian's QEMU is stripped of its static symbols: a sample in a static function is charged
+to the nearest exported symbol below it (`nm -D`), and the categories are chosen from those
+names, so a few static functions may land in a neighbour's category. The split is a guide
+to which cost a change can move, not a measurement of one function.
+
+Runs are 3 s by default so that a 1.5 s window fits inside one; windows whose run took a
+different time or whose progress line is missing are dropped. A host that is not idle
+spreads the figures (run it alone).
+
+Usage: scripts/host-time.py [--kernel ELF32] [--seconds S] [--window W] [--rounds R]
+                            [--smp N] [--timeout T] SCENARIO [CONFIG:VARIANT ...]
+  e.g. scripts/host-time.py limit; scripts/host-time.py seed001-faultfree anon:base@+0
+  CONFIG:VARIANT pairs select the runs reported (default: every run measured).
+Exit status: 0 done; 2 bad arguments; 3 no kernel; 4 perf, QEMU or nm missing; 5 perf
+cannot sample (perf_event_paranoid); 6 QEMU failed or timed out; 7 no window fell inside
+a selected run.
+"""
+
+import argparse
+import bisect
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+
+KERNEL = "target-kernel/x86_64-unknown-linux-gnu/kernel/kernel32.elf"
+QEMU = "qemu-system-x86_64"
+FREQ = 4000
+PROGRESS = re.compile(
+    r"^KPROGRESS \d+/\d+ (\S+) (\S+) (\S+) cpus=(\d+) round=(\S+) (\d+) ops/s")
+REPORT = re.compile(
+    r"^\s*([\d.]+)%\s+(\d+)\s+(\d+):\S*\s+(\S+(?: tid \d+)?)\s+\[.\]\s+(\S+)")
+SOFTMMU = ("tlb", "mmu", "helper_le_", "helper_be_", "probe_access", "get_pg_mode",
+           "address_space_translate", "qemu_ram_", "cpu_ld", "cpu_st", "x86_cpu_tlb_fill",
+           "get_page_addr_code", "qemu_plugin_vcpu_mem_cb", "plugin_gen_tb_end",
+           "cpu_loop_exit_atomic")
+EXECLOOP = ("cpu_exec", "curr_cflags", "qht_lookup", "tb_set_jmp_target", "tb_htable",
+            "tcg_tb_lookup")
+EXCEPTION = ("do_interrupt", "do_smm_enter", "raise_exception", "helper_iret")
+CATEGORIES = ("jit", "softmmu", "execloop", "exception", "other")
+
+
+def die(code, msg):
+    print(f"host-time: {msg}", file=sys.stderr)
+    sys.exit(code)
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("scenario")
+    p.add_argument("runs", nargs="*", help="CONFIG:VARIANT (default: every run)")
+    p.add_argument("--kernel", default=KERNEL, help="the kernel's ELF32 copy")
+    p.add_argument("--seconds", type=float, default=3.0, help="guest seconds per run")
+    p.add_argument("--window", type=float, default=1.5, help="seconds sampled per run")
+    p.add_argument("--rounds", type=int, default=1, help="measured rounds per variant")
+    p.add_argument("--smp", type=int, default=1,
+                   help="vCPUs QEMU emulates (the scenario runs on one; default 1, kx bench "
+                        "boots 2: with more than one, TCG emulates every locked RMW with a "
+                        "host atomic in a helper)")
+    p.add_argument("--timeout", type=float, default=1800.0, help="seconds for the boot")
+    try:
+        a = p.parse_args()
+    except SystemExit as e:
+        sys.exit(0 if e.code == 0 else 2)
+    for r in a.runs:
+        if len(r.split(":")) != 2:
+            die(2, f"{r}: expected CONFIG:VARIANT")
+    if not 0.5 <= a.seconds <= 60 or not 0.1 <= a.window < a.seconds:
+        die(2, "expected 0.5 <= --seconds <= 60 and 0.1 <= --window < --seconds")
+    if not 1 <= a.rounds <= 20:
+        die(2, "--rounds: expected 1..=20")
+    if not 1 <= a.smp <= 64:
+        die(2, "--smp: expected 1..=64")
+    return a
+
+
+def exported_symbols():
+    out = subprocess.run(["nm", "-D", "--defined-only", shutil.which(QEMU)],
+                         capture_output=True, text=True).stdout
+    syms = sorted((int(p[0], 16), p[2]) for p in (line.split() for line in out.splitlines())
+                  if len(p) == 3)
+    return [s[0] for s in syms], [s[1] for s in syms]
+
+
+def category(dso, sym, addrs, names):
+    if dso.startswith("[JIT"):
+        return "jit"
+    if "qemu-system" not in dso:
+        return "other"
+    if sym.startswith("0x"):
+        i = bisect.bisect_right(addrs, int(sym, 16)) - 1
+        sym = names[i] if i >= 0 else sym
+    if sym.startswith(EXECLOOP):
+        return "execloop"
+    if sym.startswith(EXCEPTION):
+        return "exception"
+    if any(k in sym for k in SOFTMMU):
+        return "softmmu"
+    return "other"
+
+
+def split(data, addrs, names):
+    """Samples per category of the busiest thread (the vCPU running the scenario; an idle
+    vCPU halts, QEMU's other threads mostly wait) in one perf data file."""
+    out = subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort",
+                          "pid,dso,sym", "-g", "none", "-n", "--percent-limit", "0"],
+                         capture_output=True, text=True).stdout
+    per_tid = defaultdict(Counter)
+    for line in out.splitlines():
+        m = REPORT.match(line)
+        if m:
+            per_tid[m.group(3)][category(m.group(4), m.group(5), addrs, names)] += \
+                int(m.group(2))
+    if not per_tid:
+        return Counter()
+    return max(per_tid.values(), key=lambda c: sum(c.values()))
+
+
+def main():
+    a = parse_args()
+    for tool in (QEMU, "perf", "nm"):
+        if shutil.which(tool) is None:
+            die(4, f"{tool} not found (Debian: apt-get install qemu-system-x86 linux-perf "
+                   "binutils)")
+    if not os.path.isfile(a.kernel):
+        die(3, f"{a.kernel} not found: build it with `cargo run --release -p qemu -- summary`")
+    tmp = tempfile.mkdtemp(prefix="host-time.")
+    probe = subprocess.run(["perf", "record", "-q", "-o", os.path.join(tmp, "probe"), "--",
+                            "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        die(5, f"perf cannot sample: {probe.stderr.strip()[-300:]}")
+    addrs, names = exported_symbols()
+    serial = os.path.join(tmp, "serial.log")
+    qemu = subprocess.Popen(
+        [QEMU, "-machine", "q35", "-cpu", "max", "-m", "1024", "-smp", str(a.smp),
+         "-accel", "tcg",
+         "-display", "none", "-serial", f"file:{serial}", "-nic", "none", "-no-reboot",
+         "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04", "-kernel", a.kernel,
+         "-append", f"run=bench scenarios={a.scenario} bench_cpus=1 rounds={a.rounds} "
+                    f"instances=1 seconds={a.seconds}"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    start = time.monotonic()
+    seen = 0  # progress lines read so far
+    windows = []  # (perf data, progress lines seen when it started)
+
+    def progress():
+        with open(serial, errors="replace") as f:
+            return [m for m in (PROGRESS.match(line) for line in f) if m]
+
+    while qemu.poll() is None:
+        if time.monotonic() - start > a.timeout:
+            qemu.kill()
+            die(6, f"QEMU did not finish within {a.timeout} s")
+        lines = progress() if os.path.exists(serial) else []
+        if len(lines) > seen:
+            seen = len(lines)
+            # A run just ended and the next began: sample the middle of the new one.
+            time.sleep((a.seconds - a.window) / 2)
+            data = os.path.join(tmp, f"w{len(windows)}.data")
+            subprocess.run(["perf", "record", "-q", "-F", str(FREQ), "-p", str(qemu.pid),
+                            "-o", data, "--", "sleep", str(a.window)],
+                           capture_output=True)
+            windows.append((data, seen))
+        time.sleep(0.05)
+    if qemu.returncode != 33:
+        die(6, f"QEMU exited with status {qemu.returncode}: "
+               f"{qemu.stderr.read().decode(errors='replace').strip()[-300:]}")
+    lines = progress()
+    wanted = {tuple(r.split(":")) for r in a.runs}
+    per_run = defaultdict(lambda: [Counter(), 0.0, 0])
+    for data, before in windows:
+        if before >= len(lines) or not os.path.exists(data):
+            continue
+        m = lines[before]  # the run the window fell in
+        key = (m.group(2), m.group(3))
+        if wanted and key not in wanted:
+            continue
+        ops = int(m.group(6)) * a.window
+        acc = per_run[key]
+        acc[0].update(split(data, addrs, names))
+        acc[1] += ops
+        acc[2] += 1
+    shutil.rmtree(tmp, ignore_errors=True)
+    if not per_run:
+        die(7, "no sampling window fell inside a selected run")
+    print(f"{'config variant':<28} {'windows':>7} " +
+          " ".join(f"{c:>9}" for c in CATEGORIES) + f" {'total':>9}   host ns per op")
+    for (cfg, var), (c, ops, n) in sorted(per_run.items()):
+        ns = {k: c[k] / FREQ / ops * 1e9 for k in CATEGORIES}
+        print(f"{cfg + ' ' + var:<28} {n:>7} " +
+              " ".join(f"{ns[k]:>9.1f}" for k in CATEGORIES) + f" {sum(ns.values()):>9.1f}")
+
+
+if __name__ == "__main__":
+    main()
