@@ -141,7 +141,7 @@ def split(data, addrs, names):
             per_tid[m.group(3)][category(m.group(4), m.group(5), addrs, names)] += \
                 int(m.group(2))
     if not per_tid:
-        return Counter()
+        die(6, f"perf report of {data} gave no sample line this tool can read")
     return max(per_tid.values(), key=lambda c: sum(c.values()))
 
 
