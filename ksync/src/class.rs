@@ -73,7 +73,8 @@ const ALL: u8 = 4;
 
 /// Held while the switch for every class is written into the registered classes
 /// ([`set_all`]) and while a class takes its first copy of it ([`ClassData::mirror`]), so
-/// that no class misses a change.
+/// that no class misses a change. A plain flag, not a [`crate::TicketLock`]: a lock of a
+/// class would ask this very switch whether to record its acquisition.
 static SWITCHING: AtomicBool = AtomicBool::new(false);
 
 /// Writes the switch for every class: `store(on)` under [`SWITCHING`], then `on` into every
