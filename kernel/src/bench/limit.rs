@@ -32,9 +32,9 @@ use crate::arch::aspace::{self, MmRange};
 use crate::arch::clear_page::clear_page;
 use crate::arch::fault::{self, FaultError, FaultInfo, FaultStats, RegionHandle};
 use crate::arch::pte::{PMD_SIZE, PTRS_PER_PTE, Pte, PteProt, pte_index};
+use crate::arch::vmlayout::pfn_to_kaddr;
 use crate::arch::{tlb, touch};
 use crate::mm::frame_pool::{PoolFrames, recycle, zeroed_frame};
-use crate::mm::phys_to_virt;
 use crate::percpu::CpuSet;
 use alloc::boxed::Box;
 use alloc::format;
@@ -96,8 +96,9 @@ fn floor_fault(info: &FaultInfo) -> Result<(), FaultError> {
     // SAFETY: the frame belongs to this window, whose entries are all clear now (the entry
     // is cleared after every op and this fault is for a not-present entry), so no mapping
     // of it is live: the direct map is its only alias while it is zeroed.
-    unsafe { clear_page(phys_to_virt(w.frame).as_mut_ptr::<u8>()) };
-    let pte = Pte::new(w.frame, PteProt::read_write()).map_err(|_| FaultError::NoMemory)?;
+    unsafe { clear_page(pfn_to_kaddr(w.frame.as_u64() >> 12)) };
+    // The frame and its PTE as the fault path makes them (`KernelMmu::frame_ptr`, `mk_pte`).
+    let pte = Pte::from_pfn(w.frame.as_u64() >> 12, PteProt::read_write());
     w.entries()[pte_index(info.addr)]
         .compare_exchange(0, pte.raw(), Ordering::Release, Ordering::Relaxed)
         .map_err(|_| FaultError::AccessDenied)?;

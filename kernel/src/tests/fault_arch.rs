@@ -19,6 +19,7 @@ use crate::arch::aspace::{self, AspaceError, MM_SLOT_START};
 use crate::arch::fault::{self, FaultError, RegionError};
 use crate::arch::pte::{PMD_SIZE, Pte, PteError, PteProt, pte_index};
 use crate::arch::touch::{self, TouchError};
+use crate::arch::vmlayout::{DIRECT_MAP_SIZE, pfn_to_kaddr};
 use crate::arch::{cpu, extable};
 use crate::ensure;
 use crate::ktest::TestResult;
@@ -132,6 +133,25 @@ fn fault_pte_encoding() -> TestResult {
         "a misaligned frame made an entry"
     );
     ensure!(pte_index(MM_SLOT_START + 0x5000) == 5, "pte_index");
+    // The fault path's unchecked forms agree with the checked ones for every frame a
+    // memmap can describe, the direct map's last one included.
+    for pfn in [0, 1, 0x12345, 0xf_ffff, (DIRECT_MAP_SIZE >> 12) - 1] {
+        let frame = PhysAddr::new(pfn << 12);
+        for prot in [PteProt::read_write(), PteProt::read_only()] {
+            let checked = Pte::new(frame, prot).map_err(|e| format!("{e}"))?;
+            ensure!(
+                Pte::from_pfn(pfn, prot) == checked,
+                "from_pfn({pfn:#x}) = {:?}, new = {checked:?}",
+                Pte::from_pfn(pfn, prot)
+            );
+        }
+        let kaddr = phys_to_virt(frame).as_mut_ptr::<u8>();
+        ensure!(
+            pfn_to_kaddr(pfn) == kaddr,
+            "pfn_to_kaddr({pfn:#x}) = {:p}, phys_to_virt = {kaddr:p}",
+            pfn_to_kaddr(pfn)
+        );
+    }
     Ok(())
 }
 

@@ -9,8 +9,10 @@
 //! address space's `mm_cpumask` ([`super::tlb::flush_tlb_others`]).
 //!
 //! The trait's typed values meet the x86 ones here and nowhere else: a [`Pfn`] becomes a
-//! [`PhysAddr`] ([`Pfn::phys_addr`]), an [`mm::pgtable::Pte`] is the word of an x86
-//! [`Pte`], and a list of [`mm::VirtAddr`] is handed to the flush as its numbers
+//! [`PhysAddr`] ([`Pfn::phys_addr`]) for the page-table links, and on the fault path a
+//! direct-map pointer ([`pfn_to_kaddr`]) or a PTE ([`Pte::from_pfn`]) without the checks a
+//! [`PhysAddr`] makes (the memmap's frames always fit), an [`mm::pgtable::Pte`] is the word
+//! of an x86 [`Pte`], and a list of [`mm::VirtAddr`] is handed to the flush as its numbers
 //! ([`mm::VirtAddr::slice_as_u64`]).
 //!
 //! A flush that fails (a shootdown IPI that could not be sent) is reported as
@@ -23,9 +25,9 @@
 #![allow(unsafe_code)]
 
 use super::aspace::{self, TableFrames};
-use super::paging::phys_to_virt;
 use super::pte::{Pte, PteProt};
 use super::tlb::{self, TlbFlush};
+use super::vmlayout::pfn_to_kaddr;
 use crate::percpu::CpuSet;
 use ::page_alloc::Pfn;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -105,7 +107,7 @@ fn cpuset(mask: &CpuMask) -> CpuSet {
 
 impl Mmu for KernelMmu {
     fn frame_ptr(&self, pfn: Pfn) -> *mut u8 {
-        phys_to_virt(PhysAddr::new(pfn.phys_addr())).as_mut_ptr()
+        pfn_to_kaddr(pfn.as_u64())
     }
 
     /// The kernel's `clear_page` (the version Linux would pick here; `clear_page_orig`
@@ -153,8 +155,7 @@ impl Mmu for KernelMmu {
     }
 
     fn mk_pte(&self, pfn: Pfn, writable: bool) -> pgtable::Pte {
-        let pte = Pte::new(PhysAddr::new(pfn.phys_addr()), PteProt::data(writable));
-        pgtable::Pte::from_raw(pte.map_or(0, Pte::raw))
+        pgtable::Pte::from_raw(Pte::from_pfn(pfn.as_u64(), PteProt::data(writable)).raw())
     }
 
     fn pte_pfn(&self, pte: pgtable::Pte) -> Option<Pfn> {

@@ -120,6 +120,21 @@ impl Pte {
         Ok(Pte(a | prot.0))
     }
 
+    /// The entry mapping frame `pfn` with `prot`, as Linux's `pfn_pte()` builds it: the
+    /// frame's address masked to the entry's address bits (`PTE_PFN_MASK`), no `Result`.
+    /// For the fault path, whose frames come from the memmap and so always fit; a frame
+    /// number beyond bit 51 would lose its high bits, which debug builds assert.
+    /// [`Pte::new`] checks instead, for addresses from elsewhere.
+    #[inline]
+    #[must_use]
+    pub fn from_pfn(pfn: u64, prot: PteProt) -> Pte {
+        debug_assert!(
+            pfn <= PFN_MASK >> 12,
+            "frame {pfn:#x} beyond the entry's address bits"
+        );
+        Pte((pfn << 12) & PFN_MASK | prot.0)
+    }
+
     /// The entry with these raw bits (as read from a page table).
     #[must_use]
     pub const fn from_raw(bits: u64) -> Pte {

@@ -19,10 +19,29 @@ use x86_64::{PhysAddr, VirtAddr};
 /// Virtual address of physical address 0 in the direct map (PML4 slot 256).
 pub const PHYS_OFFSET: u64 = 0xFFFF_8000_0000_0000;
 
+/// Bytes the direct map covers (one PML4 slot).
+pub const DIRECT_MAP_SIZE: u64 = 1 << 39;
+
 /// Kernel virtual address of physical address `phys` through the direct map (`__va()`).
 #[must_use]
 pub fn phys_to_virt(phys: PhysAddr) -> VirtAddr {
     VirtAddr::new(PHYS_OFFSET + phys.as_u64())
+}
+
+/// The first byte of frame `pfn` through the direct map (`pfn_to_kaddr()`), for the fault
+/// path's frames: one shift and one addition, as Linux's `__va(PFN_PHYS(pfn))`, without
+/// [`phys_to_virt`]'s checks that the address fits in 52 bits and that the sum is
+/// canonical (each a compare and a panic path on every fault). Every frame the memmap
+/// describes lies inside the direct map; a frame number beyond it would give an address
+/// outside, which debug builds assert.
+#[inline]
+#[must_use]
+pub fn pfn_to_kaddr(pfn: u64) -> *mut u8 {
+    debug_assert!(
+        pfn < DIRECT_MAP_SIZE >> 12,
+        "frame {pfn:#x} lies beyond the direct map"
+    );
+    (PHYS_OFFSET + (pfn << 12)) as *mut u8
 }
 
 /// Physical address of a kernel object at `virt` (`__pa()`): through the direct map, or the
@@ -30,7 +49,6 @@ pub fn phys_to_virt(phys: PhysAddr) -> VirtAddr {
 /// other address (an address space's slot, an unmapped one).
 #[must_use]
 pub fn kernel_virt_to_phys(virt: u64) -> Option<u64> {
-    const DIRECT_MAP_SIZE: u64 = 1 << 39;
     if (PHYS_OFFSET..PHYS_OFFSET + DIRECT_MAP_SIZE).contains(&virt) {
         Some(virt - PHYS_OFFSET)
     } else if virt < 1 << 32 {
