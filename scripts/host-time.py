@@ -28,9 +28,12 @@ to the nearest exported symbol below it (`nm -D`), and the categories are chosen
 names, so a few static functions may land in a neighbour's category. The split is a guide
 to which cost a change can move, not a measurement of one function.
 
-Runs are 3 s by default so that a 1.5 s window fits inside one; windows whose run took a
-different time or whose progress line is missing are dropped. A host that is not idle
-spreads the figures (run it alone).
+Runs are 3 s by default so that a 1.5 s window fits inside one; windows whose progress
+line is missing are dropped, and so are the warm-up round's: at a fault scenario's point
+the engine measures the `limit` floor for a quarter of a run's length before a block's
+first run (and after every run, before its progress line, so the next run starts as the
+line appears), and the window after the previous point's last line could catch it. A host
+that is not idle spreads the figures (run it alone).
 
 Usage: scripts/host-time.py [--kernel ELF32] [--seconds S] [--window W] [--rounds R]
                             [--smp N] [--timeout T] SCENARIO [CONFIG:VARIANT ...]
@@ -202,7 +205,7 @@ def main():
             continue
         m = lines[before]  # the run the window fell in
         key = (m.group(2), m.group(3))
-        if wanted and key not in wanted:
+        if (wanted and key not in wanted) or m.group(5).startswith("0/"):
             continue
         ops = int(m.group(6)) * a.window
         acc = per_run[key]

@@ -16,10 +16,13 @@
 //! A `run` is one variant on one CPU count for one round; `round` counts the measured rounds
 //! from 1 and is 0 for the warm-up round (`warmup: true`), which no statistic uses.
 //! `ops_per_s` is `ops * 1e9 / ns` of the whole run (wall time of the slowest CPU). For a
-//! fault scenario's run, `floor_ops_per_s` is the `limit` floor's rate measured at the same
-//! CPU count just before the run's round, in the same instance block, and `floor_fraction`
-//! is `ops_per_s` over it: the floor is paired with the rounds it divides, so drift between
-//! the start of the benchmark and the point does not enter the fraction. (A reference run
+//! fault scenario's run, `floor_ops_per_s` is the `limit` floor's rate at the same CPU
+//! count, the larger of the two measured right before and right after the run (a quarter of
+//! its length each, in the same instance block), and `floor_fraction` is `ops_per_s` over
+//! it: the floor is paired with the run it divides, so drift between the start of the
+//! benchmark and the run does not enter the fraction, and a dip of one floor measurement
+//! alone (the floor's rate dips more often than the fault paths' under TCG on a shared
+//! host) does not either. (A reference run
 //! booted apart, as Linux in `kx bench`, has a `floor_fraction` against the run's floor
 //! over the whole benchmark, [`crate::Summary::floor`], and no `floor_ops_per_s`.) A
 //! `comparison` is paired by round: the geometric mean of the per-round ratios
@@ -401,8 +404,9 @@ pub struct Run {
     /// memcg/lruvec stats and fault counts (deltas over the run).
     #[serde(default)]
     pub counters: BTreeMap<String, i64>,
-    /// The `limit` floor's rate at the same CPU count, measured just before this run's
-    /// round in the same instance block (fault scenarios; see the module doc).
+    /// The `limit` floor's rate at the same CPU count, the larger of the two measured
+    /// right before and right after this run in the same instance block (fault scenarios;
+    /// see the module doc).
     #[serde(default)]
     pub floor_ops_per_s: Option<f64>,
     /// This rate over `floor_ops_per_s` (fault scenarios), or over the run's floor at the
@@ -500,7 +504,7 @@ impl Run {
         Ok(run)
     }
 
-    /// Pairs the run with the floor's rate measured before its round: sets
+    /// Pairs the run with the floor's rate measured around it (the larger of the two): sets
     /// `floor_ops_per_s` and `floor_fraction` (this rate over it).
     pub fn pair_with_floor(&mut self, floor_ops_per_s: f64) -> Result<(), RecordError> {
         self.floor_ops_per_s = Some(floor_ops_per_s);

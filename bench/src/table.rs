@@ -567,8 +567,9 @@ impl fmt::Display for Table<'_> {
              six experiments, with the A/A control (A'/A, a second instance of the baseline) \
              shown within its margin (a quarter of the seed's effect, at least +-5%); every \
              other comparison is exploratory and never marked; \
-             floor = rate / the limit floor's, measured before each round at the same CPU \
-             count (the geometric mean of the rounds' fractions; floor 95% = their interval, \
+             floor = rate / the limit floor's at the same CPU count, the larger of the two \
+             measured right before and after the run (the geometric mean of the rounds' \
+             fractions; floor 95% = their interval, \
              how far the rounds spread); seed = the seed's published \
              B/A at the nearest thread count (@N).",
             width,

@@ -21,7 +21,7 @@
 //! its first clock reading and stops them after its last; the run keeps the counts only when
 //! every CPU returned some.
 //!
-//! A run without a record of its own (the floor the engine measures before each round of a
+//! A run without a record of its own (the floor the engine measures around each run of a
 //! fault scenario) is [`Marks::Off`]: the platform hears neither its start and end nor its
 //! CPUs' windows, so a counter that pairs its n-th run with the n-th `run` record (the
 //! coherence plugin, `scripts/guest-insn-count.py`) never sees it, and it has no PMU counts.

@@ -29,6 +29,20 @@ pub enum RunLength {
 }
 
 impl RunLength {
+    /// A quarter of this length (at least 1 ns or 1 operation): how long the engine
+    /// measures the `limit` floor between two runs of a fault scenario (`engine::run`).
+    #[must_use]
+    pub fn quarter(self) -> Self {
+        match self {
+            RunLength::Timed { ns } => RunLength::Timed {
+                ns: (ns / 4).max(1),
+            },
+            RunLength::Counted { ops } => RunLength::Counted {
+                ops: (ops / 4).max(1),
+            },
+        }
+    }
+
     /// The `plan` record's `seconds` and `ops` (per CPU).
     #[must_use]
     pub fn for_plan(self) -> (Option<f64>, Option<u64>) {

@@ -11,11 +11,15 @@
 //! ([`super::RunOrder`]: mmtests' interleaving keeps drift out of the ratio, the square a
 //! position effect), each run followed by its invariant check, its `run` record (with its
 //! position, `order`, and its `instance`) and a `KPROGRESS` line. At a fault scenario's
-//! point each round first measures the block's floor instance, unrecorded as a run of its
-//! own: every run of the round carries that rate (`floor_ops_per_s`) and its fraction of it,
-//! so the floor column divides by a floor measured among the rounds it divides, not once at
-//! the start of the benchmark (a host slowed for the `limit` point alone used to scale every
-//! fraction of the run). Then the block's premises
+//! point the block's floor instance is measured before its first run and after every run,
+//! for a quarter of a run's length each time, unrecorded as a run of its own (the one after
+//! a run is the one before the next, across rounds too): every run carries the larger of
+//! the two floor rates around it (`floor_ops_per_s`) and its fraction of it, so the floor
+//! column divides by a floor measured next to the run it divides, not once at the start of
+//! the benchmark (a host slowed for the `limit` point alone used to scale every fraction of
+//! the run) nor once per round (the floor's own rate under TCG dips by 10-25% for a
+//! measurement at a time while the fault paths' next to it do not: one such dip used to
+//! scale a whole round's fractions, the larger of two drops it). Then the block's premises
 //! are judged on its own runs. After the last block, the point's `comparison` records (per
 //! the catalog, and the A/A control's A'/A; two-level over the blocks, [`crate::two_level`])
 //! and the last block's teardown. At the end the results table (both styles) and the `end`
@@ -30,7 +34,7 @@ use super::measure::{Marks, measure};
 use super::platform::{BenchPlatform, Output};
 use super::premise;
 use super::registry::{PlannedConfig, PlannedVariant, Registry};
-use super::request::Request;
+use super::request::{Request, RunLength};
 use super::scenario::{Instance, Setup};
 use super::storage::Storage;
 use crate::catalog::{self, Scenario};
@@ -423,6 +427,8 @@ impl Engine<'_> {
     ) -> Result<(), Stopped> {
         let warmups = self.request.warmup_rounds;
         let instances = &block.variants;
+        // The floor measured after a run is the one before the next, across rounds too.
+        let mut floor_before = None;
         for i in 0..warmups + count {
             let (round, warmup) = if i < warmups {
                 (0, true)
@@ -434,30 +440,24 @@ impl Engine<'_> {
             } else {
                 self.request.order.order(instances.len(), round)
             };
-            let floor = match &block.floor {
-                Some((c, v, f)) => {
-                    let at = format!(
-                        "{} {config} cpus={cpus} round={round}: its paired {} {c} {v}",
-                        scenario.name,
-                        catalog::LIMIT
-                    );
-                    // Measured as any run is, but unmarked and not recorded (module doc).
-                    let names = (catalog::LIMIT, c.as_str(), *v);
-                    let run = self.one_run(&at, names, cpus, round, warmup, &**f, Marks::Off)?;
-                    Some(run.ops_per_s)
-                }
-                None => None,
-            };
             for (position, &k) in order.iter().enumerate() {
                 let (variant, floor_relative, inst) = &instances[k];
                 let at = format!(
                     "{} {config} {variant} cpus={cpus} round={round}",
                     scenario.name
                 );
+                if floor_before.is_none() {
+                    floor_before = self.floor_rate(&at, "before", block, cpus, round, warmup)?;
+                }
                 let names = (scenario.name, config, variant.as_str());
-                let mut run = self.one_run(&at, names, cpus, round, warmup, &**inst, Marks::On)?;
+                let length = self.request.length;
+                let mut run =
+                    self.one_run(&at, names, cpus, round, warmup, &**inst, Marks::On, length)?;
                 run.order = position as u32 + 1;
                 run.instance = instance;
+                let floor_after = self.floor_rate(&at, "after", block, cpus, round, warmup)?;
+                let floor = floor_before.zip(floor_after).map(|(b, a)| b.max(a));
+                floor_before = floor_after;
                 if let Some(rate) = floor.filter(|_| *floor_relative)
                     && let Err(why) = run.pair_with_floor(rate)
                 {
@@ -550,6 +550,28 @@ impl Engine<'_> {
         defs
     }
 
+    /// The rate of `block`'s floor instance over a quarter of a run's length, measured as
+    /// any run is but unmarked and not recorded (module doc), `when` (before or after) the
+    /// run `at`; `None` at a point without a floor.
+    fn floor_rate(
+        &mut self,
+        at: &str,
+        when: &str,
+        block: &Built<'_>,
+        cpus: u32,
+        round: u32,
+        warmup: bool,
+    ) -> Result<Option<f64>, Stopped> {
+        let Some((c, v, f)) = &block.floor else {
+            return Ok(None);
+        };
+        let at = format!("{at}: the paired {} {c} {v} {when} it", catalog::LIMIT);
+        let names = (catalog::LIMIT, c.as_str(), *v);
+        let length = self.request.length.quarter();
+        let run = self.one_run(&at, names, cpus, round, warmup, &**f, Marks::Off, length)?;
+        Ok(Some(run.ops_per_s))
+    }
+
     /// Measures `inst` as the run of scenario, config and variant `names` (`marks`: whether
     /// the platform hears of it) and checks its invariant after; a failure of either stops
     /// the benchmark with `at` in front of it.
@@ -563,8 +585,9 @@ impl Engine<'_> {
         warmup: bool,
         inst: &dyn Instance,
         marks: Marks,
+        length: RunLength,
     ) -> Result<Run, Stopped> {
-        let m = match measure(self.platform, inst, cpus, self.request.length, marks) {
+        let m = match measure(self.platform, inst, cpus, length, marks) {
             Ok(m) => m,
             Err(f) => return Err(self.fail(format!("{at}: {f}"))),
         };

@@ -20,7 +20,7 @@
 //! window as the CPU did operations since setup (so each operation really trapped: a
 //! translation `invlpg` failed to drop would let a write through without a fault). The
 //! handler counts them itself, not the CPU's fault statistics: the engine measures an
-//! instance of the floor before every round of a fault scenario, whose faults on the same
+//! instance of the floor around every run of a fault scenario, whose faults on the same
 //! CPU come in between. A fault in the window that ends at a fixup fails the batch.
 //!
 //! Unsafe code here, and why: the floor's fault handler reaches its instance through the
