@@ -9,7 +9,7 @@
 //! | `machine` | `cpu_model`, `vcpus`, `memory_mib`, `nodes`, `platform` (`qemu-tcg` \| `qemu-kvm` \| `other-hypervisor` \| `real-hardware` \| `host-threads`), `hypervisor` (CPUID vendor, `""` on bare metal), `tsc_hz`, `boot_protocol`, `cmdline` |
 //! | `plan` | `scenarios` [{`name`, `configs` [..], `variants` [..]}], `cpus` [..], `rounds`, `warmup_rounds`, `seconds` (per run, or `null`), `ops` (per run, or `null`), `total_runs`; then `skipped` [..] (requested scenarios this build cannot run) |
 //! | `note` | `text`: a sentence for the reader of the results (a skipped scenario, how a scenario was set up, what a platform's numbers mean) |
-//! | `run` | `scenario`, `config`, `variant`, `cpus`, `round`, `warmup`, `order` (position in the round, from 1), `ops`, `ns`, `ops_per_s`; then `per_cpu` [{`cpu`, `ops`, `ns`}], `locks` {class -> {`acquisitions`, `contended`, `wait_total_cycles`, `wait_max_cycles`}}, `counters` {name -> integer}, `floor_ops_per_s` and `floor_fraction` (numbers or `null`), `pmu` (hardware counters, or `null` where the platform has none: see below) |
+//! | `run` | `scenario`, `config`, `variant`, `cpus`, `round`, `warmup`, `order` (position in the round, from 1), `ops`, `ns`, `ops_per_s`; then `per_cpu` [{`cpu`, `ops`, `ns`}], `locks` {class -> {`acquisitions`, `contended`, `wait_total_cycles`, `wait_max_cycles`}}, `counters` {name -> integer}, `floor_ops_per_s`, `floors_ops_per_s` (the floor's rates measured right before and after the run: `[before, after]`) and `floor_fraction` (numbers or `null`), `pmu` (hardware counters, or `null` where the platform has none: see below) |
 //! | `comparison` | `scenario`, `config`, `cpus`, `a`, `b`, `ratio`, `ci_low`, `ci_high` (numbers, or `null` with fewer than two rounds), `significant`; then `a_hmean`, `b_hmean`, `rounds`, `method`, `paired`, `n`, `p`, `p_adjusted` (`null`: the runner's summary fills it in), `control` (the A/A control) |
 //! | `end` | `runs`, `comparisons`, `invariants_ok`, `failures` [..] (failed invariants and premises, and the error that stopped a run early), `elapsed_ns`; then `premises` [{`scenario`, `config`, `variant`, `cpus`, `name`, `held`, `figure`, `expect`}] |
 //!
@@ -409,6 +409,11 @@ pub struct Run {
     /// see the module doc).
     #[serde(default)]
     pub floor_ops_per_s: Option<f64>,
+    /// The two floor rates `floor_ops_per_s` is the larger of: measured right before and
+    /// right after this run (`None` where there is no paired floor, or in a log written
+    /// before the engine measured the floor around every run).
+    #[serde(default)]
+    pub floors_ops_per_s: Option<[f64; 2]>,
     /// This rate over `floor_ops_per_s` (fault scenarios), or over the run's floor at the
     /// same CPU count for a reference booted apart ([`crate::Summary::floor`]).
     #[serde(default)]
@@ -438,7 +443,8 @@ pub enum RecordError {
     Stats(StatsError),
     /// A run's `pmu` per-op figures disagree with its per-CPU counts (or it has none).
     PmuMismatch,
-    /// A run's `floor_fraction` is not its rate over its `floor_ops_per_s`.
+    /// A run's `floor_fraction` is not its rate over its `floor_ops_per_s`, or that is not
+    /// the larger of its `floors_ops_per_s`.
     FloorMismatch,
 }
 
@@ -459,9 +465,10 @@ impl fmt::Display for RecordError {
             RecordError::PmuMismatch => {
                 f.write_str("the pmu per-op figures are not the per-CPU counts over ops")
             }
-            RecordError::FloorMismatch => {
-                f.write_str("floor_fraction is not ops_per_s / floor_ops_per_s")
-            }
+            RecordError::FloorMismatch => f.write_str(
+                "floor_fraction is not ops_per_s / floor_ops_per_s, or floor_ops_per_s not \
+                     the larger of floors_ops_per_s",
+            ),
         }
     }
 }
@@ -497,6 +504,7 @@ impl Run {
             locks: BTreeMap::new(),
             counters: BTreeMap::new(),
             floor_ops_per_s: None,
+            floors_ops_per_s: None,
             floor_fraction: None,
             pmu: None,
         };
@@ -504,8 +512,16 @@ impl Run {
         Ok(run)
     }
 
-    /// Pairs the run with the floor's rate measured around it (the larger of the two): sets
-    /// `floor_ops_per_s` and `floor_fraction` (this rate over it).
+    /// Pairs the run with the floor's rates measured right before and right after it:
+    /// sets `floors_ops_per_s`, `floor_ops_per_s` (the larger) and `floor_fraction` (this
+    /// rate over it).
+    pub fn pair_with_floors(&mut self, before: f64, after: f64) -> Result<(), RecordError> {
+        self.floors_ops_per_s = Some([before, after]);
+        self.pair_with_floor(before.max(after))
+    }
+
+    /// Pairs the run with one floor rate: sets `floor_ops_per_s` and `floor_fraction`
+    /// (this rate over it).
     pub fn pair_with_floor(&mut self, floor_ops_per_s: f64) -> Result<(), RecordError> {
         self.floor_ops_per_s = Some(floor_ops_per_s);
         self.floor_fraction = Some(self.ops_per_s / floor_ops_per_s);
@@ -534,8 +550,17 @@ impl Run {
             return Err(RecordError::RateMismatch);
         }
         let bad = |x: Option<f64>| x.is_some_and(|f| !f.is_finite() || f <= 0.0);
-        if bad(self.floor_fraction) || bad(self.floor_ops_per_s) {
+        let floors = self.floors_ops_per_s;
+        if bad(self.floor_fraction)
+            || bad(self.floor_ops_per_s)
+            || floors.is_some_and(|f| bad(Some(f[0])) || bad(Some(f[1])))
+        {
             return Err(RecordError::BadNumber);
+        }
+        if let Some([before, after]) = floors
+            && self.floor_ops_per_s != Some(before.max(after))
+        {
+            return Err(RecordError::FloorMismatch);
         }
         if let Some(floor) = self.floor_ops_per_s {
             let expect = self.ops_per_s / floor;
@@ -1139,7 +1164,8 @@ mod tests {
             .insert("zone \"lock\"\n".into(), LockStat::default());
         r.counters.insert("pgfault".into(), 123_456);
         r.counters.insert("nr_anon_delta".into(), -7);
-        r.pair_with_floor(r.ops_per_s / 0.4125).unwrap();
+        r.pair_with_floors(r.ops_per_s / 0.5, r.ops_per_s / 0.4125)
+            .unwrap();
         r.pmu = Some(RunPmu::new(
             (0..4)
                 .map(|cpu| PmuCpu {
@@ -1180,6 +1206,13 @@ mod tests {
         assert_eq!(
             v["floor_ops_per_s"].as_f64().unwrap(),
             full_run().floor_ops_per_s.unwrap()
+        );
+        assert_eq!(
+            v["floors_ops_per_s"][1].as_f64(),
+            full_run().floor_ops_per_s
+        );
+        assert!(
+            v["floors_ops_per_s"][0].as_f64().unwrap() < v["floor_ops_per_s"].as_f64().unwrap()
         );
         let pmu = &v["pmu"];
         assert_eq!(
@@ -1301,6 +1334,18 @@ mod tests {
         paired.floor_fraction = None;
         assert_eq!(paired.check(), Err(RecordError::FloorMismatch));
         assert_eq!(paired.pair_with_floor(0.0), Err(RecordError::BadNumber));
+        // Two floors around the run: it divides by the larger.
+        let mut around = r(1, 1, false, 3, 1_000_000_000).unwrap();
+        assert_eq!(around.pair_with_floors(4.0, 6.0), Ok(()));
+        assert_eq!(
+            (around.floor_ops_per_s, around.floor_fraction),
+            (Some(6.0), Some(0.5))
+        );
+        assert_eq!(around.floors_ops_per_s, Some([4.0, 6.0]));
+        around.floors_ops_per_s = Some([7.0, 6.0]);
+        assert_eq!(around.check(), Err(RecordError::FloorMismatch));
+        around.floors_ops_per_s = Some([f64::NAN, 6.0]);
+        assert_eq!(around.check(), Err(RecordError::BadNumber));
     }
 
     #[test]

@@ -456,10 +456,10 @@ impl Engine<'_> {
                 run.order = position as u32 + 1;
                 run.instance = instance;
                 let floor_after = self.floor_rate(&at, "after", block, cpus, round, warmup)?;
-                let floor = floor_before.zip(floor_after).map(|(b, a)| b.max(a));
+                let floors = floor_before.zip(floor_after);
                 floor_before = floor_after;
-                if let Some(rate) = floor.filter(|_| *floor_relative)
-                    && let Err(why) = run.pair_with_floor(rate)
+                if let Some((before, after)) = floors.filter(|_| *floor_relative)
+                    && let Err(why) = run.pair_with_floors(before, after)
                 {
                     return Err(self.fail(format!(
                         "{} {config} {variant} cpus={cpus} round={round}: cannot pair the run \

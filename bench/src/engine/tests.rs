@@ -498,6 +498,17 @@ fn each_run_divides_by_the_larger_of_the_floors_measured_around_it() {
     for r in &pft {
         let f = r["floor_ops_per_s"].as_f64().expect("a paired floor");
         assert!(f > 2000.0, "a run divided by a dipped floor: {r}");
+        let around = &r["floors_ops_per_s"];
+        let (before, after) = (around[0].as_f64().unwrap(), around[1].as_f64().unwrap());
+        assert_eq!(f, before.max(after), "{r}");
+        assert!(
+            before.min(after) < 200.0,
+            "no dipped floor beside the run: {r}"
+        );
+    }
+    // The floor after a run is the one before the next.
+    for w in pft.windows(2) {
+        assert_eq!(w[0]["floors_ops_per_s"][1], w[1]["floors_ops_per_s"][0]);
     }
 }
 
