@@ -30,8 +30,9 @@ pub fn phys_to_virt(phys: PhysAddr) -> VirtAddr {
 
 /// The first byte of frame `pfn` through the direct map (`pfn_to_kaddr()`), for the fault
 /// path's frames: one shift and one addition, as Linux's `__va(PFN_PHYS(pfn))`, without
-/// [`phys_to_virt`]'s checks that the address fits in 52 bits and that the sum is
-/// canonical (each a compare and a panic path on every fault). Every frame the memmap
+/// the checks of [`phys_to_virt`] and its `PhysAddr` argument (that the address fits in 52
+/// bits, that the sum is canonical: each a compare and a panic path on every fault). Every
+/// frame the memmap
 /// describes lies inside the direct map; a frame number beyond it would give an address
 /// outside, which debug builds assert.
 #[inline]
