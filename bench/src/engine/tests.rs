@@ -353,10 +353,10 @@ impl Instance for CounterInstance<'_> {
     }
 }
 
-/// A leaked counter the test can still look at after the registry took a handle to it.
-struct Shared(&'static Counter);
+/// A leaked scenario the test can still look at after the registry took a handle to it.
+struct Shared<T: 'static>(&'static T);
 
-impl BenchScenario for Shared {
+impl<T: BenchScenario> BenchScenario for Shared<T> {
     fn name(&self) -> &'static str {
         self.0.name()
     }
@@ -368,7 +368,7 @@ impl BenchScenario for Shared {
     }
 }
 
-fn shared(c: Counter) -> (&'static Counter, Shared) {
+fn shared(c: Counter) -> (&'static Counter, Shared<Counter>) {
     let c: &'static Counter = Box::leak(Box::new(c));
     (c, Shared(c))
 }
@@ -466,19 +466,7 @@ fn each_run_divides_by_the_larger_of_the_floors_measured_around_it() {
     let _g = serial();
     let p = Threads::new(1);
     let floor: &'static BlinkingFloor = Box::leak(Box::default());
-    struct Entry(&'static BlinkingFloor);
-    impl BenchScenario for Entry {
-        fn name(&self) -> &'static str {
-            self.0.name()
-        }
-        fn instantiate<'a>(
-            &'a self,
-            setup: &Setup<'_, 'a>,
-        ) -> Result<Box<dyn Instance + 'a>, ScenarioError> {
-            self.0.instantiate(setup)
-        }
-    }
-    let mut reg = crate::scenarios::floor_only(Box::new(Entry(floor)));
+    let mut reg = crate::scenarios::floor_only(Box::new(Shared(floor)));
     reg.add(Counter::new("seed003-pft"));
     let report = run(&p, &reg, &request(&["seed003-pft"], &[1], 2, COUNTED));
     assert!(report.passed(), "{:?}", report.end);
