@@ -29,7 +29,7 @@ names, so a few static functions may land in a neighbour's category. The split i
 to which cost a change can move, not a measurement of one function.
 
 Runs are 3 s by default so that a 1.5 s window fits inside one; windows whose progress
-line is missing are dropped, and so are the warm-up round's: at a fault scenario's point
+line is missing or during which QEMU exited are dropped, and so are the warm-up round's: at a fault scenario's point
 the engine measures the `limit` floor for a quarter of a run's length before a block's
 first run (and after every run, before its progress line, so the next run starts as the
 line appears), and the window after the previous point's last line could catch it. A host
@@ -189,10 +189,12 @@ def main():
             # A run just ended and the next began: sample the middle of the new one.
             time.sleep((a.seconds - a.window) / 2)
             data = os.path.join(tmp, f"w{len(windows)}.data")
-            subprocess.run(["perf", "record", "-q", "-F", str(FREQ), "-p", str(qemu.pid),
-                            "-o", data, "--", "sleep", str(a.window)],
-                           capture_output=True)
-            windows.append((data, seen))
+            rec = subprocess.run(["perf", "record", "-q", "-F", str(FREQ), "-p",
+                                  str(qemu.pid), "-o", data, "--", "sleep", str(a.window)],
+                                 capture_output=True)
+            # QEMU exiting inside the window leaves perf a truncated file: not a window.
+            if rec.returncode == 0 and qemu.poll() is None:
+                windows.append((data, seen))
         time.sleep(0.05)
     if qemu.returncode != 33:
         die(6, f"QEMU exited with status {qemu.returncode}: "
