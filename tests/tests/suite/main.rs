@@ -9,6 +9,7 @@ mod bench_cmdline;
 mod bench_cost;
 mod bench_linux;
 mod bench_run;
+mod code_layout;
 mod coherence;
 mod cpu_models;
 mod failures;

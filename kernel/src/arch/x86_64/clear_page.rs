@@ -107,6 +107,15 @@ pub unsafe fn clear_page_with(how: ClearPage, page: *mut u8) {
                 options(nostack, preserves_flags)
             ),
             ClearPage::Orig => asm!(
+                // The loop (39 bytes) starts on a 64-byte boundary, so it never spans two
+                // 4 KiB pages: TCG chains a jump only within one guest page, and a loop
+                // that straddled a page boundary would leave its block through the
+                // emulator's lookup twice per trip (126 times per page) wherever a build
+                // happened to place it. One jump over the padding, so that every build
+                // runs the same instructions (Linux's `clear_page_orig` pads its 16-byte
+                // aligned loop with `nop`s instead).
+                "jmp 2f",
+                ".p2align 6",
                 "2:",
                 "mov qword ptr [rdi], rax",
                 "mov qword ptr [rdi + 8], rax",
