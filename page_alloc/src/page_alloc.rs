@@ -295,12 +295,13 @@ impl PageAlloc {
             let Some(zone) = self.zone(z.node, z.kind) else {
                 continue;
             };
-            let stats = &zone.pcp(cpu).ok_or(AllocError::BadCpu(cpu))?.stats;
+            // `cpu`'s list of the zone, looked up once for both ways to allocate.
+            let pcp = zone.pcp(cpu).ok_or(AllocError::BadCpu(cpu))?;
             loop {
                 let got = if order == 0 && use_pcp {
-                    zone.rmqueue_pcplist(&self.memmap, cpu)
+                    zone.rmqueue_pcplist(&self.memmap, pcp)
                 } else {
-                    zone.rmqueue_buddy(&self.memmap, order, stats)
+                    zone.rmqueue_buddy(&self.memmap, order, &pcp.stats)
                 };
                 match got {
                     None => break,

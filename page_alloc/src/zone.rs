@@ -252,12 +252,12 @@ impl Zone {
         }
     }
 
-    /// Allocates an order-0 frame from `cpu`'s list of this zone, refilling it from the
-    /// buddy lists when empty (`rmqueue_pcplist()`). `None` when `cpu` has no slot or the
+    /// Allocates an order-0 frame from `pcp`, a CPU's list of this zone ([`Self::pcp`]),
+    /// refilling it from the buddy lists when empty (`rmqueue_pcplist()`). `None` when the
     /// list and the zone are both empty.
     #[inline(always)]
-    pub(crate) fn rmqueue_pcplist(&self, memmap: &Memmap, cpu: usize) -> Option<&'static Folio> {
-        pcp::rmqueue_pcplist(self.pcp(cpu)?, &self.free, memmap)
+    pub(crate) fn rmqueue_pcplist(&self, memmap: &Memmap, pcp: &Pcp) -> Option<&'static Folio> {
+        pcp::rmqueue_pcplist(pcp, &self.free, memmap)
     }
 
     /// Frees an order-0 frame of this zone to `cpu`'s list (`free_unref_page()`); `false`
