@@ -29,10 +29,11 @@ names, so a few static functions may land in a neighbour's category. The split i
 to which cost a change can move, not a measurement of one function.
 
 Runs are 3 s by default so that a 1.5 s window fits inside one; windows whose progress
-line is missing or during which QEMU exited are dropped, and so are the warm-up round's: at a fault scenario's point
-the engine measures the `limit` floor for a quarter of a run's length before a block's
-first run (and after every run, before its progress line, so the next run starts as the
-line appears), and the window after the previous point's last line could catch it. A host
+line is missing or during which QEMU exited are dropped, and so are the warm-up round's:
+at a fault scenario's point the engine measures the `limit` floor for a quarter of a
+run's length before a block's first run (and after every run, before its progress line,
+so the next run starts as the line appears), and the window after the previous point's
+last line could catch it. A host
 that is not idle spreads the figures (run it alone).
 
 Usage: scripts/host-time.py [--kernel ELF32] [--seconds S] [--window W] [--rounds R]

@@ -32,9 +32,8 @@ pub fn phys_to_virt(phys: PhysAddr) -> VirtAddr {
 /// path's frames: one shift and one addition, as Linux's `__va(PFN_PHYS(pfn))`, without
 /// the checks of [`phys_to_virt`] and its `PhysAddr` argument (that the address fits in 52
 /// bits, that the sum is canonical: each a compare and a panic path on every fault). Every
-/// frame the memmap
-/// describes lies inside the direct map; a frame number beyond it would give an address
-/// outside, which debug builds assert.
+/// frame the memmap describes lies inside the direct map; a frame number beyond it would
+/// give an address outside, which debug builds assert.
 #[inline]
 #[must_use]
 pub fn pfn_to_kaddr(pfn: u64) -> *mut u8 {
