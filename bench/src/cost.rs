@@ -1,5 +1,6 @@
-//! A variant's cost per operation as counts, not time: the guest instructions and the locked
-//! read-modify-writes of its measured runs at one CPU, divided by their operations.
+//! A variant's cost per operation as counts, not time: the guest instructions, the locked
+//! read-modify-writes and the block transitions the emulator cannot chain of its measured
+//! runs at one CPU, divided by their operations.
 //!
 //! Timings under an emulator carry the emulator's noise and say nothing about how much
 //! work a variant does; counts do. The runner gets them from a short boot of its own (`kx
@@ -14,7 +15,15 @@
 //! The Linux reference has a cost too, counted by other means: Linux has no marks, so the
 //! runner boots it once more at one vCPU with QEMU's instruction counter (`-icount shift=0`:
 //! the guest's clock advances one nanosecond per instruction), and its nanoseconds per page
-//! are its instructions per page; that counter cannot tell locked RMWs apart.
+//! are its instructions per page; that counter cannot tell locked RMWs or blocks apart.
+//!
+//! The unchained transitions are the third part of an emulated operation's time that does
+//! not depend on the host: under QEMU's TCG each block-to-block transition that QEMU cannot
+//! link straight to its successor's code (a return, an indirect branch, a jump to another
+//! 4 KiB page than the jumping block's) is a lookup of a few nanoseconds, which a real
+//! CPU's branch predictors make nearly free. Where the linker places a loop or a call moves
+//! them by a few per operation in either direction, so two variants with the same
+//! instructions can differ in time by them (`coherence::block` has the rule).
 //!
 //! What the counts include: everything the CPU executes inside its measured window (the
 //! window a PMU counts, `kernel/src/bench/window.rs`), interrupts included; the untimed work
@@ -44,9 +53,18 @@ pub struct Cost {
     /// instructions QEMU's instruction counter gives, `-icount`).
     #[serde(default)]
     pub rmws_per_op: Option<f64>,
+    /// Translated blocks executed per operation; `None` where the counter cannot tell them
+    /// (the Linux reference).
+    #[serde(default)]
+    pub blocks_per_op: Option<f64>,
+    /// Block-to-block transitions QEMU's TCG cannot chain, per operation; `None` where the
+    /// counter cannot tell them (the Linux reference).
+    #[serde(default)]
+    pub unchained_per_op: Option<f64>,
 }
 
-/// What one measured run counted: its operations, instructions and locked RMWs.
+/// What one measured run counted: its operations, instructions, locked RMWs, blocks and
+/// unchained transitions.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counted {
     /// Operations (the run record's).
@@ -55,6 +73,10 @@ pub struct Counted {
     pub instructions: u64,
     /// Locked RMWs inside the windows.
     pub rmws: u64,
+    /// Translated blocks started inside the windows.
+    pub blocks: u64,
+    /// Transitions between those blocks that TCG cannot chain.
+    pub unchained: u64,
 }
 
 /// Adds up `runs` (scenario, config, variant, counts) per variant, in first-seen order; a
@@ -71,6 +93,8 @@ pub fn per_variant<'a>(
                 a.4.ops += n.ops;
                 a.4.instructions += n.instructions;
                 a.4.rmws += n.rmws;
+                a.4.blocks += n.blocks;
+                a.4.unchained += n.unchained;
             }
             None => acc.push((s, c, v, 1, n)),
         }
@@ -85,6 +109,8 @@ pub fn per_variant<'a>(
             ops: n.ops,
             instructions_per_op: n.instructions as f64 / n.ops as f64,
             rmws_per_op: Some(n.rmws as f64 / n.ops as f64),
+            blocks_per_op: Some(n.blocks as f64 / n.ops as f64),
+            unchained_per_op: Some(n.unchained as f64 / n.ops as f64),
         })
         .collect()
 }
@@ -111,6 +137,8 @@ mod tests {
             ops,
             instructions,
             rmws,
+            blocks: instructions / 10,
+            unchained: rmws * 2,
         }
     }
 
@@ -128,6 +156,10 @@ mod tests {
         // The total over the total (500), not the mean of the runs' figures (666.7).
         assert_eq!(a.instructions_per_op, 500.0);
         assert_eq!(a.rmws_per_op, Some(5.0));
+        assert_eq!(
+            (a.blocks_per_op, a.unchained_per_op),
+            (Some(50.0), Some(10.0))
+        );
         let b = find(&costs, "s", "c", "B").unwrap();
         assert_eq!((b.instructions_per_op, b.rmws_per_op), (500.0, Some(1.0)));
         assert!(find(&costs, "s", "d", "A").is_none());

@@ -21,11 +21,13 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod block;
 pub mod config;
 pub mod model;
 pub mod report;
 pub mod tracker;
 
+pub use block::Block;
 pub use config::Config;
 pub use report::{HotLine, ModelReport, RunReport, Transactions};
 pub use tracker::Tracker;

@@ -67,6 +67,15 @@ pub struct VcpuAccesses {
     /// from before the count existed.
     #[serde(default)]
     pub insns: u64,
+    /// Translated blocks started in the window (counted as `insns` is). `0` in reports from
+    /// before the count existed.
+    #[serde(default)]
+    pub blocks: u64,
+    /// Transitions between two of those blocks that QEMU cannot chain
+    /// ([`crate::block::Block::unchained_to`]). `0` in reports from before the count
+    /// existed.
+    #[serde(default)]
+    pub unchained: u64,
 }
 
 /// One vCPU's measured window.

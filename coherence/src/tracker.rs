@@ -18,6 +18,7 @@
 //! the run is open (the mark handler takes them all at a run's end, when every window has
 //! closed), so the hot path takes no lock that another vCPU contends.
 
+use crate::block::Block;
 use crate::config::Config;
 use crate::model::{Caches, Kind, Outcome};
 use crate::report::{
@@ -54,6 +55,11 @@ struct Slot {
     stores: AtomicU64,
     rmws: AtomicU64,
     insns: AtomicU64,
+    blocks: AtomicU64,
+    unchained: AtomicU64,
+    /// The block counted last ([`Block::word`]; 0: none since the window opened, resumed
+    /// or stopped counting), for the transition to the next.
+    prev: AtomicU64,
     local: Mutex<Local>,
 }
 
@@ -169,15 +175,28 @@ impl Tracker {
         }
     }
 
-    /// `vcpu` starts a translation block of `n` instructions.
-    pub fn executed(&self, vcpu: u32, n: u64) {
+    /// `vcpu` starts the translated block `b`: its instructions count, and so does the
+    /// transition from the block before it when QEMU cannot chain the two
+    /// ([`Block::unchained_to`]). The first block after a window opens or resumes has no
+    /// transition.
+    pub fn executed(&self, vcpu: u32, b: Block) {
         if self.open.load(Relaxed) == 0 {
             return;
         }
-        if let Some(slot) = self.vcpus.get(vcpu as usize)
-            && slot.counted()
+        let Some(slot) = self.vcpus.get(vcpu as usize) else {
+            return;
+        };
+        if !slot.counted() {
+            slot.prev.store(0, Relaxed);
+            return;
+        }
+        let add = |c: &AtomicU64, n: u64| c.store(c.load(Relaxed) + n, Relaxed);
+        add(&slot.insns, b.insns());
+        add(&slot.blocks, 1);
+        if let Some(p) = Block::from_word(slot.prev.swap(b.word(), Relaxed))
+            && p.unchained_to(b)
         {
-            slot.insns.store(slot.insns.load(Relaxed) + n, Relaxed);
+            add(&slot.unchained, 1);
         }
     }
 
@@ -223,6 +242,7 @@ impl Tracker {
             Mark::WindowPause | Mark::WindowResume => {
                 if let Some(slot) = self.vcpus.get(vcpu as usize) {
                     slot.paused.store(mark == Mark::WindowPause, Relaxed);
+                    slot.prev.store(0, Relaxed);
                 }
             }
             Mark::WindowBegin | Mark::WindowEnd => {
@@ -233,6 +253,7 @@ impl Tracker {
                 let now = t0.elapsed().as_nanos() as u64;
                 let open = mark == Mark::WindowBegin;
                 slot.paused.store(false, Relaxed);
+                slot.prev.store(0, Relaxed);
                 if slot.in_window.swap(open, Relaxed) == open {
                     return;
                 }
@@ -290,6 +311,8 @@ impl Tracker {
                 stores: slot.stores.swap(0, Relaxed),
                 rmws: slot.rmws.swap(0, Relaxed),
                 insns: slot.insns.swap(0, Relaxed),
+                blocks: slot.blocks.swap(0, Relaxed),
+                unchained: slot.unchained.swap(0, Relaxed),
             };
             let Some((begin, closed)) = l.window else {
                 continue;
@@ -403,6 +426,10 @@ mod tests {
         )
     }
 
+    fn block(pc: u64, insns: u32, exits: bool) -> Block {
+        Block::new(pc, insns, exits).unwrap()
+    }
+
     fn mark(t: &Tracker, vcpu: u32, offset: u64) {
         t.access(vcpu, MARK + offset, true, false, 0);
     }
@@ -468,11 +495,11 @@ mod tests {
         // Reported once, as a store, by multi-threaded TCG: vCPU 1 takes it back.
         t.access(1, 0x8000, true, true, 0);
         // Blocks run: vCPU 0's count, vCPU 1's outside its window not.
-        t.executed(0, 7);
-        t.executed(1, 100);
-        t.executed(0, 5);
+        t.executed(0, block(0x1000, 7, false));
+        t.executed(1, block(0x1000, 100, false));
+        t.executed(0, block(0x1000, 5, false));
         mark(&t, 0, WINDOW_END);
-        t.executed(0, 1000);
+        t.executed(0, block(0x1000, 1000, false));
         mark(&t, 0, RUN_BEGIN);
         let r = runs(&buf);
         assert_eq!(r.len(), 1);
@@ -491,24 +518,56 @@ mod tests {
     }
 
     #[test]
+    fn transitions_qemu_cannot_chain_are_counted_inside_the_window() {
+        let (t, buf) = tracker(false);
+        mark(&t, 0, RUN_BEGIN);
+        // Before the window: its last block is no predecessor of the window's first.
+        t.executed(0, block(0x5000, 4, true));
+        mark(&t, 0, WINDOW_BEGIN);
+        t.executed(0, block(0x1000, 4, false));
+        // Same page, no exit: chained.
+        t.executed(0, block(0x1100, 6, false));
+        // Another page: unchained.
+        t.executed(0, block(0x2000, 3, true));
+        // After a return, even into the same page: unchained.
+        t.executed(0, block(0x2040, 2, false));
+        t.executed(0, block(0x2080, 1, false));
+        mark(&t, 0, WINDOW_END);
+        t.executed(0, block(0x9000, 1, false));
+        mark(&t, 0, RUN_END);
+        let r = runs(&buf);
+        let v = &r[0].vcpus[0];
+        assert_eq!((v.insns, v.blocks, v.unchained), (16, 5, 2));
+        // A window opened again starts without a predecessor.
+        mark(&t, 0, RUN_BEGIN);
+        mark(&t, 0, WINDOW_BEGIN);
+        t.executed(0, block(0x7000, 1, false));
+        t.executed(0, block(0x7010, 1, false));
+        mark(&t, 0, WINDOW_END);
+        mark(&t, 0, RUN_END);
+        let r = runs(&buf);
+        assert_eq!((r[1].vcpus[0].blocks, r[1].vcpus[0].unchained), (2, 0));
+    }
+
+    #[test]
     fn a_paused_window_is_modelled_but_counts_nothing() {
         let (t, buf) = tracker(false);
         mark(&t, 0, RUN_BEGIN);
         mark(&t, 0, WINDOW_BEGIN);
         mark(&t, 1, WINDOW_BEGIN);
-        t.executed(0, 10);
+        t.executed(0, block(0x1000, 10, false));
         t.access(0, 0x7000, true, true, 0);
         mark(&t, 0, WINDOW_PAUSE);
         // vCPU 0's untimed work: 1000 instructions and a write to the line vCPU 1 reads
         // next, none of it counted for vCPU 0, but the line it wrote moves to vCPU 1.
-        t.executed(0, 1000);
+        t.executed(0, block(0x2000, 1000, false));
         t.access(0, 0x7000, true, true, 0);
         t.access(0, 0x8000, false, false, 0);
         // vCPU 1 is not paused.
-        t.executed(1, 3);
+        t.executed(1, block(0x1000, 3, false));
         t.access(1, 0x7000, false, false, 0);
         mark(&t, 0, WINDOW_RESUME);
-        t.executed(0, 5);
+        t.executed(0, block(0x3000, 5, false));
         mark(&t, 0, WINDOW_END);
         mark(&t, 1, WINDOW_END);
         mark(&t, 0, RUN_END);
@@ -518,6 +577,9 @@ mod tests {
             (v(0).insns, v(0).rmws, v(0).stores, v(0).loads),
             (15, 1, 1, 0)
         );
+        // Two blocks counted, in different pages, but the resumed window's first block has
+        // no transition: the one before it ran paused.
+        assert_eq!((v(0).blocks, v(0).unchained), (2, 0));
         assert_eq!((v(1).insns, v(1).loads), (3, 1));
         assert_eq!(
             r[0].models[0].total().read_hitm,

@@ -17,6 +17,11 @@
 //! time the callback asks QEMU for the access's physical address (I/O accesses are left
 //! out) and calls `coherence::Tracker::access`.
 //!
+//! Every block also gets an execution callback whose user data is the block packed into a
+//! word (`coherence::Block`: its first instruction's page, its instruction count, whether
+//! its last instruction leaves through a lookup), for the window's instructions, blocks and
+//! the transitions QEMU cannot chain.
+//!
 //! With `model=off` (`kx bench`'s cost boot) the memory callbacks are registered for stores
 //! only: enough for the marks (stores) and the locked RMWs (counted on their store), and the
 //! loads, most of a kernel's accesses, cost no callback.
@@ -31,7 +36,7 @@
 mod ffi;
 mod insn;
 
-use coherence::{Config, Tracker};
+use coherence::{Block, Config, Tracker};
 use ffi::{Info, MemInfo, PluginId, Tb};
 use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_void};
 use std::sync::OnceLock;
@@ -151,11 +156,12 @@ extern "C" fn tb_trans(_id: PluginId, tb: *mut Tb) {
     // instructions and their bytes stay valid during it.
     unsafe {
         let n = ffi::qemu_plugin_tb_n_insns(tb);
-        // The block's instructions, counted each time it starts (the udata is the count).
-        ffi::qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, ffi::CB_NO_REGS, n as *mut c_void);
+        let mut first = None;
+        let mut exits = false;
         for i in 0..n {
             let insn = ffi::qemu_plugin_tb_get_insn(tb, i);
             let pc = ffi::qemu_plugin_insn_vaddr(insn);
+            first.get_or_insert(pc);
             let data = ffi::qemu_plugin_insn_data(insn).cast::<u8>();
             let size = ffi::qemu_plugin_insn_size(insn);
             let bytes = if data.is_null() {
@@ -163,6 +169,7 @@ extern "C" fn tb_trans(_id: PluginId, tb: *mut Tb) {
             } else {
                 std::slice::from_raw_parts(data, size)
             };
+            exits = insn::exits_by_lookup(bytes);
             let udata = if insn::locked_rmw(bytes) {
                 pc ^ RMW_FLAG
             } else {
@@ -176,12 +183,29 @@ extern "C" fn tb_trans(_id: PluginId, tb: *mut Tb) {
                 udata as *mut c_void,
             );
         }
+        // The block's instructions, its page and its exit, counted each time it starts
+        // (the udata is the packed `Block`).
+        let Some(block) = first.and_then(|pc| Block::new(pc, n as u32, exits)) else {
+            // QEMU ends a block at 512 instructions, and an empty block has no address:
+            // a QEMU that made one would be counted wrong, so it is stopped, loudly.
+            outs(&format!(
+                "a translated block of {n} instructions at {first:#x?}: more than the \
+                 plugin can count"
+            ));
+            std::process::abort();
+        };
+        ffi::qemu_plugin_register_vcpu_tb_exec_cb(
+            tb,
+            tb_exec,
+            ffi::CB_NO_REGS,
+            block.word() as *mut c_void,
+        );
     }
 }
 
 extern "C" fn tb_exec(vcpu: c_uint, udata: *mut c_void) {
-    if let Some(t) = TRACKER.get() {
-        t.executed(vcpu, udata as u64);
+    if let (Some(t), Some(b)) = (TRACKER.get(), Block::from_word(udata as u64)) {
+        t.executed(vcpu, b);
     }
 }
 

@@ -238,9 +238,12 @@ pub fn text(sides: &[Side]) -> String {
     t
 }
 
+/// Width of a cell of [`cost_table`]: `2100.0 / 10.75 / 22.40 (0.7500)` and a margin.
+const COST_COL: usize = 33;
+
 /// The counted costs side by side, when some directory has them: per variant, each
-/// directory's instructions and locked RMWs per operation, and after the first directory
-/// the ratio of the instructions to the first's.
+/// directory's instructions, locked RMWs and unchained transitions per operation, and after
+/// the first directory the ratio of the instructions to the first's.
 fn cost_table(t: &mut String, sides: &[Side]) {
     let mut keys: Vec<(&str, &str, &str)> = Vec::new();
     for s in sides {
@@ -256,18 +259,20 @@ fn cost_table(t: &mut String, sides: &[Side]) {
     }
     let _ = writeln!(
         t,
-        "\ncounted per op at one CPU: guest instructions / locked RMWs; after [1]: the\n\
-         instructions' ratio to [1] (counts, not timings: comparable across boots)"
+        "\ncounted per op at one CPU: guest instructions / locked RMWs / unchained block\n\
+         transitions; after [1]: the instructions' ratio to [1] (counts, not timings:\n\
+         comparable across boots)"
     );
     let _ = write!(t, "  {:<40}", "scenario config variant");
     for i in 1..=sides.len() {
-        let _ = write!(t, "  {:<COL$}", format!("[{i}]"));
+        let _ = write!(t, "  {:<COST_COL$}", format!("[{i}]"));
     }
     t.push('\n');
     let find = |s: &Side, k: &(&str, &str, &str)| {
         bench::cost::find(&s.results.costs, k.0, k.1, k.2).cloned()
     };
-    let rmws = |c: &bench::Cost| c.rmws_per_op.map_or("-".to_owned(), |x| format!("{x:.2}"));
+    let two = |x: Option<f64>| x.map_or("-".to_owned(), |x| format!("{x:.2}"));
+    let rmws = |c: &bench::Cost| format!("{} / {}", two(c.rmws_per_op), two(c.unchained_per_op));
     for k in &keys {
         let _ = write!(t, "  {:<40}", format!("{} {} {}", k.0, k.1, k.2));
         let base = find(&sides[0], k);
@@ -282,7 +287,7 @@ fn cost_table(t: &mut String, sides: &[Side]) {
                 ),
                 (Some(c), _) => format!("{:.1} / {}", c.instructions_per_op, rmws(&c)),
             };
-            let _ = write!(t, "  {cell:<COL$}");
+            let _ = write!(t, "  {cell:<COST_COL$}");
         }
         t.push('\n');
     }
@@ -346,6 +351,8 @@ mod tests {
             ops: 1000,
             instructions_per_op,
             rmws_per_op,
+            blocks_per_op: rmws_per_op.map(|r| r * 25.0),
+            unchained_per_op: rmws_per_op.map(|r| r * 2.0),
         }
     }
 
@@ -362,11 +369,11 @@ mod tests {
         assert!(t.contains("counted per op at one CPU"), "{t}");
         let row = |l: &str| t.lines().find(|x| x.contains(l)).unwrap().to_owned();
         let base = row("seed001-faultfree anon base@+0");
-        assert!(base.contains("2800.0 / 12.75"), "{base}");
-        assert!(base.contains("2100.0 / 10.75 (0.7500)"), "{base}");
+        assert!(base.contains("2800.0 / 12.75 / 25.50"), "{base}");
+        assert!(base.contains("2100.0 / 10.75 / 21.50 (0.7500)"), "{base}");
         let patch = row("seed001-faultfree anon patch1@+0");
         assert!(
-            patch.contains("  -  ") && patch.contains("2200.0 / 10.75"),
+            patch.contains("  -  ") && patch.contains("2200.0 / 10.75 / 21.50"),
             "{patch}"
         );
         assert!(!patch.contains('('), "no ratio without [1]'s: {patch}");

@@ -1,12 +1,14 @@
-//! `kx bench`'s cost boot: each variant's guest instructions and locked read-modify-writes
-//! per operation, counted, beside the timed rates ([`bench::cost`]).
+//! `kx bench`'s cost boot: each variant's guest instructions, locked read-modify-writes and
+//! unchained block transitions per operation, counted, beside the timed rates
+//! ([`bench::cost`]).
 //!
 //! After the timed boot (and the Linux reference), the runner boots the same kernel once
 //! more: one vCPU (one per NUMA node with `--nodes`, the windows on the first), TCG, the
 //! same scenarios and configurations, one instance of one round of
 //! [`SECONDS`] per variant, with the coherence plugin loaded in its counting mode
 //! (`model=off`: no cache model; store callbacks only, for the kernel's marks and the locked
-//! RMWs; one callback per translated block for the instructions). The plugin's n-th run is
+//! RMWs; one callback per translated block for the instructions, the blocks and the
+//! transitions between them that TCG cannot chain). The plugin's n-th run is
 //! the n-th `run` record on serial; each measured run's window counts are added per variant
 //! and divided by its operations. At one vCPU nothing spins, so the figures are the work a
 //! variant does: a difference between A and B here is a difference in what they execute,
@@ -241,6 +243,8 @@ pub fn pair(text: &str, runs: &[Run]) -> Result<(Vec<Cost>, Vec<String>), String
                 ops: run.ops,
                 instructions: v.insns,
                 rmws: v.rmws,
+                blocks: v.blocks,
+                unchained: v.unchained,
             },
         ));
     }
@@ -263,6 +267,8 @@ pub fn from_coherence(r: &crate::coherence::results::CoherenceResults) -> Vec<Co
                         ops: x.ops,
                         instructions: x.accesses.insns,
                         rmws: x.accesses.rmws,
+                        blocks: x.accesses.blocks,
+                        unchained: x.accesses.unchained,
                     },
                 )
             }),
@@ -297,6 +303,8 @@ mod tests {
                     vcpu: v,
                     insns,
                     rmws,
+                    blocks: insns / 8,
+                    unchained: insns / 100,
                     ..VcpuAccesses::default()
                 })
                 .collect(),
@@ -345,6 +353,8 @@ mod tests {
         assert_eq!((costs[0].runs, costs[0].ops), (2, 300));
         assert!((costs[0].instructions_per_op - 400_000.0 / 300.0).abs() < 1e-9);
         assert!((costs[0].rmws_per_op.unwrap() - 1_600.0 / 300.0).abs() < 1e-9);
+        assert!((costs[0].blocks_per_op.unwrap() - 50_000.0 / 300.0).abs() < 1e-9);
+        assert!((costs[0].unchained_per_op.unwrap() - 4_000.0 / 300.0).abs() < 1e-9);
     }
 
     #[test]

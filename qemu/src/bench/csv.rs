@@ -64,7 +64,7 @@ pub fn render(runs: &[Run]) -> String {
 }
 
 /// `costs.csv`'s header line's fields.
-pub const COST_HEADER: [&str; 7] = [
+pub const COST_HEADER: [&str; 9] = [
     "scenario",
     "config",
     "variant",
@@ -72,6 +72,8 @@ pub const COST_HEADER: [&str; 7] = [
     "ops",
     "instructions_per_op",
     "rmws_per_op",
+    "blocks_per_op",
+    "unchained_per_op",
 ];
 
 /// The whole of `costs.csv`.
@@ -82,18 +84,25 @@ pub fn render_costs(costs: &[Cost]) -> String {
     for c in costs {
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{:?},{}",
+            "{},{},{},{},{},{:?},{},{},{}",
             field(&c.scenario),
             field(&c.config),
             field(&c.variant),
             c.runs,
             c.ops,
             c.instructions_per_op,
-            // Empty where the counter tells no locked RMWs (the Linux reference).
-            c.rmws_per_op.map_or(String::new(), |x| format!("{x:?}"))
+            // Empty where the counter tells no locked RMWs or blocks (the Linux reference).
+            optional(c.rmws_per_op),
+            optional(c.blocks_per_op),
+            optional(c.unchained_per_op),
         );
     }
     out
+}
+
+/// A count that may be absent: its shortest exact form, or an empty field.
+fn optional(x: Option<f64>) -> String {
+    x.map_or(String::new(), |x| format!("{x:?}"))
 }
 
 #[cfg(test)]
@@ -110,11 +119,15 @@ mod tests {
             ops: 1280,
             instructions_per_op: 2753.25,
             rmws_per_op: Some(12.5),
+            blocks_per_op: Some(301.5),
+            unchained_per_op: Some(22.375),
         };
         let linux = Cost {
             scenario: "linux".into(),
             variant: "mmap-touch-munmap".into(),
             rmws_per_op: None,
+            blocks_per_op: None,
+            unchained_per_op: None,
             ..cost.clone()
         };
         let text = render_costs(&[cost, linux]);
@@ -128,7 +141,10 @@ mod tests {
         assert_eq!(&rows[0][2], "base@+0'");
         assert_eq!(rows[0][5].parse::<f64>().unwrap(), 2753.25);
         assert_eq!(rows[0][6].parse::<f64>().unwrap(), 12.5);
+        assert_eq!(rows[0][7].parse::<f64>().unwrap(), 301.5);
+        assert_eq!(rows[0][8].parse::<f64>().unwrap(), 22.375);
         assert_eq!(&rows[1][6], "", "no locked RMWs counted: an empty field");
+        assert_eq!((&rows[1][7], &rows[1][8]), ("", ""));
     }
 
     #[test]

@@ -287,6 +287,8 @@ pub fn attach(
             accesses.stores += v.stores;
             accesses.rmws += v.rmws;
             accesses.insns += v.insns;
+            accesses.blocks += v.blocks;
+            accesses.unchained += v.unchained;
         }
         out.push(CoherenceRun {
             scenario: run.scenario.clone(),

@@ -1,8 +1,9 @@
 //! `kx bench`'s cost boot (qemu/src/bench/cost.rs): the kernel at one vCPU under the plugin's
-//! counting mode gives every measured variant its instructions and locked RMWs per
-//! operation, leaving out the untimed work inside the windows (pft's unmap), the same in
-//! every boot (QEMU's instruction counter makes each run a fixed number of instructions);
-//! and a QEMU that cannot load the plugin ends the cost boot with the plugin's status.
+//! counting mode gives every measured variant its instructions, locked RMWs and unchained
+//! block transitions per operation, leaving out the untimed work inside the windows (pft's
+//! unmap), the same in every boot (QEMU's instruction counter makes each run a fixed number
+//! of instructions); and a QEMU that cannot load the plugin ends the cost boot with the
+//! plugin's status.
 use qemu::bench::collect::Collected;
 use qemu::bench::cost::{CostBoot, pair, prepare};
 use std::time::Duration;
@@ -61,6 +62,14 @@ fn every_measured_variant_is_counted_and_untimed_work_is_left_out() {
         "{floor:?}"
     );
     assert!(floor.rmws_per_op.is_some_and(|r| r >= 1.0), "{floor:?}");
+    // Its unchained transitions: at least the trap's entry and its `iretq`, the return to
+    // the touch routine and the handlers' returns (about 15 on this kernel); each block
+    // ends in at most one.
+    let (Some(blocks), Some(unchained)) = (floor.blocks_per_op, floor.unchained_per_op) else {
+        panic!("the floor's blocks were not counted: {floor:?}");
+    };
+    assert!((4.0..60.0).contains(&unchained), "{floor:?}");
+    assert!(blocks > unchained, "{floor:?}");
     let untimed: i64 = runs
         .iter()
         .filter(|r| r.scenario == "seed003-pft" && !r.warmup)
@@ -77,6 +86,7 @@ fn every_measured_variant_is_counted_and_untimed_work_is_left_out() {
             "{v}: {floors:.2} floors {c:?}"
         );
         assert!(c.rmws_per_op > floor.rmws_per_op, "{v}: {c:?}");
+        assert!(c.unchained_per_op > floor.unchained_per_op, "{v}: {c:?}");
     }
 }
 

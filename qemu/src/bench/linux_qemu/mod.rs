@@ -284,6 +284,8 @@ pub fn cost_of(runs: &[Run]) -> Result<bench::Cost, String> {
         ops,
         instructions_per_op: ns as f64 / ops as f64,
         rmws_per_op: None,
+        blocks_per_op: None,
+        unchained_per_op: None,
     })
 }
 
