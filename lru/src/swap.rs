@@ -160,6 +160,14 @@ impl MoveStats {
 /// A folio whose LRU flag is already set is isolated first (TestClearLRU), and only then
 /// is its lruvec looked up and locked: the winner of the flag owns the folio, so its memcg
 /// cannot change under the lookup.
+///
+/// Linux hands the loop a `move_fn` per kind (`lru_add_fn`, `folio_activate_fn`,
+/// `lru_deactivate_fn`); here each kind gets its own copy of the loop ([`move_each`]), so
+/// the fault path's add runs a loop holding the add alone, not one that asks the kind
+/// twice per folio and carries all three moves: in that one the add's per-folio path
+/// crossed 4 KiB pages and called the list insert out of line (four transitions per folio
+/// that TCG cannot chain); in the build that split it, its own loop inlines the insert
+/// and crosses no page.
 pub fn folio_batch_move_lru<H, L>(
     batch: &mut FolioBatch,
     kind: BatchKind,
@@ -169,6 +177,35 @@ pub fn folio_batch_move_lru<H, L>(
 where
     H: LruvecHost,
     L: LruvecLookup<H> + ?Sized,
+{
+    match kind {
+        BatchKind::LruAdd => move_each(batch, false, cpu, lookup, |g, folio| {
+            g.add_relocked_folio(folio).map(|()| true)
+        }),
+        BatchKind::Activate => move_each(batch, true, cpu, lookup, |g, folio| {
+            g.activate_isolated(folio)
+        }),
+        BatchKind::Deactivate => move_each(batch, true, cpu, lookup, |g, folio| {
+            g.deactivate_isolated(folio)
+        }),
+    }
+}
+
+/// [`folio_batch_move_lru`]'s loop with its move `move_fn` (true: moved, false: skipped);
+/// `isolate`: each folio is on the LRU and is isolated first (TestClearLRU), its flag set
+/// again if its lruvec cannot be locked.
+#[inline(always)]
+fn move_each<H, L, F>(
+    batch: &mut FolioBatch,
+    isolate: bool,
+    cpu: usize,
+    lookup: &L,
+    mut move_fn: F,
+) -> MoveStats
+where
+    H: LruvecHost,
+    L: LruvecLookup<H> + ?Sized,
+    F: FnMut(&mut LruvecGuard<'_, H>, &'static Folio) -> Result<bool, LruError>,
 {
     let mut stats = MoveStats::default();
     let rcu = match lookup.read_lock(cpu) {
@@ -189,7 +226,7 @@ where
     let mut guard: Option<LruvecGuard<'_, H>> = None;
     for folio in batch.iter() {
         // Block memcg migration while the folio moves: only the TestClearLRU winner may.
-        if kind != BatchKind::LruAdd && !folio.test_clear_lru() {
+        if isolate && !folio.test_clear_lru() {
             stats.skipped += 1;
             continue;
         }
@@ -199,7 +236,7 @@ where
         let mut g = match folio_lruvec_relock(guard.take(), folio, lookup, &rcu) {
             Ok(g) => g,
             Err(e) => {
-                if kind != BatchKind::LruAdd {
+                if isolate {
                     folio.set(FolioFlags::LRU);
                 }
                 stats.error.get_or_insert(e);
@@ -213,12 +250,7 @@ where
         if !prev.is_some_and(|p| ptr::eq(p, now) || p.lock_addr() == now.lock_addr()) {
             stats.lock_holds += 1;
         }
-        let res = match kind {
-            BatchKind::LruAdd => g.add_relocked_folio(folio).map(|()| true),
-            BatchKind::Activate => g.activate_isolated(folio),
-            BatchKind::Deactivate => g.deactivate_isolated(folio),
-        };
-        match res {
+        match move_fn(&mut g, folio) {
             Ok(true) => stats.moved += 1,
             Ok(false) => stats.skipped += 1,
             Err(e) => {

@@ -83,12 +83,17 @@ rusty_fork_test! {
         }
         batches.drain_cpu(0, &lookup).unwrap();
         assert_eq!(lv.lru_size(LruList::InactiveFile), 4);
-        for &x in &f[..2] {
+        for &x in &f[..3] {
             batches.folio_activate(0, x, &lookup).unwrap();
         }
+        // Isolated meanwhile: the activation skips it (TestClearLRU fails), as below for
+        // a deactivation, and it stays isolated.
+        lv.isolate_folio(f[2]).unwrap();
         let s = batches.drain_cpu(0, &lookup).unwrap();
-        assert_eq!(s.moved, 2);
+        assert_eq!((s.moved, s.skipped, s.error), (2, 1, None));
+        assert!(!f[2].test_lru());
         assert_eq!(lv.lru_size(LruList::ActiveFile), 2);
+        lv.putback_folio(f[2]).unwrap();
         // Already active: ignored at queue time.
         batches.folio_activate(0, f[0], &lookup).unwrap();
         assert_eq!(batches.pending(0), Ok(0));
