@@ -162,7 +162,7 @@ impl MoveStats {
 /// cannot change under the lookup.
 ///
 /// Linux hands the loop a `move_fn` per kind (`lru_add_fn`, `folio_activate_fn`,
-/// `lru_deactivate_fn`); here each kind gets its own copy of the loop ([`move_each`]), so
+/// `lru_deactivate_fn`); here each kind gets its own copy of the loop (`move_each`), so
 /// the fault path's add runs a loop holding the add alone, not one that asks the kind
 /// twice per folio and carries all three moves: in that one the add's per-folio path
 /// crossed 4 KiB pages and called the list insert out of line (four transitions per folio
