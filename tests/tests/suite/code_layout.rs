@@ -8,6 +8,11 @@
 //! under TCG (a copy across a boundary was seen to add 125 unchained transitions and about
 //! 0.5 microseconds to each of shmem's fault+free operations, which took 3 without). Its asm
 //! aligns the loop to 64 bytes, which its 39 bytes then never leave.
+//!
+//! Each benchmark instance's batch loop (`Instance::run_batch`, one copy per scenario type
+//! and variant) starts a page of its own (the linker script's `.text.batch`), so an A and a
+//! B of one scenario do not differ by where their loops fell: page-counter-802f1d's B once
+//! ran 2.4 unchained transitions per operation against A's 0.25 for the same instructions.
 use std::process::Command;
 
 /// One instruction of `objdump -d -M intel`: its address, mnemonic and operands.
@@ -92,6 +97,46 @@ fn every_clear_page_orig_loop_starts_on_a_64_byte_boundary() {
     assert!(
         bad.is_empty(),
         "{} of {} clear_page_orig loops are not in one 64-byte line:\n{}",
+        bad.len(),
+        loops.len(),
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn every_benchmark_batch_loop_starts_a_page_of_its_own() {
+    let elf = &tests::kernel().elf64;
+    let out = Command::new("nm")
+        .args(["-C", "--defined-only"])
+        .arg(elf)
+        .output()
+        .expect("nm runs (binutils)");
+    assert!(out.status.success(), "nm failed on {}", elf.display());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let loops: Vec<(u64, &str)> = text
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.splitn(3, ' ');
+            let (addr, kind, name) = (f.next()?, f.next()?, f.next()?);
+            (kind.eq_ignore_ascii_case("t") && name.ends_with(">::run_batch"))
+                .then(|| Some((u64::from_str_radix(addr, 16).ok()?, name)))?
+        })
+        .collect();
+    // At least the floor's, the page counter's A and B, and the fault scenarios'.
+    assert!(
+        loops.len() >= 4,
+        "found {} run_batch copies in {}: {loops:?}",
+        loops.len(),
+        elf.display()
+    );
+    let bad: Vec<String> = loops
+        .iter()
+        .filter(|(addr, _)| addr % 4096 != 0)
+        .map(|(addr, name)| format!("{addr:#x} {name}"))
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{} of {} run_batch copies do not start a 4 KiB page:\n{}",
         bad.len(),
         loops.len(),
         bad.join("\n")
