@@ -190,12 +190,14 @@ impl Tracker {
             slot.prev.store(0, Relaxed);
             return;
         }
+        // Only this vCPU's thread writes its slot (its own marks included): plain loads and
+        // stores, no locked instruction per block.
         let add = |c: &AtomicU64, n: u64| c.store(c.load(Relaxed) + n, Relaxed);
         add(&slot.insns, b.insns());
         add(&slot.blocks, 1);
-        if let Some(p) = Block::from_word(slot.prev.swap(b.word(), Relaxed))
-            && p.unchained_to(b)
-        {
+        let prev = slot.prev.load(Relaxed);
+        slot.prev.store(b.word(), Relaxed);
+        if Block::from_word(prev).is_some_and(|p| p.unchained_to(b)) {
             add(&slot.unchained, 1);
         }
     }
