@@ -19,7 +19,9 @@
 //! number of instructions (12.5 million), not whatever the host managed in that time. Every
 //! boot of one kernel build then counts the same runs, and its `costs.csv` is the same to
 //! the last digit (two boots of `--quick --scenarios limit,seed004-readtwice,seed003-pft`
-//! gave identical files). Without it, a run stopped at a host-timed 0.2 s, and where the
+//! gave identical files), but for the blocks, which may differ by a few per run: where
+//! QEMU ends a block early (to take an interrupt, or where the counter's budget runs out)
+//! is not fixed. Without it, a run stopped at a host-timed 0.2 s, and where the
 //! work changes phase within a run (seed004's reclaim once its file outgrows the limit) the
 //! phases' shares moved with the host: seed004's A and A' (the same work built twice)
 //! counted 6837 and 6659 instructions per read in one boot and agreed to 0.12% in another;

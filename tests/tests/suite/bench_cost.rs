@@ -93,7 +93,7 @@ fn every_measured_variant_is_counted_and_untimed_work_is_left_out() {
 /// Under QEMU's instruction counter a run of fixed guest time is a fixed number of
 /// instructions, so two cost boots of one kernel count the same, to the last digit (with a
 /// host-timed run the operations, and the shares of a scenario's phases, moved with the
-/// host: seed004's A and A' once differed by 2.7%).
+/// host: seed004's A and A' once differed by 2.7%); the blocks to a few per run.
 #[test]
 fn two_cost_boots_of_one_kernel_count_the_same() {
     let cmdline = "run=bench scenarios=limit,seed004-readtwice bench_cpus=1 rounds=1 \
@@ -101,7 +101,28 @@ fn two_cost_boots_of_one_kernel_count_the_same() {
     let (_, first) = count(cmdline);
     let (_, second) = count(cmdline);
     assert!(first.len() >= 4, "{first:?}");
-    assert_eq!(first, second);
+    // Instructions, locked RMWs and unchained transitions agree to the last digit. The
+    // blocks may not, by a few per run: where QEMU ends a block early (to take an
+    // interrupt, or where the counter's budget runs out) is not fixed, and a block cut in
+    // two within its page still chains (two README runs of one kernel: 297.484375 and
+    // 297.48468 blocks per anonymous page, every other figure equal).
+    let blocks = |c: &[bench::Cost]| -> Vec<f64> {
+        c.iter()
+            .map(|x| x.blocks_per_op.expect("blocks counted"))
+            .collect()
+    };
+    for (a, b) in blocks(&first).iter().zip(blocks(&second)) {
+        assert!((a - b).abs() <= a * 1e-4, "blocks per op {a} and {b}");
+    }
+    let without_blocks = |c: Vec<bench::Cost>| -> Vec<bench::Cost> {
+        c.into_iter()
+            .map(|x| bench::Cost {
+                blocks_per_op: None,
+                ..x
+            })
+            .collect()
+    };
+    assert_eq!(without_blocks(first), without_blocks(second));
 }
 
 #[test]
