@@ -272,7 +272,8 @@ fn cost_table(t: &mut String, sides: &[Side]) {
         bench::cost::find(&s.results.costs, k.0, k.1, k.2).cloned()
     };
     let two = |x: Option<f64>| x.map_or("-".to_owned(), |x| format!("{x:.2}"));
-    let rmws = |c: &bench::Cost| format!("{} / {}", two(c.rmws_per_op), two(c.unchained_per_op));
+    // The counts after the instructions: locked RMWs / unchained transitions.
+    let rest = |c: &bench::Cost| format!("{} / {}", two(c.rmws_per_op), two(c.unchained_per_op));
     for k in &keys {
         let _ = write!(t, "  {:<40}", format!("{} {} {}", k.0, k.1, k.2));
         let base = find(&sides[0], k);
@@ -282,10 +283,10 @@ fn cost_table(t: &mut String, sides: &[Side]) {
                 (Some(c), Some(b)) if i > 0 && b.instructions_per_op > 0.0 => format!(
                     "{:.1} / {} ({:.4})",
                     c.instructions_per_op,
-                    rmws(&c),
+                    rest(&c),
                     c.instructions_per_op / b.instructions_per_op
                 ),
-                (Some(c), _) => format!("{:.1} / {}", c.instructions_per_op, rmws(&c)),
+                (Some(c), _) => format!("{:.1} / {}", c.instructions_per_op, rest(&c)),
             };
             let _ = write!(t, "  {cell:<COST_COL$}");
         }
