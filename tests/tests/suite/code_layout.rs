@@ -118,8 +118,10 @@ fn every_benchmark_batch_loop_starts_a_page_of_its_own() {
         .filter_map(|l| {
             let mut f = l.splitn(3, ' ');
             let (addr, kind, name) = (f.next()?, f.next()?, f.next()?);
-            (kind.eq_ignore_ascii_case("t") && name.ends_with(">::run_batch"))
-                .then(|| Some((u64::from_str_radix(addr, 16).ok()?, name)))?
+            if !kind.eq_ignore_ascii_case("t") || !name.ends_with(">::run_batch") {
+                return None;
+            }
+            Some((u64::from_str_radix(addr, 16).ok()?, name))
         })
         .collect();
     // At least the floor's, the page counter's A and B, and the fault scenarios'.
