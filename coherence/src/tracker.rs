@@ -190,7 +190,8 @@ impl Tracker {
             slot.prev.store(0, Relaxed);
             return;
         }
-        // Only this vCPU's thread writes its slot (its own marks included): plain loads and
+        // While its window is open only this vCPU's thread writes its slot (its own marks
+        // included; the run's end resets it once every window has closed): plain loads and
         // stores, no locked instruction per block.
         let add = |c: &AtomicU64, n: u64| c.store(c.load(Relaxed) + n, Relaxed);
         add(&slot.insns, b.insns());
