@@ -189,6 +189,8 @@ impl<F: LockFamily, C: LockClass, T> LocalLock<F, C, T> {
         })
     }
 
+    /// Cold: the owned mode is the kernel's; the locked one serves host tests and models.
+    #[cold]
     #[inline(never)]
     fn lock_locked(&self) -> LocalLockGuard<'_, F, C, T> {
         LocalLockGuard {

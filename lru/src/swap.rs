@@ -166,8 +166,7 @@ impl MoveStats {
 /// the fault path's add runs a loop holding the add alone, not one that asks the kind
 /// twice per folio and carries all three moves: in that one the add's per-folio path
 /// crossed 4 KiB pages and called the list insert out of line (four transitions per folio
-/// that TCG cannot chain); in the build that split it, its own loop inlines the insert
-/// and crosses no page.
+/// that TCG cannot chain); its own loop inlines the insert.
 pub fn folio_batch_move_lru<H, L>(
     batch: &mut FolioBatch,
     kind: BatchKind,
@@ -193,8 +192,10 @@ where
 
 /// [`folio_batch_move_lru`]'s loop with its move `move_fn` (true: moved, false: skipped);
 /// `isolate`: each folio is on the LRU and is isolated first (TestClearLRU), its flag set
-/// again if its lruvec cannot be locked.
-#[inline(always)]
+/// again if its lruvec cannot be locked. Out of line: one function per kind, which the
+/// kernel's build places on a page of its own (docs/design.md, "Where the measured code
+/// sits").
+#[inline(never)]
 fn move_each<H, L, F>(
     batch: &mut FolioBatch,
     isolate: bool,

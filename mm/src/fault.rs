@@ -24,6 +24,16 @@
 //! A fault that cannot be satisfied returns an error and changes nothing; the platform
 //! turns it into a clean failure of the access (the exception-table fixup in the kernel).
 //!
+//! Placement: `handle_mm_fault` is inlined into the platform's handler, and the steps
+//! after the lookup are functions of their own (`do_anonymous_page`, `do_object_fault`,
+//! `find_or_read_page`, `refault`: `#[inline(never)]`), as are `truncate`'s two halves.
+//! Each variant of a benchmark gets its own copy of these generic functions; left to the
+//! compiler, one variant's copy inlined a step another's called, and a 19 KiB handler
+//! held every path. Out of line, each copy is one function of a few KiB that the kernel's
+//! build can start on a 4 KiB page of its own, so the copies of an A and a B run the same
+//! code at the same offsets within their pages (docs/design.md, "Where the measured code
+//! sits").
+//!
 //! References: a new anonymous folio's one reference belongs to its PTE (dropped by
 //! `zap_page_range`); a page-cache folio holds one for the cache and one per PTE mapping.
 //!
@@ -260,7 +270,8 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
     }
 
     /// Undoes a charge made for a folio that lost the race to be mapped or cached, and
-    /// frees it.
+    /// frees it. Cold: a race's loser, kept out of the fault paths' hot code.
+    #[cold]
     pub(crate) fn uncharge_and_free(&self, cpu: usize, folio: &'static Folio) {
         ksync::warn_on_once!(
             self.tree.uncharge_folio(cpu, folio).is_err(),
@@ -313,6 +324,8 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
     }
 
     /// `do_anonymous_page`.
+    // Out of line: see the module documentation, "Placement".
+    #[inline(never)]
     fn do_anonymous_page<V: VmArea>(
         &self,
         mm: &MmStruct<V, M>,
@@ -361,6 +374,8 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
     }
 
     /// `do_fault` for a region mapping an object: find or read the page, then map it.
+    // Out of line: see the module documentation, "Placement".
+    #[inline(never)]
     fn do_object_fault<V: VmArea>(
         &self,
         mm: &MmStruct<V, M>,
@@ -426,6 +441,8 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
     /// backing store (file) or zeroed (shmem), inserted, and queued for the LRU. A shadow in
     /// the slot is a refault: the workingset decides whether the folio starts active
     /// (`in_fault`: only refaults in the fault path activate, buffered reads do not).
+    // Out of line: see the module documentation, "Placement".
+    #[inline(never)]
     pub(crate) fn find_or_read_page(
         &self,
         obj: &Object,
@@ -501,6 +518,8 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
 
     /// `workingset_refault`: the shadow says when the folio left; the lruvec decides
     /// whether it was in the working set (then it is activated or restored to its tier).
+    // Out of line: see the module documentation, "Placement".
+    #[inline(never)]
     fn refault(
         &self,
         memcg: &MemCgroup<P>,

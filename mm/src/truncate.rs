@@ -53,6 +53,8 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
 
     /// `unmap_mapping_range(mapping, 0, 0, 1)`: zaps every region mapping `obj`, whole;
     /// see the module documentation.
+    // Out of line: see `crate::fault`'s module documentation, "Placement".
+    #[inline(never)]
     fn unmap_mapping_range(&self, obj: &Object, cpu: usize) {
         obj.rmap_walk(|m, mm| {
             let mut tlb = MmuGather::new(self.mmu, mm.cpumask(), cpu);
@@ -80,6 +82,8 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
 
     /// `truncate_inode_pages(mapping, 0)`: empties `obj`'s page cache; see the module
     /// documentation. Returns the pages removed.
+    // Out of line: see `crate::fault`'s module documentation, "Placement".
+    #[inline(never)]
     fn truncate_inode_pages(&self, obj: &Object, cpu: usize) -> usize {
         let removed = obj.cache().truncate(0);
         // Between emptying the slots and reading the mapcounts: a fault may map one here.

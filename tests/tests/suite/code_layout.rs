@@ -9,10 +9,12 @@
 //! 0.5 microseconds to each of shmem's fault+free operations, which took 3 without). Its asm
 //! aligns the loop to 64 bytes, which its 39 bytes then never leave.
 //!
-//! Each benchmark instance's batch loop (`Instance::run_batch`, one copy per scenario type
-//! and variant) starts a page of its own (the linker script's `.text.batch`), so an A and a
-//! B of one scenario do not differ by where their loops fell: page-counter-802f1d's B once
-//! ran 2.4 unchained transitions per operation against A's 0.25 for the same instructions.
+//! The functions the benchmarks run per operation sit where the linker script's
+//! `.text.trap`, `.text.buddy` and `.text.hot` put them (each on a page of its own, or a
+//! caller packed with its callees into one page), so that an A and a B of one scenario do
+//! not differ by where their copies fell: page-counter-802f1d's B once ran 2.4 unchained
+//! transitions per operation against A's 0.25 for the same instructions. The test reads
+//! the rules from the script itself, and fails when a pattern no longer names a function.
 use std::process::Command;
 
 /// One instruction of `objdump -d -M intel`: its address, mnemonic and operands.
@@ -103,44 +105,158 @@ fn every_clear_page_orig_loop_starts_on_a_64_byte_boundary() {
     );
 }
 
-#[test]
-fn every_benchmark_batch_loop_starts_a_page_of_its_own() {
-    let elf = &tests::kernel().elf64;
+/// One placement rule of the linker script: an output section before `.text` and the
+/// function sections its input patterns take, either each on a page of its own
+/// (`SUBALIGN(4K)`) or packed together into one page.
+struct Rule {
+    section: String,
+    own_pages: bool,
+    patterns: Vec<String>,
+}
+
+/// The rules of the kernel's linker script: every output section named `.text.<x>`.
+fn placement_rules() -> Vec<Rule> {
+    let path = tests::workspace()
+        .root()
+        .join("kernel/src/arch/x86_64/linker.ld");
+    let script = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let mut rules = Vec::new();
+    let mut cur: Option<Rule> = None;
+    for line in script.lines().map(str::trim) {
+        if let Some(rest) = line.strip_prefix(".text.") {
+            let (name, attrs) = rest.split_once(' ').unwrap_or((rest, ""));
+            cur = Some(Rule {
+                section: format!(".text.{name}"),
+                own_pages: attrs.contains("SUBALIGN(4K)"),
+                patterns: Vec::new(),
+            });
+        } else if let (Some(rule), Some(p)) = (cur.as_mut(), line.strip_prefix("*(")) {
+            let p = p.strip_suffix(')').expect("one input pattern per line");
+            assert!(
+                !p.contains(['?', '[', ' ']),
+                "{}: pattern {p} uses more than `*`, which this test does not read",
+                rule.section
+            );
+            rule.patterns.push(p.to_string());
+        } else if line == "}" {
+            rules.extend(cur.take());
+        }
+    }
+    rules
+}
+
+/// Whether `text` matches the linker's glob `pattern` (only `*` is special here).
+fn glob(pattern: &str, text: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if parts.len() == 1 {
+        return text == pattern;
+    }
+    if !text.starts_with(first) || text.len() < first.len() + last.len() {
+        return false;
+    }
+    let mut rest = &text[first.len()..text.len() - last.len()];
+    for mid in &parts[1..parts.len() - 1] {
+        match rest.find(mid) {
+            Some(i) => rest = &rest[i + mid.len()..],
+            None => return false,
+        }
+    }
+    text.ends_with(last)
+}
+
+/// Every function of the ELF: (address, size, mangled name), from `nm -S`.
+fn functions(elf: &std::path::Path) -> Vec<(u64, u64, String)> {
     let out = Command::new("nm")
-        .args(["-C", "--defined-only"])
+        .args(["-S", "--defined-only"])
         .arg(elf)
         .output()
         .expect("nm runs (binutils)");
     assert!(out.status.success(), "nm failed on {}", elf.display());
-    let text = String::from_utf8_lossy(&out.stdout);
-    let loops: Vec<(u64, &str)> = text
+    String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| {
-            let mut f = l.splitn(3, ' ');
-            let (addr, kind, name) = (f.next()?, f.next()?, f.next()?);
-            if !kind.eq_ignore_ascii_case("t") || !name.ends_with(">::run_batch") {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let [addr, size, kind, name] = f[..] else {
+                return None;
+            };
+            if !kind.eq_ignore_ascii_case("t") {
                 return None;
             }
-            Some((u64::from_str_radix(addr, 16).ok()?, name))
+            let addr = u64::from_str_radix(addr, 16).ok()?;
+            Some((addr, u64::from_str_radix(size, 16).ok()?, name.to_string()))
         })
-        .collect();
-    // At least the floor's, the page counter's A and B, and the fault scenarios'.
-    assert!(
-        loops.len() >= 4,
-        "found {} run_batch copies in {}: {loops:?}",
-        loops.len(),
-        elf.display()
-    );
-    let bad: Vec<String> = loops
-        .iter()
-        .filter(|(addr, _)| addr % 4096 != 0)
-        .map(|(addr, name)| format!("{addr:#x} {name}"))
-        .collect();
+        .collect()
+}
+
+#[test]
+fn glob_matches_as_the_linker_does_for_stars() {
+    assert!(glob(
+        ".text.*run_batch*",
+        ".text._ZN5bench9run_batch17habcE"
+    ));
+    assert!(glob("*a*b*", "xxaxxbxx"));
+    assert!(!glob("*a*b*", "xxbxxaxx"));
+    assert!(!glob(
+        ".text.*9move_each17h*",
+        ".text._ZN3lru4swap9move_each2E"
+    ));
+    assert!(glob("abc", "abc") && !glob("abc", "abcd"));
+    assert!(!glob("*ab*ba*", "aba"));
+}
+
+#[test]
+fn every_hot_function_sits_where_the_linker_script_puts_it() {
+    let elf = &tests::kernel().elf64;
+    let rules = placement_rules();
+    let names: Vec<&str> = rules.iter().map(|r| r.section.as_str()).collect();
+    for want in [".text.trap", ".text.buddy", ".text.hot"] {
+        assert!(
+            names.contains(&want),
+            "no {want} in the linker script: {names:?}"
+        );
+    }
+    let funcs = functions(elf);
+    let mut bad = Vec::new();
+    for rule in &rules {
+        let mut placed: Vec<&(u64, u64, String)> = Vec::new();
+        for p in &rule.patterns {
+            let hits: Vec<_> = funcs
+                .iter()
+                .filter(|(_, _, name)| glob(p, &format!(".text.{name}")))
+                .collect();
+            // A pattern no function matches any more (a rename, or the function was
+            // inlined into its callers) would leave its code wherever it falls.
+            assert!(
+                !hits.is_empty(),
+                "{}: no function of {} matches {p}",
+                rule.section,
+                elf.display()
+            );
+            placed.extend(hits);
+        }
+        if rule.own_pages {
+            for (addr, size, name) in &placed {
+                if addr % 4096 != 0 {
+                    bad.push(format!("{}: {addr:#x} ({size} bytes) {name}", rule.section));
+                }
+            }
+        } else {
+            let lo = placed.iter().map(|f| f.0).min().unwrap_or(0);
+            let hi = placed.iter().map(|f| f.0 + f.1).max().unwrap_or(0);
+            if lo % 4096 != 0 || hi - lo > 4096 {
+                bad.push(format!(
+                    "{}: {lo:#x}..{hi:#x} is not one 4 KiB page ({} functions)",
+                    rule.section,
+                    placed.len()
+                ));
+            }
+        }
+    }
     assert!(
         bad.is_empty(),
-        "{} of {} run_batch copies do not start a 4 KiB page:\n{}",
-        bad.len(),
-        loops.len(),
+        "functions not placed as the linker script says:\n{}",
         bad.join("\n")
     );
 }
