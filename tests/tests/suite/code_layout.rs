@@ -25,30 +25,39 @@ struct Insn {
     target_sym: String,
 }
 
-fn disassemble(elf: &std::path::Path) -> Vec<Insn> {
-    let out = Command::new("objdump")
-        .args(["-d", "-C", "--no-show-raw-insn", "-M", "intel"])
+/// What binutils' `tool` prints for `elf` with `args`.
+fn binutils(tool: &str, args: &[&str], elf: &std::path::Path) -> String {
+    let out = Command::new(tool)
+        .args(args)
         .arg(elf)
         .output()
-        .expect("objdump runs (binutils)");
-    assert!(out.status.success(), "objdump failed on {}", elf.display());
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| {
-            let (addr, rest) = l.trim_start().split_once(":\t")?;
-            let addr = u64::from_str_radix(addr, 16).ok()?;
-            let rest = rest.trim();
-            let (text, target_sym) = match rest.split_once(" <") {
-                Some((t, s)) => (t.trim(), s.trim_end_matches('>')),
-                None => (rest, ""),
-            };
-            Some(Insn {
-                addr,
-                text: text.split_whitespace().collect::<Vec<_>>().join(" "),
-                target_sym: target_sym.to_string(),
-            })
+        .unwrap_or_else(|e| panic!("{tool} runs (binutils): {e}"));
+    assert!(out.status.success(), "{tool} failed on {}", elf.display());
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn disassemble(elf: &std::path::Path) -> Vec<Insn> {
+    binutils(
+        "objdump",
+        &["-d", "-C", "--no-show-raw-insn", "-M", "intel"],
+        elf,
+    )
+    .lines()
+    .filter_map(|l| {
+        let (addr, rest) = l.trim_start().split_once(":\t")?;
+        let addr = u64::from_str_radix(addr, 16).ok()?;
+        let rest = rest.trim();
+        let (text, target_sym) = match rest.split_once(" <") {
+            Some((t, s)) => (t.trim(), s.trim_end_matches('>')),
+            None => (rest, ""),
+        };
+        Some(Insn {
+            addr,
+            text: text.split_whitespace().collect::<Vec<_>>().join(" "),
+            target_sym: target_sym.to_string(),
         })
-        .collect()
+    })
+    .collect()
 }
 
 /// The start and end (exclusive) of every `clear_page_orig` loop: eight 8-byte stores of
@@ -168,13 +177,7 @@ fn glob(pattern: &str, text: &str) -> bool {
 
 /// Every function of the ELF: (address, size, mangled name), from `nm -S`.
 fn functions(elf: &std::path::Path) -> Vec<(u64, u64, String)> {
-    let out = Command::new("nm")
-        .args(["-S", "--defined-only"])
-        .arg(elf)
-        .output()
-        .expect("nm runs (binutils)");
-    assert!(out.status.success(), "nm failed on {}", elf.display());
-    String::from_utf8_lossy(&out.stdout)
+    binutils("nm", &["-S", "--defined-only"], elf)
         .lines()
         .filter_map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
