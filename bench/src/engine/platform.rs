@@ -81,8 +81,9 @@ pub trait BenchPlatform: Sync {
     }
 
     /// Called once right before a run's workers start, and [`Self::run_ends`] once after
-    /// they all returned: where the kernel marks the run for the coherence plugin
-    /// (`abi::coherence`). The default does nothing.
+    /// they all returned: where the kernel empties the per-CPU page lists, so every run
+    /// starts from the same allocator state whatever ran before it, and marks the run for
+    /// the coherence plugin (`abi::coherence`). The default does nothing.
     fn run_begins(&self) {}
 
     /// See [`Self::run_begins`].

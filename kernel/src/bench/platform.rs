@@ -8,6 +8,16 @@
 //! QR display at the end ([`crate::console::qr`]). Where the CPU has an architectural PMU
 //! ([`crate::arch::pmu`]) every worker CPU starts its counters right before its
 //! first batch and stops them after its last; where it has none, a note says so once.
+//!
+//! Every run with a record starts with every CPU's per-CPU page lists empty
+//! (`drain_all_pages()` in [`KernelPlatform::run_begins`], untimed). The lists carry
+//! frames from one run to the next, and how full a run found them decided how often it
+//! refilled them from the buddy lists: in 128 of seed000's reads (each allocates a
+//! frame, reclaim frees them in batches) its A took 0.98 frames per read from the buddy
+//! lists and its B 0.49, in every boot, after different runs before each; with the
+//! lists drained first both take 0.98 and count the same instructions per read to
+//! 0.01%. Linux's lists carry over between runs too, but two layouts compared in one
+//! boot must not inherit that state from whichever run came before.
 
 use crate::arch::{clear_page, cpu, numa, pmu, tsc};
 use crate::boot_info::{BootInfo, BootProtocol};
@@ -152,6 +162,9 @@ impl BenchPlatform for KernelPlatform {
     }
 
     fn run_begins(&self) {
+        // Every run starts with the per-CPU page lists empty (module doc): what a run
+        // before it left on them would otherwise decide how often this one refills them.
+        crate::mm::page_alloc::drain_all_pages();
         super::window::run_begins();
     }
 

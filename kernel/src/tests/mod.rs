@@ -2,6 +2,7 @@
 //! (`#[ktest(slow)]` for one that runs only when named), which registers it with
 //! [`crate::ktest`]; no table lists them.
 
+mod bench_platform;
 mod boot;
 pub mod case;
 mod coherence;
