@@ -5,10 +5,12 @@
 //! retried, and the worker clears the PTE and `invlpg`s the address. Host threads cannot
 //! take their own page faults (a SIGSEGV handler would measure Linux's signal delivery, not
 //! a fault path), so on the host the floor is the same work as a *function call*: per op,
-//! zero the CPU's own 4 KiB page, install an entry pointing at it in a software page table
-//! of the CPU's own (one 4 KiB table of 512 entries, compare-and-exchange as
+//! zero a 4 KiB page of the CPU's own, install an entry pointing at it in a software page
+//! table of the CPU's own (one 4 KiB table of 512 entries, compare-and-exchange as
 //! `set_pte_at` on an entry that must be empty), do the access the fault was for, and clear
-//! the entry with an exchange (`ptep_get_and_clear`). There is no trap, no TLB and no
+//! the entry with an exchange (`ptep_get_and_clear`). Each entry has a page of its own, as
+//! the kernel's floor gives each entry of its window a frame: a workload that maps the
+//! window maps a different page at each entry. There is no trap, no TLB and no
 //! `invlpg`, so this floor is far higher than the kernel's: a host run's fraction of it says
 //! how much of the software path's cost is ours, not what the hardware allows. Every CPU's
 //! table and page are its own allocations, 4 KiB aligned, and its counters sit in a 128-byte
@@ -43,13 +45,27 @@ impl Page {
     }
 }
 
-/// One CPU's table, page and counts.
+/// One CPU's table, pages and counts.
 struct CpuFloor {
     table: Box<Page>,
-    page: Box<Page>,
+    /// The page each entry points at when installed, one per entry.
+    pages: Vec<Box<Page>>,
     next: AtomicU64,
     installed: AtomicU64,
     cleared: AtomicU64,
+}
+
+impl CpuFloor {
+    /// An empty table, its pages, no counts.
+    fn new() -> CpuFloor {
+        CpuFloor {
+            table: Page::boxed(),
+            pages: (0..PTRS_PER_PTE).map(|_| Page::boxed()).collect(),
+            next: AtomicU64::new(0),
+            installed: AtomicU64::new(0),
+            cleared: AtomicU64::new(0),
+        }
+    }
 }
 
 /// The software floor scenario (`limit`, variant `floor`).
@@ -72,15 +88,7 @@ impl BenchScenario for SoftFloor {
         setup: &Setup<'_, 'a>,
     ) -> Result<Box<dyn Instance + 'a>, ScenarioError> {
         let cpus = (0..setup.cpus)
-            .map(|_| {
-                ksync::CachePadded(CpuFloor {
-                    table: Page::boxed(),
-                    page: Page::boxed(),
-                    next: AtomicU64::new(0),
-                    installed: AtomicU64::new(0),
-                    cleared: AtomicU64::new(0),
-                })
-            })
+            .map(|_| ksync::CachePadded(CpuFloor::new()))
             .collect();
         Ok(Box::new(SoftFloorInstance { cpus }))
     }
@@ -89,11 +97,13 @@ impl BenchScenario for SoftFloor {
 /// One software "fault": zero the page, install its entry, the access, clear the entry.
 #[inline(never)]
 fn soft_fault(c: &CpuFloor, index: usize, value: u64) -> Result<(), ScenarioError> {
-    for w in &c.page.0 {
+    let (Some(page), Some(slot)) = (c.pages.get(index), c.table.0.get(index)) else {
+        return Err(ScenarioError::new(format!("no software entry {index}")));
+    };
+    for w in &page.0 {
         w.store(0, Ordering::Relaxed);
     }
-    let entry = core::ptr::from_ref::<Page>(&c.page) as u64 | PRESENT;
-    let slot = &c.table.0[index];
+    let entry = core::ptr::from_ref::<Page>(page) as u64 | PRESENT;
     if slot
         .compare_exchange(0, entry, Ordering::AcqRel, Ordering::Acquire)
         .is_err()
@@ -108,7 +118,7 @@ fn soft_fault(c: &CpuFloor, index: usize, value: u64) -> Result<(), ScenarioErro
     if mapped != entry & !PRESENT {
         return Err(ScenarioError::new("software entry changed under its owner"));
     }
-    c.page.0[0].store(value, Ordering::Relaxed);
+    page.0[0].store(value, Ordering::Relaxed);
     let old = slot.swap(0, Ordering::AcqRel);
     if old != entry {
         return Err(ScenarioError::new(format!(
@@ -205,15 +215,31 @@ mod tests {
         inst.teardown().unwrap();
     }
 
+    /// Each entry's fault zeroes and writes the entry's own page: the write of operation
+    /// `k` lands in page `k mod 512` and no other.
+    #[test]
+    fn each_entry_faults_on_a_page_of_its_own() {
+        let c = CpuFloor::new();
+        for k in 0..3 {
+            soft_fault(&c, k, 100 + k as u64).unwrap();
+        }
+        let first: Vec<u64> = c.pages[..4]
+            .iter()
+            .map(|p| p.0[0].load(Ordering::Relaxed))
+            .collect();
+        assert_eq!(first, [100, 101, 102, 0]);
+        soft_fault(&c, 1, 7).unwrap();
+        assert_eq!(c.pages[1].0[0].load(Ordering::Relaxed), 7);
+        assert_eq!(c.pages[0].0[0].load(Ordering::Relaxed), 100);
+        assert!(soft_fault(&c, PTRS_PER_PTE, 1).is_err());
+    }
+
     #[test]
     fn the_check_sees_a_leaked_entry() {
         let inst = SoftFloorInstance {
             cpus: alloc::vec![ksync::CachePadded(CpuFloor {
-                table: Page::boxed(),
-                page: Page::boxed(),
-                next: AtomicU64::new(0),
                 installed: AtomicU64::new(1),
-                cleared: AtomicU64::new(0),
+                ..CpuFloor::new()
             })],
         };
         inst.cpus[0].table.0[7].store(0x1000 | PRESENT, Ordering::Relaxed);
