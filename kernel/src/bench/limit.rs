@@ -20,13 +20,15 @@
 //! pages, and the fault scenarios' 512-page batches clear 512 different frames per batch:
 //! with one frame for every fault the floor zeroed 4 KiB that stayed in the host's caches
 //! and in the emulator's TLB, which no fault of those workloads can, and ran about 5% faster
-//! than with a frame per entry (docs/design.md, "The floor's frames"). The invariant checked after every run: every
-//! entry is clear, and the region's handler resolved exactly as many faults in each CPU's
-//! window as the CPU did operations since setup (so each operation really trapped: a
-//! translation `invlpg` failed to drop would let a write through without a fault). The
-//! handler counts them itself, not the CPU's fault statistics: the engine measures an
-//! instance of the floor around every run of a fault scenario, whose faults on the same
-//! CPU come in between. A fault in the window that ends at a fixup fails the batch.
+//! than with a frame per entry (docs/design.md, "The floor's frames").
+//!
+//! The invariant checked after every run: every entry is clear, and the region's handler
+//! resolved exactly as many faults in each CPU's window as the CPU did operations since
+//! setup (so each operation really trapped: a translation `invlpg` failed to drop would let
+//! a write through without a fault). The handler counts them itself, not the CPU's fault
+//! statistics: the engine measures an instance of the floor around every run of a fault
+//! scenario, whose faults on the same CPU come in between. A fault in the window that ends
+//! at a fixup fails the batch.
 //!
 //! Unsafe code here, and why: the floor's fault handler reaches its instance through the
 //! region's data word and writes its window's page-table entries directly, as the floor of

@@ -26,11 +26,12 @@ fn bench_run_begins_with_empty_per_cpu_page_lists() -> TestResult {
     let pa = page_alloc::get().ok_or("no page allocator")?;
     let node = percpu::cpu_to_node(0);
     let held: Vec<_> = (0..8).filter_map(|_| pa.alloc_page(0, node)).collect();
-    ensure!(held.len() == 8, "took {} of 8 frames", held.len());
+    let took = held.len();
     for f in held {
         pa.free_pages(0, f, 0)
             .map_err(|e| format!("free {:#x}: {e}", f.pfn()))?;
     }
+    ensure!(took == 8, "took {took} of 8 frames");
     let before = on_pcp_lists(pa);
     ensure!(before > 0, "no frame on a per-CPU list after freeing eight");
     let platform = KernelPlatform::new(boot_info::get(), percpu::nr_cpu_ids() as u32);
