@@ -19,8 +19,9 @@
 //! its entry. A workload that maps a 2 MiB window maps a different frame at each of its
 //! pages, and the fault scenarios' 512-page batches clear 512 different frames per batch:
 //! with one frame for every fault the floor zeroed 4 KiB that stayed in the host's caches
-//! and in the emulator's TLB, which no fault of those workloads can, and ran about 5% faster
-//! than with a frame per entry (docs/design.md, "The floor's frames").
+//! and in the emulator's TLB, which no fault of those workloads can, and the fault paths'
+//! shares of it read lower than they do of a frame per entry (docs/design.md, "The
+//! floor's frames").
 //!
 //! The invariant checked after every run: every entry is clear, and the region's handler
 //! resolved exactly as many faults in each CPU's window as the CPU did operations since
