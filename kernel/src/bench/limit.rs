@@ -65,8 +65,9 @@ struct Window {
     base: u64,
     /// Its private page table.
     pt: PhysAddr,
-    /// The frame each entry maps when it faults, one per entry.
-    frames: Vec<PhysAddr>,
+    /// The frame each entry maps when it faults, one per entry (an array of the table's
+    /// length, so `pte_index` reaches it without a bounds check).
+    frames: Box<[PhysAddr; PTRS_PER_PTE]>,
     /// The next entry to fault.
     next: AtomicU64,
     /// Operations done since setup.
@@ -101,10 +102,7 @@ fn floor_fault(info: &FaultInfo) -> Result<(), FaultError> {
     if info.addr & !(PMD_SIZE - 1) != w.base || info.protection || info.instruction_fetch {
         return Err(FaultError::AccessDenied);
     }
-    let frame = *w
-        .frames
-        .get(pte_index(info.addr))
-        .ok_or(FaultError::AccessDenied)?;
+    let frame = w.frames[pte_index(info.addr)];
     // SAFETY: the frame belongs to this window's entry, which is clear now (the entry is
     // cleared after every op and this fault is for a not-present entry), so no mapping of
     // it is live: the direct map is its only alias while it is zeroed.
@@ -141,10 +139,16 @@ impl BenchScenario for TrapFloor {
         });
         for cpu in 0..setup.cpus {
             let base = start + u64::from(cpu) * PMD_SIZE;
-            let mut frames = Vec::with_capacity(PTRS_PER_PTE);
-            frames.extend((0..PTRS_PER_PTE).map_while(|_| zeroed_frame()));
-            let pt = zeroed_frame().filter(|_| frames.len() == PTRS_PER_PTE);
-            let Some(pt) = pt else {
+            let mut got = Vec::with_capacity(PTRS_PER_PTE);
+            got.extend((0..PTRS_PER_PTE).map_while(|_| zeroed_frame()));
+            let frames: Box<[PhysAddr; PTRS_PER_PTE]> = match got.into_boxed_slice().try_into() {
+                Ok(frames) => frames,
+                Err(short) => {
+                    short.into_iter().for_each(recycle);
+                    return Err(ScenarioError::new("out of frames for the floor's windows"));
+                }
+            };
+            let Some(pt) = zeroed_frame() else {
                 frames.into_iter().for_each(recycle);
                 return Err(ScenarioError::new("out of frames for the floor's windows"));
             };
@@ -236,7 +240,7 @@ impl Instance for TrapFloorInstance {
             touch::touch_write_u64(addr, k)
                 .map_err(|e| ScenarioError(format!("touch {addr:#x}: {e}")))?;
             let old = Pte::from_raw(w.entries()[pte_index(addr)].swap(0, Ordering::AcqRel));
-            if !old.present() || w.frames.get(pte_index(addr)) != Some(&old.frame()) {
+            if !old.present() || old.frame() != w.frames[pte_index(addr)] {
                 return Err(ScenarioError(format!(
                     "{addr:#x}: the write went through {old:?}, not its entry's frame"
                 )));
