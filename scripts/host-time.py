@@ -3,14 +3,16 @@
 
 guest-insn-count.py counts what the guest executes; this tool measures what the host spends
 on it, split by the part of QEMU that spends it. It boots the release kernel in QEMU
-(`run=bench scenarios=S bench_cpus=1 rounds=R instances=1 seconds=SECS`, one of --smp
+(`run=bench scenarios=S bench_cpus=B rounds=R instances=1 seconds=SECS`, B of the --smp
 vCPUs running it), and while a run is under way attaches `perf record` (cpu-clock samples
-of every QEMU thread) for a
-window in the middle of it. The window's run is the one whose progress line
-(`KPROGRESS ... ops/s`) comes next; its rate turns the window's samples into host
-nanoseconds per operation, by category:
+of every QEMU thread) for a window in the middle of it. The window's run is the one whose
+progress line (`KPROGRESS ... ops/s`) comes next; its rate turns the window's samples into
+host nanoseconds per operation, by category:
 
   jit        translated code (perf's [JIT] map: the guest's instructions as TCG compiled them)
+  atomic     the helpers that emulate a locked read-modify-write with a host atomic
+             (`cpu_atomic_*`: TCG calls them only with more than one vCPU, and inlines a
+             plain load and store with one)
   softmmu    the emulated MMU's slow paths: TLB misses, page walks, TLB fills, the memory
              helpers that exception delivery and `iretq` use (cputlb, the page walker)
   execloop   the execution loop between blocks: block lookups for a return, an indirect
@@ -20,13 +22,19 @@ nanoseconds per operation, by category:
              around it)
   other      the rest of QEMU, the C library, glib and the host kernel
 
-Only the busiest thread's samples count: the vCPU that runs the scenario (QEMU's main loop
-and an idle vCPU's thread take little, and a spinning one would be someone else's time).
+Only the B busiest threads' samples count: the vCPUs that run the scenario (QEMU's main
+loop and an idle vCPU's thread take little, and a spinning one would be someone else's
+time). The rate is the run's (every CPU's operations over the slowest CPU's time), so at
+B > 1 a figure is host time summed over the B vCPUs per operation: where it exceeds the
+figure at B = 1, the CPUs pay for each other (waits, shootdowns, lines moving between host
+cores).
 
 Debian's QEMU is stripped of its static symbols: a sample in a static function is charged
-to the nearest exported symbol below it (`nm -D`), and the categories are chosen from those
-names, so a few static functions may land in a neighbour's category. The split is a guide
-to which cost a change can move, not a measurement of one function.
+to the nearest exported symbol below it (`nm -D`; listed as "after NAME"), and the
+categories are chosen from those names, so a few static functions may land in a
+neighbour's category. One is placed by name: the static code right before the exported
+atomic helpers is `atomic_mmu_lookup`, which they all call (cputlb.c defines it there).
+The split is a guide to which cost a change can move, not a measurement of one function.
 
 Runs are 3 s by default so that a 1.5 s window fits inside one; windows whose progress
 line is missing or during which QEMU exited are dropped, and so are the warm-up round's:
@@ -37,7 +45,8 @@ last line could catch it. A host
 that is not idle spreads the figures (run it alone).
 
 Usage: scripts/host-time.py [--kernel ELF32] [--seconds S] [--window W] [--rounds R]
-                            [--smp N] [--timeout T] SCENARIO [CONFIG:VARIANT ...]
+                            [--smp N] [--bench-cpus B] [--symbols N] [--timeout T]
+                            SCENARIO [CONFIG:VARIANT ...]
   e.g. scripts/host-time.py limit; scripts/host-time.py seed001-faultfree anon:base@+0
   CONFIG:VARIANT pairs select the runs reported (default: every run measured).
 Exit status: 0 done; 2 bad arguments; 3 no kernel; 4 perf, QEMU or nm missing; 5 perf
@@ -70,7 +79,8 @@ SOFTMMU = ("tlb", "mmu", "helper_le_", "helper_be_", "probe_access", "get_pg_mod
 EXECLOOP = ("cpu_exec", "curr_cflags", "qht_lookup", "tb_set_jmp_target", "tb_htable",
             "tcg_tb_lookup")
 EXCEPTION = ("do_interrupt", "do_smm_enter", "raise_exception", "helper_iret")
-CATEGORIES = ("jit", "softmmu", "execloop", "exception", "other")
+ATOMIC = ("cpu_atomic_", "helper_atomic_")
+CATEGORIES = ("jit", "atomic", "softmmu", "execloop", "exception", "other")
 
 
 def die(code, msg):
@@ -87,9 +97,12 @@ def parse_args():
     p.add_argument("--window", type=float, default=1.5, help="seconds sampled per run")
     p.add_argument("--rounds", type=int, default=1, help="measured rounds per variant")
     p.add_argument("--smp", type=int, default=1,
-                   help="vCPUs QEMU emulates (the scenario runs on one; default 1, kx bench "
-                        "boots 2: with more than one, TCG emulates every locked RMW with a "
-                        "host atomic in a helper)")
+                   help="vCPUs QEMU emulates (default 1; kx bench boots 2: with more than "
+                        "one, TCG emulates every locked RMW with a host atomic in a helper)")
+    p.add_argument("--bench-cpus", type=int, default=1,
+                   help="vCPUs the scenario runs on (1..=--smp; default 1)")
+    p.add_argument("--symbols", type=int, default=0,
+                   help="also list each run's N costliest symbols (default 0)")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds for the boot")
     try:
         a = p.parse_args()
@@ -104,37 +117,59 @@ def parse_args():
         die(2, "--rounds: expected 1..=20")
     if not 1 <= a.smp <= 64:
         die(2, "--smp: expected 1..=64")
+    if a.symbols < 0:
+        die(2, "--symbols: expected 0 or more")
+    if not 1 <= a.bench_cpus <= a.smp:
+        die(2, f"--bench-cpus: expected 1..={a.smp} (--smp)")
     return a
 
 
 def exported_symbols():
-    out = subprocess.run(["nm", "-D", "--defined-only", shutil.which(QEMU)],
+    """QEMU's exported functions, sorted: (addresses, ends, names)."""
+    out = subprocess.run(["nm", "-D", "-S", "--defined-only", shutil.which(QEMU)],
                          capture_output=True, text=True).stdout
-    syms = sorted((int(p[0], 16), p[2]) for p in (line.split() for line in out.splitlines())
-                  if len(p) == 3)
-    return [s[0] for s in syms], [s[1] for s in syms]
+    syms = sorted((int(p[0], 16), int(p[0], 16) + int(p[1], 16), p[3])
+                  for p in (line.split() for line in out.splitlines()) if len(p) == 4)
+    return [s[0] for s in syms], [s[1] for s in syms], [s[2] for s in syms]
 
 
-def category(dso, sym, addrs, names):
+def category(dso, sym, symbols):
+    """The category of a sample in `dso` at `sym`, and the name it is charged to: a static
+    function's sample is named after the exported one below it ("after NAME"), and one
+    that lies right before the atomic helpers is theirs (QEMU's cputlb.c defines the
+    static `atomic_mmu_lookup`, which every one of them calls, just before them)."""
     if dso.startswith("[JIT"):
-        return "jit"
+        return "jit", "[JIT]"
     if "qemu-system" not in dso:
-        return "other"
+        return "other", f"{sym} ({dso})"
     if sym.startswith("0x"):
-        i = bisect.bisect_right(addrs, int(sym, 16)) - 1
-        sym = names[i] if i >= 0 else sym
-    if sym.startswith(EXECLOOP):
-        return "execloop"
-    if sym.startswith(EXCEPTION):
-        return "exception"
-    if any(k in sym for k in SOFTMMU):
-        return "softmmu"
-    return "other"
+        addrs, ends, names = symbols
+        pc = int(sym, 16)
+        i = bisect.bisect_right(addrs, pc) - 1
+        if i < 0:
+            return "other", sym
+        sym = names[i]
+        if pc >= ends[i]:
+            after = names[i + 1] if i + 1 < len(names) else ""
+            if after.startswith(ATOMIC):
+                return "atomic", f"before {after}"
+            sym = f"after {sym}"
+    name = sym.removeprefix("after ")
+    if name.startswith(EXECLOOP):
+        return "execloop", sym
+    if name.startswith(EXCEPTION):
+        return "exception", sym
+    if name.startswith(ATOMIC):
+        return "atomic", sym
+    if any(k in name for k in SOFTMMU):
+        return "softmmu", sym
+    return "other", sym
 
 
-def split(data, addrs, names):
-    """Samples per category of the busiest thread (the vCPU running the scenario; an idle
-    vCPU halts, QEMU's other threads mostly wait) in one perf data file."""
+def split(data, symbols, threads):
+    """Samples per (category, symbol) of the `threads` busiest threads together (the vCPUs
+    running the scenario; an idle vCPU halts, QEMU's other threads mostly wait) in one perf
+    data file."""
     out = subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort",
                           "pid,dso,sym", "-g", "none", "-n", "--percent-limit", "0"],
                          capture_output=True, text=True).stdout
@@ -142,11 +177,12 @@ def split(data, addrs, names):
     for line in out.splitlines():
         m = REPORT.match(line)
         if m:
-            per_tid[m.group(3)][category(m.group(4), m.group(5), addrs, names)] += \
+            per_tid[m.group(3)][category(m.group(4), m.group(5), symbols)] += \
                 int(m.group(2))
     if not per_tid:
         die(6, f"perf report of {data} gave no sample line this tool can read")
-    return max(per_tid.values(), key=lambda c: sum(c.values()))
+    busiest = sorted(per_tid.values(), key=lambda c: sum(c.values()), reverse=True)
+    return sum(busiest[:threads], Counter())
 
 
 def main():
@@ -162,15 +198,15 @@ def main():
                             "true"], capture_output=True, text=True)
     if probe.returncode != 0:
         die(5, f"perf cannot sample: {probe.stderr.strip()[-300:]}")
-    addrs, names = exported_symbols()
+    symbols = exported_symbols()
     serial = os.path.join(tmp, "serial.log")
     qemu = subprocess.Popen(
         [QEMU, "-machine", "q35", "-cpu", "max", "-m", "1024", "-smp", str(a.smp),
          "-accel", "tcg",
          "-display", "none", "-serial", f"file:{serial}", "-nic", "none", "-no-reboot",
          "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04", "-kernel", a.kernel,
-         "-append", f"run=bench scenarios={a.scenario} bench_cpus=1 rounds={a.rounds} "
-                    f"instances=1 seconds={a.seconds}"],
+         "-append", f"run=bench scenarios={a.scenario} bench_cpus={a.bench_cpus} "
+                    f"rounds={a.rounds} instances=1 seconds={a.seconds}"],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     start = time.monotonic()
     seen = 0  # progress lines read so far
@@ -212,7 +248,7 @@ def main():
             continue
         ops = int(m.group(6)) * a.window
         acc = per_run[key]
-        acc[0].update(split(data, addrs, names))
+        acc[0].update(split(data, symbols, a.bench_cpus))
         acc[1] += ops
         acc[2] += 1
     shutil.rmtree(tmp, ignore_errors=True)
@@ -221,9 +257,13 @@ def main():
     print(f"{'config variant':<28} {'windows':>7} " +
           " ".join(f"{c:>9}" for c in CATEGORIES) + f" {'total':>9}   host ns per op")
     for (cfg, var), (c, ops, n) in sorted(per_run.items()):
-        ns = {k: c[k] / FREQ / ops * 1e9 for k in CATEGORIES}
+        ns = Counter()
+        for (cat, _), samples in c.items():
+            ns[cat] += samples / FREQ / ops * 1e9
         print(f"{cfg + ' ' + var:<28} {n:>7} " +
               " ".join(f"{ns[k]:>9.1f}" for k in CATEGORIES) + f" {sum(ns.values()):>9.1f}")
+        for (cat, sym), samples in c.most_common(a.symbols):
+            print(f"{'':<28} {samples / FREQ / ops * 1e9:>17.1f}  {cat:<9} {sym}")
 
 
 if __name__ == "__main__":
