@@ -209,6 +209,8 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
             "zap_page_range: lru_add_drain failed"
         );
         let mut tlb = MmuGather::new(self.mmu, mm.cpumask(), cpu);
+        // A table's frames are nearly always of one memmap section: one root-table lookup.
+        let mut memmap = self.alloc.memmap().cursor();
         let start = start & !0xfff;
         // One pass per 2 MiB span that a PTE table covers (`zap_pmd_range`), each over the
         // span's pages in the range: bounded loops.
@@ -232,7 +234,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                 let mut last = None;
                 while va < stop && !tlb.is_full() {
                     if let Some(pfn) = pte.clear(pte_index(va))
-                        && let Some(folio) = self.alloc.pfn_to_folio(pfn.as_u64())
+                        && let Some(folio) = memmap.pfn_to_folio(pfn.as_u64())
                     {
                         self.zap_folio(&mut tlb, cpu, rcu.as_ref(), &mut last, va, folio);
                     }

@@ -58,6 +58,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
     fn unmap_mapping_range(&self, obj: &Object, cpu: usize) {
         obj.rmap_walk(|m, mm| {
             let mut tlb = MmuGather::new(self.mmu, mm.cpumask(), cpu);
+            let mut memmap = self.alloc.memmap().cursor();
             let mut va = m.start;
             // Every `zap_ptes` call advances `va` (or ends the walk): bounded.
             while va < m.end {
@@ -71,7 +72,7 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
                 let rcu = self.tree.rcu().read_lock(cpu).ok();
                 let mut last = None;
                 for &(at, pfn) in &cleared {
-                    if let Some(folio) = self.alloc.pfn_to_folio(pfn.as_u64()) {
+                    if let Some(folio) = memmap.pfn_to_folio(pfn.as_u64()) {
                         self.zap_folio(&mut tlb, cpu, rcu.as_ref(), &mut last, at.as_u64(), folio);
                     }
                 }

@@ -100,6 +100,24 @@ pub struct MemSection {
 }
 
 impl MemSection {
+    /// Whether the array describes frame `pfn`. Below the array's first frame
+    /// `pfn - start_pfn` wraps past `nr_pages`: one compare.
+    #[inline]
+    fn describes(&self, pfn: u64) -> bool {
+        pfn.wrapping_sub(self.start_pfn) < self.nr_pages
+    }
+
+    /// The descriptor of frame `pfn`, which the array describes ([`Self::describes`]).
+    #[inline]
+    fn folio(&self, pfn: u64) -> &'static Folio {
+        let off = pfn - self.start_pfn;
+        debug_assert!(off < self.nr_pages);
+        // SAFETY: every caller checked `describes(pfn)`, so `off < nr_pages`: inside the
+        // array, which `Memmap::new` fully initialised and which is never freed (the
+        // storage contract), so the folio lives forever.
+        unsafe { self.map.add(off as usize).as_ref() }
+    }
+
     /// The section number (`pfn_to_section_nr()`).
     #[must_use]
     pub fn nr(&self) -> u64 {
@@ -270,12 +288,17 @@ impl Memmap {
     #[inline]
     #[must_use]
     pub fn pfn_to_folio(&self, pfn: u64) -> Option<&'static Folio> {
-        let s = self.section_of(pfn)?;
-        let off = pfn - s.start_pfn;
-        // SAFETY: `off < s.nr_pages` (`section_of`): inside the section's array, which was
-        // fully initialised in `new` and is never freed (the storage contract), so the
-        // folio lives forever.
-        Some(unsafe { s.map.add(off as usize).as_ref() })
+        Some(self.section_of(pfn)?.folio(pfn))
+    }
+
+    /// A walk over frames that lie close together (the PTEs of one table, a batch of
+    /// folios being freed): see [`MemmapCursor`].
+    #[must_use]
+    pub fn cursor(&self) -> MemmapCursor<'_> {
+        MemmapCursor {
+            memmap: self,
+            last: None,
+        }
     }
 
     /// The frame number of `folio` (`folio_pfn()`).
@@ -307,15 +330,16 @@ impl Memmap {
     #[inline]
     #[must_use]
     pub fn owns_ram(&self, folio: &Folio) -> bool {
+        self.section_of(folio.pfn())
+            .is_some_and(|s| self.owns_ram_in(s, folio))
+    }
+
+    /// [`Self::owns_ram`] of a `folio` whose frame section `s` of this memmap describes.
+    #[inline]
+    fn owns_ram_in(&self, s: &MemSection, folio: &Folio) -> bool {
         let pfn = folio.pfn();
-        let Some(s) = self.section_of(pfn) else {
-            return false;
-        };
-        let off = pfn - s.start_pfn;
-        // SAFETY: `off < s.nr_pages` (`section_of`), inside the section's array, which
-        // was fully initialised in `new` and is never freed.
-        let own = unsafe { s.map.add(off as usize).as_ref() };
-        core::ptr::eq(own, folio) && (s.present_pages == s.nr_pages || self.is_present(pfn))
+        core::ptr::eq(s.folio(pfn), folio)
+            && (s.present_pages == s.nr_pages || self.is_present(pfn))
     }
 
     /// The section whose array describes frame `pfn`.
@@ -328,7 +352,7 @@ impl Memmap {
         let nr = (pfn >> PFN_SECTION_SHIFT).wrapping_sub(self.first_section);
         let idx = *self.root.get(nr as usize)?;
         let s = self.sections.get(idx as usize)?;
-        (pfn.wrapping_sub(s.start_pfn) < s.nr_pages).then_some(s)
+        s.describes(pfn).then_some(s)
     }
 
     /// Whether frame `pfn` is RAM (not a hole inside a described span).
@@ -371,5 +395,50 @@ impl Memmap {
             .filter(|s| s.node == node)
             .map(MemSection::bytes)
             .sum()
+    }
+}
+
+/// A walk over frames that lie close together: it keeps the section it found last and
+/// tries the next frame there first, one compare, before the root table's lookup.
+///
+/// Linux's `pfn_to_page` is an addition into the virtually contiguous vmemmap
+/// (`CONFIG_SPARSEMEM_VMEMMAP`, x86_64's default); this memmap's arrays are per section,
+/// so each [`Memmap::pfn_to_folio`] finds the section through the root table and checks
+/// both indexes. The unmap (a PTE table's frames) and the batched free (a gather's folios)
+/// look up hundreds of frames in a row, nearly always of one section: a cursor pays the
+/// root table's lookup once per section change instead of once per frame.
+#[derive(Debug)]
+pub struct MemmapCursor<'a> {
+    memmap: &'a Memmap,
+    last: Option<&'a MemSection>,
+}
+
+impl<'a> MemmapCursor<'a> {
+    /// The section describing `pfn`, the last one found if it does.
+    #[inline]
+    fn section(&mut self, pfn: u64) -> Option<&'a MemSection> {
+        if let Some(s) = self.last
+            && s.describes(pfn)
+        {
+            return Some(s);
+        }
+        let s = self.memmap.section_of(pfn)?;
+        self.last = Some(s);
+        Some(s)
+    }
+
+    /// [`Memmap::pfn_to_folio`].
+    #[inline]
+    #[must_use]
+    pub fn pfn_to_folio(&mut self, pfn: u64) -> Option<&'static Folio> {
+        Some(self.section(pfn)?.folio(pfn))
+    }
+
+    /// [`Memmap::owns_ram`].
+    #[inline]
+    #[must_use]
+    pub fn owns_ram(&mut self, folio: &Folio) -> bool {
+        self.section(folio.pfn())
+            .is_some_and(|s| self.memmap.owns_ram_in(s, folio))
     }
 }

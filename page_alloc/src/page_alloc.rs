@@ -424,8 +424,10 @@ impl PageAlloc {
         if cpu >= self.nr_cpus() {
             return Err(FreeError::BadCpu(cpu));
         }
-        let zone_of = |f: &Folio| {
-            if self.memmap.owns_ram(f) {
+        // The batch's folios are nearly always of one section: one root-table lookup.
+        let mut memmap = self.memmap.cursor();
+        let mut zone_of = |f: &Folio| {
+            if memmap.owns_ram(f) {
                 self.folio_zone(f)
             } else {
                 None

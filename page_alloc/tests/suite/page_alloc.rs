@@ -116,6 +116,83 @@ fn memmap_refuses_frames_below_and_past_its_arrays() {
     }
 }
 
+/// A cursor answers as the memmap itself for any sequence of frames: it keeps the last
+/// section it found, so a walk that leaves a section (to a hole, below an array trimmed at
+/// the front, to another section, back) must not take the next frame from the old one.
+/// Node 0 has a section with the legacy hole and a second one trimmed at both ends; node 1
+/// a section above 4 GiB.
+#[test]
+fn memmap_cursor_agrees_with_the_memmap_on_any_walk() {
+    use proptest::prelude::*;
+    let sec = PAGES_PER_SECTION;
+    let ranges = [
+        (0, r(0, 0x9f)),
+        (0, r(0x100, sec)),
+        (0, r(sec + 0x10, 2 * sec - 0x10)),
+        (1, r(GIB4, GIB4 + sec)),
+    ];
+    let pa = allocator(2, 2, &ranges, PcpConfig::default());
+    let mm = pa.memmap();
+    // Frames at every edge: described, holes, trimmed ends, between and past the arrays.
+    let edges = [
+        0,
+        0x9e,
+        0x9f,
+        0xa0,
+        0xff,
+        0x100,
+        sec - 1,
+        sec,
+        sec + 0xf,
+        sec + 0x10,
+        2 * sec - 0x11,
+        2 * sec - 0x10,
+        2 * sec,
+        GIB4 - 1,
+        GIB4,
+        GIB4 + sec - 1,
+        GIB4 + sec,
+        u64::MAX,
+    ];
+    let check = |walk: &[u64]| -> Result<(), TestCaseError> {
+        let mut cur = mm.cursor();
+        for &pfn in walk {
+            let want = mm.pfn_to_folio(pfn);
+            let got = cur.pfn_to_folio(pfn);
+            prop_assert_eq!(
+                got.map(|f| f as *const Folio),
+                want.map(|f| f as *const Folio)
+            );
+            if let Some(f) = want {
+                prop_assert_eq!(cur.owns_ram(f), mm.owns_ram(f), "{:#x}", pfn);
+            }
+        }
+        Ok(())
+    };
+    // Every described frame in order, then backwards: the unmap's and the free's walks.
+    let all: Vec<u64> = mm
+        .sections()
+        .flat_map(|s| s.span().start..s.span().end)
+        .collect();
+    check(&all).unwrap();
+    check(&all.iter().rev().copied().collect::<Vec<_>>()).unwrap();
+    // A foreign folio (a copy of a described one) is never owned, whichever section the
+    // cursor holds.
+    let copy = Folio::new(0x100, 0, ZoneType::Dma32).unwrap();
+    let mut cur = mm.cursor();
+    assert!(cur.pfn_to_folio(0x100).is_some() && !cur.owns_ram(&copy));
+    // Random walks mixing edges and frames near them.
+    let frame = prop_oneof![
+        proptest::sample::select(edges.to_vec()),
+        (proptest::sample::select(edges.to_vec()), -3i64..=3)
+            .prop_map(|(e, d)| e.wrapping_add_signed(d)),
+        0..GIB4 + 2 * sec,
+    ];
+    proptest::test_runner::TestRunner::default()
+        .run(&proptest::collection::vec(frame, 1..64), |w| check(&w))
+        .unwrap();
+}
+
 /// One order-0 allocation splits an order-10 block into one free block of every lower
 /// order; freeing it merges them back.
 #[test]
