@@ -216,6 +216,14 @@ impl Folio {
         Zone::from_idx(((self.pfn_zone_node >> PFN_BITS) & 3) as u8)
     }
 
+    /// The node and the zone in one number (`page_zone_id()`): two folios are of one zone
+    /// exactly when theirs are equal, one compare where [`Self::node`] and [`Self::zone`]
+    /// would look the zone up.
+    #[must_use]
+    pub fn zone_id(&self) -> u32 {
+        (self.pfn_zone_node >> PFN_BITS) as u32
+    }
+
     /// `folio->mapping` as an id (0 = none).
     #[must_use]
     pub fn mapping(&self) -> u64 {
@@ -661,6 +669,25 @@ mod tests {
             Folio::new(MAX_PFN + 1, 0, Zone::Dma).unwrap_err(),
             FolioError::InvalidPfn(MAX_PFN + 1)
         );
+    }
+
+    /// Equal zone ids exactly for one node and one zone, whatever the frames.
+    #[test]
+    fn zone_id_is_the_node_and_the_zone() {
+        let zones = [Zone::Dma, Zone::Dma32, Zone::Normal, Zone::Movable];
+        let mut seen = std::collections::HashMap::new();
+        for node in [0, 1, MAX_NUMNODES - 1] {
+            for zone in zones {
+                for pfn in [0, 1, MAX_PFN] {
+                    let id = Folio::new(pfn, node, zone).unwrap().zone_id();
+                    assert_eq!(*seen.entry((node, zone as u8)).or_insert(id), id);
+                }
+            }
+        }
+        let mut ids: Vec<u32> = seen.values().copied().collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), seen.len(), "one id per node and zone");
     }
 
     #[test]

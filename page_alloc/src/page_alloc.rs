@@ -424,14 +424,24 @@ impl PageAlloc {
         if cpu >= self.nr_cpus() {
             return Err(FreeError::BadCpu(cpu));
         }
-        // The batch's folios are nearly always of one section: one root-table lookup.
+        // The batch's folios are nearly always of one section and one zone: one root-table
+        // lookup, and one zone lookup per change of `page_zone_id()`, as Linux's
+        // `free_unref_folios` compares each folio's zone with the locked one.
         let mut memmap = self.memmap.cursor();
+        let mut last: Option<(u32, &Zone)> = None;
         let mut zone_of = |f: &Folio| {
-            if memmap.owns_ram(f) {
-                self.folio_zone(f)
-            } else {
-                None
+            if !memmap.owns_ram(f) {
+                return None;
             }
+            let id = f.zone_id();
+            if let Some((at, zone)) = last
+                && at == id
+            {
+                return Some(zone);
+            }
+            let zone = self.folio_zone(f)?;
+            last = Some((id, zone));
+            Some(zone)
         };
         let mut out = FrozenFree::default();
         let mut rest = folios;
