@@ -107,14 +107,18 @@ impl MemSection {
         pfn.wrapping_sub(self.start_pfn) < self.nr_pages
     }
 
-    /// The descriptor of frame `pfn`, which the array describes ([`Self::describes`]).
+    /// The descriptor of frame `pfn`.
+    ///
+    /// # Safety
+    ///
+    /// The array describes `pfn` ([`Self::describes`]).
     #[inline]
-    fn folio(&self, pfn: u64) -> &'static Folio {
+    unsafe fn folio(&self, pfn: u64) -> &'static Folio {
         let off = pfn - self.start_pfn;
         debug_assert!(off < self.nr_pages);
-        // SAFETY: every caller checked `describes(pfn)`, so `off < nr_pages`: inside the
-        // array, which `Memmap::new` fully initialised and which is never freed (the
-        // storage contract), so the folio lives forever.
+        // SAFETY: `off < nr_pages` (the caller's promise): inside the array, which
+        // `Memmap::new` fully initialised and which is never freed (the storage contract),
+        // so the folio lives forever.
         unsafe { self.map.add(off as usize).as_ref() }
     }
 
@@ -288,7 +292,8 @@ impl Memmap {
     #[inline]
     #[must_use]
     pub fn pfn_to_folio(&self, pfn: u64) -> Option<&'static Folio> {
-        Some(self.section_of(pfn)?.folio(pfn))
+        // SAFETY: `section_of` returns only a section that describes `pfn`.
+        Some(unsafe { self.section_of(pfn)?.folio(pfn) })
     }
 
     /// A walk over frames that lie close together (the PTEs of one table, a batch of
@@ -331,15 +336,22 @@ impl Memmap {
     #[must_use]
     pub fn owns_ram(&self, folio: &Folio) -> bool {
         self.section_of(folio.pfn())
-            .is_some_and(|s| self.owns_ram_in(s, folio))
+            // SAFETY: `section_of` returns only a section that describes the frame.
+            .is_some_and(|s| unsafe { self.owns_ram_in(s, folio) })
     }
 
-    /// [`Self::owns_ram`] of a `folio` whose frame section `s` of this memmap describes.
+    /// [`Self::owns_ram`] of `folio`, given the section of this memmap that describes its
+    /// frame.
+    ///
+    /// # Safety
+    ///
+    /// `s` describes `folio.pfn()` ([`MemSection::describes`]).
     #[inline]
-    fn owns_ram_in(&self, s: &MemSection, folio: &Folio) -> bool {
+    unsafe fn owns_ram_in(&self, s: &MemSection, folio: &Folio) -> bool {
         let pfn = folio.pfn();
-        core::ptr::eq(s.folio(pfn), folio)
-            && (s.present_pages == s.nr_pages || self.is_present(pfn))
+        // SAFETY: the caller's promise.
+        let own = unsafe { s.folio(pfn) };
+        core::ptr::eq(own, folio) && (s.present_pages == s.nr_pages || self.is_present(pfn))
     }
 
     /// The section whose array describes frame `pfn`.
@@ -431,7 +443,8 @@ impl<'a> MemmapCursor<'a> {
     #[inline]
     #[must_use]
     pub fn pfn_to_folio(&mut self, pfn: u64) -> Option<&'static Folio> {
-        Some(self.section(pfn)?.folio(pfn))
+        // SAFETY: `section` returns only a section that describes `pfn`.
+        Some(unsafe { self.section(pfn)?.folio(pfn) })
     }
 
     /// [`Memmap::owns_ram`].
@@ -439,6 +452,7 @@ impl<'a> MemmapCursor<'a> {
     #[must_use]
     pub fn owns_ram(&mut self, folio: &Folio) -> bool {
         self.section(folio.pfn())
-            .is_some_and(|s| self.memmap.owns_ram_in(s, folio))
+            // SAFETY: `section` returns only a section that describes the frame.
+            .is_some_and(|s| unsafe { self.memmap.owns_ram_in(s, folio) })
     }
 }
