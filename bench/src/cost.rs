@@ -12,10 +12,11 @@
 //! the same runs. At more CPUs a lock's spinning would add to them, so they are counted at
 //! one.
 //!
-//! The Linux reference has a cost too, counted by other means: Linux has no marks, so the
-//! runner boots it once more at one vCPU with QEMU's instruction counter (`-icount shift=0`:
-//! the guest's clock advances one nanosecond per instruction), and its nanoseconds per page
-//! are its instructions per page; that counter cannot tell locked RMWs or blocks apart.
+//! The Linux reference has a cost too, counted the same way: the runner boots it once
+//! more at one vCPU under the instruction counter and the plugin, and the reference's
+//! `/init` marks its runs and its thread's window in a page of RAM taken out of Linux's
+//! memory, so its instructions, locked RMWs, blocks and unchained transitions per page
+//! are the plugin's, as the kernel's are.
 //!
 //! The unchained transitions are the third part of an emulated operation's time that does
 //! not depend on the host: under QEMU's TCG each block-to-block transition that QEMU cannot
@@ -49,16 +50,17 @@ pub struct Cost {
     /// Guest instructions per operation.
     pub instructions_per_op: f64,
     /// Locked read-modify-writes (`lock`-prefixed instructions, `xchg` with memory) per
-    /// operation; `None` where the counter cannot tell them (the Linux reference, whose
-    /// instructions QEMU's instruction counter gives, `-icount`).
+    /// operation; `None` where they were not counted (the Linux reference's row in
+    /// results written before its counted boot ran under the plugin, when `-icount`
+    /// gave only its instructions).
     #[serde(default)]
     pub rmws_per_op: Option<f64>,
-    /// Translated blocks executed per operation; `None` where the counter cannot tell them
-    /// (the Linux reference).
+    /// Translated blocks executed per operation; `None` where they were not counted (as
+    /// `rmws_per_op`).
     #[serde(default)]
     pub blocks_per_op: Option<f64>,
-    /// Block-to-block transitions QEMU's TCG cannot chain, per operation; `None` where the
-    /// counter cannot tell them (the Linux reference).
+    /// Block-to-block transitions QEMU's TCG cannot chain, per operation; `None` where
+    /// they were not counted (as `rmws_per_op`).
     #[serde(default)]
     pub unchained_per_op: Option<f64>,
 }

@@ -599,9 +599,8 @@ impl fmt::Display for Table<'_> {
                  linking; a few ns each under TCG, nearly free on a real CPU) per operation in \
                  its measured runs at one CPU, counted under QEMU's TCG (deterministic for \
                  this kernel, no timing in them; shown under each configuration's first \
-                 point); the B/A rows divide them. The Linux reference's instructions come \
-                 from QEMU's instruction counter (`-icount`), which tells no locked RMWs or \
-                 blocks apart (-).",
+                 point); the B/A rows divide them. The Linux reference is counted the same \
+                 way, between marks its /init stores; - where a count was not made.",
                 width,
             )?;
         }
@@ -969,8 +968,8 @@ mod tests {
         }
         let plain = Table::new(&summary, Style::Wide).to_string();
         assert!(!plain.contains("counted per op"), "{plain}");
-        // A counter that tells no locked RMWs or blocks (the Linux reference's -icount): `-`,
-        // and no ratio of them.
+        // A cost without locked RMWs or blocks (a results file from before the Linux
+        // reference was counted under the plugin): `-`, and no ratio of them.
         let costs = [cost("A", 2000.0, Some(8.0)), cost("B", 500.0, None)];
         let t = Table::new(&summary, Style::Wide)
             .with_costs(&costs)

@@ -88,8 +88,8 @@ pub struct Launch {
     /// advances 2^N nanoseconds per guest instruction executed (its TSC, HPET and PIT with
     /// it), so a guest's own clock counts its instructions and a run of fixed guest time is
     /// a fixed number of instructions; the vCPUs then share one host thread. The cost boot
-    /// uses it (its runs the same length in every boot) and the Linux reference's counted
-    /// boot with shift 0 (Linux has no marks for the plugin: its clock is the count).
+    /// uses it (its runs the same length in every boot), and the Linux reference's counted
+    /// boot with shift 0.
     pub icount: Option<u8>,
 }
 

@@ -31,7 +31,8 @@
 //! floor: 58k operations per second against 456k), which is why the rates come from the
 //! boot without it. The whole default set takes about a minute.
 //! After it, where the Linux reference ran, the reference's counted boot adds the `linux`
-//! row's instructions per page (`super::linux_qemu::counted`, QEMU's `-icount`).
+//! row's figures per page (`super::linux_qemu::counted`: the same plugin, its marks set
+//! by the reference's `/init`).
 //! `--no-cost` leaves both boots out; `--coherence` needs none (its plugin counts the same
 //! figures in its own runs, [`from_coherence`]); a prebuilt `--image` has no symbols for the
 //! plugin's mark page, so the runner says it cannot count and goes on.
@@ -278,7 +279,7 @@ pub fn from_coherence(r: &crate::coherence::results::CoherenceResults) -> Vec<Co
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use coherence::report::{Header, Line, RunReport, VcpuAccesses, Window};
 
@@ -296,7 +297,9 @@ mod tests {
         .unwrap()
     }
 
-    fn report(n: u64, vcpus: u32, insns: u64, rmws: u64, complete: bool) -> String {
+    /// The plugin's line for its `n`-th run: `vcpus` windows, each counting `insns` and
+    /// `rmws`.
+    pub(crate) fn report(n: u64, vcpus: u32, insns: u64, rmws: u64, complete: bool) -> String {
         let r = RunReport {
             run: n,
             complete,
@@ -323,7 +326,8 @@ mod tests {
         serde_json::to_string(&Line::Run(r)).unwrap()
     }
 
-    fn header() -> String {
+    /// The plugin's header line.
+    pub(crate) fn header() -> String {
         serde_json::to_string(&Line::Header(Header {
             api: (0, 1),
             vcpus: 1,

@@ -15,7 +15,7 @@
 //! [`RunnerExit::BadResults`], and complete ones the kernel's status (so a `test-failure`
 //! exit after complete results stays 17).
 
-use super::collect::{Collected, Severity};
+use super::collect::{Collected, Problem, Severity};
 use super::host::{self, HostInfo};
 use super::output::{self, Written};
 use super::results_file::ResultsFile;
@@ -318,7 +318,20 @@ pub fn bench(
         && cost_error.is_none()
         && let Some((booted, l)) = &linux
     {
-        super::linux_qemu::attach_cost(&mut c, booted, l, super::cost::SECONDS.as_nanos(), o.quiet);
+        // The plugin was built for the cost boot; this finds it (or says why not).
+        match boot::plugin_build::build_plugin(ws, o.quiet) {
+            Ok(plugin) => super::linux_qemu::attach_cost(
+                &mut c,
+                booted,
+                l,
+                &plugin,
+                super::cost::SECONDS.as_nanos(),
+                o.quiet,
+            ),
+            Err(e) => c.problems.push(Problem::Cost(format!(
+                "the linux reference's counted boot: no plugin: {e}"
+            ))),
+        }
     }
     let exit = bench_exit(out.outcome, &c);
     if c.is_empty() {

@@ -85,8 +85,8 @@ pub struct BenchOptions {
     pub coherence: bool,
     /// Leave out the cost boot: after the timed boot, the same scenarios at one vCPU under
     /// the coherence plugin's counting mode, for each variant's instructions and locked RMWs
-    /// per operation, and the Linux reference's instructions per page under -icount (about
-    /// a minute; a prebuilt --image has no cost boot)
+    /// per operation, and the same counts per page for the Linux reference (about a
+    /// minute; a prebuilt --image has no cost boot)
     #[arg(long, conflicts_with_all = ["host", "coherence"])]
     pub no_cost: bool,
     /// With --coherence: run every vCPU on one host thread, round-robin (QEMU's

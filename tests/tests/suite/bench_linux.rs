@@ -4,8 +4,9 @@
 //! The real kernel is fetched into the kx cache with apt-get when it is not there, as a
 //! default run does (about 26 MB): a machine that cannot get it fails the test instead of
 //! skipping it. A file that is no kernel makes the reference fail, which is a problem of the
-//! results (status 9), not a silent skip. The reference's counted boot (one vCPU under
-//! QEMU's instruction counter) prices a page in Linux's instructions.
+//! results (status 9), not a silent skip. The reference's counted boot (QEMU's
+//! instruction counter and the coherence plugin counting between the program's marks)
+//! prices a page in Linux's instructions and locked RMWs.
 use qemu::RunnerExit;
 use qemu::bench::linux_qemu::{self, kernel};
 use qemu::cli::{BenchOptions, KernelValue};
@@ -95,13 +96,14 @@ fn the_counted_boot_prices_a_linux_page_in_instructions() {
     // The tests' machine (2 vCPUs, KVM never): the counted boot makes it one vCPU of TCG.
     let launch = qemu::booting::launch(qemu::Mode::Direct, tests::SMP, 1024, None, medium);
     let _one_at_a_time = tests::one_qemu_at_a_time();
+    // Under the lock: the plugin's build is host load another test's benchmark would see.
+    let plugin = boot::plugin_build::build_plugin(tests::workspace(), true).expect("plugin");
     let count = || {
-        linux_qemu::counted(&image, &launch, 100_000_000, &dir, true)
+        linux_qemu::counted(&image, &launch, 100_000_000, &plugin, &dir, true)
             .unwrap_or_else(|why| panic!("counted boot: {why}"))
     };
     let (cost, again) = (count(), count());
     assert_eq!(cost.scenario, linux_qemu::SCENARIO);
-    assert_eq!(cost.rmws_per_op, None);
     assert!(
         cost.ops > 0 && cost.ops.is_multiple_of(linux_qemu::PAGES),
         "{cost:?}"
@@ -118,6 +120,16 @@ fn the_counted_boot_prices_a_linux_page_in_instructions() {
     // 5%), which is why the counted boot runs with `nokaslr`.
     let drift = (again.instructions_per_op / cost.instructions_per_op - 1.0).abs();
     assert!(drift < 1e-4, "{cost:?} then {again:?}");
+    // The plugin counts about 13.7 locked RMWs per page between the program's marks; a
+    // Linux that had rewritten its `lock` prefixes for one CPU (without `noreplace-smp`)
+    // counted 1.03.
+    let rmws = cost.rmws_per_op.expect("the plugin counts locked RMWs");
+    assert!((8.0..20.0).contains(&rmws), "{cost:?}");
+    let again_rmws = again.rmws_per_op.expect("counted");
+    assert!(
+        (again_rmws / rmws - 1.0).abs() < 1e-3,
+        "{cost:?} then {again:?}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

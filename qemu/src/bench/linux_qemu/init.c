@@ -6,9 +6,10 @@
  * It mounts proc, sysfs and cgroup2, turns transparent huge pages off (and checks that
  * they are), moves itself into a fresh cgroup v2 memcg `kx` (as the kernel's seed001
  * charges one memcg), reads /kx.conf (written by kx: `cpus=1,2 rounds=R warmup=W
- * seconds_ns=N pages=P`) and, at every CPU count and round, starts one thread per CPU,
- * pinned to CPUs 0..cpus-1, each of which repeats mmap (P pages, anonymous, private,
- * MADV_NOHUGEPAGE) / store to every 4 KiB page / munmap until the run's seconds are over.
+ * seconds_ns=N pages=P mark=0xADDR`) and, at every CPU count and round, starts one thread
+ * per CPU, pinned to CPUs 0..cpus-1, each of which repeats mmap (P pages, anonymous,
+ * private, MADV_NOHUGEPAGE) / store to every 4 KiB page / munmap until the run's seconds
+ * are over.
  * Lines on the console (ttyS0), parsed by kx (linux_qemu/report.rs):
  *
  *   KXLINUX ready online=N memcg=1|0 thp=never release=R
@@ -19,6 +20,13 @@
  * `ns` is from the threads' common start (a barrier) to the last thread's end; each
  * thread's MINFLT is its getrusage(RUSAGE_THREAD) minor-fault delta over its loop, and
  * pgfault the /proc/vmstat delta over the run. kx checks faults against pages touched.
+ * With a mark address (not 0: the counted boot), the program tells the coherence plugin
+ * where its runs and windows are as the kx kernel does (abi/src/coherence.rs): a store to
+ * an offset of the mark page, a page of RAM the command line took out of Linux's memory
+ * (`memmap=4K$ADDR`) and mapped here through /dev/mem. RUN_BEGIN before the threads
+ * leave the barrier, each thread's WINDOW_BEGIN right before its first mmap and
+ * WINDOW_END after its last munmap, RUN_END after every thread was joined.
+ *
  * The end: a write to QEMU's isa-debug-exit port 0xf4 (0x31: done, 0x32: failed); if the
  * port cannot be had, power off (QEMU exits 0, which kx reports as "no exit device").
  */
@@ -49,6 +57,20 @@
 #define PAGE 4096UL
 #define MAX_THREADS 256
 #define MAX_COUNTS 32
+/* The coherence plugin's marks: offsets into the mark page (abi/src/coherence.rs). */
+#define MARK_RUN_BEGIN 0x000
+#define MARK_WINDOW_BEGIN 0x040
+#define MARK_WINDOW_END 0x080
+#define MARK_RUN_END 0x0c0
+
+/* The mapped mark page; NULL when the conf has no mark address (the timed boots). */
+static volatile uint64_t *mark_page;
+
+static void mark(unsigned long offset)
+{
+	if (mark_page)
+		mark_page[offset / sizeof(uint64_t)] = 1;
+}
 
 static void finish(int value)
 {
@@ -125,6 +147,7 @@ struct conf {
 	unsigned rounds, warmup;
 	uint64_t seconds_ns;
 	unsigned long pages;
+	unsigned long long mark;
 };
 
 static void read_conf(struct conf *c)
@@ -133,9 +156,10 @@ static void read_conf(struct conf *c)
 	if (read_file("/kx.conf", buf, sizeof buf) != 0)
 		fail("cannot read /kx.conf: %s", strerror(errno));
 	unsigned long long secs;
-	if (sscanf(buf, "cpus=%511s rounds=%u warmup=%u seconds_ns=%llu pages=%lu", list,
-		   &c->rounds, &c->warmup, &secs, &c->pages) != 5)
-		fail("/kx.conf is not `cpus=L rounds=R warmup=W seconds_ns=N pages=P`: %s", buf);
+	if (sscanf(buf, "cpus=%511s rounds=%u warmup=%u seconds_ns=%llu pages=%lu mark=%llx",
+		   list, &c->rounds, &c->warmup, &secs, &c->pages, &c->mark) != 6)
+		fail("/kx.conf is not `cpus=L rounds=R warmup=W seconds_ns=N pages=P mark=A`: %s",
+		     buf);
 	c->seconds_ns = secs;
 	c->ncounts = 0;
 	for (char *t = strtok(list, ","); t; t = strtok(NULL, ",")) {
@@ -172,6 +196,7 @@ static void *work(void *arg)
 	if (w->err)
 		return NULL;
 	getrusage(RUSAGE_THREAD, &before);
+	mark(MARK_WINDOW_BEGIN);
 	uint64_t t0 = now_ns(), deadline = t0 + w->seconds_ns, t;
 	uint64_t ops = 0;
 	do {
@@ -191,6 +216,7 @@ static void *work(void *arg)
 		ops += w->pages;
 		t = now_ns();
 	} while (t < deadline);
+	mark(MARK_WINDOW_END);
 	getrusage(RUSAGE_THREAD, &after);
 	w->ops = ops;
 	w->ns = t - t0;
@@ -214,6 +240,7 @@ static void run(const struct conf *c, unsigned cpus, unsigned round)
 			fail("cannot start thread %u: %s", i, strerror(errno));
 	}
 	uint64_t pg0 = vmstat_pgfault();
+	mark(MARK_RUN_BEGIN);
 	pthread_barrier_wait(&start);
 	uint64_t t0 = now_ns(), end = t0;
 	for (unsigned i = 0; i < cpus; i++) {
@@ -227,6 +254,7 @@ static void run(const struct conf *c, unsigned cpus, unsigned round)
 		if (w[i].end > end)
 			end = w[i].end;
 	}
+	mark(MARK_RUN_END);
 	uint64_t pg1 = vmstat_pgfault();
 	pthread_barrier_destroy(&start);
 	printf("KXLINUX run cpus=%u round=%u ns=%llu pgfault=%llu", cpus, round,
@@ -258,6 +286,16 @@ int main(void)
 		    write_file("/sys/fs/cgroup/kx/cgroup.procs", "0") == 0;
 	struct conf c;
 	read_conf(&c);
+	if (c.mark) {
+		int fd = open("/dev/mem", O_RDWR | O_SYNC);
+		if (fd < 0)
+			fail("cannot open /dev/mem for the mark page: %s", strerror(errno));
+		void *m = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)c.mark);
+		if (m == MAP_FAILED)
+			fail("cannot map the mark page at %#llx from /dev/mem: %s", c.mark,
+			     strerror(errno));
+		mark_page = m;
+	}
 	long online = sysconf(_SC_NPROCESSORS_ONLN);
 	struct utsname u;
 	uname(&u);

@@ -26,13 +26,18 @@
 //! plus four times the runs' planned seconds.
 //!
 //! With the cost boot (`kx bench` without `--no-cost`), the reference boots once more
-//! ([`counted`]): one vCPU, TCG, QEMU's instruction counter (`-icount shift=0`), one warm-up
-//! and one measured run of the cost boot's length, with KASLR off (it moves the count by
-//! about 5% between boots; [`COUNTED_CMDLINE`]). The guest's clock then counts
-//! instructions (one nanosecond each), so the thread's nanoseconds per page are Linux's
-//! instructions per page, the `linux` row's counted cost beside the kernel's (which the
-//! coherence plugin counts between the kernel's marks; Linux has none). Applied to this
-//! kernel the same counter agrees with the plugin within 0.2%.
+//! ([`counted`]): TCG under QEMU's instruction counter (`-icount shift=0`, so a run of
+//! the cost boot's length is a fixed number of instructions, not whatever the host
+//! managed), one warm-up and one measured run on one pinned thread, KASLR off (it moves
+//! the count by about 5% between boots; [`COUNTED_CMDLINE`]), and the coherence plugin in
+//! its counting mode, as the kernel's cost boot has it. The program marks its runs and
+//! its thread's window in a page of RAM taken out of Linux's memory ([`MARK_PHYS`]), so
+//! the plugin counts Linux's instructions, locked RMWs, blocks and unchained transitions
+//! per page the way it counts the kernel's: the `linux` row of `costs.csv` beside the
+//! kernel's variants. The machine has one vCPU, as the kernel's cost boot;
+//! `noreplace-smp` keeps the `lock` prefixes Linux would otherwise rewrite away on a
+//! machine of one CPU, so its locked RMWs are counted as the kernel's are at any CPU
+//! count.
 //!
 //! The Linux process runs in a cgroup v2 memcg of its own (as seed001 charges one memcg),
 //! with the kernel's default boot options otherwise (`console=ttyS0 quiet panic=-1
@@ -44,7 +49,7 @@ pub mod program;
 pub mod report;
 
 use super::collect::{Collected, Problem};
-use crate::launch::{Launch, Medium};
+use crate::launch::{Launch, Medium, PluginLoad};
 use crate::mode::Mode;
 use crate::process::{Termination, run_streaming};
 use bench::{Plan, Run};
@@ -73,7 +78,23 @@ pub const CMDLINE: &str = "console=ttyS0 quiet panic=-1 transparent_hugepage=nev
 /// same image and runs), so two reports would not agree on the `linux` row; with
 /// `nokaslr` every boot counts the same (7956.6 in three of three). User-space
 /// randomisation (`norandmaps`) stays on: it moved nothing measurable.
-pub const COUNTED_CMDLINE: &str = "console=ttyS0 quiet panic=-1 transparent_hugepage=never nokaslr";
+///
+/// `noreplace-smp`: Linux booted on one CPU patches its SMP alternatives to uniprocessor
+/// code (every `LOCK_PREFIX` of its spinlocks, atomics and bitops becomes a `ds` prefix,
+/// `alternatives_smp_unlock`), so the plugin would count 1.03 locked RMWs per page where
+/// the same boot with the option counts 13.66; the kernel beside it keeps its `lock`
+/// prefixes at any CPU count. `memmap=4K$` takes the page at [`MARK_PHYS`] out of Linux's
+/// memory (an e820 reserved range), for the program to map through `/dev/mem`.
+pub const COUNTED_CMDLINE: &str = "console=ttyS0 quiet panic=-1 transparent_hugepage=never \
+                                   nokaslr noreplace-smp memmap=4K$0x6000000";
+/// Physical address of the counted boot's mark page (`abi::coherence`'s page, here a page
+/// of guest RAM): 96 MiB, above the decompressed kernel (which Linux 6.1 places from 16
+/// MiB, Debian's image needing 51.5 MiB to decompress) and below the initramfs, which
+/// QEMU loads at the top of memory. `/dev/mem` maps it under Debian's `STRICT_DEVMEM` and
+/// `IO_STRICT_DEVMEM`: a reserved range is neither System RAM nor claimed by a driver.
+pub const MARK_PHYS: u64 = 0x600_0000;
+/// The least memory the counted boot runs in (the mark page and the initramfs above it).
+pub const COUNTED_MIN_MEM_MIB: u32 = 128;
 
 /// Whether `kx bench` boots the reference.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -146,6 +167,7 @@ pub fn conf_for(plan: &Plan) -> Result<program::Conf, String> {
         warmup: plan.warmup_rounds,
         seconds_ns: (seconds * 1e9).round() as u64,
         pages: PAGES,
+        mark: None,
     })
 }
 
@@ -218,7 +240,7 @@ pub fn run(kernel: &Path, launch: &Launch, plan: &Plan, dir: &Path, quiet: bool)
 }
 
 /// The program's settings for the counted boot: one CPU, one warm-up and one measured run
-/// of `seconds_ns`.
+/// of `seconds_ns`, marked at [`MARK_PHYS`].
 #[must_use]
 pub fn counted_conf(seconds_ns: u64) -> program::Conf {
     program::Conf {
@@ -227,66 +249,81 @@ pub fn counted_conf(seconds_ns: u64) -> program::Conf {
         warmup: 1,
         seconds_ns,
         pages: PAGES,
+        mark: Some(MARK_PHYS),
     }
 }
 
 /// The reference's cost per page: `kernel` booted once more on `launch`'s machine at one
-/// vCPU under TCG with QEMU's instruction counter (`-icount shift=0`, [`Launch::icount`]),
-/// running one warm-up and one measured run of `seconds_ns`. The guest's clock then
-/// advances one nanosecond per instruction, so the measured thread's nanoseconds per page
-/// are Linux's instructions per page: its fault path, its share of the cycle's mmap and
-/// munmap and of the timer tick, and the program's loop, as the plugin's count of the
-/// kernel's own windows includes its loop and interrupts. The counter tells no locked
-/// RMWs apart (`rmws_per_op` is `None`). The boot turns KASLR off ([`COUNTED_CMDLINE`]), so
-/// every boot of one image counts the same.
+/// vCPU of TCG with QEMU's instruction counter (`-icount shift=0`, [`Launch::icount`]: a
+/// run is a fixed number of instructions) and the coherence `plugin` counting
+/// (`model=off`), running one warm-up and one measured run of `seconds_ns`. The plugin
+/// counts what the thread's vCPU executes inside its window: Linux's fault path, its
+/// share of each cycle's mmap and munmap and of the timer tick, and the program's loop,
+/// as it counts the kernel's windows with their loop and interrupts. The boot turns KASLR
+/// off ([`COUNTED_CMDLINE`]), so every boot of one image counts the same.
 pub fn counted(
     kernel: &Path,
     launch: &Launch,
     seconds_ns: u64,
+    plugin: &Path,
     dir: &Path,
     quiet: bool,
 ) -> Result<bench::Cost, String> {
+    if launch.mem_mib < COUNTED_MIN_MEM_MIB {
+        return Err(format!(
+            "the counted boot needs at least {COUNTED_MIN_MEM_MIB} MiB (its mark page is \
+             at {MARK_PHYS:#x}); the machine has {} MiB",
+            launch.mem_mib
+        ));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let out = dir.join(format!("counted-{}.jsonl", std::process::id()));
+    match std::fs::remove_file(&out) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(format!("cannot remove {}: {e}", out.display()));
+        }
+        _ => {}
+    }
+    let mut config = coherence::Config::new(MARK_PHYS, out.clone());
+    config.model = false;
     let mut l = launch.clone();
     l.smp = 1;
     l.nodes = None;
     l.mirror = None;
-    l.plugin = None;
     l.tcg_single = false;
     l.accel = crate::accel::Accel::Tcg;
     l.icount = Some(0);
+    l.plugin = Some(PluginLoad {
+        path: plugin.to_owned(),
+        args: config.to_args(),
+    });
     let conf = counted_conf(seconds_ns);
     let (runs, _) = boot(kernel, &l, COUNTED_CMDLINE, &conf, dir, quiet)?;
-    cost_of(&runs)
+    let text = std::fs::read_to_string(&out)
+        .map_err(|e| format!("the plugin wrote no output ({}: {e})", out.display()))?;
+    let _ = std::fs::remove_file(&out);
+    cost_of(&text, &runs)
 }
 
-/// The cost of the counted boot's measured run (its warm-up left out): the thread's
-/// nanoseconds (instructions, under `-icount shift=0`) over its pages.
-pub fn cost_of(runs: &[Run]) -> Result<bench::Cost, String> {
-    let measured: Vec<&Run> = runs.iter().filter(|r| !r.warmup).collect();
-    let [r] = measured.as_slice() else {
+/// The cost of the counted boot: the plugin's output `text` paired with the boot's `runs`
+/// (its warm-up left out), which must give exactly the reference's one measured run.
+pub fn cost_of(text: &str, runs: &[Run]) -> Result<bench::Cost, String> {
+    let measured = runs.iter().filter(|r| !r.warmup).count();
+    if measured != 1 {
         return Err(format!(
-            "the counted boot reported {} measured runs, not one",
-            measured.len()
+            "the counted boot reported {measured} measured runs, not one"
         ));
-    };
-    let (ops, ns) = r
-        .per_cpu
-        .iter()
-        .fold((0u64, 0u64), |(o, n), c| (o + c.ops, n + c.ns));
-    if ops == 0 {
-        return Err("the counted boot's measured run touched no page".into());
     }
-    Ok(bench::Cost {
-        scenario: SCENARIO.into(),
-        config: CONFIG.into(),
-        variant: VARIANT.into(),
-        runs: 1,
-        ops,
-        instructions_per_op: ns as f64 / ops as f64,
-        rmws_per_op: None,
-        blocks_per_op: None,
-        unchained_per_op: None,
-    })
+    let (costs, problems) =
+        super::cost::pair(text, runs).map_err(|why| format!("the plugin's output: {why}"))?;
+    if !problems.is_empty() {
+        return Err(problems.join("; "));
+    }
+    match costs.as_slice() {
+        [c] if c.ops > 0 => Ok(c.clone()),
+        [_] => Err("the counted boot's measured run touched no page".into()),
+        _ => Err(format!("{} costs from one measured run", costs.len())),
+    }
 }
 
 /// What a boot of the reference said about its machine.
@@ -453,20 +490,30 @@ pub fn attach(c: &mut Collected, want: &Want, launch: &Launch, quiet: bool) -> O
 }
 
 /// The reference's counted boot for `kx bench`'s costs ([`counted`], runs of
-/// `seconds_ns`), after the timed reference `booted` ran: adds its cost to `c`, or the
-/// problem.
+/// `seconds_ns`, the coherence `plugin` counting), after the timed reference `booted`
+/// ran: adds its cost to `c`, or the problem.
 pub fn attach_cost(
     c: &mut Collected,
     booted: &Booted,
     launch: &Launch,
+    plugin: &Path,
     seconds_ns: u64,
     quiet: bool,
 ) {
-    match counted(&booted.kernel, launch, seconds_ns, &booted.dir, quiet) {
+    match counted(
+        &booted.kernel,
+        launch,
+        seconds_ns,
+        plugin,
+        &booted.dir,
+        quiet,
+    ) {
         Ok(cost) => {
             eprintln!(
-                "kx: linux reference, counted: {:.1} instructions per page",
-                cost.instructions_per_op
+                "kx: linux reference, counted: {:.1} instructions and {:.2} locked RMWs per \
+                 page",
+                cost.instructions_per_op,
+                cost.rmws_per_op.unwrap_or(f64::NAN)
             );
             c.costs.push(cost);
         }
@@ -573,7 +620,8 @@ mod tests {
                 rounds: 5,
                 warmup: 1,
                 seconds_ns: 500_000_000,
-                pages: PAGES
+                pages: PAGES,
+                mark: None,
             }
         );
         assert_eq!(timeout_for(&c), BOOT_ALLOWANCE + Duration::from_secs(24));
@@ -581,18 +629,36 @@ mod tests {
     }
 
     #[test]
-    fn the_counted_boot_is_one_warm_up_and_one_run_at_one_cpu_priced_by_its_thread() {
+    fn the_counted_boot_is_one_warm_up_and_one_run_priced_by_the_plugin() {
+        use crate::bench::cost::tests::{header, report};
         let c = counted_conf(200_000_000);
         assert_eq!((c.cpus, c.rounds, c.warmup), (vec![1], 1, 1));
-        // Under -icount shift=0 a nanosecond is an instruction: the thread's 4,300,000 ns
-        // over its 512 pages (the run's own ns, from the barrier, is not the thread's).
+        assert_eq!(c.mark, Some(MARK_PHYS));
+        assert!(
+            COUNTED_CMDLINE.contains(&format!(" memmap=4K${MARK_PHYS:#x}")),
+            "the command line must reserve the mark page"
+        );
+        assert!(
+            COUNTED_CMDLINE.contains(" noreplace-smp "),
+            "one CPU's Linux executes its locks without `lock` unless told not to"
+        );
+        assert!(MARK_PHYS + abi::coherence::MARK_SIZE <= u64::from(COUNTED_MIN_MEM_MIB) << 20);
+        // The plugin's n-th run is the n-th run line: the warm-up's count is left out and
+        // the measured run's window (4,300,000 instructions, 7,000 locked RMWs) is priced
+        // over its 512 pages.
         let log = "KXLINUX run cpus=1 round=0 ns=9000000 pgfault=512 t=0:512:8000000:512\n\
                    KXLINUX run cpus=1 round=1 ns=5000000 pgfault=512 t=0:512:4300000:512\n";
         let runs = report::Report::read(log).runs().unwrap();
-        let cost = cost_of(&runs).unwrap();
+        let text = [
+            header(),
+            report(0, 1, 8_000_000, 9_000, true),
+            report(1, 1, 4_300_000, 7_000, true),
+        ]
+        .join("\n");
+        let cost = cost_of(&text, &runs).unwrap();
         assert_eq!((cost.runs, cost.ops), (1, 512));
         assert!((cost.instructions_per_op - 4_300_000.0 / 512.0).abs() < 1e-9);
-        assert_eq!(cost.rmws_per_op, None);
+        assert_eq!(cost.rmws_per_op, Some(7_000.0 / 512.0));
         assert_eq!(
             (
                 cost.scenario.as_str(),
@@ -602,8 +668,46 @@ mod tests {
             (SCENARIO, CONFIG, VARIANT)
         );
         // Only the warm-up, or two measured runs: no cost.
-        assert!(cost_of(&runs[..1]).unwrap_err().contains("0 measured runs"));
+        assert!(
+            cost_of(&text, &runs[..1])
+                .unwrap_err()
+                .contains("0 measured runs")
+        );
         let two = [runs[1].clone(), runs[1].clone()];
-        assert!(cost_of(&two).unwrap_err().contains("2 measured runs"));
+        assert!(
+            cost_of(&text, &two)
+                .unwrap_err()
+                .contains("2 measured runs")
+        );
+        // A window the plugin never saw close, or a second vCPU's window: no figure.
+        let open = [
+            header(),
+            report(0, 1, 1, 1, true),
+            report(1, 1, 1, 1, false),
+        ]
+        .join("\n");
+        assert!(cost_of(&open, &runs).unwrap_err().contains("no end mark"));
+        let both = [header(), report(0, 1, 1, 1, true), report(1, 2, 1, 1, true)].join("\n");
+        assert!(cost_of(&both, &runs).unwrap_err().contains("2 vCPUs"));
+        // A plugin that counted fewer runs than the program reported.
+        let short = [header(), report(0, 1, 1, 1, true)].join("\n");
+        assert!(cost_of(&short, &runs).unwrap_err().contains("cannot be"));
+    }
+
+    #[test]
+    fn the_counted_boot_refuses_a_machine_without_room_for_its_mark_page() {
+        let launch = crate::booting::launch(
+            Mode::Direct,
+            2,
+            COUNTED_MIN_MEM_MIB - 1,
+            None,
+            Medium::Kernel {
+                elf32: "/k".into(),
+                cmdline: String::new(),
+            },
+        );
+        let dir = std::env::temp_dir().join(format!("kx-counted-mem-{}", std::process::id()));
+        let why = counted(Path::new("/k"), &launch, 1, Path::new("/p"), &dir, true).unwrap_err();
+        assert!(why.contains("at least 128 MiB"), "{why}");
     }
 }

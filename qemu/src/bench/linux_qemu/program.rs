@@ -67,6 +67,9 @@ pub struct Conf {
     pub seconds_ns: u64,
     /// Pages per mmap/touch/munmap cycle.
     pub pages: u64,
+    /// Physical address of the coherence plugin's mark page, which the program maps
+    /// through `/dev/mem` and marks its runs and windows in (`None`: no marks, `mark=0x0`).
+    pub mark: Option<u64>,
 }
 
 impl Conf {
@@ -75,23 +78,25 @@ impl Conf {
     pub fn line(&self) -> String {
         let cpus: Vec<String> = self.cpus.iter().map(ToString::to_string).collect();
         format!(
-            "cpus={} rounds={} warmup={} seconds_ns={} pages={}\n",
+            "cpus={} rounds={} warmup={} seconds_ns={} pages={} mark={:#x}\n",
             cpus.join(","),
             self.rounds,
             self.warmup,
             self.seconds_ns,
-            self.pages
+            self.pages,
+            self.mark.unwrap_or(0)
         )
     }
 }
 
 /// The initramfs: `/init` (the program), `/kx.conf`, `/dev/console` (the kernel opens it
-/// as init's stdin/stdout/stderr), empty `/proc` and `/sys`.
+/// as init's stdin/stdout/stderr), `/dev/mem` (for the mark page), empty `/proc` and `/sys`.
 #[must_use]
 pub fn initramfs(program: Vec<u8>, conf: &Conf) -> Vec<u8> {
     cpio::write(&[
         Entry::dir("dev", 0o755),
         Entry::char_dev("dev/console", 0o600, 5, 1),
+        Entry::char_dev("dev/mem", 0o600, 1, 1),
         Entry::dir("proc", 0o555),
         Entry::dir("sys", 0o555),
         Entry::file("init", 0o755, program),
@@ -111,21 +116,52 @@ mod tests {
             warmup: 1,
             seconds_ns: 500_000_000,
             pages: 512,
+            mark: Some(0x600_0000),
         };
         let bytes = initramfs(b"\x7fELF".to_vec(), &conf);
         let entries = cpio::parse(&bytes).unwrap();
         let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
         assert_eq!(
             names,
-            ["dev", "dev/console", "proc", "sys", "init", "kx.conf"]
+            [
+                "dev",
+                "dev/console",
+                "dev/mem",
+                "proc",
+                "sys",
+                "init",
+                "kx.conf"
+            ]
         );
         assert_eq!(entries[1].kind, cpio::Kind::CharDev(5, 1));
+        assert_eq!(entries[2].kind, cpio::Kind::CharDev(1, 1));
         assert_eq!(
-            entries[5].kind,
+            entries[6].kind,
             cpio::Kind::File(
-                b"cpus=1,2 rounds=5 warmup=1 seconds_ns=500000000 pages=512\n".to_vec()
+                b"cpus=1,2 rounds=5 warmup=1 seconds_ns=500000000 pages=512 mark=0x6000000\n"
+                    .to_vec()
             )
         );
-        assert_eq!(entries[4].perm, 0o755);
+        assert_eq!(entries[5].perm, 0o755);
+        let none = Conf { mark: None, ..conf };
+        assert!(none.line().ends_with(" mark=0x0\n"), "{}", none.line());
+    }
+
+    #[test]
+    fn the_program_marks_at_the_plugins_offsets() {
+        // init.c cannot include the abi crate: its defines must be abi's offsets.
+        for (name, offset) in [
+            ("MARK_RUN_BEGIN", abi::coherence::RUN_BEGIN),
+            ("MARK_WINDOW_BEGIN", abi::coherence::WINDOW_BEGIN),
+            ("MARK_WINDOW_END", abi::coherence::WINDOW_END),
+            ("MARK_RUN_END", abi::coherence::RUN_END),
+        ] {
+            let define = format!("#define {name} {offset:#05x}\n");
+            assert!(SOURCE.contains(&define), "init.c lacks `{}`", define.trim());
+            assert!(
+                SOURCE.contains(&format!("mark({name});")),
+                "init.c never stores {name}"
+            );
+        }
     }
 }
