@@ -642,6 +642,10 @@ mod tests {
             COUNTED_CMDLINE.contains(" noreplace-smp "),
             "one CPU's Linux executes its locks without `lock` unless told not to"
         );
+        assert!(
+            program::SOURCE.contains("check_known(argc, argv, \"noreplace-smp\");"),
+            "/init must refuse a kernel that passed the option on as unknown"
+        );
         assert!(MARK_PHYS + abi::coherence::MARK_SIZE <= u64::from(COUNTED_MIN_MEM_MIB) << 20);
         // The plugin's n-th run is the n-th run line: the warm-up's count is left out and
         // the measured run's window (4,300,000 instructions, 7,000 locked RMWs) is priced
