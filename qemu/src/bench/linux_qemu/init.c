@@ -20,6 +20,7 @@
  * `ns` is from the threads' common start (a barrier) to the last thread's end; each
  * thread's MINFLT is its getrusage(RUSAGE_THREAD) minor-fault delta over its loop, and
  * pgfault the /proc/vmstat delta over the run. kx checks faults against pages touched.
+ *
  * With a mark address (not 0: the counted boot), the program tells the coherence plugin
  * where its runs and windows are as the kx kernel does (abi/src/coherence.rs): a store to
  * an offset of the mark page, a page of RAM the command line took out of Linux's memory

@@ -276,14 +276,8 @@ pub fn counted(
             launch.mem_mib
         ));
     }
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let out = dir.join(format!("counted-{}.jsonl", std::process::id()));
-    match std::fs::remove_file(&out) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            return Err(format!("cannot remove {}: {e}", out.display()));
-        }
-        _ => {}
-    }
+    crate::coherence::fresh_output(&out).map_err(|e| e.to_string())?;
     let mut config = coherence::Config::new(MARK_PHYS, out.clone());
     config.model = false;
     let mut l = launch.clone();
