@@ -188,6 +188,22 @@ mod tests {
     }
 
     #[test]
+    fn every_copy_of_the_kernel_flags_is_the_recipe() {
+        // CI's clippy of the kernel, the instruction-count script and the README's manual
+        // build cannot call this crate: each keeps its own copy, which must not drift.
+        let ws = Workspace::locate().unwrap();
+        for file in [".ci/run", "scripts/guest-insn-count.py", "README.md"] {
+            let path = ws.root().join(file);
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert!(
+                text.contains(&format!("\"{KERNEL_RUSTFLAGS}\"")),
+                "{file} does not build the kernel with \"{KERNEL_RUSTFLAGS}\""
+            );
+        }
+    }
+
+    #[test]
     fn debug_build_has_no_release_flag() {
         let ws = Workspace::locate().unwrap();
         let cmd = cargo_command(&ws, BuildOptions::default_debug());
