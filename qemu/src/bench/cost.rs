@@ -76,10 +76,17 @@ pub struct CostPlan {
 }
 
 impl CostPlan {
-    /// Sets the cost boot up ([`prepare`]) and runs it into `c` ([`attach`]).
-    pub fn attach(&self, ws: &Workspace, o: &Options, c: &mut Collected) -> Result<(), RunError> {
+    /// Sets the cost boot up ([`prepare`]) and runs it into `c` ([`attach`]); the plugin
+    /// it loaded, for the Linux reference's counted boot.
+    pub fn attach(
+        &self,
+        ws: &Workspace,
+        o: &Options,
+        c: &mut Collected,
+    ) -> Result<Option<PathBuf>, RunError> {
         let boot = prepare(ws, &self.elf, &self.elf32, self.cmdline.clone(), o)?;
-        attach(ws, &boot, c)
+        attach(ws, &boot, c)?;
+        Ok(boot.launch.plugin.map(|p| p.path))
     }
 }
 

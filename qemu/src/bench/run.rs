@@ -15,7 +15,7 @@
 //! [`RunnerExit::BadResults`], and complete ones the kernel's status (so a `test-failure`
 //! exit after complete results stays 17).
 
-use super::collect::{Collected, Problem, Severity};
+use super::collect::{Collected, Severity};
 use super::host::{self, HostInfo};
 use super::output::{self, Written};
 use super::results_file::ResultsFile;
@@ -306,32 +306,29 @@ pub fn bench(
     // A QEMU that cannot load the plugin, or a kernel without the marks, is the run's
     // error, said after the timed results are written.
     let mut cost_error = None;
+    let mut plugin = None;
     if let Some(cost) = counting.cost
         && out.outcome.is_success()
         && !c.is_empty()
-        && let Err(e) = cost.attach(ws, o, &mut c)
     {
-        cost_error = Some(e);
+        match cost.attach(ws, o, &mut c) {
+            Ok(p) => plugin = p,
+            Err(e) => cost_error = Some(e),
+        }
     }
-    // Linux's instructions per page beside the kernel's counts (its timed reference ran).
-    if counting.cost.is_some()
-        && cost_error.is_none()
+    // Linux's counts per page beside the kernel's (its timed reference ran), under the
+    // plugin the cost boot loaded.
+    if let Some(plugin) = &plugin
         && let Some((booted, l)) = &linux
     {
-        // The plugin was built for the cost boot; this finds it (or says why not).
-        match boot::plugin_build::build_plugin(ws, o.quiet) {
-            Ok(plugin) => super::linux_qemu::attach_cost(
-                &mut c,
-                booted,
-                l,
-                &plugin,
-                super::cost::SECONDS.as_nanos(),
-                o.quiet,
-            ),
-            Err(e) => c.problems.push(Problem::Cost(format!(
-                "the linux reference's counted boot: no plugin: {e}"
-            ))),
-        }
+        super::linux_qemu::attach_cost(
+            &mut c,
+            booted,
+            l,
+            plugin,
+            super::cost::SECONDS.as_nanos(),
+            o.quiet,
+        );
     }
     let exit = bench_exit(out.outcome, &c);
     if c.is_empty() {
