@@ -115,11 +115,13 @@ fn the_counted_boot_prices_a_linux_page_in_instructions() {
         (4_000.0..14_000.0).contains(&cost.instructions_per_op),
         "{cost:?}"
     );
-    // A count, not a timing: two boots agree to a few in 100,000. With KASLR on they did
-    // not (8390.1 in five boots, 7956.6 in one: where the kernel lands moves its count by
-    // 5%), which is why the counted boot runs with `nokaslr`.
+    // A count, not a timing: two boots agree to about 1 in 10,000 (the plugin's windows:
+    // 7961.8 and 7962.7 in one CI run, where the thread's clock alone had agreed to a few
+    // in 100,000). With KASLR on they did not (8390.1 in five boots, 7956.6 in one: where
+    // the kernel lands moves its count by 5%, 50 times the tolerance), which is why the
+    // counted boot runs with `nokaslr`.
     let drift = (again.instructions_per_op / cost.instructions_per_op - 1.0).abs();
-    assert!(drift < 1e-4, "{cost:?} then {again:?}");
+    assert!(drift < 1e-3, "{cost:?} then {again:?}");
     // The plugin counts about 13.7 locked RMWs per page between the program's marks; a
     // Linux that had rewritten its `lock` prefixes for one CPU (without `noreplace-smp`)
     // counted 1.03.
