@@ -45,7 +45,9 @@ impl WarnSite {
     }
 
     /// Counts a hit of this site; the first hit of the first site to fire is remembered.
+    /// Out of line, so that a site costs its caller's hot code a test and a call only.
     #[cold]
+    #[inline(never)]
     pub fn warn(&'static self) {
         COUNT.fetch_add(1, Ordering::Relaxed);
         if !self.fired.swap(true, Ordering::AcqRel) {

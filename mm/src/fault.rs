@@ -241,26 +241,43 @@ impl<P: MemCgroupPerNode, M: Mmu> Vm<P, M> {
         cpu: usize,
         folio: &'static Folio,
     ) -> Result<(), FaultError> {
-        let err = if self.fail_charge.should_fail(cpu) {
-            FaultError::Injected
-        } else {
-            match self.tree.charge_folio(memcg, cpu, folio) {
-                Ok(()) => return Ok(()),
-                Err(MemcgError::OutOfMemory { .. }) => {
-                    // Folios still waiting in this CPU's lru_add batch are charged but not
-                    // on an LRU, where reclaim could take them: drain it (`lru_add_drain`,
-                    // as reclaim does) and try once more.
-                    ksync::warn_on_once!(
-                        lru::MoveStats::failed(&self.batches.drain_cpu(cpu, &self.tree)),
-                        "a charge's lru_add_drain failed"
-                    );
-                    match self.tree.charge_folio(memcg, cpu, folio) {
-                        Ok(()) => return Ok(()),
-                        Err(_) => FaultError::MemcgOom,
-                    }
+        if self.fail_charge.should_fail(cpu) {
+            return self.charge_failed(memcg, cpu, folio, None);
+        }
+        match self.tree.charge_folio(memcg, cpu, folio) {
+            Ok(()) => Ok(()),
+            Err(e) => self.charge_failed(memcg, cpu, folio, Some(e)),
+        }
+    }
+
+    /// The charge failed (`err`) or was refused by fault injection (`None`): over the limit,
+    /// drain this CPU's lru_add batch and try once more; otherwise free the frame. Cold, out
+    /// of line: none of it sits between the fault's hot blocks.
+    #[cold]
+    #[inline(never)]
+    fn charge_failed(
+        &self,
+        memcg: &MemCgroup<P>,
+        cpu: usize,
+        folio: &'static Folio,
+        err: Option<MemcgError>,
+    ) -> Result<(), FaultError> {
+        let err = match err {
+            None => FaultError::Injected,
+            Some(MemcgError::OutOfMemory { .. }) => {
+                // Folios still waiting in this CPU's lru_add batch are charged but not on an
+                // LRU, where reclaim could take them: drain it (`lru_add_drain`, as reclaim
+                // does) and try once more.
+                ksync::warn_on_once!(
+                    lru::MoveStats::failed(&self.batches.drain_cpu(cpu, &self.tree)),
+                    "a charge's lru_add_drain failed"
+                );
+                match self.tree.charge_folio(memcg, cpu, folio) {
+                    Ok(()) => return Ok(()),
+                    Err(_) => FaultError::MemcgOom,
                 }
-                Err(_) => FaultError::MemcgOom,
             }
+            Some(_) => FaultError::MemcgOom,
         };
         ksync::warn_on_once!(
             self.alloc.free_page(cpu, folio).is_err(),
