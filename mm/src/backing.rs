@@ -26,8 +26,9 @@ pub fn word(object: u64, index: u64, word: usize) -> u64 {
 
 /// Fills `page` with the contents of page `index` of object `object` (the read from the
 /// backing store). Out of line: its loop over the page's words would otherwise sit inside
-/// `find_or_read_page`, between the blocks of shmem's fault, which never runs it
-/// (docs/design.md, "Where the measured code sits").
+/// `find_or_read_page`, between the blocks of shmem's fault, which never runs it; the
+/// kernel's linker script starts it on a page of its own, so that the loop never
+/// straddles one (docs/design.md, "Where the measured code sits").
 #[inline(never)]
 pub fn fill(object: u64, index: u64, page: &mut [u64; PAGE_WORDS]) {
     for (i, w) in page.iter_mut().enumerate() {

@@ -10,8 +10,9 @@
 //! aligns the loop to 64 bytes, which its 39 bytes then never leave.
 //!
 //! The functions the benchmarks run per operation sit where the linker script's
-//! `.text.trap`, `.text.buddy` and `.text.hot` put them (each on a page of its own, or a
-//! caller packed with its callees into one page), so that an A and a B of one scenario do
+//! `.text.trap`, `.text.buddy`, `.text.hot` and `.text.lockstat` put them (each on a page
+//! of its own, each in a slot that divides a page, or a caller packed with its callees
+//! into one page), so that an A and a B of one scenario do
 //! not differ by where their copies fell: page-counter-802f1d's B once ran 2.4 unchained
 //! transitions per operation against A's 0.25 for the same instructions. The test reads
 //! the rules from the script itself, and fails when a pattern no longer names a function.
@@ -116,11 +117,27 @@ fn every_clear_page_orig_loop_starts_on_a_64_byte_boundary() {
 
 /// One placement rule of the linker script: an output section before `.text` and the
 /// function sections its input patterns take, either each on a page of its own
-/// (`SUBALIGN(4K)`) or packed together into one page.
+/// (`SUBALIGN(4K)`), each in a slot of its own that divides a page (`SUBALIGN(512)`: so
+/// that none straddles a page), or packed together into one page.
 struct Rule {
     section: String,
-    own_pages: bool,
+    /// `SUBALIGN`'s bytes, if any.
+    subalign: Option<u64>,
     patterns: Vec<String>,
+}
+
+/// `SUBALIGN(4K)` or `SUBALIGN(512)` in an output section's attributes.
+fn subalign(attrs: &str) -> Option<u64> {
+    let arg = attrs.split_once("SUBALIGN(")?.1.split_once(')')?.0;
+    let n = match arg.strip_suffix('K') {
+        Some(k) => k.parse::<u64>().ok()? * 1024,
+        None => arg.parse().ok()?,
+    };
+    assert!(
+        n.is_power_of_two() && n <= 4096,
+        "SUBALIGN({arg}) does not divide a page"
+    );
+    Some(n)
 }
 
 /// The rules of the kernel's linker script: every output section named `.text.<x>`.
@@ -137,7 +154,7 @@ fn placement_rules() -> Vec<Rule> {
             let (name, attrs) = rest.split_once(' ').unwrap_or((rest, ""));
             cur = Some(Rule {
                 section: format!(".text.{name}"),
-                own_pages: attrs.contains("SUBALIGN(4K)"),
+                subalign: subalign(attrs),
                 patterns: Vec::new(),
             });
         } else if let (Some(rule), Some(p)) = (cur.as_mut(), line.strip_prefix("*(")) {
@@ -214,7 +231,7 @@ fn every_hot_function_sits_where_the_linker_script_puts_it() {
     let elf = &tests::kernel().elf64;
     let rules = placement_rules();
     let names: Vec<&str> = rules.iter().map(|r| r.section.as_str()).collect();
-    for want in [".text.trap", ".text.buddy", ".text.hot"] {
+    for want in [".text.trap", ".text.buddy", ".text.hot", ".text.lockstat"] {
         assert!(
             names.contains(&want),
             "no {want} in the linker script: {names:?}"
@@ -239,10 +256,15 @@ fn every_hot_function_sits_where_the_linker_script_puts_it() {
             );
             placed.extend(hits);
         }
-        if rule.own_pages {
+        if let Some(slot) = rule.subalign {
             for (addr, size, name) in &placed {
-                if addr % 4096 != 0 {
-                    bad.push(format!("{}: {addr:#x} ({size} bytes) {name}", rule.section));
+                // A function in a slot smaller than a page must fit its slot: a longer
+                // one runs into the next slot and may straddle a page.
+                if addr % slot != 0 || (slot < 4096 && *size > slot) {
+                    bad.push(format!(
+                        "{}: {addr:#x} ({size} bytes, slots of {slot}) {name}",
+                        rule.section
+                    ));
                 }
             }
         } else {
