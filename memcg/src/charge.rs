@@ -180,16 +180,24 @@ impl<P: MemCgroupPerNode, O: FolioOwner<MemcgTree<P, O>>> MemcgTree<P, O> {
         folio: &lru::Folio,
     ) -> Result<(), MemcgError> {
         self.charge_pages(memcg, cpu, 1, true)?;
-        if let Err(e) = folio.set_memcg_id(memcg.id()) {
-            // Undo the charge we just made; it cannot underflow.
-            ksync::warn_on_once!(
-                memcg.memory.uncharge(1).is_err(),
-                "undoing a folio's charge underflowed"
-            );
-            memcg.css_put_many_on(cpu, 1);
-            return Err(MemcgError::Lru(e.into()));
+        match folio.set_memcg_id(memcg.id()) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(Self::undo_folio_charge(memcg, cpu, e.into())),
         }
-        Ok(())
+    }
+
+    /// The folio would not take the memcg's id: undoes the page's charge and its css
+    /// reference. Cold, out of line: kept from between the fault path's hot blocks.
+    #[cold]
+    #[inline(never)]
+    fn undo_folio_charge(memcg: &MemCgroup<P>, cpu: usize, e: lru::LruError) -> MemcgError {
+        // Undo the charge we just made; it cannot underflow.
+        ksync::warn_on_once!(
+            memcg.memory.uncharge(1).is_err(),
+            "undoing a folio's charge underflowed"
+        );
+        memcg.css_put_many_on(cpu, 1);
+        MemcgError::Lru(e)
     }
 
     /// Uncharges the page of `folio` from the memcg it names (`mem_cgroup_uncharge()`),
