@@ -113,6 +113,10 @@ impl VmFolios {
     }
 
     /// A folio statistic of the memcg `folio` is charged to in `tree` (found under RCU).
+    // Out of line and in the kernel's `.text.hot`: reclaim calls it per evicted folio, and
+    // one variant's copy straddling a page once cost seed000's B 0.68 unchained transitions
+    // per read that its A did not pay (`crate::fault`, "Placement").
+    #[inline(never)]
     pub(crate) fn mod_folio_stat_of<P: MemCgroupPerNode>(
         &self,
         tree: &MemcgTree<P, Self>,
