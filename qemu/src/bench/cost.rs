@@ -76,17 +76,18 @@ pub struct CostPlan {
 }
 
 impl CostPlan {
-    /// Sets the cost boot up ([`prepare`]) and runs it into `c` ([`attach`]); the plugin
-    /// it loaded, for the Linux reference's counted boot.
+    /// Builds the plugin, sets the cost boot up ([`prepare`]) and runs it into `c`
+    /// ([`attach`]); the plugin it loaded, for the Linux reference's counted boot.
     pub fn attach(
         &self,
         ws: &Workspace,
         o: &Options,
         c: &mut Collected,
-    ) -> Result<Option<PathBuf>, RunError> {
-        let boot = prepare(ws, &self.elf, &self.elf32, self.cmdline.clone(), o)?;
+    ) -> Result<PathBuf, RunError> {
+        let plugin = boot::plugin_build::build_plugin(ws, o.quiet)?;
+        let boot = prepare(ws, &self.elf, &self.elf32, self.cmdline.clone(), &plugin, o)?;
         attach(ws, &boot, c)?;
-        Ok(boot.launch.plugin.map(|p| p.path))
+        Ok(plugin)
     }
 }
 
@@ -124,18 +125,18 @@ pub fn kernel_words(o: &Options) -> String {
     words.join(" ")
 }
 
-/// Builds the plugin and sets up the cost boot of the kernel `elf32` (direct boot) with
-/// `cmdline` (`run=bench` and [`kernel_words`]), whose symbols `elf` (64- or 32-bit) name
-/// the mark page, for the options `o`.
+/// Sets up the cost boot of the kernel `elf32` (direct boot) with `cmdline` (`run=bench`
+/// and [`kernel_words`]), whose symbols `elf` (64- or 32-bit) name the mark page, loading
+/// the coherence `plugin` in counting mode, for the options `o` (its output in `ws`).
 pub fn prepare(
     ws: &Workspace,
     elf: &Path,
     elf32: &Path,
     cmdline: String,
+    plugin: &Path,
     o: &Options,
 ) -> Result<CostBoot, RunError> {
     let (_, mark) = crate::coherence::mark_page(elf, "the cost boot")?;
-    let path = boot::plugin_build::build_plugin(ws, o.quiet)?;
     let out = ws.work_dir().join("cost").join("cost.jsonl");
     let mut config = coherence::Config::new(mark, out.clone());
     config.model = false;
@@ -150,7 +151,7 @@ pub fn prepare(
     launch.accel = crate::accel::Accel::Tcg;
     launch.icount = Some(ICOUNT_SHIFT);
     launch.plugin = Some(PluginLoad {
-        path,
+        path: plugin.to_owned(),
         args: config.to_args(),
     });
     Ok(CostBoot { launch, out })

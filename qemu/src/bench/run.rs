@@ -312,7 +312,7 @@ pub fn bench(
         && !c.is_empty()
     {
         match cost.attach(ws, o, &mut c) {
-            Ok(p) => plugin = p,
+            Ok(p) => plugin = Some(p),
             Err(e) => cost_error = Some(e),
         }
     }

@@ -24,7 +24,9 @@ fn count(cmdline: &str) -> (Vec<bench::Run>, Vec<bench::Cost>) {
     let k = tests::kernel();
     let _one_at_a_time = tests::one_qemu_at_a_time();
     // Under the lock: the plugin's build is host load another test's benchmark would see.
-    let boot = prepare(ws, &k.elf64, &k.elf32, cmdline.into(), &options()).expect("prepared");
+    let plugin = boot::plugin_build::build_plugin(ws, true).expect("plugin");
+    let boot =
+        prepare(ws, &k.elf64, &k.elf32, cmdline.into(), &plugin, &options()).expect("prepared");
     assert_eq!(boot.launch.icount, Some(qemu::bench::cost::ICOUNT_SHIFT));
     qemu::coherence::fresh_output(&boot.out).expect("a fresh output file");
     let out = qemu::booting::boot(ws, &boot.launch, TIMEOUT, false).expect("booted");
