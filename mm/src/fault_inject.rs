@@ -102,6 +102,7 @@ impl FaultAttr {
         self.should_fail_on(cpu)
     }
 
+    /// [`Self::should_fail`] for an attribute that is on: counts the call and decides.
     #[cold]
     #[inline(never)]
     fn should_fail_on(&self, cpu: usize) -> bool {
