@@ -130,6 +130,74 @@ pub fn find<'c>(
         .find(|c| c.scenario == scenario && c.config == config && c.variant == variant)
 }
 
+/// How far two copies of the same code may differ in unchained transitions per operation
+/// through their data alone (a rare branch taken in one variant's run and not the other's:
+/// 0.023 between seed000's `A@+64` and `B@+64` over 704 reads). One jump across a page
+/// executed once per operation is 1.0; one per 31-folio LRU batch, 0.03.
+pub const PLACEMENT_TOLERANCE: f64 = 0.1;
+
+/// A comparison whose B only moves data ([`crate::catalog::Change::Layout`]) but whose
+/// copies of the shared code do not cross as many 4 KiB pages: a timing difference of the
+/// size these transitions cost is where the linker put the copies, not the seed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlacementGap {
+    /// Scenario.
+    pub scenario: String,
+    /// Configuration.
+    pub config: String,
+    /// The comparison's A.
+    pub a: String,
+    /// The comparison's B.
+    pub b: String,
+    /// B's unchained transitions per operation minus A's.
+    pub unchained_b_minus_a: f64,
+}
+
+/// The gap of `scenario`'s `config` between `def`'s variants in `costs`, when `def` is a
+/// layout comparison, both were counted and they differ by more than
+/// [`PLACEMENT_TOLERANCE`].
+#[must_use]
+pub fn placement_gap(
+    costs: &[Cost],
+    scenario: &str,
+    config: &str,
+    def: &crate::catalog::ComparisonDef,
+) -> Option<PlacementGap> {
+    if def.change != crate::catalog::Change::Layout {
+        return None;
+    }
+    let a = find(costs, scenario, config, def.a)?.unchained_per_op?;
+    let b = find(costs, scenario, config, def.b)?.unchained_per_op?;
+    ((b - a).abs() > PLACEMENT_TOLERANCE).then(|| PlacementGap {
+        scenario: scenario.into(),
+        config: config.into(),
+        a: def.a.into(),
+        b: def.b.into(),
+        unchained_b_minus_a: b - a,
+    })
+}
+
+/// Every layout comparison of the catalog's scenarios, in every config `costs` counted,
+/// whose A and B differ in unchained transitions by more than [`PLACEMENT_TOLERANCE`].
+#[must_use]
+pub fn placement_gaps(costs: &[Cost]) -> Vec<PlacementGap> {
+    let mut configs: Vec<(&str, &str)> = Vec::new();
+    for c in costs {
+        if !configs.contains(&(c.scenario.as_str(), c.config.as_str())) {
+            configs.push((&c.scenario, &c.config));
+        }
+    }
+    configs
+        .into_iter()
+        .filter_map(|(s, c)| Some((crate::catalog::scenario(s)?, c)))
+        .flat_map(|(s, c)| {
+            s.comparisons
+                .iter()
+                .filter_map(move |d| placement_gap(costs, s.name, c, d))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,5 +233,62 @@ mod tests {
         let b = find(&costs, "s", "c", "B").unwrap();
         assert_eq!((b.instructions_per_op, b.rmws_per_op), (500.0, Some(1.0)));
         assert!(find(&costs, "s", "d", "A").is_none());
+    }
+
+    fn unchained(scenario: &str, variant: &str, per_op: f64) -> Cost {
+        Cost {
+            scenario: scenario.into(),
+            config: "c".into(),
+            variant: variant.into(),
+            runs: 1,
+            ops: 100,
+            instructions_per_op: 1000.0,
+            rmws_per_op: Some(1.0),
+            blocks_per_op: Some(100.0),
+            unchained_per_op: Some(per_op),
+        }
+    }
+
+    #[test]
+    fn only_layout_comparisons_past_the_tolerance_are_placement_gaps() {
+        // seed000's comparisons are layouts, seed004's is code.
+        let costs = [
+            unchained("seed000-refault", "A@+0", 19.30),
+            unchained("seed000-refault", "B@+0", 20.01),
+            unchained("seed000-refault", "A@+64", 19.30),
+            unchained(
+                "seed000-refault",
+                "B@+64",
+                19.30 + PLACEMENT_TOLERANCE * 0.9,
+            ),
+            unchained("seed004-readtwice", "A", 20.0),
+            unchained("seed004-readtwice", "B", 25.0),
+        ];
+        let gaps = placement_gaps(&costs);
+        assert_eq!(gaps.len(), 1, "{gaps:?}");
+        let g = &gaps[0];
+        assert_eq!(
+            (
+                g.scenario.as_str(),
+                g.config.as_str(),
+                g.a.as_str(),
+                g.b.as_str()
+            ),
+            ("seed000-refault", "c", "A@+0", "B@+0")
+        );
+        assert!((g.unchained_b_minus_a - 0.71).abs() < 1e-9, "{g:?}");
+        // Either direction counts, and a variant counted without transitions has none.
+        let costs = [
+            unchained("seed000-refault", "A@+0", 20.0),
+            unchained("seed000-refault", "B@+0", 19.0),
+            Cost {
+                unchained_per_op: None,
+                ..unchained("seed000-refault", "B@+64", 0.0)
+            },
+            unchained("seed000-refault", "A@+64", 30.0),
+        ];
+        let gaps = placement_gaps(&costs);
+        assert_eq!(gaps.len(), 1, "{gaps:?}");
+        assert!((gaps[0].unchained_b_minus_a + 1.0).abs() < 1e-9);
     }
 }

@@ -466,6 +466,17 @@ impl Table<'_> {
                 ratio(b.rmws_per_op, a.rmws_per_op),
                 ratio(b.unchained_per_op, a.unchained_per_op),
             )?;
+            let def = crate::catalog::scenario(&p.scenario)
+                .and_then(|s| s.comparisons.iter().find(|d| d.a == c.a && d.b == c.b));
+            if let Some(g) =
+                def.and_then(|d| crate::cost::placement_gap(self.costs, &p.scenario, &p.config, d))
+            {
+                writeln!(
+                    f,
+                    "{pad}! same code, {:+.4} unchained/op in B: placement",
+                    g.unchained_b_minus_a
+                )?;
+            }
         }
         Ok(())
     }
@@ -600,7 +611,11 @@ impl fmt::Display for Table<'_> {
                  its measured runs at one CPU, counted under QEMU's TCG (deterministic for \
                  this kernel, no timing in them; shown under each configuration's first \
                  point); the B/A rows divide them. The Linux reference is counted the same \
-                 way, between marks its /init stores; - where a count was not made.",
+                 way, between marks its /init stores; - where a count was not made. `!` under \
+                 a B/A row whose B only moves data: A and B run the same code from two \
+                 copies, whose unchained transitions differ by more than 0.1 per op only \
+                 where the linker put them, so a time difference of that size is the \
+                 build's, not the seed's.",
                 width,
             )?;
         }
@@ -976,6 +991,52 @@ mod tests {
             .to_string();
         assert!(t.contains(&row("B", "500.0", "-", "-")), "{t}");
         assert!(t.contains(&row("B/A", "0.2500", "-", "-")), "{t}");
+    }
+
+    #[test]
+    fn a_layout_comparisons_placement_gap_is_marked_under_its_ratio() {
+        let summary = Summary::new(&runs(), &[]);
+        let cost = |v: &str, unchained: f64| crate::cost::Cost {
+            scenario: "seed001-faultfree".into(),
+            config: "anon".into(),
+            variant: v.into(),
+            runs: 1,
+            ops: 10,
+            instructions_per_op: 1900.0,
+            rmws_per_op: Some(10.0),
+            blocks_per_op: Some(300.0),
+            unchained_per_op: Some(unchained),
+        };
+        // patch1 only moves data (a layout comparison), patch1+2 changes the stat path
+        // (code): the same gap of 0.68 is a placement only in the first.
+        let costs = [
+            cost("base@+0", 14.50),
+            cost("patch1@+0", 15.18),
+            cost("patch1+2@+0", 15.18),
+            cost("base@+64", 14.50),
+            cost("patch1@+64", 14.55),
+        ];
+        for style in [Style::Wide, Style::Compact] {
+            let t = Table::new(&summary, style).with_costs(&costs).to_string();
+            assert!(t.lines().all(|l| l.len() <= style.columns()), "{t}");
+            let lines: Vec<&str> = t.lines().collect();
+            let marks: Vec<usize> = (0..lines.len())
+                .filter(|&i| lines[i].trim_start().starts_with("! same code"))
+                .collect();
+            assert_eq!(marks.len(), 1, "{t}");
+            assert!(lines[marks[0]].contains("+0.6800 unchained/op"), "{t}");
+            assert!(
+                lines[marks[0] - 1]
+                    .trim_start()
+                    .starts_with("patch1@+0/base@+0"),
+                "{t}"
+            );
+        }
+        let even = [cost("base@+0", 14.50), cost("patch1@+0", 14.55)];
+        let t = Table::new(&summary, Style::Wide)
+            .with_costs(&even)
+            .to_string();
+        assert!(!t.contains("! same code"), "{t}");
     }
 
     #[test]

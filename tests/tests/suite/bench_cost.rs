@@ -127,6 +127,40 @@ fn two_cost_boots_of_one_kernel_count_the_same() {
     assert_eq!(without_blocks(first), without_blocks(second));
 }
 
+/// Where B only moves data (`Change::Layout`: seed000, seed001's patch 1, seed003,
+/// page-counter-802f1d), A and B run the same code from two copies, so on this kernel's
+/// build their unchained transitions per operation must agree to
+/// `bench::cost::PLACEMENT_TOLERANCE`: a copy that crosses a 4 KiB page the other does
+/// not is a time difference the linker made (`kernel/src/arch/x86_64/linker.ld` places
+/// the hot functions). Every layout comparison of the catalog is checked.
+#[test]
+fn the_copies_a_layout_comparison_runs_cross_as_many_pages() {
+    let layouts: Vec<&str> = bench::catalog::SCENARIOS
+        .iter()
+        .filter(|s| {
+            s.comparisons
+                .iter()
+                .any(|d| d.change == bench::catalog::Change::Layout)
+        })
+        .map(|s| s.name)
+        .collect();
+    assert!(layouts.len() >= 4, "{layouts:?}");
+    let cmdline = format!(
+        "run=bench scenarios={} bench_cpus=1 rounds=1 instances=1 seconds=0.1",
+        layouts.join(",")
+    );
+    let (_, costs) = count(&cmdline);
+    let counted = |s: &str| costs.iter().filter(|c| c.scenario == s).count();
+    for s in &layouts {
+        assert!(counted(s) >= 2, "{s} was not counted: {costs:?}");
+    }
+    let gaps = bench::cost::placement_gaps(&costs);
+    assert!(
+        gaps.is_empty(),
+        "A and B of a layout comparison cross different numbers of pages: {gaps:#?}"
+    );
+}
+
 #[test]
 fn a_cost_boot_whose_plugin_qemu_cannot_load_is_the_plugin_error() {
     let ws = tests::workspace();

@@ -20,7 +20,7 @@ pub const CATALOG: Scenario = Scenario {
             "802f1d522d5f: parent moved to the end, off usage's line",
         ),
     ],
-    comparisons: &[ComparisonDef::new("A", "B")],
+    comparisons: &[ComparisonDef::layout("A", "B")],
     fault_path: false,
     published: Some(Published {
         text: "Linux 802f1d522d5f (v5.12), will-it-scale page_fault2 per-process ops B/A: \

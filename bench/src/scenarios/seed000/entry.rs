@@ -49,8 +49,8 @@ pub const CATALOG: Scenario = Scenario {
         ),
     ],
     comparisons: &[
-        ComparisonDef::new("A@+0", "B@+0"),
-        ComparisonDef::new("A@+64", "B@+64"),
+        ComparisonDef::layout("A@+0", "B@+0"),
+        ComparisonDef::layout("A@+64", "B@+64"),
     ],
     fault_path: true,
     published: Some(Published {

@@ -60,10 +60,10 @@ pub const CATALOG: Scenario = Scenario {
         ),
     ],
     comparisons: &[
-        ComparisonDef::new("base@+0", "patch1@+0"),
-        ComparisonDef::new("base@+0", "patch1+2@+0"),
-        ComparisonDef::new("base@+64", "patch1@+64"),
-        ComparisonDef::new("base@+64", "patch1+2@+64"),
+        ComparisonDef::layout("base@+0", "patch1@+0"),
+        ComparisonDef::code("base@+0", "patch1+2@+0"),
+        ComparisonDef::layout("base@+64", "patch1@+64"),
+        ComparisonDef::code("base@+64", "patch1+2@+64"),
     ],
     fault_path: true,
     published: Some(Published {

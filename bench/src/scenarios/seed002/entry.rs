@@ -15,7 +15,7 @@ pub const CATALOG: Scenario = Scenario {
         Variant::new("A", "FIFO tail insertion walks the bin"),
         Variant::new("B", "cached tail, O(1) insertion"),
     ],
-    comparisons: &[ComparisonDef::new("A", "B")],
+    comparisons: &[ComparisonDef::code("A", "B")],
     fault_path: false,
     published: Some(Published {
         text: "9.5x request rate at 1500 memcgs, 8 threads; duration -89%",

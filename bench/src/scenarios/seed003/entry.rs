@@ -15,7 +15,7 @@ pub const CATALOG: Scenario = Scenario {
         Variant::new("A", "vm_lock_seq in the first line, with vm_start/vm_end"),
         Variant::new("B", "vm_lock_seq next to vm_refcnt"),
     ],
-    comparisons: &[ComparisonDef::new("A", "B")],
+    comparisons: &[ComparisonDef::layout("A", "B")],
     fault_path: true,
     published: Some(Published {
         text: "B/A -0.02% (1 cpu), +0.18% (4), -1.02% (7), -6.38% (12), -9.80% (21), \

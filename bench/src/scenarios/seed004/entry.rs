@@ -15,7 +15,7 @@ pub const CATALOG: Scenario = Scenario {
         Variant::new("A", "one lru_lock per node (pgdat->lru_lock)"),
         Variant::new("B", "one lru_lock per memcg per node (lruvec->lru_lock)"),
     ],
-    comparisons: &[ComparisonDef::new("A", "B")],
+    comparisons: &[ComparisonDef::code("A", "B")],
     fault_path: true,
     published: Some(Published {
         text: "readtwice +80% (208 readers in 104 memcgs, 2s x 26 cores x HT)",
