@@ -161,6 +161,48 @@ fn the_copies_a_layout_comparison_runs_cross_as_many_pages() {
     );
 }
 
+/// A loop that straddles a 4 KiB page pays an unchained transition per iteration:
+/// `backing::fill`'s 512-word loop once did, in every variant alike (367 per seed000
+/// read, 275 per seed004 read), which no A/B comparison shows. So no variant of a fault
+/// scenario may pay more than twice the floor's unchained transitions per operation (the
+/// floor's trap entry and exit, returns and handler calls, about 12 on this kernel; the
+/// fault scenarios' variants pay 14.5 to 20.5).
+#[test]
+fn no_fault_scenario_pays_a_loop_across_a_page() {
+    let faults: Vec<&str> = bench::catalog::SCENARIOS
+        .iter()
+        .filter(|s| s.fault_path)
+        .map(|s| s.name)
+        .collect();
+    assert!(faults.len() >= 4, "{faults:?}");
+    let cmdline = format!(
+        "run=bench scenarios=limit,{} bench_cpus=1 rounds=1 instances=1 seconds=0.1",
+        faults.join(",")
+    );
+    let (_, costs) = count(&cmdline);
+    let floor = costs
+        .iter()
+        .find(|c| c.scenario == "limit")
+        .and_then(|c| c.unchained_per_op)
+        .expect("the floor's unchained transitions");
+    for s in &faults {
+        let of: Vec<&bench::Cost> = costs.iter().filter(|c| c.scenario == *s).collect();
+        assert!(of.len() >= 2, "{s} was not counted: {costs:?}");
+        for c in of {
+            let u = c.unchained_per_op.expect("counted");
+            assert!(
+                u < 2.0 * floor,
+                "{} {} {}: {u:.2} unchained transitions per op against the floor's \
+                 {floor:.2}: a hot loop across a page? (`scripts/guest-insn-count.py \
+                 --transitions 20` names it)",
+                c.scenario,
+                c.config,
+                c.variant
+            );
+        }
+    }
+}
+
 #[test]
 fn a_cost_boot_whose_plugin_qemu_cannot_load_is_the_plugin_error() {
     let ws = tests::workspace();
