@@ -2,8 +2,9 @@
 //! counting mode gives every measured variant its instructions, locked RMWs and unchained
 //! block transitions per operation, leaving out the untimed work inside the windows (pft's
 //! unmap), the same in every boot (QEMU's instruction counter makes each run a fixed number
-//! of instructions); and a QEMU that cannot load the plugin ends the cost boot with the
-//! plugin's status.
+//! of instructions); the kernel's build places the measured code so that neither an A/B
+//! comparison nor a whole scenario pays for where the linker put it; and a QEMU that cannot
+//! load the plugin ends the cost boot with the plugin's status.
 use qemu::bench::collect::Collected;
 use qemu::bench::cost::{CostBoot, pair, prepare};
 use std::time::Duration;
