@@ -25,6 +25,10 @@
 //! CPU's branch predictors make nearly free. Where the linker places a loop or a call moves
 //! them by a few per operation in either direction, so two variants with the same
 //! instructions can differ in time by them (`coherence::block` has the rule).
+//! Where a comparison's B only moves data ([`crate::catalog::Change::Layout`]), A and B
+//! run the same code from two copies, and a difference in these transitions is
+//! placement alone: [`placement_gaps`] names every such comparison that differs by more
+//! than [`PLACEMENT_TOLERANCE`] per operation.
 //!
 //! What the counts include: everything the CPU executes inside its measured window (the
 //! window a PMU counts, `kernel/src/bench/window.rs`), interrupts included; the untimed work

@@ -128,6 +128,31 @@ fn two_cost_boots_of_one_kernel_count_the_same() {
     assert_eq!(without_blocks(first), without_blocks(second));
 }
 
+/// One cost boot of `limit` and of the catalog's scenarios that `pick` selects (at least
+/// `min` of them): their names and every variant's costs, each scenario counted for two
+/// variants or more.
+fn count_scenarios(
+    pick: impl Fn(&bench::catalog::Scenario) -> bool,
+    min: usize,
+) -> (Vec<&'static str>, Vec<bench::Cost>) {
+    let names: Vec<&str> = bench::catalog::SCENARIOS
+        .iter()
+        .filter(|s| pick(s))
+        .map(|s| s.name)
+        .collect();
+    assert!(names.len() >= min, "{names:?}");
+    let cmdline = format!(
+        "run=bench scenarios=limit,{} bench_cpus=1 rounds=1 instances=1 seconds=0.1",
+        names.join(",")
+    );
+    let (_, costs) = count(&cmdline);
+    for s in &names {
+        let counted = costs.iter().filter(|c| c.scenario == *s).count();
+        assert!(counted >= 2, "{s} was not counted: {costs:?}");
+    }
+    (names, costs)
+}
+
 /// Where B only moves data (`Change::Layout`: seed000, seed001's patch 1, seed003,
 /// page-counter-802f1d), A and B run the same code from two copies, so on this kernel's
 /// build their unchained transitions per operation must agree to
@@ -136,25 +161,14 @@ fn two_cost_boots_of_one_kernel_count_the_same() {
 /// the hot functions). Every layout comparison of the catalog is checked.
 #[test]
 fn the_copies_a_layout_comparison_runs_cross_as_many_pages() {
-    let layouts: Vec<&str> = bench::catalog::SCENARIOS
-        .iter()
-        .filter(|s| {
+    let (_, costs) = count_scenarios(
+        |s| {
             s.comparisons
                 .iter()
                 .any(|d| d.change == bench::catalog::Change::Layout)
-        })
-        .map(|s| s.name)
-        .collect();
-    assert!(layouts.len() >= 4, "{layouts:?}");
-    let cmdline = format!(
-        "run=bench scenarios={} bench_cpus=1 rounds=1 instances=1 seconds=0.1",
-        layouts.join(",")
+        },
+        4,
     );
-    let (_, costs) = count(&cmdline);
-    let counted = |s: &str| costs.iter().filter(|c| c.scenario == s).count();
-    for s in &layouts {
-        assert!(counted(s) >= 2, "{s} was not counted: {costs:?}");
-    }
     let gaps = bench::cost::placement_gaps(&costs);
     assert!(
         gaps.is_empty(),
@@ -170,26 +184,14 @@ fn the_copies_a_layout_comparison_runs_cross_as_many_pages() {
 /// fault scenarios' variants pay 14.5 to 20.5).
 #[test]
 fn no_fault_scenario_pays_a_loop_across_a_page() {
-    let faults: Vec<&str> = bench::catalog::SCENARIOS
-        .iter()
-        .filter(|s| s.fault_path)
-        .map(|s| s.name)
-        .collect();
-    assert!(faults.len() >= 4, "{faults:?}");
-    let cmdline = format!(
-        "run=bench scenarios=limit,{} bench_cpus=1 rounds=1 instances=1 seconds=0.1",
-        faults.join(",")
-    );
-    let (_, costs) = count(&cmdline);
+    let (faults, costs) = count_scenarios(|s| s.fault_path, 4);
     let floor = costs
         .iter()
         .find(|c| c.scenario == "limit")
         .and_then(|c| c.unchained_per_op)
         .expect("the floor's unchained transitions");
     for s in &faults {
-        let of: Vec<&bench::Cost> = costs.iter().filter(|c| c.scenario == *s).collect();
-        assert!(of.len() >= 2, "{s} was not counted: {costs:?}");
-        for c in of {
+        for c in costs.iter().filter(|c| c.scenario == *s) {
             let u = c.unchained_per_op.expect("counted");
             assert!(
                 u < 2.0 * floor,
