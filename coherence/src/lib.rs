@@ -7,9 +7,9 @@
 //! MESI-state lines and says which transaction each access makes (read HITM, RFO HITM,
 //! upgrade); [`tracker`] sorts the accesses into the kernel's runs and measured windows
 //! (marked by stores to a page, see `abi::coherence`) and writes per run one JSON line
-//! ([`report`]) with each vCPU's loads, stores, locked RMWs and transactions, how much the
-//! windows overlapped, and the lines with the most transactions with the instructions that
-//! made them.
+//! ([`report`]) with each vCPU's loads, stores, locked RMWs (and the instructions that made
+//! them) and transactions, how much the windows overlapped, and the lines with the most
+//! transactions with the instructions that made them.
 //!
 //! The QEMU side is the `coherence-plugin` crate (`coherence/plugin`, a `cdylib` built as
 //! `libkx_coherence.so`), which declares the few functions of QEMU's plugin API version 1 it
@@ -29,5 +29,5 @@ pub mod tracker;
 
 pub use block::Block;
 pub use config::Config;
-pub use report::{HotLine, ModelReport, RunReport, Transactions};
+pub use report::{HotLine, ModelReport, RmwSite, RunReport, Transactions};
 pub use tracker::Tracker;

@@ -76,6 +76,19 @@ pub struct VcpuAccesses {
     /// existed.
     #[serde(default)]
     pub unchained: u64,
+    /// Its locked RMWs by instruction, most first (every instruction that made one; their
+    /// counts add up to `rmws`). Empty in reports from before they were kept.
+    #[serde(default)]
+    pub rmw_sites: Vec<RmwSite>,
+}
+
+/// The locked RMWs one instruction made inside a window.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RmwSite {
+    /// The instruction's guest virtual address.
+    pub pc: u64,
+    /// Locked RMWs it made.
+    pub count: u64,
 }
 
 /// One vCPU's measured window.

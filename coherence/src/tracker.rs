@@ -22,7 +22,8 @@ use crate::block::Block;
 use crate::config::Config;
 use crate::model::{Caches, Kind, Outcome};
 use crate::report::{
-    Header, HotLine, Line, ModelReport, PcCount, RunReport, Transactions, VcpuAccesses, Window,
+    Header, HotLine, Line, ModelReport, PcCount, RmwSite, RunReport, Transactions, VcpuAccesses,
+    Window,
 };
 use abi::coherence::{MARK_SIZE, Mark};
 use std::collections::HashMap;
@@ -71,6 +72,8 @@ struct Local {
     hot: Vec<HashMap<u64, HotAcc>>,
     /// Opened and closed, ns after the run began.
     window: Option<(u64, Option<u64>)>,
+    /// Instruction address -> locked RMWs it made inside the window.
+    rmw_pcs: HashMap<u64, u64>,
 }
 
 #[derive(Default)]
@@ -164,6 +167,8 @@ impl Tracker {
             c.store(c.load(Relaxed) + 1, Relaxed);
             if rmw && store {
                 slot.rmws.store(slot.rmws.load(Relaxed) + 1, Relaxed);
+                // Only this vCPU's thread takes its `local` while its window is open.
+                *lock(&slot.local).rmw_pcs.entry(pc).or_default() += 1;
             }
         }
         for (k, m) in self.models.iter().enumerate() {
@@ -316,6 +321,7 @@ impl Tracker {
                 insns: slot.insns.swap(0, Relaxed),
                 blocks: slot.blocks.swap(0, Relaxed),
                 unchained: slot.unchained.swap(0, Relaxed),
+                rmw_sites: rmw_sites(std::mem::take(&mut l.rmw_pcs)),
             };
             let Some((begin, closed)) = l.window else {
                 continue;
@@ -363,6 +369,16 @@ fn overlap(windows: &[Window], end: u64) -> Option<f64> {
         return Some(1.0);
     }
     Some(first_end.saturating_sub(last_begin) as f64 / any as f64)
+}
+
+/// `pcs` as sites, most RMWs first (then by address).
+fn rmw_sites(pcs: HashMap<u64, u64>) -> Vec<RmwSite> {
+    let mut sites: Vec<RmwSite> = pcs
+        .into_iter()
+        .map(|(pc, count)| RmwSite { pc, count })
+        .collect();
+    sites.sort_by(|a, b| b.count.cmp(&a.count).then(a.pc.cmp(&b.pc)));
+    sites
 }
 
 fn top_lines(hot: HashMap<u64, HotAcc>, top: usize) -> Vec<HotLine> {
@@ -550,6 +566,50 @@ mod tests {
         mark(&t, 0, RUN_END);
         let r = runs(&buf);
         assert_eq!((r[1].vcpus[0].blocks, r[1].vcpus[0].unchained), (2, 0));
+    }
+
+    #[test]
+    fn each_locked_rmw_is_kept_by_its_instruction_inside_the_window() {
+        let (t, buf) = tracker(false);
+        mark(&t, 0, RUN_BEGIN);
+        // Before the window: not a site.
+        t.access(0, 0x7000, true, true, 0xdead);
+        mark(&t, 0, WINDOW_BEGIN);
+        for _ in 0..3 {
+            t.access(0, 0x7000, true, true, 0x1010);
+        }
+        // The load half of an RMW TCG reports in two halves, and a plain store: no site.
+        t.access(0, 0x7000, false, true, 0x2020);
+        t.access(0, 0x7000, true, true, 0x2020);
+        t.access(0, 0x7040, true, false, 0x3030);
+        mark(&t, 0, WINDOW_PAUSE);
+        t.access(0, 0x7000, true, true, 0x4040);
+        mark(&t, 0, WINDOW_RESUME);
+        mark(&t, 0, WINDOW_END);
+        mark(&t, 0, RUN_END);
+        let r = runs(&buf);
+        let v = &r[0].vcpus[0];
+        assert_eq!(v.rmws, 4);
+        assert_eq!(
+            v.rmw_sites,
+            vec![
+                RmwSite {
+                    pc: 0x1010,
+                    count: 3
+                },
+                RmwSite {
+                    pc: 0x2020,
+                    count: 1
+                }
+            ],
+            "most first, and they add up to the window's RMWs"
+        );
+        // The next run starts with none.
+        mark(&t, 0, RUN_BEGIN);
+        mark(&t, 0, WINDOW_BEGIN);
+        mark(&t, 0, WINDOW_END);
+        mark(&t, 0, RUN_END);
+        assert!(runs(&buf)[1].vcpus[0].rmw_sites.is_empty());
     }
 
     #[test]
