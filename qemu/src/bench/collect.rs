@@ -204,6 +204,9 @@ pub struct Collected {
     pub coherence: Option<crate::coherence::results::CoherenceResults>,
     /// Each variant's counted cost per operation ([`super::cost`]; empty when not counted).
     pub costs: Vec<bench::Cost>,
+    /// Per variant with a counted cost, the instructions its locked RMWs came from
+    /// ([`super::rmw_sites`]).
+    pub rmw_sites: Vec<super::rmw_sites::VariantRmwSites>,
 }
 
 impl Collected {

@@ -38,6 +38,7 @@
 //! plugin's mark page, so the runner says it cannot count and goes on.
 
 use super::collect::{Collected, Problem};
+use super::rmw_sites::VariantRmwSites;
 use crate::cli::Options;
 use crate::launch::PluginLoad;
 use crate::{Launch, Medium, Mode, RunError};
@@ -98,6 +99,8 @@ pub struct CostBoot {
     pub launch: Launch,
     /// Where the plugin writes its JSON lines.
     pub out: PathBuf,
+    /// The kernel's symbols, which name its locked RMWs' instructions.
+    pub symbols: crate::coherence::symbols::Symbols,
 }
 
 /// The benchmark's words of the cost boot's kernel command line (after `run=bench`) for the
@@ -136,7 +139,7 @@ pub fn prepare(
     plugin: &Path,
     o: &Options,
 ) -> Result<CostBoot, RunError> {
-    let (_, mark) = crate::coherence::mark_page(elf, "the cost boot")?;
+    let (symbols, mark) = crate::coherence::mark_page(elf, "the cost boot")?;
     let out = ws.work_dir().join("cost").join("cost.jsonl");
     let mut config = coherence::Config::new(mark, out.clone());
     config.model = false;
@@ -154,7 +157,11 @@ pub fn prepare(
         path: plugin.to_owned(),
         args: config.to_args(),
     });
-    Ok(CostBoot { launch, out })
+    Ok(CostBoot {
+        launch,
+        out,
+        symbols,
+    })
 }
 
 /// Runs the cost boot and puts its figures into `c.costs`; what went wrong is a problem of
@@ -200,9 +207,13 @@ pub fn attach(ws: &Workspace, boot: &CostBoot, c: &mut Collected) -> Result<(), 
         }
     };
     match pair(&text, &Collected::from_log(&out.serial).runs) {
-        Ok((costs, problems)) => {
-            c.problems.extend(problems.into_iter().map(Problem::Cost));
-            c.costs.extend(costs);
+        Ok(mut p) => {
+            c.problems.extend(p.problems.into_iter().map(Problem::Cost));
+            c.costs.extend(p.costs);
+            for v in &mut p.rmw_sites {
+                v.name(&boot.symbols);
+            }
+            c.rmw_sites.extend(p.rmw_sites);
         }
         Err(why) => c
             .problems
@@ -211,21 +222,34 @@ pub fn attach(ws: &Workspace, boot: &CostBoot, c: &mut Collected) -> Result<(), 
     Ok(())
 }
 
-/// The costs of the plugin's output `text` paired with the boot's `runs`, and what did not
-/// fit; `Err` when the output cannot be read.
-pub fn pair(text: &str, runs: &[Run]) -> Result<(Vec<Cost>, Vec<String>), String> {
+/// What a cost boot's plugin output gave, paired with the boot's runs ([`pair`]).
+#[derive(Clone, Debug, Default)]
+pub struct Paired {
+    /// Each measured variant's cost per operation.
+    pub costs: Vec<Cost>,
+    /// Each measured variant's locked RMWs by instruction, unnamed
+    /// ([`super::rmw_sites::VariantRmwSites::name`]).
+    pub rmw_sites: Vec<VariantRmwSites>,
+    /// What did not fit.
+    pub problems: Vec<String>,
+}
+
+/// The costs and locked-RMW sites of the plugin's output `text` paired with the boot's
+/// `runs`, and what did not fit; `Err` when the output cannot be read.
+pub fn pair(text: &str, runs: &[Run]) -> Result<Paired, String> {
     let (_, reports) = coherence::report::read(text)?;
-    let mut problems = Vec::new();
+    let mut paired = Paired::default();
     if reports.len() != runs.len() {
-        problems.push(format!(
+        paired.problems.push(format!(
             "the plugin counted {} runs and the kernel reported {}: the counts cannot be \
              paired with their runs, so none is kept",
             reports.len(),
             runs.len()
         ));
-        return Ok((Vec::new(), problems));
+        return Ok(paired);
     }
     let mut counted = Vec::new();
+    let mut sites = Vec::new();
     for (rep, run) in reports.iter().zip(runs) {
         if run.warmup {
             continue;
@@ -235,21 +259,28 @@ pub fn pair(text: &str, runs: &[Run]) -> Result<(Vec<Cost>, Vec<String>), String
             run.scenario, run.config, run.variant, run.round
         );
         if !rep.complete {
-            problems.push(format!("{what}: the plugin saw no end mark; left out"));
+            paired
+                .problems
+                .push(format!("{what}: the plugin saw no end mark; left out"));
             continue;
         }
         if rep.vcpus.len() != 1 {
-            problems.push(format!(
+            paired.problems.push(format!(
                 "{what}: {} vCPUs opened a window, not 1; left out",
                 rep.vcpus.len()
             ));
             continue;
         }
         let v = &rep.vcpus[0];
-        counted.push((
+        let names = (
             run.scenario.as_str(),
             run.config.as_str(),
             run.variant.as_str(),
+        );
+        counted.push((
+            names.0,
+            names.1,
+            names.2,
             Counted {
                 ops: run.ops,
                 instructions: v.insns,
@@ -258,8 +289,11 @@ pub fn pair(text: &str, runs: &[Run]) -> Result<(Vec<Cost>, Vec<String>), String
                 unchained: v.unchained,
             },
         ));
+        sites.push((names.0, names.1, names.2, run.ops, &v.rmw_sites[..]));
     }
-    Ok((bench::cost::per_variant(counted), problems))
+    paired.costs = bench::cost::per_variant(counted);
+    paired.rmw_sites = super::rmw_sites::per_variant(sites);
+    Ok(paired)
 }
 
 /// The costs a `--coherence` run counted itself: its measured runs at one CPU.
@@ -318,6 +352,17 @@ pub(crate) mod tests {
                     rmws,
                     blocks: insns / 8,
                     unchained: insns / 100,
+                    // Three quarters at one instruction, the rest at another.
+                    rmw_sites: vec![
+                        coherence::RmwSite {
+                            pc: 0x1000,
+                            count: rmws - rmws / 4,
+                        },
+                        coherence::RmwSite {
+                            pc: 0x2000,
+                            count: rmws / 4,
+                        },
+                    ],
                     ..VcpuAccesses::default()
                 })
                 .collect(),
@@ -361,9 +406,17 @@ pub(crate) mod tests {
             run("floor", 1, 100),
             run("floor", 2, 200),
         ];
-        let (costs, problems) = pair(&text, &runs).unwrap();
+        let Paired {
+            costs,
+            rmw_sites,
+            problems,
+        } = pair(&text, &runs).unwrap();
         assert!(problems.is_empty(), "{problems:?}");
         assert_eq!(costs.len(), 1);
+        // The sites add up to the RMWs, per operation, warm-up left out.
+        assert_eq!(rmw_sites.len(), 1);
+        assert_eq!(rmw_sites[0].ops, 300);
+        assert!((rmw_sites[0].total_per_op() - 1_600.0 / 300.0).abs() < 1e-9);
         assert_eq!((costs[0].runs, costs[0].ops), (2, 300));
         assert!((costs[0].instructions_per_op - 400_000.0 / 300.0).abs() < 1e-9);
         assert!((costs[0].rmws_per_op.unwrap() - 1_600.0 / 300.0).abs() < 1e-9);
@@ -376,14 +429,21 @@ pub(crate) mod tests {
         let runs = [run("floor", 0, 7), run("floor", 1, 100)];
         // One run short: nothing can be paired.
         let short = [header(), report(0, 1, 10, 1, true)].join("\n");
-        let (costs, problems) = pair(&short, &runs).unwrap();
+        let Paired {
+            costs, problems, ..
+        } = pair(&short, &runs).unwrap();
         assert!(costs.is_empty());
         assert!(problems[0].contains("counted 1 runs"), "{problems:?}");
         // A run cut short, or counted on two vCPUs, is left out and said.
         for bad in [report(1, 1, 10, 1, false), report(1, 2, 10, 1, true)] {
             let text = [header(), report(0, 1, 10, 1, true), bad].join("\n");
-            let (costs, problems) = pair(&text, &runs).unwrap();
+            let Paired {
+                costs,
+                rmw_sites,
+                problems,
+            } = pair(&text, &runs).unwrap();
             assert!(costs.is_empty(), "{costs:?}");
+            assert!(rmw_sites.is_empty(), "{rmw_sites:?}");
             assert_eq!(problems.len(), 1, "{problems:?}");
             assert!(
                 problems[0].contains("limit anon floor round 1"),

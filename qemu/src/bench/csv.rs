@@ -4,7 +4,8 @@
 //! reader takes). Lock statistics and counters stay in `results.json`.
 //!
 //! `costs.csv`, in the same dialect: one row per variant with a counted cost
-//! ([`bench::cost`]), beside the runs' rates.
+//! ([`bench::cost`]), beside the runs' rates; `rmw-sites.csv`: one row per variant and
+//! instruction taking its locked RMWs ([`super::rmw_sites`]).
 
 use bench::{Cost, Run};
 use std::fmt::Write;
@@ -100,6 +101,41 @@ pub fn render_costs(costs: &[Cost]) -> String {
     out
 }
 
+/// `rmw-sites.csv`'s header line's fields.
+pub const RMW_SITE_HEADER: [&str; 7] = [
+    "scenario",
+    "config",
+    "variant",
+    "function",
+    "offset",
+    "pc",
+    "rmws_per_op",
+];
+
+/// The whole of `rmw-sites.csv`: per variant, its sites most first (`function` empty
+/// where no symbol covers the instruction; `offset` and `pc` in hexadecimal).
+#[must_use]
+pub fn render_rmw_sites(variants: &[super::rmw_sites::VariantRmwSites]) -> String {
+    let mut out = RMW_SITE_HEADER.join(",");
+    out.push('\n');
+    for v in variants {
+        for s in &v.sites {
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{:#x},{:#x},{:?}",
+                field(&v.scenario),
+                field(&v.config),
+                field(&v.variant),
+                field(s.function.as_deref().unwrap_or("")),
+                s.offset,
+                s.pc,
+                s.per_op
+            );
+        }
+    }
+    out
+}
+
 /// A count that may be absent: its shortest exact form, or an empty field.
 fn optional(x: Option<f64>) -> String {
     x.map_or(String::new(), |x| format!("{x:?}"))
@@ -145,6 +181,45 @@ mod tests {
         assert_eq!(rows[0][8].parse::<f64>().unwrap(), 22.375);
         assert_eq!(&rows[1][6], "", "no locked RMWs counted: an empty field");
         assert_eq!((&rows[1][7], &rows[1][8]), ("", ""));
+    }
+
+    #[test]
+    fn rmw_sites_round_trip_through_a_csv_reader() {
+        use super::super::rmw_sites::{RmwSite, VariantRmwSites};
+        let v = VariantRmwSites {
+            scenario: "linux".into(),
+            config: "linux".into(),
+            variant: "mmap-touch-munmap".into(),
+            ops: 512,
+            sites: vec![
+                RmwSite {
+                    pc: 0xffff_ffff_8100_0104,
+                    function: Some("release_pages".into()),
+                    offset: 0x55,
+                    per_op: 2.0,
+                },
+                RmwSite {
+                    pc: 0x10,
+                    function: None,
+                    offset: 0,
+                    per_op: 0.125,
+                },
+            ],
+        };
+        let text = render_rmw_sites(&[v]);
+        let mut rd = ::csv::Reader::from_reader(text.as_bytes());
+        assert_eq!(
+            rd.headers().unwrap().iter().collect::<Vec<_>>(),
+            RMW_SITE_HEADER
+        );
+        let rows: Vec<_> = rd.records().map(Result::unwrap).collect();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(
+            (&rows[0][3], &rows[0][4], &rows[0][5]),
+            ("release_pages", "0x55", "0xffffffff81000104")
+        );
+        assert_eq!(rows[0][6].parse::<f64>().unwrap(), 2.0);
+        assert_eq!(&rows[1][3], "", "no symbol: an empty field");
     }
 
     #[test]

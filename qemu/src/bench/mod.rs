@@ -30,5 +30,6 @@ pub mod platform_note;
 pub mod plot;
 pub mod qr;
 pub mod results_file;
+pub mod rmw_sites;
 pub mod run;
 pub mod threads;

@@ -248,6 +248,9 @@ pub fn write_dir(dir: &Path, results: &ResultsFile) -> Result<Written, RunError>
     if !results.costs.is_empty() {
         put("costs.csv", &csv::render_costs(&results.costs))?;
     }
+    if !results.rmw_sites.is_empty() {
+        put("rmw-sites.csv", &csv::render_rmw_sites(&results.rmw_sites))?;
+    }
     if let Some(c) = &results.coherence {
         put("coherence.csv", &crate::coherence::table::csv(c))?;
     }

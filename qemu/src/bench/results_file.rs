@@ -7,7 +7,7 @@
 //!   "recomputed_comparisons": [...], "notes": ["...", ...], "end": {...} | null,
 //!   "verdicts": ["...", ...],
 //!   "complete": bool, "problems": ["...", ...], "coherence": {...} (with --coherence),
-//!   "costs": [...] (when counted) }
+//!   "costs": [...] (when counted), "rmw_sites": [...] (when counted) }
 //! ```
 //!
 //! `machine`, `plan`, `runs`, `comparisons` and `end` are the `KRESULT` records as printed
@@ -20,8 +20,9 @@
 //! `note` records' sentences (absent in files written before notes existed); `problems` are
 //! the [`super::collect::Problem`]s in words; `coherence` is what the coherence plugin
 //! counted per run ([`crate::coherence::results`]); `costs` each variant's instructions
-//! and locked RMWs per operation at one CPU ([`bench::cost`]). `kx compare` reads this
-//! file back.
+//! and locked RMWs per operation at one CPU ([`bench::cost`]), `rmw_sites` the
+//! instructions those locked RMWs came from ([`super::rmw_sites`]). `kx compare` reads
+//! this file back.
 
 use super::collect::Collected;
 use super::host::HostInfo;
@@ -69,6 +70,10 @@ pub struct ResultsFile {
     /// none was counted).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub costs: Vec<bench::Cost>,
+    /// Per variant with a counted cost, the instructions its locked RMWs came from
+    /// (absent when none were counted, and in files written before they were kept).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rmw_sites: Vec<super::rmw_sites::VariantRmwSites>,
 }
 
 impl ResultsFile {
@@ -103,6 +108,7 @@ impl ResultsFile {
             problems: c.problems.iter().map(ToString::to_string).collect(),
             coherence: c.coherence.clone(),
             costs: c.costs.clone(),
+            rmw_sites: c.rmw_sites.clone(),
         }
     }
 

@@ -59,26 +59,105 @@ impl Symbols {
             .map(|(a, _, _)| *a)
     }
 
+    /// A symbol list in `nm`'s format (address, type, name per line, and a `[module]` after
+    /// a module's names), as Linux's `/proc/kallsyms` and `System.map` are: its text symbols
+    /// (types `T`, `t`, `W`, `w`), each taken to end where the next begins, as the list
+    /// gives no sizes.
+    pub fn parse_nm(text: &str) -> Result<Symbols, String> {
+        let mut s = Symbols::default();
+        for (n, line) in text.lines().enumerate() {
+            let bad = || format!("line {}: not `address type name`: `{line}`", n + 1);
+            let mut f = line.split_whitespace();
+            let (Some(addr), Some(kind), Some(name)) = (f.next(), f.next(), f.next()) else {
+                return Err(bad());
+            };
+            if f.next().is_some_and(|m| !m.starts_with('[')) || f.next().is_some() {
+                return Err(bad());
+            }
+            let addr = u64::from_str_radix(addr, 16)
+                .map_err(|_| format!("line {}: `{addr}` is not a hexadecimal address", n + 1))?;
+            if matches!(kind, "T" | "t" | "W" | "w") {
+                s.funcs.push((addr, 0, name.to_owned()));
+            }
+        }
+        if s.funcs.is_empty() {
+            return Err("no text symbols".into());
+        }
+        s.funcs.sort();
+        let starts: Vec<u64> = s.funcs.iter().map(|f| f.0).skip(1).collect();
+        for (f, next) in s.funcs.iter_mut().zip(starts) {
+            f.1 = next - f.0;
+        }
+        Ok(s)
+    }
+
     /// The function containing `pc`, demangled without its hash.
     #[must_use]
     pub fn function(&self, pc: u64) -> Option<&str> {
+        containing(&self.funcs, pc).map(|(name, _)| name)
+    }
+
+    /// The function containing `pc` and `pc`'s offset into it.
+    #[must_use]
+    pub fn function_at(&self, pc: u64) -> Option<(&str, u64)> {
         containing(&self.funcs, pc)
     }
 
     /// The data symbol (a static) containing `addr`, with the offset into it.
     #[must_use]
     pub fn object(&self, addr: u64) -> Option<(&str, u64)> {
-        let i = self
-            .data
-            .partition_point(|(a, _, _)| *a <= addr)
-            .checked_sub(1)?;
-        let (a, size, name) = &self.data[i];
-        (addr < a + (*size).max(1)).then(|| (name.as_str(), addr - a))
+        containing(&self.data, addr)
     }
 }
 
-fn containing(v: &[(u64, u64, String)], addr: u64) -> Option<&str> {
+/// The symbol of `v` (sorted by address) containing `addr` (a symbol of size 0 holds its
+/// first byte), with the offset into it.
+fn containing(v: &[(u64, u64, String)], addr: u64) -> Option<(&str, u64)> {
     let i = v.partition_point(|(a, _, _)| *a <= addr).checked_sub(1)?;
     let (a, size, name) = &v[i];
-    (addr < a + (*size).max(1)).then_some(name.as_str())
+    (addr < a + (*size).max(1)).then(|| (name.as_str(), addr - a))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_symbols_in_nm_format_end_where_the_next_begins() {
+        let map = "0000000000000000 D __per_cpu_start\n\
+                   ffffffff81000000 T _stext\n\
+                   ffffffff81000200 t _raw_spin_lock\n\
+                   ffffffff81000180 W weak_one\n\
+                   ffffffff81000300 D some_data\n\
+                   ffffffff81000400 T _etext\n\
+                   ffffffffc0000000 t mod_init\t[some_module]\n";
+        let s = Symbols::parse_nm(map).unwrap();
+        assert_eq!(
+            s.function_at(0xffff_ffff_8100_0210),
+            Some(("_raw_spin_lock", 0x10))
+        );
+        assert_eq!(s.function(0xffff_ffff_8100_01ff), Some("weak_one"));
+        assert_eq!(
+            s.function(0xffff_ffff_8100_0300),
+            Some("_raw_spin_lock"),
+            "data symbols do not end a function"
+        );
+        assert_eq!(s.function(0xffff_ffff_8000_0000), None);
+        assert_eq!(s.function(0xffff_ffff_c000_0000), Some("mod_init"));
+    }
+
+    #[test]
+    fn a_symbol_list_that_is_not_one_is_refused() {
+        for (text, why) in [
+            ("ffffffff81000000 T\n", "line 1: not"),
+            ("zz T x\n", "not a hexadecimal address"),
+            ("ffffffff81000000 T a b\n", "line 1: not"),
+            ("ffffffff81000000 T a [m] c\n", "line 1: not"),
+            ("ffffffff81000000 D data\n", "no text symbols"),
+            ("", "no text symbols"),
+        ] {
+            let e = Symbols::parse_nm(text).unwrap_err();
+            assert!(e.contains(why), "{text:?}: {e}");
+        }
+    }
 }

@@ -6,7 +6,8 @@
 //! comparison nor a whole scenario pays for where the linker put it; and a QEMU that cannot
 //! load the plugin ends the cost boot with the plugin's status.
 use qemu::bench::collect::Collected;
-use qemu::bench::cost::{CostBoot, pair, prepare};
+use qemu::bench::cost::{CostBoot, Paired, pair, prepare};
+use qemu::bench::rmw_sites::VariantRmwSites;
 use std::time::Duration;
 
 const TIMEOUT: Duration = Duration::from_secs(300);
@@ -21,6 +22,13 @@ fn options() -> qemu::cli::Options {
 
 /// One cost boot of the test kernel with `cmdline`: its run records and their costs.
 fn count(cmdline: &str) -> (Vec<bench::Run>, Vec<bench::Cost>) {
+    let (runs, costs, _) = count_with_sites(cmdline);
+    (runs, costs)
+}
+
+/// [`count`], and where each variant's locked RMWs came from, named by the kernel's
+/// symbols.
+fn count_with_sites(cmdline: &str) -> (Vec<bench::Run>, Vec<bench::Cost>, Vec<VariantRmwSites>) {
     let ws = tests::workspace();
     let k = tests::kernel();
     let _one_at_a_time = tests::one_qemu_at_a_time();
@@ -34,9 +42,60 @@ fn count(cmdline: &str) -> (Vec<bench::Run>, Vec<bench::Cost>) {
     assert!(out.outcome.is_success(), "{}", tests::describe(&out));
     let runs = Collected::from_log(&out.serial).runs;
     let text = std::fs::read_to_string(&boot.out).expect("the plugin's output");
-    let (costs, problems) = pair(&text, &runs).expect("readable");
+    let Paired {
+        costs,
+        mut rmw_sites,
+        problems,
+    } = pair(&text, &runs).expect("readable");
     assert!(problems.is_empty(), "{problems:?}");
-    (runs, costs)
+    for v in &mut rmw_sites {
+        v.name(&boot.symbols);
+    }
+    (runs, costs, rmw_sites)
+}
+
+/// Every locked RMW the plugin counts is kept with its instruction: per variant they add
+/// up to `rmws_per_op`, and each lies in a function of the kernel's symbol table. The
+/// anonymous fault's come from the functions that take them: the VMA's read lock in the
+/// fault's entry (`region_fault`, which inlines `handle_mm_fault`), the rest in the
+/// fault handler, the LRU batch's move and the unmap.
+#[test]
+fn every_locked_rmw_is_named_by_the_instruction_that_took_it() {
+    let cmdline = "run=bench scenarios=limit,seed001-faultfree bench_cpus=1 rounds=1 \
+                   instances=1 seconds=0.1";
+    let (_, costs, sites) = count_with_sites(cmdline);
+    assert_eq!(sites.len(), costs.len(), "{sites:?}");
+    for (c, v) in costs.iter().zip(&sites) {
+        assert_eq!(
+            (&c.scenario, &c.config, &c.variant),
+            (&v.scenario, &v.config, &v.variant)
+        );
+        let rmws = c.rmws_per_op.expect("counted");
+        assert!(
+            (v.total_per_op() - rmws).abs() <= rmws * 1e-9,
+            "{} {} {}: sites {} against {rmws}",
+            v.scenario,
+            v.config,
+            v.variant,
+            v.total_per_op()
+        );
+        for s in &v.sites {
+            assert!(s.function.is_some(), "{:#x} in no function: {v:?}", s.pc);
+        }
+    }
+    let anon = sites
+        .iter()
+        .find(|v| v.config == "anon" && v.variant == "base@+0")
+        .expect("anon base@+0");
+    let names: Vec<&str> = anon
+        .sites
+        .iter()
+        .filter_map(|s| s.function.as_deref())
+        .collect();
+    assert!(
+        names.iter().any(|n| n.ends_with("region_fault")),
+        "the VMA lock's read side: {names:?}"
+    );
 }
 
 #[test]
@@ -222,6 +281,7 @@ fn a_cost_boot_whose_plugin_qemu_cannot_load_is_the_plugin_error() {
     let boot = CostBoot {
         launch,
         out: dir.path().join("cost.jsonl"),
+        symbols: Default::default(),
     };
     let mut c = Collected::default();
     let err = {

@@ -102,7 +102,7 @@ fn the_counted_boot_prices_a_linux_page_in_instructions() {
         linux_qemu::counted(&image, &launch, 100_000_000, &plugin, &dir, true)
             .unwrap_or_else(|why| panic!("counted boot: {why}"))
     };
-    let (cost, again) = (count(), count());
+    let ((cost, sites), (again, _)) = (count(), count());
     assert_eq!(cost.scenario, linux_qemu::SCENARIO);
     assert!(
         cost.ops > 0 && cost.ops.is_multiple_of(linux_qemu::PAGES),
@@ -132,6 +132,36 @@ fn the_counted_boot_prices_a_linux_page_in_instructions() {
         (again_rmws / rmws - 1.0).abs() < 1e-3,
         "{cost:?} then {again:?}"
     );
+    // Where they come from, named by the kernel's /proc/kallsyms: they add up to the count,
+    // and the largest are the ones docs/design.md's table lists (the reference and the
+    // LRU batch's `put_page_testzero` in `release_pages`, the mmap lock's read side, the
+    // per-CPU page list's and the PTE's spinlocks).
+    assert!(
+        (sites.total_per_op() / rmws - 1.0).abs() < 1e-9,
+        "{} against {rmws}: {sites:?}",
+        sites.total_per_op()
+    );
+    let per_function = |f: &str| -> f64 {
+        sites
+            .sites
+            .iter()
+            .filter(|s| s.function.as_deref() == Some(f))
+            .map(|s| s.per_op)
+            .sum()
+    };
+    for (f, at_least) in [
+        ("release_pages", 1.5),
+        ("down_read_trylock", 0.9),
+        ("up_read", 0.9),
+        ("_raw_spin_trylock", 0.9),
+        ("_raw_spin_lock", 0.9),
+    ] {
+        assert!(
+            per_function(f) >= at_least,
+            "{f}: {} per page: {sites:#?}",
+            per_function(f)
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -16,6 +16,7 @@
  *   KXLINUX run cpus=C round=R ns=NS pgfault=P t=CPU:OPS:NS:MINFLT ...
  *   KXLINUX end
  *   KXLINUX error WHAT
+ *   KXSYM ADDR TYPE NAME      (the counted boot only, before the end line)
  *
  * `ns` is from the threads' common start (a barrier) to the last thread's end; each
  * thread's MINFLT is its getrusage(RUSAGE_THREAD) minor-fault delta over its loop, and
@@ -26,7 +27,11 @@
  * an offset of the mark page, a page of RAM the command line took out of Linux's memory
  * (`memmap=4K$ADDR`) and mapped here through /dev/mem. RUN_BEGIN before the threads
  * leave the barrier, each thread's WINDOW_BEGIN right before its first mmap and
- * WINDOW_END after its last munmap, RUN_END after every thread was joined.
+ * WINDOW_END after its last munmap, RUN_END after every thread was joined. After its
+ * runs it copies the text symbols of /proc/kallsyms to the console as KXSYM lines, so
+ * that kx names the instructions of the locked RMWs the plugin counted (KASLR is off, so
+ * these are the addresses executed; Debian's System.map is a stub that points at the
+ * -dbg package).
  *
  * The end: a write to QEMU's isa-debug-exit port 0xf4 (0x31: done, 0x32: failed); if the
  * port cannot be had, power off (QEMU exits 0, which kx reports as "no exit device").
@@ -129,6 +134,47 @@ static int read_file(const char *path, char *buf, size_t len)
 		return -1;
 	buf[n] = 0;
 	return 0;
+}
+
+/*
+ * The kernel's text symbols (types t, T, w, W) from /proc/kallsyms, each as a KXSYM line,
+ * written in large pieces: one write per line through the tty would take as long as the
+ * runs. Addresses shown as 0 (kptr_restrict) fail the boot rather than name every
+ * instruction after the first symbol.
+ */
+static void print_symbols(void)
+{
+	static char out[1 << 16];
+	size_t used = 0;
+	unsigned long n = 0;
+	char line[512];
+	write_file("/proc/sys/kernel/kptr_restrict", "0");
+	FILE *f = fopen("/proc/kallsyms", "r");
+	if (!f)
+		fail("cannot open /proc/kallsyms: %s", strerror(errno));
+	fflush(stdout);
+	while (fgets(line, sizeof line, f)) {
+		char *type = strchr(line, ' ');
+		if (!type || !type[1] || !strchr("tTwW", type[1]) || strchr(line, '['))
+			continue;
+		if (strspn(line, "0") == (size_t)(type - line))
+			fail("/proc/kallsyms shows no addresses (kptr_restrict)");
+		size_t len = strlen(line);
+		if (used + len + 6 > sizeof out) {
+			if (write(1, out, used) != (ssize_t)used)
+				fail("cannot write the symbols: %s", strerror(errno));
+			used = 0;
+		}
+		memcpy(out + used, "KXSYM ", 6);
+		memcpy(out + used + 6, line, len);
+		used += len + 6;
+		n++;
+	}
+	fclose(f);
+	if (used && write(1, out, used) != (ssize_t)used)
+		fail("cannot write the symbols: %s", strerror(errno));
+	if (n == 0)
+		fail("/proc/kallsyms has no text symbols");
 }
 
 static uint64_t vmstat_pgfault(void)
@@ -325,6 +371,8 @@ int main(int argc, char **argv)
 		for (unsigned r = 0; r < c.warmup + c.rounds; r++)
 			run(&c, cpus, r < c.warmup ? 0 : r - c.warmup + 1);
 	}
+	if (c.mark)
+		print_symbols();
 	printf("KXLINUX end\n");
 	finish(EXIT_DONE);
 	return 0;

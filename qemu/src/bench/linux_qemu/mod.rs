@@ -49,6 +49,7 @@ pub mod program;
 pub mod report;
 
 use super::collect::{Collected, Problem};
+use super::rmw_sites::VariantRmwSites;
 use crate::launch::{Launch, Medium, PluginLoad};
 use crate::mode::Mode;
 use crate::process::{Termination, run_streaming};
@@ -260,7 +261,10 @@ pub fn counted_conf(seconds_ns: u64) -> program::Conf {
 /// counts what the thread's vCPU executes inside its window: Linux's fault path, its
 /// share of each cycle's mmap and munmap and of the timer tick, and the program's loop,
 /// as it counts the kernel's windows with their loop and interrupts. The boot turns KASLR
-/// off ([`COUNTED_CMDLINE`]), so every boot of one image counts the same.
+/// off ([`COUNTED_CMDLINE`]), so every boot of one image counts the same, and the
+/// instructions that made its locked RMWs are named by the kernel's own symbols, which
+/// `/init` copies from `/proc/kallsyms` after its runs (a boot that gives none is an
+/// error).
 pub fn counted(
     kernel: &Path,
     launch: &Launch,
@@ -268,7 +272,7 @@ pub fn counted(
     plugin: &Path,
     dir: &Path,
     quiet: bool,
-) -> Result<bench::Cost, String> {
+) -> Result<(bench::Cost, VariantRmwSites), String> {
     if launch.mem_mib < COUNTED_MIN_MEM_MIB {
         return Err(format!(
             "the counted boot needs at least {COUNTED_MIN_MEM_MIB} MiB (its mark page is \
@@ -292,31 +296,36 @@ pub fn counted(
         args: config.to_args(),
     });
     let conf = counted_conf(seconds_ns);
-    let (runs, _) = boot(kernel, &l, COUNTED_CMDLINE, &conf, dir, quiet)?;
+    let (runs, machine) = boot(kernel, &l, COUNTED_CMDLINE, &conf, dir, quiet)?;
     let text = std::fs::read_to_string(&out)
         .map_err(|e| format!("the plugin wrote no output ({}: {e})", out.display()))?;
     let _ = std::fs::remove_file(&out);
-    cost_of(&text, &runs)
+    let (cost, mut sites) = cost_of(&text, &runs)?;
+    let symbols = machine
+        .symbols
+        .map_err(|why| format!("no symbols to name its locked RMWs by: {why}"))?;
+    sites.name(&symbols);
+    Ok((cost, sites))
 }
 
-/// The cost of the counted boot: the plugin's output `text` paired with the boot's `runs`
-/// (its warm-up left out), which must give exactly the reference's one measured run.
-pub fn cost_of(text: &str, runs: &[Run]) -> Result<bench::Cost, String> {
+/// The cost of the counted boot and its locked RMWs by instruction (unnamed): the
+/// plugin's output `text` paired with the boot's `runs` (its warm-up left out), which must
+/// give exactly the reference's one measured run.
+pub fn cost_of(text: &str, runs: &[Run]) -> Result<(bench::Cost, VariantRmwSites), String> {
     let measured = runs.iter().filter(|r| !r.warmup).count();
     if measured != 1 {
         return Err(format!(
             "the counted boot reported {measured} measured runs, not one"
         ));
     }
-    let (costs, problems) =
-        super::cost::pair(text, runs).map_err(|why| format!("the plugin's output: {why}"))?;
-    if !problems.is_empty() {
-        return Err(problems.join("; "));
+    let p = super::cost::pair(text, runs).map_err(|why| format!("the plugin's output: {why}"))?;
+    if !p.problems.is_empty() {
+        return Err(p.problems.join("; "));
     }
-    match costs.as_slice() {
-        [c] if c.ops > 0 => Ok(c.clone()),
-        [_] => Err("the counted boot's measured run touched no page".into()),
-        _ => Err(format!("{} costs from one measured run", costs.len())),
+    match (p.costs.as_slice(), p.rmw_sites.as_slice()) {
+        ([c], [s]) if c.ops > 0 => Ok((c.clone(), s.clone())),
+        ([_], _) => Err("the counted boot's measured run touched no page".into()),
+        (c, _) => Err(format!("{} costs from one measured run", c.len())),
     }
 }
 
@@ -327,6 +336,8 @@ struct Machine {
     online: u32,
     mem_mib: u32,
     memcg: bool,
+    /// The kernel's text symbols, from the counted boot's `KXSYM` lines, or why none.
+    symbols: Result<crate::coherence::symbols::Symbols, String>,
 }
 
 /// Boots `kernel` on `launch` with `cmdline` and the program set to `conf`: its checked
@@ -431,6 +442,7 @@ fn boot(
             online,
             mem_mib: l.mem_mib,
             memcg,
+            symbols: rep.symbols(),
         },
     ))
 }
@@ -502,7 +514,7 @@ pub fn attach_cost(
         &booted.dir,
         quiet,
     ) {
-        Ok(cost) => {
+        Ok((cost, sites)) => {
             eprintln!(
                 "kx: linux reference, counted: {:.1} instructions and {:.2} locked RMWs per \
                  page",
@@ -510,6 +522,7 @@ pub fn attach_cost(
                 cost.rmws_per_op.unwrap_or(f64::NAN)
             );
             c.costs.push(cost);
+            c.rmw_sites.push(sites);
         }
         Err(why) => {
             eprintln!("kx: linux reference, counted: FAILED: {why}");
@@ -653,7 +666,9 @@ mod tests {
             report(1, 1, 4_300_000, 7_000, true),
         ]
         .join("\n");
-        let cost = cost_of(&text, &runs).unwrap();
+        let (cost, sites) = cost_of(&text, &runs).unwrap();
+        assert_eq!(sites.ops, 512);
+        assert!((sites.total_per_op() - 7_000.0 / 512.0).abs() < 1e-9);
         assert_eq!((cost.runs, cost.ops), (1, 512));
         assert!((cost.instructions_per_op - 4_300_000.0 / 512.0).abs() < 1e-9);
         assert_eq!(cost.rmws_per_op, Some(7_000.0 / 512.0));

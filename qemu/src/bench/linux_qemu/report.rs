@@ -12,6 +12,8 @@ use bench::record::CpuShare;
 
 /// Prefix of the program's lines.
 pub const PREFIX: &str = "KXLINUX ";
+/// Prefix of the counted boot's symbol lines (a `/proc/kallsyms` line each).
+pub const SYMBOL_PREFIX: &str = "KXSYM ";
 /// Faults a thread may take beyond one per page in a run (its own stack and the vDSO).
 pub const FAULT_SLACK: u64 = 32;
 
@@ -210,6 +212,9 @@ pub struct Report {
     pub end: bool,
     /// Its own error, or the first line that does not parse.
     pub error: Option<String>,
+    /// Its `KXSYM` lines without the prefix, one per line (the counted boot's kernel text
+    /// symbols; empty in the timed boots).
+    pub kallsyms: String,
 }
 
 impl Report {
@@ -218,6 +223,11 @@ impl Report {
     pub fn read(serial: &str) -> Report {
         let mut r = Report::default();
         for line in serial.lines() {
+            if let Some(sym) = line.strip_prefix(SYMBOL_PREFIX) {
+                r.kallsyms.push_str(sym.trim_end_matches('\r'));
+                r.kallsyms.push('\n');
+                continue;
+            }
             match parse_line(line) {
                 None => {}
                 Some(Ok(Line::Ready {
@@ -236,6 +246,15 @@ impl Report {
             }
         }
         r
+    }
+
+    /// The kernel's text symbols its `KXSYM` lines gave, or why there are none.
+    pub fn symbols(&self) -> Result<crate::coherence::symbols::Symbols, String> {
+        if self.kallsyms.is_empty() {
+            return Err("the program printed no KXSYM lines".into());
+        }
+        crate::coherence::symbols::Symbols::parse_nm(&self.kallsyms)
+            .map_err(|why| format!("its KXSYM lines: {why}"))
     }
 
     /// The `run` records, every run checked; the first problem is an error.
@@ -260,6 +279,29 @@ mod tests {
         KXLINUX run cpus=2 round=1 ns=100500000 pgfault=8300 \
         t=0:4096:100000000:4096 t=1:4608:100400000:4611\r\n\
         KXLINUX end\r\n";
+
+    #[test]
+    fn the_counted_boots_symbol_lines_name_the_kernels_text() {
+        let serial = "KXLINUX ready online=1 memcg=1 thp=never release=6.1\r\n\
+                      KXSYM ffffffff81000000 T _stext\r\n\
+                      KXSYM ffffffff81000100 t _raw_spin_lock\r\n\
+                      KXSYM ffffffff81000140 T _etext\r\n\
+                      KXLINUX end\r\n";
+        let r = Report::read(serial);
+        assert!(r.end && r.error.is_none(), "{r:?}");
+        let s = r.symbols().unwrap();
+        assert_eq!(
+            s.function_at(0xffff_ffff_8100_0104),
+            Some(("_raw_spin_lock", 4))
+        );
+        // The timed boots print none; a damaged line is said.
+        let e = Report::read("KXLINUX end\n").symbols().unwrap_err();
+        assert!(e.contains("no KXSYM lines"), "{e}");
+        let e = Report::read("KXSYM ffffffff81000000\n")
+            .symbols()
+            .unwrap_err();
+        assert!(e.contains("KXSYM lines: line 1"), "{e}");
+    }
 
     #[test]
     fn lines_parse() {
