@@ -297,7 +297,12 @@ pub fn bench(
         // The same machine without the benchmark boot's QMP socket (its directory is gone).
         let mut linux_launch = launch.clone();
         linux_launch.qmp = None;
-        linux = super::linux_qemu::attach(&mut c, &want, &linux_launch, o.quiet)
+        let mapping = if o.bench.linux_shmem {
+            super::linux_qemu::Mapping::Shared
+        } else {
+            super::linux_qemu::Mapping::Private
+        };
+        linux = super::linux_qemu::attach(&mut c, &want, &linux_launch, mapping, o.quiet)
             .map(|booted| (booted, linux_launch));
     }
     if let Some(r) = &c.coherence {

@@ -78,10 +78,15 @@ pub struct BenchOptions {
     /// The same with this Linux image (also $KX_LINUX_KERNEL)
     #[arg(long, value_name = "FILE")]
     pub linux_kernel: Option<PathBuf>,
+    /// The reference (as --linux) maps its cycles' pages shared (MAP_SHARED |
+    /// MAP_ANONYMOUS: a shmem object per cycle, truncated at its munmap), Linux's
+    /// counterpart of seed001's shmem config: its rows' config is `shmem`, not `anon`
+    #[arg(long)]
+    pub linux_shmem: bool,
     /// Count the cache lines that move between the vCPUs, per run, under the coherence
     /// plugin (TCG only; no Linux reference): transfers per operation and the hot lines with
     /// the code that moved them, in the terminal, results.json and coherence.csv
-    #[arg(long, conflicts_with_all = ["host", "linux", "linux_kernel", "image"])]
+    #[arg(long, conflicts_with_all = ["host", "linux", "linux_kernel", "linux_shmem", "image"])]
     pub coherence: bool,
     /// Leave out the cost boot: after the timed boot, the same scenarios at one vCPU under
     /// the coherence plugin's counting mode, for each variant's instructions and locked RMWs
@@ -114,7 +119,7 @@ pub struct BenchOptions {
 
 /// The options `bench --host` refuses: QEMU's, the machine's and the Linux reference's
 /// (which boots in QEMU). Clap's ids, the fields' names.
-const QEMU_ONLY: [&str; 11] = [
+const QEMU_ONLY: [&str; 12] = [
     "mode",
     "smp",
     "mem",
@@ -126,6 +131,7 @@ const QEMU_ONLY: [&str; 11] = [
     "image",
     "linux",
     "linux_kernel",
+    "linux_shmem",
 ];
 
 impl BenchOptions {

@@ -6,13 +6,14 @@
  * It mounts proc, sysfs and cgroup2, turns transparent huge pages off (and checks that
  * they are), moves itself into a fresh cgroup v2 memcg `kx` (as the kernel's seed001
  * charges one memcg), reads /kx.conf (written by kx: `cpus=1,2 rounds=R warmup=W
- * seconds_ns=N pages=P mark=0xADDR`) and, at every CPU count and round, starts one thread
- * per CPU, pinned to CPUs 0..cpus-1, each of which repeats mmap (P pages, anonymous,
- * private, MADV_NOHUGEPAGE) / store to every 4 KiB page / munmap until the run's seconds
- * are over.
+ * seconds_ns=N pages=P mark=0xADDR map=private|shared`) and, at every CPU count and round,
+ * starts one thread per CPU, pinned to CPUs 0..cpus-1, each of which repeats mmap (P
+ * pages, anonymous, MADV_NOHUGEPAGE; private, or shared: a shmem object per cycle, whose
+ * pages are truncated when the munmap drops its last mapping) / store to every 4 KiB page
+ * / munmap until the run's seconds are over.
  * Lines on the console (ttyS0), parsed by kx (linux_qemu/report.rs):
  *
- *   KXLINUX ready online=N memcg=1|0 thp=never release=R
+ *   KXLINUX ready online=N memcg=1|0 thp=never map=private|shared release=R
  *   KXLINUX run cpus=C round=R ns=NS pgfault=P t=CPU:OPS:NS:MINFLT ...
  *   KXLINUX end
  *   KXLINUX error WHAT
@@ -195,18 +196,24 @@ struct conf {
 	uint64_t seconds_ns;
 	unsigned long pages;
 	unsigned long long mark;
+	int shared;
 };
 
 static void read_conf(struct conf *c)
 {
-	char buf[1024], list[512];
+	char buf[1024], list[512], map[16];
 	if (read_file("/kx.conf", buf, sizeof buf) != 0)
 		fail("cannot read /kx.conf: %s", strerror(errno));
 	unsigned long long secs;
-	if (sscanf(buf, "cpus=%511s rounds=%u warmup=%u seconds_ns=%llu pages=%lu mark=%llx",
-		   list, &c->rounds, &c->warmup, &secs, &c->pages, &c->mark) != 6)
-		fail("/kx.conf is not `cpus=L rounds=R warmup=W seconds_ns=N pages=P mark=A`: %s",
+	if (sscanf(buf,
+		   "cpus=%511s rounds=%u warmup=%u seconds_ns=%llu pages=%lu mark=%llx map=%15s",
+		   list, &c->rounds, &c->warmup, &secs, &c->pages, &c->mark, map) != 7)
+		fail("/kx.conf is not `cpus=L rounds=R warmup=W seconds_ns=N pages=P mark=A "
+		     "map=M`: %s",
 		     buf);
+	if (strcmp(map, "private") != 0 && strcmp(map, "shared") != 0)
+		fail("/kx.conf: map=%s is neither private nor shared", map);
+	c->shared = strcmp(map, "shared") == 0;
 	c->seconds_ns = secs;
 	c->ncounts = 0;
 	for (char *t = strtok(list, ","); t; t = strtok(NULL, ",")) {
@@ -222,6 +229,7 @@ struct worker {
 	pthread_t tid;
 	unsigned cpu;
 	unsigned long pages;
+	int flags;
 	uint64_t seconds_ns;
 	pthread_barrier_t *start;
 	uint64_t ops, ns, minflt, end;
@@ -247,8 +255,7 @@ static void *work(void *arg)
 	uint64_t t0 = now_ns(), deadline = t0 + w->seconds_ns, t;
 	uint64_t ops = 0;
 	do {
-		volatile char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-					MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		volatile char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, w->flags, -1, 0);
 		if (p == MAP_FAILED) {
 			w->err = 2;
 			return NULL;
@@ -281,6 +288,7 @@ static void run(const struct conf *c, unsigned cpus, unsigned round)
 		memset(&w[i], 0, sizeof w[i]);
 		w[i].cpu = i;
 		w[i].pages = c->pages;
+		w[i].flags = MAP_ANONYMOUS | (c->shared ? MAP_SHARED : MAP_PRIVATE);
 		w[i].seconds_ns = c->seconds_ns;
 		w[i].start = &start;
 		if (pthread_create(&w[i].tid, NULL, work, &w[i]) != 0)
@@ -348,6 +356,11 @@ int main(int argc, char **argv)
 		    write_file("/sys/fs/cgroup/kx/cgroup.procs", "0") == 0;
 	struct conf c;
 	read_conf(&c);
+	if (c.shared &&
+	    (write_file("/sys/kernel/mm/transparent_hugepage/shmem_enabled", "never") != 0 ||
+	     read_file("/sys/kernel/mm/transparent_hugepage/shmem_enabled", thp, sizeof thp) != 0 ||
+	     !strstr(thp, "[never]")))
+		fail("cannot turn huge pages off for shmem");
 	if (c.mark) {
 		check_known(argc, argv, "noreplace-smp");
 		int fd = open("/dev/mem", O_RDWR | O_SYNC);
@@ -362,8 +375,8 @@ int main(int argc, char **argv)
 	long online = sysconf(_SC_NPROCESSORS_ONLN);
 	struct utsname u;
 	uname(&u);
-	printf("KXLINUX ready online=%ld memcg=%d thp=never release=%s\n", online, memcg,
-	       u.release);
+	printf("KXLINUX ready online=%ld memcg=%d thp=never map=%s release=%s\n", online,
+	       memcg, c.shared ? "shared" : "private", u.release);
 	for (unsigned k = 0; k < c.ncounts; k++) {
 		unsigned cpus = c.counts[k];
 		if (cpus == 0 || cpus > MAX_THREADS || (long)cpus > online)

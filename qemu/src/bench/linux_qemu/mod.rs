@@ -54,13 +54,12 @@ use crate::launch::{Launch, Medium, PluginLoad};
 use crate::mode::Mode;
 use crate::process::{Termination, run_streaming};
 use bench::{Plan, Run};
+pub use program::Mapping;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The scenario name of the reference's rows.
 pub const SCENARIO: &str = bench::summary::LINUX_REFERENCE;
-/// Its config.
-pub const CONFIG: &str = "anon";
 /// Its variant.
 pub const VARIANT: &str = "mmap-touch-munmap";
 /// Pages per mmap/touch/munmap cycle: 2 MiB, one page table, like seed001's window.
@@ -109,10 +108,11 @@ pub enum Want {
 }
 
 impl Want {
-    /// What `o`'s options ask for (`env`: `$KX_LINUX_KERNEL`).
+    /// What `o`'s options ask for (`env`: `$KX_LINUX_KERNEL`; `--linux-shmem` asks as
+    /// `--linux` does).
     #[must_use]
     pub fn from_options(o: &crate::cli::BenchOptions, env: Option<PathBuf>) -> Want {
-        match (&o.linux_kernel, env, o.linux, o.quick) {
+        match (&o.linux_kernel, env, o.linux || o.linux_shmem, o.quick) {
             (Some(k), _, _, _) => Want::Kernel(k.clone()),
             (None, Some(k), _, _) => Want::Kernel(k),
             (None, None, true, _) | (None, None, false, false) => Want::Fetch,
@@ -153,8 +153,9 @@ pub enum Outcome {
     Failed(String),
 }
 
-/// The program's settings for `plan`: its CPU counts, rounds, warm-up and seconds.
-pub fn conf_for(plan: &Plan) -> Result<program::Conf, String> {
+/// The program's settings for `plan` (its CPU counts, rounds, warm-up and seconds), its
+/// cycles mapping their pages by `mapping`.
+pub fn conf_for(plan: &Plan, mapping: Mapping) -> Result<program::Conf, String> {
     let seconds = plan
         .seconds
         .filter(|s| s.is_finite() && *s > 0.0)
@@ -169,6 +170,7 @@ pub fn conf_for(plan: &Plan) -> Result<program::Conf, String> {
         seconds_ns: (seconds * 1e9).round() as u64,
         pages: PAGES,
         mark: None,
+        mapping,
     })
 }
 
@@ -204,10 +206,18 @@ pub fn decode_end(t: Termination, timeout: Duration) -> Result<(), String> {
     }
 }
 
-/// Boots `kernel` on `launch`'s machine with the program for `plan`; `dir` keeps the
-/// program and the initramfs. Progress lines on stderr unless `quiet`.
-pub fn run(kernel: &Path, launch: &Launch, plan: &Plan, dir: &Path, quiet: bool) -> Outcome {
-    let timed = conf_for(plan).and_then(|conf| {
+/// Boots `kernel` on `launch`'s machine with the program for `plan`, its cycles mapping
+/// their pages by `mapping`; `dir` keeps the program and the initramfs. Progress lines on
+/// stderr unless `quiet`.
+pub fn run(
+    kernel: &Path,
+    launch: &Launch,
+    plan: &Plan,
+    mapping: Mapping,
+    dir: &Path,
+    quiet: bool,
+) -> Outcome {
+    let timed = conf_for(plan, mapping).and_then(|conf| {
         let (runs, booted) = boot(kernel, launch, CMDLINE, &conf, dir, quiet)?;
         Ok((runs, booted, conf))
     });
@@ -216,8 +226,8 @@ pub fn run(kernel: &Path, launch: &Launch, plan: &Plan, dir: &Path, quiet: bool)
             let note = format!(
                 "linux reference: Linux {} ({}) booted in the same QEMU ({}, {} vCPUs online, \
                  {} MiB) with kx's initramfs: one pinned thread per CPU repeating mmap of \
-                 {PAGES} pages (2 MiB, MADV_NOHUGEPAGE, transparent huge pages never) / a \
-                 store to every 4 KiB page / munmap, for the plan's rounds of {:.2} s, {}; \
+                 {PAGES} pages ({}, 2 MiB, MADV_NOHUGEPAGE, transparent huge pages never) / \
+                 a store to every 4 KiB page / munmap, for the plan's rounds of {:.2} s, {}; \
                  every run took one minor fault per page touched (at most {} more per \
                  thread); floor = rate / this run's floor (every `limit` run and \
                  every floor paired with a round)",
@@ -226,6 +236,13 @@ pub fn run(kernel: &Path, launch: &Launch, plan: &Plan, dir: &Path, quiet: bool)
                 b.accel,
                 b.online,
                 b.mem_mib,
+                match mapping {
+                    Mapping::Private => "MAP_PRIVATE | MAP_ANONYMOUS: config anon",
+                    Mapping::Shared => {
+                        "MAP_SHARED | MAP_ANONYMOUS, a shmem object truncated at its munmap: \
+                         config shmem"
+                    }
+                },
                 conf.seconds_ns as f64 / 1e9,
                 if b.memcg {
                     "in a cgroup v2 memcg of its own"
@@ -241,9 +258,9 @@ pub fn run(kernel: &Path, launch: &Launch, plan: &Plan, dir: &Path, quiet: bool)
 }
 
 /// The program's settings for the counted boot: one CPU, one warm-up and one measured run
-/// of `seconds_ns`, marked at [`MARK_PHYS`].
+/// of `seconds_ns`, marked at [`MARK_PHYS`], its cycles mapping their pages by `mapping`.
 #[must_use]
-pub fn counted_conf(seconds_ns: u64) -> program::Conf {
+pub fn counted_conf(seconds_ns: u64, mapping: Mapping) -> program::Conf {
     program::Conf {
         cpus: vec![1],
         rounds: 1,
@@ -251,6 +268,7 @@ pub fn counted_conf(seconds_ns: u64) -> program::Conf {
         seconds_ns,
         pages: PAGES,
         mark: Some(MARK_PHYS),
+        mapping,
     }
 }
 
@@ -269,6 +287,7 @@ pub fn counted(
     kernel: &Path,
     launch: &Launch,
     seconds_ns: u64,
+    mapping: Mapping,
     plugin: &Path,
     dir: &Path,
     quiet: bool,
@@ -295,7 +314,7 @@ pub fn counted(
         path: plugin.to_owned(),
         args: config.to_args(),
     });
-    let conf = counted_conf(seconds_ns);
+    let conf = counted_conf(seconds_ns, mapping);
     let (runs, machine) = boot(kernel, &l, COUNTED_CMDLINE, &conf, dir, quiet)?;
     let text = std::fs::read_to_string(&out)
         .map_err(|e| format!("the plugin wrote no output ({}: {e})", out.display()))?;
@@ -454,12 +473,21 @@ pub struct Booted {
     pub kernel: PathBuf,
     /// Where the program and the initramfs are kept.
     pub dir: PathBuf,
+    /// How its cycles mapped their pages.
+    pub mapping: Mapping,
 }
 
-/// Runs the reference for `kx bench` as `want` asks, after the benchmark's boot on
-/// `launch` whose records are `c`, and adds its runs (or the note saying why it did not
-/// run, or the problem) to `c`; what it booted when it ran.
-pub fn attach(c: &mut Collected, want: &Want, launch: &Launch, quiet: bool) -> Option<Booted> {
+/// Runs the reference for `kx bench` as `want` asks, its cycles mapping their pages by
+/// `mapping`, after the benchmark's boot on `launch` whose records are `c`, and adds its
+/// runs (or the note saying why it did not run, or the problem) to `c`; what it booted
+/// when it ran.
+pub fn attach(
+    c: &mut Collected,
+    want: &Want,
+    launch: &Launch,
+    mapping: Mapping,
+    quiet: bool,
+) -> Option<Booted> {
     if *want == Want::No {
         return None;
     }
@@ -482,10 +510,14 @@ pub fn attach(c: &mut Collected, want: &Want, launch: &Launch, quiet: bool) -> O
         || std::env::temp_dir().join("kx-linux"),
         |d| kernel::dir(&d),
     );
-    match run(&kernel, launch, &plan, &dir, quiet) {
+    match run(&kernel, launch, &plan, mapping, &dir, quiet) {
         Outcome::Runs(runs, note) => {
             c.add_reference(runs, note);
-            Some(Booted { kernel, dir })
+            Some(Booted {
+                kernel,
+                dir,
+                mapping,
+            })
         }
         Outcome::Failed(why) => {
             eprintln!("kx: linux reference: FAILED: {why}");
@@ -510,6 +542,7 @@ pub fn attach_cost(
         &booted.kernel,
         launch,
         seconds_ns,
+        booted.mapping,
         plugin,
         &booted.dir,
         quiet,
@@ -588,6 +621,7 @@ mod tests {
             &mut c,
             &Want::Kernel("/no/such/vmlinuz".into()),
             &launch,
+            Mapping::Private,
             true,
         );
         assert_eq!(
@@ -619,7 +653,7 @@ mod tests {
     #[test]
     fn the_plan_decides_the_runs() {
         let plan = Plan::new(vec![], vec![1, 2], 5, 1, Some(0.5), None);
-        let c = conf_for(&plan).unwrap();
+        let c = conf_for(&plan, Mapping::Shared).unwrap();
         assert_eq!(
             c,
             program::Conf {
@@ -629,16 +663,23 @@ mod tests {
                 seconds_ns: 500_000_000,
                 pages: PAGES,
                 mark: None,
+                mapping: Mapping::Shared,
             }
         );
         assert_eq!(timeout_for(&c), BOOT_ALLOWANCE + Duration::from_secs(24));
-        assert!(conf_for(&Plan::new(vec![], vec![1], 5, 1, None, Some(10))).is_err());
+        assert!(
+            conf_for(
+                &Plan::new(vec![], vec![1], 5, 1, None, Some(10)),
+                Mapping::Private
+            )
+            .is_err()
+        );
     }
 
     #[test]
     fn the_counted_boot_is_one_warm_up_and_one_run_priced_by_the_plugin() {
         use crate::bench::cost::tests::{header, report};
-        let c = counted_conf(200_000_000);
+        let c = counted_conf(200_000_000, Mapping::Private);
         assert_eq!((c.cpus, c.rounds, c.warmup), (vec![1], 1, 1));
         assert_eq!(c.mark, Some(MARK_PHYS));
         assert!(
@@ -657,7 +698,8 @@ mod tests {
         // The plugin's n-th run is the n-th run line: the warm-up's count is left out and
         // the measured run's window (4,300,000 instructions, 7,000 locked RMWs) is priced
         // over its 512 pages.
-        let log = "KXLINUX run cpus=1 round=0 ns=9000000 pgfault=512 t=0:512:8000000:512\n\
+        let log = "KXLINUX ready online=1 memcg=1 thp=never map=private release=6.1\n\
+                   KXLINUX run cpus=1 round=0 ns=9000000 pgfault=512 t=0:512:8000000:512\n\
                    KXLINUX run cpus=1 round=1 ns=5000000 pgfault=512 t=0:512:4300000:512\n";
         let runs = report::Report::read(log).runs().unwrap();
         let text = [
@@ -678,7 +720,7 @@ mod tests {
                 cost.config.as_str(),
                 cost.variant.as_str()
             ),
-            (SCENARIO, CONFIG, VARIANT)
+            (SCENARIO, "anon", VARIANT)
         );
         // Only the warm-up, or two measured runs: no cost.
         assert!(
@@ -720,7 +762,16 @@ mod tests {
             },
         );
         let dir = std::env::temp_dir().join(format!("kx-counted-mem-{}", std::process::id()));
-        let why = counted(Path::new("/k"), &launch, 1, Path::new("/p"), &dir, true).unwrap_err();
+        let why = counted(
+            Path::new("/k"),
+            &launch,
+            1,
+            Mapping::Private,
+            Path::new("/p"),
+            &dir,
+            true,
+        )
+        .unwrap_err();
         assert!(why.contains("at least 128 MiB"), "{why}");
     }
 }

@@ -54,6 +54,47 @@ pub fn build(dir: &Path) -> Result<PathBuf, String> {
     Ok(exe)
 }
 
+/// How the program's cycle maps its pages: the reference's configuration.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mapping {
+    /// `MAP_PRIVATE | MAP_ANONYMOUS`: anonymous faults (`do_anonymous_page`), config `anon`.
+    #[default]
+    Private,
+    /// `MAP_SHARED | MAP_ANONYMOUS`: a shmem object per cycle, whose pages fault through
+    /// `shmem_fault` into its page cache and are truncated when the munmap drops its last
+    /// mapping, config `shmem` (seed001's `shmem` config faults a shmem object's pages and
+    /// truncates it).
+    Shared,
+}
+
+impl Mapping {
+    /// The reference rows' config: `anon` or `shmem`.
+    #[must_use]
+    pub const fn config(self) -> &'static str {
+        match self {
+            Mapping::Private => "anon",
+            Mapping::Shared => "shmem",
+        }
+    }
+
+    /// Its word in `/kx.conf` and the `ready` line: `private` or `shared`.
+    #[must_use]
+    pub const fn word(self) -> &'static str {
+        match self {
+            Mapping::Private => "private",
+            Mapping::Shared => "shared",
+        }
+    }
+
+    /// The mapping whose [`Mapping::word`] is `w`.
+    #[must_use]
+    pub fn from_word(w: &str) -> Option<Mapping> {
+        [Mapping::Private, Mapping::Shared]
+            .into_iter()
+            .find(|m| m.word() == w)
+    }
+}
+
 /// What `/init` runs: `/kx.conf`'s one line.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Conf {
@@ -70,6 +111,8 @@ pub struct Conf {
     /// Physical address of the coherence plugin's mark page, which the program maps
     /// through `/dev/mem` and marks its runs and windows in (`None`: no marks, `mark=0x0`).
     pub mark: Option<u64>,
+    /// How each cycle maps its pages.
+    pub mapping: Mapping,
 }
 
 impl Conf {
@@ -78,13 +121,14 @@ impl Conf {
     pub fn line(&self) -> String {
         let cpus: Vec<String> = self.cpus.iter().map(ToString::to_string).collect();
         format!(
-            "cpus={} rounds={} warmup={} seconds_ns={} pages={} mark={:#x}\n",
+            "cpus={} rounds={} warmup={} seconds_ns={} pages={} mark={:#x} map={}\n",
             cpus.join(","),
             self.rounds,
             self.warmup,
             self.seconds_ns,
             self.pages,
-            self.mark.unwrap_or(0)
+            self.mark.unwrap_or(0),
+            self.mapping.word()
         )
     }
 }
@@ -117,6 +161,7 @@ mod tests {
             seconds_ns: 500_000_000,
             pages: 512,
             mark: Some(0x600_0000),
+            mapping: Mapping::Private,
         };
         let bytes = initramfs(b"\x7fELF".to_vec(), &conf);
         let entries = cpio::parse(&bytes).unwrap();
@@ -138,13 +183,26 @@ mod tests {
         assert_eq!(
             entries[6].kind,
             cpio::Kind::File(
-                b"cpus=1,2 rounds=5 warmup=1 seconds_ns=500000000 pages=512 mark=0x6000000\n"
+                b"cpus=1,2 rounds=5 warmup=1 seconds_ns=500000000 pages=512 mark=0x6000000 \
+                  map=private\n"
                     .to_vec()
             )
         );
         assert_eq!(entries[5].perm, 0o755);
-        let none = Conf { mark: None, ..conf };
-        assert!(none.line().ends_with(" mark=0x0\n"), "{}", none.line());
+        let none = Conf {
+            mark: None,
+            mapping: Mapping::Shared,
+            ..conf
+        };
+        assert!(
+            none.line().ends_with(" mark=0x0 map=shared\n"),
+            "{}",
+            none.line()
+        );
+        for m in [Mapping::Private, Mapping::Shared] {
+            assert_eq!(Mapping::from_word(m.word()), Some(m));
+        }
+        assert_eq!(Mapping::from_word("anon"), None);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! pre-faulted mapping), more means something else faulted; either way the rate would not
 //! be that of 4 KiB anonymous faults, and the run is an error, not a result.
 
+use super::program::Mapping;
 use bench::Run;
 use bench::record::CpuShare;
 
@@ -54,6 +55,8 @@ pub enum Line {
         online: u32,
         /// Inside the cgroup v2 memcg `kx`.
         memcg: bool,
+        /// How its cycles map their pages.
+        mapping: Mapping,
         /// `uname -r`.
         release: String,
     },
@@ -110,10 +113,14 @@ pub fn parse_line(line: &str) -> Option<Result<Line, String>> {
                 .ok()
                 .filter(|v| *v == "never")
                 .ok_or("transparent huge pages are not off")?;
+            let map = key(w.next(), "map")?;
+            let mapping = Mapping::from_word(map)
+                .ok_or_else(|| format!("`map={map}` is neither private nor shared"))?;
             let release = key(w.next(), "release")?.to_owned();
             Ok(Line::Ready {
                 online,
                 memcg,
+                mapping,
                 release,
             })
         })(),
@@ -168,13 +175,14 @@ impl RunLine {
         Ok(())
     }
 
-    /// The `run` record (scenario `linux`, config `anon`, variant [`super::VARIANT`]), with
+    /// The `run` record (scenario `linux`, config `mapping`'s, variant [`super::VARIANT`]),
+    /// with
     /// the threads as per-CPU shares and the fault counts as counters.
-    pub fn to_run(&self) -> Result<Run, String> {
+    pub fn to_run(&self, mapping: Mapping) -> Result<Run, String> {
         let ops = self.threads.iter().map(|t| t.ops).sum();
         let mut r = Run::new(
             super::SCENARIO,
-            super::CONFIG,
+            mapping.config(),
             super::VARIANT,
             self.cpus,
             self.round,
@@ -206,6 +214,8 @@ impl RunLine {
 pub struct Report {
     /// Its `ready` line: (online CPUs, in a memcg, release).
     pub ready: Option<(u32, bool, String)>,
+    /// How its cycles mapped their pages (the `ready` line's `map=`).
+    pub mapping: Option<Mapping>,
     /// Its runs, in order.
     pub runs: Vec<RunLine>,
     /// Whether it said `end`.
@@ -233,8 +243,12 @@ impl Report {
                 Some(Ok(Line::Ready {
                     online,
                     memcg,
+                    mapping,
                     release,
-                })) => r.ready = Some((online, memcg, release)),
+                })) => {
+                    r.ready = Some((online, memcg, release));
+                    r.mapping = Some(mapping);
+                }
                 Some(Ok(Line::Run(run))) => r.runs.push(run),
                 Some(Ok(Line::End)) => r.end = true,
                 Some(Ok(Line::Error(e))) => {
@@ -258,13 +272,20 @@ impl Report {
     }
 
     /// The `run` records, every run checked; the first problem is an error.
+    /// (Their config is the `ready` line's mapping: runs without one are an error.)
     pub fn runs(&self) -> Result<Vec<Run>, String> {
         if let Some(e) = &self.error {
             return Err(e.clone());
         }
+        if self.runs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mapping = self
+            .mapping
+            .ok_or("runs without a ready line to say how they mapped their pages")?;
         self.runs
             .iter()
-            .map(|l| l.check().and_then(|()| l.to_run()))
+            .map(|l| l.check().and_then(|()| l.to_run(mapping)))
             .collect()
     }
 }
@@ -274,7 +295,7 @@ mod tests {
     use super::*;
 
     const LOG: &str = "[    0.000000] Linux version 6.1.0\r\n\
-        KXLINUX ready online=2 memcg=1 thp=never release=6.1.0-48-cloud-amd64\r\n\
+        KXLINUX ready online=2 memcg=1 thp=never map=private release=6.1.0-48-cloud-amd64\r\n\
         KXLINUX run cpus=1 round=0 ns=100000000 pgfault=4100 t=0:4096:99000000:4098\r\n\
         KXLINUX run cpus=2 round=1 ns=100500000 pgfault=8300 \
         t=0:4096:100000000:4096 t=1:4608:100400000:4611\r\n\
@@ -282,7 +303,7 @@ mod tests {
 
     #[test]
     fn the_counted_boots_symbol_lines_name_the_kernels_text() {
-        let serial = "KXLINUX ready online=1 memcg=1 thp=never release=6.1\r\n\
+        let serial = "KXLINUX ready online=1 memcg=1 thp=never map=private release=6.1\r\n\
                       KXSYM ffffffff81000000 T _stext\r\n\
                       KXSYM ffffffff81000100 t _raw_spin_lock\r\n\
                       KXSYM ffffffff81000140 T _etext\r\n\
@@ -326,8 +347,29 @@ mod tests {
         assert_eq!(runs[1].counters["vmstat_pgfault"], 8300);
         assert_eq!(runs[1].per_cpu.len(), 2);
         assert_eq!(
-            (runs[1].scenario.as_str(), runs[1].variant.as_str()),
-            ("linux", "mmap-touch-munmap")
+            (
+                runs[1].scenario.as_str(),
+                runs[1].config.as_str(),
+                runs[1].variant.as_str()
+            ),
+            ("linux", "anon", "mmap-touch-munmap")
+        );
+        // A shared mapping's runs are the `shmem` config; runs with no ready line before
+        // them say nothing of their mapping, and are refused.
+        let shared = LOG.replace("map=private", "map=shared");
+        let r = Report::read(&shared);
+        assert_eq!(r.mapping, Some(Mapping::Shared));
+        assert_eq!(r.runs().unwrap()[1].config, "shmem");
+        let without: String = LOG
+            .lines()
+            .filter(|l| !l.contains("ready"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert!(
+            Report::read(&without)
+                .runs()
+                .unwrap_err()
+                .contains("without a ready line")
         );
     }
 
@@ -336,7 +378,9 @@ mod tests {
         for bad in [
             "KXLINUX run cpus=1 round=0 ns=x pgfault=1 t=0:1:1:1",
             "KXLINUX run cpus=1 round=0 ns=1 pgfault=1 t=0:1:1",
-            "KXLINUX ready online=2 memcg=1 thp=always release=6.1",
+            "KXLINUX ready online=2 memcg=1 thp=always map=private release=6.1",
+            "KXLINUX ready online=2 memcg=1 thp=never map=hugetlb release=6.1",
+            "KXLINUX ready online=2 memcg=1 thp=never release=6.1",
             "KXLINUX hello",
         ] {
             assert!(parse_line(bad).unwrap().is_err(), "{bad}");
@@ -381,7 +425,9 @@ mod tests {
         let mut missing = one(512, 512);
         missing.cpus = 2;
         assert!(missing.check().is_err());
-        let log = "KXLINUX run cpus=1 round=1 ns=1000 pgfault=1 t=0:512:1000:1\n";
-        assert!(Report::read(log).runs().is_err());
+        let log = "KXLINUX ready online=1 memcg=1 thp=never map=private release=6.1\n\
+                   KXLINUX run cpus=1 round=1 ns=1000 pgfault=1 t=0:512:1000:1\n";
+        let e = Report::read(log).runs().unwrap_err();
+        assert!(e.contains("took 1 minor faults"), "{e}");
     }
 }
