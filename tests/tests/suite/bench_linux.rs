@@ -87,32 +87,39 @@ fn debian_linux() -> PathBuf {
         .unwrap_or_else(|why| panic!("Debian's {}: {why}", kernel::META_PACKAGE))
 }
 
-#[test]
-fn the_counted_boot_prices_a_linux_page_in_instructions() {
+/// `boots` counted boots of Debian's kernel with `mapping` (the tests' machine, 2 vCPUs
+/// and KVM never, which the counted boot makes one vCPU of TCG): each one's cost and
+/// locked-RMW sites.
+fn count_linux(
+    mapping: linux_qemu::Mapping,
+    boots: usize,
+) -> Vec<(bench::Cost, qemu::bench::rmw_sites::VariantRmwSites)> {
     let image = debian_linux();
-    let dir = out_dir("bench-linux-counted");
+    let dir = out_dir(&format!("bench-linux-counted-{}", mapping.config()));
     let medium = qemu::Medium::Kernel {
         elf32: image.clone(),
         cmdline: String::new(),
     };
-    // The tests' machine (2 vCPUs, KVM never): the counted boot makes it one vCPU of TCG.
     let launch = qemu::booting::launch(qemu::Mode::Direct, tests::SMP, 1024, None, medium);
     let _one_at_a_time = tests::one_qemu_at_a_time();
     // Under the lock: the plugin's build is host load another test's benchmark would see.
     let plugin = boot::plugin_build::build_plugin(tests::workspace(), true).expect("plugin");
-    let count = || {
-        linux_qemu::counted(
-            &image,
-            &launch,
-            100_000_000,
-            linux_qemu::Mapping::Private,
-            &plugin,
-            &dir,
-            true,
-        )
-        .unwrap_or_else(|why| panic!("counted boot: {why}"))
+    let counts = (0..boots)
+        .map(|_| {
+            linux_qemu::counted(&image, &launch, 100_000_000, mapping, &plugin, &dir, true)
+                .unwrap_or_else(|why| panic!("counted boot: {why}"))
+        })
+        .collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    counts
+}
+
+#[test]
+fn the_counted_boot_prices_a_linux_page_in_instructions() {
+    let mut counts = count_linux(linux_qemu::Mapping::Private, 2).into_iter();
+    let (Some((cost, sites)), Some((again, _))) = (counts.next(), counts.next()) else {
+        panic!("two counted boots");
     };
-    let ((cost, sites), (again, _)) = (count(), count());
     assert_eq!(cost.scenario, linux_qemu::SCENARIO);
     assert!(
         cost.ops > 0 && cost.ops.is_multiple_of(linux_qemu::PAGES),
@@ -172,7 +179,6 @@ fn the_counted_boot_prices_a_linux_page_in_instructions() {
             per_function(f)
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `--linux-shmem`: the cycle's mapping is shared, so each page faults through
@@ -181,25 +187,9 @@ fn the_counted_boot_prices_a_linux_page_in_instructions() {
 /// boot's row is `shmem`, and its locked RMWs come from shmem's and the page cache's code.
 #[test]
 fn the_counted_boot_of_shared_mappings_runs_linuxs_shmem_path() {
-    let image = debian_linux();
-    let dir = out_dir("bench-linux-shmem");
-    let medium = qemu::Medium::Kernel {
-        elf32: image.clone(),
-        cmdline: String::new(),
-    };
-    let launch = qemu::booting::launch(qemu::Mode::Direct, tests::SMP, 1024, None, medium);
-    let _one_at_a_time = tests::one_qemu_at_a_time();
-    let plugin = boot::plugin_build::build_plugin(tests::workspace(), true).expect("plugin");
-    let (cost, sites) = linux_qemu::counted(
-        &image,
-        &launch,
-        100_000_000,
-        linux_qemu::Mapping::Shared,
-        &plugin,
-        &dir,
-        true,
-    )
-    .unwrap_or_else(|why| panic!("counted boot: {why}"));
+    let (cost, sites) = count_linux(linux_qemu::Mapping::Shared, 1)
+        .pop()
+        .expect("one counted boot");
     assert_eq!(
         (cost.config.as_str(), sites.config.as_str()),
         ("shmem", "shmem")
@@ -220,7 +210,6 @@ fn the_counted_boot_of_shared_mappings_runs_linuxs_shmem_path() {
     );
     let rmws = cost.rmws_per_op.expect("counted");
     assert!((20.0..50.0).contains(&rmws), "{cost:?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
