@@ -10,7 +10,8 @@
 //! RMWs; one callback per translated block for the instructions, the blocks and the
 //! transitions between them that TCG cannot chain). The plugin's n-th run is
 //! the n-th `run` record on serial; each measured run's window counts are added per variant
-//! and divided by its operations. At one vCPU nothing spins, so the figures are the work a
+//! and divided by its operations, and so are the instructions its locked RMWs came from,
+//! named by the kernel's symbols (`rmw-sites.csv`, [`super::rmw_sites`]). At one vCPU nothing spins, so the figures are the work a
 //! variant does: a difference between A and B here is a difference in what they execute,
 //! whatever the host's noise did to the rates.
 //!
