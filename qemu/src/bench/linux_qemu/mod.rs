@@ -2,8 +2,10 @@
 //! same QEMU as the benchmark's own boot (same accelerator and CPU model, vCPUs, memory and
 //! NUMA description), running mmap / store to every 4 KiB page / munmap on one pinned
 //! thread per CPU for the plan's CPU counts, warm-up and measured rounds and seconds, with
-//! transparent huge pages off. Its runs are the rows of scenario `linux`, config `anon`,
-//! variant [`VARIANT`], beside the floor and the fault scenarios of the same `kx bench`,
+//! transparent huge pages off. Its runs are the rows of scenario `linux`, config `anon`
+//! (`shmem` with `--linux-shmem`, whose mappings are shared: Linux's shmem path,
+//! [`Mapping`]), variant [`VARIANT`], beside the floor and the fault scenarios of the same
+//! `kx bench`,
 //! with their floor fraction (the rate over that run's floor at the same CPU count, every
 //! `limit` run and every floor paired with a fault scenario's round, [`bench::Summary::floor`]):
 //! the same emulator executes both kernels' fault paths.
@@ -37,7 +39,9 @@
 //! kernel's variants. The machine has one vCPU, as the kernel's cost boot;
 //! `noreplace-smp` keeps the `lock` prefixes Linux would otherwise rewrite away on a
 //! machine of one CPU, so its locked RMWs are counted as the kernel's are at any CPU
-//! count.
+//! count. After its runs the program copies the kernel's text symbols from
+//! `/proc/kallsyms` to the console (`KXSYM` lines), which name the instructions its
+//! locked RMWs came from in `rmw-sites.csv` ([`super::rmw_sites`]).
 //!
 //! The Linux process runs in a cgroup v2 memcg of its own (as seed001 charges one memcg),
 //! with the kernel's default boot options otherwise (`console=ttyS0 quiet panic=-1
