@@ -1,11 +1,13 @@
-//! What the Linux reference's `/init` says on the console (`KXLINUX ...` lines, see
-//! `init.c`), read back, checked and turned into `run` records.
+//! What the Linux reference's `/init` says on the console (`KXLINUX ...` lines, and the
+//! counted boot's `KXSYM` symbol lines, see `init.c`), read back, checked and turned into
+//! `run` records.
 //!
 //! The check that makes a run a result: every thread took one minor fault per page it
 //! touched, give or take [`FAULT_SLACK`] faults of the program itself (its stack, the vDSO
 //! data page): fewer faults than pages means pages came without a fault (a huge page, a
 //! pre-faulted mapping), more means something else faulted; either way the rate would not
-//! be that of 4 KiB anonymous faults, and the run is an error, not a result.
+//! be that of 4 KiB faults (anonymous, or shmem's with `--linux-shmem`), and the run is an
+//! error, not a result.
 
 use super::program::Mapping;
 use bench::Run;
@@ -176,8 +178,7 @@ impl RunLine {
     }
 
     /// The `run` record (scenario `linux`, config `mapping`'s, variant [`super::VARIANT`]),
-    /// with
-    /// the threads as per-CPU shares and the fault counts as counters.
+    /// with the threads as per-CPU shares and the fault counts as counters.
     pub fn to_run(&self, mapping: Mapping) -> Result<Run, String> {
         let ops = self.threads.iter().map(|t| t.ops).sum();
         let mut r = Run::new(
@@ -271,8 +272,8 @@ impl Report {
             .map_err(|why| format!("its KXSYM lines: {why}"))
     }
 
-    /// The `run` records, every run checked; the first problem is an error.
-    /// (Their config is the `ready` line's mapping: runs without one are an error.)
+    /// The `run` records, every run checked; the first problem is an error. Their config
+    /// is the `ready` line's mapping: runs without one are an error.
     pub fn runs(&self) -> Result<Vec<Run>, String> {
         if let Some(e) = &self.error {
             return Err(e.clone());
