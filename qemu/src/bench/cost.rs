@@ -209,11 +209,9 @@ pub fn attach(ws: &Workspace, boot: &CostBoot, c: &mut Collected) -> Result<(), 
     };
     match pair(&text, &Collected::from_log(&out.serial).runs) {
         Ok(mut p) => {
+            p.name_sites(&boot.symbols);
             c.problems.extend(p.problems.into_iter().map(Problem::Cost));
             c.costs.extend(p.costs);
-            for v in &mut p.rmw_sites {
-                v.name(&boot.symbols);
-            }
             c.rmw_sites.extend(p.rmw_sites);
         }
         Err(why) => c
@@ -233,6 +231,15 @@ pub struct Paired {
     pub rmw_sites: Vec<VariantRmwSites>,
     /// What did not fit.
     pub problems: Vec<String>,
+}
+
+impl Paired {
+    /// Names every variant's sites by the functions of `symbols` (the kernel's).
+    pub fn name_sites(&mut self, symbols: &crate::coherence::symbols::Symbols) {
+        for v in &mut self.rmw_sites {
+            v.name(symbols);
+        }
+    }
 }
 
 /// The costs and locked-RMW sites of the plugin's output `text` paired with the boot's
@@ -290,10 +297,10 @@ pub fn pair(text: &str, runs: &[Run]) -> Result<Paired, String> {
                 unchained: v.unchained,
             },
         ));
-        sites.push((names.0, names.1, names.2, run.ops, &v.rmw_sites[..]));
+        sites.push((names.0, names.1, names.2, &v.rmw_sites[..]));
     }
     paired.costs = bench::cost::per_variant(counted);
-    paired.rmw_sites = super::rmw_sites::per_variant(sites);
+    paired.rmw_sites = super::rmw_sites::per_variant(&paired.costs, &sites);
     Ok(paired)
 }
 

@@ -11,7 +11,9 @@
 //! --scenarios limit,seed001-faultfree` writes them.
 
 use crate::coherence::symbols::Symbols;
+use bench::Cost;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// One instruction's locked RMWs per operation in one variant.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -48,6 +50,16 @@ impl VariantRmwSites {
         self.sites.iter().map(|s| s.per_op).sum()
     }
 
+    /// The locked RMWs per operation of the sites in function `f`.
+    #[must_use]
+    pub fn per_function(&self, f: &str) -> f64 {
+        self.sites
+            .iter()
+            .filter(|s| s.function.as_deref() == Some(f))
+            .map(|s| s.per_op)
+            .sum()
+    }
+
     /// Names every site by the function of `symbols` holding it.
     pub fn name(&mut self, symbols: &Symbols) {
         for s in &mut self.sites {
@@ -59,59 +71,43 @@ impl VariantRmwSites {
     }
 }
 
-/// One measured run's sites: its scenario, configuration, variant, operations and what
-/// the plugin kept.
-pub type MeasuredSites<'a> = (&'a str, &'a str, &'a str, u64, &'a [coherence::RmwSite]);
+/// One measured run's sites: its scenario, configuration and variant, and what the plugin
+/// kept.
+pub type MeasuredSites<'a> = (&'a str, &'a str, &'a str, &'a [coherence::RmwSite]);
 
-/// The runs' sites added up per variant (variants in the order they first ran), divided
-/// by the variant's operations; unnamed ([`VariantRmwSites::name`] names them). A variant
-/// without operations has no sites.
+/// Each counted variant's sites, unnamed ([`VariantRmwSites::name`] names them): the sites
+/// of the variant's measured `runs` added up and divided by the operations its cost
+/// counted ([`bench::cost::per_variant`] groups the runs and adds their operations), in
+/// `costs`' order.
 #[must_use]
-pub fn per_variant<'a>(runs: impl IntoIterator<Item = MeasuredSites<'a>>) -> Vec<VariantRmwSites> {
-    let mut acc: Vec<(VariantRmwSites, Vec<(u64, u64)>)> = Vec::new();
-    for (scenario, config, variant, ops, sites) in runs {
-        let i = match acc.iter().position(|(v, _)| {
-            (v.scenario.as_str(), v.config.as_str(), v.variant.as_str())
-                == (scenario, config, variant)
-        }) {
-            Some(i) => i,
-            None => {
-                acc.push((
-                    VariantRmwSites {
-                        scenario: scenario.to_owned(),
-                        config: config.to_owned(),
-                        variant: variant.to_owned(),
-                        ops: 0,
-                        sites: Vec::new(),
-                    },
-                    Vec::new(),
-                ));
-                acc.len() - 1
+pub fn per_variant(costs: &[Cost], runs: &[MeasuredSites<'_>]) -> Vec<VariantRmwSites> {
+    costs
+        .iter()
+        .map(|c| {
+            let key = (c.scenario.as_str(), c.config.as_str(), c.variant.as_str());
+            let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
+            for (.., sites) in runs.iter().filter(|r| (r.0, r.1, r.2) == key) {
+                for site in *sites {
+                    *counts.entry(site.pc).or_default() += site.count;
+                }
             }
-        };
-        let (v, counts) = &mut acc[i];
-        v.ops += ops;
-        for s in sites {
-            match counts.iter_mut().find(|(pc, _)| *pc == s.pc) {
-                Some((_, n)) => *n += s.count,
-                None => counts.push((s.pc, s.count)),
-            }
-        }
-    }
-    acc.into_iter()
-        .filter(|(v, _)| v.ops > 0)
-        .map(|(mut v, mut counts)| {
-            counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-            v.sites = counts
+            let mut sites: Vec<RmwSite> = counts
                 .into_iter()
                 .map(|(pc, n)| RmwSite {
                     pc,
                     function: None,
                     offset: 0,
-                    per_op: n as f64 / v.ops as f64,
+                    per_op: n as f64 / c.ops as f64,
                 })
                 .collect();
-            v
+            sites.sort_by(|a, b| b.per_op.total_cmp(&a.per_op).then(a.pc.cmp(&b.pc)));
+            VariantRmwSites {
+                scenario: c.scenario.clone(),
+                config: c.config.clone(),
+                variant: c.variant.clone(),
+                ops: c.ops,
+                sites,
+            }
         })
         .collect()
 }
@@ -119,9 +115,25 @@ pub fn per_variant<'a>(runs: impl IntoIterator<Item = MeasuredSites<'a>>) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bench::cost::Counted;
 
     fn site(pc: u64, count: u64) -> coherence::RmwSite {
         coherence::RmwSite { pc, count }
+    }
+
+    /// The costs of `runs` (scenario `s`, config `c`): each a variant and its operations.
+    fn costs(runs: &[(&'static str, u64)]) -> Vec<Cost> {
+        bench::cost::per_variant(runs.iter().map(|&(v, ops)| {
+            (
+                "s",
+                "c",
+                v,
+                Counted {
+                    ops,
+                    ..Counted::default()
+                },
+            )
+        }))
     }
 
     #[test]
@@ -129,13 +141,21 @@ mod tests {
         let a1 = [site(0x10, 300), site(0x20, 100)];
         let b = [site(0x10, 50)];
         let a2 = [site(0x20, 700), site(0x30, 1)];
-        let v = per_variant([
-            ("s", "c", "A", 100, &a1[..]),
-            ("s", "c", "B", 50, &b[..]),
-            ("s", "c", "A", 100, &a2[..]),
-            ("s", "c", "idle", 0, &[][..]),
-        ]);
-        assert_eq!(v.len(), 2, "a variant without operations has no sites");
+        let costs = costs(&[("A", 100), ("B", 50), ("A", 100), ("idle", 0)]);
+        let v = per_variant(
+            &costs,
+            &[
+                ("s", "c", "A", &a1[..]),
+                ("s", "c", "B", &b[..]),
+                ("s", "c", "A", &a2[..]),
+                ("s", "c", "idle", &[][..]),
+            ],
+        );
+        assert_eq!(
+            v.len(),
+            2,
+            "a variant without operations has no cost, so no sites"
+        );
         assert_eq!((v[0].variant.as_str(), v[0].ops), ("A", 200));
         let per: Vec<(u64, f64)> = v[0].sites.iter().map(|s| (s.pc, s.per_op)).collect();
         assert_eq!(per, vec![(0x20, 4.0), (0x10, 1.5), (0x30, 0.005)]);
@@ -148,11 +168,17 @@ mod tests {
         let map = "ffffffff81000000 T _stext\nffffffff81000100 t lock_it\n\
                    ffffffff81000180 T unlock_it\n";
         let symbols = Symbols::parse_nm(map).unwrap();
-        let raw = [site(0xffff_ffff_8100_0104, 2), site(0x1000, 1)];
-        let mut v = per_variant([("linux", "linux", "4k", 1, &raw[..])]);
+        let raw = [
+            site(0xffff_ffff_8100_0104, 2),
+            site(0xffff_ffff_8100_0110, 1),
+            site(0x1000, 1),
+        ];
+        let mut v = per_variant(&costs(&[("A", 1)]), &[("s", "c", "A", &raw[..])]);
         v[0].name(&symbols);
         assert_eq!(v[0].sites[0].function.as_deref(), Some("lock_it"));
         assert_eq!(v[0].sites[0].offset, 4);
-        assert_eq!(v[0].sites[1].function, None, "below every symbol");
+        assert_eq!(v[0].per_function("lock_it"), 3.0);
+        let below = v[0].sites.iter().find(|s| s.pc == 0x1000).unwrap();
+        assert_eq!(below.function, None, "below every symbol");
     }
 }

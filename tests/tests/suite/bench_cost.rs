@@ -6,7 +6,7 @@
 //! comparison nor a whole scenario pays for where the linker put it; and a QEMU that cannot
 //! load the plugin ends the cost boot with the plugin's status.
 use qemu::bench::collect::Collected;
-use qemu::bench::cost::{CostBoot, Paired, pair, prepare};
+use qemu::bench::cost::{CostBoot, pair, prepare};
 use qemu::bench::rmw_sites::VariantRmwSites;
 use std::time::Duration;
 
@@ -42,16 +42,10 @@ fn count_with_sites(cmdline: &str) -> (Vec<bench::Run>, Vec<bench::Cost>, Vec<Va
     assert!(out.outcome.is_success(), "{}", tests::describe(&out));
     let runs = Collected::from_log(&out.serial).runs;
     let text = std::fs::read_to_string(&boot.out).expect("the plugin's output");
-    let Paired {
-        costs,
-        mut rmw_sites,
-        problems,
-    } = pair(&text, &runs).expect("readable");
-    assert!(problems.is_empty(), "{problems:?}");
-    for v in &mut rmw_sites {
-        v.name(&boot.symbols);
-    }
-    (runs, costs, rmw_sites)
+    let mut paired = pair(&text, &runs).expect("readable");
+    assert!(paired.problems.is_empty(), "{:?}", paired.problems);
+    paired.name_sites(&boot.symbols);
+    (runs, paired.costs, paired.rmw_sites)
 }
 
 /// Every locked RMW the plugin counts is kept with its instruction: per variant they add
