@@ -235,7 +235,7 @@ impl<H: LruvecHost> LruvecGuard<'_, H> {
     fn inc_min_seq(&mut self, ty: usize) -> Result<(), LruError> {
         let old_gen = lru_gen_from_seq(self.min_seq(ty));
         for zone in 0..MAX_NR_ZONES {
-            while let Some(folio) = self.gen_lists()[old_gen][ty][zone].back().clone_pointer() {
+            while let Some(folio) = self.gen_lists()[old_gen][ty][zone].back() {
                 let refs = folio.lru_refs_total();
                 let workingset = folio.test(FolioFlags::WORKINGSET);
                 self.folio_inc_gen(folio)?;
@@ -398,7 +398,7 @@ impl<H: LruvecHost> LruvecGuard<'_, H> {
             // back afterwards), so the scan stops after the folios the list held.
             let mut left = self.lrugen().nr_pages()[r#gen][ty][zone].load(Ordering::Relaxed);
             while out.nr < out.limit && remaining > 0 && left > 0 {
-                let Some(folio) = self.gen_lists()[r#gen][ty][zone].back().clone_pointer() else {
+                let Some(folio) = self.gen_lists()[r#gen][ty][zone].back() else {
                     break;
                 };
                 left -= 1;

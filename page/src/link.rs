@@ -7,7 +7,7 @@
 //! it inserts the folio; how it is claimed, and under which promise, is the list's
 //! business (see [`crate::list`]).
 
-use core::ptr::{NonNull, null_mut};
+use core::ptr::null_mut;
 use core::sync::atomic::{AtomicPtr, Ordering};
 
 /// The "on no list" value of [`FolioLink`]'s `next` (Linux poisons `lru.next` instead).
@@ -36,24 +36,6 @@ impl FolioLink {
     #[must_use]
     pub fn is_linked(&self) -> bool {
         self.next.load(Ordering::Relaxed) != UNLINKED
-    }
-
-    pub(crate) fn next(&self) -> Option<NonNull<FolioLink>> {
-        NonNull::new(self.next.load(Ordering::Relaxed))
-    }
-
-    pub(crate) fn set_next(&self, next: Option<NonNull<FolioLink>>) {
-        self.next
-            .store(next.map_or(null_mut(), NonNull::as_ptr), Ordering::Relaxed);
-    }
-
-    pub(crate) fn prev(&self) -> Option<NonNull<FolioLink>> {
-        NonNull::new(self.prev.load(Ordering::Relaxed))
-    }
-
-    pub(crate) fn set_prev(&self, prev: Option<NonNull<FolioLink>>) {
-        self.prev
-            .store(prev.map_or(null_mut(), NonNull::as_ptr), Ordering::Relaxed);
     }
 
     /// Claims the marker with a compare-exchange: fails if the folio is on a list or

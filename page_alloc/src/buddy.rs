@@ -28,8 +28,8 @@
 //! and not the zone above it.
 //!
 //! Unsafe code here, and why: the buddy free lists are intrusive `folio_list()`s, changed
-//! only under `zone->lock`, and a free block is unlinked by a cursor made from its folio's
-//! address.
+//! only under `zone->lock`, and a free block is unlinked from its list by its folio's
+//! address (`list_del`).
 #![allow(unsafe_code)]
 
 use crate::lock_classes::ZoneLock;
@@ -147,8 +147,7 @@ impl FreeArea {
         // SAFETY: the caller checked that `folio` is PageBuddy with `order` and in this
         // zone; only `add`, under this zone's lock (our `&mut self`), sets BUDDY and links
         // the folio, and it links it on exactly this list, so the folio is on `l.list`.
-        let mut cursor = unsafe { l.list.cursor_mut_from_ptr(folio) };
-        cursor.remove();
+        unsafe { l.list.remove(folio) };
         l.nr_free -= 1;
         folio.clear_unshared(FolioFlags::BUDDY);
         folio.set_private(0);

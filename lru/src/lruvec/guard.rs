@@ -125,16 +125,13 @@ impl<'a, H: LruvecHost> LruvecGuard<'a, H> {
         }
         let slot = folio.slot.load(Ordering::Acquire);
         let list = self.list_for_slot(slot);
+        // list_del writes the head when the folio is first (head->next) or last
+        // (head->prev); both when it was alone.
         // SAFETY: `owner` (this lruvec's unique id, stable across moves) and `slot` are
         // written only under this lruvec's lock when the folio is linked onto exactly this
         // list, and cleared when it is unlinked; the lock is held, so the folio is on
         // `list` right now.
-        let mut cursor = unsafe { list.cursor_mut_from_ptr(ptr::from_ref(folio)) };
-        // list_del writes the head when the folio is first (head->next) or last
-        // (head->prev); both when it was alone.
-        let head_writes =
-            u64::from(cursor.peek_prev().is_null()) + u64::from(cursor.peek_next().is_null());
-        cursor.remove();
+        let head_writes = u64::from(unsafe { list.remove(folio) });
         if slot < MGLRU_SLOT_BASE && head_writes > 0 {
             crate::events::count(crate::events::LruEvent::ListHeadWrite, head_writes);
         }
@@ -447,7 +444,7 @@ impl<'a, H: LruvecHost> LruvecGuard<'a, H> {
 impl<H: LruvecHost> LruvecGuard<'_, H> {
     /// The tail (next to reclaim) of classic list `lru`, if any.
     pub(crate) fn lru_tail(&mut self, lru: LruList) -> Option<&'static Folio> {
-        self.classic_lists()[lru.idx()].back().clone_pointer()
+        self.classic_lists()[lru.idx()].back()
     }
 
     /// Move a folio this guard's caller owns (LRU clear) to the head of `lru`'s list,
@@ -459,10 +456,8 @@ impl<H: LruvecHost> LruvecGuard<'_, H> {
 }
 
 fn for_each_static(list: &FolioList, f: &mut impl FnMut(&'static Folio)) {
-    let mut cursor = list.front();
-    while let Some(folio) = cursor.clone_pointer() {
+    for folio in list.iter() {
         f(folio);
-        cursor.move_next();
     }
 }
 
