@@ -288,22 +288,26 @@ pub fn bench(
         out.elapsed.as_secs_f64()
     );
     eprintln!("kx: {}", load.line());
-    let mut linux = None;
+    // The reference's boots that ran, one per mapping, and the machine they ran on.
+    let mut linux = Vec::new();
+    let mut linux_launch = launch.clone();
     if out.outcome.is_success() && !c.is_empty() && coherence.is_none() {
         let env = std::env::var_os(super::linux_qemu::kernel::ENV)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from);
         let want = super::linux_qemu::Want::from_options(&o.bench, env);
         // The same machine without the benchmark boot's QMP socket (its directory is gone).
-        let mut linux_launch = launch.clone();
         linux_launch.qmp = None;
-        let mapping = if o.bench.linux_shmem {
-            super::linux_qemu::Mapping::Shared
-        } else {
-            super::linux_qemu::Mapping::Private
-        };
-        linux = super::linux_qemu::attach(&mut c, &want, &linux_launch, mapping, o.quiet)
-            .map(|booted| (booted, linux_launch));
+        for mapping in super::linux_qemu::Want::mappings(&o.bench) {
+            // Not asked for, not at hand (the note says so once) or failed (the problem
+            // says why; the next mapping would boot the same kernel on the same machine).
+            let Some(booted) =
+                super::linux_qemu::attach(&mut c, &want, &linux_launch, mapping, o.quiet)
+            else {
+                break;
+            };
+            linux.push(booted);
+        }
     }
     if let Some(r) = &c.coherence {
         c.costs = super::cost::from_coherence(r);
@@ -321,19 +325,19 @@ pub fn bench(
             Err(e) => cost_error = Some(e),
         }
     }
-    // Linux's counts per page beside the kernel's (its timed reference ran), under the
-    // plugin the cost boot loaded.
-    if let Some(plugin) = &plugin
-        && let Some((booted, l)) = &linux
-    {
-        super::linux_qemu::attach_cost(
-            &mut c,
-            booted,
-            l,
-            plugin,
-            super::cost::SECONDS.as_nanos(),
-            o.quiet,
-        );
+    // Linux's counts per page beside the kernel's (for each mapping whose timed reference
+    // ran), under the plugin the cost boot loaded.
+    if let Some(plugin) = &plugin {
+        for booted in &linux {
+            super::linux_qemu::attach_cost(
+                &mut c,
+                booted,
+                &linux_launch,
+                plugin,
+                super::cost::SECONDS.as_nanos(),
+                o.quiet,
+            );
+        }
     }
     let exit = bench_exit(out.outcome, &c);
     if c.is_empty() {

@@ -72,15 +72,17 @@ pub struct BenchOptions {
     pub lock_stat: Option<KernelValue>,
     /// After the benchmark, boot Debian's Linux (linux-image-cloud-amd64) in the same QEMU
     /// as the `linux` reference rows, fetching it with apt-get into the kx cache if needed (a
-    /// default run, not --quick, does this when the kernel is in the cache already)
+    /// default run, not --quick, does this when the kernel is in the cache already): config
+    /// `anon`, and in a run that is not --quick also `shmem` (--linux-shmem)
     #[arg(long)]
     pub linux: bool,
     /// The same with this Linux image (also $KX_LINUX_KERNEL)
     #[arg(long, value_name = "FILE")]
     pub linux_kernel: Option<PathBuf>,
-    /// The reference (as --linux) maps its cycles' pages shared (MAP_SHARED |
+    /// The reference (as --linux) with its cycles' pages mapped shared (MAP_SHARED |
     /// MAP_ANONYMOUS: a shmem object per cycle, truncated at its munmap), Linux's
-    /// counterpart of seed001's shmem config: its rows' config is `shmem`, not `anon`
+    /// counterpart of seed001's shmem config, config `shmem`: alone it replaces the `anon`
+    /// reference, with --linux it boots after it (a default run boots both)
     #[arg(long)]
     pub linux_shmem: bool,
     /// Count the cache lines that move between the vCPUs, per run, under the coherence

@@ -34,13 +34,20 @@ fn quick_floor_with(kernel: PathBuf) -> BenchOptions {
     }
 }
 
+/// `--linux --linux-shmem` (what a default run does): both references boot after the
+/// benchmark, anon then shmem, each with its rows and its note.
 #[test]
 fn debian_linux_runs_beside_the_floor() {
     // Fetched as a default run fetches it (apt-get download) when it is not cached: the
     // Linux row is part of every default run, so a machine that cannot get it fails here.
     let image = debian_linux();
     let out = out_dir("bench-linux");
-    let exit = tests::bench_direct(quick_floor_with(image), &out, Duration::from_secs(600));
+    let o = BenchOptions {
+        linux: true,
+        linux_shmem: true,
+        ..quick_floor_with(image)
+    };
+    let exit = tests::bench_direct(o, &out, Duration::from_secs(900));
     assert_eq!(exit, RunnerExit::Success, "see {}", out.display());
     let r = results(&out);
     let linux: Vec<&serde_json::Value> = r["runs"]
@@ -49,10 +56,20 @@ fn debian_linux_runs_beside_the_floor() {
         .iter()
         .filter(|x| x["scenario"] == linux_qemu::SCENARIO)
         .collect();
-    // CPUs 1 and 2, one warm-up and two measured rounds each.
-    assert_eq!(linux.len(), 2 * (1 + abi::bench::QUICK_ROUNDS as usize));
+    // Per mapping: CPUs 1 and 2, one warm-up and two measured rounds each.
+    let per_mapping = 2 * (1 + abi::bench::QUICK_ROUNDS as usize);
+    assert_eq!(linux.len(), 2 * per_mapping);
+    let configs: Vec<&str> = linux
+        .iter()
+        .map(|x| x["config"].as_str().unwrap())
+        .collect();
+    for (runs, mapping) in configs
+        .chunks(per_mapping)
+        .zip([linux_qemu::Mapping::Private, linux_qemu::Mapping::Shared])
+    {
+        assert!(runs.iter().all(|&c| c == mapping.config()), "{configs:?}");
+    }
     for run in &linux {
-        assert_eq!(run["config"], linux_qemu::Mapping::Private.config());
         assert_eq!(run["variant"], linux_qemu::VARIANT);
         let (ops, faults) = (
             run["ops"].as_i64().unwrap(),
@@ -67,15 +84,14 @@ fn debian_linux_runs_beside_the_floor() {
         let f = run["floor_fraction"].as_f64().unwrap();
         assert!(f > 0.0 && f < 1.0, "{run}");
     }
-    assert!(
-        r["notes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|n| n.as_str().unwrap().starts_with("linux reference: Linux 6.")),
-        "{}",
-        r["notes"]
-    );
+    let notes: Vec<&str> = r["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str()?.strip_prefix("linux reference: Linux 6."))
+        .collect();
+    assert_eq!(notes.len(), 2, "{}", r["notes"]);
+    assert!(notes[0].contains("config anon") && notes[1].contains("config shmem"));
     assert_eq!(r["complete"], true);
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -124,6 +124,20 @@ impl Want {
         }
     }
 
+    /// The mappings the reference runs its cycles with, one timed boot (and one counted
+    /// boot) each, in this order: both, anon then shmem, in a run that is not `--quick`
+    /// (the counterparts of seed001's two configs) unless `--linux-shmem` alone narrows it
+    /// to shmem; in a `--quick` run, anon for `--linux` (or a named kernel) and shmem for
+    /// `--linux-shmem`, both when both are given.
+    #[must_use]
+    pub fn mappings(o: &crate::cli::BenchOptions) -> Vec<Mapping> {
+        match (o.linux, o.linux_shmem, o.quick) {
+            (false, true, _) => vec![Mapping::Shared],
+            (_, false, true) => vec![Mapping::Private],
+            (true, true, _) | (_, false, false) => vec![Mapping::Private, Mapping::Shared],
+        }
+    }
+
     /// The kernel image, or why the reference is not run.
     pub fn kernel(&self, cache: Option<&Path>) -> Result<PathBuf, String> {
         let no_cache = "no kx cache directory ($KX_CACHE_DIR, $XDG_CACHE_HOME or $HOME unset)";
@@ -600,6 +614,27 @@ mod tests {
             Want::from_options(&o(true, false, None), Some("/e".into())),
             Want::Kernel("/e".into())
         );
+    }
+
+    #[test]
+    fn a_full_run_boots_both_mappings_a_quick_one_what_its_flags_name() {
+        let o = |quick, linux, linux_shmem| BenchOptions {
+            quick,
+            linux,
+            linux_shmem,
+            ..BenchOptions::default()
+        };
+        let (anon, shmem) = (Mapping::Private, Mapping::Shared);
+        for linux in [false, true] {
+            assert_eq!(Want::mappings(&o(false, linux, false)), [anon, shmem]);
+        }
+        assert_eq!(Want::mappings(&o(true, true, true)), [anon, shmem]);
+        assert_eq!(Want::mappings(&o(false, false, true)), [shmem]);
+        assert_eq!(Want::mappings(&o(false, true, true)), [anon, shmem]);
+        assert_eq!(Want::mappings(&o(true, false, true)), [shmem]);
+        assert_eq!(Want::mappings(&o(true, true, false)), [anon]);
+        // A quick run with a named kernel and no flag: the anonymous reference.
+        assert_eq!(Want::mappings(&o(true, false, false)), [anon]);
     }
 
     #[test]
