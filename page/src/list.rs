@@ -65,10 +65,10 @@ pub trait LinkClaim: sealed::Sealed {
 }
 
 /// The claim of [`FolioList`]: a load in release builds, a compare-exchange in debug
-/// builds. Constructed only through [`folio_list`], whose caller promises the claims
-/// never race.
+/// builds. A list of this kind is created only by [`folio_list`], whose caller promises
+/// the claims never race.
 #[derive(Debug)]
-pub struct LockedClaim(());
+pub struct LockedClaim;
 
 /// The claim of [`CheckedFolioList`]: a compare-exchange.
 #[derive(Clone, Copy, Debug, Default)]
