@@ -125,15 +125,18 @@ impl<'a, H: LruvecHost> LruvecGuard<'a, H> {
         }
         let slot = folio.slot.load(Ordering::Acquire);
         let list = self.list_for_slot(slot);
-        // list_del writes the head when the folio is first (head->next) or last
-        // (head->prev); both when it was alone.
         // SAFETY: `owner` (this lruvec's unique id, stable across moves) and `slot` are
         // written only under this lruvec's lock when the folio is linked onto exactly this
         // list, and cleared when it is unlinked; the lock is held, so the folio is on
         // `list` right now.
-        let head_writes = u64::from(unsafe { list.remove(folio) });
+        let head_writes = unsafe { list.remove(folio) };
+        // list_del writes the head when the folio is first (head->next) or last
+        // (head->prev); both when it was alone.
         if slot < MGLRU_SLOT_BASE && head_writes > 0 {
-            crate::events::count(crate::events::LruEvent::ListHeadWrite, head_writes);
+            crate::events::count(
+                crate::events::LruEvent::ListHeadWrite,
+                u64::from(head_writes),
+            );
         }
         folio.owner.store(0, Ordering::Release);
         folio.slot.store(NO_SLOT, Ordering::Release);
