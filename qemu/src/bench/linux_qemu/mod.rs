@@ -1,14 +1,14 @@
-//! The Linux reference of `kx bench` in QEMU: Debian's packaged Linux kernel booted in the
-//! same QEMU as the benchmark's own boot (same accelerator and CPU model, vCPUs, memory and
-//! NUMA description), running mmap / store to every 4 KiB page / munmap on one pinned
-//! thread per CPU for the plan's CPU counts, warm-up and measured rounds and seconds, with
-//! transparent huge pages off. Its runs are the rows of scenario `linux`, config `anon`
-//! (`shmem` with `--linux-shmem`, whose mappings are shared: Linux's shmem path,
-//! [`Mapping`]), variant [`VARIANT`], beside the floor and the fault scenarios of the same
-//! `kx bench`,
-//! with their floor fraction (the rate over that run's floor at the same CPU count, every
-//! `limit` run and every floor paired with a fault scenario's round, [`bench::Summary::floor`]):
-//! the same emulator executes both kernels' fault paths.
+//! The Linux reference of `kx bench` in QEMU: Debian's packaged Linux kernel booted in
+//! the same QEMU as the benchmark's own boot (same accelerator and CPU model, vCPUs,
+//! memory and NUMA description), running mmap / store to every 4 KiB page / munmap on one
+//! pinned thread per CPU for the plan's CPU counts, warm-up and measured rounds and
+//! seconds, with transparent huge pages off. Its runs are the rows of scenario `linux`,
+//! config `anon` for private mappings and `shmem` for shared ones (Linux's shmem path,
+//! [`Mapping`]; a default run boots once for each, [`Want::mappings`]), variant
+//! [`VARIANT`], beside the floor and the fault scenarios of the same `kx bench`, with
+//! their floor fraction (the rate over that run's floor at the same CPU count, every
+//! `limit` run and every floor paired with a fault scenario's round,
+//! [`bench::Summary::floor`]): the same emulator executes both kernels' fault paths.
 //!
 //! - [`kernel`]: which kernel (`--linux-kernel FILE`, `$KX_LINUX_KERNEL`, or Debian's
 //!   `linux-image-cloud-amd64` kept in `<kx cache>/linux`, fetched with `apt-get download`);
@@ -457,7 +457,10 @@ fn boot(
                 .map_or(String::new(), |l| format!("; QEMU: {l}"))
         )
     };
-    let runs = match (decode_end(finished.termination, timeout), rep.runs()) {
+    let runs = match (
+        decode_end(finished.termination, timeout),
+        rep.runs(conf.mapping),
+    ) {
         (_, Err(e)) => return Err(e),
         (Err(e), Ok(_)) => return Err(format!("{e}{}", tail())),
         (Ok(()), Ok(runs)) => runs,
@@ -740,7 +743,7 @@ mod tests {
         let log = "KXLINUX ready online=1 memcg=1 thp=never map=private release=6.1\n\
                    KXLINUX run cpus=1 round=0 ns=9000000 pgfault=512 t=0:512:8000000:512\n\
                    KXLINUX run cpus=1 round=1 ns=5000000 pgfault=512 t=0:512:4300000:512\n";
-        let runs = report::Report::read(log).runs().unwrap();
+        let runs = report::Report::read(log).runs(Mapping::Private).unwrap();
         let text = [
             header(),
             report(0, 1, 8_000_000, 9_000, true),

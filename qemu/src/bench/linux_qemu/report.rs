@@ -272,9 +272,11 @@ impl Report {
             .map_err(|why| format!("its KXSYM lines: {why}"))
     }
 
-    /// The `run` records, every run checked; the first problem is an error. Their config
-    /// is the `ready` line's mapping: runs without one are an error.
-    pub fn runs(&self) -> Result<Vec<Run>, String> {
+    /// The `run` records of a program that was asked to map its pages by `asked`, every
+    /// run checked; the first problem is an error. Their config is the mapping the `ready`
+    /// line says the program used: runs without one, or with another than `asked`, are an
+    /// error.
+    pub fn runs(&self, asked: Mapping) -> Result<Vec<Run>, String> {
         if let Some(e) = &self.error {
             return Err(e.clone());
         }
@@ -284,6 +286,13 @@ impl Report {
         let mapping = self
             .mapping
             .ok_or("runs without a ready line to say how they mapped their pages")?;
+        if mapping != asked {
+            return Err(format!(
+                "asked to map its pages {} and said it mapped them {}",
+                asked.word(),
+                mapping.word()
+            ));
+        }
         self.runs
             .iter()
             .map(|l| l.check().and_then(|()| l.to_run(mapping)))
@@ -340,7 +349,7 @@ mod tests {
                 minflt: 4611
             }
         );
-        let runs = r.runs().unwrap();
+        let runs = r.runs(Mapping::Private).unwrap();
         assert!(runs[0].warmup && !runs[1].warmup);
         assert_eq!(runs[1].ops, 4096 + 4608);
         assert_eq!(runs[1].ns, 100_500_000);
@@ -355,12 +364,14 @@ mod tests {
             ),
             ("linux", "anon", "mmap-touch-munmap")
         );
-        // A shared mapping's runs are the `shmem` config; runs with no ready line before
-        // them say nothing of their mapping, and are refused.
+        // A shared mapping's runs are the `shmem` config; runs of another mapping than
+        // the one asked for, or with no ready line before them to say theirs, are refused.
         let shared = LOG.replace("map=private", "map=shared");
         let r = Report::read(&shared);
         assert_eq!(r.mapping, Some(Mapping::Shared));
-        assert_eq!(r.runs().unwrap()[1].config, "shmem");
+        assert_eq!(r.runs(Mapping::Shared).unwrap()[1].config, "shmem");
+        let e = r.runs(Mapping::Private).unwrap_err();
+        assert!(e.contains("asked to map its pages private and said it mapped them shared"));
         let without: String = LOG
             .lines()
             .filter(|l| !l.contains("ready"))
@@ -368,7 +379,7 @@ mod tests {
             .collect();
         assert!(
             Report::read(&without)
-                .runs()
+                .runs(Mapping::Private)
                 .unwrap_err()
                 .contains("without a ready line")
         );
@@ -389,7 +400,7 @@ mod tests {
         assert_eq!(parse_line("[ 1.0] KXLINUX run"), None);
         let r = Report::read("KXLINUX error mmap failed on CPU 1\n");
         assert_eq!(
-            r.runs().unwrap_err(),
+            r.runs(Mapping::Private).unwrap_err(),
             "the program failed: mmap failed on CPU 1"
         );
     }
@@ -428,7 +439,7 @@ mod tests {
         assert!(missing.check().is_err());
         let log = "KXLINUX ready online=1 memcg=1 thp=never map=private release=6.1\n\
                    KXLINUX run cpus=1 round=1 ns=1000 pgfault=1 t=0:512:1000:1\n";
-        let e = Report::read(log).runs().unwrap_err();
+        let e = Report::read(log).runs(Mapping::Private).unwrap_err();
         assert!(e.contains("took 1 minor faults"), "{e}");
     }
 }
