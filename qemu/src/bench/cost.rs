@@ -4,16 +4,16 @@
 //!
 //! After the timed boot (and the Linux reference), the runner boots the same kernel once
 //! more: one vCPU (one per NUMA node with `--nodes`, the windows on the first), TCG, the
-//! same scenarios and configurations, one instance of one round of
-//! [`SECONDS`] per variant, with the coherence plugin loaded in its counting mode
-//! (`model=off`: no cache model; store callbacks only, for the kernel's marks and the locked
-//! RMWs; one callback per translated block for the instructions, the blocks and the
-//! transitions between them that TCG cannot chain). The plugin's n-th run is
-//! the n-th `run` record on serial; each measured run's window counts are added per variant
-//! and divided by its operations, and so are the instructions its locked RMWs came from,
-//! named by the kernel's symbols (`rmw-sites.csv`, [`super::rmw_sites`]). At one vCPU nothing spins, so the figures are the work a
-//! variant does: a difference between A and B here is a difference in what they execute,
-//! whatever the host's noise did to the rates.
+//! same scenarios and configurations, one instance of one round of [`SECONDS`] per
+//! variant, with the coherence plugin loaded in its counting mode (`model=off`: no cache
+//! model; store callbacks only, for the kernel's marks and the locked RMWs; one callback
+//! per translated block for the instructions, the blocks and the transitions between them
+//! that TCG cannot chain). The plugin's n-th run is the n-th `run` record on serial; each
+//! measured run's window counts are added per variant and divided by its operations, and
+//! so are the instructions its locked RMWs came from, named by the kernel's symbols
+//! (`rmw-sites.csv`, [`super::rmw_sites`]). At one vCPU nothing spins, so the figures are
+//! the work a variant does: a difference between A and B here is a difference in what
+//! they execute, whatever the host's noise did to the rates.
 //!
 //! The boot runs under QEMU's instruction counter as well (`-icount shift=`[`ICOUNT_SHIFT`]:
 //! the guest's clock advances 16 ns per instruction), so a run of [`SECONDS`] is a fixed
